@@ -1,0 +1,235 @@
+//! `memtamer`: the command-line front end.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use memtamer_sim::config::{parse_value, SweepSpec};
+use memtamer_sim::experiment::{self, load_scenario, RunOptions, ScenarioResult};
+use memtamer_sim::report;
+use memtamer_sim::validate;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "memtamer", version, about = "Tame DRAM/PM contention: simulate, sense, decide, act.")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Show DRAM throughput collapsing as PM writers are added (simulated PATS platform).
+    Demo {
+        /// Also write an HTML report with plots into this directory.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
+    /// The memory-system simulator.
+    Sim {
+        #[command(subcommand)]
+        cmd: SimCmd,
+    },
+    /// Benchmarks that print ratios measured in the same run.
+    Bench {
+        #[command(subcommand)]
+        cmd: BenchCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum SimCmd {
+    /// List built-in platforms and scenarios.
+    List,
+    /// Run a scenario (built-in name or a .toml file).
+    Run {
+        /// Scenario name or path.
+        scenario: String,
+        /// Override a key: `job.NAME.threads=4`, `duration_ms=10`, `platform.memory.wpq_entries=64`.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Sweep a key over values (replaces the scenario's sweeps): `job.fio.threads=0,2,4`.
+        #[arg(long = "sweep", value_name = "KEY=V1,V2,...")]
+        sweeps: Vec<String>,
+        /// Seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Write an HTML report with SVG plots into this directory.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Worker threads (default: all cores).
+        #[arg(long, default_value_t = 0)]
+        jobs: usize,
+    },
+    /// Run every built-in reproduction and platform check; print paper vs simulated.
+    Validate {
+        /// Print the validation tables as Markdown (for docs/simulator.md).
+        #[arg(long)]
+        markdown: bool,
+        /// Write an HTML report with every figure into this directory.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
+    /// Measure the simulated PEBS sampler's accounting error against ground truth.
+    Sampler {
+        /// Sampling periods to test.
+        #[arg(long, value_delimiter = ',', default_value = "2503,5107,9973,20011")]
+        periods: Vec<u64>,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Simulated memory requests per second of wall time on one core.
+    Sim,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("memtamer: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn parse_kv(arg: &str) -> Result<(String, String), String> {
+    arg.split_once('=')
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .ok_or_else(|| format!("`{arg}`: expected KEY=VALUE"))
+}
+
+fn write_report(dir: &PathBuf, title: &str, results: &[ScenarioResult]) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path = dir.join("index.html");
+    std::fs::write(&path, report::html(title, results)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    for r in results {
+        for (i, svg) in report::scenario_svgs(r).iter().enumerate() {
+            let p = dir.join(format!("{}-{}.svg", r.scenario, i + 1));
+            std::fs::write(&p, svg).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        }
+    }
+    eprintln!("report: {}", path.display());
+    Ok(())
+}
+
+fn run(cli: Cli) -> Result<ExitCode, String> {
+    match cli.cmd {
+        Cmd::Demo { report: dir } => {
+            let s = load_scenario("demo").map_err(|e| e.to_string())?;
+            let opts = RunOptions {
+                progress: true,
+                ..Default::default()
+            };
+            let r = experiment::run_scenario(&s, &opts).map_err(|e| e.to_string())?;
+            print!("{}", report::table(&r));
+            println!("\n{}", ascii_bars(&r, "memcpy.gbps"));
+            println!("Try: memtamer sim list · memtamer sim run pats-fig4-mbw · memtamer sim validate --report report/");
+            if let Some(d) = dir {
+                write_report(&d, "memtamer demo", &[r])?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Sim { cmd } => match cmd {
+            SimCmd::List => {
+                println!("platforms:");
+                for (n, t) in experiment::PLATFORMS {
+                    let d = memtamer_sim::Platform::parse(n, t).map(|p| p.description).unwrap_or_default();
+                    println!("  {n:<12} {d}");
+                }
+                println!("scenarios:");
+                for (n, t) in experiment::SCENARIOS {
+                    let d = memtamer_sim::Scenario::parse(n, t).map(|s| s.title).unwrap_or_default();
+                    println!("  {n:<20} {d}");
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            SimCmd::Run {
+                scenario,
+                sets,
+                sweeps,
+                seed,
+                format,
+                report: dir,
+                jobs,
+            } => {
+                let s = load_scenario(&scenario).map_err(|e| e.to_string())?;
+                let mut opts = RunOptions {
+                    seed,
+                    jobs,
+                    progress: true,
+                    ..Default::default()
+                };
+                for a in &sets {
+                    let (k, v) = parse_kv(a)?;
+                    opts.sets.push((k, parse_value(&v)));
+                }
+                if !sweeps.is_empty() {
+                    let mut list = Vec::new();
+                    for a in &sweeps {
+                        let (k, v) = parse_kv(a)?;
+                        let values = v.split(',').map(|x| parse_value(x.trim())).collect();
+                        list.push(SweepSpec { key: k, values });
+                    }
+                    opts.sweep = Some(list);
+                }
+                let r = experiment::run_scenario(&s, &opts).map_err(|e| e.to_string())?;
+                match format {
+                    Format::Table => print!("{}", report::table(&r)),
+                    Format::Json => println!("{}", serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?),
+                    Format::Csv => print!("{}", report::csv(&r)),
+                }
+                if let Some(d) = dir {
+                    write_report(&d, &r.title.clone(), &[r])?;
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            SimCmd::Validate { markdown, report: dir } => {
+                let v = validate::run_all(true).map_err(|e| e.to_string())?;
+                if markdown {
+                    print!("{}", validate::markdown(&v));
+                } else {
+                    print!("{}", validate::text(&v));
+                }
+                if let Some(d) = dir {
+                    write_report(&d, "memtamer simulator validation", &v.scenarios)?;
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            SimCmd::Sampler { periods } => {
+                print!("{}", validate::sampler_accuracy(&periods).map_err(|e| e.to_string())?);
+                Ok(ExitCode::SUCCESS)
+            }
+        },
+        Cmd::Bench { cmd: BenchCmd::Sim } => {
+            print!("{}", validate::speed_bench().map_err(|e| e.to_string())?);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// A terminal bar chart of one metric over the x axis.
+fn ascii_bars(r: &ScenarioResult, metric: &str) -> String {
+    let vals: Vec<(f64, f64)> = r
+        .points
+        .iter()
+        .filter_map(|p| Some((p.x?, *p.metrics.get(metric)?)))
+        .collect();
+    let max = vals.iter().map(|v| v.1).fold(0.0, f64::max).max(1e-9);
+    let mut s = format!("{metric} by {}\n", r.x_key.clone().unwrap_or_default());
+    for (x, v) in vals {
+        let n = (v / max * 50.0).round() as usize;
+        s.push_str(&format!("{x:>5} | {:<50} {}\n", "#".repeat(n), report::num(v)));
+    }
+    s
+}

@@ -1,0 +1,24 @@
+//! memtamer-core: the pure heart of memtamer.
+//!
+//! Everything here is free of I/O so that the same policy code runs inside the
+//! simulator (`memtamer-sim`) and inside the Linux daemon. Sensors fill an
+//! [`Observation`] for one window; a [`Policy`] maps it to a [`Decision`];
+//! actuators (simulated or real) apply the decision.
+
+pub mod cpuset;
+pub mod decision;
+pub mod observation;
+pub mod policy;
+
+pub use cpuset::CpuSet;
+pub use decision::{CoreBudget, Decision, GateLimit, Migration};
+pub use observation::{
+    AccessStats, ChannelObs, CpuObs, DimmObs, GateObs, JobClass, JobObs, Measured, Observation,
+    SizeClass, ThreadObs,
+};
+pub use policy::{Baseline, Policy};
+
+/// Identifies a thread (a simulated thread id, or a Linux TID).
+pub type ThreadId = u32;
+/// Identifies a job: a group of threads managed as one (a process, a cgroup, a simulated job).
+pub type JobId = u32;

@@ -1,0 +1,852 @@
+//! Platform and scenario files (TOML), their schema, validation and overrides.
+//!
+//! A *platform* describes a machine with physical parameters, each with a
+//! cited source in its `[sources]` table. A *scenario* names a platform, jobs
+//! (workloads, threads, CPUs), a policy, a duration, sweeps, the paper's
+//! reference points and pass/fail checks. Both formats are documented in
+//! `docs/scenarios.md`.
+
+use crate::error::{line_col, line_of_key, SimError};
+use memtamer_core::CpuSet;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// CPU and core-side parameters.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CpuParams {
+    /// Sockets.
+    pub sockets: u32,
+    /// Physical cores per socket.
+    pub cores_per_socket: u32,
+    /// Hardware threads per core (1 or 2).
+    pub threads_per_core: u32,
+    /// L1D fill buffers per core: the limit on outstanding misses, shared by SMT siblings.
+    pub fill_buffers: u32,
+    /// Per-core buffers for dirty-line write-backs awaiting the memory controller.
+    pub writeback_buffers: u32,
+    /// Factor by which compute stretches while the SMT sibling also computes.
+    pub smt_slowdown: f64,
+    /// Latency from an L2 miss to the caching agent (LLC lookup included), ns.
+    pub core_to_uncore_ns: f64,
+    /// Latency of a response from the caching agent back to the core, ns.
+    pub uncore_to_core_ns: f64,
+    /// Scheduler time slice, microseconds.
+    pub time_slice_us: f64,
+}
+
+/// Shared uncore structures.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct UncoreParams {
+    /// Socket-wide request table entries: every memory request holds one from
+    /// the caching agent until its memory controller accepts it (write) or
+    /// returns data (read).
+    pub request_table: u32,
+    /// Caching agent to memory controller latency, ns.
+    pub cha_to_imc_ns: f64,
+    /// One-way socket-link (UPI) latency, ns.
+    pub numa_link_ns: f64,
+}
+
+/// Memory-controller parameters, per channel.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryParams {
+    /// Memory-controller clock used for occupancy counters, MHz.
+    pub imc_clock_mhz: f64,
+    /// Read pending queue entries per channel, shared by DRAM and PM.
+    pub rpq_entries: u32,
+    /// Write pending queue entries per channel, shared by DRAM and PM.
+    pub wpq_entries: u32,
+    /// WPQ occupancy at which the channel switches to draining writes.
+    pub write_drain_high: u32,
+    /// WPQ occupancy at which the channel returns to serving reads.
+    pub write_drain_low: u32,
+}
+
+/// DRAM timing.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DramParams {
+    /// Channel data-bus bandwidth, GB/s (10^9 B/s).
+    pub bus_gbps: f64,
+    /// Activate + CAS latency of an access, ns.
+    pub access_ns: f64,
+    /// Read/write bus turnaround, ns.
+    pub turnaround_ns: f64,
+}
+
+/// Optane DIMM parameters.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PmParams {
+    /// Writes the iMC may have in flight to one DIMM before it accepts them (DDR-T credits).
+    pub ddrt_write_credits: u32,
+    /// DIMM controller latency per request (DDR-T protocol + address indirection), ns.
+    pub controller_ns: f64,
+    /// Media read latency of one 256 B XPLine, ns.
+    pub media_read_ns: f64,
+    /// Media read bandwidth of one DIMM, GB/s.
+    pub media_read_gbps: f64,
+    /// Media write bandwidth of one DIMM, GB/s.
+    pub media_write_gbps: f64,
+    /// XPBuffer (write-combining) capacity, bytes.
+    pub xpbuffer_bytes: u32,
+    /// XPBuffer associativity (ways per set).
+    pub xpbuffer_ways: u32,
+    /// Read buffer (prefetched XPLines) capacity in XPLines.
+    pub read_buffer_lines: u32,
+    /// XPLine write-backs the DIMM can queue for the media.
+    pub media_write_queue: u32,
+    /// Delay before media counters can be read (ACPI), ms.
+    pub media_counter_delay_ms: f64,
+}
+
+/// One memory channel and what sits on it.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelSpec {
+    /// Channel name, e.g. "A".
+    pub name: String,
+    /// Socket.
+    pub socket: u32,
+    /// Memory controller within the socket.
+    pub imc: u32,
+    /// Whether a DRAM DIMM is on the channel.
+    #[serde(default)]
+    pub dram: bool,
+    /// Whether an Optane DIMM is on the channel.
+    #[serde(default)]
+    pub pm: bool,
+}
+
+/// What a region is backed by.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MemKind {
+    /// DRAM.
+    Dram,
+    /// Persistent memory.
+    Pm,
+}
+
+/// An address range interleaved over channels (DRAM) or PM DIMMs.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RegionSpec {
+    /// Region name used by jobs.
+    pub name: String,
+    /// DRAM or PM.
+    pub kind: MemKind,
+    /// Names of the channels (for PM: of the channels holding the DIMMs) it interleaves over.
+    pub channels: Vec<String>,
+    /// Interleave granularity, bytes.
+    pub interleave_bytes: u64,
+}
+
+/// A machine.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Platform {
+    /// Short name.
+    pub name: String,
+    /// What machine this is and where it is described.
+    pub description: String,
+    /// CPU.
+    pub cpu: CpuParams,
+    /// Uncore.
+    pub uncore: UncoreParams,
+    /// Memory controllers.
+    pub memory: MemoryParams,
+    /// DRAM.
+    pub dram: DramParams,
+    /// PM DIMMs.
+    pub pm: PmParams,
+    /// Channels.
+    #[serde(rename = "channel")]
+    pub channels: Vec<ChannelSpec>,
+    /// Regions.
+    #[serde(rename = "region")]
+    pub regions: Vec<RegionSpec>,
+    /// Citation for each parameter, keyed by dotted path.
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+    /// Published values this platform should reproduce, for validation.
+    #[serde(default)]
+    pub expect: Vec<Expectation>,
+}
+
+/// A published idle latency or peak bandwidth the platform must reproduce.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Expectation {
+    /// Which probe: `dram_idle_ns`, `pm_idle_random_ns`, `pm_idle_seq_ns`,
+    /// `dram_peak_read_gbps`, `pm_peak_read_gbps`, `pm_peak_write_gbps`.
+    pub metric: String,
+    /// Published value.
+    pub value: f64,
+    /// Where it is published.
+    pub source: String,
+}
+
+/// Store instruction flavour used by a writer.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreKind {
+    /// Non-temporal stores (movnt*), as libpmem uses for large copies.
+    Nt,
+    /// Regular stores: read-for-ownership, then a dirty write-back.
+    Temporal,
+}
+
+/// Read or write.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    /// Reads.
+    Read,
+    /// Writes.
+    Write,
+}
+
+/// Access pattern.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    /// Sequential.
+    Seq,
+    /// Uniformly random, request-aligned.
+    Rand,
+    /// Dicio's stride: one 64 B line in each 256 B XPLine.
+    Stride,
+}
+
+/// MBW operations (PATS §III-A).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MbwMode {
+    /// memcpy() of the whole array: loads + non-temporal stores.
+    Memcpy,
+    /// b[i] = a[i] element loop: loads + temporal stores.
+    Dumb,
+    /// memcpy() in 256 KiB blocks.
+    Mcblock,
+}
+
+/// Memcached-like operation.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum KvOp {
+    /// GET.
+    Get,
+    /// SET.
+    Set,
+}
+
+/// A workload: a request generator for each thread of a job.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WorkloadSpec {
+    /// MBW (single-threaded memory benchmark).
+    Mbw {
+        /// Operation.
+        mode: MbwMode,
+        /// Copy block for mcblock, bytes.
+        #[serde(default = "default_mcblock")]
+        block_bytes: u64,
+        /// Per-call overhead of memcpy() (mcblock pays it per block), ns.
+        #[serde(default = "default_call_ns")]
+        call_ns: f64,
+        /// Region.
+        #[serde(default = "default_dram")]
+        region: String,
+    },
+    /// Single-threaded memcached-like server loop: hash, dependent lookups, value copy.
+    Memcached {
+        /// GET or SET.
+        op: KvOp,
+        /// Value size, bytes.
+        #[serde(default = "default_value")]
+        value_bytes: u64,
+        /// Dependent lookups per operation (bucket, item header).
+        #[serde(default = "default_lookups")]
+        lookups: u32,
+        /// Compute per operation (hashing, parsing), ns.
+        #[serde(default = "default_kv_compute")]
+        compute_ns: f64,
+        /// Region.
+        #[serde(default = "default_dram")]
+        region: String,
+    },
+    /// fio-like PM reader/writer with libpmem semantics (NT stores, fence per request).
+    PmStream {
+        /// Read or write.
+        rw: Rw,
+        /// Pattern.
+        #[serde(default = "default_seq")]
+        pattern: Pattern,
+        /// Request size, bytes (64..=8192 typical).
+        request_bytes: u64,
+        /// Store flavour for writes.
+        #[serde(default = "default_nt")]
+        store: StoreKind,
+        /// Per-request software overhead (fio + libpmem call), ns.
+        #[serde(default = "default_req_ns")]
+        per_request_ns: f64,
+        /// Whether requests pass through the PATS gate when one is active.
+        #[serde(default = "default_true")]
+        gated: bool,
+        /// Region.
+        #[serde(default = "default_pm")]
+        region: String,
+    },
+    /// Dicio's antagonist: 64 B accesses in stream or stride pattern, rate-limited with nops.
+    Antagonist {
+        /// Read or write.
+        rw: Rw,
+        /// `seq` (stream) or `stride`.
+        pattern: Pattern,
+        /// Nop time between accesses, ns.
+        #[serde(default)]
+        gap_ns: f64,
+        /// Region.
+        region: String,
+    },
+    /// lmbench-like dependent-load latency probe (random pointer chase).
+    LatencyProbe {
+        /// Region.
+        #[serde(default = "default_dram")]
+        region: String,
+        /// Sequential chase (`seq`) or random (`rand`).
+        #[serde(default = "default_rand")]
+        pattern: Pattern,
+    },
+    /// CPU-bound task with a compute/memory mix (sysbench prime, SPEC-like profiles).
+    Cpu {
+        /// Compute per iteration, ns.
+        compute_ns: f64,
+        /// Independent DRAM line loads per iteration.
+        #[serde(default)]
+        mem_lines: u32,
+        /// Region.
+        #[serde(default = "default_dram")]
+        region: String,
+    },
+    /// Open-loop latency-critical server: Poisson arrivals, FIFO service.
+    LcServer {
+        /// Offered load per thread, thousands of requests per second.
+        rate_kops: f64,
+        /// Compute per request, ns.
+        compute_ns: f64,
+        /// Dependent DRAM loads per request.
+        #[serde(default)]
+        dram_lines: u32,
+        /// PM lines read per request.
+        #[serde(default)]
+        pm_read_lines: u32,
+        /// PM lines written (NT + fence) per request.
+        #[serde(default)]
+        pm_write_lines: u32,
+        /// DRAM region.
+        #[serde(default = "default_dram")]
+        dram_region: String,
+        /// PM region.
+        #[serde(default = "default_pm")]
+        pm_region: String,
+    },
+}
+
+fn default_mcblock() -> u64 {
+    262_144
+}
+fn default_call_ns() -> f64 {
+    20.0
+}
+fn default_dram() -> String {
+    "dram".into()
+}
+fn default_pm() -> String {
+    "pm".into()
+}
+fn default_value() -> u64 {
+    1024
+}
+fn default_lookups() -> u32 {
+    3
+}
+fn default_kv_compute() -> f64 {
+    400.0
+}
+fn default_seq() -> Pattern {
+    Pattern::Seq
+}
+fn default_rand() -> Pattern {
+    Pattern::Rand
+}
+fn default_nt() -> StoreKind {
+    StoreKind::Nt
+}
+fn default_req_ns() -> f64 {
+    150.0
+}
+fn default_true() -> bool {
+    true
+}
+
+/// A job: threads running one workload.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// Unique name, used in metric paths (`NAME.gbps`) and overrides (`job.NAME.threads`).
+    pub name: String,
+    /// Service class.
+    #[serde(default)]
+    pub class: memtamer_core::JobClass,
+    /// Number of threads (0 disables the job).
+    pub threads: u32,
+    /// Allowed CPUs in Linux list format; threads are placed round-robin over them.
+    pub cpus: Option<String>,
+    /// The workload.
+    pub workload: WorkloadSpec,
+}
+
+/// A paper reference point shown beside the simulated value.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PaperPoint {
+    /// Figure, e.g. "PATS Fig. 4b".
+    pub figure: String,
+    /// Metric path, e.g. `memcpy.gbps`.
+    pub metric: String,
+    /// X value of the point (the swept key's value).
+    pub x: f64,
+    /// Published value (in the metric's unit, or a ratio when `relative_to` is set).
+    pub value: f64,
+    /// If set, the value is relative to the metric at this x.
+    pub relative_to: Option<f64>,
+    /// Where the number comes from (quote or section).
+    pub source: String,
+    /// Only points whose other swept keys have these values.
+    #[serde(default)]
+    pub with: BTreeMap<String, toml::Value>,
+}
+
+/// A pass/fail condition on the results (the "done when" lines).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    /// What is checked, in words.
+    pub name: String,
+    /// Metric path.
+    pub metric: String,
+    /// X value (point) to check.
+    pub at: f64,
+    /// If set, the checked value is metric(at) / metric(relative_to).
+    pub relative_to: Option<f64>,
+    /// Inclusive lower bound.
+    pub min: Option<f64>,
+    /// Inclusive upper bound.
+    pub max: Option<f64>,
+    /// Only points whose other swept keys have these values.
+    #[serde(default)]
+    pub with: BTreeMap<String, toml::Value>,
+}
+
+/// A plot in the report.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PlotSpec {
+    /// Title.
+    pub title: String,
+    /// Metric paths on the y axis.
+    pub y: Vec<String>,
+    /// Y axis label.
+    pub y_label: String,
+    /// Normalize each series to its value at this x.
+    pub normalize_at: Option<f64>,
+}
+
+/// A scenario: the unit `memtamer sim run` executes.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name.
+    pub name: String,
+    /// Title for reports.
+    pub title: String,
+    /// Platform name (built-in) or path to a platform file.
+    pub platform: String,
+    /// Measured duration, ms of simulated time.
+    pub duration_ms: f64,
+    /// Warm-up before measuring, ms.
+    #[serde(default = "default_warmup")]
+    pub warmup_ms: f64,
+    /// Seed.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Policy name.
+    #[serde(default = "default_policy")]
+    pub policy: String,
+    /// Policy window, microseconds.
+    #[serde(default = "default_window")]
+    pub policy_window_us: f64,
+    /// Jobs.
+    #[serde(rename = "job")]
+    pub jobs: Vec<JobSpec>,
+    /// Swept keys and their values; the first is the x axis.
+    #[serde(default)]
+    pub sweep: Vec<SweepSpec>,
+    /// Platform overrides, dotted keys (e.g. `memory.wpq_entries`).
+    #[serde(default)]
+    pub platform_set: BTreeMap<String, toml::Value>,
+    /// Paper reference points.
+    #[serde(default)]
+    pub paper: Vec<PaperPoint>,
+    /// Pass/fail checks.
+    #[serde(default)]
+    pub check: Vec<Check>,
+    /// Plots.
+    #[serde(default)]
+    pub plot: Vec<PlotSpec>,
+}
+
+/// One swept key.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    /// Dotted key, as for `--set`.
+    pub key: String,
+    /// Values.
+    pub values: Vec<toml::Value>,
+}
+
+fn default_warmup() -> f64 {
+    1.0
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_policy() -> String {
+    "baseline".into()
+}
+fn default_window() -> f64 {
+    1000.0
+}
+
+fn parse_toml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, SimError> {
+    toml::from_str::<T>(text).map_err(|e| {
+        let (line, column) = e.span().map_or((0, 0), |s| line_col(text, s.start));
+        SimError::Parse {
+            file: file.to_string(),
+            line,
+            column,
+            message: e.message().trim().to_string(),
+        }
+    })
+}
+
+fn invalid(file: &str, text: &str, key: &str, message: impl Into<String>) -> SimError {
+    SimError::Invalid {
+        file: file.to_string(),
+        line: line_of_key(text, key),
+        key: key.to_string(),
+        message: message.into(),
+    }
+}
+
+impl Platform {
+    /// Parses and validates a platform file.
+    pub fn parse(file: &str, text: &str) -> Result<Platform, SimError> {
+        let p: Platform = parse_toml(file, text)?;
+        p.validate(file, text)?;
+        Ok(p)
+    }
+
+    /// Parses with dotted-key overrides applied before validation.
+    pub fn parse_with(
+        file: &str,
+        text: &str,
+        overrides: &BTreeMap<String, toml::Value>,
+    ) -> Result<Platform, SimError> {
+        if overrides.is_empty() {
+            return Self::parse(file, text);
+        }
+        let mut value: toml::Value = parse_toml(file, text)?;
+        for (k, v) in overrides {
+            set_dotted(&mut value, k, v.clone()).map_err(|m| SimError::Override {
+                arg: format!("platform.{k}"),
+                message: m,
+            })?;
+        }
+        let p: Platform = value.try_into().map_err(|e: toml::de::Error| SimError::Parse {
+            file: file.to_string(),
+            line: 0,
+            column: 0,
+            message: format!("after overrides: {}", e.message().trim()),
+        })?;
+        p.validate(file, text)?;
+        Ok(p)
+    }
+
+    fn validate(&self, file: &str, text: &str) -> Result<(), SimError> {
+        let positive = [
+            ("cpu.sockets", self.cpu.sockets as f64),
+            ("cpu.cores_per_socket", self.cpu.cores_per_socket as f64),
+            ("cpu.fill_buffers", self.cpu.fill_buffers as f64),
+            ("cpu.writeback_buffers", self.cpu.writeback_buffers as f64),
+            ("cpu.smt_slowdown", self.cpu.smt_slowdown),
+            ("cpu.time_slice_us", self.cpu.time_slice_us),
+            ("uncore.request_table", self.uncore.request_table as f64),
+            ("memory.imc_clock_mhz", self.memory.imc_clock_mhz),
+            ("memory.rpq_entries", self.memory.rpq_entries as f64),
+            ("memory.wpq_entries", self.memory.wpq_entries as f64),
+            ("dram.bus_gbps", self.dram.bus_gbps),
+            ("pm.ddrt_write_credits", self.pm.ddrt_write_credits as f64),
+            ("pm.media_read_gbps", self.pm.media_read_gbps),
+            ("pm.media_write_gbps", self.pm.media_write_gbps),
+            ("pm.xpbuffer_ways", self.pm.xpbuffer_ways as f64),
+            ("pm.media_write_queue", self.pm.media_write_queue as f64),
+            ("pm.read_buffer_lines", self.pm.read_buffer_lines as f64),
+        ];
+        for (k, v) in positive {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(invalid(file, text, k, format!("must be > 0, got {v}")));
+            }
+        }
+        let non_negative = [
+            ("cpu.core_to_uncore_ns", self.cpu.core_to_uncore_ns),
+            ("cpu.uncore_to_core_ns", self.cpu.uncore_to_core_ns),
+            ("uncore.cha_to_imc_ns", self.uncore.cha_to_imc_ns),
+            ("uncore.numa_link_ns", self.uncore.numa_link_ns),
+            ("dram.access_ns", self.dram.access_ns),
+            ("dram.turnaround_ns", self.dram.turnaround_ns),
+            ("pm.controller_ns", self.pm.controller_ns),
+            ("pm.media_read_ns", self.pm.media_read_ns),
+            ("pm.media_counter_delay_ms", self.pm.media_counter_delay_ms),
+        ];
+        for (k, v) in non_negative {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(invalid(file, text, k, format!("must be >= 0, got {v}")));
+            }
+        }
+        if !(1..=2).contains(&self.cpu.threads_per_core) {
+            return Err(invalid(file, text, "cpu.threads_per_core", "must be 1 or 2"));
+        }
+        let cpus = self.cpu.sockets * self.cpu.cores_per_socket * self.cpu.threads_per_core;
+        if cpus as usize > memtamer_core::cpuset::MAX_CPUS {
+            return Err(invalid(file, text, "cpu.cores_per_socket", "too many logical CPUs"));
+        }
+        let lines = self.pm.xpbuffer_bytes / 256;
+        if lines == 0 || lines % self.pm.xpbuffer_ways != 0 {
+            return Err(invalid(
+                file,
+                text,
+                "pm.xpbuffer_ways",
+                "xpbuffer_bytes/256 must be a positive multiple of xpbuffer_ways",
+            ));
+        }
+        if self.memory.write_drain_low >= self.memory.write_drain_high
+            || self.memory.write_drain_high > self.memory.wpq_entries
+        {
+            return Err(invalid(
+                file,
+                text,
+                "memory.write_drain_high",
+                "need write_drain_low < write_drain_high <= wpq_entries",
+            ));
+        }
+        for c in &self.channels {
+            if c.socket >= self.cpu.sockets {
+                return Err(invalid(file, text, "socket", format!("channel {} is on a socket that does not exist", c.name)));
+            }
+        }
+        if self.regions.is_empty() {
+            return Err(invalid(file, text, "region", "at least one region is needed"));
+        }
+        for r in &self.regions {
+            if r.channels.is_empty() {
+                return Err(invalid(file, text, "channels", format!("region {} lists no channel", r.name)));
+            }
+            if r.interleave_bytes < 64 || !r.interleave_bytes.is_power_of_two() {
+                return Err(invalid(file, text, "interleave_bytes", format!("region {}: must be a power of two >= 64", r.name)));
+            }
+            let mut sock = None;
+            for cname in &r.channels {
+                let Some(c) = self.channels.iter().find(|c| &c.name == cname) else {
+                    return Err(invalid(file, text, "channels", format!("region {}: no channel named {cname}", r.name)));
+                };
+                let has = match r.kind {
+                    MemKind::Dram => c.dram,
+                    MemKind::Pm => c.pm,
+                };
+                if !has {
+                    return Err(invalid(file, text, "channels", format!("region {}: channel {cname} has no {:?} DIMM", r.name, r.kind)));
+                }
+                if *sock.get_or_insert(c.socket) != c.socket {
+                    return Err(invalid(file, text, "channels", format!("region {} spans sockets", r.name)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Logical CPUs on the platform.
+    pub fn logical_cpus(&self) -> u32 {
+        self.cpu.sockets * self.cpu.cores_per_socket * self.cpu.threads_per_core
+    }
+}
+
+impl Scenario {
+    /// Parses and validates a scenario file.
+    pub fn parse(file: &str, text: &str) -> Result<Scenario, SimError> {
+        let s: Scenario = parse_toml(file, text)?;
+        s.validate(file, text)?;
+        Ok(s)
+    }
+
+    /// Applies `key=value` overrides (see docs/scenarios.md for key syntax).
+    pub fn with_overrides(&self, sets: &[(String, toml::Value)]) -> Result<Scenario, SimError> {
+        if sets.is_empty() {
+            return Ok(self.clone());
+        }
+        let mut value = toml::Value::try_from(self).map_err(|e| SimError::Override {
+            arg: String::new(),
+            message: e.to_string(),
+        })?;
+        for (k, v) in sets {
+            apply_override(&mut value, k, v.clone()).map_err(|m| SimError::Override {
+                arg: format!("{k}={v}"),
+                message: m,
+            })?;
+        }
+        let s: Scenario = value.try_into().map_err(|e: toml::de::Error| SimError::Override {
+            arg: sets.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
+            message: e.message().trim().to_string(),
+        })?;
+        s.validate("<overrides>", "")?;
+        Ok(s)
+    }
+
+    fn validate(&self, file: &str, text: &str) -> Result<(), SimError> {
+        if !(self.duration_ms.is_finite() && self.duration_ms > 0.0 && self.duration_ms <= 60_000.0) {
+            return Err(invalid(file, text, "duration_ms", "must be in (0, 60000]"));
+        }
+        if !(self.warmup_ms.is_finite() && self.warmup_ms >= 0.0 && self.warmup_ms <= 60_000.0) {
+            return Err(invalid(file, text, "warmup_ms", "must be in [0, 60000]"));
+        }
+        if !(self.policy_window_us.is_finite() && self.policy_window_us >= 1.0) {
+            return Err(invalid(file, text, "policy_window_us", "must be >= 1"));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for j in &self.jobs {
+            if !names.insert(j.name.as_str()) {
+                return Err(invalid(file, text, "name", format!("job name `{}` is used twice", j.name)));
+            }
+            if j.threads > 256 {
+                return Err(invalid(file, text, "threads", format!("job {}: at most 256 threads", j.name)));
+            }
+            if let Some(c) = &j.cpus {
+                let set = CpuSet::parse_list(c).map_err(|e| invalid(file, text, "cpus", format!("job {}: {e}", j.name)))?;
+                if set.is_empty() {
+                    return Err(invalid(file, text, "cpus", format!("job {}: empty CPU list", j.name)));
+                }
+            }
+            j.workload.validate().map_err(|m| invalid(file, text, "workload", format!("job {}: {m}", j.name)))?;
+        }
+        Ok(())
+    }
+}
+
+impl WorkloadSpec {
+    fn validate(&self) -> Result<(), String> {
+        let check = |name: &str, v: f64, min: f64| {
+            if v.is_finite() && v >= min {
+                Ok(())
+            } else {
+                Err(format!("{name} must be >= {min}, got {v}"))
+            }
+        };
+        match self {
+            WorkloadSpec::Mbw { block_bytes, call_ns, .. } => {
+                check("block_bytes", *block_bytes as f64, 64.0)?;
+                check("call_ns", *call_ns, 0.0)
+            }
+            WorkloadSpec::Memcached { value_bytes, compute_ns, .. } => {
+                check("value_bytes", *value_bytes as f64, 1.0)?;
+                check("compute_ns", *compute_ns, 0.0)
+            }
+            WorkloadSpec::PmStream { request_bytes, per_request_ns, .. } => {
+                check("request_bytes", *request_bytes as f64, 1.0)?;
+                if *request_bytes > 1 << 24 {
+                    return Err("request_bytes must be <= 16 MiB".into());
+                }
+                check("per_request_ns", *per_request_ns, 0.0)
+            }
+            WorkloadSpec::Antagonist { gap_ns, .. } => check("gap_ns", *gap_ns, 0.0),
+            WorkloadSpec::LatencyProbe { .. } => Ok(()),
+            WorkloadSpec::Cpu { compute_ns, .. } => check("compute_ns", *compute_ns, 1.0),
+            WorkloadSpec::LcServer { rate_kops, compute_ns, .. } => {
+                check("rate_kops", *rate_kops, 0.001)?;
+                check("compute_ns", *compute_ns, 0.0)
+            }
+        }
+    }
+}
+
+/// Sets `a.b.c = v` in a TOML tree, creating tables as needed.
+pub fn set_dotted(root: &mut toml::Value, key: &str, v: toml::Value) -> Result<(), String> {
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err("empty key segment".into());
+    }
+    let mut cur = root;
+    for (i, p) in parts.iter().enumerate() {
+        let table = cur.as_table_mut().ok_or_else(|| format!("`{}` is not a table", parts[..i].join(".")))?;
+        if i + 1 == parts.len() {
+            table.insert((*p).to_string(), v);
+            return Ok(());
+        }
+        cur = table
+            .entry((*p).to_string())
+            .or_insert_with(|| toml::Value::Table(Default::default()));
+    }
+    Ok(())
+}
+
+/// Applies one scenario override. Keys: top-level fields (`duration_ms`),
+/// `job.NAME.FIELD` and `job.NAME.workload.FIELD`, and `platform.SECTION.FIELD`.
+pub fn apply_override(root: &mut toml::Value, key: &str, v: toml::Value) -> Result<(), String> {
+    if let Some(rest) = key.strip_prefix("platform.") {
+        let table = root.as_table_mut().ok_or("scenario is not a table")?;
+        let ps = table
+            .entry("platform_set")
+            .or_insert_with(|| toml::Value::Table(Default::default()));
+        ps.as_table_mut()
+            .ok_or("platform_set is not a table")?
+            .insert(rest.to_string(), v);
+        return Ok(());
+    }
+    if let Some(rest) = key.strip_prefix("job.") {
+        let (name, field) = rest.split_once('.').ok_or("expected job.NAME.FIELD")?;
+        let jobs = root
+            .get_mut("job")
+            .and_then(|j| j.as_array_mut())
+            .ok_or("scenario has no jobs")?;
+        let job = jobs
+            .iter_mut()
+            .find(|j| j.get("name").and_then(|n| n.as_str()) == Some(name))
+            .ok_or_else(|| format!("no job named `{name}`"))?;
+        return set_dotted(job, field, v);
+    }
+    set_dotted(root, key, v)
+}
+
+/// Parses the value half of `key=value`: a TOML scalar, else a bare string.
+pub fn parse_value(text: &str) -> toml::Value {
+    let doc = format!("v = {text}");
+    match toml::from_str::<toml::Table>(&doc) {
+        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(text.to_string())),
+        Err(_) => toml::Value::String(text.to_string()),
+    }
+}

@@ -1,0 +1,1783 @@
+//! The discrete-event engine: threads on CPUs issue cache-line requests that
+//! travel through fill buffers, the socket request table, the NUMA link, the
+//! channel read/write pending queues and bus, to DRAM or to a [`PmDimm`].
+//!
+//! Every delay a request sees comes from a finite structure being full or a
+//! server being busy. Events are ordered by (time, sequence number), so a run
+//! is a pure function of the scenario and the seed.
+
+use crate::config::{MemKind, Platform, Scenario, WorkloadSpec};
+use crate::histogram::Histogram;
+use crate::pmdimm::{DimmCounters, PmDimm};
+use crate::rng::Rng;
+use crate::workload::{Generator, Op, Ps, NS, REGION_SHIFT};
+use memtamer_core::{
+    AccessStats, ChannelObs, CpuObs, CpuSet, Decision, DimmObs, GateLimit, GateObs, JobObs,
+    Observation, Policy, ThreadObs,
+};
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Requests below this size never wait at the PATS gate (PATS §IV).
+pub const GATE_BYPASS_BYTES: u64 = 256;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EvKind {
+    ThreadRun(u32, u32),
+    AtCha(u32),
+    AtImc(u32),
+    ChannelKick(u32),
+    MediaDone(u32),
+    PmReadReady(u32),
+    Complete(u32),
+    SliceEnd(u32, u32),
+    Arrival(u32),
+    PolicyTick,
+    MeasureStart,
+    MediaSnapshot,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Ev {
+    t: Ps,
+    seq: u64,
+    kind: EvKind,
+}
+impl PartialEq for Ev {
+    fn eq(&self, o: &Self) -> bool {
+        self.t == o.t && self.seq == o.seq
+    }
+}
+impl Eq for Ev {}
+impl PartialOrd for Ev {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Ev {
+    fn cmp(&self, o: &Self) -> Ordering {
+        // reversed: BinaryHeap is a max-heap
+        o.t.cmp(&self.t).then(o.seq.cmp(&self.seq))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReqKind {
+    Read,
+    NtWrite,
+    Writeback,
+}
+
+/// What happens when a request's current stage completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Chain {
+    /// A load: done.
+    Load { dep: bool },
+    /// A non-temporal store: done at acceptance.
+    Nt,
+    /// memcpy line: after the load, store `dst` non-temporally.
+    CopyNt { dst: u64 },
+    /// memcpy line with temporal stores: after the load, RFO `dst`, then write it back.
+    CopyTemporal { dst: u64 },
+    /// RFO done: write the line back (flush = a clwb the next drain waits for).
+    Rfo { flush: bool },
+    /// A dirty write-back; `flush` = counted as the thread's outstanding op.
+    Wb { flush: bool },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Req {
+    tid: u32,
+    core: u32,
+    kind: ReqKind,
+    chain: Chain,
+    addr: u64,
+    channel: u32,
+    dimm: u32,
+    dev: u64,
+    pm: bool,
+    remote: bool,
+    src_socket: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Block {
+    None,
+    Compute,
+    Lfb,
+    Dep,
+    Drain,
+    Wb,
+    Gate,
+    Arrival,
+    Throttled,
+}
+
+struct Thread {
+    job: u32,
+    gen: Generator,
+    rng: Rng,
+    cpu: u32,
+    allowed: CpuSet,
+    on_cpu: bool,
+    block: Block,
+    wake_gen: u32,
+    compute_left: Ps,
+    pending: Option<Op>,
+    outstanding: u32,
+    gated: bool,
+    gate_held: bool,
+    gate_wait_start: Ps,
+    pm_req: Option<(u64, bool)>,
+    arrivals: VecDeque<Ps>,
+    cur_arrival: Ps,
+    arrival_mean_ps: f64,
+    // stats (cumulative; windows diff them)
+    units: u64,
+    bytes: u64,
+    pm: AccessStats,
+    dram: AccessStats,
+    gate_wait: Ps,
+    run_time: Ps,
+    run_since: Ps,
+    latency: Histogram,
+    pm_store_bytes: u64,
+}
+
+struct Core {
+    lfb_used: u32,
+    lfb_waiters: VecDeque<u32>,
+    wb_used: u32,
+    wb_waiters: VecDeque<u32>,
+    socket: u32,
+}
+
+struct Cpu {
+    core: u32,
+    sibling: Option<u32>,
+    current: Option<u32>,
+    runq: VecDeque<u32>,
+    slice_gen: u32,
+    busy: Ps,
+    busy_since: Ps,
+}
+
+#[derive(Clone, Copy)]
+struct WriteItem {
+    req: u32,
+    pm: bool,
+    dimm: u32,
+    dev: u64,
+}
+
+#[derive(Default, Clone, Copy, Debug)]
+/// Cumulative counters of one channel (uncore iMC equivalents).
+pub struct ChannelCounters {
+    /// DRAM CAS reads.
+    pub cas_reads: u64,
+    /// DRAM CAS writes.
+    pub cas_writes: u64,
+    /// PM RPQ occupancy summed over iMC cycles.
+    pub pmm_rpq_occupancy: u64,
+    /// PM RPQ inserts.
+    pub pmm_rpq_inserts: u64,
+    /// PM WPQ occupancy summed over iMC cycles.
+    pub pmm_wpq_occupancy: u64,
+    /// PM WPQ inserts.
+    pub pmm_wpq_inserts: u64,
+    /// Bytes of PM reads and writes that crossed the channel.
+    pub pm_read_bytes: u64,
+    /// Bytes of PM writes that crossed the channel.
+    pub pm_write_bytes: u64,
+}
+
+struct Channel {
+    socket: u32,
+    rpq_used: u32,
+    wpq_used: u32,
+    rpq_wait: VecDeque<u32>,
+    wpq_wait: VecDeque<u32>,
+    dram_rq: VecDeque<(Ps, u32)>,
+    pm_data: VecDeque<u32>,
+    wq: VecDeque<WriteItem>,
+    pm_in_rpq: u32,
+    pm_in_wpq: u32,
+    occ_since: Ps,
+    occ_rpq_ps: u128,
+    occ_wpq_ps: u128,
+    bus_free: Ps,
+    last_write: bool,
+    write_mode: bool,
+    kick_at: Option<Ps>,
+    dimm: Option<u32>,
+    counters: ChannelCounters,
+}
+
+struct Region {
+    kind: MemKind,
+    socket: u32,
+    targets: Vec<u32>,
+    gran: u64,
+}
+
+/// The PATS gate as the simulator's actuator: a counting semaphore with a
+/// FIFO (round-robin) wait queue, bypassed by requests below 256 B.
+#[derive(Default)]
+struct Gate {
+    limit: Option<u32>,
+    admitted: u32,
+    waiters: VecDeque<u32>,
+    max_admitted_seen: u32,
+}
+
+/// A simulated PEBS store sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreSample {
+    /// Thread.
+    pub tid: u32,
+    /// Data address.
+    pub addr: u64,
+    /// Store size, bytes.
+    pub size: u32,
+}
+
+/// Simulated PEBS: a per-CPU counter of retired store instructions that
+/// takes one sample every `period` stores, with ground truth kept beside it.
+pub struct Sampler {
+    /// Sampling period (stores).
+    pub period: u64,
+    /// Bytes per store instruction (64 = one zmm NT store per line).
+    pub store_bytes: u64,
+    counters: Vec<u64>,
+    /// Samples taken (bounded).
+    pub samples: Vec<StoreSample>,
+    /// Per-thread sampled PM store bytes estimate (samples x period x size).
+    pub estimate: Vec<u64>,
+}
+
+/// Tunables of one engine run (from the scenario).
+pub struct EngineConfig {
+    /// Seed.
+    pub seed: u64,
+    /// Warm-up, ps.
+    pub warmup: Ps,
+    /// Measured duration, ps.
+    pub duration: Ps,
+    /// Policy window, ps.
+    pub window: Ps,
+    /// Optional PEBS sampler (period, bytes per store).
+    pub sampler: Option<(u64, u64)>,
+}
+
+/// Per-job measured results.
+#[derive(Clone, Debug, Default)]
+pub struct JobResult {
+    /// Job name.
+    pub name: String,
+    /// Work units completed in the measured window.
+    pub units: u64,
+    /// Bytes moved in the measured window.
+    pub bytes: u64,
+    /// Request-level PM traffic.
+    pub pm: AccessStats,
+    /// Request-level DRAM traffic.
+    pub dram: AccessStats,
+    /// Request latencies (LC jobs), ns.
+    pub latency: Histogram,
+    /// Time waited at the gate, ns.
+    pub gate_wait_ns: u64,
+    /// Threads.
+    pub threads: u32,
+}
+
+/// Results of one run.
+pub struct RunResult {
+    /// Measured seconds.
+    pub seconds: f64,
+    /// Per job.
+    pub jobs: Vec<JobResult>,
+    /// Per channel counters over the measured window.
+    pub channels: Vec<(String, ChannelCounters)>,
+    /// Per DIMM counters over the measured window.
+    pub dimms: Vec<(String, DimmCounters)>,
+    /// Memory requests (cache lines) simulated.
+    pub requests: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Highest number of concurrently admitted gate requests.
+    pub gate_max_admitted: u32,
+    /// Sampler, if enabled.
+    pub sampler: Option<Sampler>,
+    /// Per-thread true PM store bytes (ground truth for the sampler).
+    pub pm_store_truth: Vec<u64>,
+    /// Migrations performed.
+    pub migrations: u64,
+}
+
+/// The simulator state.
+pub struct Engine {
+    now: Ps,
+    seq: u64,
+    heap: BinaryHeap<Ev>,
+    threads: Vec<Thread>,
+    cores: Vec<Core>,
+    cpus: Vec<Cpu>,
+    tor_used: Vec<u32>,
+    tor_wait: Vec<VecDeque<u32>>,
+    channels: Vec<Channel>,
+    channel_names: Vec<String>,
+    dimms: Vec<PmDimm>,
+    regions: Vec<Region>,
+    reqs: Vec<Req>,
+    free_reqs: Vec<u32>,
+    gate: Gate,
+    job_names: Vec<String>,
+    job_class: Vec<memtamer_core::JobClass>,
+    job_threads: Vec<Vec<u32>>,
+    // parameters in ps
+    fill_buffers: u32,
+    wb_buffers: u32,
+    smt_slowdown: f64,
+    core_to_uncore: Ps,
+    uncore_to_core: Ps,
+    slice: Ps,
+    tor_cap: u32,
+    cha_to_imc: Ps,
+    link: Ps,
+    rpq_cap: u32,
+    wpq_cap: u32,
+    drain_hi: u32,
+    drain_lo: u32,
+    imc_cycle_ps: f64,
+    burst: Ps,
+    dram_access: Ps,
+    turnaround: Ps,
+    media_delay: Ps,
+    // measurement
+    measure_start: Ps,
+    end: Ps,
+    window: Ps,
+    measuring: bool,
+    requests: u64,
+    events: u64,
+    ch_base: Vec<ChannelCounters>,
+    dimm_base: Vec<DimmCounters>,
+    migrations: u64,
+    sampler: Option<Sampler>,
+    // policy windows
+    last_obs_threads: Vec<(AccessStats, AccessStats, u64, Ps, Ps)>,
+    last_obs_channels: Vec<ChannelCounters>,
+    last_obs_cpu_busy: Vec<Ps>,
+    last_obs_units: Vec<u64>,
+    media_snap: Vec<DimmCounters>,
+    media_snap_prev: Vec<DimmCounters>,
+    media_snap_time: Ps,
+    media_snap_prev_time: Ps,
+    /// The last decision the policy returned (for reports).
+    pub decisions: u64,
+}
+
+fn ps(ns_val: f64) -> Ps {
+    (ns_val * NS as f64).round().max(0.0) as Ps
+}
+
+impl Engine {
+    /// Builds an engine for a scenario on a platform.
+    pub fn new(platform: &Platform, scenario: &Scenario, cfg: &EngineConfig) -> Result<Engine, String> {
+        let p = platform;
+        let tpc = p.cpu.threads_per_core;
+        let ncores = p.cpu.sockets * p.cpu.cores_per_socket;
+        let cores = (0..ncores)
+            .map(|c| Core {
+                lfb_used: 0,
+                lfb_waiters: VecDeque::new(),
+                wb_used: 0,
+                wb_waiters: VecDeque::new(),
+                socket: c / p.cpu.cores_per_socket,
+            })
+            .collect();
+        // Linux numbering: CPUs 0..ncores are the first hardware thread of each
+        // core, ncores..2*ncores the SMT siblings.
+        let ncpus = ncores * tpc;
+        let cpus = (0..ncpus)
+            .map(|cpu| {
+                let core = cpu % ncores;
+                let sibling = if tpc == 2 {
+                    Some(if cpu < ncores { cpu + ncores } else { cpu - ncores })
+                } else {
+                    None
+                };
+                Cpu {
+                    core,
+                    sibling,
+                    current: None,
+                    runq: VecDeque::new(),
+                    slice_gen: 0,
+                    busy: 0,
+                    busy_since: 0,
+                }
+            })
+            .collect();
+        let mut channels = Vec::new();
+        let mut channel_names = Vec::new();
+        let mut dimms = Vec::new();
+        let mut dimm_names = Vec::new();
+        for c in &p.channels {
+            let dimm = if c.pm {
+                dimms.push(PmDimm::new(&p.pm));
+                dimm_names.push(c.name.clone());
+                Some(dimms.len() as u32 - 1)
+            } else {
+                None
+            };
+            channel_names.push(c.name.clone());
+            channels.push(Channel {
+                socket: c.socket,
+                rpq_used: 0,
+                wpq_used: 0,
+                rpq_wait: VecDeque::new(),
+                wpq_wait: VecDeque::new(),
+                dram_rq: VecDeque::new(),
+                pm_data: VecDeque::new(),
+                wq: VecDeque::new(),
+                pm_in_rpq: 0,
+                pm_in_wpq: 0,
+                occ_since: 0,
+                occ_rpq_ps: 0,
+                occ_wpq_ps: 0,
+                bus_free: 0,
+                last_write: false,
+                write_mode: false,
+                kick_at: None,
+                dimm,
+                counters: ChannelCounters::default(),
+            });
+        }
+        let regions: Vec<Region> = p
+            .regions
+            .iter()
+            .map(|r| {
+                let idx: Vec<u32> = r
+                    .channels
+                    .iter()
+                    .filter_map(|n| p.channels.iter().position(|c| &c.name == n))
+                    .map(|i| i as u32)
+                    .collect();
+                let socket = idx.first().map_or(0, |&i| p.channels[i as usize].socket);
+                Region {
+                    kind: r.kind,
+                    socket,
+                    targets: idx,
+                    gran: r.interleave_bytes,
+                }
+            })
+            .collect();
+        let region_of = |name: &str| -> Option<u8> {
+            p.regions.iter().position(|r| r.name == name).map(|i| i as u8)
+        };
+        let mut eng = Engine {
+            now: 0,
+            seq: 0,
+            heap: BinaryHeap::new(),
+            threads: Vec::new(),
+            cores,
+            cpus,
+            tor_used: vec![0; p.cpu.sockets as usize],
+            tor_wait: vec![VecDeque::new(); p.cpu.sockets as usize],
+            channels,
+            channel_names,
+            dimms,
+            regions,
+            reqs: Vec::new(),
+            free_reqs: Vec::new(),
+            gate: Gate::default(),
+            job_names: Vec::new(),
+            job_class: Vec::new(),
+            job_threads: Vec::new(),
+            fill_buffers: p.cpu.fill_buffers,
+            wb_buffers: p.cpu.writeback_buffers,
+            smt_slowdown: p.cpu.smt_slowdown,
+            core_to_uncore: ps(p.cpu.core_to_uncore_ns),
+            uncore_to_core: ps(p.cpu.uncore_to_core_ns),
+            slice: ps(p.cpu.time_slice_us * 1000.0),
+            tor_cap: p.uncore.request_table,
+            cha_to_imc: ps(p.uncore.cha_to_imc_ns),
+            link: ps(p.uncore.numa_link_ns),
+            rpq_cap: p.memory.rpq_entries,
+            wpq_cap: p.memory.wpq_entries,
+            drain_hi: p.memory.write_drain_high,
+            drain_lo: p.memory.write_drain_low,
+            imc_cycle_ps: 1e6 / p.memory.imc_clock_mhz,
+            burst: ps(64.0 / p.dram.bus_gbps),
+            dram_access: ps(p.dram.access_ns),
+            turnaround: ps(p.dram.turnaround_ns),
+            media_delay: ps(p.pm.media_counter_delay_ms * 1e6),
+            measure_start: cfg.warmup,
+            end: cfg.warmup + cfg.duration,
+            window: cfg.window.max(NS),
+            measuring: false,
+            requests: 0,
+            events: 0,
+            ch_base: Vec::new(),
+            dimm_base: Vec::new(),
+            migrations: 0,
+            sampler: None,
+            last_obs_threads: Vec::new(),
+            last_obs_channels: Vec::new(),
+            last_obs_cpu_busy: Vec::new(),
+            last_obs_units: Vec::new(),
+            media_snap: Vec::new(),
+            media_snap_prev: Vec::new(),
+            media_snap_time: 0,
+            media_snap_prev_time: 0,
+            decisions: 0,
+        };
+        let _ = dimm_names;
+        let all = CpuSet::first_n(ncpus as usize);
+        let mut next_cpu = 0u32;
+        for (j, job) in scenario.jobs.iter().enumerate() {
+            eng.job_names.push(job.name.clone());
+            eng.job_class.push(job.class);
+            eng.job_threads.push(Vec::new());
+            let allowed = match &job.cpus {
+                Some(c) => CpuSet::parse_list(c)
+                    .map_err(|e| format!("job {}: {e}", job.name))?
+                    .intersect(&all),
+                None => all,
+            };
+            if allowed.is_empty() && job.threads > 0 {
+                return Err(format!("job {}: none of its CPUs exist on platform {}", job.name, p.name));
+            }
+            // every region the workload names must exist
+            let names = workload_regions(&job.workload);
+            for n in &names {
+                if region_of(n).is_none() {
+                    return Err(format!(
+                        "job {}: platform {} has no region `{n}` (has: {})",
+                        job.name,
+                        p.name,
+                        p.regions.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ")
+                    ));
+                }
+            }
+            let allowed_list: Vec<u32> = allowed.iter().map(|c| c as u32).collect();
+            let (gated, mean) = match &job.workload {
+                WorkloadSpec::PmStream { gated, .. } => (*gated, 0.0),
+                WorkloadSpec::LcServer { rate_kops, .. } => (true, 1e9 / rate_kops),
+                _ => (true, 0.0),
+            };
+            for i in 0..job.threads {
+                let tid = eng.threads.len() as u32;
+                let slot = tid;
+                let gen = Generator::new(&job.workload, slot, &|n| region_of(n).unwrap_or(0));
+                let cpu = if job.cpus.is_some() {
+                    allowed_list[i as usize % allowed_list.len()]
+                } else {
+                    let c = next_cpu % ncpus;
+                    next_cpu += 1;
+                    c
+                };
+                eng.threads.push(Thread {
+                    job: j as u32,
+                    gen,
+                    rng: Rng::new(cfg.seed, tid as u64 + 1),
+                    cpu,
+                    allowed,
+                    on_cpu: false,
+                    block: Block::None,
+                    wake_gen: 0,
+                    compute_left: 0,
+                    pending: None,
+                    outstanding: 0,
+                    gated,
+                    gate_held: false,
+                    gate_wait_start: 0,
+                    pm_req: None,
+                    arrivals: VecDeque::new(),
+                    cur_arrival: 0,
+                    arrival_mean_ps: mean,
+                    units: 0,
+                    bytes: 0,
+                    pm: AccessStats::default(),
+                    dram: AccessStats::default(),
+                    gate_wait: 0,
+                    run_time: 0,
+                    run_since: 0,
+                    latency: Histogram::default(),
+                    pm_store_bytes: 0,
+                });
+                eng.job_threads[j].push(tid);
+            }
+        }
+        if let Some((period, store_bytes)) = cfg.sampler {
+            eng.sampler = Some(Sampler {
+                period: period.max(1),
+                store_bytes: store_bytes.clamp(1, 64),
+                counters: vec![0; ncpus as usize],
+                samples: Vec::new(),
+                estimate: vec![0; eng.threads.len()],
+            });
+        }
+        Ok(eng)
+    }
+
+    fn push(&mut self, t: Ps, kind: EvKind) {
+        self.seq += 1;
+        self.heap.push(Ev { t, seq: self.seq, kind });
+    }
+
+    /// Runs the scenario with `policy` until the end of the measured window.
+    pub fn run(mut self, policy: &mut dyn Policy) -> RunResult {
+        // place threads, start them
+        for tid in 0..self.threads.len() as u32 {
+            let cpu = self.threads[tid as usize].cpu;
+            self.enqueue_on_cpu(tid, cpu);
+            if self.threads[tid as usize].arrival_mean_ps > 0.0 {
+                let gap = self.next_gap(tid);
+                self.push(gap, EvKind::Arrival(tid));
+            }
+        }
+        for cpu in 0..self.cpus.len() as u32 {
+            self.schedule_next(cpu);
+        }
+        self.push(self.measure_start, EvKind::MeasureStart);
+        self.push(self.window, EvKind::PolicyTick);
+        if !self.dimms.is_empty() && self.media_delay > 0 {
+            self.push(self.media_delay, EvKind::MediaSnapshot);
+        }
+        self.last_obs_threads = vec![Default::default(); self.threads.len()];
+        self.last_obs_channels = vec![Default::default(); self.channels.len()];
+        self.last_obs_cpu_busy = vec![0; self.cpus.len()];
+        self.last_obs_units = vec![0; self.job_names.len()];
+        self.media_snap = vec![Default::default(); self.dimms.len()];
+        self.media_snap_prev = self.media_snap.clone();
+        let mut job_base: Vec<(u64, u64, AccessStats, AccessStats, u64)> = Vec::new();
+        while let Some(ev) = self.heap.pop() {
+            if ev.t > self.end {
+                self.now = self.end;
+                break;
+            }
+            self.now = ev.t;
+            self.events += 1;
+            match ev.kind {
+                EvKind::ThreadRun(tid, g) => {
+                    let th = &mut self.threads[tid as usize];
+                    if th.wake_gen == g && th.block == Block::Compute && th.on_cpu {
+                        th.block = Block::None;
+                        th.compute_left = 0;
+                        self.step(tid);
+                    }
+                }
+                EvKind::AtCha(r) => self.at_cha(r),
+                EvKind::AtImc(r) => self.at_imc(r),
+                EvKind::ChannelKick(c) => {
+                    self.channels[c as usize].kick_at = None;
+                    self.kick(c);
+                }
+                EvKind::MediaDone(d) => {
+                    let freed = self.dimms[d as usize].media_done();
+                    self.dimm_accepted(d);
+                    self.start_media(d);
+                    if freed > 0 {
+                        let ch = self.dimm_channel(d);
+                        self.kick(ch);
+                    }
+                }
+                EvKind::PmReadReady(r) => {
+                    let ch = self.reqs[r as usize].channel;
+                    self.channels[ch as usize].pm_data.push_back(r);
+                    self.kick(ch);
+                }
+                EvKind::Complete(r) => self.complete(r),
+                EvKind::SliceEnd(cpu, g) => self.slice_end(cpu, g),
+                EvKind::Arrival(tid) => {
+                    let now = self.now;
+                    self.threads[tid as usize].arrivals.push_back(now);
+                    let gap = self.next_gap(tid);
+                    self.push(now + gap, EvKind::Arrival(tid));
+                    if self.threads[tid as usize].block == Block::Arrival {
+                        self.wake_yielded(tid);
+                    }
+                }
+                EvKind::PolicyTick => {
+                    let obs = self.observe();
+                    let d = policy.decide(&obs);
+                    self.apply(&d);
+                    self.decisions += 1;
+                    let t = self.now + self.window;
+                    self.push(t, EvKind::PolicyTick);
+                }
+                EvKind::MeasureStart => {
+                    self.measuring = true;
+                    self.ch_base = self.channel_counters_now();
+                    self.dimm_base = self.dimms.iter().map(|d| d.counters).collect();
+                    job_base = (0..self.job_names.len())
+                        .map(|j| self.job_totals(j))
+                        .collect();
+                }
+                EvKind::MediaSnapshot => {
+                    self.media_snap_prev = std::mem::take(&mut self.media_snap);
+                    self.media_snap_prev_time = self.media_snap_time;
+                    self.media_snap = self.dimms.iter().map(|d| d.counters).collect();
+                    self.media_snap_time = self.now;
+                    let t = self.now + self.media_delay;
+                    self.push(t, EvKind::MediaSnapshot);
+                }
+            }
+        }
+        self.now = self.end;
+        self.finish(job_base)
+    }
+
+    fn job_totals(&self, j: usize) -> (u64, u64, AccessStats, AccessStats, u64) {
+        let mut u = 0;
+        let mut b = 0;
+        let mut pm = AccessStats::default();
+        let mut dram = AccessStats::default();
+        let mut gw = 0;
+        for &t in &self.job_threads[j] {
+            let th = &self.threads[t as usize];
+            u += th.units;
+            b += th.bytes;
+            pm.add(&th.pm);
+            dram.add(&th.dram);
+            gw += th.gate_wait;
+        }
+        (u, b, pm, dram, gw)
+    }
+
+    fn finish(mut self, job_base: Vec<(u64, u64, AccessStats, AccessStats, u64)>) -> RunResult {
+        for c in 0..self.channels.len() {
+            self.account_occupancy(c);
+        }
+        let seconds = (self.end - self.measure_start) as f64 / 1e12;
+        let mut jobs = Vec::new();
+        for j in 0..self.job_names.len() {
+            let (u, b, pm, dram, gw) = self.job_totals(j);
+            let base = job_base.get(j).cloned().unwrap_or_default();
+            let mut lat = Histogram::default();
+            for &t in &self.job_threads[j] {
+                lat.merge(&self.threads[t as usize].latency);
+            }
+            jobs.push(JobResult {
+                name: self.job_names[j].clone(),
+                units: u - base.0,
+                bytes: b - base.1,
+                pm: diff_stats(&pm, &base.2),
+                dram: diff_stats(&dram, &base.3),
+                latency: lat,
+                gate_wait_ns: (gw - base.4) / NS,
+                threads: self.job_threads[j].len() as u32,
+            });
+        }
+        let now_ch = self.channel_counters_now();
+        let channels = self
+            .channel_names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let a = now_ch[i];
+                let b = self.ch_base.get(i).copied().unwrap_or_default();
+                (
+                    n.clone(),
+                    ChannelCounters {
+                        cas_reads: a.cas_reads - b.cas_reads,
+                        cas_writes: a.cas_writes - b.cas_writes,
+                        pmm_rpq_occupancy: a.pmm_rpq_occupancy - b.pmm_rpq_occupancy,
+                        pmm_rpq_inserts: a.pmm_rpq_inserts - b.pmm_rpq_inserts,
+                        pmm_wpq_occupancy: a.pmm_wpq_occupancy - b.pmm_wpq_occupancy,
+                        pmm_wpq_inserts: a.pmm_wpq_inserts - b.pmm_wpq_inserts,
+                        pm_read_bytes: a.pm_read_bytes - b.pm_read_bytes,
+                        pm_write_bytes: a.pm_write_bytes - b.pm_write_bytes,
+                    },
+                )
+            })
+            .collect();
+        let dimms = self
+            .dimms
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let a = d.counters;
+                let b = self.dimm_base.get(i).copied().unwrap_or_default();
+                let ch = self
+                    .channels
+                    .iter()
+                    .position(|c| c.dimm == Some(i as u32))
+                    .unwrap_or(0);
+                (
+                    self.channel_names[ch].clone(),
+                    DimmCounters {
+                        media_read_bytes: a.media_read_bytes - b.media_read_bytes,
+                        media_write_bytes: a.media_write_bytes - b.media_write_bytes,
+                        request_read_bytes: a.request_read_bytes - b.request_read_bytes,
+                        request_write_bytes: a.request_write_bytes - b.request_write_bytes,
+                        rmw: a.rmw - b.rmw,
+                    },
+                )
+            })
+            .collect();
+        RunResult {
+            seconds,
+            jobs,
+            channels,
+            dimms,
+            requests: self.requests,
+            events: self.events,
+            gate_max_admitted: self.gate.max_admitted_seen,
+            pm_store_truth: self.threads.iter().map(|t| t.pm_store_bytes).collect(),
+            sampler: self.sampler.take(),
+            migrations: self.migrations,
+        }
+    }
+
+    fn next_gap(&mut self, tid: u32) -> Ps {
+        let th = &mut self.threads[tid as usize];
+        let mean = th.arrival_mean_ps;
+        (th.rng.exp(mean) as Ps).max(1)
+    }
+
+    // ---------------------------------------------------------------- CPUs
+
+    fn enqueue_on_cpu(&mut self, tid: u32, cpu: u32) {
+        self.threads[tid as usize].cpu = cpu;
+        self.cpus[cpu as usize].runq.push_back(tid);
+    }
+
+    /// If `cpu` is idle, runs the next ready thread on it.
+    fn schedule_next(&mut self, cpu: u32) {
+        if self.cpus[cpu as usize].current.is_some() {
+            return;
+        }
+        let Some(tid) = self.cpus[cpu as usize].runq.pop_front() else {
+            return;
+        };
+        let now = self.now;
+        let c = &mut self.cpus[cpu as usize];
+        c.current = Some(tid);
+        c.busy_since = now;
+        c.slice_gen += 1;
+        let g = c.slice_gen;
+        let has_waiters = !c.runq.is_empty();
+        if has_waiters {
+            self.push(now + self.slice, EvKind::SliceEnd(cpu, g));
+        }
+        let th = &mut self.threads[tid as usize];
+        th.on_cpu = true;
+        th.cpu = cpu;
+        th.run_since = now;
+        self.resume(tid);
+    }
+
+    /// Continues a thread that just got a CPU.
+    fn resume(&mut self, tid: u32) {
+        let now = self.now;
+        let th = &mut self.threads[tid as usize];
+        match th.block {
+            Block::None => self.step(tid),
+            Block::Compute => {
+                th.wake_gen += 1;
+                let g = th.wake_gen;
+                let left = th.compute_left;
+                self.push(now + left, EvKind::ThreadRun(tid, g));
+            }
+            // memory stalls continue when the memory answers
+            _ => {}
+        }
+    }
+
+    fn deschedule(&mut self, tid: u32) {
+        let now = self.now;
+        let th = &mut self.threads[tid as usize];
+        if !th.on_cpu {
+            return;
+        }
+        th.on_cpu = false;
+        th.run_time += now - th.run_since;
+        if th.block == Block::Compute {
+            // remaining compute is kept; the pending ThreadRun becomes stale
+            th.wake_gen += 1;
+        }
+        let cpu = th.cpu;
+        let c = &mut self.cpus[cpu as usize];
+        c.current = None;
+        c.busy += now - c.busy_since;
+    }
+
+    fn slice_end(&mut self, cpu: u32, g: u32) {
+        let c = &self.cpus[cpu as usize];
+        if c.slice_gen != g {
+            return;
+        }
+        let Some(tid) = c.current else { return };
+        if c.runq.is_empty() {
+            return;
+        }
+        self.preempt(tid);
+        self.cpus[cpu as usize].runq.push_back(tid);
+        self.schedule_next(cpu);
+    }
+
+    fn preempt(&mut self, tid: u32) {
+        let now = self.now;
+        let th = &mut self.threads[tid as usize];
+        if th.block == Block::Compute {
+            // compute_left was set to the end time at start; convert to remaining
+            th.compute_left = th.compute_left.saturating_sub(now);
+        }
+        self.deschedule(tid);
+    }
+
+    /// A thread that had yielded its CPU (gate, arrival, throttle) is runnable.
+    fn wake_yielded(&mut self, tid: u32) {
+        self.threads[tid as usize].block = Block::None;
+        let allowed = self.threads[tid as usize].allowed;
+        let prev = self.threads[tid as usize].cpu;
+        // prefer the previous CPU if idle, else any idle allowed CPU, else the previous queue
+        let target = if allowed.contains(prev as usize) && self.cpus[prev as usize].current.is_none() {
+            prev
+        } else if let Some(c) = allowed
+            .iter()
+            .find(|&c| c < self.cpus.len() && self.cpus[c].current.is_none() && self.cpus[c].runq.is_empty())
+        {
+            c as u32
+        } else if allowed.contains(prev as usize) {
+            prev
+        } else {
+            allowed
+                .iter()
+                .filter(|&c| c < self.cpus.len())
+                .min_by_key(|&c| self.cpus[c].runq.len())
+                .unwrap_or(0) as u32
+        };
+        self.enqueue_on_cpu(tid, target);
+        if self.cpus[target as usize].current.is_none() {
+            self.schedule_next(target);
+        } else if self.cpus[target as usize].runq.len() == 1 {
+            // the running thread now has competition: start its slice timer
+            let g = self.cpus[target as usize].slice_gen;
+            let t = self.now + self.slice;
+            self.push(t, EvKind::SliceEnd(target, g));
+        }
+    }
+
+    /// The thread gives up its CPU (blocks in the kernel).
+    fn yield_cpu(&mut self, tid: u32, why: Block) {
+        self.threads[tid as usize].block = why;
+        let cpu = self.threads[tid as usize].cpu;
+        self.deschedule(tid);
+        self.schedule_next(cpu);
+    }
+
+    // ------------------------------------------------------------- threads
+
+    fn step(&mut self, tid: u32) {
+        // bounded so that a generator producing only zero-time ops cannot hang
+        for _ in 0..10_000 {
+            let th = &mut self.threads[tid as usize];
+            if !th.on_cpu || th.block != Block::None {
+                return;
+            }
+            let op = match th.pending.take() {
+                Some(op) => op,
+                None => th.gen.next(&mut th.rng),
+            };
+            match op {
+                Op::Compute(d) => {
+                    let mut d = d;
+                    if let Some(sib) = self.cpus[th.cpu as usize].sibling {
+                        if let Some(other) = self.cpus[sib as usize].current {
+                            if self.threads[other as usize].block == Block::Compute {
+                                d = (d as f64 * self.smt_slowdown) as Ps;
+                            }
+                        }
+                    }
+                    let th = &mut self.threads[tid as usize];
+                    th.block = Block::Compute;
+                    th.wake_gen += 1;
+                    th.compute_left = self.now + d; // absolute end while running
+                    let g = th.wake_gen;
+                    self.push(self.now + d, EvKind::ThreadRun(tid, g));
+                    return;
+                }
+                Op::Load { addr, dep } => {
+                    if !self.issue(tid, addr, ReqKind::Read, Chain::Load { dep }) {
+                        self.stall_lfb(tid, op);
+                        return;
+                    }
+                    if dep {
+                        self.threads[tid as usize].block = Block::Dep;
+                        return;
+                    }
+                }
+                Op::StoreNt { addr } => {
+                    if !self.issue(tid, addr, ReqKind::NtWrite, Chain::Nt) {
+                        self.stall_lfb(tid, op);
+                        return;
+                    }
+                    self.count_store(tid, addr);
+                }
+                Op::StoreTemporal { addr, flush } => {
+                    if !self.issue(tid, addr, ReqKind::Read, Chain::Rfo { flush }) {
+                        self.stall_lfb(tid, op);
+                        return;
+                    }
+                    self.count_store(tid, addr);
+                }
+                Op::CopyLine { src, dst, nt } => {
+                    let chain = if nt {
+                        Chain::CopyNt { dst }
+                    } else {
+                        Chain::CopyTemporal { dst }
+                    };
+                    if !self.issue(tid, src, ReqKind::Read, chain) {
+                        self.stall_lfb(tid, op);
+                        return;
+                    }
+                    self.count_store(tid, dst);
+                }
+                Op::Drain => {
+                    if th.outstanding > 0 {
+                        th.block = Block::Drain;
+                        return;
+                    }
+                }
+                Op::PmBegin { bytes, write } => {
+                    th.pm_req = Some((bytes, write));
+                    if th.gated && bytes >= GATE_BYPASS_BYTES {
+                        if let Some(limit) = self.gate.limit {
+                            if self.gate.admitted >= limit || !self.gate.waiters.is_empty() {
+                                th.gate_wait_start = self.now;
+                                self.gate.waiters.push_back(tid);
+                                self.yield_cpu(tid, Block::Gate);
+                                return;
+                            }
+                        }
+                        self.gate_admit(tid);
+                    }
+                }
+                Op::PmEnd => {
+                    if let Some((bytes, write)) = th.pm_req.take() {
+                        th.pm.record(bytes, write);
+                    }
+                    if th.gate_held {
+                        th.gate_held = false;
+                        self.gate.admitted -= 1;
+                        self.gate_release();
+                    }
+                }
+                Op::Done { units, bytes } => {
+                    th.units += units;
+                    th.bytes += bytes;
+                }
+                Op::NextArrival => match th.arrivals.pop_front() {
+                    Some(t) => th.cur_arrival = t,
+                    None => {
+                        th.pending = Some(op);
+                        self.yield_cpu(tid, Block::Arrival);
+                        return;
+                    }
+                },
+                Op::ArrivalDone => {
+                    let lat = (self.now - th.cur_arrival) / NS;
+                    if self.measuring {
+                        th.latency.record(lat);
+                    }
+                }
+            }
+        }
+        // yield briefly to let time advance
+        let th = &mut self.threads[tid as usize];
+        th.block = Block::Compute;
+        th.wake_gen += 1;
+        th.compute_left = self.now + NS;
+        let g = th.wake_gen;
+        self.push(self.now + NS, EvKind::ThreadRun(tid, g));
+    }
+
+    fn gate_admit(&mut self, tid: u32) {
+        self.gate.admitted += 1;
+        self.gate.max_admitted_seen = self.gate.max_admitted_seen.max(self.gate.admitted);
+        self.threads[tid as usize].gate_held = true;
+    }
+
+    /// Admits waiting threads round-robin (FIFO) while under the limit.
+    fn gate_release(&mut self) {
+        loop {
+            let limit = self.gate.limit.unwrap_or(u32::MAX);
+            if self.gate.admitted >= limit {
+                return;
+            }
+            let Some(w) = self.gate.waiters.pop_front() else { return };
+            self.gate_admit(w);
+            let waited = self.now - self.threads[w as usize].gate_wait_start;
+            self.threads[w as usize].gate_wait += waited;
+            self.wake_yielded(w);
+        }
+    }
+
+    fn count_store(&mut self, tid: u32, addr: u64) {
+        let region = (addr >> REGION_SHIFT) as usize;
+        let is_pm = self.regions.get(region).is_some_and(|r| r.kind == MemKind::Pm);
+        if !is_pm {
+            return;
+        }
+        let th = &mut self.threads[tid as usize];
+        th.pm_store_bytes += 64;
+        let cpu = th.cpu as usize;
+        if let Some(s) = &mut self.sampler {
+            let stores = 64 / s.store_bytes;
+            for k in 0..stores {
+                s.counters[cpu] += 1;
+                if s.counters[cpu] >= s.period {
+                    s.counters[cpu] = 0;
+                    s.estimate[tid as usize] += s.period * s.store_bytes;
+                    if s.samples.len() < 1 << 16 {
+                        s.samples.push(StoreSample {
+                            tid,
+                            addr: addr + k * s.store_bytes,
+                            size: s.store_bytes as u32,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn stall_lfb(&mut self, tid: u32, op: Op) {
+        let th = &mut self.threads[tid as usize];
+        th.pending = Some(op);
+        th.block = Block::Lfb;
+        let core = self.cpus[th.cpu as usize].core;
+        self.cores[core as usize].lfb_waiters.push_back(tid);
+    }
+
+    /// Wakes a thread stalled on the memory system (it kept its CPU).
+    fn wake_stalled(&mut self, tid: u32) {
+        let th = &mut self.threads[tid as usize];
+        th.block = Block::None;
+        if th.on_cpu {
+            self.step(tid);
+        }
+    }
+
+    // ------------------------------------------------------------- requests
+
+    fn route(&self, addr: u64) -> (u32, u32, u64, bool, u32) {
+        let r = &self.regions[(addr >> REGION_SHIFT) as usize % self.regions.len()];
+        let off = addr & ((1 << REGION_SHIFT) - 1);
+        let n = r.targets.len() as u64;
+        let chunk = off / r.gran;
+        let ch = r.targets[(chunk % n) as usize];
+        let dev = (chunk / n) * r.gran + off % r.gran;
+        let dimm = self.channels[ch as usize].dimm.unwrap_or(u32::MAX);
+        (ch, dimm, dev, r.kind == MemKind::Pm, r.socket)
+    }
+
+    fn alloc_req(&mut self, r: Req) -> u32 {
+        if let Some(i) = self.free_reqs.pop() {
+            self.reqs[i as usize] = r;
+            i
+        } else {
+            self.reqs.push(r);
+            self.reqs.len() as u32 - 1
+        }
+    }
+
+    /// Issues a line request that needs a fill buffer; false if none is free.
+    fn issue(&mut self, tid: u32, addr: u64, kind: ReqKind, chain: Chain) -> bool {
+        let cpu = self.threads[tid as usize].cpu;
+        let core = self.cpus[cpu as usize].core;
+        if self.cores[core as usize].lfb_used >= self.fill_buffers {
+            return false;
+        }
+        self.cores[core as usize].lfb_used += 1;
+        self.threads[tid as usize].outstanding += 1;
+        let src_socket = self.cores[core as usize].socket;
+        let r = self.make_req(tid, core, src_socket, addr, kind, chain);
+        self.send(r);
+        true
+    }
+
+    fn make_req(&mut self, tid: u32, core: u32, src_socket: u32, addr: u64, kind: ReqKind, chain: Chain) -> u32 {
+        let (channel, dimm, dev, pm, socket) = self.route(addr);
+        self.alloc_req(Req {
+            tid,
+            core,
+            kind,
+            chain,
+            addr,
+            channel,
+            dimm,
+            dev,
+            pm,
+            remote: socket != src_socket,
+            src_socket,
+        })
+    }
+
+    /// Re-targets a request at a new address and kind and sends it again.
+    fn restage(&mut self, r: u32, addr: u64, kind: ReqKind, chain: Chain) {
+        let (channel, dimm, dev, pm, socket) = self.route(addr);
+        let q = &mut self.reqs[r as usize];
+        q.kind = kind;
+        q.chain = chain;
+        q.addr = addr;
+        q.channel = channel;
+        q.dimm = dimm;
+        q.dev = dev;
+        q.pm = pm;
+        q.remote = socket != q.src_socket;
+        self.send(r);
+    }
+
+    fn send(&mut self, r: u32) {
+        self.requests += 1;
+        let t = self.now + self.core_to_uncore;
+        self.push(t, EvKind::AtCha(r));
+    }
+
+    fn at_cha(&mut self, r: u32) {
+        let s = self.reqs[r as usize].src_socket as usize;
+        if self.tor_used[s] < self.tor_cap && self.tor_wait[s].is_empty() {
+            self.tor_used[s] += 1;
+            self.forward(r);
+        } else {
+            self.tor_wait[s].push_back(r);
+        }
+    }
+
+    fn forward(&mut self, r: u32) {
+        let q = &self.reqs[r as usize];
+        let t = self.now + self.cha_to_imc + if q.remote { self.link } else { 0 };
+        self.push(t, EvKind::AtImc(r));
+    }
+
+    fn release_tor(&mut self, socket: u32) {
+        let s = socket as usize;
+        self.tor_used[s] -= 1;
+        if let Some(next) = self.tor_wait[s].pop_front() {
+            self.tor_used[s] += 1;
+            self.forward(next);
+        }
+    }
+
+    fn at_imc(&mut self, r: u32) {
+        let q = self.reqs[r as usize];
+        let c = q.channel as usize;
+        let ch = &mut self.channels[c];
+        if q.kind == ReqKind::Read {
+            if ch.rpq_used < self.rpq_cap && ch.rpq_wait.is_empty() {
+                self.admit_read(r);
+            } else {
+                ch.rpq_wait.push_back(r);
+            }
+        } else if ch.wpq_used < self.wpq_cap && ch.wpq_wait.is_empty() {
+            self.admit_write(r);
+        } else {
+            ch.wpq_wait.push_back(r);
+        }
+    }
+
+    fn account_occupancy(&mut self, c: usize) {
+        let now = self.now;
+        let ch = &mut self.channels[c];
+        let dt = (now - ch.occ_since) as u128;
+        ch.occ_rpq_ps += dt * ch.pm_in_rpq as u128;
+        ch.occ_wpq_ps += dt * ch.pm_in_wpq as u128;
+        ch.occ_since = now;
+    }
+
+    fn admit_write(&mut self, r: u32) {
+        let q = self.reqs[r as usize];
+        let c = q.channel as usize;
+        if q.pm {
+            self.account_occupancy(c);
+        }
+        let ch = &mut self.channels[c];
+        ch.wpq_used += 1;
+        ch.wq.push_back(WriteItem {
+            req: r,
+            pm: q.pm,
+            dimm: q.dimm,
+            dev: q.dev,
+        });
+        if q.pm {
+            ch.pm_in_wpq += 1;
+            ch.counters.pmm_wpq_inserts += 1;
+            ch.counters.pm_write_bytes += 64;
+        }
+        self.release_tor(q.src_socket);
+        // DRAM: the write completes at WPQ acceptance. PM: the DDR-T write
+        // completes when the DIMM takes it into its XPBuffer (see dimm_accepted).
+        if !q.pm {
+            self.push(self.now + self.ack_latency(&q), EvKind::Complete(r));
+        }
+        self.kick(q.channel);
+    }
+
+    fn admit_read(&mut self, r: u32) {
+        let q = self.reqs[r as usize];
+        let c = q.channel as usize;
+        if q.pm {
+            self.account_occupancy(c);
+        }
+        let ch = &mut self.channels[c];
+        ch.rpq_used += 1;
+        if q.pm {
+            ch.pm_in_rpq += 1;
+            ch.counters.pmm_rpq_inserts += 1;
+            ch.counters.pm_read_bytes += 64;
+            let d = q.dimm;
+            match self.dimms[d as usize].read_arrive(self.now, r, q.dev) {
+                Some(t) => self.push(t, EvKind::PmReadReady(r)),
+                None => self.start_media(d),
+            }
+        } else {
+            ch.dram_rq.push_back((self.now + self.dram_access, r));
+            self.kick(q.channel);
+        }
+    }
+
+    fn ack_latency(&self, q: &Req) -> Ps {
+        self.cha_to_imc + self.uncore_to_core + if q.remote { self.link } else { 0 }
+    }
+
+    /// Sends completions for the writes DIMM `d` accepted.
+    fn dimm_accepted(&mut self, d: u32) {
+        let acc = std::mem::take(&mut self.dimms[d as usize].accepted);
+        for &r in &acc {
+            let q = self.reqs[r as usize];
+            self.push(self.now + self.ack_latency(&q), EvKind::Complete(r));
+        }
+        let mut acc = acc;
+        acc.clear();
+        self.dimms[d as usize].accepted = acc;
+    }
+
+    fn start_media(&mut self, d: u32) {
+        if let Some(s) = self.dimms[d as usize].try_start_media(self.now) {
+            self.push(s.busy_until, EvKind::MediaDone(d));
+            if let Some((r, t)) = s.read_ready {
+                self.push(t, EvKind::PmReadReady(r));
+            }
+        }
+    }
+
+    fn dimm_channel(&self, d: u32) -> u32 {
+        self.channels
+            .iter()
+            .position(|c| c.dimm == Some(d))
+            .unwrap_or(0) as u32
+    }
+
+    fn schedule_kick(&mut self, c: u32, t: Ps) {
+        let ch = &mut self.channels[c as usize];
+        if ch.kick_at.is_some_and(|k| k <= t) {
+            return;
+        }
+        ch.kick_at = Some(t);
+        self.push(t, EvKind::ChannelKick(c));
+    }
+
+    /// Channel bus scheduler: one 64 B transfer at a time. Reads first unless
+    /// the WPQ passed its high watermark (then drain to the low watermark).
+    fn kick(&mut self, c: u32) {
+        let now = self.now;
+        let ci = c as usize;
+        if self.channels[ci].bus_free > now {
+            let t = self.channels[ci].bus_free;
+            self.schedule_kick(c, t);
+            return;
+        }
+        let ch = &mut self.channels[ci];
+        if ch.wpq_used >= self.drain_hi {
+            ch.write_mode = true;
+        } else if ch.wpq_used <= self.drain_lo {
+            ch.write_mode = false;
+        }
+        let dram_ready = ch.dram_rq.front().map(|&(t, _)| t);
+        let pm_ready = !ch.pm_data.is_empty();
+        let read_now = pm_ready || dram_ready.is_some_and(|t| t <= now);
+        // the first write that can go: DRAM always, PM only with a DDR-T credit
+        let write_idx = ch.wq.iter().position(|w| {
+            !w.pm || self.dimms[w.dimm as usize].credits > 0
+        });
+        let do_write = write_idx.is_some() && (ch.write_mode || !read_now);
+        if do_write {
+            let idx = write_idx.unwrap_or(0);
+            let Some(w) = ch.wq.remove(idx) else { return };
+            let turn = if ch.last_write { 0 } else { self.turnaround };
+            ch.last_write = true;
+            let end = now + turn + self.burst;
+            ch.bus_free = end;
+            if w.pm {
+                self.account_occupancy(ci);
+                let ch = &mut self.channels[ci];
+                ch.pm_in_wpq -= 1;
+                ch.wpq_used -= 1;
+                let dimm = &mut self.dimms[w.dimm as usize];
+                dimm.credits -= 1;
+                dimm.write_arrive(w.dev, w.req);
+                self.dimm_accepted(w.dimm);
+                self.start_media(w.dimm);
+            } else {
+                let ch = &mut self.channels[ci];
+                ch.wpq_used -= 1;
+                ch.counters.cas_writes += 1;
+            }
+            self.admit_write_waiters(ci);
+            self.schedule_kick(c, end);
+            return;
+        }
+        if read_now {
+            let turn = if ch.last_write { self.turnaround } else { 0 };
+            ch.last_write = false;
+            let end = now + turn + self.burst;
+            ch.bus_free = end;
+            let r = if pm_ready {
+                let r = ch.pm_data.pop_front().unwrap_or(0);
+                self.account_occupancy(ci);
+                self.channels[ci].pm_in_rpq -= 1;
+                r
+            } else {
+                let (_, r) = ch.dram_rq.pop_front().unwrap_or((0, 0));
+                ch.counters.cas_reads += 1;
+                r
+            };
+            self.channels[ci].rpq_used -= 1;
+            let q = self.reqs[r as usize];
+            self.release_tor(q.src_socket);
+            let back = self.cha_to_imc + self.uncore_to_core + if q.remote { self.link } else { 0 };
+            self.push(end + back, EvKind::Complete(r));
+            self.admit_read_waiters(ci);
+            self.schedule_kick(c, end);
+            return;
+        }
+        // nothing to do now: wake up when the next DRAM read is ready
+        if let Some(t) = dram_ready {
+            self.schedule_kick(c, t.max(now + 1));
+        }
+    }
+
+    fn admit_write_waiters(&mut self, ci: usize) {
+        while self.channels[ci].wpq_used < self.wpq_cap {
+            let Some(r) = self.channels[ci].wpq_wait.pop_front() else { break };
+            self.admit_write(r);
+        }
+    }
+
+    fn admit_read_waiters(&mut self, ci: usize) {
+        while self.channels[ci].rpq_used < self.rpq_cap {
+            let Some(r) = self.channels[ci].rpq_wait.pop_front() else { break };
+            self.admit_read(r);
+        }
+    }
+
+    /// A response reached the core.
+    fn complete(&mut self, r: u32) {
+        let q = self.reqs[r as usize];
+        let tid = q.tid;
+        match q.chain {
+            Chain::CopyNt { dst } => {
+                // the same fill buffer now holds the store (write-combining)
+                self.restage(r, dst, ReqKind::NtWrite, Chain::Nt);
+                return;
+            }
+            Chain::CopyTemporal { dst } => {
+                self.restage(r, dst, ReqKind::Read, Chain::Rfo { flush: false });
+                return;
+            }
+            Chain::Rfo { flush } => {
+                self.account_dram(tid, q.pm, false);
+                // the line is dirty in cache; its write-back needs a buffer
+                let core = q.core as usize;
+                if self.cores[core].wb_used < self.wb_buffers {
+                    self.cores[core].wb_used += 1;
+                    self.spawn_writeback(r, flush);
+                } else {
+                    self.cores[core].wb_waiters.push_back(r);
+                }
+                return;
+            }
+            Chain::Wb { flush } => {
+                self.account_dram(tid, q.pm, true);
+                self.free_reqs.push(r);
+                let core = q.core as usize;
+                self.cores[core].wb_used -= 1;
+                if let Some(w) = self.cores[core].wb_waiters.pop_front() {
+                    self.cores[core].wb_used += 1;
+                    let flush = matches!(self.reqs[w as usize].chain, Chain::Rfo { flush: true });
+                    self.spawn_writeback(w, flush);
+                }
+                if flush {
+                    self.op_done(tid, false);
+                }
+                return;
+            }
+            Chain::Load { dep } => {
+                self.account_dram(tid, q.pm, false);
+                self.free_reqs.push(r);
+                self.free_lfb(q.core);
+                self.op_done(tid, dep);
+            }
+            Chain::Nt => {
+                self.account_dram(tid, q.pm, true);
+                self.free_reqs.push(r);
+                self.free_lfb(q.core);
+                self.op_done(tid, false);
+            }
+        }
+    }
+
+    fn account_dram(&mut self, tid: u32, pm: bool, write: bool) {
+        if !pm {
+            self.threads[tid as usize].dram.record(64, write);
+        }
+    }
+
+    /// The RFO `r` finished: its fill buffer is released and the write-back goes out.
+    fn spawn_writeback(&mut self, r: u32, flush: bool) {
+        let q = self.reqs[r as usize];
+        self.free_lfb(q.core);
+        if !flush {
+            self.op_done(q.tid, false);
+        }
+        self.restage(r, q.addr, ReqKind::Writeback, Chain::Wb { flush });
+    }
+
+    fn free_lfb(&mut self, core: u32) {
+        let c = &mut self.cores[core as usize];
+        c.lfb_used -= 1;
+        if let Some(t) = c.lfb_waiters.pop_front() {
+            self.wake_stalled(t);
+        }
+    }
+
+    fn op_done(&mut self, tid: u32, dep: bool) {
+        let th = &mut self.threads[tid as usize];
+        th.outstanding -= 1;
+        let wake = (dep && th.block == Block::Dep) || (th.block == Block::Drain && th.outstanding == 0);
+        if wake {
+            self.wake_stalled(tid);
+        }
+    }
+
+    // ------------------------------------------------------------- policy
+
+    fn channel_counters_now(&mut self) -> Vec<ChannelCounters> {
+        for c in 0..self.channels.len() {
+            self.account_occupancy(c);
+        }
+        let cyc = self.imc_cycle_ps;
+        self.channels
+            .iter()
+            .map(|c| {
+                let mut k = c.counters;
+                k.pmm_rpq_occupancy = (c.occ_rpq_ps as f64 / cyc) as u64;
+                k.pmm_wpq_occupancy = (c.occ_wpq_ps as f64 / cyc) as u64;
+                k
+            })
+            .collect()
+    }
+
+    fn observe(&mut self) -> Observation {
+        let now = self.now;
+        let mut threads = Vec::with_capacity(self.threads.len());
+        for (i, th) in self.threads.iter().enumerate() {
+            let (pm0, dram0, _, gw0, rt0) = self.last_obs_threads[i];
+            let rt = th.run_time + if th.on_cpu { now - th.run_since } else { 0 };
+            threads.push(ThreadObs {
+                tid: i as u32,
+                job: th.job,
+                cpu: Some(th.cpu),
+                allowed: th.allowed,
+                pm: Some(diff_stats(&th.pm, &pm0)),
+                dram: Some(diff_stats(&th.dram, &dram0)),
+                cpu_util: Some((rt - rt0) as f64 / self.window as f64),
+                gate_wait_ns: Some((th.gate_wait - gw0) / NS),
+            });
+            self.last_obs_threads[i] = (th.pm, th.dram, 0, th.gate_wait, rt);
+        }
+        let mut jobs = Vec::new();
+        for j in 0..self.job_names.len() {
+            let units: u64 = self.job_threads[j].iter().map(|&t| self.threads[t as usize].units).sum();
+            jobs.push(JobObs {
+                id: j as u32,
+                name: self.job_names[j].clone(),
+                class: self.job_class[j],
+                threads: self.job_threads[j].clone(),
+                work_units: Some((units - self.last_obs_units[j]) as f64),
+                latency_ns: None,
+            });
+            self.last_obs_units[j] = units;
+        }
+        let now_ch = self.channel_counters_now();
+        let channels = now_ch
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                let b = self.last_obs_channels[i];
+                ChannelObs {
+                    socket: self.channels[i].socket,
+                    channel: i as u32,
+                    cas_reads: Some(k.cas_reads - b.cas_reads),
+                    cas_writes: Some(k.cas_writes - b.cas_writes),
+                    pmm_rpq_occupancy: Some(k.pmm_rpq_occupancy - b.pmm_rpq_occupancy),
+                    pmm_rpq_inserts: Some(k.pmm_rpq_inserts - b.pmm_rpq_inserts),
+                    pmm_wpq_occupancy: Some(k.pmm_wpq_occupancy - b.pmm_wpq_occupancy),
+                    pmm_wpq_inserts: Some(k.pmm_wpq_inserts - b.pmm_wpq_inserts),
+                }
+            })
+            .collect();
+        self.last_obs_channels = now_ch;
+        // media counters: only the last completed (delayed) snapshot is visible
+        let dimms = (0..self.dimms.len())
+            .map(|d| {
+                let have = self.media_snap_time > 0;
+                let a = self.media_snap.get(d).copied().unwrap_or_default();
+                let b = self.media_snap_prev.get(d).copied().unwrap_or_default();
+                DimmObs {
+                    dimm: d as u32,
+                    media_read_bytes: have.then(|| a.media_read_bytes - b.media_read_bytes),
+                    media_write_bytes: have.then(|| a.media_write_bytes - b.media_write_bytes),
+                    interval_ns: have.then(|| (self.media_snap_time - self.media_snap_prev_time) / NS),
+                    age_ns: have.then(|| (now - self.media_snap_time) / NS),
+                }
+            })
+            .collect();
+        let cpus = (0..self.cpus.len())
+            .map(|c| {
+                let cpu = &self.cpus[c];
+                let busy = cpu.busy + if cpu.current.is_some() { now - cpu.busy_since } else { 0 };
+                let u = (busy - self.last_obs_cpu_busy[c]) as f64 / self.window as f64;
+                self.last_obs_cpu_busy[c] = busy;
+                CpuObs {
+                    cpu: c as u32,
+                    utilization: Some(u.min(1.0)),
+                }
+            })
+            .collect();
+        Observation {
+            start_ns: (now.saturating_sub(self.window)) / NS,
+            duration_ns: self.window / NS,
+            threads,
+            jobs,
+            channels,
+            dimms,
+            cpus,
+            gate: Some(GateObs {
+                limit: self.gate.limit,
+                admitted: self.gate.admitted,
+                waiting: self.gate.waiters.len() as u32,
+            }),
+        }
+    }
+
+    fn apply(&mut self, d: &Decision) {
+        if let Some(limit) = d.gate_limit {
+            self.gate.limit = match limit {
+                GateLimit::Unlimited => None,
+                GateLimit::Limit(n) => Some(n.max(1)),
+            };
+            self.gate_release();
+        }
+        for (tid, set) in &d.thread_cpus {
+            self.set_affinity(*tid, *set);
+        }
+        for (job, budget) in &d.job_budgets {
+            if let Some(ts) = self.job_threads.get(*job as usize).cloned() {
+                for t in ts {
+                    self.set_affinity(t, budget.cpus);
+                }
+            }
+        }
+        for m in &d.migrations {
+            self.migrate(m.tid, m.to_cpu);
+        }
+    }
+
+    fn set_affinity(&mut self, tid: u32, set: CpuSet) {
+        let ncpus = self.cpus.len();
+        let set = set.intersect(&CpuSet::first_n(ncpus));
+        let Some(th) = self.threads.get_mut(tid as usize) else { return };
+        if set.is_empty() {
+            return;
+        }
+        th.allowed = set;
+        if !set.contains(th.cpu as usize) {
+            let to = set.iter().min_by_key(|&c| self.cpus[c].runq.len()).unwrap_or(0) as u32;
+            self.migrate(tid, to);
+        }
+    }
+
+    fn migrate(&mut self, tid: u32, to: u32) {
+        if tid as usize >= self.threads.len() || to as usize >= self.cpus.len() {
+            return;
+        }
+        if !self.threads[tid as usize].allowed.contains(to as usize) {
+            return;
+        }
+        let from = self.threads[tid as usize].cpu;
+        if from == to {
+            return;
+        }
+        self.migrations += 1;
+        if self.threads[tid as usize].on_cpu {
+            self.preempt(tid);
+            self.enqueue_on_cpu(tid, to);
+            self.schedule_next(from);
+            if self.cpus[to as usize].current.is_none() {
+                self.schedule_next(to);
+            } else if self.cpus[to as usize].runq.len() == 1 {
+                let g = self.cpus[to as usize].slice_gen;
+                let t = self.now + self.slice;
+                self.push(t, EvKind::SliceEnd(to, g));
+            }
+        } else if let Some(pos) = self.cpus[from as usize].runq.iter().position(|&t| t == tid) {
+            self.cpus[from as usize].runq.remove(pos);
+            self.enqueue_on_cpu(tid, to);
+            self.schedule_next(to);
+        } else {
+            // blocked (gate/arrival): it will be placed when it wakes
+            self.threads[tid as usize].cpu = to;
+        }
+    }
+}
+
+fn diff_stats(a: &AccessStats, b: &AccessStats) -> AccessStats {
+    let mut d = AccessStats {
+        read_bytes: a.read_bytes - b.read_bytes,
+        write_bytes: a.write_bytes - b.write_bytes,
+        ..Default::default()
+    };
+    for i in 0..4 {
+        d.reads_by_size[i] = a.reads_by_size[i] - b.reads_by_size[i];
+        d.writes_by_size[i] = a.writes_by_size[i] - b.writes_by_size[i];
+    }
+    d
+}
+
+fn workload_regions(w: &WorkloadSpec) -> Vec<String> {
+    match w {
+        WorkloadSpec::Mbw { region, .. }
+        | WorkloadSpec::Memcached { region, .. }
+        | WorkloadSpec::PmStream { region, .. }
+        | WorkloadSpec::Antagonist { region, .. }
+        | WorkloadSpec::LatencyProbe { region, .. }
+        | WorkloadSpec::Cpu { region, .. } => vec![region.clone()],
+        WorkloadSpec::LcServer {
+            dram_region,
+            pm_region,
+            pm_read_lines,
+            pm_write_lines,
+            ..
+        } => {
+            let mut v = vec![dram_region.clone()];
+            if pm_read_lines + pm_write_lines > 0 {
+                v.push(pm_region.clone());
+            }
+            v
+        }
+    }
+}

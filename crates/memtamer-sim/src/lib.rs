@@ -1,0 +1,22 @@
+//! memtamer-sim: a deterministic discrete-event simulator of a DRAM + PM
+//! memory system.
+//!
+//! Contention is never computed from a formula: it emerges from finite
+//! structures — per-core fill buffers, a per-socket request table, per-channel
+//! read/write pending queues shared by DRAM and PM, the DDR-T write credits,
+//! the Optane XPBuffer and the media's service time. See `docs/simulator.md`.
+
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod experiment;
+pub mod histogram;
+pub mod pmdimm;
+pub mod report;
+pub mod rng;
+pub mod validate;
+pub mod workload;
+
+pub use config::{Platform, Scenario};
+pub use error::SimError;
+pub use experiment::{run_scenario, PointResult, RunOptions, ScenarioResult};

@@ -1,0 +1,290 @@
+//! The validation suite: every built-in reproduction, the platform files'
+//! idle latencies and peak bandwidths against their cited sources, the
+//! sampler's accounting error, and the speed benchmark.
+
+use crate::config::{JobSpec, Pattern, Rw, Scenario, StoreKind, WorkloadSpec};
+use crate::error::SimError;
+use crate::experiment::{self, load_platform, run_point, RunOptions, ScenarioResult};
+use crate::report::num;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// One platform expectation and what the simulator gives.
+#[derive(Clone, Debug)]
+pub struct PlatformCheck {
+    /// Platform.
+    pub platform: String,
+    /// Metric.
+    pub metric: String,
+    /// Published.
+    pub expected: f64,
+    /// Simulated.
+    pub simulated: f64,
+    /// Source.
+    pub source: String,
+}
+
+impl PlatformCheck {
+    /// Relative error.
+    pub fn error(&self) -> f64 {
+        (self.simulated - self.expected) / self.expected
+    }
+}
+
+/// Everything `memtamer sim validate` prints.
+pub struct Validation {
+    /// Scenario results.
+    pub scenarios: Vec<ScenarioResult>,
+    /// Platform checks.
+    pub platforms: Vec<PlatformCheck>,
+}
+
+fn job(name: &str, threads: u32, cpus: &str, workload: WorkloadSpec) -> JobSpec {
+    JobSpec {
+        name: name.into(),
+        class: Default::default(),
+        threads,
+        cpus: Some(cpus.into()),
+        workload,
+    }
+}
+
+fn probe_scenario(platform: &str, jobs: Vec<JobSpec>) -> Scenario {
+    Scenario {
+        name: format!("probe-{platform}"),
+        title: String::new(),
+        platform: platform.into(),
+        duration_ms: 1.0,
+        warmup_ms: 0.2,
+        seed: 1,
+        policy: "baseline".into(),
+        policy_window_us: 1000.0,
+        jobs,
+        sweep: vec![],
+        platform_set: BTreeMap::new(),
+        paper: vec![],
+        check: vec![],
+        plot: vec![],
+    }
+}
+
+/// Measures one platform metric with a probe run.
+pub fn measure_platform_metric(platform: &str, metric: &str) -> Result<Option<f64>, SimError> {
+    let probe = |region: &str, pattern: Pattern| WorkloadSpec::LatencyProbe {
+        region: region.into(),
+        pattern,
+    };
+    let stream = |rw: Rw| WorkloadSpec::PmStream {
+        rw,
+        pattern: Pattern::Seq,
+        request_bytes: 4096,
+        store: StoreKind::Nt,
+        per_request_ns: 0.0,
+        gated: false,
+        region: "pm".into(),
+    };
+    let p = load_platform(platform, &BTreeMap::new())?;
+    let ncpu = p.cpu.cores_per_socket;
+    let lat = |w: WorkloadSpec| -> Result<Option<f64>, SimError> {
+        let s = probe_scenario(platform, vec![job("probe", 1, "0", w)]);
+        let (plat, r) = run_point(&s, None)?;
+        Ok(experiment::metrics(&s, &plat, &r).get("probe.latency_ns").copied())
+    };
+    let bw = |w: WorkloadSpec, metric: &str, counts: &[u32]| -> Result<Option<f64>, SimError> {
+        let mut best: Option<f64> = None;
+        for &n in counts {
+            let s = probe_scenario(platform, vec![job("bw", n.min(ncpu), &format!("0-{}", ncpu - 1), w.clone())]);
+            let (plat, r) = run_point(&s, None)?;
+            if let Some(v) = experiment::metrics(&s, &plat, &r).get(metric).copied() {
+                best = Some(best.map_or(v, |b: f64| b.max(v)));
+            }
+        }
+        Ok(best)
+    };
+    match metric {
+        "dram_idle_ns" => lat(probe("dram", Pattern::Rand)),
+        "pm_idle_random_ns" => lat(probe("pm", Pattern::Rand)),
+        "pm_idle_seq_ns" | "pm_idle_dicio_ns" => lat(probe("pm", Pattern::Seq)),
+        "pm_peak_read_gbps" => bw(stream(Rw::Read), "pm.request_read_gbps", &[4, 8, 16, 24]),
+        "pm_peak_write_gbps" => bw(stream(Rw::Write), "pm.media_write_gbps", &[1, 2, 4, 6, 8, 12]),
+        _ => Ok(None),
+    }
+}
+
+/// Runs every built-in reproduction and platform expectation.
+pub fn run_all(progress: bool) -> Result<Validation, SimError> {
+    let mut scenarios = Vec::new();
+    for (name, _) in experiment::SCENARIOS {
+        if *name == "demo" {
+            continue;
+        }
+        let s = experiment::load_scenario(name)?;
+        let opts = RunOptions {
+            progress,
+            ..Default::default()
+        };
+        scenarios.push(experiment::run_scenario(&s, &opts)?);
+    }
+    let mut platforms = Vec::new();
+    for (name, _) in experiment::PLATFORMS {
+        let p = load_platform(name, &BTreeMap::new())?;
+        for e in &p.expect {
+            if let Some(v) = measure_platform_metric(name, &e.metric)? {
+                platforms.push(PlatformCheck {
+                    platform: name.to_string(),
+                    metric: e.metric.clone(),
+                    expected: e.value,
+                    simulated: experiment::round_sig(v),
+                    source: e.source.clone(),
+                });
+            }
+        }
+    }
+    Ok(Validation { scenarios, platforms })
+}
+
+/// Plain-text validation report.
+pub fn text(v: &Validation) -> String {
+    let mut s = String::new();
+    for r in &v.scenarios {
+        s.push_str(&crate::report::table(r));
+        s.push('\n');
+    }
+    let _ = writeln!(s, "platform idle latencies and peak bandwidths:");
+    for p in &v.platforms {
+        let _ = writeln!(
+            s,
+            "  {:<10} {:<20} published {:>8} · sim {:>8} · {:+.1}%",
+            p.platform,
+            p.metric,
+            num(p.expected),
+            num(p.simulated),
+            p.error() * 100.0
+        );
+    }
+    s
+}
+
+/// Markdown validation tables (for docs/simulator.md).
+pub fn markdown(v: &Validation) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "### Paper vs simulated\n");
+    let _ = writeln!(s, "| scenario | figure | metric | x | filter | paper | simulated |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+    for r in &v.scenarios {
+        for c in &r.paper {
+            let metric = match c.relative_to {
+                Some(x) => format!("{} ÷ value at {x}", c.metric),
+                None => c.metric.clone(),
+            };
+            let with: Vec<String> = c.with.iter().map(|(k, v)| format!("{}={}", k.rsplit('.').next().unwrap_or(k), v)).collect();
+            let _ = writeln!(
+                s,
+                "| {} | {} | `{}` | {} | {} | {} | {} |",
+                r.scenario,
+                c.figure,
+                metric,
+                c.x,
+                with.join(" "),
+                num(c.paper),
+                c.sim.map_or("-".into(), num)
+            );
+        }
+    }
+    let _ = writeln!(s, "\n### Checks (the issue's acceptance lines)\n");
+    let _ = writeln!(s, "| scenario | check | value | bound | result |");
+    let _ = writeln!(s, "|---|---|---|---|---|");
+    for r in &v.scenarios {
+        for c in &r.checks {
+            let bound = match (c.min, c.max) {
+                (Some(a), Some(b)) => format!("[{a}, {b}]"),
+                (Some(a), None) => format!(">= {a}"),
+                (None, Some(b)) => format!("<= {b}"),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                r.scenario,
+                c.name,
+                c.value.map_or("-".into(), num),
+                bound,
+                if c.pass { "pass" } else { "**FAIL**" }
+            );
+        }
+    }
+    let _ = writeln!(s, "\n### Platform files vs their sources\n");
+    let _ = writeln!(s, "| platform | metric | published | simulated | error | source |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    for p in &v.platforms {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {:+.1}% | {} |",
+            p.platform,
+            p.metric,
+            num(p.expected),
+            num(p.simulated),
+            p.error() * 100.0,
+            p.source
+        );
+    }
+    s
+}
+
+/// Accounting error of the simulated PEBS sampler against ground truth, for
+/// writers with 64 B..4 KB requests, NT and temporal stores.
+pub fn sampler_accuracy(periods: &[u64]) -> Result<String, SimError> {
+    let mut s = String::new();
+    let _ = writeln!(s, "period  request  store     store_bytes  truth_MB  estimate_MB  error");
+    for &period in periods {
+        for req in [64u64, 256, 1024, 4096] {
+            for store in [StoreKind::Nt, StoreKind::Temporal] {
+                let sb = if store == StoreKind::Nt { 32 } else { 8 };
+                let w = WorkloadSpec::PmStream {
+                    rw: Rw::Write,
+                    pattern: Pattern::Seq,
+                    request_bytes: req,
+                    store,
+                    per_request_ns: 100.0,
+                    gated: false,
+                    region: "pm".into(),
+                };
+                let mut sc = probe_scenario("kit", vec![job("w", 3, "0-2", w)]);
+                sc.duration_ms = 20.0;
+                let (_, r) = run_point(&sc, Some((period, sb)))?;
+                let truth: u64 = r.pm_store_truth.iter().sum();
+                let est: u64 = r.sampler.as_ref().map_or(0, |x| x.estimate.iter().sum());
+                let err = if truth > 0 { est as f64 / truth as f64 - 1.0 } else { 0.0 };
+                let _ = writeln!(
+                    s,
+                    "{period:>6}  {req:>7}  {:<8}  {sb:>11}  {:>8.1}  {:>11.1}  {:+.2}%",
+                    format!("{store:?}").to_lowercase(),
+                    truth as f64 / 1e6,
+                    est as f64 / 1e6,
+                    err * 100.0
+                );
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// Speed: simulated cache-line requests per wall second, single-threaded.
+pub fn speed_bench() -> Result<String, SimError> {
+    let mut s = String::new();
+    let mut sc = experiment::load_scenario("pats-fig4-mbw")?;
+    sc.sweep.clear();
+    sc.duration_ms = 20.0;
+    for n in [0u32, 4, 14] {
+        if let Some(j) = sc.jobs.iter_mut().find(|j| j.name == "fio") {
+            j.threads = n;
+        }
+        let (req, secs) = experiment::speed(&sc)?;
+        let _ = writeln!(
+            s,
+            "pats memcpy + {n:>2} PM writers, 20 ms simulated: {req} requests in {secs:.3} s = {:.2} M requests/s",
+            req as f64 / secs / 1e6
+        );
+    }
+    Ok(s)
+}

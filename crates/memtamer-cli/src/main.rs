@@ -9,7 +9,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "memtamer", version, about = "Tame DRAM/PM contention: simulate, sense, decide, act.")]
+#[command(
+    name = "memtamer",
+    version,
+    about = "Tame DRAM/PM contention: simulate, sense, decide, act."
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -112,7 +116,8 @@ fn parse_kv(arg: &str) -> Result<(String, String), String> {
 fn write_report(dir: &PathBuf, title: &str, results: &[ScenarioResult]) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let path = dir.join("index.html");
-    std::fs::write(&path, report::html(title, results)).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::fs::write(&path, report::html(title, results))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     for r in results {
         for (i, svg) in report::scenario_svgs(r).iter().enumerate() {
             let p = dir.join(format!("{}-{}.svg", r.scenario, i + 1));
@@ -144,12 +149,16 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             SimCmd::List => {
                 println!("platforms:");
                 for (n, t) in experiment::PLATFORMS {
-                    let d = memtamer_sim::Platform::parse(n, t).map(|p| p.description).unwrap_or_default();
+                    let d = memtamer_sim::Platform::parse(n, t)
+                        .map(|p| p.description)
+                        .unwrap_or_default();
                     println!("  {n:<12} {d}");
                 }
                 println!("scenarios:");
                 for (n, t) in experiment::SCENARIOS {
-                    let d = memtamer_sim::Scenario::parse(n, t).map(|s| s.title).unwrap_or_default();
+                    let d = memtamer_sim::Scenario::parse(n, t)
+                        .map(|s| s.title)
+                        .unwrap_or_default();
                     println!("  {n:<20} {d}");
                 }
                 Ok(ExitCode::SUCCESS)
@@ -186,7 +195,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 let r = experiment::run_scenario(&s, &opts).map_err(|e| e.to_string())?;
                 match format {
                     Format::Table => print!("{}", report::table(&r)),
-                    Format::Json => println!("{}", serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?),
+                    Format::Json => println!(
+                        "{}",
+                        serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?
+                    ),
                     Format::Csv => print!("{}", report::csv(&r)),
                 }
                 if let Some(d) = dir {
@@ -194,7 +206,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 }
                 Ok(ExitCode::SUCCESS)
             }
-            SimCmd::Validate { markdown, report: dir } => {
+            SimCmd::Validate {
+                markdown,
+                report: dir,
+            } => {
                 let v = validate::run_all(true).map_err(|e| e.to_string())?;
                 if markdown {
                     print!("{}", validate::markdown(&v));
@@ -207,7 +222,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 Ok(ExitCode::SUCCESS)
             }
             SimCmd::Sampler { periods } => {
-                print!("{}", validate::sampler_accuracy(&periods).map_err(|e| e.to_string())?);
+                print!(
+                    "{}",
+                    validate::sampler_accuracy(&periods).map_err(|e| e.to_string())?
+                );
                 Ok(ExitCode::SUCCESS)
             }
         },
@@ -229,7 +247,11 @@ fn ascii_bars(r: &ScenarioResult, metric: &str) -> String {
     let mut s = format!("{metric} by {}\n", r.x_key.clone().unwrap_or_default());
     for (x, v) in vals {
         let n = (v / max * 50.0).round() as usize;
-        s.push_str(&format!("{x:>5} | {:<50} {}\n", "#".repeat(n), report::num(v)));
+        s.push_str(&format!(
+            "{x:>5} | {:<50} {}\n",
+            "#".repeat(n),
+            report::num(v)
+        ));
     }
     s
 }

@@ -101,7 +101,9 @@ fn parse_id(s: &str) -> Result<usize, CpuListError> {
         .parse()
         .map_err(|_| CpuListError(format!("`{s}` is not a CPU number")))?;
     if v >= MAX_CPUS {
-        return Err(CpuListError(format!("CPU {v} is beyond the limit of {MAX_CPUS}")));
+        return Err(CpuListError(format!(
+            "CPU {v} is beyond the limit of {MAX_CPUS}"
+        )));
     }
     Ok(v)
 }

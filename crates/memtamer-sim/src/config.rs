@@ -579,12 +579,14 @@ impl Platform {
                 message: m,
             })?;
         }
-        let p: Platform = value.try_into().map_err(|e: toml::de::Error| SimError::Parse {
-            file: file.to_string(),
-            line: 0,
-            column: 0,
-            message: format!("after overrides: {}", e.message().trim()),
-        })?;
+        let p: Platform = value
+            .try_into()
+            .map_err(|e: toml::de::Error| SimError::Parse {
+                file: file.to_string(),
+                line: 0,
+                column: 0,
+                message: format!("after overrides: {}", e.message().trim()),
+            })?;
         p.validate(file, text)?;
         Ok(p)
     }
@@ -631,14 +633,24 @@ impl Platform {
             }
         }
         if !(1..=2).contains(&self.cpu.threads_per_core) {
-            return Err(invalid(file, text, "cpu.threads_per_core", "must be 1 or 2"));
+            return Err(invalid(
+                file,
+                text,
+                "cpu.threads_per_core",
+                "must be 1 or 2",
+            ));
         }
         let cpus = self.cpu.sockets * self.cpu.cores_per_socket * self.cpu.threads_per_core;
         if cpus as usize > memtamer_core::cpuset::MAX_CPUS {
-            return Err(invalid(file, text, "cpu.cores_per_socket", "too many logical CPUs"));
+            return Err(invalid(
+                file,
+                text,
+                "cpu.cores_per_socket",
+                "too many logical CPUs",
+            ));
         }
         let lines = self.pm.xpbuffer_bytes / 256;
-        if lines == 0 || lines % self.pm.xpbuffer_ways != 0 {
+        if lines == 0 || !lines.is_multiple_of(self.pm.xpbuffer_ways) {
             return Err(invalid(
                 file,
                 text,
@@ -658,33 +670,71 @@ impl Platform {
         }
         for c in &self.channels {
             if c.socket >= self.cpu.sockets {
-                return Err(invalid(file, text, "socket", format!("channel {} is on a socket that does not exist", c.name)));
+                return Err(invalid(
+                    file,
+                    text,
+                    "socket",
+                    format!("channel {} is on a socket that does not exist", c.name),
+                ));
             }
         }
         if self.regions.is_empty() {
-            return Err(invalid(file, text, "region", "at least one region is needed"));
+            return Err(invalid(
+                file,
+                text,
+                "region",
+                "at least one region is needed",
+            ));
         }
         for r in &self.regions {
             if r.channels.is_empty() {
-                return Err(invalid(file, text, "channels", format!("region {} lists no channel", r.name)));
+                return Err(invalid(
+                    file,
+                    text,
+                    "channels",
+                    format!("region {} lists no channel", r.name),
+                ));
             }
             if r.interleave_bytes < 64 || !r.interleave_bytes.is_power_of_two() {
-                return Err(invalid(file, text, "interleave_bytes", format!("region {}: must be a power of two >= 64", r.name)));
+                return Err(invalid(
+                    file,
+                    text,
+                    "interleave_bytes",
+                    format!("region {}: must be a power of two >= 64", r.name),
+                ));
             }
             let mut sock = None;
             for cname in &r.channels {
                 let Some(c) = self.channels.iter().find(|c| &c.name == cname) else {
-                    return Err(invalid(file, text, "channels", format!("region {}: no channel named {cname}", r.name)));
+                    return Err(invalid(
+                        file,
+                        text,
+                        "channels",
+                        format!("region {}: no channel named {cname}", r.name),
+                    ));
                 };
                 let has = match r.kind {
                     MemKind::Dram => c.dram,
                     MemKind::Pm => c.pm,
                 };
                 if !has {
-                    return Err(invalid(file, text, "channels", format!("region {}: channel {cname} has no {:?} DIMM", r.name, r.kind)));
+                    return Err(invalid(
+                        file,
+                        text,
+                        "channels",
+                        format!(
+                            "region {}: channel {cname} has no {:?} DIMM",
+                            r.name, r.kind
+                        ),
+                    ));
                 }
                 if *sock.get_or_insert(c.socket) != c.socket {
-                    return Err(invalid(file, text, "channels", format!("region {} spans sockets", r.name)));
+                    return Err(invalid(
+                        file,
+                        text,
+                        "channels",
+                        format!("region {} spans sockets", r.name),
+                    ));
                 }
             }
         }
@@ -720,16 +770,23 @@ impl Scenario {
                 message: m,
             })?;
         }
-        let s: Scenario = value.try_into().map_err(|e: toml::de::Error| SimError::Override {
-            arg: sets.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
-            message: e.message().trim().to_string(),
-        })?;
+        let s: Scenario = value
+            .try_into()
+            .map_err(|e: toml::de::Error| SimError::Override {
+                arg: sets
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                message: e.message().trim().to_string(),
+            })?;
         s.validate("<overrides>", "")?;
         Ok(s)
     }
 
     fn validate(&self, file: &str, text: &str) -> Result<(), SimError> {
-        if !(self.duration_ms.is_finite() && self.duration_ms > 0.0 && self.duration_ms <= 60_000.0) {
+        if !(self.duration_ms.is_finite() && self.duration_ms > 0.0 && self.duration_ms <= 60_000.0)
+        {
             return Err(invalid(file, text, "duration_ms", "must be in (0, 60000]"));
         }
         if !(self.warmup_ms.is_finite() && self.warmup_ms >= 0.0 && self.warmup_ms <= 60_000.0) {
@@ -741,18 +798,36 @@ impl Scenario {
         let mut names = std::collections::BTreeSet::new();
         for j in &self.jobs {
             if !names.insert(j.name.as_str()) {
-                return Err(invalid(file, text, "name", format!("job name `{}` is used twice", j.name)));
+                return Err(invalid(
+                    file,
+                    text,
+                    "name",
+                    format!("job name `{}` is used twice", j.name),
+                ));
             }
             if j.threads > 256 {
-                return Err(invalid(file, text, "threads", format!("job {}: at most 256 threads", j.name)));
+                return Err(invalid(
+                    file,
+                    text,
+                    "threads",
+                    format!("job {}: at most 256 threads", j.name),
+                ));
             }
             if let Some(c) = &j.cpus {
-                let set = CpuSet::parse_list(c).map_err(|e| invalid(file, text, "cpus", format!("job {}: {e}", j.name)))?;
+                let set = CpuSet::parse_list(c)
+                    .map_err(|e| invalid(file, text, "cpus", format!("job {}: {e}", j.name)))?;
                 if set.is_empty() {
-                    return Err(invalid(file, text, "cpus", format!("job {}: empty CPU list", j.name)));
+                    return Err(invalid(
+                        file,
+                        text,
+                        "cpus",
+                        format!("job {}: empty CPU list", j.name),
+                    ));
                 }
             }
-            j.workload.validate().map_err(|m| invalid(file, text, "workload", format!("job {}: {m}", j.name)))?;
+            j.workload
+                .validate()
+                .map_err(|m| invalid(file, text, "workload", format!("job {}: {m}", j.name)))?;
         }
         Ok(())
     }
@@ -768,15 +843,27 @@ impl WorkloadSpec {
             }
         };
         match self {
-            WorkloadSpec::Mbw { block_bytes, call_ns, .. } => {
+            WorkloadSpec::Mbw {
+                block_bytes,
+                call_ns,
+                ..
+            } => {
                 check("block_bytes", *block_bytes as f64, 64.0)?;
                 check("call_ns", *call_ns, 0.0)
             }
-            WorkloadSpec::Memcached { value_bytes, compute_ns, .. } => {
+            WorkloadSpec::Memcached {
+                value_bytes,
+                compute_ns,
+                ..
+            } => {
                 check("value_bytes", *value_bytes as f64, 1.0)?;
                 check("compute_ns", *compute_ns, 0.0)
             }
-            WorkloadSpec::PmStream { request_bytes, per_request_ns, .. } => {
+            WorkloadSpec::PmStream {
+                request_bytes,
+                per_request_ns,
+                ..
+            } => {
                 check("request_bytes", *request_bytes as f64, 1.0)?;
                 if *request_bytes > 1 << 24 {
                     return Err("request_bytes must be <= 16 MiB".into());
@@ -786,7 +873,11 @@ impl WorkloadSpec {
             WorkloadSpec::Antagonist { gap_ns, .. } => check("gap_ns", *gap_ns, 0.0),
             WorkloadSpec::LatencyProbe { .. } => Ok(()),
             WorkloadSpec::Cpu { compute_ns, .. } => check("compute_ns", *compute_ns, 1.0),
-            WorkloadSpec::LcServer { rate_kops, compute_ns, .. } => {
+            WorkloadSpec::LcServer {
+                rate_kops,
+                compute_ns,
+                ..
+            } => {
                 check("rate_kops", *rate_kops, 0.001)?;
                 check("compute_ns", *compute_ns, 0.0)
             }
@@ -802,7 +893,9 @@ pub fn set_dotted(root: &mut toml::Value, key: &str, v: toml::Value) -> Result<(
     }
     let mut cur = root;
     for (i, p) in parts.iter().enumerate() {
-        let table = cur.as_table_mut().ok_or_else(|| format!("`{}` is not a table", parts[..i].join(".")))?;
+        let table = cur
+            .as_table_mut()
+            .ok_or_else(|| format!("`{}` is not a table", parts[..i].join(".")))?;
         if i + 1 == parts.len() {
             table.insert((*p).to_string(), v);
             return Ok(());
@@ -846,7 +939,9 @@ pub fn apply_override(root: &mut toml::Value, key: &str, v: toml::Value) -> Resu
 pub fn parse_value(text: &str) -> toml::Value {
     let doc = format!("v = {text}");
     match toml::from_str::<toml::Table>(&doc) {
-        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(text.to_string())),
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(text.to_string())),
         Err(_) => toml::Value::String(text.to_string()),
     }
 }

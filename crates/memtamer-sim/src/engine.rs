@@ -107,10 +107,8 @@ enum Block {
     Lfb,
     Dep,
     Drain,
-    Wb,
     Gate,
     Arrival,
-    Throttled,
 }
 
 struct Thread {
@@ -304,7 +302,8 @@ pub struct RunResult {
     pub requests: u64,
     /// Events processed.
     pub events: u64,
-    /// Highest number of concurrently admitted gate requests.
+    /// Highest number of concurrently admitted gate requests, counted at
+    /// admissions made while a limit was in force.
     pub gate_max_admitted: u32,
     /// Sampler, if enabled.
     pub sampler: Option<Sampler>,
@@ -383,7 +382,11 @@ fn ps(ns_val: f64) -> Ps {
 
 impl Engine {
     /// Builds an engine for a scenario on a platform.
-    pub fn new(platform: &Platform, scenario: &Scenario, cfg: &EngineConfig) -> Result<Engine, String> {
+    pub fn new(
+        platform: &Platform,
+        scenario: &Scenario,
+        cfg: &EngineConfig,
+    ) -> Result<Engine, String> {
         let p = platform;
         let tpc = p.cpu.threads_per_core;
         let ncores = p.cpu.sockets * p.cpu.cores_per_socket;
@@ -403,7 +406,11 @@ impl Engine {
             .map(|cpu| {
                 let core = cpu % ncores;
                 let sibling = if tpc == 2 {
-                    Some(if cpu < ncores { cpu + ncores } else { cpu - ncores })
+                    Some(if cpu < ncores {
+                        cpu + ncores
+                    } else {
+                        cpu - ncores
+                    })
                 } else {
                     None
                 };
@@ -473,7 +480,10 @@ impl Engine {
             })
             .collect();
         let region_of = |name: &str| -> Option<u8> {
-            p.regions.iter().position(|r| r.name == name).map(|i| i as u8)
+            p.regions
+                .iter()
+                .position(|r| r.name == name)
+                .map(|i| i as u8)
         };
         let mut eng = Engine {
             now: 0,
@@ -546,7 +556,10 @@ impl Engine {
                 None => all,
             };
             if allowed.is_empty() && job.threads > 0 {
-                return Err(format!("job {}: none of its CPUs exist on platform {}", job.name, p.name));
+                return Err(format!(
+                    "job {}: none of its CPUs exist on platform {}",
+                    job.name, p.name
+                ));
             }
             // every region the workload names must exist
             let names = workload_regions(&job.workload);
@@ -556,7 +569,11 @@ impl Engine {
                         "job {}: platform {} has no region `{n}` (has: {})",
                         job.name,
                         p.name,
-                        p.regions.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ")
+                        p.regions
+                            .iter()
+                            .map(|r| r.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ));
                 }
             }
@@ -623,7 +640,11 @@ impl Engine {
 
     fn push(&mut self, t: Ps, kind: EvKind) {
         self.seq += 1;
-        self.heap.push(Ev { t, seq: self.seq, kind });
+        self.heap.push(Ev {
+            t,
+            seq: self.seq,
+            kind,
+        });
     }
 
     /// Runs the scenario with `policy` until the end of the measured window.
@@ -934,12 +955,13 @@ impl Engine {
         let allowed = self.threads[tid as usize].allowed;
         let prev = self.threads[tid as usize].cpu;
         // prefer the previous CPU if idle, else any idle allowed CPU, else the previous queue
-        let target = if allowed.contains(prev as usize) && self.cpus[prev as usize].current.is_none() {
-            prev
-        } else if let Some(c) = allowed
-            .iter()
-            .find(|&c| c < self.cpus.len() && self.cpus[c].current.is_none() && self.cpus[c].runq.is_empty())
+        let target = if allowed.contains(prev as usize)
+            && self.cpus[prev as usize].current.is_none()
         {
+            prev
+        } else if let Some(c) = allowed.iter().find(|&c| {
+            c < self.cpus.len() && self.cpus[c].current.is_none() && self.cpus[c].runq.is_empty()
+        }) {
             c as u32
         } else if allowed.contains(prev as usize) {
             prev
@@ -1097,7 +1119,10 @@ impl Engine {
 
     fn gate_admit(&mut self, tid: u32) {
         self.gate.admitted += 1;
-        self.gate.max_admitted_seen = self.gate.max_admitted_seen.max(self.gate.admitted);
+        // highest concurrency the gate itself allowed while a limit was in force
+        if self.gate.limit.is_some() {
+            self.gate.max_admitted_seen = self.gate.max_admitted_seen.max(self.gate.admitted);
+        }
         self.threads[tid as usize].gate_held = true;
     }
 
@@ -1108,7 +1133,9 @@ impl Engine {
             if self.gate.admitted >= limit {
                 return;
             }
-            let Some(w) = self.gate.waiters.pop_front() else { return };
+            let Some(w) = self.gate.waiters.pop_front() else {
+                return;
+            };
             self.gate_admit(w);
             let waited = self.now - self.threads[w as usize].gate_wait_start;
             self.threads[w as usize].gate_wait += waited;
@@ -1118,7 +1145,10 @@ impl Engine {
 
     fn count_store(&mut self, tid: u32, addr: u64) {
         let region = (addr >> REGION_SHIFT) as usize;
-        let is_pm = self.regions.get(region).is_some_and(|r| r.kind == MemKind::Pm);
+        let is_pm = self
+            .regions
+            .get(region)
+            .is_some_and(|r| r.kind == MemKind::Pm);
         if !is_pm {
             return;
         }
@@ -1199,7 +1229,15 @@ impl Engine {
         true
     }
 
-    fn make_req(&mut self, tid: u32, core: u32, src_socket: u32, addr: u64, kind: ReqKind, chain: Chain) -> u32 {
+    fn make_req(
+        &mut self,
+        tid: u32,
+        core: u32,
+        src_socket: u32,
+        addr: u64,
+        kind: ReqKind,
+        chain: Chain,
+    ) -> u32 {
         let (channel, dimm, dev, pm, socket) = self.route(addr);
         self.alloc_req(Req {
             tid,
@@ -1400,9 +1438,10 @@ impl Engine {
         let pm_ready = !ch.pm_data.is_empty();
         let read_now = pm_ready || dram_ready.is_some_and(|t| t <= now);
         // the first write that can go: DRAM always, PM only with a DDR-T credit
-        let write_idx = ch.wq.iter().position(|w| {
-            !w.pm || self.dimms[w.dimm as usize].credits > 0
-        });
+        let write_idx = ch
+            .wq
+            .iter()
+            .position(|w| !w.pm || self.dimms[w.dimm as usize].credits > 0);
         let do_write = write_idx.is_some() && (ch.write_mode || !read_now);
         if do_write {
             let idx = write_idx.unwrap_or(0);
@@ -1462,14 +1501,18 @@ impl Engine {
 
     fn admit_write_waiters(&mut self, ci: usize) {
         while self.channels[ci].wpq_used < self.wpq_cap {
-            let Some(r) = self.channels[ci].wpq_wait.pop_front() else { break };
+            let Some(r) = self.channels[ci].wpq_wait.pop_front() else {
+                break;
+            };
             self.admit_write(r);
         }
     }
 
     fn admit_read_waiters(&mut self, ci: usize) {
         while self.channels[ci].rpq_used < self.rpq_cap {
-            let Some(r) = self.channels[ci].rpq_wait.pop_front() else { break };
+            let Some(r) = self.channels[ci].rpq_wait.pop_front() else {
+                break;
+            };
             self.admit_read(r);
         }
     }
@@ -1482,11 +1525,9 @@ impl Engine {
             Chain::CopyNt { dst } => {
                 // the same fill buffer now holds the store (write-combining)
                 self.restage(r, dst, ReqKind::NtWrite, Chain::Nt);
-                return;
             }
             Chain::CopyTemporal { dst } => {
                 self.restage(r, dst, ReqKind::Read, Chain::Rfo { flush: false });
-                return;
             }
             Chain::Rfo { flush } => {
                 self.account_dram(tid, q.pm, false);
@@ -1498,7 +1539,6 @@ impl Engine {
                 } else {
                     self.cores[core].wb_waiters.push_back(r);
                 }
-                return;
             }
             Chain::Wb { flush } => {
                 self.account_dram(tid, q.pm, true);
@@ -1513,7 +1553,6 @@ impl Engine {
                 if flush {
                     self.op_done(tid, false);
                 }
-                return;
             }
             Chain::Load { dep } => {
                 self.account_dram(tid, q.pm, false);
@@ -1557,7 +1596,8 @@ impl Engine {
     fn op_done(&mut self, tid: u32, dep: bool) {
         let th = &mut self.threads[tid as usize];
         th.outstanding -= 1;
-        let wake = (dep && th.block == Block::Dep) || (th.block == Block::Drain && th.outstanding == 0);
+        let wake =
+            (dep && th.block == Block::Dep) || (th.block == Block::Drain && th.outstanding == 0);
         if wake {
             self.wake_stalled(tid);
         }
@@ -1601,7 +1641,10 @@ impl Engine {
         }
         let mut jobs = Vec::new();
         for j in 0..self.job_names.len() {
-            let units: u64 = self.job_threads[j].iter().map(|&t| self.threads[t as usize].units).sum();
+            let units: u64 = self.job_threads[j]
+                .iter()
+                .map(|&t| self.threads[t as usize].units)
+                .sum();
             jobs.push(JobObs {
                 id: j as u32,
                 name: self.job_names[j].clone(),
@@ -1641,7 +1684,8 @@ impl Engine {
                     dimm: d as u32,
                     media_read_bytes: have.then(|| a.media_read_bytes - b.media_read_bytes),
                     media_write_bytes: have.then(|| a.media_write_bytes - b.media_write_bytes),
-                    interval_ns: have.then(|| (self.media_snap_time - self.media_snap_prev_time) / NS),
+                    interval_ns: have
+                        .then(|| (self.media_snap_time - self.media_snap_prev_time) / NS),
                     age_ns: have.then(|| (now - self.media_snap_time) / NS),
                 }
             })
@@ -1649,7 +1693,12 @@ impl Engine {
         let cpus = (0..self.cpus.len())
             .map(|c| {
                 let cpu = &self.cpus[c];
-                let busy = cpu.busy + if cpu.current.is_some() { now - cpu.busy_since } else { 0 };
+                let busy = cpu.busy
+                    + if cpu.current.is_some() {
+                        now - cpu.busy_since
+                    } else {
+                        0
+                    };
                 let u = (busy - self.last_obs_cpu_busy[c]) as f64 / self.window as f64;
                 self.last_obs_cpu_busy[c] = busy;
                 CpuObs {
@@ -1700,13 +1749,18 @@ impl Engine {
     fn set_affinity(&mut self, tid: u32, set: CpuSet) {
         let ncpus = self.cpus.len();
         let set = set.intersect(&CpuSet::first_n(ncpus));
-        let Some(th) = self.threads.get_mut(tid as usize) else { return };
+        let Some(th) = self.threads.get_mut(tid as usize) else {
+            return;
+        };
         if set.is_empty() {
             return;
         }
         th.allowed = set;
         if !set.contains(th.cpu as usize) {
-            let to = set.iter().min_by_key(|&c| self.cpus[c].runq.len()).unwrap_or(0) as u32;
+            let to = set
+                .iter()
+                .min_by_key(|&c| self.cpus[c].runq.len())
+                .unwrap_or(0) as u32;
             self.migrate(tid, to);
         }
     }

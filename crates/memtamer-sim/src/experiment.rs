@@ -17,9 +17,18 @@ pub type Builtin = (&'static str, &'static str);
 /// Built-in platforms (the seeds' machines).
 pub const PLATFORMS: &[Builtin] = &[
     ("pats", include_str!("../builtin/platforms/pats.toml")),
-    ("pats-dimc", include_str!("../builtin/platforms/pats-dimc.toml")),
-    ("pats-2pm", include_str!("../builtin/platforms/pats-2pm.toml")),
-    ("pats-3pm", include_str!("../builtin/platforms/pats-3pm.toml")),
+    (
+        "pats-dimc",
+        include_str!("../builtin/platforms/pats-dimc.toml"),
+    ),
+    (
+        "pats-2pm",
+        include_str!("../builtin/platforms/pats-2pm.toml"),
+    ),
+    (
+        "pats-3pm",
+        include_str!("../builtin/platforms/pats-3pm.toml"),
+    ),
     ("dicio", include_str!("../builtin/platforms/dicio.toml")),
     ("ahn", include_str!("../builtin/platforms/ahn.toml")),
     ("kit", include_str!("../builtin/platforms/kit.toml")),
@@ -27,26 +36,78 @@ pub const PLATFORMS: &[Builtin] = &[
 
 /// Built-in scenarios (the seeds' baseline experiments).
 pub const SCENARIOS: &[Builtin] = &[
-    ("pats-fig1-write", include_str!("../builtin/scenarios/pats-fig1-write.toml")),
-    ("pats-fig1-read", include_str!("../builtin/scenarios/pats-fig1-read.toml")),
-    ("pats-fig3", include_str!("../builtin/scenarios/pats-fig3.toml")),
-    ("pats-fig4-memcached", include_str!("../builtin/scenarios/pats-fig4-memcached.toml")),
-    ("pats-fig4-mbw", include_str!("../builtin/scenarios/pats-fig4-mbw.toml")),
-    ("pats-fig5-simc", include_str!("../builtin/scenarios/pats-fig5-simc.toml")),
-    ("pats-fig5-dimc", include_str!("../builtin/scenarios/pats-fig5-dimc.toml")),
-    ("pats-fig6", include_str!("../builtin/scenarios/pats-fig6.toml")),
-    ("pats-fig7", include_str!("../builtin/scenarios/pats-fig7.toml")),
-    ("pats-fig8", include_str!("../builtin/scenarios/pats-fig8.toml")),
-    ("dicio-fig2", include_str!("../builtin/scenarios/dicio-fig2.toml")),
-    ("dicio-fig4", include_str!("../builtin/scenarios/dicio-fig4.toml")),
-    ("dicio-fig5", include_str!("../builtin/scenarios/dicio-fig5.toml")),
-    ("dicio-fig6", include_str!("../builtin/scenarios/dicio-fig6.toml")),
-    ("ahn-fig2a", include_str!("../builtin/scenarios/ahn-fig2a.toml")),
-    ("kit-fig5", include_str!("../builtin/scenarios/kit-fig5.toml")),
+    (
+        "pats-fig1-write",
+        include_str!("../builtin/scenarios/pats-fig1-write.toml"),
+    ),
+    (
+        "pats-fig1-read",
+        include_str!("../builtin/scenarios/pats-fig1-read.toml"),
+    ),
+    (
+        "pats-fig3",
+        include_str!("../builtin/scenarios/pats-fig3.toml"),
+    ),
+    (
+        "pats-fig4-memcached",
+        include_str!("../builtin/scenarios/pats-fig4-memcached.toml"),
+    ),
+    (
+        "pats-fig4-mbw",
+        include_str!("../builtin/scenarios/pats-fig4-mbw.toml"),
+    ),
+    (
+        "pats-fig5-simc",
+        include_str!("../builtin/scenarios/pats-fig5-simc.toml"),
+    ),
+    (
+        "pats-fig5-dimc",
+        include_str!("../builtin/scenarios/pats-fig5-dimc.toml"),
+    ),
+    (
+        "pats-fig6",
+        include_str!("../builtin/scenarios/pats-fig6.toml"),
+    ),
+    (
+        "pats-fig7",
+        include_str!("../builtin/scenarios/pats-fig7.toml"),
+    ),
+    (
+        "pats-fig8",
+        include_str!("../builtin/scenarios/pats-fig8.toml"),
+    ),
+    (
+        "dicio-fig2",
+        include_str!("../builtin/scenarios/dicio-fig2.toml"),
+    ),
+    (
+        "dicio-fig4",
+        include_str!("../builtin/scenarios/dicio-fig4.toml"),
+    ),
+    (
+        "dicio-fig5",
+        include_str!("../builtin/scenarios/dicio-fig5.toml"),
+    ),
+    (
+        "dicio-fig6",
+        include_str!("../builtin/scenarios/dicio-fig6.toml"),
+    ),
+    (
+        "ahn-fig2a",
+        include_str!("../builtin/scenarios/ahn-fig2a.toml"),
+    ),
+    (
+        "kit-fig5",
+        include_str!("../builtin/scenarios/kit-fig5.toml"),
+    ),
     ("demo", include_str!("../builtin/scenarios/demo.toml")),
 ];
 
-fn read_named(kind: &'static str, list: &[Builtin], name: &str) -> Result<(String, String), SimError> {
+fn read_named(
+    kind: &'static str,
+    list: &[Builtin],
+    name: &str,
+) -> Result<(String, String), SimError> {
     if let Some((n, t)) = list.iter().find(|(n, _)| *n == name) {
         return Ok((format!("<builtin {kind} {n}>"), t.to_string()));
     }
@@ -65,7 +126,10 @@ fn read_named(kind: &'static str, list: &[Builtin], name: &str) -> Result<(Strin
 }
 
 /// Loads a platform by built-in name or path, with overrides.
-pub fn load_platform(name: &str, overrides: &BTreeMap<String, toml::Value>) -> Result<Platform, SimError> {
+pub fn load_platform(
+    name: &str,
+    overrides: &BTreeMap<String, toml::Value>,
+) -> Result<Platform, SimError> {
     let (file, text) = read_named("platform", PLATFORMS, name)?;
     Platform::parse_with(&file, &text, overrides)
 }
@@ -184,7 +248,12 @@ pub struct ScenarioResult {
 
 impl ScenarioResult {
     /// Metric at x among the points whose params match `with`.
-    pub fn metric_at(&self, metric: &str, x: f64, with: &BTreeMap<String, toml::Value>) -> Option<f64> {
+    pub fn metric_at(
+        &self,
+        metric: &str,
+        x: f64,
+        with: &BTreeMap<String, toml::Value>,
+    ) -> Option<f64> {
         self.points
             .iter()
             .find(|p| {
@@ -194,7 +263,13 @@ impl ScenarioResult {
             .and_then(|p| p.metrics.get(metric).copied())
     }
 
-    fn value(&self, metric: &str, x: f64, rel: Option<f64>, with: &BTreeMap<String, toml::Value>) -> Option<f64> {
+    fn value(
+        &self,
+        metric: &str,
+        x: f64,
+        rel: Option<f64>,
+        with: &BTreeMap<String, toml::Value>,
+    ) -> Option<f64> {
         let v = self.metric_at(metric, x, with)?;
         match rel {
             Some(r) => {
@@ -227,7 +302,10 @@ fn as_f64(v: &toml::Value) -> Option<f64> {
 }
 
 /// Runs one fully specified scenario (no sweep) and returns its raw result.
-pub fn run_point(scenario: &Scenario, sampler: Option<(u64, u64)>) -> Result<(Platform, RunResult), SimError> {
+pub fn run_point(
+    scenario: &Scenario,
+    sampler: Option<(u64, u64)>,
+) -> Result<(Platform, RunResult), SimError> {
     let platform = load_platform(&scenario.platform, &scenario.platform_set)?;
     let cfg = EngineConfig {
         seed: scenario.seed,
@@ -254,8 +332,14 @@ pub fn metrics(scenario: &Scenario, platform: &Platform, r: &RunResult) -> BTree
         let n = &job.name;
         m.insert(format!("{n}.gbps"), job.bytes as f64 / s / 1e9);
         m.insert(format!("{n}.kops"), job.units as f64 / s / 1e3);
-        m.insert(format!("{n}.pm_read_gbps"), job.pm.read_bytes as f64 / s / 1e9);
-        m.insert(format!("{n}.pm_write_gbps"), job.pm.write_bytes as f64 / s / 1e9);
+        m.insert(
+            format!("{n}.pm_read_gbps"),
+            job.pm.read_bytes as f64 / s / 1e9,
+        );
+        m.insert(
+            format!("{n}.pm_write_gbps"),
+            job.pm.write_bytes as f64 / s / 1e9,
+        );
         m.insert(
             format!("{n}.dram_gbps"),
             (job.dram.read_bytes + job.dram.write_bytes) as f64 / s / 1e9,
@@ -270,7 +354,12 @@ pub fn metrics(scenario: &Scenario, platform: &Platform, r: &RunResult) -> BTree
             );
         }
         if job.latency.count() > 0 {
-            for (q, name) in [(0.5, "p50_us"), (0.9, "p90_us"), (0.99, "p99_us"), (0.999, "p999_us")] {
+            for (q, name) in [
+                (0.5, "p50_us"),
+                (0.9, "p90_us"),
+                (0.99, "p99_us"),
+                (0.999, "p999_us"),
+            ] {
                 if let Some(v) = job.latency.quantile(q) {
                     m.insert(format!("{n}.{name}"), v as f64 / 1e3);
                 }
@@ -279,10 +368,22 @@ pub fn metrics(scenario: &Scenario, platform: &Platform, r: &RunResult) -> BTree
     }
     let mut tot = [0u64; 4];
     for (name, d) in &r.dimms {
-        m.insert(format!("dimm.{name}.media_read_gbps"), d.media_read_bytes as f64 / s / 1e9);
-        m.insert(format!("dimm.{name}.media_write_gbps"), d.media_write_bytes as f64 / s / 1e9);
-        m.insert(format!("dimm.{name}.request_read_gbps"), d.request_read_bytes as f64 / s / 1e9);
-        m.insert(format!("dimm.{name}.request_write_gbps"), d.request_write_bytes as f64 / s / 1e9);
+        m.insert(
+            format!("dimm.{name}.media_read_gbps"),
+            d.media_read_bytes as f64 / s / 1e9,
+        );
+        m.insert(
+            format!("dimm.{name}.media_write_gbps"),
+            d.media_write_bytes as f64 / s / 1e9,
+        );
+        m.insert(
+            format!("dimm.{name}.request_read_gbps"),
+            d.request_read_bytes as f64 / s / 1e9,
+        );
+        m.insert(
+            format!("dimm.{name}.request_write_gbps"),
+            d.request_write_bytes as f64 / s / 1e9,
+        );
         tot[0] += d.media_read_bytes;
         tot[1] += d.media_write_bytes;
         tot[2] += d.request_read_bytes;
@@ -294,7 +395,10 @@ pub fn metrics(scenario: &Scenario, platform: &Platform, r: &RunResult) -> BTree
         m.insert("pm.request_read_gbps".into(), tot[2] as f64 / s / 1e9);
         m.insert("pm.request_write_gbps".into(), tot[3] as f64 / s / 1e9);
         if tot[3] > 0 {
-            m.insert("pm.write_amplification".into(), tot[1] as f64 / tot[3] as f64);
+            m.insert(
+                "pm.write_amplification".into(),
+                tot[1] as f64 / tot[3] as f64,
+            );
         }
     }
     let mut dram_total = 0u64;
@@ -302,7 +406,10 @@ pub fn metrics(scenario: &Scenario, platform: &Platform, r: &RunResult) -> BTree
         let cas = c.cas_reads + c.cas_writes;
         dram_total += cas;
         if cas > 0 {
-            m.insert(format!("chan.{name}.dram_gbps"), cas as f64 * 64.0 / s / 1e9);
+            m.insert(
+                format!("chan.{name}.dram_gbps"),
+                cas as f64 * 64.0 / s / 1e9,
+            );
         }
         if c.pmm_wpq_inserts > 0 {
             m.insert(
@@ -361,10 +468,12 @@ pub fn run_scenario(base: &Scenario, opts: &RunOptions) -> Result<ScenarioResult
                     message: m,
                 })?;
             }
-            s = v.try_into().map_err(|e: toml::de::Error| SimError::Override {
-                arg: "sweep".into(),
-                message: e.message().to_string(),
-            })?;
+            s = v
+                .try_into()
+                .map_err(|e: toml::de::Error| SimError::Override {
+                    arg: "sweep".into(),
+                    message: e.message().to_string(),
+                })?;
         }
         load_platform(&s.platform, &s.platform_set)?;
         policy_by_name(&s.policy)?;
@@ -437,7 +546,9 @@ pub fn run_scenario(base: &Scenario, opts: &RunOptions) -> Result<ScenarioResult
             x: p.x,
             relative_to: p.relative_to,
             paper: p.value,
-            sim: result.value(&p.metric, p.x, p.relative_to, &p.with).map(round_sig),
+            sim: result
+                .value(&p.metric, p.x, p.relative_to, &p.with)
+                .map(round_sig),
             with: p.with.clone(),
             source: p.source.clone(),
         })
@@ -446,8 +557,11 @@ pub fn run_scenario(base: &Scenario, opts: &RunOptions) -> Result<ScenarioResult
         .check
         .iter()
         .map(|c| {
-            let v = result.value(&c.metric, c.at, c.relative_to, &c.with).map(round_sig);
-            let pass = v.is_some_and(|v| c.min.is_none_or(|m| v >= m) && c.max.is_none_or(|m| v <= m));
+            let v = result
+                .value(&c.metric, c.at, c.relative_to, &c.with)
+                .map(round_sig);
+            let pass =
+                v.is_some_and(|v| c.min.is_none_or(|m| v >= m) && c.max.is_none_or(|m| v <= m));
             CheckResult {
                 name: c.name.clone(),
                 value: v,

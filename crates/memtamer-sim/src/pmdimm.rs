@@ -273,7 +273,9 @@ mod tests {
         for a in addrs {
             d.write_arrive(a, 0);
             while d.queued_writes() > 0 {
-                let s = d.try_start_media(t).expect("blocked writes imply media work");
+                let s = d
+                    .try_start_media(t)
+                    .expect("blocked writes imply media work");
                 t = s.busy_until;
                 d.media_done();
             }

@@ -57,11 +57,19 @@ fn table_metrics(r: &ScenarioResult) -> Vec<String> {
 pub fn table(r: &ScenarioResult) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# {} — {}", r.scenario, r.title);
-    let _ = writeln!(out, "# platform {} · policy {} · seed {}", r.platform, r.policy, r.seed);
+    let _ = writeln!(
+        out,
+        "# platform {} · policy {} · seed {}",
+        r.platform, r.policy, r.seed
+    );
     let metrics = table_metrics(r);
     let mut header: Vec<String> = Vec::new();
     if let Some(p) = r.points.first() {
-        header.extend(p.params.keys().map(|k| k.rsplit('.').next().unwrap_or(k).to_string()));
+        header.extend(
+            p.params
+                .keys()
+                .map(|k| k.rsplit('.').next().unwrap_or(k).to_string()),
+        );
     }
     header.extend(metrics.iter().cloned());
     let mut rows: Vec<Vec<String>> = Vec::new();
@@ -98,7 +106,9 @@ pub fn table(r: &ScenarioResult) -> String {
     if !r.paper.is_empty() {
         let _ = writeln!(out, "\npaper vs simulated:");
         for c in &r.paper {
-            let rel = c.relative_to.map_or(String::new(), |x| format!(" / value at {x}"));
+            let rel = c
+                .relative_to
+                .map_or(String::new(), |x| format!(" / value at {x}"));
             let with = if c.with.is_empty() {
                 String::new()
             } else {
@@ -150,11 +160,27 @@ pub fn csv(r: &ScenarioResult) -> String {
     }
     keys.sort();
     let mut out = String::new();
-    let params: Vec<String> = r.points.first().map(|p| p.params.keys().cloned().collect()).unwrap_or_default();
-    let _ = writeln!(out, "{}", params.iter().chain(keys.iter()).cloned().collect::<Vec<_>>().join(","));
+    let params: Vec<String> = r
+        .points
+        .first()
+        .map(|p| p.params.keys().cloned().collect())
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "{}",
+        params
+            .iter()
+            .chain(keys.iter())
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(",")
+    );
     for p in &r.points {
         let mut cells: Vec<String> = p.params.values().map(v_str).collect();
-        cells.extend(keys.iter().map(|k| p.metrics.get(k).map_or(String::new(), |v| v.to_string())));
+        cells.extend(
+            keys.iter()
+                .map(|k| p.metrics.get(k).map_or(String::new(), |v| v.to_string())),
+        );
         let _ = writeln!(out, "{}", cells.join(","));
     }
     out
@@ -165,7 +191,10 @@ const COLORS: [&str; 8] = [
 ];
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// One SVG line plot.
@@ -177,7 +206,10 @@ pub fn svg_plot(
     paper: &[(String, f64, f64)],
 ) -> String {
     let (w, h, ml, mr, mt, mb) = (640.0, 360.0, 60.0, 180.0, 30.0, 45.0);
-    let pts = series.iter().flat_map(|s| s.1.iter().copied()).chain(paper.iter().map(|p| (p.1, p.2)));
+    let pts = series
+        .iter()
+        .flat_map(|s| s.1.iter().copied())
+        .chain(paper.iter().map(|p| (p.1, p.2)));
     let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, f64::MIN);
     for (x, y) in pts {
         x0 = x0.min(x);
@@ -191,7 +223,7 @@ pub fn svg_plot(
     if (x1 - x0).abs() < 1e-12 {
         x1 = x0 + 1.0;
     }
-    if !(y1 > 0.0) {
+    if y1.is_nan() || y1 <= 0.0 {
         y1 = 1.0;
     }
     y1 *= 1.08;
@@ -203,7 +235,12 @@ pub fn svg_plot(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="11">"#
     );
     let _ = write!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-    let _ = write!(s, r#"<text x="{}" y="18" font-size="13" font-weight="bold">{}</text>"#, ml, esc(title));
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="18" font-size="13" font-weight="bold">{}</text>"#,
+        ml,
+        esc(title)
+    );
     // axes and ticks
     let _ = write!(
         s,
@@ -233,7 +270,13 @@ pub fn svg_plot(
             num(xv)
         );
     }
-    let _ = write!(s, r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#, (ml + w - mr) / 2.0, h - 8.0, esc(x_label));
+    let _ = write!(
+        s,
+        r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+        (ml + w - mr) / 2.0,
+        h - 8.0,
+        esc(x_label)
+    );
     let _ = write!(
         s,
         r#"<text transform="translate(14,{:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
@@ -242,10 +285,22 @@ pub fn svg_plot(
     );
     for (i, (name, data)) in series.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
-        let path: Vec<String> = data.iter().map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y))).collect();
-        let _ = write!(s, r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#, path.join(" "));
+        let path: Vec<String> = data
+            .iter()
+            .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
+            .collect();
+        let _ = write!(
+            s,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
+            path.join(" ")
+        );
         for (x, y) in data {
-            let _ = write!(s, r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"/>"#, px(*x), py(*y));
+            let _ = write!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"/>"#,
+                px(*x),
+                py(*y)
+            );
         }
         let ly = mt + 14.0 * i as f64 + 10.0;
         let _ = write!(
@@ -291,13 +346,21 @@ pub fn scenario_svgs(r: &ScenarioResult) -> Vec<String> {
         for metric in &plot.y {
             let mut groups: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
             for (i, p) in r.points.iter().enumerate() {
-                let Some(v) = p.metrics.get(metric) else { continue };
+                let Some(v) = p.metrics.get(metric) else {
+                    continue;
+                };
                 let x = p.x.unwrap_or(i as f64);
-                groups.entry(series_label(r, &p.params)).or_default().push((x, *v));
+                groups
+                    .entry(series_label(r, &p.params))
+                    .or_default()
+                    .push((x, *v));
             }
             for (label, mut data) in groups {
                 if let Some(at) = plot.normalize_at {
-                    let base = data.iter().find(|(x, _)| (*x - at).abs() < 1e-9).map(|d| d.1);
+                    let base = data
+                        .iter()
+                        .find(|(x, _)| (*x - at).abs() < 1e-9)
+                        .map(|d| d.1);
                     if let Some(b) = base.filter(|b| *b != 0.0) {
                         for d in &mut data {
                             d.1 /= b;
@@ -317,10 +380,25 @@ pub fn scenario_svgs(r: &ScenarioResult) -> Vec<String> {
         let paper: Vec<(String, f64, f64)> = r
             .paper
             .iter()
-            .filter(|c| plot.y.contains(&c.metric) && (c.relative_to.is_some() == plot.normalize_at.is_some()))
-            .map(|c| (format!("{}: {} ({})", c.figure, c.paper, c.source), c.x, c.paper))
+            .filter(|c| {
+                plot.y.contains(&c.metric)
+                    && (c.relative_to.is_some() == plot.normalize_at.is_some())
+            })
+            .map(|c| {
+                (
+                    format!("{}: {} ({})", c.figure, c.paper, c.source),
+                    c.x,
+                    c.paper,
+                )
+            })
             .collect();
-        out.push(svg_plot(&plot.title, &x_label, &plot.y_label, &series, &paper));
+        out.push(svg_plot(
+            &plot.title,
+            &x_label,
+            &plot.y_label,
+            &series,
+            &paper,
+        ));
     }
     out
 }
@@ -335,7 +413,15 @@ pub fn html(title: &str, results: &[ScenarioResult]) -> String {
         esc(title)
     );
     for r in results {
-        let _ = write!(s, "<h2>{}</h2><p>{}<br>platform <code>{}</code>, policy <code>{}</code>, seed {}</p>", esc(&r.scenario), esc(&r.title), esc(&r.platform), esc(&r.policy), r.seed);
+        let _ = write!(
+            s,
+            "<h2>{}</h2><p>{}<br>platform <code>{}</code>, policy <code>{}</code>, seed {}</p>",
+            esc(&r.scenario),
+            esc(&r.title),
+            esc(&r.platform),
+            esc(&r.policy),
+            r.seed
+        );
         for svg in scenario_svgs(r) {
             s.push_str(&svg);
             s.push('\n');
@@ -354,7 +440,11 @@ pub fn html(title: &str, results: &[ScenarioResult]) -> String {
             }
             s.push_str("</ul>");
         }
-        let _ = write!(s, "<details><summary>table</summary><pre>{}</pre></details>", esc(&table(r)));
+        let _ = write!(
+            s,
+            "<details><summary>table</summary><pre>{}</pre></details>",
+            esc(&table(r))
+        );
     }
     s.push_str("</body></html>\n");
     s

@@ -88,12 +88,22 @@ pub fn measure_platform_metric(platform: &str, metric: &str) -> Result<Option<f6
     let lat = |w: WorkloadSpec| -> Result<Option<f64>, SimError> {
         let s = probe_scenario(platform, vec![job("probe", 1, "0", w)]);
         let (plat, r) = run_point(&s, None)?;
-        Ok(experiment::metrics(&s, &plat, &r).get("probe.latency_ns").copied())
+        Ok(experiment::metrics(&s, &plat, &r)
+            .get("probe.latency_ns")
+            .copied())
     };
     let bw = |w: WorkloadSpec, metric: &str, counts: &[u32]| -> Result<Option<f64>, SimError> {
         let mut best: Option<f64> = None;
         for &n in counts {
-            let s = probe_scenario(platform, vec![job("bw", n.min(ncpu), &format!("0-{}", ncpu - 1), w.clone())]);
+            let s = probe_scenario(
+                platform,
+                vec![job(
+                    "bw",
+                    n.min(ncpu),
+                    &format!("0-{}", ncpu - 1),
+                    w.clone(),
+                )],
+            );
             let (plat, r) = run_point(&s, None)?;
             if let Some(v) = experiment::metrics(&s, &plat, &r).get(metric).copied() {
                 best = Some(best.map_or(v, |b: f64| b.max(v)));
@@ -106,7 +116,11 @@ pub fn measure_platform_metric(platform: &str, metric: &str) -> Result<Option<f6
         "pm_idle_random_ns" => lat(probe("pm", Pattern::Rand)),
         "pm_idle_seq_ns" | "pm_idle_dicio_ns" => lat(probe("pm", Pattern::Seq)),
         "pm_peak_read_gbps" => bw(stream(Rw::Read), "pm.request_read_gbps", &[4, 8, 16, 24]),
-        "pm_peak_write_gbps" => bw(stream(Rw::Write), "pm.media_write_gbps", &[1, 2, 4, 6, 8, 12]),
+        "pm_peak_write_gbps" => bw(
+            stream(Rw::Write),
+            "pm.media_write_gbps",
+            &[1, 2, 4, 6, 8, 12],
+        ),
         _ => Ok(None),
     }
 }
@@ -140,7 +154,10 @@ pub fn run_all(progress: bool) -> Result<Validation, SimError> {
             }
         }
     }
-    Ok(Validation { scenarios, platforms })
+    Ok(Validation {
+        scenarios,
+        platforms,
+    })
 }
 
 /// Plain-text validation report.
@@ -169,7 +186,10 @@ pub fn text(v: &Validation) -> String {
 pub fn markdown(v: &Validation) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "### Paper vs simulated\n");
-    let _ = writeln!(s, "| scenario | figure | metric | x | filter | paper | simulated |");
+    let _ = writeln!(
+        s,
+        "| scenario | figure | metric | x | filter | paper | simulated |"
+    );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|");
     for r in &v.scenarios {
         for c in &r.paper {
@@ -177,7 +197,11 @@ pub fn markdown(v: &Validation) -> String {
                 Some(x) => format!("{} ÷ value at {x}", c.metric),
                 None => c.metric.clone(),
             };
-            let with: Vec<String> = c.with.iter().map(|(k, v)| format!("{}={}", k.rsplit('.').next().unwrap_or(k), v)).collect();
+            let with: Vec<String> = c
+                .with
+                .iter()
+                .map(|(k, v)| format!("{}={}", k.rsplit('.').next().unwrap_or(k), v))
+                .collect();
             let _ = writeln!(
                 s,
                 "| {} | {} | `{}` | {} | {} | {} | {} |",
@@ -214,7 +238,10 @@ pub fn markdown(v: &Validation) -> String {
         }
     }
     let _ = writeln!(s, "\n### Platform files vs their sources\n");
-    let _ = writeln!(s, "| platform | metric | published | simulated | error | source |");
+    let _ = writeln!(
+        s,
+        "| platform | metric | published | simulated | error | source |"
+    );
     let _ = writeln!(s, "|---|---|---|---|---|---|");
     for p in &v.platforms {
         let _ = writeln!(
@@ -235,7 +262,10 @@ pub fn markdown(v: &Validation) -> String {
 /// writers with 64 B..4 KB requests, NT and temporal stores.
 pub fn sampler_accuracy(periods: &[u64]) -> Result<String, SimError> {
     let mut s = String::new();
-    let _ = writeln!(s, "period  request  store     store_bytes  truth_MB  estimate_MB  error");
+    let _ = writeln!(
+        s,
+        "period  request  store     store_bytes  truth_MB  estimate_MB  error"
+    );
     for &period in periods {
         for req in [64u64, 256, 1024, 4096] {
             for store in [StoreKind::Nt, StoreKind::Temporal] {
@@ -254,7 +284,11 @@ pub fn sampler_accuracy(periods: &[u64]) -> Result<String, SimError> {
                 let (_, r) = run_point(&sc, Some((period, sb)))?;
                 let truth: u64 = r.pm_store_truth.iter().sum();
                 let est: u64 = r.sampler.as_ref().map_or(0, |x| x.estimate.iter().sum());
-                let err = if truth > 0 { est as f64 / truth as f64 - 1.0 } else { 0.0 };
+                let err = if truth > 0 {
+                    est as f64 / truth as f64 - 1.0
+                } else {
+                    0.0
+                };
                 let _ = writeln!(
                     s,
                     "{period:>6}  {req:>7}  {:<8}  {sb:>11}  {:>8.1}  {:>11.1}  {:+.2}%",

@@ -277,7 +277,11 @@ impl Generator {
                         MbwMode::Dumb => {
                             // 8 element assignments per line.
                             q.push_back(Op::Compute(2 * NS));
-                            q.push_back(Op::CopyLine { src, dst, nt: false });
+                            q.push_back(Op::CopyLine {
+                                src,
+                                dst,
+                                nt: false,
+                            });
                         }
                     }
                     *pos += 1;
@@ -304,8 +308,14 @@ impl Generator {
                 for l in 0..*value_lines {
                     let a = addr(*region, *slot, item + l * LINE);
                     match op {
-                        KvOp::Get => q.push_back(Op::Load { addr: a, dep: false }),
-                        KvOp::Set => q.push_back(Op::StoreTemporal { addr: a, flush: false }),
+                        KvOp::Get => q.push_back(Op::Load {
+                            addr: a,
+                            dep: false,
+                        }),
+                        KvOp::Set => q.push_back(Op::StoreTemporal {
+                            addr: a,
+                            flush: false,
+                        }),
                     }
                 }
                 q.push_back(Op::Drain);
@@ -348,9 +358,15 @@ impl Generator {
                     };
                     let a = addr(*region, *slot, off);
                     q.push_back(match (write, *store) {
-                        (false, _) => Op::Load { addr: a, dep: false },
+                        (false, _) => Op::Load {
+                            addr: a,
+                            dep: false,
+                        },
                         (true, StoreKind::Nt) => Op::StoreNt { addr: a },
-                        (true, StoreKind::Temporal) => Op::StoreTemporal { addr: a, flush: true },
+                        (true, StoreKind::Temporal) => Op::StoreTemporal {
+                            addr: a,
+                            flush: true,
+                        },
                     });
                 }
                 q.push_back(Op::Drain);
@@ -358,7 +374,10 @@ impl Generator {
                 if *per_request > 0 {
                     q.push_back(Op::Compute(*per_request));
                 }
-                q.push_back(Op::Done { units: req, bytes: req });
+                q.push_back(Op::Done {
+                    units: req,
+                    bytes: req,
+                });
             }
             GenKind::Antagonist {
                 rw,
@@ -369,14 +388,21 @@ impl Generator {
                 pos,
             } => {
                 for _ in 0..16 {
-                    let step = if *pattern == Pattern::Stride { 256 } else { LINE };
+                    let step = if *pattern == Pattern::Stride {
+                        256
+                    } else {
+                        LINE
+                    };
                     let a = addr(*region, *slot, *pos % FILE_BYTES);
                     *pos += step;
                     if *gap > 0 {
                         q.push_back(Op::Compute(*gap));
                     }
                     q.push_back(match rw {
-                        Rw::Read => Op::Load { addr: a, dep: false },
+                        Rw::Read => Op::Load {
+                            addr: a,
+                            dep: false,
+                        },
                         Rw::Write => Op::StoreNt { addr: a },
                     });
                 }
@@ -402,7 +428,10 @@ impl Generator {
                     addr: addr(*region, *slot, off),
                     dep: true,
                 });
-                q.push_back(Op::Done { units: 1, bytes: LINE });
+                q.push_back(Op::Done {
+                    units: 1,
+                    bytes: LINE,
+                });
             }
             GenKind::Cpu {
                 compute,
@@ -413,7 +442,10 @@ impl Generator {
                 q.push_back(Op::Compute(*compute));
                 for _ in 0..*mem_lines {
                     let a = addr(*region, *slot, rng.below(RANDOM_FOOTPRINT / LINE) * LINE);
-                    q.push_back(Op::Load { addr: a, dep: false });
+                    q.push_back(Op::Load {
+                        addr: a,
+                        dep: false,
+                    });
                 }
                 if *mem_lines > 0 {
                     q.push_back(Op::Drain);
@@ -442,7 +474,10 @@ impl Generator {
                 if *pm_read_lines > 0 {
                     let base = rng.below(FILE_BYTES / 4096) * 4096;
                     let bytes = *pm_read_lines as u64 * LINE;
-                    q.push_back(Op::PmBegin { bytes, write: false });
+                    q.push_back(Op::PmBegin {
+                        bytes,
+                        write: false,
+                    });
                     for l in 0..*pm_read_lines as u64 {
                         q.push_back(Op::Load {
                             addr: addr(*pm, *slot, base + l * LINE),
@@ -493,8 +528,17 @@ mod tests {
             region: "pm".into(),
         };
         let o = ops(&spec, 2 * 69);
-        assert_eq!(o[0], Op::PmBegin { bytes: 4096, write: true });
-        assert_eq!(o.iter().filter(|x| matches!(x, Op::StoreNt { .. })).count(), 128);
+        assert_eq!(
+            o[0],
+            Op::PmBegin {
+                bytes: 4096,
+                write: true
+            }
+        );
+        assert_eq!(
+            o.iter().filter(|x| matches!(x, Op::StoreNt { .. })).count(),
+            128
+        );
         assert_eq!(o.iter().filter(|x| matches!(x, Op::Drain)).count(), 2);
         // sequential: second request starts 4 KiB after the first
         if let (Op::StoreNt { addr: a }, Op::StoreNt { addr: b }) = (o[1], o[70]) {

@@ -1,0 +1,291 @@
+//! End-to-end tests of the simulator: determinism, parsers, the gate as an
+//! actuator, and that each contention mechanism explains its behaviour.
+
+use memtamer_core::{Decision, GateLimit, Observation, Policy};
+use memtamer_sim::config::{parse_value, JobSpec, Pattern, Rw, StoreKind, WorkloadSpec};
+use memtamer_sim::engine::{Engine, EngineConfig};
+use memtamer_sim::experiment::{
+    self, load_platform, load_scenario, metrics, run_point, RunOptions,
+};
+use memtamer_sim::rng::Rng;
+use memtamer_sim::{Platform, Scenario, SimError};
+
+fn demo_point(threads: i64) -> Scenario {
+    let s = load_scenario("demo").expect("demo parses");
+    let mut s = s
+        .with_overrides(&[("job.fio.threads".into(), toml::Value::Integer(threads))])
+        .expect("override");
+    s.sweep.clear();
+    s.duration_ms = 1.0;
+    s.warmup_ms = 0.2;
+    s
+}
+
+#[test]
+fn same_seed_same_json_byte_for_byte() {
+    let s = load_scenario("demo").unwrap();
+    let opts = RunOptions {
+        seed: Some(3),
+        sets: vec![("duration_ms".into(), toml::Value::Float(0.5))],
+        ..Default::default()
+    };
+    let a = serde_json::to_string(&experiment::run_scenario(&s, &opts).unwrap()).unwrap();
+    let b = serde_json::to_string(&experiment::run_scenario(&s, &opts).unwrap()).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn every_builtin_parses() {
+    for (name, text) in experiment::PLATFORMS {
+        Platform::parse(name, text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    for (name, text) in experiment::SCENARIOS {
+        let s = Scenario::parse(name, text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        load_platform(&s.platform, &s.platform_set).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
+
+#[test]
+fn every_platform_parameter_cites_a_source() {
+    for (name, text) in experiment::PLATFORMS {
+        let p = Platform::parse(name, text).unwrap();
+        let value: toml::Value = toml::from_str(text).unwrap();
+        for section in ["cpu", "uncore", "memory", "dram", "pm"] {
+            let Some(t) = value.get(section).and_then(|v| v.as_table()) else {
+                panic!("{name}: no [{section}]");
+            };
+            for key in t.keys() {
+                let k = format!("{section}.{key}");
+                let exempt = [
+                    "cpu.sockets",
+                    "memory.write_drain_high",
+                    "memory.write_drain_low",
+                ];
+                if !exempt.contains(&k.as_str()) && !k.ends_with("_high") {
+                    assert!(
+                        p.sources.contains_key(&k) || k == "cpu.write_drain",
+                        "{name}: parameter {k} has no entry in [sources]"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn unknown_key_error_names_file_line_and_key() {
+    let text = "name = \"x\"\ntitle = \"t\"\nplatform = \"pats\"\nduration_ms = 1.0\n\n[[job]]\nname = \"a\"\nthraeds = 1\nworkload = { kind = \"cpu\", compute_ns = 10.0 }\n";
+    let err = Scenario::parse("my.toml", text).unwrap_err().to_string();
+    assert!(err.contains("my.toml"), "{err}");
+    assert!(err.contains("thraeds"), "{err}");
+    assert!(err.contains(":8:") || err.contains(":6:"), "{err}");
+}
+
+#[test]
+fn bad_value_error_names_key_and_line() {
+    let text = "name = \"x\"\ntitle = \"t\"\nplatform = \"pats\"\nduration_ms = -4.0\n\n[[job]]\nname = \"a\"\nthreads = 1\nworkload = { kind = \"cpu\", compute_ns = 10.0 }\n";
+    match Scenario::parse("bad.toml", text) {
+        Err(SimError::Invalid {
+            file, line, key, ..
+        }) => {
+            assert_eq!(file, "bad.toml");
+            assert_eq!(key, "duration_ms");
+            assert_eq!(line, 4);
+        }
+        other => panic!("expected Invalid, got {other:?}"),
+    }
+    let (_, p) = experiment::PLATFORMS[0];
+    let broken = p.replace("wpq_entries = 32", "wpq_entries = 0");
+    let err = Platform::parse("p.toml", &broken).unwrap_err().to_string();
+    assert!(
+        err.contains("memory.wpq_entries") && err.contains("p.toml:"),
+        "{err}"
+    );
+}
+
+/// Mutation fuzzing of both parsers: any input gives Ok or Err, never a panic.
+#[test]
+fn parsers_never_panic_on_mutated_input() {
+    let mut rng = Rng::new(42, 0);
+    let corpus: Vec<&str> = experiment::PLATFORMS
+        .iter()
+        .chain(experiment::SCENARIOS.iter())
+        .map(|(_, t)| *t)
+        .collect();
+    let alphabet = b"=[]{}\",.-0123456789abcxyz_\n #'";
+    for i in 0..3000 {
+        let mut bytes = corpus[i % corpus.len()].as_bytes().to_vec();
+        for _ in 0..(1 + rng.below(6)) {
+            let pos = rng.below(bytes.len() as u64) as usize;
+            match rng.below(3) {
+                0 => {
+                    bytes.remove(pos);
+                }
+                1 => bytes.insert(pos, alphabet[rng.below(alphabet.len() as u64) as usize]),
+                _ => bytes[pos] = alphabet[rng.below(alphabet.len() as u64) as usize],
+            }
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        if let Ok(s) = Scenario::parse("fuzz", &text) {
+            // a valid scenario must also load (or fail cleanly)
+            let _ = load_platform(&s.platform, &s.platform_set);
+        }
+        let _ = Platform::parse("fuzz", &text);
+    }
+}
+
+#[test]
+fn overrides_reject_unknown_jobs_and_keys() {
+    let s = load_scenario("demo").unwrap();
+    assert!(s
+        .with_overrides(&[("job.nope.threads".into(), parse_value("3"))])
+        .is_err());
+    assert!(s
+        .with_overrides(&[("job.fio.threadz".into(), parse_value("3"))])
+        .is_err());
+    assert!(s
+        .with_overrides(&[("job.fio.threads".into(), parse_value("3"))])
+        .is_ok());
+}
+
+struct FixedGate(u32);
+impl Policy for FixedGate {
+    fn name(&self) -> &str {
+        "fixed-gate"
+    }
+    fn decide(&mut self, _obs: &Observation) -> Decision {
+        Decision {
+            gate_limit: Some(GateLimit::Limit(self.0)),
+            ..Default::default()
+        }
+    }
+}
+
+fn writer(name: &str, cpu: u32, bytes: u64) -> JobSpec {
+    JobSpec {
+        name: name.into(),
+        class: Default::default(),
+        threads: 1,
+        cpus: Some(cpu.to_string()),
+        workload: WorkloadSpec::PmStream {
+            rw: Rw::Write,
+            pattern: Pattern::Seq,
+            request_bytes: bytes,
+            store: StoreKind::Nt,
+            per_request_ns: 100.0,
+            gated: true,
+            region: "pm".into(),
+        },
+    }
+}
+
+fn gate_run(limit: u32) -> (memtamer_sim::engine::RunResult, Scenario) {
+    let mut s = demo_point(0);
+    s.jobs = (0..6)
+        .map(|i| writer(&format!("w{i}"), i + 1, 4096))
+        .collect();
+    s.jobs.push(writer("small", 8, 128));
+    s.policy_window_us = 10.0;
+    let p = load_platform("pats", &Default::default()).unwrap();
+    let cfg = EngineConfig {
+        seed: 1,
+        warmup: 200_000_000,
+        duration: 2_000_000_000,
+        window: 10_000_000,
+        sampler: None,
+    };
+    let e = Engine::new(&p, &s, &cfg).unwrap();
+    (e.run(&mut FixedGate(limit)), s)
+}
+
+#[test]
+fn gate_limit_is_never_exceeded_and_nobody_starves() {
+    let (r, _) = gate_run(2);
+    assert!(r.gate_max_admitted <= 2, "admitted {}", r.gate_max_admitted);
+    assert!(r.gate_max_admitted >= 1);
+    let rates: Vec<u64> = r
+        .jobs
+        .iter()
+        .filter(|j| j.name.starts_with('w'))
+        .map(|j| j.bytes)
+        .collect();
+    let (min, max) = (*rates.iter().min().unwrap(), *rates.iter().max().unwrap());
+    assert!(min > 0, "a writer starved: {rates:?}");
+    assert!(
+        max as f64 / min as f64 <= 1.5,
+        "round-robin is unfair: {rates:?}"
+    );
+    // requests below 256 B bypass the gate: never wait
+    let small = r.jobs.iter().find(|j| j.name == "small").unwrap();
+    assert_eq!(small.gate_wait_ns, 0);
+    assert!(small.bytes > 0);
+}
+
+fn memcpy_ratio(platform_set: &[(&str, i64)], writers: i64) -> f64 {
+    let run = |n: i64| {
+        let mut s = demo_point(n);
+        for (k, v) in platform_set {
+            s.platform_set.insert((*k).into(), toml::Value::Integer(*v));
+        }
+        let (p, r) = run_point(&s, None).unwrap();
+        metrics(&s, &p, &r)["memcpy.gbps"]
+    };
+    run(writers) / run(0)
+}
+
+#[test]
+fn head_of_line_blocking_collapses_memcpy_and_bigger_queues_remove_it() {
+    // the PATS platform as published: collapse at 14 writers
+    let base = memcpy_ratio(&[], 14);
+    assert!(base < 0.15, "memcpy kept {base} of its throughput");
+    // ablation: a WPQ and request table too large to ever fill -> no HOL blocking
+    let ablated = memcpy_ratio(
+        &[
+            ("memory.wpq_entries", 4096),
+            ("memory.write_drain_high", 4000),
+            ("uncore.request_table", 100_000),
+        ],
+        14,
+    );
+    assert!(
+        ablated > 0.8,
+        "without the shared finite queues memcpy kept only {ablated}"
+    );
+}
+
+fn antagonist_wa(pattern: Pattern) -> f64 {
+    let mut s = demo_point(0);
+    s.platform = "dicio".into();
+    s.jobs = vec![JobSpec {
+        name: "be".into(),
+        class: Default::default(),
+        threads: 1,
+        cpus: Some("0".into()),
+        workload: WorkloadSpec::Antagonist {
+            rw: Rw::Write,
+            pattern,
+            gap_ns: 20.6,
+            region: "pm".into(),
+        },
+    }];
+    let (p, r) = run_point(&s, None).unwrap();
+    metrics(&s, &p, &r)["pm.write_amplification"]
+}
+
+#[test]
+fn stride_writes_amplify_media_writes_four_times_and_stream_does_not() {
+    let stride = antagonist_wa(Pattern::Stride);
+    let stream = antagonist_wa(Pattern::Seq);
+    assert!(stride > 3.5 && stride <= 4.01, "stride WA {stride}");
+    assert!(stream < 1.1, "stream WA {stream}");
+}
+
+#[test]
+fn bad_job_region_is_an_error_not_a_panic() {
+    let mut s = demo_point(1);
+    if let WorkloadSpec::PmStream { region, .. } = &mut s.jobs[1].workload {
+        *region = "nowhere".into();
+    }
+    let err = run_point(&s, None).err().expect("must fail").to_string();
+    assert!(err.contains("nowhere"), "{err}");
+}

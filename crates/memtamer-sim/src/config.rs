@@ -25,6 +25,9 @@ pub struct CpuParams {
     pub fill_buffers: u32,
     /// Per-core buffers for dirty-line write-backs awaiting the memory controller.
     pub writeback_buffers: u32,
+    /// Per-core L2 miss-queue entries the L2 streamer may use for prefetched
+    /// stream loads (shared by SMT siblings).
+    pub l2_prefetch_slots: u32,
     /// Factor by which compute stretches while the SMT sibling also computes.
     pub smt_slowdown: f64,
     /// Latency from an L2 miss to the caching agent (LLC lookup included), ns.
@@ -597,6 +600,7 @@ impl Platform {
             ("cpu.cores_per_socket", self.cpu.cores_per_socket as f64),
             ("cpu.fill_buffers", self.cpu.fill_buffers as f64),
             ("cpu.writeback_buffers", self.cpu.writeback_buffers as f64),
+            ("cpu.l2_prefetch_slots", self.cpu.l2_prefetch_slots as f64),
             ("cpu.smt_slowdown", self.cpu.smt_slowdown),
             ("cpu.time_slice_us", self.cpu.time_slice_us),
             ("uncore.request_table", self.uncore.request_table as f64),

@@ -71,8 +71,8 @@ enum ReqKind {
 /// What happens when a request's current stage completes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Chain {
-    /// A load: done.
-    Load { dep: bool },
+    /// A load: done (`stream`: it held an L2 prefetch slot, not a fill buffer).
+    Load { dep: bool, stream: bool },
     /// A non-temporal store: done at acceptance.
     Nt,
     /// memcpy line: after the load, store `dst` non-temporally.
@@ -144,6 +144,7 @@ struct Thread {
 
 struct Core {
     lfb_used: u32,
+    sq_used: u32,
     lfb_waiters: VecDeque<u32>,
     wb_used: u32,
     wb_waiters: VecDeque<u32>,
@@ -321,8 +322,8 @@ pub struct Engine {
     threads: Vec<Thread>,
     cores: Vec<Core>,
     cpus: Vec<Cpu>,
-    tor_used: Vec<u32>,
-    tor_wait: Vec<VecDeque<u32>>,
+    overflow_used: Vec<u32>,
+    stalled: Vec<VecDeque<u32>>,
     channels: Vec<Channel>,
     channel_names: Vec<String>,
     dimms: Vec<PmDimm>,
@@ -335,12 +336,13 @@ pub struct Engine {
     job_threads: Vec<Vec<u32>>,
     // parameters in ps
     fill_buffers: u32,
+    prefetch_slots: u32,
     wb_buffers: u32,
     smt_slowdown: f64,
     core_to_uncore: Ps,
     uncore_to_core: Ps,
     slice: Ps,
-    tor_cap: u32,
+    overflow_cap: u32,
     cha_to_imc: Ps,
     link: Ps,
     rpq_cap: u32,
@@ -393,6 +395,7 @@ impl Engine {
         let cores = (0..ncores)
             .map(|c| Core {
                 lfb_used: 0,
+                sq_used: 0,
                 lfb_waiters: VecDeque::new(),
                 wb_used: 0,
                 wb_waiters: VecDeque::new(),
@@ -492,8 +495,8 @@ impl Engine {
             threads: Vec::new(),
             cores,
             cpus,
-            tor_used: vec![0; p.cpu.sockets as usize],
-            tor_wait: vec![VecDeque::new(); p.cpu.sockets as usize],
+            overflow_used: vec![0; p.cpu.sockets as usize],
+            stalled: vec![VecDeque::new(); p.cpu.sockets as usize],
             channels,
             channel_names,
             dimms,
@@ -505,12 +508,13 @@ impl Engine {
             job_class: Vec::new(),
             job_threads: Vec::new(),
             fill_buffers: p.cpu.fill_buffers,
+            prefetch_slots: p.cpu.l2_prefetch_slots,
             wb_buffers: p.cpu.writeback_buffers,
             smt_slowdown: p.cpu.smt_slowdown,
             core_to_uncore: ps(p.cpu.core_to_uncore_ns),
             uncore_to_core: ps(p.cpu.uncore_to_core_ns),
             slice: ps(p.cpu.time_slice_us * 1000.0),
-            tor_cap: p.uncore.request_table,
+            overflow_cap: p.uncore.request_table,
             cha_to_imc: ps(p.uncore.cha_to_imc_ns),
             link: ps(p.uncore.numa_link_ns),
             rpq_cap: p.memory.rpq_entries,
@@ -1022,8 +1026,8 @@ impl Engine {
                     self.push(self.now + d, EvKind::ThreadRun(tid, g));
                     return;
                 }
-                Op::Load { addr, dep } => {
-                    if !self.issue(tid, addr, ReqKind::Read, Chain::Load { dep }) {
+                Op::Load { addr, dep, stream } => {
+                    if !self.issue(tid, addr, ReqKind::Read, Chain::Load { dep, stream }) {
                         self.stall_lfb(tid, op);
                         return;
                     }
@@ -1214,14 +1218,24 @@ impl Engine {
         }
     }
 
-    /// Issues a line request that needs a fill buffer; false if none is free.
+    /// Issues a line request. Demand misses need a fill buffer; loads of a
+    /// sequential stream (and memcpy sources) are fetched by the L2 streamer
+    /// and need a slot in the core's L2 miss queue instead. False if none is free.
     fn issue(&mut self, tid: u32, addr: u64, kind: ReqKind, chain: Chain) -> bool {
         let cpu = self.threads[tid as usize].cpu;
         let core = self.cpus[cpu as usize].core;
-        if self.cores[core as usize].lfb_used >= self.fill_buffers {
-            return false;
+        let c = &mut self.cores[core as usize];
+        if uses_prefetch_slot(chain) {
+            if c.sq_used >= self.prefetch_slots {
+                return false;
+            }
+            c.sq_used += 1;
+        } else {
+            if c.lfb_used >= self.fill_buffers {
+                return false;
+            }
+            c.lfb_used += 1;
         }
-        self.cores[core as usize].lfb_used += 1;
         self.threads[tid as usize].outstanding += 1;
         let src_socket = self.cores[core as usize].socket;
         let r = self.make_req(tid, core, src_socket, addr, kind, chain);
@@ -1277,11 +1291,12 @@ impl Engine {
 
     fn at_cha(&mut self, r: u32) {
         let s = self.reqs[r as usize].src_socket as usize;
-        if self.tor_used[s] < self.tor_cap && self.tor_wait[s].is_empty() {
-            self.tor_used[s] += 1;
+        if self.stalled[s].is_empty() {
             self.forward(r);
         } else {
-            self.tor_wait[s].push_back(r);
+            // head-of-line: the caching agents' ingress is stuck behind a request
+            // whose memory queue and the shared overflow buffer are both full
+            self.stalled[s].push_back(r);
         }
     }
 
@@ -1291,29 +1306,55 @@ impl Engine {
         self.push(t, EvKind::AtImc(r));
     }
 
-    fn release_tor(&mut self, socket: u32) {
-        let s = socket as usize;
-        self.tor_used[s] -= 1;
-        if let Some(next) = self.tor_wait[s].pop_front() {
-            self.tor_used[s] += 1;
-            self.forward(next);
+    fn at_imc(&mut self, r: u32) {
+        let s = self.reqs[r as usize].src_socket as usize;
+        if self.stalled[s].is_empty() {
+            self.try_enter(r);
+        } else {
+            self.stalled[s].push_back(r);
         }
     }
 
-    fn at_imc(&mut self, r: u32) {
+    /// Enters the channel queue, or waits for it in the socket's overflow
+    /// buffer, or (when that is full too) stalls the socket's ingress.
+    fn try_enter(&mut self, r: u32) {
         let q = self.reqs[r as usize];
         let c = q.channel as usize;
-        let ch = &mut self.channels[c];
-        if q.kind == ReqKind::Read {
-            if ch.rpq_used < self.rpq_cap && ch.rpq_wait.is_empty() {
+        let s = q.src_socket as usize;
+        let ch = &self.channels[c];
+        let (used, cap, waiting) = if q.kind == ReqKind::Read {
+            (ch.rpq_used, self.rpq_cap, !ch.rpq_wait.is_empty())
+        } else {
+            (ch.wpq_used, self.wpq_cap, !ch.wpq_wait.is_empty())
+        };
+        if used < cap && !waiting {
+            if q.kind == ReqKind::Read {
                 self.admit_read(r);
             } else {
-                ch.rpq_wait.push_back(r);
+                self.admit_write(r);
             }
-        } else if ch.wpq_used < self.wpq_cap && ch.wpq_wait.is_empty() {
-            self.admit_write(r);
+        } else if self.overflow_used[s] < self.overflow_cap {
+            self.overflow_used[s] += 1;
+            let ch = &mut self.channels[c];
+            if q.kind == ReqKind::Read {
+                ch.rpq_wait.push_back(r);
+            } else {
+                ch.wpq_wait.push_back(r);
+            }
         } else {
-            ch.wpq_wait.push_back(r);
+            self.stalled[s].push_back(r);
+        }
+    }
+
+    /// A waiter left the overflow buffer: let stalled requests in.
+    fn release_overflow(&mut self, socket: u32) {
+        let s = socket as usize;
+        self.overflow_used[s] -= 1;
+        while self.overflow_used[s] < self.overflow_cap {
+            let Some(r) = self.stalled[s].pop_front() else {
+                break;
+            };
+            self.try_enter(r);
         }
     }
 
@@ -1345,7 +1386,6 @@ impl Engine {
             ch.counters.pmm_wpq_inserts += 1;
             ch.counters.pm_write_bytes += 64;
         }
-        self.release_tor(q.src_socket);
         // DRAM: the write completes at WPQ acceptance. PM: the DDR-T write
         // completes when the DIMM takes it into its XPBuffer (see dimm_accepted).
         if !q.pm {
@@ -1486,7 +1526,6 @@ impl Engine {
             };
             self.channels[ci].rpq_used -= 1;
             let q = self.reqs[r as usize];
-            self.release_tor(q.src_socket);
             let back = self.cha_to_imc + self.uncore_to_core + if q.remote { self.link } else { 0 };
             self.push(end + back, EvKind::Complete(r));
             self.admit_read_waiters(ci);
@@ -1505,6 +1544,7 @@ impl Engine {
                 break;
             };
             self.admit_write(r);
+            self.release_overflow(self.reqs[r as usize].src_socket);
         }
     }
 
@@ -1514,6 +1554,7 @@ impl Engine {
                 break;
             };
             self.admit_read(r);
+            self.release_overflow(self.reqs[r as usize].src_socket);
         }
     }
 
@@ -1522,12 +1563,9 @@ impl Engine {
         let q = self.reqs[r as usize];
         let tid = q.tid;
         match q.chain {
-            Chain::CopyNt { dst } => {
+            Chain::CopyNt { .. } | Chain::CopyTemporal { .. } => {
                 // the same fill buffer now holds the store (write-combining)
-                self.restage(r, dst, ReqKind::NtWrite, Chain::Nt);
-            }
-            Chain::CopyTemporal { dst } => {
-                self.restage(r, dst, ReqKind::Read, Chain::Rfo { flush: false });
+                self.store_stage(r);
             }
             Chain::Rfo { flush } => {
                 self.account_dram(tid, q.pm, false);
@@ -1554,10 +1592,14 @@ impl Engine {
                     self.op_done(tid, false);
                 }
             }
-            Chain::Load { dep } => {
+            Chain::Load { dep, stream } => {
                 self.account_dram(tid, q.pm, false);
                 self.free_reqs.push(r);
-                self.free_lfb(q.core);
+                if stream {
+                    self.free_sq(q.core);
+                } else {
+                    self.free_lfb(q.core);
+                }
                 self.op_done(tid, dep);
             }
             Chain::Nt => {
@@ -1585,9 +1627,28 @@ impl Engine {
         self.restage(r, q.addr, ReqKind::Writeback, Chain::Wb { flush });
     }
 
+    /// Second stage of a memcpy line: the store, in the fill buffer it just got.
+    fn store_stage(&mut self, r: u32) {
+        match self.reqs[r as usize].chain {
+            Chain::CopyNt { dst } => self.restage(r, dst, ReqKind::NtWrite, Chain::Nt),
+            Chain::CopyTemporal { dst } => {
+                self.restage(r, dst, ReqKind::Read, Chain::Rfo { flush: false })
+            }
+            _ => {}
+        }
+    }
+
     fn free_lfb(&mut self, core: u32) {
         let c = &mut self.cores[core as usize];
         c.lfb_used -= 1;
+        if let Some(t) = c.lfb_waiters.pop_front() {
+            self.wake_stalled(t);
+        }
+    }
+
+    fn free_sq(&mut self, core: u32) {
+        let c = &mut self.cores[core as usize];
+        c.sq_used -= 1;
         if let Some(t) = c.lfb_waiters.pop_front() {
             self.wake_stalled(t);
         }
@@ -1797,6 +1858,13 @@ impl Engine {
             self.threads[tid as usize].cpu = to;
         }
     }
+}
+
+/// Whether a request is a prefetched stream load. memcpy lines are not: a
+/// copied line holds one fill buffer for its load and then its store, which
+/// is what bounds single-thread memcpy (10 x 64 B per ~140 ns, MBW's ~5 GB/s).
+fn uses_prefetch_slot(chain: Chain) -> bool {
+    matches!(chain, Chain::Load { stream: true, .. })
 }
 
 fn diff_stats(a: &AccessStats, b: &AccessStats) -> AccessStats {

@@ -25,8 +25,9 @@ pub const THREAD_SPAN: u64 = 1 << 36;
 pub enum Op {
     /// Busy the core for this long (scaled by SMT sharing).
     Compute(Ps),
-    /// A load miss; `dep` = the thread waits for the data before going on.
-    Load { addr: u64, dep: bool },
+    /// A load miss; `dep` = the thread waits for the data before going on;
+    /// `stream` = part of a sequential stream the L2 streamer prefetches.
+    Load { addr: u64, dep: bool, stream: bool },
     /// A non-temporal 64 B store (write-combining buffer until the iMC accepts it).
     StoreNt { addr: u64 },
     /// A temporal store miss: read-for-ownership, then a dirty write-back.
@@ -302,7 +303,11 @@ impl Generator {
                 q.push_back(Op::Compute(*compute));
                 for _ in 0..*lookups {
                     let a = addr(*region, *slot, rng.below(RANDOM_FOOTPRINT / LINE) * LINE);
-                    q.push_back(Op::Load { addr: a, dep: true });
+                    q.push_back(Op::Load {
+                        addr: a,
+                        dep: true,
+                        stream: false,
+                    });
                 }
                 let item = rng.below(RANDOM_FOOTPRINT / 4096) * 4096;
                 for l in 0..*value_lines {
@@ -311,6 +316,7 @@ impl Generator {
                         KvOp::Get => q.push_back(Op::Load {
                             addr: a,
                             dep: false,
+                            stream: true,
                         }),
                         KvOp::Set => q.push_back(Op::StoreTemporal {
                             addr: a,
@@ -361,6 +367,7 @@ impl Generator {
                         (false, _) => Op::Load {
                             addr: a,
                             dep: false,
+                            stream: *pattern != Pattern::Rand,
                         },
                         (true, StoreKind::Nt) => Op::StoreNt { addr: a },
                         (true, StoreKind::Temporal) => Op::StoreTemporal {
@@ -372,7 +379,10 @@ impl Generator {
                 q.push_back(Op::Drain);
                 q.push_back(Op::PmEnd);
                 if *per_request > 0 {
-                    q.push_back(Op::Compute(*per_request));
+                    // software overhead varies per request (uniform +-50%), which
+                    // keeps threads from running in artificial lock-step
+                    let jitter = *per_request / 2 + rng.below(*per_request + 1);
+                    q.push_back(Op::Compute(jitter));
                 }
                 q.push_back(Op::Done {
                     units: req,
@@ -402,6 +412,7 @@ impl Generator {
                         Rw::Read => Op::Load {
                             addr: a,
                             dep: false,
+                            stream: true,
                         },
                         Rw::Write => Op::StoreNt { addr: a },
                     });
@@ -427,6 +438,7 @@ impl Generator {
                 q.push_back(Op::Load {
                     addr: addr(*region, *slot, off),
                     dep: true,
+                    stream: false,
                 });
                 q.push_back(Op::Done {
                     units: 1,
@@ -445,6 +457,7 @@ impl Generator {
                     q.push_back(Op::Load {
                         addr: a,
                         dep: false,
+                        stream: false,
                     });
                 }
                 if *mem_lines > 0 {
@@ -469,7 +482,11 @@ impl Generator {
                 q.push_back(Op::Compute(*compute));
                 for _ in 0..*dram_lines {
                     let a = addr(*dram, *slot, rng.below(RANDOM_FOOTPRINT / LINE) * LINE);
-                    q.push_back(Op::Load { addr: a, dep: true });
+                    q.push_back(Op::Load {
+                        addr: a,
+                        dep: true,
+                        stream: false,
+                    });
                 }
                 if *pm_read_lines > 0 {
                     let base = rng.below(FILE_BYTES / 4096) * 4096;
@@ -482,6 +499,7 @@ impl Generator {
                         q.push_back(Op::Load {
                             addr: addr(*pm, *slot, base + l * LINE),
                             dep: false,
+                            stream: false,
                         });
                     }
                     q.push_back(Op::Drain);

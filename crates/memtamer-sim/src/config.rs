@@ -796,6 +796,14 @@ impl Scenario {
         if !(self.warmup_ms.is_finite() && self.warmup_ms >= 0.0 && self.warmup_ms <= 60_000.0) {
             return Err(invalid(file, text, "warmup_ms", "must be in [0, 60000]"));
         }
+        if self.warmup_ms + self.duration_ms > 15_000.0 {
+            return Err(invalid(
+                file,
+                text,
+                "duration_ms",
+                "warmup_ms + duration_ms must be <= 15000 (15 s of simulated time)",
+            ));
+        }
         if !(self.policy_window_us.is_finite() && self.policy_window_us >= 1.0) {
             return Err(invalid(file, text, "policy_window_us", "must be >= 1"));
         }

@@ -24,7 +24,6 @@ pub const GATE_BYPASS_BYTES: u64 = 256;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum EvKind {
     ThreadRun(u32, u32),
-    AtCha(u32),
     AtImc(u32),
     ChannelKick(u32),
     MediaDone(u32),
@@ -37,15 +36,17 @@ enum EvKind {
     MediaSnapshot,
 }
 
+/// An event. `key` packs the time (ps, top 44 bits: up to 17.5 s) and a
+/// sequence number (low 20 bits) so that events at the same picosecond run
+/// in insertion order and the heap compares one integer.
 #[derive(Clone, Copy, Debug)]
 struct Ev {
-    t: Ps,
-    seq: u64,
+    key: u64,
     kind: EvKind,
 }
 impl PartialEq for Ev {
     fn eq(&self, o: &Self) -> bool {
-        self.t == o.t && self.seq == o.seq
+        self.key == o.key
     }
 }
 impl Eq for Ev {}
@@ -57,9 +58,14 @@ impl PartialOrd for Ev {
 impl Ord for Ev {
     fn cmp(&self, o: &Self) -> Ordering {
         // reversed: BinaryHeap is a max-heap
-        o.t.cmp(&self.t).then(o.seq.cmp(&self.seq))
+        o.key.cmp(&self.key)
     }
 }
+
+/// Bits of an event key that hold the sequence number.
+const SEQ_BITS: u32 = 20;
+/// Longest simulated time an event key can hold.
+pub const MAX_SIM_PS: Ps = (1 << (64 - SEQ_BITS)) - 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ReqKind {
@@ -163,6 +169,7 @@ struct Cpu {
 
 #[derive(Clone, Copy)]
 struct WriteItem {
+    seq: u64,
     req: u32,
     pm: bool,
     dimm: u32,
@@ -198,7 +205,9 @@ struct Channel {
     wpq_wait: VecDeque<u32>,
     dram_rq: VecDeque<(Ps, u32)>,
     pm_data: VecDeque<u32>,
-    wq: VecDeque<WriteItem>,
+    dram_wq: VecDeque<WriteItem>,
+    pm_wq: VecDeque<WriteItem>,
+    write_seq: u64,
     pm_in_rpq: u32,
     pm_in_wpq: u32,
     occ_since: Ps,
@@ -449,7 +458,9 @@ impl Engine {
                 wpq_wait: VecDeque::new(),
                 dram_rq: VecDeque::new(),
                 pm_data: VecDeque::new(),
-                wq: VecDeque::new(),
+                dram_wq: VecDeque::new(),
+                pm_wq: VecDeque::new(),
+                write_seq: 0,
                 pm_in_rpq: 0,
                 pm_in_wpq: 0,
                 occ_since: 0,
@@ -644,11 +655,8 @@ impl Engine {
 
     fn push(&mut self, t: Ps, kind: EvKind) {
         self.seq += 1;
-        self.heap.push(Ev {
-            t,
-            seq: self.seq,
-            kind,
-        });
+        let key = (t.min(MAX_SIM_PS) << SEQ_BITS) | (self.seq & ((1 << SEQ_BITS) - 1));
+        self.heap.push(Ev { key, kind });
     }
 
     /// Runs the scenario with `policy` until the end of the measured window.
@@ -678,11 +686,12 @@ impl Engine {
         self.media_snap_prev = self.media_snap.clone();
         let mut job_base: Vec<(u64, u64, AccessStats, AccessStats, u64)> = Vec::new();
         while let Some(ev) = self.heap.pop() {
-            if ev.t > self.end {
+            let t = ev.key >> SEQ_BITS;
+            if t > self.end {
                 self.now = self.end;
                 break;
             }
-            self.now = ev.t;
+            self.now = t;
             self.events += 1;
             match ev.kind {
                 EvKind::ThreadRun(tid, g) => {
@@ -693,7 +702,6 @@ impl Engine {
                         self.step(tid);
                     }
                 }
-                EvKind::AtCha(r) => self.at_cha(r),
                 EvKind::AtImc(r) => self.at_imc(r),
                 EvKind::ChannelKick(c) => {
                     self.channels[c as usize].kick_at = None;
@@ -1283,26 +1291,13 @@ impl Engine {
         self.send(r);
     }
 
+    /// Sends a request from the core: it reaches its memory controller after
+    /// the mesh (and socket link) latency; see [`Engine::at_imc`].
     fn send(&mut self, r: u32) {
         self.requests += 1;
-        let t = self.now + self.core_to_uncore;
-        self.push(t, EvKind::AtCha(r));
-    }
-
-    fn at_cha(&mut self, r: u32) {
-        let s = self.reqs[r as usize].src_socket as usize;
-        if self.stalled[s].is_empty() {
-            self.forward(r);
-        } else {
-            // head-of-line: the caching agents' ingress is stuck behind a request
-            // whose memory queue and the shared overflow buffer are both full
-            self.stalled[s].push_back(r);
-        }
-    }
-
-    fn forward(&mut self, r: u32) {
         let q = &self.reqs[r as usize];
-        let t = self.now + self.cha_to_imc + if q.remote { self.link } else { 0 };
+        let t =
+            self.now + self.core_to_uncore + self.cha_to_imc + if q.remote { self.link } else { 0 };
         self.push(t, EvKind::AtImc(r));
     }
 
@@ -1311,6 +1306,8 @@ impl Engine {
         if self.stalled[s].is_empty() {
             self.try_enter(r);
         } else {
+            // head-of-line: the caching agents' ingress is stuck behind a request
+            // whose memory queue and the shared overflow buffer are both full
             self.stalled[s].push_back(r);
         }
     }
@@ -1375,12 +1372,19 @@ impl Engine {
         }
         let ch = &mut self.channels[c];
         ch.wpq_used += 1;
-        ch.wq.push_back(WriteItem {
+        ch.write_seq += 1;
+        let item = WriteItem {
+            seq: ch.write_seq,
             req: r,
             pm: q.pm,
             dimm: q.dimm,
             dev: q.dev,
-        });
+        };
+        if q.pm {
+            ch.pm_wq.push_back(item);
+        } else {
+            ch.dram_wq.push_back(item);
+        }
         if q.pm {
             ch.pm_in_wpq += 1;
             ch.counters.pmm_wpq_inserts += 1;
@@ -1477,15 +1481,27 @@ impl Engine {
         let dram_ready = ch.dram_rq.front().map(|&(t, _)| t);
         let pm_ready = !ch.pm_data.is_empty();
         let read_now = pm_ready || dram_ready.is_some_and(|t| t <= now);
-        // the first write that can go: DRAM always, PM only with a DDR-T credit
-        let write_idx = ch
-            .wq
-            .iter()
-            .position(|w| !w.pm || self.dimms[w.dimm as usize].credits > 0);
-        let do_write = write_idx.is_some() && (ch.write_mode || !read_now);
+        // the oldest write that can go: DRAM always, PM only with a DDR-T credit
+        let dram_w = ch.dram_wq.front().map(|w| w.seq);
+        let pm_w = ch
+            .pm_wq
+            .front()
+            .filter(|w| self.dimms[w.dimm as usize].credits > 0)
+            .map(|w| w.seq);
+        let pick_pm = match (dram_w, pm_w) {
+            (Some(d), Some(p)) => Some(p < d),
+            (None, Some(_)) => Some(true),
+            (Some(_), None) => Some(false),
+            (None, None) => None,
+        };
+        let do_write = pick_pm.is_some() && (ch.write_mode || !read_now);
         if do_write {
-            let idx = write_idx.unwrap_or(0);
-            let Some(w) = ch.wq.remove(idx) else { return };
+            let w = if pick_pm == Some(true) {
+                ch.pm_wq.pop_front()
+            } else {
+                ch.dram_wq.pop_front()
+            };
+            let Some(w) = w else { return };
             let turn = if ch.last_write { 0 } else { self.turnaround };
             ch.last_write = true;
             let end = now + turn + self.burst;

@@ -104,6 +104,9 @@ struct Req {
     pm: bool,
     remote: bool,
     src_socket: u32,
+    /// A remote request holds an entry of its home socket's request buffer
+    /// from leaving the caching agent until its completion comes back.
+    holds: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1273,6 +1276,7 @@ impl Engine {
             pm,
             remote: socket != src_socket,
             src_socket,
+            holds: false,
         })
     }
 
@@ -1318,6 +1322,17 @@ impl Engine {
         let q = self.reqs[r as usize];
         let c = q.channel as usize;
         let s = q.src_socket as usize;
+        if q.remote && !q.holds {
+            // a remote request is tracked at home until it completes
+            if self.overflow_used[s] < self.overflow_cap {
+                self.overflow_used[s] += 1;
+                self.reqs[r as usize].holds = true;
+            } else {
+                self.stalled[s].push_back(r);
+                return;
+            }
+        }
+        let holds = self.reqs[r as usize].holds;
         let ch = &self.channels[c];
         let (used, cap, waiting) = if q.kind == ReqKind::Read {
             (ch.rpq_used, self.rpq_cap, !ch.rpq_wait.is_empty())
@@ -1330,8 +1345,10 @@ impl Engine {
             } else {
                 self.admit_write(r);
             }
-        } else if self.overflow_used[s] < self.overflow_cap {
-            self.overflow_used[s] += 1;
+        } else if holds || self.overflow_used[s] < self.overflow_cap {
+            if !holds {
+                self.overflow_used[s] += 1;
+            }
             let ch = &mut self.channels[c];
             if q.kind == ReqKind::Read {
                 ch.rpq_wait.push_back(r);
@@ -1560,7 +1577,10 @@ impl Engine {
                 break;
             };
             self.admit_write(r);
-            self.release_overflow(self.reqs[r as usize].src_socket);
+            let q = self.reqs[r as usize];
+            if !q.holds {
+                self.release_overflow(q.src_socket);
+            }
         }
     }
 
@@ -1570,12 +1590,19 @@ impl Engine {
                 break;
             };
             self.admit_read(r);
-            self.release_overflow(self.reqs[r as usize].src_socket);
+            let q = self.reqs[r as usize];
+            if !q.holds {
+                self.release_overflow(q.src_socket);
+            }
         }
     }
 
     /// A response reached the core.
     fn complete(&mut self, r: u32) {
+        if self.reqs[r as usize].holds {
+            self.reqs[r as usize].holds = false;
+            self.release_overflow(self.reqs[r as usize].src_socket);
+        }
         let q = self.reqs[r as usize];
         let tid = q.tid;
         match q.chain {

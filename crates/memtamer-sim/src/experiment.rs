@@ -528,7 +528,11 @@ pub fn run_scenario(base: &Scenario, opts: &RunOptions) -> Result<ScenarioResult
     let mut result = ScenarioResult {
         scenario: scenario.name.clone(),
         title: scenario.title.clone(),
-        platform: scenario.platform.clone(),
+        platform: if sweeps.iter().any(|s| s.key == "platform") {
+            "(swept)".to_string()
+        } else {
+            scenario.platform.clone()
+        },
         policy: scenario.policy.clone(),
         seed: scenario.seed,
         x_key: sweeps.first().map(|s| s.key.clone()),

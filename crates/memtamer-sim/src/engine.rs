@@ -1209,12 +1209,21 @@ impl Engine {
     // ------------------------------------------------------------- requests
 
     fn route(&self, addr: u64) -> (u32, u32, u64, bool, u32) {
-        let r = &self.regions[(addr >> REGION_SHIFT) as usize % self.regions.len()];
+        let idx = (addr >> REGION_SHIFT) as usize;
+        let r = &self.regions[if idx < self.regions.len() { idx } else { 0 }];
         let off = addr & ((1 << REGION_SHIFT) - 1);
         let n = r.targets.len() as u64;
-        let chunk = off / r.gran;
-        let ch = r.targets[(chunk % n) as usize];
-        let dev = (chunk / n) * r.gran + off % r.gran;
+        // interleave granularities are powers of two (validated)
+        let shift = r.gran.trailing_zeros();
+        let chunk = off >> shift;
+        let (ch, dev) = if n == 1 {
+            (r.targets[0], off)
+        } else {
+            (
+                r.targets[(chunk % n) as usize],
+                ((chunk / n) << shift) | (off & (r.gran - 1)),
+            )
+        };
         let dimm = self.channels[ch as usize].dimm.unwrap_or(u32::MAX);
         (ch, dimm, dev, r.kind == MemKind::Pm, r.socket)
     }
@@ -1539,7 +1548,9 @@ impl Engine {
                 ch.counters.cas_writes += 1;
             }
             self.admit_write_waiters(ci);
-            self.schedule_kick(c, end);
+            if self.channel_has_work(ci) {
+                self.schedule_kick(c, end);
+            }
             return;
         }
         if read_now {
@@ -1562,13 +1573,28 @@ impl Engine {
             let back = self.cha_to_imc + self.uncore_to_core + if q.remote { self.link } else { 0 };
             self.push(end + back, EvKind::Complete(r));
             self.admit_read_waiters(ci);
-            self.schedule_kick(c, end);
+            if self.channel_has_work(ci) {
+                self.schedule_kick(c, end);
+            }
             return;
         }
         // nothing to do now: wake up when the next DRAM read is ready
         if let Some(t) = dram_ready {
             self.schedule_kick(c, t.max(now + 1));
         }
+    }
+
+    /// Whether the channel has anything its bus could move (if not, the next
+    /// admission or DIMM credit kicks it).
+    fn channel_has_work(&self, ci: usize) -> bool {
+        let ch = &self.channels[ci];
+        !ch.dram_rq.is_empty()
+            || !ch.pm_data.is_empty()
+            || !ch.dram_wq.is_empty()
+            || ch
+                .pm_wq
+                .front()
+                .is_some_and(|w| self.dimms[w.dimm as usize].credits > 0)
     }
 
     fn admit_write_waiters(&mut self, ci: usize) {

@@ -18,6 +18,10 @@ use memtamer_core::{
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
+/// Threads start at a uniformly random time in [0, this): thread creation
+/// and first scheduling take tens of microseconds on Linux.
+pub const THREAD_START_SKEW: Ps = 20_000 * NS;
+
 /// Requests below this size never wait at the PATS gate (PATS §IV).
 pub const GATE_BYPASS_BYTES: u64 = 256;
 
@@ -666,7 +670,13 @@ impl Engine {
     pub fn run(mut self, policy: &mut dyn Policy) -> RunResult {
         // place threads, start them
         for tid in 0..self.threads.len() as u32 {
-            let cpu = self.threads[tid as usize].cpu;
+            // threads do not start in the same picosecond: creating and first
+            // scheduling a thread takes tens of microseconds, so each starts after
+            // a random skew (this keeps streams from running in artificial lock-step)
+            let th = &mut self.threads[tid as usize];
+            th.block = Block::Compute;
+            th.compute_left = th.rng.below(THREAD_START_SKEW);
+            let cpu = th.cpu;
             self.enqueue_on_cpu(tid, cpu);
             if self.threads[tid as usize].arrival_mean_ps > 0.0 {
                 let gap = self.next_gap(tid);

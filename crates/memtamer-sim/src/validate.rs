@@ -182,9 +182,44 @@ pub fn text(v: &Validation) -> String {
     s
 }
 
+/// Markdown table of a platform's parameters with their cited sources.
+pub fn parameter_table(platform: &str) -> Result<String, SimError> {
+    let (_, text) = experiment::PLATFORMS
+        .iter()
+        .find(|(n, _)| *n == platform)
+        .ok_or_else(|| SimError::Unknown {
+            what: "platform",
+            name: platform.into(),
+            known: String::new(),
+        })?;
+    let p = load_platform(platform, &BTreeMap::new())?;
+    let value: toml::Value = toml::from_str(text).map_err(|e| SimError::Parse {
+        file: platform.into(),
+        line: 0,
+        column: 0,
+        message: e.to_string(),
+    })?;
+    let mut s = String::new();
+    let _ = writeln!(s, "| parameter | value | source |");
+    let _ = writeln!(s, "|---|---|---|");
+    for section in ["cpu", "uncore", "memory", "dram", "pm"] {
+        if let Some(t) = value.get(section).and_then(|t| t.as_table()) {
+            for (k, val) in t {
+                let key = format!("{section}.{k}");
+                let src = p.sources.get(&key).map_or("topology", |s| s.as_str());
+                let _ = writeln!(s, "| `{key}` | {val} | {} |", src.replace('|', "/"));
+            }
+        }
+    }
+    Ok(s)
+}
+
 /// Markdown validation tables (for docs/simulator.md).
 pub fn markdown(v: &Validation) -> String {
     let mut s = String::new();
+    if let Ok(t) = parameter_table("pats") {
+        let _ = writeln!(s, "### Parameters of the PATS platform and their sources\n\nThe other platforms differ only in topology (sockets, cores, channels, regions).\n\n{t}");
+    }
     let _ = writeln!(s, "### Paper vs simulated\n");
     let _ = writeln!(
         s,

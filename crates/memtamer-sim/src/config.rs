@@ -104,6 +104,19 @@ pub struct PmParams {
     pub media_write_queue: u32,
     /// Delay before media counters can be read (ACPI), ms.
     pub media_counter_delay_ms: f64,
+    /// When the core sees a PM write complete: when it leaves the WPQ over
+    /// DDR-T into the DIMM (`ddrt`), or only once the XPBuffer takes it (`xpbuffer`).
+    pub write_completion: PmWriteCompletion,
+}
+
+/// The point at which a PM write completes for the core.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PmWriteCompletion {
+    /// When the write crosses DDR-T into the DIMM's write queue (consumes a credit).
+    Ddrt,
+    /// When the DIMM's XPBuffer accepts it.
+    Xpbuffer,
 }
 
 /// One memory channel and what sits on it.

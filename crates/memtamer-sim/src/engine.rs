@@ -22,6 +22,9 @@ use std::collections::{BinaryHeap, VecDeque};
 /// and first scheduling take tens of microseconds on Linux.
 pub const THREAD_START_SKEW: Ps = 20_000 * NS;
 
+/// Marks a DIMM write nobody waits for.
+const NO_REQ: u32 = u32::MAX;
+
 /// Requests below this size never wait at the PATS gate (PATS §IV).
 pub const GATE_BYPASS_BYTES: u64 = 256;
 
@@ -353,6 +356,7 @@ pub struct Engine {
     // parameters in ps
     fill_buffers: u32,
     prefetch_slots: u32,
+    pm_complete_on_transfer: bool,
     wb_buffers: u32,
     smt_slowdown: f64,
     core_to_uncore: Ps,
@@ -527,6 +531,8 @@ impl Engine {
             job_threads: Vec::new(),
             fill_buffers: p.cpu.fill_buffers,
             prefetch_slots: p.cpu.l2_prefetch_slots,
+            pm_complete_on_transfer: p.pm.write_completion
+                == crate::config::PmWriteCompletion::Ddrt,
             wb_buffers: p.cpu.writeback_buffers,
             smt_slowdown: p.cpu.smt_slowdown,
             core_to_uncore: ps(p.cpu.core_to_uncore_ns),
@@ -1464,7 +1470,7 @@ impl Engine {
     /// Sends completions for the writes DIMM `d` accepted.
     fn dimm_accepted(&mut self, d: u32) {
         let acc = std::mem::take(&mut self.dimms[d as usize].accepted);
-        for &r in &acc {
+        for &r in acc.iter().filter(|&&r| r != NO_REQ) {
             let q = self.reqs[r as usize];
             self.push(self.now + self.ack_latency(&q), EvKind::Complete(r));
         }
@@ -1547,9 +1553,14 @@ impl Engine {
                 let ch = &mut self.channels[ci];
                 ch.pm_in_wpq -= 1;
                 ch.wpq_used -= 1;
+                let on_transfer = self.pm_complete_on_transfer;
                 let dimm = &mut self.dimms[w.dimm as usize];
                 dimm.credits -= 1;
-                dimm.write_arrive(w.dev, w.req);
+                dimm.write_arrive(w.dev, if on_transfer { NO_REQ } else { w.req });
+                if on_transfer {
+                    let q = self.reqs[w.req as usize];
+                    self.push(end + self.ack_latency(&q), EvKind::Complete(w.req));
+                }
                 self.dimm_accepted(w.dimm);
                 self.start_media(w.dimm);
             } else {

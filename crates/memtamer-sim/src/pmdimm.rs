@@ -255,6 +255,7 @@ mod tests {
             read_buffer_lines: 16,
             media_write_queue: 4,
             media_counter_delay_ms: 4.5,
+            write_completion: crate::config::PmWriteCompletion::Ddrt,
         }
     }
 

@@ -27,12 +27,15 @@ fn v_str(v: &toml::Value) -> String {
 pub fn num(v: f64) -> String {
     if v == 0.0 {
         "0".into()
+    } else if v.fract().abs() < 1e-9 && v.abs() < 1e6 {
+        format!("{v:.0}")
     } else if v.abs() >= 100.0 {
         format!("{v:.1}")
     } else if v.abs() >= 1.0 {
         format!("{v:.3}")
     } else {
-        format!("{v:.4}")
+        let t = format!("{v:.4}");
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 
@@ -197,6 +200,25 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// A round tick step (1, 2 or 5 times a power of ten) near `raw`.
+fn nice_step(raw: f64) -> f64 {
+    if !(raw.is_finite() && raw > 0.0) {
+        return 1.0;
+    }
+    let p = 10f64.powf(raw.log10().floor());
+    let m = raw / p;
+    let n = if m <= 1.0 {
+        1.0
+    } else if m <= 2.0 {
+        2.0
+    } else if m <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    n * p
+}
+
 /// One SVG line plot.
 pub fn svg_plot(
     title: &str,
@@ -250,8 +272,9 @@ pub fn svg_plot(
         h - mb,
         h - mb
     );
-    for i in 0..=5 {
-        let yv = y1 / 1.08 * i as f64 / 5.0;
+    let ystep = nice_step(y1 / 1.08 / 5.0);
+    let mut yv = 0.0;
+    while yv <= y1 * 1.0001 {
         let y = py(yv);
         let _ = write!(
             s,
@@ -261,7 +284,11 @@ pub fn svg_plot(
             y + 4.0,
             num(yv)
         );
-        let xv = x0 + (x1 - x0) * i as f64 / 5.0;
+        yv += ystep;
+    }
+    let xstep = nice_step((x1 - x0) / 6.0);
+    let mut xv = (x0 / xstep).ceil() * xstep;
+    while xv <= x1 + xstep * 1e-6 {
         let _ = write!(
             s,
             r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
@@ -269,6 +296,7 @@ pub fn svg_plot(
             h - mb + 15.0,
             num(xv)
         );
+        xv += xstep;
     }
     let _ = write!(
         s,

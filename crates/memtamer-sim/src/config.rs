@@ -104,8 +104,9 @@ pub struct PmParams {
     pub media_write_queue: u32,
     /// Delay before media counters can be read (ACPI), ms.
     pub media_counter_delay_ms: f64,
-    /// When the core sees a PM write complete: when it leaves the WPQ over
-    /// DDR-T into the DIMM (`ddrt`), or only once the XPBuffer takes it (`xpbuffer`).
+    /// When the core sees a PM write complete: at WPQ acceptance (`wpq`), when
+    /// it leaves the WPQ over DDR-T into the DIMM (`ddrt`), or only once the
+    /// XPBuffer takes it (`xpbuffer`).
     pub write_completion: PmWriteCompletion,
 }
 
@@ -113,6 +114,8 @@ pub struct PmParams {
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum PmWriteCompletion {
+    /// When the iMC's WPQ accepts the write (the ADR persistence point), as for DRAM.
+    Wpq,
     /// When the write crosses DDR-T into the DIMM's write queue (consumes a credit).
     Ddrt,
     /// When the DIMM's XPBuffer accepts it.

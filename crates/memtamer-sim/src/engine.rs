@@ -6,7 +6,7 @@
 //! server being busy. Events are ordered by (time, sequence number), so a run
 //! is a pure function of the scenario and the seed.
 
-use crate::config::{MemKind, Platform, Scenario, WorkloadSpec};
+use crate::config::{MemKind, Platform, PmWriteCompletion, Scenario, WorkloadSpec};
 use crate::histogram::Histogram;
 use crate::pmdimm::{DimmCounters, PmDimm};
 use crate::rng::Rng;
@@ -356,7 +356,7 @@ pub struct Engine {
     // parameters in ps
     fill_buffers: u32,
     prefetch_slots: u32,
-    pm_complete_on_transfer: bool,
+    pm_completion: PmWriteCompletion,
     wb_buffers: u32,
     smt_slowdown: f64,
     core_to_uncore: Ps,
@@ -531,8 +531,7 @@ impl Engine {
             job_threads: Vec::new(),
             fill_buffers: p.cpu.fill_buffers,
             prefetch_slots: p.cpu.l2_prefetch_slots,
-            pm_complete_on_transfer: p.pm.write_completion
-                == crate::config::PmWriteCompletion::Ddrt,
+            pm_completion: p.pm.write_completion,
             wb_buffers: p.cpu.writeback_buffers,
             smt_slowdown: p.cpu.smt_slowdown,
             core_to_uncore: ps(p.cpu.core_to_uncore_ns),
@@ -1434,7 +1433,7 @@ impl Engine {
         }
         // DRAM: the write completes at WPQ acceptance. PM: the DDR-T write
         // completes when the DIMM takes it into its XPBuffer (see dimm_accepted).
-        if !q.pm {
+        if !q.pm || self.pm_completion == PmWriteCompletion::Wpq {
             self.push(self.now + self.ack_latency(&q), EvKind::Complete(r));
         }
         self.kick(q.channel);
@@ -1553,10 +1552,11 @@ impl Engine {
                 let ch = &mut self.channels[ci];
                 ch.pm_in_wpq -= 1;
                 ch.wpq_used -= 1;
-                let on_transfer = self.pm_complete_on_transfer;
+                let on_transfer = self.pm_completion == PmWriteCompletion::Ddrt;
+                let nobody_waits = self.pm_completion != PmWriteCompletion::Xpbuffer;
                 let dimm = &mut self.dimms[w.dimm as usize];
                 dimm.credits -= 1;
-                dimm.write_arrive(w.dev, if on_transfer { NO_REQ } else { w.req });
+                dimm.write_arrive(w.dev, if nobody_waits { NO_REQ } else { w.req });
                 if on_transfer {
                     let q = self.reqs[w.req as usize];
                     self.push(end + self.ack_latency(&q), EvKind::Complete(w.req));

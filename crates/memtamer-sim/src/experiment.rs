@@ -384,6 +384,23 @@ pub fn metrics(scenario: &Scenario, platform: &Platform, r: &RunResult) -> BTree
             format!("dimm.{name}.request_write_gbps"),
             d.request_write_bytes as f64 / s / 1e9,
         );
+        m.insert(
+            format!("dimm.{name}.media_read_bytes"),
+            d.media_read_bytes as f64,
+        );
+        m.insert(
+            format!("dimm.{name}.media_write_bytes"),
+            d.media_write_bytes as f64,
+        );
+        m.insert(
+            format!("dimm.{name}.request_read_bytes"),
+            d.request_read_bytes as f64,
+        );
+        m.insert(
+            format!("dimm.{name}.request_write_bytes"),
+            d.request_write_bytes as f64,
+        );
+        m.insert(format!("dimm.{name}.rmw"), d.rmw as f64);
         tot[0] += d.media_read_bytes;
         tot[1] += d.media_write_bytes;
         tot[2] += d.request_read_bytes;
@@ -405,6 +422,27 @@ pub fn metrics(scenario: &Scenario, platform: &Platform, r: &RunResult) -> BTree
     for (name, c) in &r.channels {
         let cas = c.cas_reads + c.cas_writes;
         dram_total += cas;
+        // raw uncore-equivalent counters over the measured window
+        m.insert(format!("chan.{name}.cas_reads"), c.cas_reads as f64);
+        m.insert(format!("chan.{name}.cas_writes"), c.cas_writes as f64);
+        if c.pmm_rpq_inserts + c.pmm_wpq_inserts > 0 {
+            m.insert(
+                format!("chan.{name}.pmm_rpq_occupancy"),
+                c.pmm_rpq_occupancy as f64,
+            );
+            m.insert(
+                format!("chan.{name}.pmm_rpq_inserts"),
+                c.pmm_rpq_inserts as f64,
+            );
+            m.insert(
+                format!("chan.{name}.pmm_wpq_occupancy"),
+                c.pmm_wpq_occupancy as f64,
+            );
+            m.insert(
+                format!("chan.{name}.pmm_wpq_inserts"),
+                c.pmm_wpq_inserts as f64,
+            );
+        }
         if cas > 0 {
             m.insert(
                 format!("chan.{name}.dram_gbps"),
@@ -426,11 +464,15 @@ pub fn metrics(scenario: &Scenario, platform: &Platform, r: &RunResult) -> BTree
     }
     m.insert("dram.gbps".into(), dram_total as f64 * 64.0 / s / 1e9);
     let _ = platform;
+    m.insert("sim.seconds".into(), r.seconds);
     m.insert("sim.gate_max_admitted".into(), r.gate_max_admitted as f64);
     m.insert("sim.migrations".into(), r.migrations as f64);
     // round for stable, readable output
+    // (counts stay exact)
     for v in m.values_mut() {
-        *v = round_sig(*v);
+        if v.fract() != 0.0 {
+            *v = round_sig(*v);
+        }
     }
     m
 }

@@ -289,3 +289,83 @@ fn bad_job_region_is_an_error_not_a_panic() {
     let err = run_point(&s, None).err().expect("must fail").to_string();
     assert!(err.contains("nowhere"), "{err}");
 }
+
+fn cpu_job(name: &str, cpus: &str) -> JobSpec {
+    JobSpec {
+        name: name.into(),
+        class: Default::default(),
+        threads: 1,
+        cpus: Some(cpus.into()),
+        workload: WorkloadSpec::Cpu {
+            compute_ns: 1000.0,
+            mem_lines: 0,
+            region: "dram".into(),
+        },
+    }
+}
+
+fn kops(s: &Scenario, job: &str) -> f64 {
+    let (p, r) = run_point(s, None).unwrap();
+    metrics(s, &p, &r)[&format!("{job}.kops")]
+}
+
+#[test]
+fn scheduler_time_slices_threads_sharing_a_cpu() {
+    let mut s = demo_point(0);
+    s.duration_ms = 30.0;
+    s.warmup_ms = 3.0;
+    s.jobs = vec![cpu_job("a", "2")];
+    let alone = kops(&s, "a");
+    s.jobs = vec![cpu_job("a", "2"), cpu_job("b", "2")];
+    let (a, b) = (kops(&s, "a"), kops(&s, "b"));
+    assert!((a / alone - 0.5).abs() < 0.1, "a got {a} of {alone}");
+    assert!((b / alone - 0.5).abs() < 0.1, "b got {b} of {alone}");
+}
+
+#[test]
+fn smt_siblings_share_a_core() {
+    // pats: 16 cores, CPU 3 and CPU 19 are siblings; CPU 4 is another core
+    let mut s = demo_point(0);
+    s.jobs = vec![cpu_job("a", "3"), cpu_job("b", "4")];
+    let separate = kops(&s, "a");
+    s.jobs = vec![cpu_job("a", "3"), cpu_job("b", "19")];
+    let siblings = kops(&s, "a");
+    let slowdown = separate / siblings;
+    assert!((slowdown - 1.6).abs() < 0.1, "SMT slowdown {slowdown}");
+}
+
+#[test]
+fn affinity_decisions_move_threads() {
+    struct MoveTo(u32);
+    impl Policy for MoveTo {
+        fn name(&self) -> &str {
+            "move"
+        }
+        fn decide(&mut self, _obs: &Observation) -> Decision {
+            Decision {
+                thread_cpus: vec![(
+                    1,
+                    memtamer_core::CpuSet::parse_list(&self.0.to_string()).unwrap(),
+                )],
+                ..Default::default()
+            }
+        }
+    }
+    let mut s = demo_point(0);
+    s.duration_ms = 10.0;
+    s.jobs = vec![cpu_job("a", "2"), cpu_job("b", "2")];
+    let p = load_platform("pats", &Default::default()).unwrap();
+    let cfg = EngineConfig {
+        seed: 1,
+        warmup: 1_000_000_000,
+        duration: 10_000_000_000,
+        window: 500_000_000,
+        sampler: None,
+    };
+    let r = Engine::new(&p, &s, &cfg).unwrap().run(&mut MoveTo(5));
+    assert_eq!(r.migrations, 1, "the thread moves once, then stays");
+    // after the move both threads run alone: b gets (nearly) a whole CPU
+    let b = r.jobs.iter().find(|j| j.name == "b").unwrap();
+    let per_s = b.units as f64 / r.seconds;
+    assert!(per_s > 0.9e6, "b ran {per_s} iterations/s");
+}

@@ -15,8 +15,7 @@ use memtamer_core::{
     AccessStats, ChannelObs, CpuObs, CpuSet, Decision, DimmObs, GateLimit, GateObs, JobObs,
     Observation, Policy, ThreadObs,
 };
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 /// Threads start at a uniformly random time in [0, this): thread creation
 /// and first scheduling take tens of microseconds on Linux.
@@ -45,27 +44,30 @@ enum EvKind {
 
 /// An event. `key` packs the time (ps, top 44 bits: up to 17.5 s) and a
 /// sequence number (low 20 bits) so that events at the same picosecond run
-/// in insertion order and the heap compares one integer.
+/// in insertion order and the queue compares one integer.
 #[derive(Clone, Copy, Debug)]
 struct Ev {
     key: u64,
     kind: EvKind,
 }
-impl PartialEq for Ev {
-    fn eq(&self, o: &Self) -> bool {
-        self.key == o.key
-    }
+
+/// The pending events, sorted by key in descending order so the next event
+/// is popped from the end. A simulation keeps only a few dozen events
+/// pending (one per request in flight), where an insertion into a sorted
+/// vector (a binary search and a short move) is cheaper than a binary heap.
+#[derive(Default)]
+struct EventQueue {
+    events: Vec<Ev>,
 }
-impl Eq for Ev {}
-impl PartialOrd for Ev {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
+
+impl EventQueue {
+    fn push(&mut self, ev: Ev) {
+        // events are mostly scheduled for the near future: search from the end
+        let pos = self.events.partition_point(|e| e.key > ev.key);
+        self.events.insert(pos, ev);
     }
-}
-impl Ord for Ev {
-    fn cmp(&self, o: &Self) -> Ordering {
-        // reversed: BinaryHeap is a max-heap
-        o.key.cmp(&self.key)
+    fn pop(&mut self) -> Option<Ev> {
+        self.events.pop()
     }
 }
 
@@ -337,7 +339,7 @@ pub struct RunResult {
 pub struct Engine {
     now: Ps,
     seq: u64,
-    heap: BinaryHeap<Ev>,
+    heap: EventQueue,
     threads: Vec<Thread>,
     cores: Vec<Core>,
     cpus: Vec<Cpu>,
@@ -513,7 +515,7 @@ impl Engine {
         let mut eng = Engine {
             now: 0,
             seq: 0,
-            heap: BinaryHeap::new(),
+            heap: EventQueue::default(),
             threads: Vec::new(),
             cores,
             cpus,

@@ -1570,7 +1570,7 @@ impl Engine {
                 ch.wpq_used -= 1;
                 ch.counters.cas_writes += 1;
             }
-            self.admit_write_waiters(ci);
+            self.admit_waiters(ci, false);
             if self.channel_has_work(ci) {
                 self.schedule_kick(c, end);
             }
@@ -1595,7 +1595,7 @@ impl Engine {
             let q = self.reqs[r as usize];
             let back = self.cha_to_imc + self.uncore_to_core + if q.remote { self.link } else { 0 };
             self.push(end + back, EvKind::Complete(r));
-            self.admit_read_waiters(ci);
+            self.admit_waiters(ci, true);
             if self.channel_has_work(ci) {
                 self.schedule_kick(c, end);
             }
@@ -1620,25 +1620,26 @@ impl Engine {
                 .is_some_and(|w| self.dimms[w.dimm as usize].credits > 0)
     }
 
-    fn admit_write_waiters(&mut self, ci: usize) {
-        while self.channels[ci].wpq_used < self.wpq_cap {
-            let Some(r) = self.channels[ci].wpq_wait.pop_front() else {
-                break;
+    /// Admits requests waiting for the channel's WPQ (or RPQ) while it has room.
+    fn admit_waiters(&mut self, ci: usize, reads: bool) {
+        loop {
+            let ch = &mut self.channels[ci];
+            let (used, cap, wait) = if reads {
+                (ch.rpq_used, self.rpq_cap, &mut ch.rpq_wait)
+            } else {
+                (ch.wpq_used, self.wpq_cap, &mut ch.wpq_wait)
             };
-            self.admit_write(r);
-            let q = self.reqs[r as usize];
-            if !q.holds {
-                self.release_overflow(q.src_socket);
+            if used >= cap {
+                break;
             }
-        }
-    }
-
-    fn admit_read_waiters(&mut self, ci: usize) {
-        while self.channels[ci].rpq_used < self.rpq_cap {
-            let Some(r) = self.channels[ci].rpq_wait.pop_front() else {
+            let Some(r) = wait.pop_front() else {
                 break;
             };
-            self.admit_read(r);
+            if reads {
+                self.admit_read(r);
+            } else {
+                self.admit_write(r);
+            }
             let q = self.reqs[r as usize];
             if !q.holds {
                 self.release_overflow(q.src_socket);

@@ -368,38 +368,16 @@ pub fn metrics(scenario: &Scenario, platform: &Platform, r: &RunResult) -> BTree
     }
     let mut tot = [0u64; 4];
     for (name, d) in &r.dimms {
-        m.insert(
-            format!("dimm.{name}.media_read_gbps"),
-            d.media_read_bytes as f64 / s / 1e9,
-        );
-        m.insert(
-            format!("dimm.{name}.media_write_gbps"),
-            d.media_write_bytes as f64 / s / 1e9,
-        );
-        m.insert(
-            format!("dimm.{name}.request_read_gbps"),
-            d.request_read_bytes as f64 / s / 1e9,
-        );
-        m.insert(
-            format!("dimm.{name}.request_write_gbps"),
-            d.request_write_bytes as f64 / s / 1e9,
-        );
-        m.insert(
-            format!("dimm.{name}.media_read_bytes"),
-            d.media_read_bytes as f64,
-        );
-        m.insert(
-            format!("dimm.{name}.media_write_bytes"),
-            d.media_write_bytes as f64,
-        );
-        m.insert(
-            format!("dimm.{name}.request_read_bytes"),
-            d.request_read_bytes as f64,
-        );
-        m.insert(
-            format!("dimm.{name}.request_write_bytes"),
-            d.request_write_bytes as f64,
-        );
+        let counters = [
+            ("media_read", d.media_read_bytes),
+            ("media_write", d.media_write_bytes),
+            ("request_read", d.request_read_bytes),
+            ("request_write", d.request_write_bytes),
+        ];
+        for (what, bytes) in counters {
+            m.insert(format!("dimm.{name}.{what}_gbps"), bytes as f64 / s / 1e9);
+            m.insert(format!("dimm.{name}.{what}_bytes"), bytes as f64);
+        }
         m.insert(format!("dimm.{name}.rmw"), d.rmw as f64);
         tot[0] += d.media_read_bytes;
         tot[1] += d.media_write_bytes;

@@ -760,11 +760,6 @@ impl Platform {
         }
         Ok(())
     }
-
-    /// Logical CPUs on the platform.
-    pub fn logical_cpus(&self) -> u32 {
-        self.cpu.sockets * self.cpu.cores_per_socket * self.cpu.threads_per_core
-    }
 }
 
 impl Scenario {

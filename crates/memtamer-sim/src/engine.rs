@@ -203,10 +203,6 @@ pub struct ChannelCounters {
     pub pmm_wpq_occupancy: u64,
     /// PM WPQ inserts.
     pub pmm_wpq_inserts: u64,
-    /// Bytes of PM reads and writes that crossed the channel.
-    pub pm_read_bytes: u64,
-    /// Bytes of PM writes that crossed the channel.
-    pub pm_write_bytes: u64,
 }
 
 struct Channel {
@@ -396,8 +392,6 @@ pub struct Engine {
     media_snap_prev: Vec<DimmCounters>,
     media_snap_time: Ps,
     media_snap_prev_time: Ps,
-    /// The last decision the policy returned (for reports).
-    pub decisions: u64,
 }
 
 fn ps(ns_val: f64) -> Ps {
@@ -569,7 +563,6 @@ impl Engine {
             media_snap_prev: Vec::new(),
             media_snap_time: 0,
             media_snap_prev_time: 0,
-            decisions: 0,
         };
         let _ = dimm_names;
         let all = CpuSet::first_n(ncpus as usize);
@@ -756,7 +749,6 @@ impl Engine {
                     let obs = self.observe();
                     let d = policy.decide(&obs);
                     self.apply(&d);
-                    self.decisions += 1;
                     let t = self.now + self.window;
                     self.push(t, EvKind::PolicyTick);
                 }
@@ -840,8 +832,6 @@ impl Engine {
                         pmm_rpq_inserts: a.pmm_rpq_inserts - b.pmm_rpq_inserts,
                         pmm_wpq_occupancy: a.pmm_wpq_occupancy - b.pmm_wpq_occupancy,
                         pmm_wpq_inserts: a.pmm_wpq_inserts - b.pmm_wpq_inserts,
-                        pm_read_bytes: a.pm_read_bytes - b.pm_read_bytes,
-                        pm_write_bytes: a.pm_write_bytes - b.pm_write_bytes,
                     },
                 )
             })
@@ -1431,7 +1421,6 @@ impl Engine {
         if q.pm {
             ch.pm_in_wpq += 1;
             ch.counters.pmm_wpq_inserts += 1;
-            ch.counters.pm_write_bytes += 64;
         }
         // DRAM: the write completes at WPQ acceptance. PM: the DDR-T write
         // completes when the DIMM takes it into its XPBuffer (see dimm_accepted).
@@ -1452,7 +1441,6 @@ impl Engine {
         if q.pm {
             ch.pm_in_rpq += 1;
             ch.counters.pmm_rpq_inserts += 1;
-            ch.counters.pm_read_bytes += 64;
             let d = q.dimm;
             match self.dimms[d as usize].read_arrive(self.now, r, q.dev) {
                 Some(t) => self.push(t, EvKind::PmReadReady(r)),

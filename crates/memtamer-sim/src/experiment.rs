@@ -604,6 +604,3 @@ pub fn speed(scenario: &Scenario) -> Result<(u64, f64), SimError> {
     let (_, r) = run_point(scenario, None)?;
     Ok((r.requests, t.elapsed().as_secs_f64()))
 }
-
-/// Nanoseconds per picosecond tick helper for docs.
-pub const PS_PER_NS: u64 = NS;

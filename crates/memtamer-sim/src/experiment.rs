@@ -4,7 +4,6 @@
 use crate::config::{apply_override, Platform, Scenario, SweepSpec, WorkloadSpec};
 use crate::engine::{Engine, EngineConfig, RunResult};
 use crate::error::SimError;
-use crate::workload::NS;
 use memtamer_core::{Baseline, Policy};
 use serde::Serialize;
 use std::collections::BTreeMap;

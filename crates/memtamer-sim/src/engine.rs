@@ -384,7 +384,8 @@ pub struct Engine {
     migrations: u64,
     sampler: Option<Sampler>,
     // policy windows
-    last_obs_threads: Vec<(AccessStats, AccessStats, u64, Ps, Ps)>,
+    /// Per thread at the previous policy window: PM, DRAM, gate wait, run time.
+    last_obs_threads: Vec<(AccessStats, AccessStats, Ps, Ps)>,
     last_obs_channels: Vec<ChannelCounters>,
     last_obs_cpu_busy: Vec<Ps>,
     last_obs_units: Vec<u64>,
@@ -1767,7 +1768,7 @@ impl Engine {
         let now = self.now;
         let mut threads = Vec::with_capacity(self.threads.len());
         for (i, th) in self.threads.iter().enumerate() {
-            let (pm0, dram0, _, gw0, rt0) = self.last_obs_threads[i];
+            let (pm0, dram0, gw0, rt0) = self.last_obs_threads[i];
             let rt = th.run_time + if th.on_cpu { now - th.run_since } else { 0 };
             threads.push(ThreadObs {
                 tid: i as u32,
@@ -1779,7 +1780,7 @@ impl Engine {
                 cpu_util: Some((rt - rt0) as f64 / self.window as f64),
                 gate_wait_ns: Some((th.gate_wait - gw0) / NS),
             });
-            self.last_obs_threads[i] = (th.pm, th.dram, 0, th.gate_wait, rt);
+            self.last_obs_threads[i] = (th.pm, th.dram, th.gate_wait, rt);
         }
         let mut jobs = Vec::new();
         for j in 0..self.job_names.len() {

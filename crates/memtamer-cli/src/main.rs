@@ -53,8 +53,8 @@ enum SimCmd {
         /// Sweep a key over values (replaces the scenario's sweeps): `job.fio.threads=0,2,4`.
         #[arg(long = "sweep", value_name = "KEY=V1,V2,...")]
         sweeps: Vec<String>,
-        /// Seed.
-        #[arg(long)]
+        /// Seed (0 ..= 2^63-1).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
         seed: Option<u64>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]

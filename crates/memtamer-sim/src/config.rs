@@ -815,6 +815,14 @@ impl Scenario {
                 "warmup_ms + duration_ms must be <= 15000 (15 s of simulated time)",
             ));
         }
+        if self.seed > i64::MAX as u64 {
+            return Err(invalid(
+                file,
+                text,
+                "seed",
+                "must be <= 9223372036854775807",
+            ));
+        }
         if !(self.policy_window_us.is_finite() && self.policy_window_us >= 1.0) {
             return Err(invalid(file, text, "policy_window_us", "must be >= 1"));
         }

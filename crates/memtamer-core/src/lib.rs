@@ -8,6 +8,7 @@
 pub mod cpuset;
 pub mod decision;
 pub mod observation;
+pub mod pats;
 pub mod policy;
 
 pub use cpuset::CpuSet;

@@ -4,6 +4,7 @@
 use crate::config::{apply_override, Platform, Scenario, SweepSpec, WorkloadSpec};
 use crate::engine::{Engine, EngineConfig, RunResult};
 use crate::error::SimError;
+use memtamer_core::pats::Pats;
 use memtamer_core::{Baseline, Policy};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -76,6 +77,10 @@ pub const SCENARIOS: &[Builtin] = &[
         include_str!("../builtin/scenarios/pats-fig8.toml"),
     ),
     (
+        "pats-fig10",
+        include_str!("../builtin/scenarios/pats-fig10.toml"),
+    ),
+    (
         "dicio-fig2",
         include_str!("../builtin/scenarios/dicio-fig2.toml"),
     ),
@@ -139,15 +144,38 @@ pub fn load_scenario(name: &str) -> Result<Scenario, SimError> {
     Scenario::parse(&file, &text)
 }
 
-/// Policies the simulator can run by name.
-pub fn policy_by_name(name: &str) -> Result<Box<dyn Policy>, SimError> {
-    match name {
-        "baseline" => Ok(Box::new(Baseline)),
-        other => Err(SimError::Unknown {
-            what: "policy",
-            name: other.to_string(),
-            known: "baseline".into(),
-        }),
+/// Policies the simulator can run by name: `baseline`, or `pats` /
+/// `pats:T_MC` (PATS with tolerance T_MC, default 0.2; N is the number of
+/// DIMMs in the platform's `pm` region).
+pub fn policy_by_name(name: &str, platform: &Platform) -> Result<Box<dyn Policy>, SimError> {
+    let unknown = || SimError::Unknown {
+        what: "policy",
+        name: name.to_string(),
+        known: "baseline, pats, pats:T_MC (T_MC in [0, 1])".into(),
+    };
+    let (kind, arg) = match name.split_once(':') {
+        Some((k, a)) => (k, Some(a)),
+        None => (name, None),
+    };
+    match (kind, arg) {
+        ("baseline", None) => Ok(Box::new(Baseline)),
+        ("pats", arg) => {
+            let t_mc = match arg {
+                None => 0.2,
+                Some(a) => a
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| (0.0..=1.0).contains(v))
+                    .ok_or_else(unknown)?,
+            };
+            let n_pm = platform
+                .regions
+                .iter()
+                .find(|r| r.name == "pm")
+                .map_or(1, |r| r.channels.len() as u32);
+            Ok(Box::new(Pats::new(t_mc, n_pm)))
+        }
+        _ => Err(unknown()),
     }
 }
 
@@ -313,7 +341,7 @@ pub fn run_point(
         window: (scenario.policy_window_us * 1e6) as u64,
         sampler,
     };
-    let mut policy = policy_by_name(&scenario.policy)?;
+    let mut policy = policy_by_name(&scenario.policy, &platform)?;
     let engine = Engine::new(&platform, scenario, &cfg).map_err(|m| SimError::Invalid {
         file: scenario.name.clone(),
         line: 0,
@@ -494,8 +522,8 @@ pub fn run_scenario(base: &Scenario, opts: &RunOptions) -> Result<ScenarioResult
                     message: e.message().to_string(),
                 })?;
         }
-        load_platform(&s.platform, &s.platform_set)?;
-        policy_by_name(&s.policy)?;
+        let platform = load_platform(&s.platform, &s.platform_set)?;
+        policy_by_name(&s.policy, &platform)?;
         specs.push(s);
     }
     let workers = if opts.jobs == 0 {

@@ -369,3 +369,36 @@ fn affinity_decisions_move_threads() {
     let per_s = b.units as f64 / r.seconds;
     assert!(per_s > 0.9e6, "b ran {per_s} iterations/s");
 }
+
+#[test]
+fn pats_policy_keeps_memcpy_near_its_no_pm_value() {
+    let run = |policy: &str, writers: i64| {
+        let mut s = demo_point(writers);
+        s.policy = policy.into();
+        s.policy_window_us = 100.0;
+        s.duration_ms = 2.0;
+        let (p, r) = run_point(&s, None).unwrap();
+        let m = metrics(&s, &p, &r);
+        (
+            m["memcpy.gbps"],
+            m["pm.request_write_gbps"],
+            m["sim.gate_max_admitted"],
+        )
+    };
+    let (alone, _, _) = run("baseline", 0);
+    let (base, base_pm, _) = run("baseline", 14);
+    let (pats, pats_pm, admitted) = run("pats", 14);
+    assert!(base / alone < 0.15, "baseline kept {}", base / alone);
+    assert!(pats / alone > 0.95, "PATS kept only {}", pats / alone);
+    assert!(pats_pm >= base_pm, "PATS PM {pats_pm} < baseline {base_pm}");
+    // PATS Eq. 1 for 4 KB writes on one PM at T_mc = 0.2: T_S = 2
+    assert_eq!(admitted, 2.0);
+    assert!(run_point(
+        &Scenario {
+            policy: "pats:7".into(),
+            ..demo_point(1)
+        },
+        None
+    )
+    .is_err());
+}

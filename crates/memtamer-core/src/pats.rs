@@ -1,0 +1,168 @@
+//! PATS (DATE'22): the contention model (Eq. 1-4) and the policy that sets
+//! the PM gate's admission limit from the request mix seen each window.
+
+use crate::{AccessStats, Decision, GateLimit, Observation, Policy};
+
+/// Inputs of the PATS contention model (PATS Table II).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelInput {
+    /// Tolerable DRAM contention impact, in [0, 1] (T_mc; PATS default 0.2).
+    pub t_mc: f64,
+    /// Number of PMs in the interleave set (N).
+    pub n_pm: u32,
+    /// Average request size in bytes (S).
+    pub avg_request_bytes: f64,
+    /// Fraction of requests that are writes (Wr), in [0, 1].
+    pub write_ratio: f64,
+}
+
+/// PATS Eq. 1-4: the maximum contention-free number of concurrently running
+/// PA-threads, T_S = floor((1 + 2 T_mc) P_rw + (1 + T_mc) P_N + P_size), with
+/// P_rw = 3 - Wr (Eq. 2), P_N = N - 1 (Eq. 3), and P_size = 0 for S >= 256 B,
+/// else 2*256/S - 1 (Eq. 4). Inputs are clamped to their valid ranges; the
+/// result is at least 1 so that PM work always makes progress.
+pub fn threshold(input: &ModelInput) -> u32 {
+    let t_mc = if input.t_mc.is_finite() {
+        input.t_mc.clamp(0.0, 1.0)
+    } else {
+        0.2
+    };
+    let wr = if input.write_ratio.is_finite() {
+        input.write_ratio.clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
+    let s = if input.avg_request_bytes.is_finite() && input.avg_request_bytes > 0.0 {
+        input.avg_request_bytes
+    } else {
+        256.0
+    };
+    let p_rw = 3.0 - wr; // PATS Eq. 2
+    let p_n = input.n_pm.max(1) as f64 - 1.0; // PATS Eq. 3
+    let p_size = if s >= 256.0 {
+        0.0
+    } else {
+        2.0 * 256.0 / s - 1.0
+    }; // PATS Eq. 4
+    let t_s = (1.0 + 2.0 * t_mc) * p_rw + (1.0 + t_mc) * p_n + p_size; // PATS Eq. 1
+                                                                       // floor, with a tiny tolerance so exact products like 1.2 * 2 = 2.4 are not lost to rounding
+    ((t_s + 1e-9).floor() as u32).max(1)
+}
+
+/// The PATS Collector as a policy: every window it averages the request mix
+/// of gated PM requests (S, Wr) and sets the gate limit to T_S.
+#[derive(Clone, Debug)]
+pub struct Pats {
+    /// T_mc.
+    pub t_mc: f64,
+    /// Interleaved PMs.
+    pub n_pm: u32,
+    last: Option<u32>,
+}
+
+impl Pats {
+    /// A PATS policy for `n_pm` interleaved PMs with tolerance `t_mc`.
+    pub fn new(t_mc: f64, n_pm: u32) -> Pats {
+        Pats {
+            t_mc,
+            n_pm,
+            last: None,
+        }
+    }
+}
+
+impl Policy for Pats {
+    fn name(&self) -> &str {
+        "pats"
+    }
+
+    fn decide(&mut self, obs: &Observation) -> Decision {
+        let mix: AccessStats = obs.pm_total();
+        let (Some(s), Some(wr)) = (mix.average_request_bytes(), mix.write_ratio()) else {
+            // no PM request in the window: keep the current limit
+            return Decision::default();
+        };
+        let t_s = threshold(&ModelInput {
+            t_mc: self.t_mc,
+            n_pm: self.n_pm,
+            avg_request_bytes: s,
+            write_ratio: wr,
+        });
+        if self.last == Some(t_s) {
+            return Decision::default();
+        }
+        self.last = Some(t_s);
+        Decision {
+            gate_limit: Some(GateLimit::Limit(t_s)),
+            reasons: vec![format!(
+                "PATS: S = {s:.0} B, Wr = {wr:.2}, N = {}, T_mc = {} -> T_S = {t_s}",
+                self.n_pm, self.t_mc
+            )],
+            ..Default::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ThreadObs;
+
+    fn t_s(t_mc: f64, n_pm: u32, s: f64, wr: f64) -> u32 {
+        threshold(&ModelInput {
+            t_mc,
+            n_pm,
+            avg_request_bytes: s,
+            write_ratio: wr,
+        })
+    }
+
+    #[test]
+    fn paper_examples() {
+        // PATS §III-C: Wr = 1, S = 4 KB, N = 1 -> T_S = 2 at T_mc = 0.1, 4 at T_mc = 0.5
+        assert_eq!(t_s(0.1, 1, 4096.0, 1.0), 2);
+        assert_eq!(t_s(0.5, 1, 4096.0, 1.0), 4);
+        // default T_mc = 0.2
+        assert_eq!(t_s(0.2, 1, 4096.0, 1.0), 2);
+    }
+
+    #[test]
+    fn each_term_moves_the_threshold_the_right_way() {
+        assert_eq!(t_s(0.2, 1, 4096.0, 0.0), 4); // reads tolerate more threads
+        assert_eq!(t_s(0.2, 2, 4096.0, 1.0), 4); // more interleaved PMs too
+        assert_eq!(t_s(0.2, 3, 4096.0, 1.0), 5);
+        assert_eq!(t_s(0.2, 1, 128.0, 1.0), 5); // small requests: P_size = 3
+        assert_eq!(t_s(0.2, 1, 256.0, 1.0), 2); // P_size switches off at 256 B
+        assert!(t_s(0.2, 1, 255.0, 1.0) >= 2);
+    }
+
+    #[test]
+    fn bad_inputs_are_clamped_not_panics() {
+        assert!(t_s(f64::NAN, 0, f64::NAN, f64::INFINITY) >= 1);
+        assert!(t_s(-5.0, 1, 0.0, -1.0) >= 1);
+        assert_eq!(t_s(7.0, 1, 4096.0, 1.0), t_s(1.0, 1, 4096.0, 1.0));
+    }
+
+    #[test]
+    fn policy_sets_the_gate_from_the_window_mix() {
+        let mut p = Pats::new(0.2, 1);
+        let mut stats = AccessStats::default();
+        for _ in 0..10 {
+            stats.record(4096, true);
+        }
+        let obs = Observation {
+            threads: vec![ThreadObs {
+                pm: Some(stats),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let d = p.decide(&obs);
+        assert_eq!(d.gate_limit, Some(GateLimit::Limit(2)));
+        assert!(!d.reasons.is_empty());
+        // same mix again: nothing to change
+        assert!(p.decide(&obs).is_noop());
+        // no PM traffic: keep the limit
+        assert!(p.decide(&Observation::default()).is_noop());
+    }
+}

@@ -32,6 +32,22 @@ enum Cmd {
         #[command(subcommand)]
         cmd: SimCmd,
     },
+    /// Measure a platform's contention knee (PATS T_S per request mix) in the simulator
+    /// and write a model file for the `pats-calibrated:FILE` policy.
+    Calibrate {
+        /// Platform (built-in name or file).
+        #[arg(long, default_value = "pats")]
+        platform: String,
+        /// Tolerated loss of DRAM throughput (0.05 = 5%).
+        #[arg(long, default_value_t = 0.05)]
+        max_loss: f64,
+        /// Request sizes to measure, bytes.
+        #[arg(long, value_delimiter = ',', default_value = "256,1024,4096")]
+        sizes: Vec<u64>,
+        /// Write the model (TOML) here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Benchmarks that print ratios measured in the same run.
     Bench {
         #[command(subcommand)]
@@ -229,6 +245,68 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 Ok(ExitCode::SUCCESS)
             }
         },
+        Cmd::Calibrate {
+            platform,
+            max_loss,
+            sizes,
+            out,
+        } => {
+            let spec = memtamer_sim::calibrate::CalibrationSpec {
+                platform,
+                max_dram_loss: max_loss,
+                request_sizes: sizes,
+                progress: true,
+                ..Default::default()
+            };
+            let model = memtamer_sim::calibrate::calibrate(&spec).map_err(|e| e.to_string())?;
+            println!(
+                "calibrated T_S on {} (memcpy keeps >= {:.0}% of its throughput alone):",
+                model.platform,
+                (1.0 - model.max_dram_loss) * 100.0
+            );
+            println!(
+                "  {:<6} {:>8} {:>6} {:>14}",
+                "mix", "request", "T_S", "PATS Eq. 1"
+            );
+            let n_pm =
+                memtamer_sim::experiment::load_platform(&model.platform, &Default::default())
+                    .map_err(|e| e.to_string())?
+                    .regions
+                    .iter()
+                    .find(|r| r.name == "pm")
+                    .map_or(1, |r| r.channels.len() as u32);
+            for p in &model.points {
+                let eq1 = memtamer_core::pats::threshold(&memtamer_core::pats::ModelInput {
+                    t_mc: 0.2,
+                    n_pm,
+                    avg_request_bytes: p.request_bytes as f64,
+                    write_ratio: p.write_ratio,
+                });
+                let mix = if p.write_ratio >= 0.5 {
+                    "write"
+                } else {
+                    "read"
+                };
+                println!(
+                    "  {mix:<6} {:>7}B {:>6} {:>14}",
+                    p.request_bytes, p.t_s, eq1
+                );
+            }
+            let text = toml::to_string(&model).map_err(|e| e.to_string())?;
+            match out {
+                Some(path) => {
+                    std::fs::write(&path, text)
+                        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                    eprintln!(
+                        "model: {} (use --set policy=pats-calibrated:{})",
+                        path.display(),
+                        path.display()
+                    );
+                }
+                None => print!("\n{text}"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Bench { cmd: BenchCmd::Sim } => {
             print!("{}", validate::speed_bench().map_err(|e| e.to_string())?);
             Ok(ExitCode::SUCCESS)

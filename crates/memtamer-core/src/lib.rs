@@ -17,7 +17,7 @@ pub use observation::{
     AccessStats, ChannelObs, CpuObs, DimmObs, GateObs, JobClass, JobObs, Measured, Observation,
     SizeClass, ThreadObs,
 };
-pub use policy::{Baseline, Policy};
+pub use policy::{Baseline, FixedGate, Policy};
 
 /// Identifies a thread (a simulated thread id, or a Linux TID).
 pub type ThreadId = u32;

@@ -166,3 +166,161 @@ mod tests {
         assert!(p.decide(&Observation::default()).is_noop());
     }
 }
+
+/// One measured point of a calibrated model: on this platform, with this
+/// request mix, at most `t_s` PA-threads run before DRAM loses more than T_mc.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CalibrationPoint {
+    /// Write ratio of the calibration workload (0 = reads, 1 = writes).
+    pub write_ratio: f64,
+    /// Request size of the calibration workload, bytes.
+    pub request_bytes: u64,
+    /// Largest contention-free PA-thread count measured.
+    pub t_s: u32,
+}
+
+/// A contention model measured on the actual platform (`memtamer calibrate`)
+/// instead of PATS's fixed Eq. 1: the knee comes from measurement.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CalibratedModel {
+    /// Platform it was measured on.
+    pub platform: String,
+    /// Tolerated loss of DRAM throughput used to find each knee (0.05 = 5%).
+    pub max_dram_loss: f64,
+    /// Measured points.
+    pub points: Vec<CalibrationPoint>,
+}
+
+impl CalibratedModel {
+    /// T_S for a request mix: for each calibrated write ratio, the point with
+    /// the largest request size not above `avg_request_bytes` (or the smallest
+    /// size); then linear interpolation in the write ratio. At least 1; None
+    /// when the model has no point.
+    pub fn threshold(&self, avg_request_bytes: f64, write_ratio: f64) -> Option<u32> {
+        let wr = if write_ratio.is_finite() {
+            write_ratio.clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        let at = |ratio: f64| -> Option<f64> {
+            let mut same: Vec<&CalibrationPoint> = self
+                .points
+                .iter()
+                .filter(|p| (p.write_ratio - ratio).abs() < 1e-9)
+                .collect();
+            same.sort_by_key(|p| p.request_bytes);
+            let below = same
+                .iter()
+                .rev()
+                .find(|p| p.request_bytes as f64 <= avg_request_bytes);
+            below.or(same.first()).map(|p| p.t_s as f64)
+        };
+        let mut ratios: Vec<f64> = self.points.iter().map(|p| p.write_ratio).collect();
+        ratios.sort_by(|a, b| a.total_cmp(b));
+        ratios.dedup();
+        let lo = ratios.iter().rev().find(|r| **r <= wr).or(ratios.first())?;
+        let hi = ratios.iter().find(|r| **r >= wr).or(ratios.last())?;
+        let (a, b) = (at(*lo)?, at(*hi)?);
+        let v = if (hi - lo).abs() < 1e-12 {
+            a
+        } else {
+            a + (b - a) * (wr - lo) / (hi - lo)
+        };
+        Some((v.floor() as u32).max(1))
+    }
+}
+
+/// PATS with a calibrated model in place of Eq. 1.
+#[derive(Clone, Debug)]
+pub struct PatsCalibrated {
+    model: CalibratedModel,
+    last: Option<u32>,
+}
+
+impl PatsCalibrated {
+    /// A policy using `model`.
+    pub fn new(model: CalibratedModel) -> PatsCalibrated {
+        PatsCalibrated { model, last: None }
+    }
+}
+
+impl Policy for PatsCalibrated {
+    fn name(&self) -> &str {
+        "pats-calibrated"
+    }
+
+    fn decide(&mut self, obs: &Observation) -> Decision {
+        let mix = obs.pm_total();
+        let (Some(s), Some(wr)) = (mix.average_request_bytes(), mix.write_ratio()) else {
+            return Decision::default();
+        };
+        let Some(t_s) = self.model.threshold(s, wr) else {
+            return Decision::default();
+        };
+        if self.last == Some(t_s) {
+            return Decision::default();
+        }
+        self.last = Some(t_s);
+        Decision {
+            gate_limit: Some(GateLimit::Limit(t_s)),
+            reasons: vec![format!(
+                "PATS (calibrated on {}): S = {s:.0} B, Wr = {wr:.2} -> T_S = {t_s}",
+                self.model.platform
+            )],
+            ..Default::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod calibrated_tests {
+    use super::*;
+
+    fn model() -> CalibratedModel {
+        let p = |write_ratio, request_bytes, t_s| CalibrationPoint {
+            write_ratio,
+            request_bytes,
+            t_s,
+        };
+        CalibratedModel {
+            platform: "test".into(),
+            max_dram_loss: 0.05,
+            points: vec![
+                p(1.0, 256, 5),
+                p(1.0, 1024, 4),
+                p(1.0, 4096, 3),
+                p(0.0, 256, 9),
+                p(0.0, 4096, 6),
+            ],
+        }
+    }
+
+    #[test]
+    fn looks_up_size_classes_and_interpolates_the_write_ratio() {
+        let m = model();
+        assert_eq!(m.threshold(4096.0, 1.0), Some(3));
+        assert_eq!(m.threshold(8192.0, 1.0), Some(3));
+        assert_eq!(m.threshold(2048.0, 1.0), Some(4));
+        assert_eq!(m.threshold(64.0, 1.0), Some(5)); // below every size: the smallest
+        assert_eq!(m.threshold(4096.0, 0.0), Some(6));
+        assert_eq!(m.threshold(4096.0, 0.5), Some(4)); // 3 + (6 - 3) / 2 = 4.5
+        assert_eq!(m.threshold(f64::NAN, f64::NAN), Some(5));
+        assert_eq!(CalibratedModel::default().threshold(4096.0, 1.0), None);
+    }
+
+    #[test]
+    fn calibrated_policy_acts_once_per_change() {
+        let mut p = PatsCalibrated::new(model());
+        let mut stats = AccessStats::default();
+        stats.record(4096, true);
+        let obs = Observation {
+            threads: vec![crate::ThreadObs {
+                pm: Some(stats),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert_eq!(p.decide(&obs).gate_limit, Some(GateLimit::Limit(3)));
+        assert!(p.decide(&obs).is_noop());
+    }
+}

@@ -26,9 +26,53 @@ impl Policy for Baseline {
     }
 }
 
+/// A fixed gate limit: used to measure how a platform behaves with exactly
+/// N concurrently admitted PM requests (calibration, experiments).
+#[derive(Clone, Debug)]
+pub struct FixedGate {
+    /// The limit.
+    pub limit: u32,
+    applied: bool,
+}
+
+impl FixedGate {
+    /// A policy that sets the gate limit to `limit` (at least 1) once.
+    pub fn new(limit: u32) -> FixedGate {
+        FixedGate {
+            limit: limit.max(1),
+            applied: false,
+        }
+    }
+}
+
+impl Policy for FixedGate {
+    fn name(&self) -> &str {
+        "gate"
+    }
+    fn decide(&mut self, _obs: &Observation) -> Decision {
+        if self.applied {
+            return Decision::default();
+        }
+        self.applied = true;
+        Decision {
+            gate_limit: Some(crate::GateLimit::Limit(self.limit)),
+            reasons: vec![format!("fixed gate limit {}", self.limit)],
+            ..Default::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixed_gate_sets_its_limit_once() {
+        let mut p = FixedGate::new(0);
+        let obs = Observation::default();
+        assert_eq!(p.decide(&obs).gate_limit, Some(crate::GateLimit::Limit(1)));
+        assert!(p.decide(&obs).is_noop());
+    }
 
     #[test]
     fn baseline_never_acts() {

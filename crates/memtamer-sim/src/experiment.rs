@@ -4,8 +4,8 @@
 use crate::config::{apply_override, Platform, Scenario, SweepSpec, WorkloadSpec};
 use crate::engine::{Engine, EngineConfig, RunResult};
 use crate::error::SimError;
-use memtamer_core::pats::Pats;
-use memtamer_core::{Baseline, Policy};
+use memtamer_core::pats::{Pats, PatsCalibrated};
+use memtamer_core::{Baseline, FixedGate, Policy};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -144,14 +144,16 @@ pub fn load_scenario(name: &str) -> Result<Scenario, SimError> {
     Scenario::parse(&file, &text)
 }
 
-/// Policies the simulator can run by name: `baseline`, or `pats` /
+/// Policies the simulator can run by name: `baseline`; `pats` /
 /// `pats:T_MC` (PATS with tolerance T_MC, default 0.2; N is the number of
-/// DIMMs in the platform's `pm` region).
+/// DIMMs in the platform's `pm` region); `pats-calibrated:FILE` (PATS with a
+/// model measured by `memtamer calibrate`); `gate:N` (a fixed gate limit).
 pub fn policy_by_name(name: &str, platform: &Platform) -> Result<Box<dyn Policy>, SimError> {
     let unknown = || SimError::Unknown {
         what: "policy",
         name: name.to_string(),
-        known: "baseline, pats, pats:T_MC (T_MC in [0, 1])".into(),
+        known: "baseline, gate:N, pats, pats:T_MC (T_MC in [0, 1]), pats-calibrated:MODEL.toml"
+            .into(),
     };
     let (kind, arg) = match name.split_once(':') {
         Some((k, a)) => (k, Some(a)),
@@ -159,6 +161,13 @@ pub fn policy_by_name(name: &str, platform: &Platform) -> Result<Box<dyn Policy>
     };
     match (kind, arg) {
         ("baseline", None) => Ok(Box::new(Baseline)),
+        ("gate", Some(n)) => {
+            let n: u32 = n.parse().ok().filter(|n| *n >= 1).ok_or_else(unknown)?;
+            Ok(Box::new(FixedGate::new(n)))
+        }
+        ("pats-calibrated", Some(path)) => Ok(Box::new(PatsCalibrated::new(
+            crate::calibrate::load_model(path)?,
+        ))),
         ("pats", arg) => {
             let t_mc = match arg {
                 None => 0.2,

@@ -402,3 +402,47 @@ fn pats_policy_keeps_memcpy_near_its_no_pm_value() {
     )
     .is_err());
 }
+
+#[test]
+fn calibration_finds_the_knee_and_its_model_drives_the_gate() {
+    use memtamer_sim::calibrate::{calibrate, load_model, CalibrationSpec};
+    let spec = CalibrationSpec {
+        request_sizes: vec![4096],
+        duration_ms: 1.0,
+        ..Default::default()
+    };
+    let model = calibrate(&spec).unwrap();
+    let w = model.threshold(4096.0, 1.0).unwrap();
+    let r = model.threshold(4096.0, 0.0).unwrap();
+    assert!((2..=4).contains(&w), "write T_S {w}");
+    assert!(
+        r >= w,
+        "reads ({r}) must tolerate at least as many threads as writes ({w})"
+    );
+    // round trip through a model file and use it as a policy
+    let dir = std::env::temp_dir().join(format!("memtamer-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("model.toml");
+    std::fs::write(&path, toml::to_string(&model).unwrap()).unwrap();
+    let loaded = load_model(path.to_str().unwrap()).unwrap();
+    assert_eq!(loaded, model);
+    let mut s = demo_point(14);
+    s.policy = format!("pats-calibrated:{}", path.display());
+    s.policy_window_us = 100.0;
+    let (p, res) = run_point(&s, None).unwrap();
+    let m = metrics(&s, &p, &res);
+    assert_eq!(m["sim.gate_max_admitted"], w as f64);
+    // bad model files are errors that name the file
+    std::fs::write(
+        &path,
+        "platform = \"x\"\nmax_dram_loss = 0.05\npoints = []\n",
+    )
+    .unwrap();
+    let err = load_model(path.to_str().unwrap()).unwrap_err().to_string();
+    assert!(
+        err.contains("model.toml") && err.contains("points"),
+        "{err}"
+    );
+    assert!(load_model("/nonexistent/model.toml").is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,186 @@
+//! `memtamer calibrate`: measure the contention knee of a platform instead
+//! of trusting PATS Eq. 1. For PM reads and writes of several request sizes,
+//! many PM threads run beside a single-thread DRAM memcpy probe behind a gate
+//! fixed at N = 1, 2, ... concurrent requests (exactly how T_S is used);
+//! T_S is the largest N at which (and below which) memcpy keeps at least
+//! (1 - max_dram_loss) of its throughput alone.
+
+use crate::config::{JobSpec, MbwMode, Pattern, Rw, Scenario, StoreKind, SweepSpec, WorkloadSpec};
+use crate::error::SimError;
+use crate::experiment::{load_platform, run_scenario, RunOptions};
+use memtamer_core::pats::{CalibratedModel, CalibrationPoint};
+use std::collections::BTreeMap;
+
+/// What to calibrate.
+#[derive(Clone, Debug)]
+pub struct CalibrationSpec {
+    /// Platform name or file.
+    pub platform: String,
+    /// Tolerated loss of DRAM throughput (0.05 = 5%).
+    pub max_dram_loss: f64,
+    /// Request sizes to measure.
+    pub request_sizes: Vec<u64>,
+    /// Simulated milliseconds per point.
+    pub duration_ms: f64,
+    /// Print progress.
+    pub progress: bool,
+}
+
+impl Default for CalibrationSpec {
+    fn default() -> Self {
+        CalibrationSpec {
+            platform: "pats".into(),
+            max_dram_loss: 0.05,
+            request_sizes: vec![256, 1024, 4096],
+            duration_ms: 2.0,
+            progress: false,
+        }
+    }
+}
+
+/// The largest n >= 1 such that every ratio up to n stays at or above `floor`
+/// (at least 1: PM work must always make progress). `ratios[i]` is for i+1 threads.
+pub fn knee(ratios: &[f64], floor: f64) -> u32 {
+    let ok = ratios.iter().take_while(|r| **r >= floor).count() as u32;
+    ok.max(1)
+}
+
+/// Runs the calibration sweeps and returns the model.
+pub fn calibrate(spec: &CalibrationSpec) -> Result<CalibratedModel, SimError> {
+    if !(spec.max_dram_loss.is_finite() && spec.max_dram_loss > 0.0 && spec.max_dram_loss < 1.0) {
+        return Err(SimError::Override {
+            arg: format!("--max-loss {}", spec.max_dram_loss),
+            message: "must be in (0, 1)".into(),
+        });
+    }
+    let platform = load_platform(&spec.platform, &BTreeMap::new())?;
+    let cores = platform.cpu.cores_per_socket.max(2);
+    let max_threads = (cores - 1).min(24);
+    let mut points = Vec::new();
+    for rw in [Rw::Write, Rw::Read] {
+        for &size in &spec.request_sizes {
+            let scenario = Scenario {
+                name: format!("calibrate-{rw:?}-{size}").to_lowercase(),
+                title: String::new(),
+                platform: spec.platform.clone(),
+                duration_ms: spec.duration_ms,
+                warmup_ms: spec.duration_ms / 4.0,
+                seed: 1,
+                policy: "baseline".into(),
+                // the gate must hold from the start of the warm-up
+                policy_window_us: 10.0,
+                jobs: vec![
+                    JobSpec {
+                        name: "probe".into(),
+                        class: Default::default(),
+                        threads: 1,
+                        cpus: Some("0".into()),
+                        workload: WorkloadSpec::Mbw {
+                            mode: MbwMode::Memcpy,
+                            block_bytes: 262_144,
+                            call_ns: 20.0,
+                            region: "dram".into(),
+                        },
+                    },
+                    JobSpec {
+                        name: "pm".into(),
+                        class: Default::default(),
+                        threads: max_threads,
+                        cpus: Some(format!("1-{max_threads}")),
+                        workload: WorkloadSpec::PmStream {
+                            rw,
+                            pattern: Pattern::Seq,
+                            request_bytes: size,
+                            store: StoreKind::Nt,
+                            per_request_ns: 150.0,
+                            gated: true,
+                            region: "pm".into(),
+                        },
+                    },
+                ],
+                sweep: vec![SweepSpec {
+                    key: "policy".into(),
+                    values: (1..=max_threads)
+                        .map(|n| toml::Value::String(format!("gate:{n}")))
+                        .collect(),
+                }],
+                platform_set: BTreeMap::new(),
+                paper: vec![],
+                check: vec![],
+                plot: vec![],
+            };
+            let opts = RunOptions {
+                progress: spec.progress,
+                ..Default::default()
+            };
+            let probe = |r: &crate::experiment::ScenarioResult| -> Vec<f64> {
+                r.points
+                    .iter()
+                    .map(|p| p.metrics.get("probe.gbps").copied().unwrap_or(0.0))
+                    .collect()
+            };
+            let mut alone_scenario = scenario.clone();
+            alone_scenario.sweep.clear();
+            alone_scenario.jobs[1].threads = 0;
+            let alone = probe(&run_scenario(&alone_scenario, &opts)?)
+                .first()
+                .copied()
+                .unwrap_or(0.0);
+            let ratios: Vec<f64> = probe(&run_scenario(&scenario, &opts)?)
+                .iter()
+                .map(|v| if alone > 0.0 { v / alone } else { 0.0 })
+                .collect();
+            points.push(CalibrationPoint {
+                write_ratio: if rw == Rw::Write { 1.0 } else { 0.0 },
+                request_bytes: size,
+                t_s: knee(&ratios, 1.0 - spec.max_dram_loss),
+            });
+        }
+    }
+    Ok(CalibratedModel {
+        platform: spec.platform.clone(),
+        max_dram_loss: spec.max_dram_loss,
+        points,
+    })
+}
+
+/// Reads a model file written by `memtamer calibrate`.
+pub fn load_model(path: &str) -> Result<CalibratedModel, SimError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SimError::Io {
+        path: path.to_string(),
+        source,
+    })?;
+    let model: CalibratedModel = toml::from_str(&text).map_err(|e| {
+        let (line, column) = e
+            .span()
+            .map_or((0, 0), |s| crate::error::line_col(&text, s.start));
+        SimError::Parse {
+            file: path.to_string(),
+            line,
+            column,
+            message: e.message().trim().to_string(),
+        }
+    })?;
+    if model.points.is_empty() {
+        return Err(SimError::Invalid {
+            file: path.to_string(),
+            line: crate::error::line_of_key(&text, "points"),
+            key: "points".into(),
+            message: "the model has no calibration point".into(),
+        });
+    }
+    Ok(model)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knee_is_the_last_count_before_the_first_drop() {
+        assert_eq!(knee(&[1.0, 0.99, 0.97, 0.80, 0.99], 0.95), 3);
+        assert_eq!(knee(&[0.5, 0.4], 0.95), 1);
+        assert_eq!(knee(&[], 0.95), 1);
+        assert_eq!(knee(&[1.0, 1.0], 0.95), 2);
+    }
+}

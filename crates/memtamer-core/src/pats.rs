@@ -49,6 +49,41 @@ pub fn threshold(input: &ModelInput) -> u32 {
     ((t_s + 1e-9).floor() as u32).max(1)
 }
 
+/// The PATS Collector shared by the PATS policies: it averages the window's
+/// PM request mix (S, Wr) and returns a decision only when T_S changes.
+#[derive(Clone, Debug, Default)]
+struct Collector {
+    last: Option<u32>,
+}
+
+impl Collector {
+    /// `t_s_of(S, Wr)` gives the limit (None: no opinion); `reason(S, Wr, T_S)`
+    /// explains it. No PM request in the window keeps the current limit.
+    fn decide(
+        &mut self,
+        obs: &Observation,
+        t_s_of: impl FnOnce(f64, f64) -> Option<u32>,
+        reason: impl FnOnce(f64, f64, u32) -> String,
+    ) -> Decision {
+        let mix: AccessStats = obs.pm_total();
+        let (Some(s), Some(wr)) = (mix.average_request_bytes(), mix.write_ratio()) else {
+            return Decision::default();
+        };
+        let Some(t_s) = t_s_of(s, wr) else {
+            return Decision::default();
+        };
+        if self.last == Some(t_s) {
+            return Decision::default();
+        }
+        self.last = Some(t_s);
+        Decision {
+            gate_limit: Some(GateLimit::Limit(t_s)),
+            reasons: vec![reason(s, wr, t_s)],
+            ..Default::default()
+        }
+    }
+}
+
 /// The PATS Collector as a policy: every window it averages the request mix
 /// of gated PM requests (S, Wr) and sets the gate limit to T_S.
 #[derive(Clone, Debug)]
@@ -57,7 +92,7 @@ pub struct Pats {
     pub t_mc: f64,
     /// Interleaved PMs.
     pub n_pm: u32,
-    last: Option<u32>,
+    collector: Collector,
 }
 
 impl Pats {
@@ -66,7 +101,7 @@ impl Pats {
         Pats {
             t_mc,
             n_pm,
-            last: None,
+            collector: Collector::default(),
         }
     }
 }
@@ -77,29 +112,23 @@ impl Policy for Pats {
     }
 
     fn decide(&mut self, obs: &Observation) -> Decision {
-        let mix: AccessStats = obs.pm_total();
-        let (Some(s), Some(wr)) = (mix.average_request_bytes(), mix.write_ratio()) else {
-            // no PM request in the window: keep the current limit
-            return Decision::default();
-        };
-        let t_s = threshold(&ModelInput {
-            t_mc: self.t_mc,
-            n_pm: self.n_pm,
-            avg_request_bytes: s,
-            write_ratio: wr,
-        });
-        if self.last == Some(t_s) {
-            return Decision::default();
-        }
-        self.last = Some(t_s);
-        Decision {
-            gate_limit: Some(GateLimit::Limit(t_s)),
-            reasons: vec![format!(
-                "PATS: S = {s:.0} B, Wr = {wr:.2}, N = {}, T_mc = {} -> T_S = {t_s}",
-                self.n_pm, self.t_mc
-            )],
-            ..Default::default()
-        }
+        let (t_mc, n_pm) = (self.t_mc, self.n_pm);
+        self.collector.decide(
+            obs,
+            |s, wr| {
+                Some(threshold(&ModelInput {
+                    t_mc,
+                    n_pm,
+                    avg_request_bytes: s,
+                    write_ratio: wr,
+                }))
+            },
+            |s, wr, t_s| {
+                format!(
+                    "PATS: S = {s:.0} B, Wr = {wr:.2}, N = {n_pm}, T_mc = {t_mc} -> T_S = {t_s}"
+                )
+            },
+        )
     }
 }
 
@@ -234,13 +263,16 @@ impl CalibratedModel {
 #[derive(Clone, Debug)]
 pub struct PatsCalibrated {
     model: CalibratedModel,
-    last: Option<u32>,
+    collector: Collector,
 }
 
 impl PatsCalibrated {
     /// A policy using `model`.
     pub fn new(model: CalibratedModel) -> PatsCalibrated {
-        PatsCalibrated { model, last: None }
+        PatsCalibrated {
+            model,
+            collector: Collector::default(),
+        }
     }
 }
 
@@ -250,25 +282,17 @@ impl Policy for PatsCalibrated {
     }
 
     fn decide(&mut self, obs: &Observation) -> Decision {
-        let mix = obs.pm_total();
-        let (Some(s), Some(wr)) = (mix.average_request_bytes(), mix.write_ratio()) else {
-            return Decision::default();
-        };
-        let Some(t_s) = self.model.threshold(s, wr) else {
-            return Decision::default();
-        };
-        if self.last == Some(t_s) {
-            return Decision::default();
-        }
-        self.last = Some(t_s);
-        Decision {
-            gate_limit: Some(GateLimit::Limit(t_s)),
-            reasons: vec![format!(
-                "PATS (calibrated on {}): S = {s:.0} B, Wr = {wr:.2} -> T_S = {t_s}",
-                self.model.platform
-            )],
-            ..Default::default()
-        }
+        let model = &self.model;
+        self.collector.decide(
+            obs,
+            |s, wr| model.threshold(s, wr),
+            |s, wr, t_s| {
+                format!(
+                    "PATS (calibrated on {}): S = {s:.0} B, Wr = {wr:.2} -> T_S = {t_s}",
+                    model.platform
+                )
+            },
+        )
     }
 }
 

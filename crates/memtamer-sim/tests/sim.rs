@@ -1,7 +1,7 @@
 //! End-to-end tests of the simulator: determinism, parsers, the gate as an
 //! actuator, and that each contention mechanism explains its behaviour.
 
-use memtamer_core::{Decision, GateLimit, Observation, Policy};
+use memtamer_core::{Decision, FixedGate, Observation, Policy};
 use memtamer_sim::config::{parse_value, JobSpec, Pattern, Rw, StoreKind, WorkloadSpec};
 use memtamer_sim::engine::{Engine, EngineConfig};
 use memtamer_sim::experiment::{
@@ -148,19 +148,6 @@ fn overrides_reject_unknown_jobs_and_keys() {
         .is_ok());
 }
 
-struct FixedGate(u32);
-impl Policy for FixedGate {
-    fn name(&self) -> &str {
-        "fixed-gate"
-    }
-    fn decide(&mut self, _obs: &Observation) -> Decision {
-        Decision {
-            gate_limit: Some(GateLimit::Limit(self.0)),
-            ..Default::default()
-        }
-    }
-}
-
 fn writer(name: &str, cpu: u32, bytes: u64) -> JobSpec {
     JobSpec {
         name: name.into(),
@@ -195,7 +182,7 @@ fn gate_run(limit: u32) -> (memtamer_sim::engine::RunResult, Scenario) {
         sampler: None,
     };
     let e = Engine::new(&p, &s, &cfg).unwrap();
-    (e.run(&mut FixedGate(limit)), s)
+    (e.run(&mut FixedGate::new(limit)), s)
 }
 
 #[test]

@@ -59,17 +59,10 @@ pub fn calibrate(spec: &CalibrationSpec) -> Result<CalibratedModel, SimError> {
     let mut points = Vec::new();
     for rw in [Rw::Write, Rw::Read] {
         for &size in &spec.request_sizes {
-            let scenario = Scenario {
-                name: format!("calibrate-{rw:?}-{size}").to_lowercase(),
-                title: String::new(),
-                platform: spec.platform.clone(),
-                duration_ms: spec.duration_ms,
-                warmup_ms: spec.duration_ms / 4.0,
-                seed: 1,
-                policy: "baseline".into(),
-                // the gate must hold from the start of the warm-up
-                policy_window_us: 10.0,
-                jobs: vec![
+            let mut scenario = Scenario::with_jobs(
+                &format!("calibrate-{rw:?}-{size}").to_lowercase(),
+                &spec.platform,
+                vec![
                     JobSpec {
                         name: "probe".into(),
                         class: Default::default(),
@@ -98,17 +91,17 @@ pub fn calibrate(spec: &CalibrationSpec) -> Result<CalibratedModel, SimError> {
                         },
                     },
                 ],
-                sweep: vec![SweepSpec {
-                    key: "policy".into(),
-                    values: (1..=max_threads)
-                        .map(|n| toml::Value::String(format!("gate:{n}")))
-                        .collect(),
-                }],
-                platform_set: BTreeMap::new(),
-                paper: vec![],
-                check: vec![],
-                plot: vec![],
-            };
+            );
+            scenario.duration_ms = spec.duration_ms;
+            scenario.warmup_ms = spec.duration_ms / 4.0;
+            // the gate must hold from the start of the warm-up
+            scenario.policy_window_us = 10.0;
+            scenario.sweep = vec![SweepSpec {
+                key: "policy".into(),
+                values: (1..=max_threads)
+                    .map(|n| toml::Value::String(format!("gate:{n}")))
+                    .collect(),
+            }];
             let opts = RunOptions {
                 progress: spec.progress,
                 ..Default::default()

@@ -763,6 +763,27 @@ impl Platform {
 }
 
 impl Scenario {
+    /// A scenario built in code: `jobs` on `platform` for 1 ms after 0.2 ms of
+    /// warm-up, seed 1, baseline policy, no sweep; callers adjust the fields.
+    pub fn with_jobs(name: &str, platform: &str, jobs: Vec<JobSpec>) -> Scenario {
+        Scenario {
+            name: name.into(),
+            title: String::new(),
+            platform: platform.into(),
+            duration_ms: 1.0,
+            warmup_ms: 0.2,
+            seed: default_seed(),
+            policy: default_policy(),
+            policy_window_us: default_window(),
+            jobs,
+            sweep: vec![],
+            platform_set: BTreeMap::new(),
+            paper: vec![],
+            check: vec![],
+            plot: vec![],
+        }
+    }
+
     /// Parses and validates a scenario file.
     pub fn parse(file: &str, text: &str) -> Result<Scenario, SimError> {
         let s: Scenario = parse_toml(file, text)?;

@@ -1,7 +1,7 @@
 //! Running scenarios: built-in files, overrides, sweeps (in parallel, with
 //! deterministic results), metrics, paper comparisons and checks.
 
-use crate::config::{apply_override, Platform, Scenario, SweepSpec, WorkloadSpec};
+use crate::config::{Platform, Scenario, SweepSpec, WorkloadSpec};
 use crate::engine::{Engine, EngineConfig, RunResult};
 use crate::error::SimError;
 use memtamer_core::pats::{Pats, PatsCalibrated};
@@ -512,25 +512,7 @@ pub fn run_scenario(base: &Scenario, opts: &RunOptions) -> Result<ScenarioResult
     // validate every point before spending time
     let mut specs = Vec::with_capacity(points.len());
     for p in &points {
-        let mut s = scenario.clone();
-        if !p.is_empty() {
-            let mut v = toml::Value::try_from(&s).map_err(|e| SimError::Override {
-                arg: String::new(),
-                message: e.to_string(),
-            })?;
-            for (k, val) in p {
-                apply_override(&mut v, k, val.clone()).map_err(|m| SimError::Override {
-                    arg: format!("sweep {k}={val}"),
-                    message: m,
-                })?;
-            }
-            s = v
-                .try_into()
-                .map_err(|e: toml::de::Error| SimError::Override {
-                    arg: "sweep".into(),
-                    message: e.message().to_string(),
-                })?;
-        }
+        let s = scenario.with_overrides(p)?;
         let platform = load_platform(&s.platform, &s.platform_set)?;
         policy_by_name(&s.policy, &platform)?;
         specs.push(s);

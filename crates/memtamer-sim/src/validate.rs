@@ -50,22 +50,7 @@ fn job(name: &str, threads: u32, cpus: &str, workload: WorkloadSpec) -> JobSpec 
 }
 
 fn probe_scenario(platform: &str, jobs: Vec<JobSpec>) -> Scenario {
-    Scenario {
-        name: format!("probe-{platform}"),
-        title: String::new(),
-        platform: platform.into(),
-        duration_ms: 1.0,
-        warmup_ms: 0.2,
-        seed: 1,
-        policy: "baseline".into(),
-        policy_window_us: 1000.0,
-        jobs,
-        sweep: vec![],
-        platform_set: BTreeMap::new(),
-        paper: vec![],
-        check: vec![],
-        plot: vec![],
-    }
+    Scenario::with_jobs(&format!("probe-{platform}"), platform, jobs)
 }
 
 /// Measures one platform metric with a probe run.

@@ -344,6 +344,8 @@ pub struct Engine {
     channels: Vec<Channel>,
     channel_names: Vec<String>,
     dimms: Vec<PmDimm>,
+    /// Channel of each DIMM.
+    dimm_channel: Vec<u32>,
     regions: Vec<Region>,
     reqs: Vec<Req>,
     free_reqs: Vec<u32>,
@@ -448,11 +450,11 @@ impl Engine {
         let mut channels = Vec::new();
         let mut channel_names = Vec::new();
         let mut dimms = Vec::new();
-        let mut dimm_names = Vec::new();
+        let mut dimm_channel = Vec::new();
         for c in &p.channels {
             let dimm = if c.pm {
                 dimms.push(PmDimm::new(&p.pm));
-                dimm_names.push(c.name.clone());
+                dimm_channel.push(channels.len() as u32);
                 Some(dimms.len() as u32 - 1)
             } else {
                 None
@@ -519,6 +521,7 @@ impl Engine {
             channels,
             channel_names,
             dimms,
+            dimm_channel,
             regions,
             reqs: Vec::new(),
             free_reqs: Vec::new(),
@@ -565,7 +568,6 @@ impl Engine {
             media_snap_time: 0,
             media_snap_prev_time: 0,
         };
-        let _ = dimm_names;
         let all = CpuSet::first_n(ncpus as usize);
         let mut next_cpu = 0u32;
         for (j, job) in scenario.jobs.iter().enumerate() {
@@ -726,7 +728,7 @@ impl Engine {
                     self.dimm_accepted(d);
                     self.start_media(d);
                     if freed > 0 {
-                        let ch = self.dimm_channel(d);
+                        let ch = self.dimm_channel[d as usize];
                         self.kick(ch);
                     }
                 }
@@ -844,11 +846,7 @@ impl Engine {
             .map(|(i, d)| {
                 let a = d.counters;
                 let b = self.dimm_base.get(i).copied().unwrap_or_default();
-                let ch = self
-                    .channels
-                    .iter()
-                    .position(|c| c.dimm == Some(i as u32))
-                    .unwrap_or(0);
+                let ch = self.dimm_channel[i] as usize;
                 (
                     self.channel_names[ch].clone(),
                     DimmCounters {
@@ -1476,13 +1474,6 @@ impl Engine {
                 self.push(t, EvKind::PmReadReady(r));
             }
         }
-    }
-
-    fn dimm_channel(&self, d: u32) -> u32 {
-        self.channels
-            .iter()
-            .position(|c| c.dimm == Some(d))
-            .unwrap_or(0) as u32
     }
 
     fn schedule_kick(&mut self, c: u32, t: Ps) {

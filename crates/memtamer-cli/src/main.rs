@@ -8,6 +8,9 @@ use memtamer_sim::validate;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod bench_gate;
+mod gate;
+
 #[derive(Parser)]
 #[command(
     name = "memtamer",
@@ -53,6 +56,78 @@ enum Cmd {
         #[command(subcommand)]
         cmd: BenchCmd,
     },
+    /// The system-wide PATS gate: statistics, limit, and running programs under the libpmem shim.
+    Gate {
+        #[command(subcommand)]
+        cmd: GateCmd,
+    },
+}
+
+#[derive(clap::Args)]
+struct GateWhich {
+    /// Gate name (the MEMTAMER_GATE of the programs using it).
+    #[arg(long, default_value = "default")]
+    name: String,
+    /// Directory of the gate file.
+    #[arg(long, default_value = "/dev/shm")]
+    dir: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum GateCmd {
+    /// Show the limit, the Serving-Thread count, the peak, and per-thread request statistics
+    /// (slots of dead threads are freed first).
+    Stats {
+        #[command(flatten)]
+        which: GateWhich,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = GateFormat::Table)]
+        format: GateFormat,
+        /// Redraw every SECONDS (a live view).
+        #[arg(long, value_name = "SECONDS")]
+        watch: Option<f64>,
+    },
+    /// Set the limit T_S (a number, or `unlimited`). The collector may change it again
+    /// unless the programs run with MEMTAMER_GATE_POLICY=external.
+    SetLimit {
+        #[command(flatten)]
+        which: GateWhich,
+        /// New limit.
+        limit: String,
+    },
+    /// Forget the recorded peak (start a new measurement).
+    ResetPeak {
+        #[command(flatten)]
+        which: GateWhich,
+    },
+    /// Remove the gate file (refused while live threads use it).
+    Remove {
+        #[command(flatten)]
+        which: GateWhich,
+    },
+    /// Run an unmodified libpmem program with the shim preloaded:
+    /// `memtamer gate exec --policy fixed:2 -- fio job.fio`.
+    Exec {
+        /// Gate name (MEMTAMER_GATE).
+        #[arg(long)]
+        name: Option<String>,
+        /// pats | pats:T_MC | fixed:N | calibrated:MODEL.toml | external (MEMTAMER_GATE_POLICY).
+        #[arg(long)]
+        policy: Option<String>,
+        /// PMs in the interleave set (MEMTAMER_PM_INTERLEAVE).
+        #[arg(long)]
+        interleave: Option<u32>,
+        /// The program and its arguments.
+        #[arg(last = true, required = true)]
+        cmd: Vec<String>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum GateFormat {
+    Table,
+    Json,
+    Prometheus,
 }
 
 #[derive(Subcommand)]
@@ -103,6 +178,20 @@ enum SimCmd {
 enum BenchCmd {
     /// Simulated memory requests per second of wall time on one core.
     Sim,
+    /// The PATS gate: begin+end cost, libpmem shim overhead, collector CPU.
+    Gate {
+        /// Fewer iterations (a smoke run).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// (internal) the child process of `bench gate` that times pmem_memcpy_persist.
+    #[command(hide = true)]
+    ShimWorker {
+        #[arg(long)]
+        file: String,
+        #[arg(long)]
+        iters: u64,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -310,6 +399,92 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Cmd::Bench { cmd: BenchCmd::Sim } => {
             print!("{}", validate::speed_bench().map_err(|e| e.to_string())?);
             Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench {
+            cmd: BenchCmd::Gate { quick },
+        } => {
+            print!("{}", bench_gate::run(quick)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench {
+            cmd: BenchCmd::ShimWorker { file, iters },
+        } => {
+            bench_gate::shim_worker(&file, iters.max(1))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Gate { cmd } => run_gate(cmd),
+    }
+}
+
+fn run_gate(cmd: GateCmd) -> Result<ExitCode, String> {
+    match cmd {
+        GateCmd::Stats {
+            which,
+            format,
+            watch,
+        } => {
+            let g = gate::open_existing(&which.name, &which.dir)?;
+            // show live threads only: free the slots of dead ones first
+            g.reap(true);
+            if let Some(secs) = watch {
+                if !(secs.is_finite() && secs > 0.0) {
+                    return Err(format!(
+                        "--watch {secs}: expected a positive number of seconds"
+                    ));
+                }
+                gate::watch(&g, std::time::Duration::from_secs_f64(secs));
+            }
+            let snap = g.snapshot();
+            match format {
+                GateFormat::Table => print!("{}", gate::table(&snap)),
+                GateFormat::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&snap).map_err(|e| e.to_string())?
+                ),
+                GateFormat::Prometheus => print!("{}", snap.prometheus()),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        GateCmd::SetLimit { which, limit } => {
+            let value = match limit.trim() {
+                "unlimited" => None,
+                n => Some(
+                    n.parse::<u32>()
+                        .ok()
+                        .filter(|n| *n >= 1 && *n < u32::MAX)
+                        .ok_or_else(|| {
+                            format!("limit {n:?}: expected a whole number >= 1 or `unlimited`")
+                        })?,
+                ),
+            };
+            gate::open_existing(&which.name, &which.dir)?.set_limit(value);
+            Ok(ExitCode::SUCCESS)
+        }
+        GateCmd::ResetPeak { which } => {
+            gate::open_existing(&which.name, &which.dir)?.reset_peak();
+            Ok(ExitCode::SUCCESS)
+        }
+        GateCmd::Remove { which } => {
+            gate::remove(&which.name, &which.dir)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        GateCmd::Exec {
+            name,
+            policy,
+            interleave,
+            cmd,
+        } => {
+            let mut env = Vec::new();
+            if let Some(n) = name {
+                env.push(("MEMTAMER_GATE".to_string(), n));
+            }
+            if let Some(p) = policy {
+                env.push(("MEMTAMER_GATE_POLICY".to_string(), p));
+            }
+            if let Some(n) = interleave {
+                env.push(("MEMTAMER_PM_INTERLEAVE".to_string(), n.to_string()));
+            }
+            gate::exec(&env, &cmd)
         }
     }
 }

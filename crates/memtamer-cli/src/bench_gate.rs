@@ -1,0 +1,310 @@
+//! `memtamer bench gate`: the gate's costs, each as a ratio to a baseline
+//! measured in the same run (PATS §V-D reports overhead the same way).
+//!
+//! * begin+end on an uncontended gate, against a 4 KiB DRAM memcpy;
+//! * 4 KiB pmem_memcpy_persist through the libpmem shim, against the same
+//!   program without the shim (child processes, alternated, medians);
+//! * the collector thread's CPU time over its wall time, with threads busy.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memtamer_gate::{Collector, Gate, GateOptions, PolicySpec};
+
+use crate::gate::{ns_per_op, shim_path};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+struct TempGate(Arc<Gate>);
+impl Drop for TempGate {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.0.path());
+    }
+}
+
+fn temp_gate(tag: &str, limit: u32) -> Result<TempGate, String> {
+    let options = GateOptions {
+        name: format!("bench-{}-{tag}", std::process::id()),
+        initial_limit: limit,
+        ..GateOptions::default()
+    };
+    Gate::open(&options)
+        .map(TempGate)
+        .map_err(|e| e.to_string())
+}
+
+/// Uncontended begin+end, ns, and a 4 KiB memcpy, ns.
+fn begin_end() -> Result<(f64, f64), String> {
+    let gate = temp_gate("begin-end", 4)?;
+    let me = gate.0.register().map_err(|e| e.to_string())?;
+    let iters = 2_000_000;
+    let mut gate_ns = Vec::new();
+    let mut copy_ns = Vec::new();
+    let src = vec![1u8; 4096];
+    let mut dst = vec![0u8; 4096];
+    for _ in 0..5 {
+        gate_ns.push(ns_per_op(iters, || {
+            me.begin(std::hint::black_box(4096), true);
+            me.end();
+        }));
+        copy_ns.push(ns_per_op(iters / 4, || {
+            dst.copy_from_slice(std::hint::black_box(&src));
+            std::hint::black_box(&dst);
+        }));
+    }
+    Ok((median(gate_ns), median(copy_ns)))
+}
+
+/// One call through the process gate the C ABI and the shim use, ns.
+fn process_gated() -> f64 {
+    let mut v = Vec::new();
+    for _ in 0..5 {
+        v.push(ns_per_op(2_000_000, || {
+            memtamer_gate::process::gated(std::hint::black_box(4096), true, || {
+                std::hint::black_box(())
+            })
+        }));
+    }
+    median(v)
+}
+
+/// The collector's on-CPU share of its wall time while 8 threads issue
+/// gated requests (from /proc/self/task/TID/schedstat, nanoseconds).
+fn collector_cpu() -> Result<f64, String> {
+    let gate = temp_gate("collector", 2)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..8)
+        .map(|i| {
+            let (g, stop) = (Arc::clone(&gate.0), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let Ok(me) = g.register() else { return };
+                let size = [512u64, 4096, 1024, 256][i % 4];
+                while !stop.load(Ordering::Relaxed) {
+                    let _p = me.enter(size, i % 3 != 0);
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            })
+        })
+        .collect();
+    let before: Vec<u32> = task_ids();
+    let collector = Collector::spawn(
+        Arc::clone(&gate.0),
+        PolicySpec::Pats { t_mc: 0.2 }.build(1),
+        Duration::from_millis(10),
+    )
+    .map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_millis(50));
+    let tid = task_ids()
+        .into_iter()
+        .find(|t| !before.contains(t) && task_name(*t).starts_with("memtamer-collec"))
+        .ok_or("collector thread not found")?;
+    let cpu0 = on_cpu_ns(tid)?;
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs(2));
+    let cpu1 = on_cpu_ns(tid)?;
+    let wall = t0.elapsed().as_nanos() as f64;
+    drop(collector);
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        let _ = w.join();
+    }
+    Ok((cpu1 - cpu0) as f64 / wall)
+}
+
+fn task_ids() -> Vec<u32> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn task_name(tid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+fn on_cpu_ns(tid: u32) -> Result<u64, String> {
+    let path = format!("/proc/self/task/{tid}/schedstat");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    text.split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("{path}: unexpected contents {text:?}"))
+}
+
+/// One timed run of the shim worker; ns per 4 KiB pmem_memcpy_persist.
+fn shim_run(with_shim: bool, file: &str, iters: u64) -> Result<(f64, String), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "bench",
+        "shim-worker",
+        "--file",
+        file,
+        "--iters",
+        &iters.to_string(),
+    ])
+    .env("PMEM_IS_PMEM_FORCE", "1")
+    .env(
+        "MEMTAMER_GATE",
+        format!("bench-{}-shim", std::process::id()),
+    )
+    .env("MEMTAMER_GATE_POLICY", "fixed:2")
+    .env_remove("LD_PRELOAD");
+    if with_shim {
+        cmd.env("LD_PRELOAD", shim_path()?);
+    }
+    let out = cmd.output().map_err(|e| format!("shim worker: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    if !out.status.success() {
+        return Err(format!(
+            "shim worker failed: {}{}",
+            text,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let mut ns = None;
+    let mut lib = String::new();
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("ns_per_copy ") {
+            ns = v.trim().parse::<f64>().ok();
+        }
+        if let Some(v) = line.strip_prefix("resolved_in ") {
+            lib = v.trim().to_string();
+        }
+    }
+    Ok((ns.ok_or("shim worker printed no timing")?, lib))
+}
+
+/// `memtamer bench shim-worker`: maps FILE with libpmem and times 4 KiB
+/// pmem_memcpy_persist calls, resolving the function the way a program
+/// linked with libpmem does (the shim first when preloaded).
+pub fn shim_worker(file: &str, iters: u64) -> Result<(), String> {
+    type MapFile = unsafe extern "C" fn(
+        *const c_char,
+        usize,
+        c_int,
+        u32,
+        *mut usize,
+        *mut c_int,
+    ) -> *mut c_void;
+    type Copy = unsafe extern "C" fn(*mut c_void, *const c_void, usize) -> *mut c_void;
+    // SAFETY: loading a system library by its soname.
+    let handle =
+        unsafe { libc::dlopen(c"libpmem.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+    if handle.is_null() {
+        return Err("libpmem.so.1 not found (apt-get install libpmem1)".into());
+    }
+    // SAFETY: symbol lookups; null is checked.
+    let (map, copy) = unsafe {
+        (
+            libc::dlsym(handle, c"pmem_map_file".as_ptr()),
+            libc::dlsym(libc::RTLD_DEFAULT, c"pmem_memcpy_persist".as_ptr()),
+        )
+    };
+    if map.is_null() || copy.is_null() {
+        return Err("libpmem lacks pmem_map_file or pmem_memcpy_persist".into());
+    }
+    // SAFETY: the symbols have these C signatures (libpmem.h).
+    let (map, copy): (MapFile, Copy) = unsafe {
+        (
+            std::mem::transmute::<*mut c_void, MapFile>(map),
+            std::mem::transmute::<*mut c_void, Copy>(copy),
+        )
+    };
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr fills `info` for a code address.
+    if unsafe { libc::dladdr(copy as *const c_void, &mut info) } != 0 && !info.dli_fname.is_null() {
+        // SAFETY: dli_fname is a NUL-terminated string owned by the loader.
+        let name = unsafe { CStr::from_ptr(info.dli_fname) };
+        println!("resolved_in {}", name.to_string_lossy());
+    }
+    let region: usize = 64 << 20;
+    let path = std::ffi::CString::new(file).map_err(|_| "bad file name")?;
+    let mut mapped = 0usize;
+    let mut is_pmem: c_int = 0;
+    // SAFETY: PMEM_FILE_CREATE (1) with a valid path and out-pointers.
+    let base = unsafe { map(path.as_ptr(), region, 1, 0o600, &mut mapped, &mut is_pmem) };
+    if base.is_null() {
+        return Err(format!("pmem_map_file({file}) failed"));
+    }
+    // fault the pages in first: page faults are not what is measured
+    // SAFETY: base..base+mapped is the mapping just created.
+    unsafe { std::ptr::write_bytes(base.cast::<u8>(), 0, mapped) };
+    let src = vec![7u8; 4096];
+    let slots = (mapped / 4096).max(1) as u64;
+    let t0 = Instant::now();
+    for i in 0..iters {
+        let off = ((i % slots) * 4096) as usize;
+        // SAFETY: off + 4096 <= mapped.
+        unsafe { copy(base.cast::<u8>().add(off).cast(), src.as_ptr().cast(), 4096) };
+    }
+    let ns = t0.elapsed().as_nanos() as f64 / iters as f64;
+    println!("ns_per_copy {ns:.1}");
+    let _ = std::fs::remove_file(file);
+    Ok(())
+}
+
+/// Runs the three benchmarks and prints the report.
+pub fn run(quick: bool) -> Result<String, String> {
+    let mut out =
+        String::from("memtamer bench gate (ratios against baselines measured in this run)\n\n");
+    let (gate_ns, copy_ns) = begin_end()?;
+    out += &format!(
+        "begin+end, uncontended        {gate_ns:>8.1} ns   ({:.2}x a 4 KiB DRAM memcpy of {copy_ns:.1} ns; target <= 100 ns)\n",
+        gate_ns / copy_ns
+    );
+    std::env::set_var(
+        "MEMTAMER_GATE",
+        format!("bench-{}-process", std::process::id()),
+    );
+    std::env::set_var("MEMTAMER_GATE_POLICY", "fixed:4");
+    let p_ns = process_gated();
+    let _ = std::fs::remove_file(format!(
+        "/dev/shm/memtamer-gate-bench-{}-process",
+        std::process::id()
+    ));
+    out += &format!("process gate (C ABI, shim path) {p_ns:>6.1} ns per gated call\n");
+    let file = format!("/dev/shm/memtamer-bench-pmem-{}", std::process::id());
+    let iters = if quick { 20_000 } else { 200_000 };
+    let rounds = if quick { 3 } else { 7 };
+    let mut with = Vec::new();
+    let mut without = Vec::new();
+    let mut lib = String::new();
+    for _ in 0..rounds {
+        without.push(shim_run(false, &file, iters)?.0);
+        let (ns, l) = shim_run(true, &file, iters)?;
+        with.push(ns);
+        lib = l;
+    }
+    let _ = std::fs::remove_file(format!(
+        "/dev/shm/memtamer-gate-bench-{}-shim",
+        std::process::id()
+    ));
+    let (w, wo) = (median(with), median(without));
+    out += &format!(
+        "4 KiB pmem_memcpy_persist     {w:>8.1} ns with the shim, {wo:.1} ns without: {:+.1}% (target within 3%; medians of {rounds} alternated runs)\n",
+        (w / wo - 1.0) * 100.0
+    );
+    if !lib.contains("memtamer_pmem_shim") {
+        return Err(format!(
+            "the shim run resolved pmem_memcpy_persist in {lib:?}, not the shim"
+        ));
+    }
+    let cpu = collector_cpu()?;
+    out += &format!(
+        "collector CPU                 {:>8.3} % of one core (10 ms window, 8 busy threads; target < 1%)\n",
+        cpu * 100.0
+    );
+    Ok(out)
+}

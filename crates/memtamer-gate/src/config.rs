@@ -1,0 +1,331 @@
+//! Gate configuration: which policy owns the limit, from the environment or
+//! from code. Every bad value is an error naming the variable.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use memtamer_core::pats::{threshold, CalibratedModel, ModelInput, Pats, PatsCalibrated};
+use memtamer_core::{FixedGate, Policy};
+
+use crate::gate::GateOptions;
+use crate::shm::UNLIMITED;
+use crate::GateError;
+
+/// Who sets the limit.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PolicySpec {
+    /// PATS Eq. 1 with tolerance T_mc, from the live request mix.
+    Pats {
+        /// T_mc in [0, 1].
+        t_mc: f64,
+    },
+    /// A fixed limit.
+    Fixed(u32),
+    /// PATS with a model measured by `memtamer calibrate`.
+    Calibrated {
+        /// The model file.
+        path: PathBuf,
+        /// Its contents.
+        model: CalibratedModel,
+    },
+    /// Nobody in this process: the daemon or `memtamer gate set-limit` does.
+    External,
+}
+
+impl PolicySpec {
+    /// Parses `pats`, `pats:T_MC`, `fixed:N`, `calibrated:FILE` or
+    /// `external`; `key` names the setting in errors.
+    pub fn parse(key: &str, value: &str) -> Result<PolicySpec, GateError> {
+        let bad = |expected: &str| GateError::BadSetting {
+            key: key.into(),
+            value: value.into(),
+            expected: expected.into(),
+        };
+        let known =
+            "expected pats, pats:T_MC (0..=1), fixed:N (N >= 1), calibrated:MODEL.toml or external";
+        match value.trim().split_once(':') {
+            None => match value.trim() {
+                "pats" => Ok(PolicySpec::Pats { t_mc: 0.2 }),
+                "external" => Ok(PolicySpec::External),
+                _ => Err(bad(known)),
+            },
+            Some(("pats", t)) => t
+                .parse::<f64>()
+                .ok()
+                .filter(|t| (0.0..=1.0).contains(t))
+                .map(|t_mc| PolicySpec::Pats { t_mc })
+                .ok_or_else(|| bad("T_MC must be a number in [0, 1]")),
+            Some(("fixed", n)) => n
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n >= 1 && *n != UNLIMITED)
+                .map(PolicySpec::Fixed)
+                .ok_or_else(|| bad("N must be a whole number >= 1")),
+            Some(("calibrated", file)) => {
+                let path = PathBuf::from(file);
+                let model = load_model(&path)?;
+                Ok(PolicySpec::Calibrated { path, model })
+            }
+            _ => Err(bad(known)),
+        }
+    }
+
+    /// The policy object the collector runs (None for `External`).
+    pub fn build(&self, n_pm: u32) -> Option<Box<dyn Policy + Send>> {
+        match self {
+            PolicySpec::Pats { t_mc } => Some(Box::new(Pats::new(*t_mc, n_pm))),
+            PolicySpec::Fixed(n) => Some(Box::new(FixedGate::new(*n))),
+            PolicySpec::Calibrated { model, .. } => {
+                Some(Box::new(PatsCalibrated::new(model.clone())))
+            }
+            PolicySpec::External => None,
+        }
+    }
+
+    /// The limit to start with before the first window has any traffic:
+    /// the policy's answer for the worst common mix, 4 KiB writes.
+    pub fn initial_limit(&self, n_pm: u32) -> u32 {
+        match self {
+            PolicySpec::Pats { t_mc } => threshold(&ModelInput {
+                t_mc: *t_mc,
+                n_pm,
+                avg_request_bytes: 4096.0,
+                write_ratio: 1.0,
+            }),
+            PolicySpec::Fixed(n) => *n,
+            PolicySpec::Calibrated { model, .. } => model.threshold(4096.0, 1.0).unwrap_or(1),
+            PolicySpec::External => UNLIMITED,
+        }
+    }
+}
+
+/// Loads a model written by `memtamer calibrate`.
+pub fn load_model(path: &Path) -> Result<CalibratedModel, GateError> {
+    let text = std::fs::read_to_string(path).map_err(|source| GateError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let model: CalibratedModel = toml::from_str(&text).map_err(|e| GateError::Model {
+        path: path.to_path_buf(),
+        line: e.span().map_or(0, |s| {
+            text[..s.start.min(text.len())].lines().count().max(1)
+        }),
+        message: e.message().trim().to_string(),
+    })?;
+    if model.points.is_empty() {
+        return Err(GateError::Model {
+            path: path.to_path_buf(),
+            line: 0,
+            message: "the model has no points".into(),
+        });
+    }
+    Ok(model)
+}
+
+/// Everything a process needs to join a gate and, if it wins the lease, run
+/// its collector.
+#[derive(Clone, Debug)]
+pub struct GateConfig {
+    /// Which gate and its creation parameters.
+    pub options: GateOptions,
+    /// Who sets the limit.
+    pub policy: PolicySpec,
+    /// PMs in the interleave set (N of PATS Eq. 3).
+    pub n_pm: u32,
+    /// Collector window.
+    pub window: Duration,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        GateConfig {
+            options: GateOptions::default(),
+            policy: PolicySpec::Pats { t_mc: 0.2 },
+            n_pm: 1,
+            window: Duration::from_millis(10),
+        }
+    }
+}
+
+/// Environment variables read by [`GateConfig::from_env`].
+pub const ENV_VARS: [(&str, &str); 6] = [
+    (
+        "MEMTAMER_GATE",
+        "gate name; processes with the same name share one limit (default: default)",
+    ),
+    (
+        "MEMTAMER_GATE_DIR",
+        "directory of the shared file (default: /dev/shm)",
+    ),
+    (
+        "MEMTAMER_GATE_POLICY",
+        "pats | pats:T_MC | fixed:N | calibrated:MODEL.toml | external (default: pats)",
+    ),
+    (
+        "MEMTAMER_PM_INTERLEAVE",
+        "PMs in the interleave set, N of PATS Eq. 3 (default: 1)",
+    ),
+    (
+        "MEMTAMER_GATE_BYPASS",
+        "requests below this many bytes are never gated (default: 256)",
+    ),
+    (
+        "MEMTAMER_GATE_WINDOW_MS",
+        "collector window in ms, 1..=10000 (default: 10)",
+    ),
+];
+
+impl GateConfig {
+    /// Reads the `MEMTAMER_*` variables of [`ENV_VARS`].
+    pub fn from_env() -> Result<GateConfig, GateError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Like `from_env` with any variable source (for tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<GateConfig, GateError> {
+        let mut c = GateConfig::default();
+        let bad = |key: &str, value: &str, expected: &str| GateError::BadSetting {
+            key: key.into(),
+            value: value.into(),
+            expected: expected.into(),
+        };
+        if let Some(name) = get("MEMTAMER_GATE") {
+            let ok = !name.is_empty()
+                && name.len() <= 64
+                && name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || "_.-".contains(ch))
+                && !name.starts_with('.');
+            if !ok {
+                return Err(bad(
+                    "MEMTAMER_GATE",
+                    &name,
+                    "1-64 characters from A-Z a-z 0-9 _ . -, not starting with .",
+                ));
+            }
+            c.options.name = name;
+        }
+        if let Some(dir) = get("MEMTAMER_GATE_DIR") {
+            if !Path::new(&dir).is_dir() {
+                return Err(bad("MEMTAMER_GATE_DIR", &dir, "an existing directory"));
+            }
+            c.options.dir = dir.into();
+        }
+        if let Some(v) = get("MEMTAMER_PM_INTERLEAVE") {
+            c.n_pm = v
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=64).contains(n))
+                .ok_or_else(|| bad("MEMTAMER_PM_INTERLEAVE", &v, "a whole number in 1..=64"))?;
+        }
+        if let Some(v) = get("MEMTAMER_GATE_BYPASS") {
+            c.options.bypass_bytes = v
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n <= 1 << 30)
+                .ok_or_else(|| bad("MEMTAMER_GATE_BYPASS", &v, "bytes, a whole number <= 2^30"))?;
+        }
+        if let Some(v) = get("MEMTAMER_GATE_WINDOW_MS") {
+            let ms = v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (1..=10_000).contains(n))
+                .ok_or_else(|| bad("MEMTAMER_GATE_WINDOW_MS", &v, "a whole number in 1..=10000"))?;
+            c.window = Duration::from_millis(ms);
+        }
+        if let Some(v) = get("MEMTAMER_GATE_POLICY") {
+            c.policy = PolicySpec::parse("MEMTAMER_GATE_POLICY", &v)?;
+        }
+        c.options.initial_limit = c.policy.initial_limit(c.n_pm);
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Result<GateConfig, GateError> {
+        let map: std::collections::HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        GateConfig::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_are_pats_on_one_pm() {
+        let c = env(&[]).expect("defaults");
+        assert_eq!(c.policy, PolicySpec::Pats { t_mc: 0.2 });
+        assert_eq!(c.n_pm, 1);
+        assert_eq!(c.options.bypass_bytes, 256);
+        assert_eq!(c.options.initial_limit, 2); // Eq. 1 for 4 KiB writes on 1 PM
+        assert!(c.options.path().ends_with("memtamer-gate-default"));
+    }
+
+    #[test]
+    fn every_setting_parses() {
+        let c = env(&[
+            ("MEMTAMER_GATE", "db-1"),
+            ("MEMTAMER_GATE_POLICY", "fixed:3"),
+            ("MEMTAMER_PM_INTERLEAVE", "6"),
+            ("MEMTAMER_GATE_BYPASS", "512"),
+            ("MEMTAMER_GATE_WINDOW_MS", "50"),
+        ])
+        .expect("valid");
+        assert_eq!(c.options.name, "db-1");
+        assert_eq!(c.policy, PolicySpec::Fixed(3));
+        assert_eq!(c.options.initial_limit, 3);
+        assert_eq!(c.n_pm, 6);
+        assert_eq!(c.window, Duration::from_millis(50));
+        let c = env(&[("MEMTAMER_GATE_POLICY", "pats:0.5")]).expect("valid");
+        assert_eq!(c.options.initial_limit, 4); // PATS §III-C example
+        let c = env(&[("MEMTAMER_GATE_POLICY", "external")]).expect("valid");
+        assert_eq!(c.options.initial_limit, UNLIMITED);
+        assert!(c.policy.build(1).is_none());
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        for (k, v) in [
+            ("MEMTAMER_GATE", "../etc"),
+            ("MEMTAMER_GATE", ""),
+            ("MEMTAMER_GATE_POLICY", "fixed:0"),
+            ("MEMTAMER_GATE_POLICY", "pats:2"),
+            ("MEMTAMER_GATE_POLICY", "magic"),
+            ("MEMTAMER_GATE_POLICY", "calibrated:/nonexistent/model.toml"),
+            ("MEMTAMER_PM_INTERLEAVE", "0"),
+            ("MEMTAMER_GATE_BYPASS", "-1"),
+            ("MEMTAMER_GATE_WINDOW_MS", "0"),
+            ("MEMTAMER_GATE_DIR", "/nonexistent"),
+        ] {
+            let err = env(&[(k, v)]).expect_err(v).to_string();
+            let named = err.contains(k) || err.contains("model.toml");
+            assert!(named, "{err}");
+        }
+    }
+
+    #[test]
+    fn calibrated_models_load_and_bad_ones_say_where() {
+        let dir = std::env::temp_dir().join(format!("mt-gate-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let good = dir.join("good.toml");
+        std::fs::write(
+            &good,
+            "platform = \"x\"\nmax_dram_loss = 0.05\n[[points]]\nwrite_ratio = 1.0\nrequest_bytes = 4096\nt_s = 3\n",
+        )
+        .expect("write");
+        let spec = PolicySpec::parse("K", &format!("calibrated:{}", good.display())).expect("ok");
+        assert_eq!(spec.initial_limit(1), 3);
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, "platform = \"x\"\nmax_dram_loss = \"high\"\n").expect("write");
+        let err = PolicySpec::parse("K", &format!("calibrated:{}", bad.display()))
+            .expect_err("bad")
+            .to_string();
+        assert!(err.contains("bad.toml:2"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,611 @@
+//! The gate: admission of PM requests under a system-wide limit T_S.
+//!
+//! PATS §IV maps onto this file as follows. Each registered thread owns a
+//! [`Slot`] holding its Req-Info and its Running-Lock (`state`, a futex
+//! word). `serving` is the Serving-Thread count. The Selector is
+//! [`Gate::select`]: whenever capacity frees up it releases the waiting
+//! threads in FIFO ticket order, so every thread is served in turn and none
+//! starves. Requests smaller than the bypass size never wait.
+//!
+//! Beyond the paper, the state is in shared memory (one gate for all
+//! processes) and survives deaths: the lock word names its owner, so a lock
+//! left by a dead thread is taken over and the state rebuilt from the slots;
+//! the reaper frees slots of dead threads and returns their capacity.
+
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::shm::{Header, Mapping, Slot, IDLE, RUNNING, SLOTS, UNLIMITED, WAITING};
+use crate::{os, GateError};
+
+/// How long a waiter sleeps between checks for dead threads.
+const WAIT_SLICE: Duration = Duration::from_millis(2);
+/// A waiter that has waited this long asks the reaper to look for dead
+/// threads holding capacity (rate-limited system-wide to once per interval).
+pub(crate) const REAP_INTERVAL_NS: u64 = 5_000_000;
+/// A lock held this long makes waiters check whether its owner is alive.
+const LOCK_SUSPECT_NS: u64 = 2_000_000;
+/// Spins before a waiter sleeps.
+const SPINS: u32 = 200;
+
+/// Options for opening a gate.
+#[derive(Clone, Debug)]
+pub struct GateOptions {
+    /// Gate name: processes that use the same name share one limit.
+    pub name: String,
+    /// Directory of the shared file (normally `/dev/shm`).
+    pub dir: PathBuf,
+    /// Requests smaller than this never wait (PATS: 256 B). Only the
+    /// creator's value counts.
+    pub bypass_bytes: u32,
+    /// Limit set when this process creates the gate.
+    pub initial_limit: u32,
+}
+
+impl Default for GateOptions {
+    fn default() -> Self {
+        GateOptions {
+            name: "default".into(),
+            dir: PathBuf::from("/dev/shm"),
+            bypass_bytes: 256,
+            initial_limit: UNLIMITED,
+        }
+    }
+}
+
+impl GateOptions {
+    /// Path of the shared file for these options.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(format!("memtamer-gate-{}", self.name))
+    }
+}
+
+/// An open gate. Cheap to share between threads (`Arc<Gate>`); each thread
+/// that issues PM requests registers once with [`Gate::register`].
+pub struct Gate {
+    map: Mapping,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate")
+            .field("path", &self.map.path)
+            .finish()
+    }
+}
+
+/// What `begin` did with a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Smaller than the bypass size: not gated.
+    Bypassed,
+    /// Admitted at once.
+    Immediate,
+    /// Admitted after waiting this many nanoseconds.
+    Waited(u64),
+}
+
+impl Gate {
+    /// Opens the gate named in `options`, creating its shared file if needed.
+    pub fn open(options: &GateOptions) -> Result<Arc<Gate>, GateError> {
+        os::watch_forks();
+        let map = Mapping::open(&options.path(), options.bypass_bytes, options.initial_limit)?;
+        Ok(Arc::new(Gate { map }))
+    }
+
+    /// The shared file.
+    pub fn path(&self) -> &Path {
+        &self.map.path
+    }
+
+    pub(crate) fn header(&self) -> &Header {
+        self.map.header()
+    }
+
+    pub(crate) fn slot(&self, index: usize) -> &Slot {
+        self.map.slot(index)
+    }
+
+    /// Registers the calling thread: claims a free slot for it. The slot is
+    /// freed when the returned handle drops, or by the reaper if the thread
+    /// dies first.
+    pub fn register(self: &Arc<Gate>) -> Result<GateThread, GateError> {
+        let (pid, tid) = (os::pid(), os::tid());
+        for attempt in 0..2 {
+            for index in 0..SLOTS {
+                let slot = self.slot(index);
+                if slot
+                    .owner_pid
+                    .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    slot.owner_tid.store(tid, Ordering::Release);
+                    slot.state.store(IDLE, Ordering::Release);
+                    slot.sleeping.store(0, Ordering::Relaxed);
+                    return Ok(GateThread {
+                        gate: Arc::clone(self),
+                        index,
+                        me: (u64::from(pid) << 32) | u64::from(tid),
+                        _not_send: PhantomData,
+                    });
+                }
+            }
+            if attempt == 0 {
+                // full: free the slots of dead threads and try once more
+                self.reap_with(true, true);
+            }
+        }
+        Err(GateError::SlotsFull {
+            path: self.map.path.clone(),
+            slots: SLOTS,
+        })
+    }
+
+    /// The current limit (None: unlimited).
+    pub fn limit(&self) -> Option<u32> {
+        match self.header().limit.load(Ordering::Acquire) {
+            UNLIMITED => None,
+            n => Some(n),
+        }
+    }
+
+    /// Sets the limit (None: unlimited; Some(0) counts as 1 so that PM work
+    /// always progresses) and releases waiters that now fit.
+    pub fn set_limit(&self, limit: Option<u32>) {
+        let value = limit.map_or(UNLIMITED, |n| n.max(1));
+        let guard = self.lock();
+        let h = self.header();
+        if h.limit.swap(value, Ordering::AcqRel) != value {
+            h.limit_changes.fetch_add(1, Ordering::Relaxed);
+        }
+        let granted = self.select();
+        drop(guard);
+        self.wake(&granted);
+    }
+
+    /// Forgets the peak and the counters (not the per-thread statistics).
+    pub fn reset_peak(&self) {
+        let guard = self.lock();
+        let h = self.header();
+        h.peak_serving
+            .store(h.serving.load(Ordering::Relaxed), Ordering::Relaxed);
+        h.limit_at_peak
+            .store(h.limit.load(Ordering::Relaxed), Ordering::Relaxed);
+        drop(guard);
+    }
+
+    /// Takes the gate lock, taking it over if its owner died.
+    fn lock(&self) -> LockGuard<'_> {
+        self.lock_as(os::lock_word())
+    }
+
+    /// `lock` naming `me` (pid << 32 | tid) as the owner.
+    fn lock_as(&self, me: u64) -> LockGuard<'_> {
+        let h = self.header();
+        let mut spins = 0u32;
+        let mut suspect_since: Option<(u64, u64)> = None;
+        loop {
+            match h
+                .lock
+                .compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return LockGuard { gate: self },
+                Err(owner) => {
+                    spins += 1;
+                    if spins < 64 {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    os::yield_now();
+                    if owner == 0 {
+                        continue;
+                    }
+                    let now = os::now_ns();
+                    match suspect_since {
+                        Some((who, since)) if who == owner => {
+                            if now.saturating_sub(since) > LOCK_SUSPECT_NS
+                                && !os::alive((owner >> 32) as u32, owner as u32, true)
+                                && h.lock
+                                    .compare_exchange(
+                                        owner,
+                                        me,
+                                        Ordering::Acquire,
+                                        Ordering::Relaxed,
+                                    )
+                                    .is_ok()
+                            {
+                                // the owner died inside: its half-done update
+                                // is undone by rebuilding from the slots
+                                self.repair();
+                                h.lock_repairs.fetch_add(1, Ordering::Relaxed);
+                                return LockGuard { gate: self };
+                            }
+                        }
+                        _ => suspect_since = Some((owner, now)),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Rebuilds the lock-protected state from the slots, which are the
+    /// source of truth: serving = slots RUNNING, queue = slots WAITING in
+    /// ticket order. Called with the lock held.
+    fn repair(&self) {
+        let h = self.header();
+        let mut serving = 0u32;
+        let mut waiting: Vec<(u64, u32)> = Vec::new();
+        for index in 0..SLOTS {
+            let slot = self.slot(index);
+            if slot.owner_pid.load(Ordering::Acquire) == 0 {
+                continue;
+            }
+            match slot.state.load(Ordering::Acquire) {
+                RUNNING => serving += 1,
+                WAITING => waiting.push((slot.ticket.load(Ordering::Relaxed), index as u32)),
+                _ => {}
+            }
+        }
+        waiting.sort_unstable();
+        h.serving.store(serving, Ordering::Relaxed);
+        h.queue_start.store(0, Ordering::Relaxed);
+        h.queue_len.store(waiting.len() as u32, Ordering::Relaxed);
+        for (i, (_, index)) in waiting.iter().enumerate() {
+            h.queue[i].store(*index, Ordering::Relaxed);
+        }
+    }
+
+    /// The Selector: while there is capacity, hands it to the waiter at the
+    /// queue's head. Returns the slots it granted (to wake after unlocking).
+    /// Called with the lock held.
+    fn select(&self) -> Granted {
+        let h = self.header();
+        let mut granted = Granted::default();
+        loop {
+            let len = h.queue_len.load(Ordering::Relaxed);
+            if len == 0 || h.serving.load(Ordering::Relaxed) >= h.limit.load(Ordering::Relaxed) {
+                return granted;
+            }
+            let start = h.queue_start.load(Ordering::Relaxed);
+            let index = h.queue[start as usize % SLOTS].load(Ordering::Relaxed) as usize;
+            h.queue_start
+                .store((start + 1) % SLOTS as u32, Ordering::Relaxed);
+            h.queue_len.store(len - 1, Ordering::Relaxed);
+            let slot = self.slot(index);
+            if slot.owner_pid.load(Ordering::Acquire) == 0
+                || slot.state.load(Ordering::Acquire) != WAITING
+            {
+                continue; // stale entry of a reaped thread
+            }
+            self.admit_locked();
+            h.contended_admissions.store(
+                h.contended_admissions.load(Ordering::Relaxed) + 1,
+                Ordering::Relaxed,
+            );
+            slot.state.store(RUNNING, Ordering::SeqCst);
+            granted.push(index);
+        }
+    }
+
+    /// Counts one admission. Called with the lock held.
+    fn admit_locked(&self) {
+        let h = self.header();
+        let serving = h.serving.load(Ordering::Relaxed) + 1;
+        h.serving.store(serving, Ordering::Relaxed);
+        h.admissions
+            .store(h.admissions.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        if serving > h.peak_serving.load(Ordering::Relaxed) {
+            h.peak_serving.store(serving, Ordering::Relaxed);
+            h.limit_at_peak
+                .store(h.limit.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+
+    /// Wakes granted waiters that are asleep.
+    fn wake(&self, granted: &Granted) {
+        for &index in granted.iter() {
+            let slot = self.slot(index);
+            if slot.sleeping.load(Ordering::SeqCst) != 0 {
+                os::futex_wake(&slot.state);
+            }
+        }
+    }
+
+    /// Frees the slots of dead threads, returns the capacity they held and
+    /// releases waiters into it. Rate-limited system-wide unless `force`.
+    /// Returns how many slots it freed.
+    pub fn reap(&self, force: bool) -> usize {
+        self.reap_with(force, false)
+    }
+
+    /// `reap`; `thorough` also reads /proc to catch zombies (a killed process
+    /// its parent has not waited for still answers signals).
+    pub(crate) fn reap_with(&self, force: bool, thorough: bool) -> usize {
+        let h = self.header();
+        let now = os::now_ns();
+        if !force && now.saturating_sub(h.last_reap_ns.load(Ordering::Relaxed)) < REAP_INTERVAL_NS {
+            return 0;
+        }
+        if h.reaper_busy
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return 0;
+        }
+        h.last_reap_ns.store(now, Ordering::Relaxed);
+        let dead: Vec<usize> = (0..SLOTS)
+            .filter(|&i| {
+                let slot = self.slot(i);
+                let pid = slot.owner_pid.load(Ordering::Acquire);
+                let tid = slot.owner_tid.load(Ordering::Acquire);
+                pid != 0 && tid != 0 && !os::alive(pid, tid, thorough)
+            })
+            .collect();
+        let mut freed = 0;
+        if !dead.is_empty() {
+            let guard = self.lock();
+            for &i in &dead {
+                let slot = self.slot(i);
+                let pid = slot.owner_pid.load(Ordering::Acquire);
+                let tid = slot.owner_tid.load(Ordering::Acquire);
+                if pid == 0 || os::alive(pid, tid, thorough) {
+                    continue;
+                }
+                if slot.state.swap(IDLE, Ordering::AcqRel) == RUNNING {
+                    let serving = h.serving.load(Ordering::Relaxed);
+                    h.serving
+                        .store(serving.saturating_sub(1), Ordering::Relaxed);
+                    h.reclaimed.fetch_add(1, Ordering::Relaxed);
+                }
+                h.retired.absorb(&slot.stats);
+                slot.stats.clear();
+                slot.owner_tid.store(0, Ordering::Relaxed);
+                slot.owner_pid.store(0, Ordering::Release);
+                h.reaped_slots.fetch_add(1, Ordering::Relaxed);
+                freed += 1;
+            }
+            // a dead WAITING slot may sit in the queue: `select` skips it
+            let granted = self.select();
+            drop(guard);
+            self.wake(&granted);
+        }
+        h.reaper_busy.store(0, Ordering::Release);
+        freed
+    }
+}
+
+/// Slots granted in one Selector pass (at most SLOTS).
+#[derive(Default)]
+struct Granted(Vec<usize>);
+
+impl Granted {
+    fn push(&mut self, index: usize) {
+        self.0.push(index);
+    }
+    fn iter(&self) -> std::slice::Iter<'_, usize> {
+        self.0.iter()
+    }
+}
+
+/// Holds the gate lock; releases it on drop.
+struct LockGuard<'a> {
+    gate: &'a Gate,
+}
+
+impl Drop for LockGuard<'_> {
+    fn drop(&mut self) {
+        self.gate.header().lock.store(0, Ordering::Release);
+    }
+}
+
+/// A registered PA-thread. Not `Send`: the slot names this thread's tid.
+pub struct GateThread {
+    gate: Arc<Gate>,
+    index: usize,
+    /// This thread's lock word (pid << 32 | tid).
+    me: u64,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl std::fmt::Debug for GateThread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GateThread")
+            .field("slot", &self.index)
+            .finish()
+    }
+}
+
+impl GateThread {
+    /// The gate this thread is registered with.
+    pub fn gate(&self) -> &Arc<Gate> {
+        &self.gate
+    }
+
+    fn slot(&self) -> &Slot {
+        self.gate.slot(self.index)
+    }
+
+    /// Brackets the start of a PM request of `bytes` bytes: records it in the
+    /// thread's statistics and Req-Info, then waits until the Selector admits
+    /// it (requests below the bypass size pass at once). Call
+    /// [`GateThread::end`] when the request is done, or use [`GateThread::enter`].
+    pub fn begin(&self, bytes: u64, is_write: bool) -> Admission {
+        let slot = self.slot();
+        let h = self.gate.header();
+        record(&slot.stats, bytes, is_write);
+        if bytes < u64::from(h.bypass_bytes.load(Ordering::Relaxed)) {
+            bump(&slot.stats.bypassed, 1);
+            return Admission::Bypassed;
+        }
+        if slot.state.load(Ordering::Relaxed) != IDLE {
+            // begin without end: the thread already holds its admission
+            return Admission::Immediate;
+        }
+        slot.req_bytes.store(bytes, Ordering::Relaxed);
+        slot.req_write.store(u32::from(is_write), Ordering::Relaxed);
+        let guard = self.gate.lock_as(self.me);
+        if h.queue_len.load(Ordering::Relaxed) == 0
+            && h.serving.load(Ordering::Relaxed) < h.limit.load(Ordering::Relaxed)
+        {
+            self.gate.admit_locked();
+            slot.state.store(RUNNING, Ordering::Release);
+            drop(guard);
+            return Admission::Immediate;
+        }
+        let ticket = h.next_ticket.load(Ordering::Relaxed);
+        h.next_ticket.store(ticket + 1, Ordering::Relaxed);
+        slot.ticket.store(ticket, Ordering::Relaxed);
+        slot.state.store(WAITING, Ordering::SeqCst);
+        let len = h.queue_len.load(Ordering::Relaxed);
+        let tail = (h.queue_start.load(Ordering::Relaxed) + len) as usize % SLOTS;
+        h.queue[tail].store(self.index as u32, Ordering::Relaxed);
+        h.queue_len.store(len + 1, Ordering::Relaxed);
+        drop(guard);
+        let waited = self.wait_for_admission();
+        bump(&slot.stats.waited, 1);
+        bump(&slot.stats.wait_ns_total, waited);
+        if waited > slot.stats.wait_ns_max.load(Ordering::Relaxed) {
+            slot.stats.wait_ns_max.store(waited, Ordering::Relaxed);
+        }
+        Admission::Waited(waited)
+    }
+
+    fn wait_for_admission(&self) -> u64 {
+        let slot = self.slot();
+        let start = os::now_ns();
+        for _ in 0..SPINS {
+            if slot.state.load(Ordering::Acquire) == RUNNING {
+                return os::now_ns() - start;
+            }
+            std::hint::spin_loop();
+        }
+        loop {
+            slot.sleeping.store(1, Ordering::SeqCst);
+            if slot.state.load(Ordering::SeqCst) == RUNNING {
+                slot.sleeping.store(0, Ordering::Relaxed);
+                return os::now_ns() - start;
+            }
+            os::futex_wait(&slot.state, WAITING, WAIT_SLICE);
+            slot.sleeping.store(0, Ordering::Relaxed);
+            if slot.state.load(Ordering::Acquire) == RUNNING {
+                return os::now_ns() - start;
+            }
+            if os::now_ns() - start > REAP_INTERVAL_NS {
+                self.gate.reap(false);
+            }
+        }
+    }
+
+    /// Ends the request admitted by the last [`GateThread::begin`] and lets
+    /// the Selector release the next waiter. Harmless after a bypassed
+    /// request or without a begin.
+    pub fn end(&self) {
+        let slot = self.slot();
+        if slot.state.load(Ordering::Relaxed) != RUNNING {
+            return;
+        }
+        let h = self.gate.header();
+        let guard = self.gate.lock_as(self.me);
+        slot.state.store(IDLE, Ordering::Release);
+        let serving = h.serving.load(Ordering::Relaxed);
+        h.serving
+            .store(serving.saturating_sub(1), Ordering::Relaxed);
+        let granted = self.gate.select();
+        drop(guard);
+        self.gate.wake(&granted);
+    }
+
+    /// `begin` returning a guard that calls `end` when dropped.
+    pub fn enter(&self, bytes: u64, is_write: bool) -> Permit<'_> {
+        let admission = self.begin(bytes, is_write);
+        Permit {
+            thread: self,
+            admission,
+        }
+    }
+}
+
+impl Drop for GateThread {
+    fn drop(&mut self) {
+        self.end();
+        let h = self.gate.header();
+        let slot = self.slot();
+        let guard = self.gate.lock_as(self.me);
+        h.retired.absorb(&slot.stats);
+        slot.stats.clear();
+        slot.owner_tid.store(0, Ordering::Relaxed);
+        slot.owner_pid.store(0, Ordering::Release);
+        drop(guard);
+    }
+}
+
+/// An admitted request; ends it when dropped.
+#[derive(Debug)]
+pub struct Permit<'a> {
+    thread: &'a GateThread,
+    /// How the request was admitted.
+    pub admission: Admission,
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        if self.admission != Admission::Bypassed {
+            self.thread.end();
+        }
+    }
+}
+
+/// Adds `n` to a counter only its owner writes (no read-modify-write).
+fn bump(counter: &AtomicU64, n: u64) {
+    counter.store(
+        counter.load(Ordering::Relaxed).wrapping_add(n),
+        Ordering::Relaxed,
+    );
+}
+
+fn record(stats: &crate::shm::SharedStats, bytes: u64, is_write: bool) {
+    let class = memtamer_core::SizeClass::of(bytes).index();
+    if is_write {
+        bump(&stats.write_bytes, bytes);
+        bump(&stats.writes_by_size[class], 1);
+    } else {
+        bump(&stats.read_bytes, bytes);
+        bump(&stats.reads_by_size[class], 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_left_by_a_dead_thread_is_taken_over_and_the_state_rebuilt() {
+        let options = GateOptions {
+            name: format!("unit-repair-{}", std::process::id()),
+            initial_limit: 1,
+            ..GateOptions::default()
+        };
+        let gate = Gate::open(&options).expect("open");
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let dead = child.id();
+        child.wait().expect("wait");
+        let h = gate.header();
+        // a thread died inside the lock, halfway through an update
+        h.lock
+            .store(u64::from(dead) << 32 | u64::from(dead), Ordering::SeqCst);
+        h.serving.store(7, Ordering::SeqCst);
+        h.queue_len.store(3, Ordering::SeqCst);
+        let me = gate.register().expect("register");
+        let permit = me.enter(4096, true);
+        assert_eq!(permit.admission, Admission::Immediate);
+        assert_eq!(h.lock_repairs.load(Ordering::SeqCst), 1);
+        assert_eq!(h.serving.load(Ordering::SeqCst), 1);
+        assert_eq!(h.queue_len.load(Ordering::SeqCst), 0);
+        drop(permit);
+        drop(me);
+        let _ = std::fs::remove_file(options.path());
+    }
+}

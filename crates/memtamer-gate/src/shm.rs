@@ -1,0 +1,311 @@
+//! The gate's shared-memory layout and its mapping.
+//!
+//! Everything the gate shares lives in one file under `/dev/shm` so that
+//! every process that opens the same gate name sees the same limit, the same
+//! serving count and the same FIFO queue: two PM applications together still
+//! respect T_S. A zero-filled file is the valid empty state except for
+//! `magic`, which the creator stores last.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use crate::GateError;
+
+/// Layout magic: "MTGATE" and the layout version. Bump the last byte on any
+/// layout change so that old and new processes refuse to share a file.
+pub(crate) const MAGIC: u64 = 0x4d54_4741_5445_0003;
+
+/// Slots: PA-threads that can be registered at once, system-wide.
+pub const SLOTS: usize = 256;
+
+/// `limit` value meaning "no limit".
+pub(crate) const UNLIMITED: u32 = u32::MAX;
+
+/// Slot states (the per-thread Running-Lock of PATS §IV, as a futex word).
+pub(crate) const IDLE: u32 = 0;
+pub(crate) const WAITING: u32 = 1;
+pub(crate) const RUNNING: u32 = 2;
+
+/// Request-level statistics one thread publishes. Only the owning thread
+/// writes them (plain relaxed stores, no read-modify-write on the fast
+/// path); the collector and `memtamer gate stats` read them.
+#[repr(C)]
+#[derive(Default)]
+pub(crate) struct SharedStats {
+    pub read_bytes: AtomicU64,
+    pub write_bytes: AtomicU64,
+    pub reads_by_size: [AtomicU64; 4],
+    pub writes_by_size: [AtomicU64; 4],
+    /// Requests below the bypass size (never gated).
+    pub bypassed: AtomicU64,
+    /// Gated requests that had to wait for the Selector.
+    pub waited: AtomicU64,
+    /// Total and longest wait, nanoseconds.
+    pub wait_ns_total: AtomicU64,
+    pub wait_ns_max: AtomicU64,
+}
+
+/// One PA-thread's slot.
+#[repr(C, align(128))]
+pub(crate) struct Slot {
+    /// Owner's process id; 0 while the slot is free.
+    pub owner_pid: AtomicU32,
+    /// Owner's thread id.
+    pub owner_tid: AtomicU32,
+    /// IDLE, WAITING or RUNNING; the owner sleeps on this word.
+    pub state: AtomicU32,
+    /// 1 while the owner sleeps in futex_wait on `state`.
+    pub sleeping: AtomicU32,
+    /// Req-Info: size and direction of the current request.
+    pub req_bytes: AtomicU64,
+    pub req_write: AtomicU32,
+    _pad: u32,
+    /// FIFO position while WAITING.
+    pub ticket: AtomicU64,
+    pub stats: SharedStats,
+}
+
+/// The gate's global state. Fields marked (L) change only under `lock`.
+#[repr(C)]
+pub(crate) struct Header {
+    pub magic: AtomicU64,
+    pub layout_bytes: AtomicU64,
+    pub slots: AtomicU32,
+    /// Requests smaller than this never wait (PATS: 256 B).
+    pub bypass_bytes: AtomicU32,
+    _pad0: [u64; 5],
+    /// The lock word: owner (pid << 32 | tid), 0 when free. Own cache line.
+    pub lock: AtomicU64,
+    _pad1: [u64; 7],
+    /// (L) T_S; UNLIMITED for none.
+    pub limit: AtomicU32,
+    /// (L) Serving-Thread count: admitted gated requests in flight.
+    pub serving: AtomicU32,
+    /// (L) Highest `serving` ever reached, and the limit at that moment.
+    pub peak_serving: AtomicU32,
+    pub limit_at_peak: AtomicU32,
+    /// (L) FIFO of waiting slot indices: ring start and length.
+    pub queue_start: AtomicU32,
+    pub queue_len: AtomicU32,
+    /// (L) Next ticket to hand out.
+    pub next_ticket: AtomicU64,
+    /// (L) Gated requests admitted, and how many of those waited.
+    pub admissions: AtomicU64,
+    pub contended_admissions: AtomicU64,
+    /// Capacity reclaimed from threads that died while admitted.
+    pub reclaimed: AtomicU64,
+    /// Slots freed because their owner died.
+    pub reaped_slots: AtomicU64,
+    /// Times the lock was taken over from a dead owner and state rebuilt.
+    pub lock_repairs: AtomicU64,
+    /// Times the limit changed.
+    pub limit_changes: AtomicU64,
+    /// Collector lease: holder pid (0 none) and its last heartbeat (CLOCK_MONOTONIC ns).
+    pub collector_pid: AtomicU32,
+    _pad2: u32,
+    pub collector_heartbeat_ns: AtomicU64,
+    /// Collector's last view: average request bytes and write ratio (f64 bits).
+    pub last_avg_bytes: AtomicU64,
+    pub last_write_ratio: AtomicU64,
+    /// When the reaper last ran (CLOCK_MONOTONIC ns), and its try-lock.
+    pub last_reap_ns: AtomicU64,
+    pub reaper_busy: AtomicU32,
+    _pad3: u32,
+    /// Statistics of threads that have exited or died.
+    pub retired: SharedStats,
+    /// (L) Ring of slot indices.
+    pub queue: [AtomicU32; SLOTS],
+}
+
+/// Bytes of the whole shared region.
+pub(crate) const LAYOUT_BYTES: usize =
+    std::mem::size_of::<Header>().next_multiple_of(128) + SLOTS * std::mem::size_of::<Slot>();
+
+/// A mapped gate region.
+pub(crate) struct Mapping {
+    base: *mut u8,
+    pub path: PathBuf,
+}
+
+// The mapping is only accessed through atomics.
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Opens (creating if needed) and maps the gate file at `path`; the
+    /// creator initialises it under an exclusive `flock`.
+    pub fn open(path: &Path, bypass_bytes: u32, initial_limit: u32) -> Result<Mapping, GateError> {
+        let io = |source| GateError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file: File = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o666)
+            .open(path)
+            .map_err(io)?;
+        let fd = file.as_raw_fd();
+        // SAFETY: plain syscalls on a descriptor we own.
+        if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
+            return Err(io(std::io::Error::last_os_error()));
+        }
+        let result = Self::map_locked(&file, path, bypass_bytes, initial_limit);
+        // SAFETY: as above; closing the file also drops the lock.
+        unsafe { libc::flock(fd, libc::LOCK_UN) };
+        result
+    }
+
+    fn map_locked(
+        file: &File,
+        path: &Path,
+        bypass_bytes: u32,
+        initial_limit: u32,
+    ) -> Result<Mapping, GateError> {
+        let io = |source| GateError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let len = file.metadata().map_err(io)?.len();
+        let fresh = len == 0;
+        if fresh {
+            file.set_len(LAYOUT_BYTES as u64).map_err(io)?;
+        } else if len != LAYOUT_BYTES as u64 {
+            return Err(GateError::Incompatible {
+                path: path.to_path_buf(),
+                found: format!("{len} bytes, this version needs {LAYOUT_BYTES}"),
+            });
+        }
+        // SAFETY: mapping a regular file of LAYOUT_BYTES bytes, shared.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                LAYOUT_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io(std::io::Error::last_os_error()));
+        }
+        let mapping = Mapping {
+            base: base.cast(),
+            path: path.to_path_buf(),
+        };
+        let h = mapping.header();
+        match h.magic.load(Ordering::Acquire) {
+            MAGIC => {}
+            0 => {
+                h.layout_bytes.store(LAYOUT_BYTES as u64, Ordering::Relaxed);
+                h.slots.store(SLOTS as u32, Ordering::Relaxed);
+                h.bypass_bytes.store(bypass_bytes, Ordering::Relaxed);
+                h.limit.store(initial_limit.max(1), Ordering::Relaxed);
+                h.magic.store(MAGIC, Ordering::Release);
+            }
+            other => {
+                return Err(GateError::Incompatible {
+                    path: path.to_path_buf(),
+                    found: format!("layout magic {other:#x}, this version needs {MAGIC:#x}"),
+                })
+            }
+        }
+        Ok(mapping)
+    }
+
+    pub fn header(&self) -> &Header {
+        // SAFETY: the region is at least LAYOUT_BYTES long, page-aligned, and
+        // Header consists of atomics for which any bit pattern is valid.
+        unsafe { &*(self.base as *const Header) }
+    }
+
+    pub fn slot(&self, index: usize) -> &Slot {
+        debug_assert!(index < SLOTS);
+        let offset = std::mem::size_of::<Header>().next_multiple_of(128)
+            + index.min(SLOTS - 1) * std::mem::size_of::<Slot>();
+        // SAFETY: in bounds (index clamped), 128-aligned, atomics only.
+        unsafe { &*(self.base.add(offset) as *const Slot) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmapping what `open` mapped; no references outlive self.
+        unsafe { libc::munmap(self.base.cast(), LAYOUT_BYTES) };
+    }
+}
+
+impl SharedStats {
+    /// Adds `other` into `self` (used when retiring a slot; not concurrent
+    /// with other writers of `self` because it runs under the gate lock).
+    pub fn absorb(&self, other: &SharedStats) {
+        let add = |a: &AtomicU64, b: &AtomicU64| {
+            a.fetch_add(b.load(Ordering::Relaxed), Ordering::Relaxed);
+        };
+        add(&self.read_bytes, &other.read_bytes);
+        add(&self.write_bytes, &other.write_bytes);
+        for i in 0..4 {
+            add(&self.reads_by_size[i], &other.reads_by_size[i]);
+            add(&self.writes_by_size[i], &other.writes_by_size[i]);
+        }
+        add(&self.bypassed, &other.bypassed);
+        add(&self.waited, &other.waited);
+        add(&self.wait_ns_total, &other.wait_ns_total);
+        self.wait_ns_max
+            .fetch_max(other.wait_ns_max.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// Zeroes every counter.
+    pub fn clear(&self) {
+        let z = |a: &AtomicU64| a.store(0, Ordering::Relaxed);
+        z(&self.read_bytes);
+        z(&self.write_bytes);
+        self.reads_by_size.iter().for_each(z);
+        self.writes_by_size.iter().for_each(z);
+        z(&self.bypassed);
+        z(&self.waited);
+        z(&self.wait_ns_total);
+        z(&self.wait_ns_max);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // slots never share a cache-line pair; the region stays small
+    const _: () = assert!(std::mem::size_of::<Slot>() & 127 == 0);
+    const _: () = assert!(LAYOUT_BYTES < 1 << 20);
+
+    #[test]
+    fn a_zero_filled_region_is_an_idle_gate() {
+        let dir = std::env::temp_dir().join(format!("mt-shm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let path = dir.join("g");
+        let m = Mapping::open(&path, 256, 3).expect("create");
+        let h = m.header();
+        assert_eq!(h.magic.load(Ordering::Relaxed), MAGIC);
+        assert_eq!(h.limit.load(Ordering::Relaxed), 3);
+        assert_eq!(h.serving.load(Ordering::Relaxed), 0);
+        assert_eq!(m.slot(SLOTS - 1).owner_pid.load(Ordering::Relaxed), 0);
+        drop(m);
+        // reopening keeps the creator's settings
+        let again = Mapping::open(&path, 512, 9).expect("reopen");
+        assert_eq!(again.header().limit.load(Ordering::Relaxed), 3);
+        assert_eq!(again.header().bypass_bytes.load(Ordering::Relaxed), 256);
+        drop(again);
+        // a file of another size or magic is refused, not misread
+        std::fs::write(&path, b"not a gate").expect("write");
+        assert!(matches!(
+            Mapping::open(&path, 256, 1),
+            Err(GateError::Incompatible { .. })
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -45,7 +45,7 @@ enum Cmd {
         #[arg(long, default_value_t = 0.05)]
         max_loss: f64,
         /// Request sizes to measure, bytes.
-        #[arg(long, value_delimiter = ',', default_value = "256,1024,4096")]
+        #[arg(long, value_delimiter = ',', default_value = "256,512,1024,4096")]
         sizes: Vec<u64>,
         /// Write the model (TOML) here.
         #[arg(long)]
@@ -242,9 +242,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 ..Default::default()
             };
             let r = experiment::run_scenario(&s, &opts).map_err(|e| e.to_string())?;
-            print!("{}", report::table(&r));
-            println!("\n{}", ascii_bars(&r, "memcpy.gbps"));
-            println!("Try: memtamer sim list · memtamer sim run pats-fig4-mbw · memtamer sim validate --report report/");
+            print!("{}", demo_view(&r));
+            println!("\nTry: memtamer sim run pats-fig10 · memtamer sim validate --report report/ · memtamer gate exec -- <libpmem program>");
             if let Some(d) = dir {
                 write_report(&d, "memtamer demo", &[r])?;
             }
@@ -489,22 +488,95 @@ fn run_gate(cmd: GateCmd) -> Result<ExitCode, String> {
     }
 }
 
-/// A terminal bar chart of one metric over the x axis.
-fn ascii_bars(r: &ScenarioResult, metric: &str) -> String {
-    let vals: Vec<(f64, f64)> = r
+/// The demo's pivot: one column per policy, then a sparkline per policy.
+fn demo_view(r: &ScenarioResult) -> String {
+    let policies: Vec<String> = {
+        let mut seen: Vec<String> = Vec::new();
+        for p in &r.points {
+            if let Some(v) = p.params.get("policy").and_then(|v| v.as_str()) {
+                if !seen.iter().any(|s| s == v) {
+                    seen.push(v.to_string());
+                }
+            }
+        }
+        seen
+    };
+    let xs: Vec<f64> = {
+        let mut xs: Vec<f64> = r.points.iter().filter_map(|p| p.x).collect();
+        xs.sort_by(|a, b| a.total_cmp(b));
+        xs.dedup();
+        xs
+    };
+    let get = |x: f64, policy: &str, metric: &str| -> Option<f64> {
+        r.points
+            .iter()
+            .find(|p| {
+                p.x == Some(x) && p.params.get("policy").and_then(|v| v.as_str()) == Some(policy)
+            })
+            .and_then(|p| p.metrics.get(metric).copied())
+    };
+    let mut out = format!("# {}\n\n", r.title);
+    let w = 16;
+    out += &format!(
+        "{:>8} | {:^width$} | {:^width$}\n",
+        "PM",
+        "DRAM memcpy GB/s",
+        "PM write GB/s",
+        width = (w + 1) * policies.len()
+    );
+    out += &format!("{:>8} |", "writers");
+    for _ in 0..2 {
+        for p in &policies {
+            out += &format!(" {p:>w$}");
+        }
+        out += " |";
+    }
+    out.pop();
+    out += "\n";
+    for &x in &xs {
+        out += &format!("{x:>8} |");
+        for metric in ["memcpy.gbps", "pm.request_write_gbps"] {
+            for p in &policies {
+                out += &format!(" {:>w$}", get(x, p, metric).map_or("-".into(), report::num));
+            }
+            out += " |";
+        }
+        out.pop();
+        out += "\n";
+    }
+    let blocks = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = r
         .points
         .iter()
-        .filter_map(|p| Some((p.x?, *p.metrics.get(metric)?)))
-        .collect();
-    let max = vals.iter().map(|v| v.1).fold(0.0, f64::max).max(1e-9);
-    let mut s = format!("{metric} by {}\n", r.x_key.clone().unwrap_or_default());
-    for (x, v) in vals {
-        let n = (v / max * 50.0).round() as usize;
-        s.push_str(&format!(
-            "{x:>5} | {:<50} {}\n",
-            "#".repeat(n),
-            report::num(v)
-        ));
+        .filter_map(|p| p.metrics.get("memcpy.gbps").copied())
+        .fold(0.0, f64::max)
+        .max(1e-9);
+    out += &format!(
+        "\nDRAM memcpy as PM writers go {} → {}:\n",
+        xs.first().unwrap_or(&0.0),
+        xs.last().unwrap_or(&0.0)
+    );
+    for p in &policies {
+        let line: String = xs
+            .iter()
+            .map(|&x| {
+                let v = get(x, p, "memcpy.gbps").unwrap_or(0.0) / max;
+                blocks[((v * 7.0).round() as usize).min(7)]
+            })
+            .collect();
+        let last = xs
+            .last()
+            .and_then(|&x| get(x, p, "memcpy.gbps"))
+            .unwrap_or(0.0);
+        let first = xs
+            .first()
+            .and_then(|&x| get(x, p, "memcpy.gbps"))
+            .unwrap_or(1.0);
+        out += &format!(
+            "  {p:<16} {line}  {:>5.1}% of no-PM at {} writers\n",
+            100.0 * last / first.max(1e-9),
+            xs.last().unwrap_or(&0.0)
+        );
     }
-    s
+    out
 }

@@ -9,6 +9,7 @@ pub mod cpuset;
 pub mod decision;
 pub mod observation;
 pub mod pats;
+pub mod pats_adaptive;
 pub mod policy;
 
 pub use cpuset::CpuSet;

@@ -221,10 +221,12 @@ pub struct CalibratedModel {
 }
 
 impl CalibratedModel {
-    /// T_S for a request mix: for each calibrated write ratio, the point with
-    /// the largest request size not above `avg_request_bytes` (or the smallest
-    /// size); then linear interpolation in the write ratio. At least 1; None
-    /// when the model has no point.
+    /// T_S for a request mix: for each calibrated write ratio, the smaller T_S
+    /// of the two calibrated sizes around `avg_request_bytes` (the nearest one
+    /// outside the calibrated range): an unmeasured size gets the more
+    /// conservative neighbour, because too high a limit costs DRAM far more
+    /// than too low a limit costs PM. Then linear interpolation in the write
+    /// ratio. At least 1; None when the model has no point.
     pub fn threshold(&self, avg_request_bytes: f64, write_ratio: f64) -> Option<u32> {
         let wr = if write_ratio.is_finite() {
             write_ratio.clamp(0.0, 1.0)
@@ -242,7 +244,14 @@ impl CalibratedModel {
                 .iter()
                 .rev()
                 .find(|p| p.request_bytes as f64 <= avg_request_bytes);
-            below.or(same.first()).map(|p| p.t_s as f64)
+            let above = same
+                .iter()
+                .find(|p| p.request_bytes as f64 >= avg_request_bytes);
+            match (below, above) {
+                (Some(b), Some(a)) => Some(b.t_s.min(a.t_s) as f64),
+                // outside the range, or a NaN size: the nearest or the smallest
+                (b, a) => b.or(a).or(same.first()).map(|p| p.t_s as f64),
+            }
         };
         let mut ratios: Vec<f64> = self.points.iter().map(|p| p.write_ratio).collect();
         ratios.sort_by(|a, b| a.total_cmp(b));
@@ -324,7 +333,8 @@ mod calibrated_tests {
         let m = model();
         assert_eq!(m.threshold(4096.0, 1.0), Some(3));
         assert_eq!(m.threshold(8192.0, 1.0), Some(3));
-        assert_eq!(m.threshold(2048.0, 1.0), Some(4));
+        assert_eq!(m.threshold(2048.0, 1.0), Some(3)); // between 1 KiB (4) and 4 KiB (3)
+        assert_eq!(m.threshold(1024.0, 1.0), Some(4)); // a calibrated size: its own value
         assert_eq!(m.threshold(64.0, 1.0), Some(5)); // below every size: the smallest
         assert_eq!(m.threshold(4096.0, 0.0), Some(6));
         assert_eq!(m.threshold(4096.0, 0.5), Some(4)); // 3 + (6 - 3) / 2 = 4.5

@@ -31,7 +31,7 @@ impl Default for CalibrationSpec {
         CalibrationSpec {
             platform: "pats".into(),
             max_dram_loss: 0.05,
-            request_sizes: vec![256, 1024, 4096],
+            request_sizes: vec![256, 512, 1024, 4096],
             duration_ms: 2.0,
             progress: false,
         }
@@ -135,6 +135,39 @@ pub fn calibrate(spec: &CalibrationSpec) -> Result<CalibratedModel, SimError> {
         max_dram_loss: spec.max_dram_loss,
         points,
     })
+}
+
+/// Models shipped for built-in platforms: exactly what
+/// `memtamer calibrate --platform NAME --out FILE` writes (a test keeps them
+/// current), so that demos need not spend the seconds calibration takes.
+const BUILTIN_MODELS: [(&str, &str); 1] = [("pats", include_str!("../builtin/models/pats.toml"))];
+
+/// The calibrated model of a platform by name: the shipped one for built-in
+/// platforms that have one, otherwise calibrated now with the default
+/// specification and kept for the rest of the process.
+pub fn model_for(platform: &str) -> Result<CalibratedModel, SimError> {
+    use std::sync::{Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<BTreeMap<String, CalibratedModel>>> = OnceLock::new();
+    if let Some((_, text)) = BUILTIN_MODELS.iter().find(|(n, _)| *n == platform) {
+        return toml::from_str(text).map_err(|e| SimError::Parse {
+            file: format!("<builtin model {platform}>"),
+            line: 0,
+            column: 0,
+            message: e.message().to_string(),
+        });
+    }
+    let cache = CACHE.get_or_init(|| Mutex::new(BTreeMap::new()));
+    // hold the lock while calibrating: concurrent sweep points wait for one run
+    let mut models = cache.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(m) = models.get(platform) {
+        return Ok(m.clone());
+    }
+    let model = calibrate(&CalibrationSpec {
+        platform: platform.to_string(),
+        ..Default::default()
+    })?;
+    models.insert(platform.to_string(), model.clone());
+    Ok(model)
 }
 
 /// Reads a model file written by `memtamer calibrate`.

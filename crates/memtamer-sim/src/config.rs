@@ -449,6 +449,11 @@ pub struct PaperPoint {
     /// Only points whose other swept keys have these values.
     #[serde(default)]
     pub with: BTreeMap<String, toml::Value>,
+    /// If set, the value is divided by the metric at `relative_to` (or the
+    /// same x) on the points whose swept keys match `with` overridden by
+    /// these, e.g. `{ policy = "baseline" }` for "PATS over Baseline".
+    #[serde(default)]
+    pub relative_with: BTreeMap<String, toml::Value>,
 }
 
 /// A pass/fail condition on the results (the "done when" lines).
@@ -470,6 +475,11 @@ pub struct Check {
     /// Only points whose other swept keys have these values.
     #[serde(default)]
     pub with: BTreeMap<String, toml::Value>,
+    /// If set, the value is divided by the metric at `relative_to` (or the
+    /// same x) on the points whose swept keys match `with` overridden by
+    /// these, e.g. `{ policy = "baseline" }` for "PATS over Baseline".
+    #[serde(default)]
+    pub relative_with: BTreeMap<String, toml::Value>,
 }
 
 /// A plot in the report.

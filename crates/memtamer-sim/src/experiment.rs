@@ -5,6 +5,7 @@ use crate::config::{Platform, Scenario, SweepSpec, WorkloadSpec};
 use crate::engine::{Engine, EngineConfig, RunResult};
 use crate::error::SimError;
 use memtamer_core::pats::{Pats, PatsCalibrated};
+use memtamer_core::pats_adaptive::PatsAdaptive;
 use memtamer_core::{Baseline, FixedGate, Policy};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -81,6 +82,22 @@ pub const SCENARIOS: &[Builtin] = &[
         include_str!("../builtin/scenarios/pats-fig10.toml"),
     ),
     (
+        "pats-fig11",
+        include_str!("../builtin/scenarios/pats-fig11.toml"),
+    ),
+    (
+        "pats-fig12",
+        include_str!("../builtin/scenarios/pats-fig12.toml"),
+    ),
+    (
+        "pats-fig13",
+        include_str!("../builtin/scenarios/pats-fig13.toml"),
+    ),
+    (
+        "pats-fig14",
+        include_str!("../builtin/scenarios/pats-fig14.toml"),
+    ),
+    (
         "dicio-fig2",
         include_str!("../builtin/scenarios/dicio-fig2.toml"),
     ),
@@ -149,11 +166,13 @@ pub fn load_scenario(name: &str) -> Result<Scenario, SimError> {
 /// DIMMs in the platform's `pm` region); `pats-calibrated:FILE` (PATS with a
 /// model measured by `memtamer calibrate`); `gate:N` (a fixed gate limit).
 pub fn policy_by_name(name: &str, platform: &Platform) -> Result<Box<dyn Policy>, SimError> {
-    let unknown = || SimError::Unknown {
+    let unknown = || {
+        SimError::Unknown {
         what: "policy",
         name: name.to_string(),
-        known: "baseline, gate:N, pats, pats:T_MC (T_MC in [0, 1]), pats-calibrated:MODEL.toml"
+        known: "baseline, gate:N, pats, pats:T_MC (T_MC in [0, 1]), pats-calibrated (this platform, calibrated), pats-calibrated:MODEL.toml, pats-adaptive, pats-adaptive:MAX_LOSS (in (0, 1])"
             .into(),
+    }
     };
     let (kind, arg) = match name.split_once(':') {
         Some((k, a)) => (k, Some(a)),
@@ -168,6 +187,24 @@ pub fn policy_by_name(name: &str, platform: &Platform) -> Result<Box<dyn Policy>
         ("pats-calibrated", Some(path)) => Ok(Box::new(PatsCalibrated::new(
             crate::calibrate::load_model(path)?,
         ))),
+        ("pats-calibrated", None) => Ok(Box::new(PatsCalibrated::new(
+            crate::calibrate::model_for(&platform.name)?,
+        ))),
+        ("pats-adaptive", arg) => {
+            let max_loss = match arg {
+                None => 0.05,
+                Some(a) => a
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| *v > 0.0 && *v <= 1.0)
+                    .ok_or_else(unknown)?,
+            };
+            Ok(Box::new(PatsAdaptive::new(
+                max_loss,
+                0.2,
+                pm_interleave(platform),
+            )))
+        }
         ("pats", arg) => {
             let t_mc = match arg {
                 None => 0.2,
@@ -177,15 +214,19 @@ pub fn policy_by_name(name: &str, platform: &Platform) -> Result<Box<dyn Policy>
                     .filter(|v| (0.0..=1.0).contains(v))
                     .ok_or_else(unknown)?,
             };
-            let n_pm = platform
-                .regions
-                .iter()
-                .find(|r| r.name == "pm")
-                .map_or(1, |r| r.channels.len() as u32);
-            Ok(Box::new(Pats::new(t_mc, n_pm)))
+            Ok(Box::new(Pats::new(t_mc, pm_interleave(platform))))
         }
         _ => Err(unknown()),
     }
+}
+
+/// N of PATS Eq. 3: the PM channels of the platform's `pm` region.
+fn pm_interleave(platform: &Platform) -> u32 {
+    platform
+        .regions
+        .iter()
+        .find(|r| r.name == "pm")
+        .map_or(1, |r| r.channels.len() as u32)
 }
 
 /// How to run a scenario.
@@ -239,6 +280,8 @@ pub struct Comparison {
     pub source: String,
     /// Point filter.
     pub with: BTreeMap<String, toml::Value>,
+    /// Filter overrides of the denominator (see `PaperPoint::relative_with`).
+    pub relative_with: BTreeMap<String, toml::Value>,
 }
 
 /// A check's outcome.
@@ -305,15 +348,16 @@ impl ScenarioResult {
         x: f64,
         rel: Option<f64>,
         with: &BTreeMap<String, toml::Value>,
+        relative_with: &BTreeMap<String, toml::Value>,
     ) -> Option<f64> {
         let v = self.metric_at(metric, x, with)?;
-        match rel {
-            Some(r) => {
-                let b = self.metric_at(metric, r, with)?;
-                (b != 0.0).then(|| v / b)
-            }
-            None => Some(v),
+        if rel.is_none() && relative_with.is_empty() {
+            return Some(v);
         }
+        let mut base_filter = with.clone();
+        base_filter.extend(relative_with.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let b = self.metric_at(metric, rel.unwrap_or(x), &base_filter)?;
+        (b != 0.0).then(|| v / b)
     }
 }
 
@@ -589,9 +633,10 @@ pub fn run_scenario(base: &Scenario, opts: &RunOptions) -> Result<ScenarioResult
             relative_to: p.relative_to,
             paper: p.value,
             sim: result
-                .value(&p.metric, p.x, p.relative_to, &p.with)
+                .value(&p.metric, p.x, p.relative_to, &p.with, &p.relative_with)
                 .map(round_sig),
             with: p.with.clone(),
+            relative_with: p.relative_with.clone(),
             source: p.source.clone(),
         })
         .collect();
@@ -600,7 +645,7 @@ pub fn run_scenario(base: &Scenario, opts: &RunOptions) -> Result<ScenarioResult
         .iter()
         .map(|c| {
             let v = result
-                .value(&c.metric, c.at, c.relative_to, &c.with)
+                .value(&c.metric, c.at, c.relative_to, &c.with, &c.relative_with)
                 .map(round_sig);
             let pass =
                 v.is_some_and(|v| c.min.is_none_or(|m| v >= m) && c.max.is_none_or(|m| v <= m));

@@ -109,9 +109,12 @@ pub fn table(r: &ScenarioResult) -> String {
     if !r.paper.is_empty() {
         let _ = writeln!(out, "\npaper vs simulated:");
         for c in &r.paper {
-            let rel = c
+            let mut rel = c
                 .relative_to
                 .map_or(String::new(), |x| format!(" / value at {x}"));
+            if !c.relative_with.is_empty() {
+                rel += &format!(" / same with {}", series_label(r, &c.relative_with));
+            }
             let with = if c.with.is_empty() {
                 String::new()
             } else {

@@ -213,10 +213,13 @@ pub fn markdown(v: &Validation) -> String {
     let _ = writeln!(s, "|---|---|---|---|---|---|---|");
     for r in &v.scenarios {
         for c in &r.paper {
-            let metric = match c.relative_to {
+            let mut metric = match c.relative_to {
                 Some(x) => format!("{} ÷ value at {x}", c.metric),
                 None => c.metric.clone(),
             };
+            for (k, v) in &c.relative_with {
+                metric += &format!(" ÷ same at {}={v}", k.rsplit('.').next().unwrap_or(k));
+            }
             let with: Vec<String> = c
                 .with
                 .iter()

@@ -83,6 +83,7 @@ pub fn table(s: &GateSnapshot) -> String {
                 ThreadState::Idle => "idle",
                 ThreadState::Waiting => "waiting",
                 ThreadState::Running => "running",
+                ThreadState::Holding => "holding",
             },
             t.request_bytes,
             human_bytes(st.read_bytes),

@@ -166,6 +166,13 @@ enum SimCmd {
         #[arg(long)]
         report: Option<PathBuf>,
     },
+    /// Compare Baseline, PATS (Eq. 1), calibrated and adaptive PATS on several platforms
+    /// and request mixes; print Markdown tables and where each wins.
+    ComparePats {
+        /// Platforms (built-in names or files).
+        #[arg(long, value_delimiter = ',', default_value = "pats,pats-3pm,dicio,ahn")]
+        platforms: Vec<String>,
+    },
     /// Measure the simulated PEBS sampler's accounting error against ground truth.
     Sampler {
         /// Sampling periods to test.
@@ -323,6 +330,13 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 if let Some(d) = dir {
                     write_report(&d, "memtamer simulator validation", &v.scenarios)?;
                 }
+                Ok(ExitCode::SUCCESS)
+            }
+            SimCmd::ComparePats { platforms } => {
+                let rows =
+                    memtamer_sim::compare::compare(&platforms, true).map_err(|e| e.to_string())?;
+                eprintln!();
+                print!("{}", memtamer_sim::compare::markdown(&rows));
                 Ok(ExitCode::SUCCESS)
             }
             SimCmd::Sampler { periods } => {

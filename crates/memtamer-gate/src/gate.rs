@@ -7,6 +7,13 @@
 //! threads in FIFO ticket order, so every thread is served in turn and none
 //! starves. Requests smaller than the bypass size never wait.
 //!
+//! A thread whose request ends while nobody waits keeps its unit of
+//! capacity (`HOLDING`), so its next request is admitted by one
+//! compare-and-swap on its own slot instead of a trip through the shared
+//! lock; the first waiter, or a lower limit, takes held units back under the
+//! lock. Held units count in `serving`, so T_S still bounds the requests in
+//! flight.
+//!
 //! Beyond the paper, the state is in shared memory (one gate for all
 //! processes) and survives deaths: the lock word names its owner, so a lock
 //! left by a dead thread is taken over and the state rebuilt from the slots;
@@ -18,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::shm::{Header, Mapping, Slot, IDLE, RUNNING, SLOTS, UNLIMITED, WAITING};
+use crate::shm::{Header, Mapping, Slot, HOLDING, IDLE, RUNNING, SLOTS, UNLIMITED, WAITING};
 use crate::{os, GateError};
 
 /// How long a waiter sleeps between checks for dead threads.
@@ -161,6 +168,9 @@ impl Gate {
         if h.limit.swap(value, Ordering::AcqRel) != value {
             h.limit_changes.fetch_add(1, Ordering::Relaxed);
         }
+        if h.serving.load(Ordering::Relaxed) > value {
+            self.reclaim_held();
+        }
         let granted = self.select();
         drop(guard);
         self.wake(&granted);
@@ -244,7 +254,7 @@ impl Gate {
                 continue;
             }
             match slot.state.load(Ordering::Acquire) {
-                RUNNING => serving += 1,
+                RUNNING | HOLDING => serving += 1,
                 WAITING => waiting.push((slot.ticket.load(Ordering::Relaxed), index as u32)),
                 _ => {}
             }
@@ -255,6 +265,26 @@ impl Gate {
         h.queue_len.store(waiting.len() as u32, Ordering::Relaxed);
         for (i, (_, index)) in waiting.iter().enumerate() {
             h.queue[i].store(*index, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes back every unit held by an idle thread. Called with the lock
+    /// held, after a waiter has been queued (SeqCst: a holder that parks
+    /// after this scan sees the queue and returns its unit itself).
+    fn reclaim_held(&self) {
+        let h = self.header();
+        for index in 0..SLOTS {
+            let slot = self.slot(index);
+            if slot.state.load(Ordering::SeqCst) == HOLDING
+                && slot
+                    .state
+                    .compare_exchange(HOLDING, IDLE, Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok()
+            {
+                let serving = h.serving.load(Ordering::Relaxed);
+                h.serving
+                    .store(serving.saturating_sub(1), Ordering::Relaxed);
+            }
         }
     }
 
@@ -354,7 +384,7 @@ impl Gate {
                 if pid == 0 || os::alive(pid, tid, thorough) {
                     continue;
                 }
-                if slot.state.swap(IDLE, Ordering::AcqRel) == RUNNING {
+                if matches!(slot.state.swap(IDLE, Ordering::AcqRel), RUNNING | HOLDING) {
                     let serving = h.serving.load(Ordering::Relaxed);
                     h.serving
                         .store(serving.saturating_sub(1), Ordering::Relaxed);
@@ -440,12 +470,23 @@ impl GateThread {
             bump(&slot.stats.bypassed, 1);
             return Admission::Bypassed;
         }
-        if slot.state.load(Ordering::Relaxed) != IDLE {
-            // begin without end: the thread already holds its admission
-            return Admission::Immediate;
-        }
         slot.req_bytes.store(bytes, Ordering::Relaxed);
         slot.req_write.store(u32::from(is_write), Ordering::Relaxed);
+        match slot.state.load(Ordering::Relaxed) {
+            // begin without end: the thread already holds its admission
+            RUNNING => return Admission::Immediate,
+            HOLDING
+                if slot
+                    .state
+                    .compare_exchange(HOLDING, RUNNING, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok() =>
+            {
+                bump(&slot.stats.reused, 1);
+                return Admission::Immediate;
+            }
+            // idle, or a waiter took the held unit back: queue like everyone else
+            _ => {}
+        }
         let guard = self.gate.lock_as(self.me);
         if h.queue_len.load(Ordering::Relaxed) == 0
             && h.serving.load(Ordering::Relaxed) < h.limit.load(Ordering::Relaxed)
@@ -462,8 +503,12 @@ impl GateThread {
         let len = h.queue_len.load(Ordering::Relaxed);
         let tail = (h.queue_start.load(Ordering::Relaxed) + len) as usize % SLOTS;
         h.queue[tail].store(self.index as u32, Ordering::Relaxed);
-        h.queue_len.store(len + 1, Ordering::Relaxed);
+        h.queue_len.store(len + 1, Ordering::SeqCst);
+        // idle threads' held units go to the queue, in order
+        self.gate.reclaim_held();
+        let granted = self.gate.select();
         drop(guard);
+        self.gate.wake(&granted);
         let waited = self.wait_for_admission();
         bump(&slot.stats.waited, 1);
         bump(&slot.stats.wait_ns_total, waited);
@@ -508,11 +553,43 @@ impl GateThread {
             return;
         }
         let h = self.gate.header();
+        if h.queue_len.load(Ordering::Relaxed) == 0
+            && h.serving.load(Ordering::Relaxed) <= h.limit.load(Ordering::Relaxed)
+        {
+            // nobody waits: keep the unit for this thread's next request
+            slot.state.store(HOLDING, Ordering::SeqCst);
+            if h.queue_len.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            // someone queued meanwhile: return the unit properly
+            self.release_held();
+            return;
+        }
         let guard = self.gate.lock_as(self.me);
         slot.state.store(IDLE, Ordering::Release);
         let serving = h.serving.load(Ordering::Relaxed);
         h.serving
             .store(serving.saturating_sub(1), Ordering::Relaxed);
+        let granted = self.gate.select();
+        drop(guard);
+        self.gate.wake(&granted);
+    }
+
+    /// Returns a held unit of capacity (if a waiter has not taken it yet)
+    /// and lets the Selector pass it on.
+    fn release_held(&self) {
+        let slot = self.slot();
+        let h = self.gate.header();
+        let guard = self.gate.lock_as(self.me);
+        if slot
+            .state
+            .compare_exchange(HOLDING, IDLE, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+        {
+            let serving = h.serving.load(Ordering::Relaxed);
+            h.serving
+                .store(serving.saturating_sub(1), Ordering::Relaxed);
+        }
         let granted = self.gate.select();
         drop(guard);
         self.gate.wake(&granted);
@@ -531,6 +608,9 @@ impl GateThread {
 impl Drop for GateThread {
     fn drop(&mut self) {
         self.end();
+        if self.slot().state.load(Ordering::Relaxed) == HOLDING {
+            self.release_held();
+        }
         let h = self.gate.header();
         let slot = self.slot();
         let guard = self.gate.lock_as(self.me);

@@ -16,7 +16,7 @@ use crate::GateError;
 
 /// Layout magic: "MTGATE" and the layout version. Bump the last byte on any
 /// layout change so that old and new processes refuse to share a file.
-pub(crate) const MAGIC: u64 = 0x4d54_4741_5445_0003;
+pub(crate) const MAGIC: u64 = 0x4d54_4741_5445_0004;
 
 /// Slots: PA-threads that can be registered at once, system-wide.
 pub const SLOTS: usize = 256;
@@ -28,6 +28,10 @@ pub(crate) const UNLIMITED: u32 = u32::MAX;
 pub(crate) const IDLE: u32 = 0;
 pub(crate) const WAITING: u32 = 1;
 pub(crate) const RUNNING: u32 = 2;
+/// Admitted but between requests: the thread keeps its unit of capacity for
+/// its next request (no lock, no shared write) until a waiter or a lower
+/// limit takes it back.
+pub(crate) const HOLDING: u32 = 3;
 
 /// Request-level statistics one thread publishes. Only the owning thread
 /// writes them (plain relaxed stores, no read-modify-write on the fast
@@ -46,6 +50,8 @@ pub(crate) struct SharedStats {
     /// Total and longest wait, nanoseconds.
     pub wait_ns_total: AtomicU64,
     pub wait_ns_max: AtomicU64,
+    /// Admissions that reused capacity the thread still held.
+    pub reused: AtomicU64,
 }
 
 /// One PA-thread's slot.
@@ -257,6 +263,7 @@ impl SharedStats {
         add(&self.bypassed, &other.bypassed);
         add(&self.waited, &other.waited);
         add(&self.wait_ns_total, &other.wait_ns_total);
+        add(&self.reused, &other.reused);
         self.wait_ns_max
             .fetch_max(other.wait_ns_max.load(Ordering::Relaxed), Ordering::Relaxed);
     }
@@ -272,6 +279,7 @@ impl SharedStats {
         z(&self.waited);
         z(&self.wait_ns_total);
         z(&self.wait_ns_max);
+        z(&self.reused);
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use serde::Serialize;
 
 use crate::gate::Gate;
-use crate::shm::{SharedStats, RUNNING, SLOTS, UNLIMITED, WAITING};
+use crate::shm::{SharedStats, HOLDING, RUNNING, SLOTS, UNLIMITED, WAITING};
 
 /// One thread's request-level statistics (cumulative).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -27,6 +27,8 @@ pub struct ThreadStats {
     pub wait_ns_total: u64,
     /// Longest single wait, nanoseconds.
     pub wait_ns_max: u64,
+    /// Admissions that reused capacity the thread still held (no lock).
+    pub reused: u64,
 }
 
 impl ThreadStats {
@@ -41,6 +43,7 @@ impl ThreadStats {
             waited: l(&s.waited),
             wait_ns_total: l(&s.wait_ns_total),
             wait_ns_max: l(&s.wait_ns_max),
+            reused: l(&s.reused),
         }
     }
 
@@ -75,6 +78,7 @@ impl ThreadStats {
             waited: d(self.waited, earlier.waited),
             wait_ns_total: d(self.wait_ns_total, earlier.wait_ns_total),
             wait_ns_max: self.wait_ns_max,
+            reused: d(self.reused, earlier.reused),
         }
     }
 
@@ -89,6 +93,7 @@ impl ThreadStats {
         self.waited += o.waited;
         self.wait_ns_total += o.wait_ns_total;
         self.wait_ns_max = self.wait_ns_max.max(o.wait_ns_max);
+        self.reused += o.reused;
     }
 }
 
@@ -102,6 +107,8 @@ pub enum ThreadState {
     Waiting,
     /// Admitted.
     Running,
+    /// Between requests, keeping its admission for the next one.
+    Holding,
 }
 
 /// One registered thread.
@@ -128,7 +135,8 @@ pub struct GateSnapshot {
     pub path: String,
     /// T_S now (None: unlimited).
     pub limit: Option<u32>,
-    /// Admitted requests in flight now (Serving-Thread count).
+    /// Units of capacity in use now (Serving-Thread count): requests in
+    /// flight plus units idle threads hold for their next request.
     pub serving: u32,
     /// Threads waiting now.
     pub waiting: u32,
@@ -136,7 +144,7 @@ pub struct GateSnapshot {
     pub peak_serving: u32,
     /// The limit when the peak was reached.
     pub limit_at_peak: Option<u32>,
-    /// Gated requests admitted.
+    /// Gated requests admitted (through the lock or by reusing a held unit).
     pub admissions: u64,
     /// Of those, admitted after waiting.
     pub contended_admissions: u64,
@@ -260,7 +268,7 @@ impl Gate {
         let l32 = |a: &std::sync::atomic::AtomicU32| a.load(Ordering::Relaxed);
         let l64 = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         let limit = |v: u32| (v != UNLIMITED).then_some(v);
-        let threads = (0..SLOTS)
+        let threads: Vec<ThreadSnapshot> = (0..SLOTS)
             .filter_map(|i| {
                 let slot = self.slot(i);
                 let pid = l32(&slot.owner_pid);
@@ -271,6 +279,7 @@ impl Gate {
                     state: match l32(&slot.state) {
                         WAITING => ThreadState::Waiting,
                         RUNNING => ThreadState::Running,
+                        HOLDING => ThreadState::Holding,
                         _ => ThreadState::Idle,
                     },
                     request_bytes: l64(&slot.req_bytes),
@@ -279,6 +288,12 @@ impl Gate {
             })
             .collect();
         let f = |bits: u64| (bits != 0).then(|| f64::from_bits(bits));
+        let retired = ThreadStats::load(&h.retired);
+        let reused = retired.reused
+            + threads
+                .iter()
+                .map(|t: &ThreadSnapshot| t.stats.reused)
+                .sum::<u64>();
         GateSnapshot {
             path: self.path().display().to_string(),
             limit: limit(l32(&h.limit)),
@@ -286,7 +301,7 @@ impl Gate {
             waiting: l32(&h.queue_len),
             peak_serving: l32(&h.peak_serving),
             limit_at_peak: limit(l32(&h.limit_at_peak)),
-            admissions: l64(&h.admissions),
+            admissions: l64(&h.admissions) + reused,
             contended_admissions: l64(&h.contended_admissions),
             reclaimed: l64(&h.reclaimed),
             reaped_slots: l64(&h.reaped_slots),
@@ -297,7 +312,7 @@ impl Gate {
             last_avg_request_bytes: f(l64(&h.last_avg_bytes)),
             last_write_ratio: f(l64(&h.last_write_ratio)).map(|w| w - 1.0),
             threads,
-            retired: ThreadStats::load(&h.retired),
+            retired,
         }
     }
 }

@@ -125,6 +125,50 @@ fn waiters_are_served_in_arrival_order_so_nobody_starves() {
 }
 
 #[test]
+fn an_idle_thread_keeps_its_unit_only_until_someone_needs_it() {
+    let (gate, _c) = open("held", 1);
+    let idle = gate.register().expect("register");
+    drop(idle.enter(4096, true)); // ends with nobody waiting: keeps the unit
+    let snap = gate.snapshot();
+    assert_eq!(snap.serving, 1);
+    assert_eq!(snap.threads[0].state, ThreadState::Holding);
+    // its next request reuses the unit without the lock
+    assert_eq!(idle.enter(4096, true).admission, Admission::Immediate);
+    assert_eq!(gate.snapshot().total().reused, 1);
+    // another thread gets the unit although the idle thread never calls again
+    let g = gate.clone();
+    let other = std::thread::spawn(move || {
+        let me = g.register().expect("register");
+        let admission = me.enter(4096, true).admission;
+        admission
+    });
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(other.join());
+    });
+    let admission = rx
+        .recv_timeout(PATIENCE)
+        .expect("an idle holder starved a waiter")
+        .expect("other thread");
+    assert_ne!(admission, Admission::Bypassed);
+    let snap = gate.snapshot();
+    assert_eq!(
+        snap.serving, 0,
+        "the other thread exited and returned the unit"
+    );
+    assert_eq!(snap.admissions, 3);
+    // a lower limit takes held units back at once
+    gate.set_limit(Some(2));
+    let a = gate.register().expect("register");
+    drop(a.enter(4096, true));
+    drop(idle.enter(4096, true));
+    assert_eq!(gate.snapshot().serving, 2);
+    gate.set_limit(Some(1));
+    assert_eq!(gate.snapshot().serving, 0);
+    assert!(gate.snapshot().peak_serving <= 2);
+}
+
+#[test]
 fn requests_below_the_bypass_size_never_block() {
     let (gate, _c) = open("bypass", 1);
     let holder = gate.register().expect("register");
@@ -343,7 +387,7 @@ fn a_killed_process_gives_its_capacity_back() {
     // the only capacity is held by a dead process: we must still get in
     let (tx, rx) = mpsc::channel();
     let g = gate.clone();
-    std::thread::spawn(move || {
+    let helper = std::thread::spawn(move || {
         let me = g.register().expect("register");
         let a = me.enter(4096, true).admission;
         let _ = tx.send(a);
@@ -351,6 +395,7 @@ fn a_killed_process_gives_its_capacity_back() {
     let admission = rx
         .recv_timeout(PATIENCE)
         .expect("capacity leaked: a dead process still holds the gate");
+    helper.join().expect("helper"); // its slot retires when it exits
     assert!(matches!(admission, Admission::Waited(_)));
     let snap = gate.snapshot();
     assert_eq!(snap.reclaimed, 1);

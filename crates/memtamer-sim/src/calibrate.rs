@@ -3,7 +3,8 @@
 //! many PM threads run beside a single-thread DRAM memcpy probe behind a gate
 //! fixed at N = 1, 2, ... concurrent requests (exactly how T_S is used);
 //! T_S is the largest N at which (and below which) memcpy keeps at least
-//! (1 - max_dram_loss) of its throughput alone.
+//! (1 - max_dram_loss) of its throughput alone, with the gate applied after
+//! a window of ungated traffic (the worse of the two starts near the knee).
 
 use crate::config::{JobSpec, MbwMode, Pattern, Rw, Scenario, StoreKind, SweepSpec, WorkloadSpec};
 use crate::error::SimError;
@@ -94,14 +95,30 @@ pub fn calibrate(spec: &CalibrationSpec) -> Result<CalibratedModel, SimError> {
             );
             scenario.duration_ms = spec.duration_ms;
             scenario.warmup_ms = spec.duration_ms / 4.0;
-            // the gate must hold from the start of the warm-up
-            scenario.policy_window_us = 10.0;
-            scenario.sweep = vec![SweepSpec {
-                key: "policy".into(),
-                values: (1..=max_threads)
-                    .map(|n| toml::Value::String(format!("gate:{n}")))
-                    .collect(),
-            }];
+            // the gate engages after one 100 us window of ungated traffic, as
+            // at run time: near the knee the memory system is metastable (a
+            // limit that holds DRAM when applied from an empty start may not
+            // pull it out of congestion), so the knee is measured from the
+            // congested start
+            scenario.policy_window_us = 100.0;
+            // each limit with two PM thread counts; the worse one counts
+            // (which of them lands in a congested state near the knee varies)
+            let thread_counts = [max_threads, max_threads.saturating_sub(1).max(1)];
+            scenario.sweep = vec![
+                SweepSpec {
+                    key: "policy".into(),
+                    values: (1..=max_threads)
+                        .map(|n| toml::Value::String(format!("gate:{n}")))
+                        .collect(),
+                },
+                SweepSpec {
+                    key: "job.pm.threads".into(),
+                    values: thread_counts
+                        .iter()
+                        .map(|&n| toml::Value::Integer(i64::from(n)))
+                        .collect(),
+                },
+            ];
             let opts = RunOptions {
                 progress: spec.progress,
                 ..Default::default()
@@ -120,7 +137,8 @@ pub fn calibrate(spec: &CalibrationSpec) -> Result<CalibratedModel, SimError> {
                 .copied()
                 .unwrap_or(0.0);
             let ratios: Vec<f64> = probe(&run_scenario(&scenario, &opts)?)
-                .iter()
+                .chunks(thread_counts.len())
+                .map(|pair| pair.iter().copied().fold(f64::INFINITY, f64::min))
                 .map(|v| if alone > 0.0 { v / alone } else { 0.0 })
                 .collect();
             points.push(CalibrationPoint {

@@ -7,6 +7,7 @@
 //! the Optane XPBuffer and the media's service time. See `docs/simulator.md`.
 
 pub mod calibrate;
+pub mod compare;
 pub mod config;
 pub mod engine;
 pub mod error;

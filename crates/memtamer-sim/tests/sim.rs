@@ -433,3 +433,74 @@ fn calibration_finds_the_knee_and_its_model_drives_the_gate() {
     assert!(load_model("/nonexistent/model.toml").is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs a built-in scenario with its thread sweep cut to the points its
+/// checks use, and returns the failed checks.
+fn failed_checks(name: &str, threads: &[i64]) -> Vec<String> {
+    let mut s = load_scenario(name).unwrap();
+    for sweep in &mut s.sweep {
+        if sweep.key == "job.fio.threads" {
+            sweep.values = threads.iter().map(|t| toml::Value::Integer(*t)).collect();
+        }
+    }
+    let r = experiment::run_scenario(&s, &RunOptions::default()).unwrap();
+    assert!(!r.checks.is_empty(), "{name} has no checks");
+    r.checks
+        .iter()
+        .filter(|c| !c.pass)
+        .map(|c| format!("{}: {:?}", c.name, c.value))
+        .collect()
+}
+
+#[test]
+fn pats_fig11_memcached_stays_within_8_percent_of_peak() {
+    assert_eq!(failed_checks("pats-fig11", &[0, 14]), Vec::<String>::new());
+}
+
+#[test]
+fn pats_fig13_holds_dram_with_one_and_two_interleaved_pms() {
+    assert_eq!(failed_checks("pats-fig13", &[0, 14]), Vec::<String>::new());
+}
+
+#[test]
+fn pats_fig14_t_mc_trades_dram_for_pm_in_the_papers_direction() {
+    assert_eq!(failed_checks("pats-fig14", &[0, 14]), Vec::<String>::new());
+}
+
+#[test]
+fn adaptive_pats_protects_dram_without_losing_pm_throughput() {
+    let run = |policy: &str, writers: i64| {
+        let mut s = demo_point(writers);
+        s.policy = policy.into();
+        s.policy_window_us = 100.0;
+        s.duration_ms = 4.0;
+        s.warmup_ms = 1.0;
+        let (p, r) = run_point(&s, None).unwrap();
+        let m = metrics(&s, &p, &r);
+        (m["memcpy.gbps"], m["pm.request_write_gbps"])
+    };
+    let (alone, _) = run("baseline", 0);
+    let (_, base_pm) = run("baseline", 14);
+    let (dram, pm) = run("pats-adaptive", 14);
+    assert!(dram / alone >= 0.95, "adaptive kept {}", dram / alone);
+    assert!(pm >= base_pm, "adaptive PM {pm} < baseline {base_pm}");
+    assert!(run_point(
+        &Scenario {
+            policy: "pats-adaptive:0".into(),
+            ..demo_point(1)
+        },
+        None
+    )
+    .is_err());
+}
+
+#[test]
+fn the_shipped_pats_model_is_what_calibration_measures_today() {
+    use memtamer_sim::calibrate::{calibrate, model_for, CalibrationSpec};
+    let fresh = calibrate(&CalibrationSpec::default()).unwrap();
+    let shipped = model_for("pats").unwrap();
+    assert_eq!(
+        shipped, fresh,
+        "regenerate: memtamer calibrate --platform pats --out crates/memtamer-sim/builtin/models/pats.toml"
+    );
+}

@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_int, c_void, CString};
 
 use memtamer_gate::{process, Admission};
 
-pub mod persist;
+pub use memtamer_gate::persist;
 
 thread_local! {
     static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };

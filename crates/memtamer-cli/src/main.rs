@@ -35,8 +35,9 @@ enum Cmd {
         #[command(subcommand)]
         cmd: SimCmd,
     },
-    /// Measure a platform's contention knee (PATS T_S per request mix) in the simulator
-    /// and write a model file for the `pats-calibrated:FILE` policy.
+    /// Measure a platform's contention knee (PATS T_S per request mix) in the simulator,
+    /// or on this host with --host, and write a model file for `pats-calibrated:FILE`
+    /// (simulator) or MEMTAMER_GATE_POLICY=calibrated:FILE (gate library).
     Calibrate {
         /// Platform (built-in name or file).
         #[arg(long, default_value = "pats")]
@@ -50,6 +51,22 @@ enum Cmd {
         /// Write the model (TOML) here.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Measure this host instead of a simulated platform: real PM threads copy into
+        /// --pm-file through a gate fixed at N = 1, 2, ... beside a DRAM memcpy probe.
+        #[arg(long)]
+        host: bool,
+        /// (--host) The PM file to create and write (on a DAX file system for real PM).
+        #[arg(long, default_value = "/dev/shm/memtamer-calibrate")]
+        pm_file: PathBuf,
+        /// (--host) PM threads, the largest N tried (default: cores - 1).
+        #[arg(long)]
+        threads: Option<u32>,
+        /// (--host) Measurement time per limit, milliseconds.
+        #[arg(long, default_value_t = 500)]
+        point_ms: u64,
+        /// (--host) PMs in the interleave set, for the Eq. 1 column.
+        #[arg(long, default_value_t = 1)]
+        interleave: u32,
     },
     /// Benchmarks that print ratios measured in the same run.
     Bench {
@@ -352,15 +369,45 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             max_loss,
             sizes,
             out,
+            host,
+            pm_file,
+            threads,
+            point_ms,
+            interleave,
         } => {
-            let spec = memtamer_sim::calibrate::CalibrationSpec {
-                platform,
-                max_dram_loss: max_loss,
-                request_sizes: sizes,
-                progress: true,
-                ..Default::default()
+            let (model, n_pm) = if host {
+                let defaults = memtamer_gate::host_calibrate::HostCalibration::default();
+                let spec = memtamer_gate::host_calibrate::HostCalibration {
+                    pm_file,
+                    threads: threads.unwrap_or(defaults.threads),
+                    request_sizes: sizes,
+                    per_point: std::time::Duration::from_millis(point_ms.max(1)),
+                    max_dram_loss: max_loss,
+                    ..defaults
+                };
+                let model = memtamer_gate::host_calibrate::calibrate_host(&spec, |line| {
+                    eprintln!("{line}")
+                })
+                .map_err(|e| e.to_string())?;
+                (model, interleave.max(1))
+            } else {
+                let spec = memtamer_sim::calibrate::CalibrationSpec {
+                    platform,
+                    max_dram_loss: max_loss,
+                    request_sizes: sizes,
+                    progress: true,
+                    ..Default::default()
+                };
+                let model = memtamer_sim::calibrate::calibrate(&spec).map_err(|e| e.to_string())?;
+                let n_pm =
+                    memtamer_sim::experiment::load_platform(&model.platform, &Default::default())
+                        .map_err(|e| e.to_string())?
+                        .regions
+                        .iter()
+                        .find(|r| r.name == "pm")
+                        .map_or(1, |r| r.channels.len() as u32);
+                (model, n_pm)
             };
-            let model = memtamer_sim::calibrate::calibrate(&spec).map_err(|e| e.to_string())?;
             println!(
                 "calibrated T_S on {} (memcpy keeps >= {:.0}% of its throughput alone):",
                 model.platform,
@@ -370,13 +417,6 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 "  {:<6} {:>8} {:>6} {:>14}",
                 "mix", "request", "T_S", "PATS Eq. 1"
             );
-            let n_pm =
-                memtamer_sim::experiment::load_platform(&model.platform, &Default::default())
-                    .map_err(|e| e.to_string())?
-                    .regions
-                    .iter()
-                    .find(|r| r.name == "pm")
-                    .map_or(1, |r| r.channels.len() as u32);
             for p in &model.points {
                 let eq1 = memtamer_core::pats::threshold(&memtamer_core::pats::ModelInput {
                     t_mc: 0.2,
@@ -399,11 +439,19 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 Some(path) => {
                     std::fs::write(&path, text)
                         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                    eprintln!(
-                        "model: {} (use --set policy=pats-calibrated:{})",
-                        path.display(),
-                        path.display()
-                    );
+                    if host {
+                        eprintln!(
+                            "model: {} (use MEMTAMER_GATE_POLICY=calibrated:{})",
+                            path.display(),
+                            path.display()
+                        );
+                    } else {
+                        eprintln!(
+                            "model: {} (use --set policy=pats-calibrated:{})",
+                            path.display(),
+                            path.display()
+                        );
+                    }
                 }
                 None => print!("\n{text}"),
             }

@@ -272,20 +272,33 @@ impl Gate {
     /// held, after a waiter has been queued (SeqCst: a holder that parks
     /// after this scan sees the queue and returns its unit itself).
     fn reclaim_held(&self) {
-        let h = self.header();
         for index in 0..SLOTS {
             let slot = self.slot(index);
-            if slot.state.load(Ordering::SeqCst) == HOLDING
-                && slot
-                    .state
-                    .compare_exchange(HOLDING, IDLE, Ordering::SeqCst, Ordering::Relaxed)
-                    .is_ok()
-            {
-                let serving = h.serving.load(Ordering::Relaxed);
-                h.serving
-                    .store(serving.saturating_sub(1), Ordering::Relaxed);
+            if slot.state.load(Ordering::SeqCst) == HOLDING {
+                self.take_held(slot);
             }
         }
+    }
+
+    /// Takes back the unit `slot` holds, if it still holds one (its owner
+    /// may be reusing it at this moment: exactly one of them wins). Called
+    /// with the lock held.
+    fn take_held(&self, slot: &Slot) {
+        if slot
+            .state
+            .compare_exchange(HOLDING, IDLE, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.unadmit_locked();
+        }
+    }
+
+    /// Counts one unit of capacity returned. Called with the lock held.
+    fn unadmit_locked(&self) {
+        let h = self.header();
+        let serving = h.serving.load(Ordering::Relaxed);
+        h.serving
+            .store(serving.saturating_sub(1), Ordering::Relaxed);
     }
 
     /// The Selector: while there is capacity, hands it to the waiter at the
@@ -385,9 +398,7 @@ impl Gate {
                     continue;
                 }
                 if matches!(slot.state.swap(IDLE, Ordering::AcqRel), RUNNING | HOLDING) {
-                    let serving = h.serving.load(Ordering::Relaxed);
-                    h.serving
-                        .store(serving.saturating_sub(1), Ordering::Relaxed);
+                    self.unadmit_locked();
                     h.reclaimed.fetch_add(1, Ordering::Relaxed);
                 }
                 h.retired.absorb(&slot.stats);
@@ -567,9 +578,7 @@ impl GateThread {
         }
         let guard = self.gate.lock_as(self.me);
         slot.state.store(IDLE, Ordering::Release);
-        let serving = h.serving.load(Ordering::Relaxed);
-        h.serving
-            .store(serving.saturating_sub(1), Ordering::Relaxed);
+        self.gate.unadmit_locked();
         let granted = self.gate.select();
         drop(guard);
         self.gate.wake(&granted);
@@ -578,18 +587,8 @@ impl GateThread {
     /// Returns a held unit of capacity (if a waiter has not taken it yet)
     /// and lets the Selector pass it on.
     fn release_held(&self) {
-        let slot = self.slot();
-        let h = self.gate.header();
         let guard = self.gate.lock_as(self.me);
-        if slot
-            .state
-            .compare_exchange(HOLDING, IDLE, Ordering::SeqCst, Ordering::Relaxed)
-            .is_ok()
-        {
-            let serving = h.serving.load(Ordering::Relaxed);
-            h.serving
-                .store(serving.saturating_sub(1), Ordering::Relaxed);
-        }
+        self.gate.take_held(self.slot());
         let granted = self.gate.select();
         drop(guard);
         self.gate.wake(&granted);

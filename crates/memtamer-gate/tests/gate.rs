@@ -248,6 +248,16 @@ fn the_collector_sets_pats_threshold_from_the_mix() {
 
 const CHILD_ENV: &str = "MT_GATE_TEST_CHILD";
 
+/// The name other processes open `gate` by.
+fn gate_name(gate: &Gate) -> String {
+    gate.path()
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("memtamer-gate-"))
+        .expect("gate file name")
+        .to_string()
+}
+
 fn spawn_child(role: &str, gate: &str, extra: &str) -> Child {
     Command::new(std::env::current_exe().expect("test binary"))
         .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
@@ -367,13 +377,7 @@ fn child_entry() {
 #[test]
 fn a_killed_process_gives_its_capacity_back() {
     let (gate, _c) = open("kill", 1);
-    let name = gate
-        .path()
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_prefix("memtamer-gate-"))
-        .expect("name")
-        .to_string();
+    let name = gate_name(&gate);
     let mut child = spawn_child("hold", &name, "");
     read_marker(&mut child, "ADMITTED");
     let snap = gate.snapshot();
@@ -409,13 +413,7 @@ fn a_killed_process_gives_its_capacity_back() {
 #[test]
 fn two_processes_together_respect_the_limit() {
     let (gate, _c) = open("procs", 2);
-    let name = gate
-        .path()
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_prefix("memtamer-gate-"))
-        .expect("name")
-        .to_string();
+    let name = gate_name(&gate);
     let counter_path = format!("/dev/shm/mt-test-counter-{}", std::process::id());
     let _cc = Cleanup(counter_path.clone().into());
     let counter = SharedCounter::open(&counter_path);

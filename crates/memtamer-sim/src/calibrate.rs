@@ -39,6 +39,53 @@ impl Default for CalibrationSpec {
     }
 }
 
+/// The experiment every calibration and comparison runs: a single-thread
+/// DRAM memcpy (job `probe`, CPU 0) beside `pm_threads` sequential PM
+/// streams (job `pm`, CPUs 1..=`cpus`) of `request_bytes` requests that pass
+/// the gate: MBW beside fio as in PATS §III.
+pub fn probe_beside_pm(
+    name: &str,
+    platform: &str,
+    pm_threads: u32,
+    cpus: u32,
+    rw: Rw,
+    request_bytes: u64,
+) -> Scenario {
+    Scenario::with_jobs(
+        name,
+        platform,
+        vec![
+            JobSpec {
+                name: "probe".into(),
+                class: Default::default(),
+                threads: 1,
+                cpus: Some("0".into()),
+                workload: WorkloadSpec::Mbw {
+                    mode: MbwMode::Memcpy,
+                    block_bytes: 262_144,
+                    call_ns: 20.0,
+                    region: "dram".into(),
+                },
+            },
+            JobSpec {
+                name: "pm".into(),
+                class: Default::default(),
+                threads: pm_threads,
+                cpus: Some(format!("1-{}", cpus.max(1))),
+                workload: WorkloadSpec::PmStream {
+                    rw,
+                    pattern: Pattern::Seq,
+                    request_bytes,
+                    store: StoreKind::Nt,
+                    per_request_ns: 150.0,
+                    gated: true,
+                    region: "pm".into(),
+                },
+            },
+        ],
+    )
+}
+
 /// The largest n >= 1 such that every ratio up to n stays at or above `floor`
 /// (at least 1: PM work must always make progress). `ratios[i]` is for i+1 threads.
 pub fn knee(ratios: &[f64], floor: f64) -> u32 {
@@ -60,38 +107,13 @@ pub fn calibrate(spec: &CalibrationSpec) -> Result<CalibratedModel, SimError> {
     let mut points = Vec::new();
     for rw in [Rw::Write, Rw::Read] {
         for &size in &spec.request_sizes {
-            let mut scenario = Scenario::with_jobs(
+            let mut scenario = probe_beside_pm(
                 &format!("calibrate-{rw:?}-{size}").to_lowercase(),
                 &spec.platform,
-                vec![
-                    JobSpec {
-                        name: "probe".into(),
-                        class: Default::default(),
-                        threads: 1,
-                        cpus: Some("0".into()),
-                        workload: WorkloadSpec::Mbw {
-                            mode: MbwMode::Memcpy,
-                            block_bytes: 262_144,
-                            call_ns: 20.0,
-                            region: "dram".into(),
-                        },
-                    },
-                    JobSpec {
-                        name: "pm".into(),
-                        class: Default::default(),
-                        threads: max_threads,
-                        cpus: Some(format!("1-{max_threads}")),
-                        workload: WorkloadSpec::PmStream {
-                            rw,
-                            pattern: Pattern::Seq,
-                            request_bytes: size,
-                            store: StoreKind::Nt,
-                            per_request_ns: 150.0,
-                            gated: true,
-                            region: "pm".into(),
-                        },
-                    },
-                ],
+                max_threads,
+                max_threads,
+                rw,
+                size,
             );
             scenario.duration_ms = spec.duration_ms;
             scenario.warmup_ms = spec.duration_ms / 4.0;

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::config::{JobSpec, MbwMode, Pattern, Rw, Scenario, StoreKind, SweepSpec, WorkloadSpec};
+use crate::calibrate::probe_beside_pm;
+use crate::config::{Rw, Scenario, SweepSpec};
 use crate::error::SimError;
 use crate::experiment::{run_scenario, RunOptions};
 
@@ -66,38 +67,13 @@ pub struct Row {
 }
 
 fn scenario(platform: &str, mix: Mix, pm_threads: u32) -> Scenario {
-    let mut s = Scenario::with_jobs(
+    let mut s = probe_beside_pm(
         &format!("compare-{platform}"),
         platform,
-        vec![
-            JobSpec {
-                name: "memcpy".into(),
-                class: Default::default(),
-                threads: 1,
-                cpus: Some("0".into()),
-                workload: WorkloadSpec::Mbw {
-                    mode: MbwMode::Memcpy,
-                    block_bytes: 262_144,
-                    call_ns: 20.0,
-                    region: "dram".into(),
-                },
-            },
-            JobSpec {
-                name: "pm".into(),
-                class: Default::default(),
-                threads: pm_threads,
-                cpus: Some(format!("1-{PM_THREADS}")),
-                workload: WorkloadSpec::PmStream {
-                    rw: mix.rw,
-                    pattern: Pattern::Seq,
-                    request_bytes: mix.request_bytes,
-                    store: StoreKind::Nt,
-                    per_request_ns: 150.0,
-                    gated: true,
-                    region: "pm".into(),
-                },
-            },
-        ],
+        pm_threads,
+        PM_THREADS,
+        mix.rw,
+        mix.request_bytes,
     );
     s.duration_ms = 4.0;
     s.warmup_ms = 1.0;
@@ -118,7 +94,7 @@ pub fn compare(platforms: &[String], progress: bool) -> Result<Vec<Row>, SimErro
             let alone = alone
                 .points
                 .first()
-                .and_then(|p| p.metrics.get("memcpy.gbps").copied())
+                .and_then(|p| p.metrics.get("probe.gbps").copied())
                 .unwrap_or(0.0);
             let mut s = scenario(platform, mix, PM_THREADS);
             s.sweep = vec![SweepSpec {
@@ -138,7 +114,7 @@ pub fn compare(platforms: &[String], progress: bool) -> Result<Vec<Row>, SimErro
                 .iter()
                 .filter_map(|p| {
                     let policy = p.params.get("policy")?.as_str()?.to_string();
-                    let dram = p.metrics.get("memcpy.gbps").copied()?;
+                    let dram = p.metrics.get("probe.gbps").copied()?;
                     let pm = p.metrics.get(pm_metric).copied()?;
                     Some((policy, (dram, pm)))
                 })

@@ -43,112 +43,37 @@ fn gated<R>(len: usize, call: impl FnOnce() -> R) -> R {
     process::gated(len as u64, true, call)
 }
 
-macro_rules! copy_fn {
-    ($name:ident, $sym:literal) => {
-        /// Gated libpmem copy.
+/// Defines `$name` with libpmem's signature: admitted by the gate as a PM
+/// write of `$len` bytes, then forwarded to the real libpmem function.
+macro_rules! gated_fn {
+    ($(#[$doc:meta])* $name:ident, $sym:literal, ($($arg:ident: $ty:ty),*) -> $ret:ty, $len:ident) => {
+        $(#[$doc])*
         ///
         /// # Safety
         /// As for libpmem's function of the same name.
         #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            dst: *mut c_void,
-            src: *const c_void,
-            len: usize,
-        ) -> *mut c_void {
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
             static REAL: AtomicUsize = AtomicUsize::new(0);
             let f = real(&REAL, $sym);
             // SAFETY: `f` is libpmem's function with this exact signature.
-            let f: unsafe extern "C" fn(*mut c_void, *const c_void, usize) -> *mut c_void =
-                unsafe { std::mem::transmute(f) };
-            gated(len, || unsafe { f(dst, src, len) })
+            let f = unsafe { std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*) -> $ret>(f) };
+            // SAFETY: the caller's arguments are forwarded unchanged.
+            gated($len, || unsafe { f($($arg),*) })
         }
     };
 }
 
-macro_rules! copy_flags_fn {
-    ($name:ident, $sym:literal) => {
-        /// Gated libpmem copy with flags.
-        ///
-        /// # Safety
-        /// As for libpmem's function of the same name.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            dst: *mut c_void,
-            src: *const c_void,
-            len: usize,
-            flags: c_uint,
-        ) -> *mut c_void {
-            static REAL: AtomicUsize = AtomicUsize::new(0);
-            let f = real(&REAL, $sym);
-            // SAFETY: `f` is libpmem's function with this exact signature.
-            let f: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_uint) -> *mut c_void =
-                unsafe { std::mem::transmute(f) };
-            gated(len, || unsafe { f(dst, src, len, flags) })
-        }
-    };
-}
+type Dst = *mut c_void;
+type Src = *const c_void;
 
-macro_rules! set_fn {
-    ($name:ident, $sym:literal) => {
-        /// Gated libpmem fill.
-        ///
-        /// # Safety
-        /// As for libpmem's function of the same name.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(dst: *mut c_void, c: c_int, len: usize) -> *mut c_void {
-            static REAL: AtomicUsize = AtomicUsize::new(0);
-            let f = real(&REAL, $sym);
-            // SAFETY: `f` is libpmem's function with this exact signature.
-            let f: unsafe extern "C" fn(*mut c_void, c_int, usize) -> *mut c_void =
-                unsafe { std::mem::transmute(f) };
-            gated(len, || unsafe { f(dst, c, len) })
-        }
-    };
-}
-
-macro_rules! flush_fn {
-    ($name:ident, $sym:literal) => {
-        /// Gated libpmem flush of stores made earlier.
-        ///
-        /// # Safety
-        /// As for libpmem's function of the same name.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(addr: *const c_void, len: usize) {
-            static REAL: AtomicUsize = AtomicUsize::new(0);
-            let f = real(&REAL, $sym);
-            // SAFETY: `f` is libpmem's function with this exact signature.
-            let f: unsafe extern "C" fn(*const c_void, usize) = unsafe { std::mem::transmute(f) };
-            gated(len, || unsafe { f(addr, len) })
-        }
-    };
-}
-
-copy_fn!(pmem_memcpy_persist, c"pmem_memcpy_persist");
-copy_fn!(pmem_memcpy_nodrain, c"pmem_memcpy_nodrain");
-copy_fn!(pmem_memmove_persist, c"pmem_memmove_persist");
-copy_fn!(pmem_memmove_nodrain, c"pmem_memmove_nodrain");
-copy_flags_fn!(pmem_memcpy, c"pmem_memcpy");
-copy_flags_fn!(pmem_memmove, c"pmem_memmove");
-set_fn!(pmem_memset_persist, c"pmem_memset_persist");
-set_fn!(pmem_memset_nodrain, c"pmem_memset_nodrain");
-flush_fn!(pmem_persist, c"pmem_persist");
-flush_fn!(pmem_flush, c"pmem_flush");
-
-/// Gated libpmem fill with flags.
-///
-/// # Safety
-/// As for libpmem's `pmem_memset`.
-#[no_mangle]
-pub unsafe extern "C" fn pmem_memset(
-    dst: *mut c_void,
-    c: c_int,
-    len: usize,
-    flags: c_uint,
-) -> *mut c_void {
-    static REAL: AtomicUsize = AtomicUsize::new(0);
-    let f = real(&REAL, c"pmem_memset");
-    // SAFETY: `f` is libpmem's function with this exact signature.
-    let f: unsafe extern "C" fn(*mut c_void, c_int, usize, c_uint) -> *mut c_void =
-        unsafe { std::mem::transmute(f) };
-    gated(len, || unsafe { f(dst, c, len, flags) })
-}
+gated_fn!(/** Gated copy to PM, persisted. */ pmem_memcpy_persist, c"pmem_memcpy_persist", (dst: Dst, src: Src, len: usize) -> Dst, len);
+gated_fn!(/** Gated copy to PM, not drained. */ pmem_memcpy_nodrain, c"pmem_memcpy_nodrain", (dst: Dst, src: Src, len: usize) -> Dst, len);
+gated_fn!(/** Gated move to PM, persisted. */ pmem_memmove_persist, c"pmem_memmove_persist", (dst: Dst, src: Src, len: usize) -> Dst, len);
+gated_fn!(/** Gated move to PM, not drained. */ pmem_memmove_nodrain, c"pmem_memmove_nodrain", (dst: Dst, src: Src, len: usize) -> Dst, len);
+gated_fn!(/** Gated copy to PM with flags. */ pmem_memcpy, c"pmem_memcpy", (dst: Dst, src: Src, len: usize, flags: c_uint) -> Dst, len);
+gated_fn!(/** Gated move to PM with flags. */ pmem_memmove, c"pmem_memmove", (dst: Dst, src: Src, len: usize, flags: c_uint) -> Dst, len);
+gated_fn!(/** Gated fill of PM, persisted. */ pmem_memset_persist, c"pmem_memset_persist", (dst: Dst, c: c_int, len: usize) -> Dst, len);
+gated_fn!(/** Gated fill of PM, not drained. */ pmem_memset_nodrain, c"pmem_memset_nodrain", (dst: Dst, c: c_int, len: usize) -> Dst, len);
+gated_fn!(/** Gated fill of PM with flags. */ pmem_memset, c"pmem_memset", (dst: Dst, c: c_int, len: usize, flags: c_uint) -> Dst, len);
+gated_fn!(/** Gated flush and fence of stores made earlier. */ pmem_persist, c"pmem_persist", (addr: Src, len: usize) -> (), len);
+gated_fn!(/** Gated flush of stores made earlier. */ pmem_flush, c"pmem_flush", (addr: Src, len: usize) -> (), len);

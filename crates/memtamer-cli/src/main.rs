@@ -208,6 +208,8 @@ enum BenchCmd {
         #[arg(long)]
         quick: bool,
     },
+    /// Sensing: perf-sample attribution throughput (samples/s on one core).
+    Sense,
     /// (internal) the child process of `bench gate` that times pmem_memcpy_persist.
     #[command(hide = true)]
     ShimWorker {
@@ -465,6 +467,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             cmd: BenchCmd::Gate { quick },
         } => {
             print!("{}", bench_gate::run(quick)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench {
+            cmd: BenchCmd::Sense,
+        } => {
+            print!("{}", memtamer_sense::bench::run(2_000_000)?);
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench {

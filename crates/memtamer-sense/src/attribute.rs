@@ -1,0 +1,281 @@
+//! From samples to "who touched PM, where, how much": address -> the
+//! process's mapping (cached `/proc/PID/maps`, re-read once on a miss) ->
+//! is that mapping PM -> per-thread, per-process and per-mapping totals,
+//! extrapolated by each sample's period.
+
+use std::collections::HashMap;
+
+use crate::maps::{self, Region};
+
+/// A window's results, taken with [`Attributor::take_window`].
+#[derive(Clone, Debug, Default)]
+pub struct Window {
+    /// PM samples per (pid, tid).
+    pub threads: HashMap<(u32, u32), Tally>,
+    /// PM samples per process and mapping path.
+    pub mappings: HashMap<u32, HashMap<String, (PmKind, Tally)>>,
+    /// Samples that were not PM, and why.
+    pub unattributed: Unattributed,
+}
+use crate::mounts::{PmClassifier, PmKind};
+use crate::perf::Sample;
+
+/// Processes whose maps are cached at most (the least recently used is
+/// dropped first), which bounds memory with thousands of processes.
+pub const MAX_CACHED_PROCESSES: usize = 1024;
+
+/// Totals for one thread, process or mapping.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Samples seen.
+    pub samples: u64,
+    /// Events they stand for (sum of periods).
+    pub events: u64,
+}
+
+impl Tally {
+    fn add(&mut self, s: &Sample) {
+        self.samples += 1;
+        self.events += s.period.max(1);
+    }
+}
+
+/// Where samples that could not be attributed to PM went.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Unattributed {
+    /// The address is mapped, but not to PM (DRAM, files, stack).
+    pub not_pm: Tally,
+    /// No mapping contains the address, even after re-reading the maps
+    /// (unmapped between the access and the lookup).
+    pub unmapped: Tally,
+    /// The process was gone before its maps could be read.
+    pub gone: Tally,
+}
+
+struct ProcMaps {
+    regions: Vec<Region>,
+    /// Each region's PM kind, classified once when the maps are read.
+    kinds: Vec<Option<PmKind>>,
+    last_use: u64,
+}
+
+/// Attributes samples; one per sensing thread.
+pub struct Attributor {
+    classifier: PmClassifier,
+    maps_root: std::path::PathBuf,
+    procs: HashMap<u32, ProcMaps>,
+    clock: u64,
+    /// PM samples per (pid, tid).
+    pub threads: HashMap<(u32, u32), Tally>,
+    /// PM samples per process and mapping path.
+    pub mappings: HashMap<u32, HashMap<String, (PmKind, Tally)>>,
+    /// Samples that were not PM, and why.
+    pub unattributed: Unattributed,
+    /// Times a process's maps were (re-)read.
+    pub maps_reads: u64,
+}
+
+impl Attributor {
+    /// An attributor classifying with `classifier`, reading maps under
+    /// `/proc`.
+    pub fn new(classifier: PmClassifier) -> Attributor {
+        Attributor::with_root(classifier, "/proc")
+    }
+
+    /// The same with another proc root (tests use a fake one).
+    pub fn with_root(classifier: PmClassifier, root: impl Into<std::path::PathBuf>) -> Attributor {
+        Attributor {
+            classifier,
+            maps_root: root.into(),
+            procs: HashMap::new(),
+            clock: 0,
+            threads: HashMap::new(),
+            mappings: HashMap::new(),
+            unattributed: Unattributed::default(),
+            maps_reads: 0,
+        }
+    }
+
+    fn load(&mut self, pid: u32) -> bool {
+        self.maps_reads += 1;
+        let text = match std::fs::read_to_string(self.maps_root.join(pid.to_string()).join("maps"))
+        {
+            Ok(t) => t,
+            Err(_) => {
+                self.procs.remove(&pid);
+                return false;
+            }
+        };
+        let regions = maps::parse(&text).unwrap_or_default();
+        let kinds = regions
+            .iter()
+            .map(|r| self.classifier.classify(&r.path))
+            .collect();
+        if self.procs.len() >= MAX_CACHED_PROCESSES && !self.procs.contains_key(&pid) {
+            if let Some(oldest) = self
+                .procs
+                .iter()
+                .min_by_key(|(_, p)| p.last_use)
+                .map(|(k, _)| *k)
+            {
+                self.procs.remove(&oldest);
+            }
+        }
+        self.procs.insert(
+            pid,
+            ProcMaps {
+                regions,
+                kinds,
+                last_use: self.clock,
+            },
+        );
+        true
+    }
+
+    /// Attributes one sample.
+    pub fn ingest(&mut self, s: &Sample) {
+        self.clock += 1;
+        let mut fresh = false;
+        if !self.procs.contains_key(&s.pid) {
+            if !self.load(s.pid) {
+                self.unattributed.gone.add(s);
+                return;
+            }
+            fresh = true;
+        }
+        loop {
+            let clock = self.clock;
+            let Some(p) = self.procs.get_mut(&s.pid) else {
+                self.unattributed.gone.add(s);
+                return;
+            };
+            p.last_use = clock;
+            let i = p.regions.partition_point(|r| r.start <= s.addr);
+            if i > 0 && s.addr < p.regions[i - 1].end {
+                match p.kinds[i - 1] {
+                    Some(kind) => {
+                        self.threads.entry((s.pid, s.tid)).or_default().add(s);
+                        let per_proc = self.mappings.entry(s.pid).or_default();
+                        let path = &p.regions[i - 1].path;
+                        match per_proc.get_mut(path.as_str()) {
+                            Some(m) => m.1.add(s),
+                            None => {
+                                let mut t = Tally::default();
+                                t.add(s);
+                                per_proc.insert(path.clone(), (kind, t));
+                            }
+                        }
+                    }
+                    None => self.unattributed.not_pm.add(s),
+                }
+                return;
+            }
+            // a mapping made after the cache was filled: re-read once
+            if fresh || !self.load(s.pid) {
+                if self.procs.contains_key(&s.pid) {
+                    self.unattributed.unmapped.add(s);
+                } else {
+                    self.unattributed.gone.add(s);
+                }
+                return;
+            }
+            fresh = true;
+        }
+    }
+
+    /// Returns the tallies so far and starts a new window: the tallies stay
+    /// bounded by the threads active in one window.
+    pub fn take_window(&mut self) -> Window {
+        Window {
+            threads: std::mem::take(&mut self.threads),
+            mappings: std::mem::take(&mut self.mappings),
+            unattributed: std::mem::take(&mut self.unattributed),
+        }
+    }
+
+    /// Forgets a process (it exited, or exec'd: its old maps are wrong).
+    pub fn forget(&mut self, pid: u32) {
+        self.procs.remove(&pid);
+    }
+
+    /// PM totals of one process.
+    pub fn process(&self, pid: u32) -> Tally {
+        self.threads.iter().filter(|((p, _), _)| *p == pid).fold(
+            Tally::default(),
+            |mut acc, (_, t)| {
+                acc.samples += t.samples;
+                acc.events += t.events;
+                acc
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake_proc(dir: &std::path::Path, pid: u32, maps: &str) {
+        let d = dir.join(pid.to_string());
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(d.join("maps"), maps).expect("write maps");
+    }
+
+    fn sample(pid: u32, tid: u32, addr: u64) -> Sample {
+        Sample {
+            pid,
+            tid,
+            addr,
+            period: 10,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn samples_go_to_the_right_thread_and_mapping_and_misses_are_explained() {
+        let root = std::env::temp_dir().join(format!("mt-proc-{}", std::process::id()));
+        fake_proc(
+            &root,
+            42,
+            "1000-2000 rw-s 0 0:1 5 /dev/shm/pm-a\n3000-4000 rw-p 0 0:0 0 [heap]\n",
+        );
+        let mut a = Attributor::with_root(PmClassifier::new("", &["/dev/shm/pm-".into()]), &root);
+        a.ingest(&sample(42, 43, 0x1800));
+        a.ingest(&sample(42, 44, 0x1000));
+        a.ingest(&sample(42, 43, 0x3800)); // heap: not PM
+        a.ingest(&sample(42, 43, 0x9000)); // nowhere
+        a.ingest(&sample(77, 77, 0x1000)); // no such process
+        assert_eq!(
+            a.threads[&(42, 43)],
+            Tally {
+                samples: 1,
+                events: 10
+            }
+        );
+        assert_eq!(a.threads[&(42, 44)].samples, 1);
+        assert_eq!(a.process(42).events, 20);
+        assert_eq!(a.mappings[&42]["/dev/shm/pm-a"].1.samples, 2);
+        assert_eq!(a.unattributed.not_pm.samples, 1);
+        assert_eq!(a.unattributed.unmapped.samples, 1);
+        assert_eq!(a.unattributed.gone.samples, 1);
+        // a new mapping appears: one re-read finds it
+        fake_proc(
+            &root,
+            42,
+            "1000-2000 rw-s 0 0:1 5 /dev/shm/pm-a\n9000-a000 rw-s 0 0:1 6 /dev/shm/pm-b\n",
+        );
+        let reads = a.maps_reads;
+        a.ingest(&sample(42, 43, 0x9800));
+        assert_eq!(a.maps_reads, reads + 1);
+        assert_eq!(a.mappings[&42]["/dev/shm/pm-b"].1.samples, 1);
+        let w = a.take_window();
+        assert_eq!(w.threads[&(42, 43)].samples, 2);
+        assert!(a.threads.is_empty() && a.mappings.is_empty());
+        // the process exits: its samples count as gone, never as someone else's
+        std::fs::remove_dir_all(root.join("42")).expect("rm");
+        a.forget(42);
+        a.ingest(&sample(42, 43, 0x1800));
+        assert_eq!(a.unattributed.gone.samples, 1); // a new window
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

@@ -73,6 +73,22 @@ enum Cmd {
         #[command(subcommand)]
         cmd: BenchCmd,
     },
+    /// What the sensors see on this host: which sources are active (and why the others are
+    /// not), then one Observation per interval.
+    Stat {
+        /// Gate whose library reports to read (MEMTAMER_GATE of the programs).
+        #[arg(long, default_value = "default")]
+        gate: String,
+        /// Interval between observations, milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        interval_ms: u64,
+        /// Observations to print (0: until interrupted).
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+        /// Print JSON (one object per line: sources first, then observations).
+        #[arg(long)]
+        json: bool,
+    },
     /// The system-wide PATS gate: statistics, limit, and running programs under the libpmem shim.
     Gate {
         #[command(subcommand)]
@@ -228,6 +244,9 @@ enum Format {
 }
 
 fn main() -> ExitCode {
+    // like other Unix tools, stop quietly when the reader of our output goes away
+    // SAFETY: restoring the default disposition of SIGPIPE at start-up.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -482,7 +501,97 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Gate { cmd } => run_gate(cmd),
+        Cmd::Stat {
+            gate,
+            interval_ms,
+            count,
+            json,
+        } => run_stat(&gate, interval_ms, count, json),
     }
+}
+
+fn run_stat(gate: &str, interval_ms: u64, count: u64, json: bool) -> Result<ExitCode, String> {
+    use memtamer_sense::sources::{Sensors, SourceConfig};
+    let config = SourceConfig {
+        gate: memtamer_gate::GateOptions {
+            name: gate.to_string(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut sensors = Sensors::open(&config);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&sensors.status).map_err(|e| e.to_string())?
+        );
+    } else {
+        println!("sources:");
+        for s in &sensors.status {
+            println!(
+                "  {:<20} {:<8} {}",
+                s.source,
+                if s.active { "active" } else { "missing" },
+                s.detail
+            );
+        }
+    }
+    let mut n = 0;
+    while count == 0 || n < count {
+        std::thread::sleep(std::time::Duration::from_millis(interval_ms.max(1)));
+        let obs = sensors.observe();
+        n += 1;
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string(&obs).map_err(|e| e.to_string())?
+            );
+            continue;
+        }
+        let secs = obs.duration_ns as f64 / 1e9;
+        let pm = obs.pm_total();
+        let gbps = |b: u64| b as f64 / secs.max(1e-9) / 1e9;
+        let dram: Option<u64> = if obs.channels.is_empty() {
+            None
+        } else {
+            obs.channels
+                .iter()
+                .map(|c| Some(c.cas_reads? + c.cas_writes?))
+                .sum()
+        };
+        let wpq: Vec<String> = obs
+            .channels
+            .iter()
+            .filter_map(|c| c.wpq_delay_cycles().map(|d| format!("{d:.0}")))
+            .collect();
+        let pm_text = if obs.gate.is_some() {
+            format!(
+                "PM read {:.3} GB/s write {:.3} GB/s ({} gated threads)",
+                gbps(pm.read_bytes),
+                gbps(pm.write_bytes),
+                obs.threads.len()
+            )
+        } else {
+            "PM unknown".to_string()
+        };
+        println!(
+            "{:.2} s: {pm_text} · DRAM {} · WPQ delay {} · media {}",
+            secs,
+            dram.map_or("unknown".into(), |c| format!("{:.3} GB/s", gbps(c * 64))),
+            if wpq.is_empty() {
+                "unknown".into()
+            } else {
+                format!("{} cycles", wpq.join("/"))
+            },
+            if obs.dimms.is_empty() {
+                "unknown".to_string()
+            } else {
+                let w: u64 = obs.dimms.iter().filter_map(|d| d.media_write_bytes).sum();
+                format!("write {:.3} GB/s", gbps(w))
+            }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_gate(cmd: GateCmd) -> Result<ExitCode, String> {

@@ -3,13 +3,18 @@
 //! events otherwise) are attributed to processes, threads and PM mappings
 //! through `/proc/PID/maps` and the DAX mounts of `/proc/self/mountinfo`.
 //!
-//! This is the first slice of the sensing issue: the ring-buffer reader,
-//! the parsers and the attribution pipeline, tested end to end with a
-//! software event. Instruction decoding (store sizes), the iMC uncore
-//! counters and the DIMM media counters come next (docs/sensing.md).
+//! [`sources::Sensors`] combines what the host has into one
+//! `memtamer_core::Observation`: the gate library's exact reports, iMC
+//! uncore counters (CAS, PM RPQ/WPQ), DIMM media counters (ipmctl), and
+//! says which sources are missing and why. Instruction decoding of store
+//! sizes and live PEBS attribution in the observation are not built yet
+//! (docs/sensing.md).
 
 pub mod attribute;
 pub mod bench;
 pub mod maps;
+pub mod media;
 pub mod mounts;
 pub mod perf;
+pub mod sources;
+pub mod uncore;

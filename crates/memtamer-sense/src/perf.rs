@@ -59,6 +59,8 @@ const IOC_DISABLE: libc::c_ulong = 0x2401;
 /// What to sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventSpec {
+    /// Human name, for messages.
+    pub name: &'static str,
     kind: u32,
     config: u64,
     /// One sample every `period` events.
@@ -72,6 +74,7 @@ impl EventSpec {
     /// (no skid, data address exact), user space only. Default period 9973.
     pub fn pebs_stores(period: u64) -> EventSpec {
         EventSpec {
+            name: "MEM_INST_RETIRED.ALL_STORES (raw 0x82d0, precise)",
             kind: PERF_TYPE_HARDWARE_RAW,
             config: 0x82d0,
             period: period.max(1),
@@ -83,6 +86,7 @@ impl EventSpec {
     /// address. Available without a PMU (the test and fallback path).
     pub fn page_faults(period: u64) -> EventSpec {
         EventSpec {
+            name: "page faults (software)",
             kind: PERF_TYPE_SOFTWARE,
             config: PERF_COUNT_SW_PAGE_FAULTS,
             period: period.max(1),
@@ -224,7 +228,7 @@ impl Sampler {
                 _ => "",
             };
             return Err(PerfError::Open {
-                what: format!("{spec:?} on {target:?}"),
+                what: format!("{}, {target:?}", spec.name),
                 source,
                 hint,
             });
@@ -329,6 +333,43 @@ impl Drop for Sampler {
             libc::close(self.fd);
         }
     }
+}
+
+/// Opens a counting (not sampling) event of PMU `pmu_type` with `config` on
+/// `cpu` for every task: how uncore counters are read. Returns the fd.
+pub fn open_counter(pmu_type: u32, config: u64, cpu: u32) -> std::io::Result<libc::c_int> {
+    let attr = PerfEventAttr {
+        type_: pmu_type,
+        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        config,
+        ..Default::default()
+    };
+    // SAFETY: attr is a valid perf_event_attr of the size it states.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const PerfEventAttr,
+            -1 as libc::c_int,
+            cpu as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    } as libc::c_int;
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Reads a counting event's value (None for fd < 0 or a failed read).
+pub fn read_counter(fd: libc::c_int) -> Option<u64> {
+    if fd < 0 {
+        return None;
+    }
+    let mut value = 0u64;
+    // SAFETY: reading 8 bytes into a u64 from our own descriptor.
+    let n = unsafe { libc::read(fd, (&mut value as *mut u64).cast(), 8) };
+    (n == 8).then_some(value)
 }
 
 #[cfg(test)]

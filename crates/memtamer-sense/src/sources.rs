@@ -1,0 +1,326 @@
+//! One `Observation` from every source this host has, and an honest list
+//! of the ones it lacks (a missing figure is unknown, never 0).
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use memtamer_core::{GateObs, Observation, ThreadObs};
+use memtamer_gate::{Gate, GateOptions, ThreadStats};
+use serde::Serialize;
+
+use crate::media::{self, MediaCounters};
+use crate::perf::{EventSpec, Sampler, Target};
+use crate::uncore::{self, ImcCounters, Reading};
+
+/// A source and whether it is active.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SourceStatus {
+    /// Source name.
+    pub source: &'static str,
+    /// Active?
+    pub active: bool,
+    /// What it provides, or why it is missing.
+    pub detail: String,
+}
+
+/// Where to look.
+#[derive(Clone, Debug)]
+pub struct SourceConfig {
+    /// Gate name whose library reports to read.
+    pub gate: GateOptions,
+    /// sysfs directory of perf PMUs.
+    pub pmu_root: std::path::PathBuf,
+    /// The `ipmctl` program.
+    pub ipmctl: String,
+}
+
+impl Default for SourceConfig {
+    fn default() -> Self {
+        SourceConfig {
+            gate: GateOptions::default(),
+            pmu_root: "/sys/bus/event_source/devices".into(),
+            ipmctl: "ipmctl".into(),
+        }
+    }
+}
+
+/// The sensors of one host.
+pub struct Sensors {
+    gate: Option<std::sync::Arc<Gate>>,
+    gate_last: HashMap<(u32, u32), ThreadStats>,
+    imc: Option<ImcCounters>,
+    imc_last: Vec<Reading>,
+    ipmctl: Option<String>,
+    media_last: Option<(Instant, Vec<MediaCounters>)>,
+    last: Instant,
+    /// What is active and what is missing.
+    pub status: Vec<SourceStatus>,
+}
+
+fn run_ipmctl(program: &str) -> Result<Vec<MediaCounters>, String> {
+    let out = std::process::Command::new(program)
+        .args(["show", "-dimm", "-performance"])
+        .output()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{program} show -dimm -performance failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    media::parse_ipmctl(&String::from_utf8_lossy(&out.stdout)).map_err(|e| e.to_string())
+}
+
+impl Sensors {
+    /// Probes every source once and opens those that exist.
+    pub fn open(config: &SourceConfig) -> Sensors {
+        let mut status = Vec::new();
+        // 1. library reports
+        let gate = if config.gate.path().exists() {
+            match Gate::open(&config.gate) {
+                Ok(g) => {
+                    status.push(SourceStatus {
+                        source: "library reports",
+                        active: true,
+                        detail: format!(
+                            "{} (exact request-level PM traffic of gated threads)",
+                            g.path().display()
+                        ),
+                    });
+                    Some(g)
+                }
+                Err(e) => {
+                    status.push(SourceStatus {
+                        source: "library reports",
+                        active: false,
+                        detail: e.to_string(),
+                    });
+                    None
+                }
+            }
+        } else {
+            status.push(SourceStatus {
+                source: "library reports",
+                active: false,
+                detail: format!(
+                    "no gate {} (no process uses the memtamer gate or shim)",
+                    config.gate.path().display()
+                ),
+            });
+            None
+        };
+        // 2. PEBS store sampling
+        match Sampler::open(EventSpec::pebs_stores(9973), Target::Cpu(0), 0) {
+            Ok(_) => status.push(SourceStatus {
+                source: "PEBS stores",
+                active: true,
+                detail: "MEM_INST_RETIRED.ALL_STORES, precise, period 9973".into(),
+            }),
+            Err(e) => status.push(SourceStatus {
+                source: "PEBS stores",
+                active: false,
+                detail: e.to_string(),
+            }),
+        }
+        // 3. iMC uncore counters
+        let imc = match uncore::discover(&config.pmu_root) {
+            Ok(pmus) if pmus.is_empty() => {
+                status.push(SourceStatus {
+                    source: "iMC counters",
+                    active: false,
+                    detail: format!(
+                        "no uncore_imc_* PMU in {} (VM, other vendor, or old kernel)",
+                        config.pmu_root.display()
+                    ),
+                });
+                None
+            }
+            Ok(pmus) => {
+                let c = ImcCounters::open(&pmus);
+                status.push(SourceStatus {
+                    source: "iMC counters",
+                    active: c.missing.len() < pmus.len() * 6,
+                    detail: if c.missing.is_empty() {
+                        format!(
+                            "{} channels: CAS, PMM RPQ/WPQ occupancy and inserts",
+                            pmus.len()
+                        )
+                    } else {
+                        format!("missing: {}", c.missing.join("; "))
+                    },
+                });
+                Some(c)
+            }
+            Err(e) => {
+                status.push(SourceStatus {
+                    source: "iMC counters",
+                    active: false,
+                    detail: e.to_string(),
+                });
+                None
+            }
+        };
+        // 4. DIMM media counters
+        let (ipmctl, media_last) = match run_ipmctl(&config.ipmctl) {
+            Ok(d) if !d.is_empty() => {
+                status.push(SourceStatus {
+                    source: "DIMM media counters",
+                    active: true,
+                    detail: format!("{} DIMMs via {}", d.len(), config.ipmctl),
+                });
+                (Some(config.ipmctl.clone()), Some((Instant::now(), d)))
+            }
+            Ok(_) => {
+                status.push(SourceStatus {
+                    source: "DIMM media counters",
+                    active: false,
+                    detail: "ipmctl reports no PM DIMM".into(),
+                });
+                (None, None)
+            }
+            Err(e) => {
+                status.push(SourceStatus {
+                    source: "DIMM media counters",
+                    active: false,
+                    detail: e,
+                });
+                (None, None)
+            }
+        };
+        let imc_last = imc.as_ref().map(ImcCounters::read).unwrap_or_default();
+        let mut s = Sensors {
+            gate,
+            gate_last: HashMap::new(),
+            imc,
+            imc_last,
+            ipmctl,
+            media_last,
+            last: Instant::now(),
+            status,
+        };
+        s.observe(); // baseline for the first window
+        s
+    }
+
+    /// The window since the previous call.
+    pub fn observe(&mut self) -> Observation {
+        let now = Instant::now();
+        let mut obs = Observation {
+            duration_ns: now.duration_since(self.last).as_nanos() as u64,
+            ..Default::default()
+        };
+        self.last = now;
+        if let Some(g) = &self.gate {
+            let snap = g.snapshot();
+            let mut seen = HashMap::new();
+            for t in &snap.threads {
+                let key = (t.pid, t.tid);
+                let delta = self
+                    .gate_last
+                    .get(&key)
+                    .map_or(t.stats, |p| t.stats.since(p));
+                seen.insert(key, t.stats);
+                obs.threads.push(ThreadObs {
+                    tid: t.tid,
+                    job: t.pid,
+                    pm: Some(delta.access()),
+                    gate_wait_ns: Some(delta.wait_ns_total),
+                    ..Default::default()
+                });
+            }
+            self.gate_last = seen;
+            obs.gate = Some(GateObs {
+                limit: snap.limit,
+                admitted: snap.serving,
+                waiting: snap.waiting,
+            });
+        }
+        if let Some(imc) = &self.imc {
+            let readings = imc.read();
+            obs.channels = readings
+                .iter()
+                .zip(self.imc_last.iter())
+                .map(|(after, before)| uncore::channel_obs(before, after))
+                .collect();
+            self.imc_last = readings;
+        }
+        if let (Some(program), Some((at, before))) = (&self.ipmctl, &self.media_last) {
+            if let Ok(after) = run_ipmctl(program) {
+                let read_at = Instant::now();
+                obs.dimms = media::dimm_obs(
+                    before,
+                    &after,
+                    read_at.duration_since(*at).as_nanos() as u64,
+                    0,
+                );
+                self.media_last = Some((read_at, after));
+            }
+        }
+        obs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_vm_reports_every_missing_source_with_a_reason() {
+        let config = SourceConfig {
+            gate: GateOptions {
+                name: format!("sense-none-{}", std::process::id()),
+                ..GateOptions::default()
+            },
+            pmu_root: "/nonexistent".into(),
+            ipmctl: "/nonexistent/ipmctl".into(),
+        };
+        let mut s = Sensors::open(&config);
+        let names: Vec<&str> = s.status.iter().map(|x| x.source).collect();
+        assert_eq!(
+            names,
+            [
+                "library reports",
+                "PEBS stores",
+                "iMC counters",
+                "DIMM media counters"
+            ]
+        );
+        assert!(!s.status[0].active && !s.status[2].active && !s.status[3].active);
+        assert!(s.status.iter().all(|x| !x.detail.is_empty()));
+        let obs = s.observe();
+        assert!(obs.threads.is_empty() && obs.channels.is_empty() && obs.dimms.is_empty());
+        assert!(obs.gate.is_none(), "unknown, not zero");
+    }
+
+    #[test]
+    fn library_reports_become_thread_observations() {
+        let options = GateOptions {
+            name: format!("sense-lib-{}", std::process::id()),
+            initial_limit: 4,
+            ..GateOptions::default()
+        };
+        let gate = Gate::open(&options).expect("gate");
+        let config = SourceConfig {
+            gate: options.clone(),
+            pmu_root: "/nonexistent".into(),
+            ipmctl: "/nonexistent/ipmctl".into(),
+        };
+        let me = gate.register().expect("register");
+        let mut s = Sensors::open(&config);
+        assert!(s.status[0].active);
+        for _ in 0..5 {
+            let _p = me.enter(4096, true);
+        }
+        let obs = s.observe();
+        assert_eq!(obs.pm_total().write_bytes, 5 * 4096);
+        assert_eq!(obs.gate.map(|g| g.limit), Some(Some(4)));
+        // the next window only has what happened since
+        let _p = me.enter(1024, false);
+        let obs = s.observe();
+        assert_eq!(obs.pm_total().read_bytes, 1024);
+        assert_eq!(obs.pm_total().write_bytes, 0);
+        drop(_p);
+        drop(me);
+        let _ = std::fs::remove_file(options.path());
+    }
+}

@@ -89,6 +89,35 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// A live view: per thread, PM read/write bandwidth, request size, gate wait and state,
+    /// with the host's DRAM, WPQ and media figures where counters exist.
+    Top {
+        /// Gate whose library reports to read.
+        #[arg(long, default_value = "default")]
+        gate: String,
+        /// Refresh interval, milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        interval_ms: u64,
+        /// Sort rows by this column.
+        #[arg(long, value_enum, default_value_t = TopSort::Write)]
+        sort: TopSort,
+        /// Print one frame and exit (for scripts).
+        #[arg(long)]
+        once: bool,
+    },
+    /// Serve Prometheus metrics (sensing sources, per-thread PM bandwidth, DRAM, WPQ delay,
+    /// media, gate) over HTTP at /metrics.
+    ServeMetrics {
+        /// Address to listen on (localhost by default).
+        #[arg(long, default_value = "127.0.0.1:9464")]
+        listen: String,
+        /// Gate whose library reports to read.
+        #[arg(long, default_value = "default")]
+        gate: String,
+        /// Window over which rates are computed, milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        interval_ms: u64,
+    },
     /// The system-wide PATS gate: statistics, limit, and running programs under the libpmem shim.
     Gate {
         #[command(subcommand)]
@@ -154,6 +183,14 @@ enum GateCmd {
         #[arg(last = true, required = true)]
         cmd: Vec<String>,
     },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TopSort {
+    Write,
+    Read,
+    Wait,
+    Pid,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -501,6 +538,17 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Gate { cmd } => run_gate(cmd),
+        Cmd::Top {
+            gate,
+            interval_ms,
+            sort,
+            once,
+        } => run_top(&gate, interval_ms, sort, once),
+        Cmd::ServeMetrics {
+            listen,
+            gate,
+            interval_ms,
+        } => serve_metrics(&listen, &gate, interval_ms),
         Cmd::Stat {
             gate,
             interval_ms,
@@ -508,6 +556,228 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             json,
         } => run_stat(&gate, interval_ms, count, json),
     }
+}
+
+fn sensors_for(gate: &str) -> memtamer_sense::sources::Sensors {
+    memtamer_sense::sources::Sensors::open(&memtamer_sense::sources::SourceConfig {
+        gate: memtamer_gate::GateOptions {
+            name: gate.to_string(),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}
+
+/// One frame of `memtamer top`.
+fn top_frame(
+    obs: &memtamer_core::Observation,
+    snap: Option<&memtamer_gate::GateSnapshot>,
+    sources: &[memtamer_sense::sources::SourceStatus],
+    sort: TopSort,
+) -> String {
+    let secs = (obs.duration_ns as f64 / 1e9).max(1e-9);
+    let active: Vec<&str> = sources
+        .iter()
+        .filter(|s| s.active)
+        .map(|s| s.source)
+        .collect();
+    let missing: Vec<&str> = sources
+        .iter()
+        .filter(|s| !s.active)
+        .map(|s| s.source)
+        .collect();
+    let mut out = format!(
+        "memtamer top · window {:.2} s · sources: {} · missing: {} (memtamer stat says why)\n",
+        secs,
+        if active.is_empty() {
+            "none".into()
+        } else {
+            active.join(", ")
+        },
+        if missing.is_empty() {
+            "none".into()
+        } else {
+            missing.join(", ")
+        }
+    );
+    match &obs.gate {
+        Some(g) => {
+            out += &format!(
+                "gate: T_S {}  in use {}  waiting {}\n",
+                g.limit.map_or("unlimited".into(), |n| n.to_string()),
+                g.admitted,
+                g.waiting
+            )
+        }
+        None => out += "gate: unknown (no library reports)\n",
+    }
+    let dram: Option<u64> = if obs.channels.is_empty() {
+        None
+    } else {
+        obs.channels
+            .iter()
+            .map(|c| Some(c.cas_reads? + c.cas_writes?))
+            .sum()
+    };
+    let wpq: Vec<f64> = obs
+        .channels
+        .iter()
+        .filter_map(|c| c.wpq_delay_cycles())
+        .collect();
+    out += &format!(
+        "DRAM {} · WPQ delay {} · media writes {}\n\n",
+        dram.map_or("unknown".into(), |c| format!(
+            "{:.2} GB/s",
+            c as f64 * 64.0 / secs / 1e9
+        )),
+        if wpq.is_empty() {
+            "unknown".into()
+        } else {
+            format!(
+                "{:.0} cycles (max over channels)",
+                wpq.iter().copied().fold(0.0, f64::max)
+            )
+        },
+        if obs.dimms.is_empty() {
+            "unknown".to_string()
+        } else {
+            let w: u64 = obs.dimms.iter().filter_map(|d| d.media_write_bytes).sum();
+            format!("{:.2} GB/s", w as f64 / secs / 1e9)
+        }
+    );
+    struct Row {
+        pid: u32,
+        tid: u32,
+        comm: String,
+        read: f64,
+        write: f64,
+        avg: Option<f64>,
+        wait: f64,
+        state: String,
+    }
+    let mut rows: Vec<Row> = obs
+        .threads
+        .iter()
+        .map(|t| {
+            let pm = t.pm.unwrap_or_default();
+            let state = snap
+                .and_then(|s| s.threads.iter().find(|x| x.pid == t.job && x.tid == t.tid))
+                .map_or("-".to_string(), |x| format!("{:?}", x.state).to_lowercase());
+            Row {
+                pid: t.job,
+                tid: t.tid,
+                comm: std::fs::read_to_string(format!("/proc/{}/task/{}/comm", t.job, t.tid))
+                    .map(|c| c.trim().to_string())
+                    .unwrap_or_else(|_| "?".into()),
+                read: pm.read_bytes as f64 / secs / 1e6,
+                write: pm.write_bytes as f64 / secs / 1e6,
+                avg: pm.average_request_bytes(),
+                wait: t.gate_wait_ns.unwrap_or(0) as f64 / obs.duration_ns.max(1) as f64 * 100.0,
+                state,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| match sort {
+        TopSort::Write => b.write.total_cmp(&a.write),
+        TopSort::Read => b.read.total_cmp(&a.read),
+        TopSort::Wait => b.wait.total_cmp(&a.wait),
+        TopSort::Pid => (a.pid, a.tid).cmp(&(b.pid, b.tid)),
+    });
+    out += &format!(
+        "{:>7} {:>7} {:<16} {:>12} {:>12} {:>9} {:>7} {:<8} {}\n",
+        "PID",
+        "TID",
+        "COMM",
+        "PM READ MB/s",
+        "PM WRITE MB/s",
+        "AVG REQ",
+        "WAIT %",
+        "STATE",
+        "SOURCE"
+    );
+    for r in &rows {
+        out += &format!(
+            "{:>7} {:>7} {:<16} {:>12.1} {:>12.1} {:>9} {:>7.1} {:<8} library\n",
+            r.pid,
+            r.tid,
+            r.comm,
+            r.read,
+            r.write,
+            r.avg.map_or("-".into(), |b| format!("{b:.0} B")),
+            r.wait,
+            r.state
+        );
+    }
+    if rows.is_empty() {
+        out += "  (no thread issued PM requests in this window)\n";
+    }
+    out
+}
+
+fn run_top(gate: &str, interval_ms: u64, sort: TopSort, once: bool) -> Result<ExitCode, String> {
+    let mut sensors = sensors_for(gate);
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(interval_ms.max(1)));
+        let obs = sensors.observe();
+        let frame = top_frame(
+            &obs,
+            sensors.gate_snapshot().as_ref(),
+            &sensors.status,
+            sort,
+        );
+        if once {
+            print!("{frame}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        print!("\x1b[H\x1b[2J{frame}");
+    }
+}
+
+fn serve_metrics(listen: &str, gate: &str, interval_ms: u64) -> Result<ExitCode, String> {
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+    let listener = std::net::TcpListener::bind(listen)
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    eprintln!(
+        "serving http://{}/metrics",
+        listener.local_addr().map_err(|e| e.to_string())?
+    );
+    let text = Arc::new(Mutex::new(String::from("# no window yet\n")));
+    let writer = Arc::clone(&text);
+    let gate = gate.to_string();
+    std::thread::spawn(move || {
+        let mut sensors = sensors_for(&gate);
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(interval_ms.max(1)));
+            let obs = sensors.observe();
+            let mut body = memtamer_sense::metrics::render(&obs, &sensors.status);
+            if let Some(s) = sensors.gate_snapshot() {
+                body += &s.prometheus();
+            }
+            *writer.lock().unwrap_or_else(|p| p.into_inner()) = body;
+        }
+    });
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else { continue };
+        let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+        let mut req = [0u8; 1024];
+        let n = stream.read(&mut req).unwrap_or(0);
+        let req = String::from_utf8_lossy(&req[..n]);
+        let (status, body) = if req.starts_with("GET /metrics") {
+            (
+                "200 OK",
+                text.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            )
+        } else {
+            ("404 Not Found", "try /metrics\n".to_string())
+        };
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_stat(gate: &str, interval_ms: u64, count: u64, json: bool) -> Result<ExitCode, String> {

@@ -14,6 +14,7 @@ pub mod attribute;
 pub mod bench;
 pub mod maps;
 pub mod media;
+pub mod metrics;
 pub mod mounts;
 pub mod perf;
 pub mod sources;

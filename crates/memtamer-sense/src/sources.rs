@@ -202,6 +202,11 @@ impl Sensors {
         s
     }
 
+    /// The gate's state now (threads, their states), if library reports are active.
+    pub fn gate_snapshot(&self) -> Option<memtamer_gate::GateSnapshot> {
+        self.gate.as_ref().map(|g| g.snapshot())
+    }
+
     /// The window since the previous call.
     pub fn observe(&mut self) -> Observation {
         let now = Instant::now();

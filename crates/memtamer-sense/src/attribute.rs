@@ -31,12 +31,24 @@ pub struct Tally {
     pub samples: u64,
     /// Events they stand for (sum of periods).
     pub events: u64,
+    /// Samples whose store size was decoded.
+    pub sized: u64,
+    /// Estimated bytes of the sized samples: store size x period.
+    pub bytes: u64,
 }
 
 impl Tally {
     fn add(&mut self, s: &Sample) {
         self.samples += 1;
         self.events += s.period.max(1);
+    }
+
+    fn add_sized(&mut self, s: &Sample, size: Option<u32>) {
+        self.add(s);
+        if let Some(b) = size {
+            self.sized += 1;
+            self.bytes += u64::from(b) * s.period.max(1);
+        }
     }
 }
 
@@ -73,6 +85,7 @@ pub struct Attributor {
     pub unattributed: Unattributed,
     /// Times a process's maps were (re-)read.
     pub maps_reads: u64,
+    decoder: Option<crate::decode::Decoder>,
 }
 
 impl Attributor {
@@ -93,7 +106,15 @@ impl Attributor {
             mappings: HashMap::new(),
             unattributed: Unattributed::default(),
             maps_reads: 0,
+            decoder: None,
         }
+    }
+
+    /// Also decodes each PM sample's instruction to estimate bytes (PEBS
+    /// store samples; page-fault samples have no store to decode).
+    pub fn with_decoder(mut self, decoder: crate::decode::Decoder) -> Attributor {
+        self.decoder = Some(decoder);
+        self
     }
 
     fn load(&mut self, pid: u32) -> bool {
@@ -154,14 +175,21 @@ impl Attributor {
             if i > 0 && s.addr < p.regions[i - 1].end {
                 match p.kinds[i - 1] {
                     Some(kind) => {
-                        self.threads.entry((s.pid, s.tid)).or_default().add(s);
+                        let size = self.decoder.as_mut().and_then(|d| {
+                            let code = maps::find(&p.regions, s.ip)?;
+                            d.at(s.pid, s.ip, code)?.bytes()
+                        });
+                        self.threads
+                            .entry((s.pid, s.tid))
+                            .or_default()
+                            .add_sized(s, size);
                         let per_proc = self.mappings.entry(s.pid).or_default();
                         let path = &p.regions[i - 1].path;
                         match per_proc.get_mut(path.as_str()) {
-                            Some(m) => m.1.add(s),
+                            Some(m) => m.1.add_sized(s, size),
                             None => {
                                 let mut t = Tally::default();
-                                t.add(s);
+                                t.add_sized(s, size);
                                 per_proc.insert(path.clone(), (kind, t));
                             }
                         }
@@ -249,7 +277,8 @@ mod tests {
             a.threads[&(42, 43)],
             Tally {
                 samples: 1,
-                events: 10
+                events: 10,
+                ..Default::default()
             }
         );
         assert_eq!(a.threads[&(42, 44)].samples, 1);
@@ -276,6 +305,39 @@ mod tests {
         a.forget(42);
         a.ingest(&sample(42, 43, 0x1800));
         assert_eq!(a.unattributed.gone.samples, 1); // a new window
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn a_decoder_turns_store_samples_into_bytes() {
+        let root = std::env::temp_dir().join(format!("mt-proc-dec-{}", std::process::id()));
+        std::fs::create_dir_all(&root).expect("mkdir");
+        let bin = root.join("app");
+        let mut code = vec![0x90u8; 0x20];
+        code[0x10..0x14].copy_from_slice(&[0xc5, 0xfd, 0xe7, 0x07]); // vmovntdq [rdi], ymm0
+        std::fs::write(&bin, &code).expect("write");
+        fake_proc(
+            &root,
+            9,
+            &format!(
+                "400000-401000 r-xp 00000000 08:01 555 {}\n1000-2000 rw-s 0 0:1 5 /dev/shm/pm-a\n",
+                bin.display()
+            ),
+        );
+        let mut a = Attributor::with_root(PmClassifier::new("", &["/dev/shm/pm-".into()]), &root)
+            .with_decoder(crate::decode::Decoder::new().expect("capstone"));
+        let s = Sample {
+            ip: 0x400010,
+            pid: 9,
+            tid: 9,
+            addr: 0x1040,
+            period: 9973,
+            ..Default::default()
+        };
+        a.ingest(&s);
+        a.ingest(&Sample { ip: 0x400000, ..s }); // a nop: counted, not sized
+        let t = a.threads[&(9, 9)];
+        assert_eq!((t.samples, t.sized, t.bytes), (2, 1, 32 * 9973));
         let _ = std::fs::remove_dir_all(&root);
     }
 }

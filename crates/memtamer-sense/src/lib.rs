@@ -12,6 +12,7 @@
 
 pub mod attribute;
 pub mod bench;
+pub mod decode;
 pub mod maps;
 pub mod media;
 pub mod metrics;

@@ -10,6 +10,7 @@ pub mod decision;
 pub mod observation;
 pub mod pats;
 pub mod pats_adaptive;
+pub mod pm_load;
 pub mod policy;
 
 pub use cpuset::CpuSet;

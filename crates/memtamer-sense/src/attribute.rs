@@ -18,7 +18,7 @@ pub struct Window {
     pub unattributed: Unattributed,
 }
 use crate::mounts::{PmClassifier, PmKind};
-use crate::perf::Sample;
+use crate::perf::{Record, Sample};
 
 /// Processes whose maps are cached at most (the least recently used is
 /// dropped first), which bounds memory with thousands of processes.
@@ -221,6 +221,18 @@ impl Attributor {
         }
     }
 
+    /// Handles one ring-buffer record: samples are attributed; an exec or
+    /// the exit of a process's main thread drops its cached maps, so no
+    /// later sample is matched against an address space that is gone.
+    pub fn apply(&mut self, record: &Record) {
+        match *record {
+            Record::Sample(ref s) => self.ingest(s),
+            Record::Exec { pid, .. } => self.forget(pid),
+            Record::Exit { pid, tid } if pid == tid => self.forget(pid),
+            Record::Exit { .. } => {}
+        }
+    }
+
     /// Forgets a process (it exited, or exec'd: its old maps are wrong).
     pub fn forget(&mut self, pid: u32) {
         self.procs.remove(&pid);
@@ -300,6 +312,15 @@ mod tests {
         let w = a.take_window();
         assert_eq!(w.threads[&(42, 43)].samples, 2);
         assert!(a.threads.is_empty() && a.mappings.is_empty());
+        // exec: the cached maps are dropped and re-read for the next sample
+        let reads = a.maps_reads;
+        a.apply(&Record::Exec { pid: 42, tid: 43 });
+        a.apply(&Record::Sample(sample(42, 43, 0x1800)));
+        assert_eq!(a.maps_reads, reads + 1);
+        a.apply(&Record::Exit { pid: 42, tid: 44 }); // another thread: keep the maps
+        a.apply(&Record::Sample(sample(42, 43, 0x1800)));
+        assert_eq!(a.maps_reads, reads + 1);
+        let _ = a.take_window();
         // the process exits: its samples count as gone, never as someone else's
         std::fs::remove_dir_all(root.join("42")).expect("rm");
         a.forget(42);

@@ -47,9 +47,15 @@ const SAMPLE_PERIOD: u64 = 1 << 8;
 const FLAG_DISABLED: u64 = 1 << 0;
 const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
+const FLAG_COMM: u64 = 1 << 9;
+const FLAG_TASK: u64 = 1 << 13;
+const FLAG_COMM_EXEC: u64 = 1 << 24;
 const PRECISE_SHIFT: u64 = 15;
 
 const RECORD_LOST: u32 = 2;
+const RECORD_COMM: u32 = 3;
+const RECORD_EXIT: u32 = 4;
+const MISC_COMM_EXEC: u16 = 1 << 13;
 const RECORD_SAMPLE: u32 = 9;
 
 const IOC_ENABLE: libc::c_ulong = 0x2400;
@@ -77,6 +83,18 @@ impl EventSpec {
             name: "MEM_INST_RETIRED.ALL_STORES (raw 0x82d0, precise)",
             kind: PERF_TYPE_HARDWARE_RAW,
             config: 0x82d0,
+            period: period.max(1),
+            precise: 3,
+        }
+    }
+
+    /// PEBS PM-load sampling where the CPU has it: MEM_LOAD_RETIRED.LOCAL_PMM
+    /// (event 0xD1, umask 0x80 on Cascade Lake), precise, user space only.
+    pub fn pebs_pm_loads(period: u64) -> EventSpec {
+        EventSpec {
+            name: "MEM_LOAD_RETIRED.LOCAL_PMM (raw 0x80d1, precise)",
+            kind: PERF_TYPE_HARDWARE_RAW,
+            config: 0x80d1,
             period: period.max(1),
             precise: 3,
         }
@@ -141,6 +159,27 @@ pub struct Sample {
     pub period: u64,
 }
 
+/// One record from the ring buffer that the attributor cares about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// A sample.
+    Sample(Sample),
+    /// The task exec'd: its address space is new.
+    Exec {
+        /// Process.
+        pid: u32,
+        /// Thread.
+        tid: u32,
+    },
+    /// The task exited.
+    Exit {
+        /// Process.
+        pid: u32,
+        /// Thread.
+        tid: u32,
+    },
+}
+
 /// Size of one decoded sample body (ip, pid/tid, time, addr, cpu/res, period).
 const SAMPLE_BODY: usize = 8 * 6;
 
@@ -190,7 +229,12 @@ impl Sampler {
                 | SAMPLE_ADDR
                 | SAMPLE_CPU
                 | SAMPLE_PERIOD,
+            // COMM (with the exec flag) and EXIT records tell the attributor
+            // when a process's cached maps stop being true
             flags: FLAG_DISABLED
+                | FLAG_COMM
+                | FLAG_COMM_EXEC
+                | FLAG_TASK
                 | FLAG_EXCLUDE_KERNEL
                 | FLAG_EXCLUDE_HV
                 | (u64::from(spec.precise.min(3)) << PRECISE_SHIFT),
@@ -281,9 +325,15 @@ impl Sampler {
         unsafe { libc::ioctl(self.fd, IOC_DISABLE, 0) };
     }
 
+    /// Starts counting again.
+    pub fn enable(&self) {
+        // SAFETY: ioctl on our own perf descriptor.
+        unsafe { libc::ioctl(self.fd, IOC_ENABLE, 0) };
+    }
+
     /// Decodes every complete record in the buffer, calling `f` per sample,
-    /// and frees the space. Returns the number of samples.
-    pub fn drain(&mut self, mut f: impl FnMut(&Sample)) -> usize {
+    /// exec and exit, and frees the space. Returns the number of samples.
+    pub fn drain(&mut self, mut f: impl FnMut(&Record)) -> usize {
         let head = self.head().load(Ordering::Acquire);
         let mut tail = self.tail().load(Ordering::Relaxed);
         // SAFETY: the data area follows the control page.
@@ -299,19 +349,33 @@ impl Sampler {
             };
             read(tail, 8, &mut record);
             let kind = u32::from_ne_bytes([record[0], record[1], record[2], record[3]]);
+            let misc = u16::from_ne_bytes([record[4], record[5]]);
             let size = u16::from_ne_bytes([record[6], record[7]]) as u64;
             if size < 8 || tail + size > head {
                 break; // malformed or not complete yet
             }
             record.clear();
             read(tail + 8, size as usize - 8, &mut record);
+            let u32_at = |i: usize| {
+                record
+                    .get(i..i + 4)
+                    .map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+            };
             match kind {
                 RECORD_SAMPLE => {
                     if let Some(s) = decode_sample(&record) {
-                        f(&s);
+                        f(&Record::Sample(s));
                         n += 1;
                     }
                 }
+                RECORD_COMM if misc & MISC_COMM_EXEC != 0 => f(&Record::Exec {
+                    pid: u32_at(0),
+                    tid: u32_at(4),
+                }),
+                RECORD_EXIT => f(&Record::Exit {
+                    pid: u32_at(0),
+                    tid: u32_at(8),
+                }),
                 RECORD_LOST if record.len() >= 16 => {
                     self.lost += u64::from_ne_bytes(record[8..16].try_into().unwrap_or([0; 8]));
                 }

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use memtamer_sense::attribute::Attributor;
 use memtamer_sense::mounts::PmClassifier;
-use memtamer_sense::perf::{EventSpec, Sampler, Target};
+use memtamer_sense::perf::{EventSpec, Record, Sampler, Target};
 
 const CHILD: &str = "MT_SENSE_E2E_CHILD";
 const PM_PAGES: usize = 64;
@@ -79,6 +79,10 @@ fn child_entry() {
     std::io::stdout().flush().expect("flush");
     line.clear();
     let _ = std::io::stdin().read_line(&mut line); // stay alive until told
+                                                   // finally become another program: the sampler must report the exec
+    use std::os::unix::process::CommandExt;
+    let err = Command::new("true").exec();
+    panic!("exec true: {err}");
 }
 
 #[test]
@@ -119,7 +123,11 @@ fn page_touches_are_attributed_to_the_right_thread_and_mapping() {
     let hex = line.split("DONE ").nth(1).unwrap_or("").trim();
     let pm_addr = u64::from_str_radix(hex, 16).expect("address");
     let mut samples = Vec::new();
-    sampler.drain(|s| samples.push(*s));
+    sampler.drain(|r| {
+        if let Record::Sample(s) = r {
+            samples.push(*s);
+        }
+    });
     assert_eq!(sampler.lost, 0);
     let mut a = Attributor::new(PmClassifier::from_system(std::slice::from_ref(&prefix)));
     for s in &samples {
@@ -170,11 +178,23 @@ fn page_touches_are_attributed_to_the_right_thread_and_mapping() {
     a.ingest(&late);
     assert_eq!(a.threads[&(pid, tid)].samples as usize, PM_PAGES);
     assert_eq!(a.unattributed.unmapped.samples, 1);
+    sampler.enable();
     writeln!(stdin, "bye").expect("bye");
     drop(stdin);
     child.wait().expect("wait");
+    let mut execs = 0;
+    sampler.drain(|r| {
+        if matches!(r, Record::Exec { pid: p, .. } if *p == pid) {
+            execs += 1;
+        }
+        a.apply(r);
+    });
+    assert_eq!(execs, 1, "the child's exec was reported");
+    // the new program's page faults were never put on the old PM mapping
+    assert_eq!(a.threads[&(pid, tid)].samples as usize, PM_PAGES);
     // and once it is gone, its samples are "gone"
     a.forget(pid);
+    let gone = a.unattributed.gone.samples;
     a.ingest(&late);
-    assert_eq!(a.unattributed.gone.samples, 1);
+    assert_eq!(a.unattributed.gone.samples, gone + 1);
 }

@@ -4,11 +4,14 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use memtamer_core::{GateObs, Observation, ThreadObs};
+use memtamer_core::{AccessStats, GateObs, Observation, ThreadObs};
 use memtamer_gate::{Gate, GateOptions, ThreadStats};
 use serde::Serialize;
 
+use crate::attribute::Attributor;
+use crate::decode::Decoder;
 use crate::media::{self, MediaCounters};
+use crate::mounts::PmClassifier;
 use crate::perf::{EventSpec, Sampler, Target};
 use crate::uncore::{self, ImcCounters, Reading};
 
@@ -32,6 +35,13 @@ pub struct SourceConfig {
     pub pmu_root: std::path::PathBuf,
     /// The `ipmctl` program.
     pub ipmctl: String,
+    /// The sampled event (PEBS stores by default; tests use page faults).
+    pub sample_event: EventSpec,
+    /// CPUs to sample on (default: every online CPU).
+    pub cpus: Option<Vec<u32>>,
+    /// Path prefixes that count as PM besides DAX mounts and devdax
+    /// (emulated PM, e.g. `/dev/shm/pm-`).
+    pub pm_paths: Vec<String>,
 }
 
 impl Default for SourceConfig {
@@ -40,8 +50,20 @@ impl Default for SourceConfig {
             gate: GateOptions::default(),
             pmu_root: "/sys/bus/event_source/devices".into(),
             ipmctl: "ipmctl".into(),
+            sample_event: EventSpec::pebs_stores(9973),
+            cpus: None,
+            pm_paths: Vec::new(),
         }
     }
+}
+
+/// Online CPUs from sysfs (CPU 0 alone if it cannot be read).
+fn online_cpus() -> Vec<u32> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|t| uncore::parse_cpulist(&t))
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| vec![0])
 }
 
 /// The sensors of one host.
@@ -52,6 +74,8 @@ pub struct Sensors {
     imc_last: Vec<Reading>,
     ipmctl: Option<String>,
     media_last: Option<(Instant, Vec<MediaCounters>)>,
+    samplers: Vec<Sampler>,
+    attributor: Option<Attributor>,
     last: Instant,
     /// What is active and what is missing.
     pub status: Vec<SourceStatus>,
@@ -109,19 +133,44 @@ impl Sensors {
             });
             None
         };
-        // 2. PEBS store sampling
-        match Sampler::open(EventSpec::pebs_stores(9973), Target::Cpu(0), 0) {
-            Ok(_) => status.push(SourceStatus {
-                source: "PEBS stores",
-                active: true,
-                detail: "MEM_INST_RETIRED.ALL_STORES, precise, period 9973".into(),
-            }),
-            Err(e) => status.push(SourceStatus {
+        // 2. sampled stores (PEBS), one sampler per CPU, attributed to PM
+        let cpus = config.cpus.clone().unwrap_or_else(online_cpus);
+        let mut samplers = Vec::new();
+        let mut failure = None;
+        for &cpu in &cpus {
+            match Sampler::open(config.sample_event, Target::Cpu(cpu), 4) {
+                Ok(s) => samplers.push(s),
+                Err(e) => {
+                    failure = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        let attributor = if let Some(why) = failure {
+            samplers.clear();
+            status.push(SourceStatus {
                 source: "PEBS stores",
                 active: false,
-                detail: e.to_string(),
-            }),
-        }
+                detail: why,
+            });
+            None
+        } else {
+            status.push(SourceStatus {
+                source: "PEBS stores",
+                active: true,
+                detail: format!(
+                    "{}, period {}, {} CPUs, attributed to PM mappings",
+                    config.sample_event.name,
+                    config.sample_event.period,
+                    samplers.len()
+                ),
+            });
+            let a = Attributor::new(PmClassifier::from_system(&config.pm_paths));
+            Some(match Decoder::new() {
+                Ok(d) => a.with_decoder(d),
+                Err(_) => a,
+            })
+        };
         // 3. iMC uncore counters
         let imc = match uncore::discover(&config.pmu_root) {
             Ok(pmus) if pmus.is_empty() => {
@@ -195,6 +244,8 @@ impl Sensors {
             imc_last,
             ipmctl,
             media_last,
+            samplers,
+            attributor,
             last: Instant::now(),
             status,
         };
@@ -240,6 +291,26 @@ impl Sensors {
                 waiting: snap.waiting,
             });
         }
+        if let Some(a) = self.attributor.as_mut() {
+            for sampler in &mut self.samplers {
+                sampler.drain(|r| a.apply(r));
+            }
+            let window = a.take_window();
+            for ((pid, tid), tally) in window.threads {
+                if obs.threads.iter().any(|t| t.job == pid && t.tid == tid) {
+                    continue; // library reports are exact: they win
+                }
+                obs.threads.push(ThreadObs {
+                    tid,
+                    job: pid,
+                    pm: Some(AccessStats {
+                        write_bytes: tally.bytes,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                });
+            }
+        }
         if let Some(imc) = &self.imc {
             let readings = imc.read();
             obs.channels = readings
@@ -278,6 +349,7 @@ mod tests {
             },
             pmu_root: "/nonexistent".into(),
             ipmctl: "/nonexistent/ipmctl".into(),
+            ..Default::default()
         };
         let mut s = Sensors::open(&config);
         let names: Vec<&str> = s.status.iter().map(|x| x.source).collect();
@@ -291,10 +363,69 @@ mod tests {
             ]
         );
         assert!(!s.status[0].active && !s.status[2].active && !s.status[3].active);
+        if !s.status[1].active {
+            assert!(s.status[1].detail.contains("perf_event_open"));
+        }
         assert!(s.status.iter().all(|x| !x.detail.is_empty()));
         let obs = s.observe();
-        assert!(obs.threads.is_empty() && obs.channels.is_empty() && obs.dimms.is_empty());
+        assert!(obs.channels.is_empty() && obs.dimms.is_empty());
         assert!(obs.gate.is_none(), "unknown, not zero");
+    }
+
+    #[test]
+    fn sampled_pm_stores_become_thread_observations() {
+        // a page-fault event stands in for PEBS: each sample's IP is the
+        // storing instruction, decoded to its size
+        let prefix = format!("/dev/shm/memtamer-sense-src-{}-", std::process::id());
+        let config = SourceConfig {
+            gate: GateOptions {
+                name: format!("sense-src-none-{}", std::process::id()),
+                ..GateOptions::default()
+            },
+            pmu_root: "/nonexistent".into(),
+            ipmctl: "/nonexistent/ipmctl".into(),
+            sample_event: EventSpec::page_faults(1),
+            cpus: None,
+            pm_paths: vec![prefix.clone()],
+        };
+        let mut s = Sensors::open(&config);
+        assert!(s.status[1].active, "{:?}", s.status[1]);
+        // this thread writes 32 fresh pages of a "PM" file
+        let path = format!("{prefix}pm");
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .expect("pm file");
+        f.set_len(32 * 4096).expect("size");
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: a fresh shared mapping of the file, written page by page.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                32 * 4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            for page in 0..32 {
+                std::ptr::write_volatile(p.cast::<u64>().add(page * 512), 7);
+            }
+            let obs = s.observe();
+            libc::munmap(p, 32 * 4096);
+            let me = obs
+                .threads
+                .iter()
+                .find(|t| t.job == std::process::id())
+                .expect("this process's PM writes are observed");
+            // 32 touches, each an 8-byte store (decoded), period 1
+            assert_eq!(me.pm.map(|p| p.write_bytes), Some(32 * 8));
+        }
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]
@@ -309,6 +440,7 @@ mod tests {
             gate: options.clone(),
             pmu_root: "/nonexistent".into(),
             ipmctl: "/nonexistent/ipmctl".into(),
+            ..Default::default()
         };
         let me = gate.register().expect("register");
         let mut s = Sensors::open(&config);

@@ -654,6 +654,7 @@ fn top_frame(
         avg: Option<f64>,
         wait: f64,
         state: String,
+        source: &'static str,
     }
     let mut rows: Vec<Row> = obs
         .threads
@@ -674,6 +675,12 @@ fn top_frame(
                 avg: pm.average_request_bytes(),
                 wait: t.gate_wait_ns.unwrap_or(0) as f64 / obs.duration_ns.max(1) as f64 * 100.0,
                 state,
+                // library reports carry gate waits; sampled threads do not
+                source: if t.gate_wait_ns.is_some() {
+                    "library"
+                } else {
+                    "pebs"
+                },
             }
         })
         .collect();
@@ -697,7 +704,7 @@ fn top_frame(
     );
     for r in &rows {
         out += &format!(
-            "{:>7} {:>7} {:<16} {:>12.1} {:>12.1} {:>9} {:>7.1} {:<8} library\n",
+            "{:>7} {:>7} {:<16} {:>12.1} {:>12.1} {:>9} {:>7.1} {:<8} {}\n",
             r.pid,
             r.tid,
             r.comm,
@@ -705,7 +712,8 @@ fn top_frame(
             r.write,
             r.avg.map_or("-".into(), |b| format!("{b:.0} B")),
             r.wait,
-            r.state
+            r.state,
+            r.source
         );
     }
     if rows.is_empty() {
@@ -834,9 +842,14 @@ fn run_stat(gate: &str, interval_ms: u64, count: u64, json: bool) -> Result<Exit
             .iter()
             .filter_map(|c| c.wpq_delay_cycles().map(|d| format!("{d:.0}")))
             .collect();
-        let pm_text = if obs.gate.is_some() {
+        let pm_known = obs.gate.is_some()
+            || sensors
+                .status
+                .iter()
+                .any(|s| s.active && s.source.starts_with("PEBS"));
+        let pm_text = if pm_known {
             format!(
-                "PM read {:.3} GB/s write {:.3} GB/s ({} gated threads)",
+                "PM read {:.3} GB/s write {:.3} GB/s ({} threads)",
                 gbps(pm.read_bytes),
                 gbps(pm.write_bytes),
                 obs.threads.len()

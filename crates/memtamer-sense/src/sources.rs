@@ -35,8 +35,10 @@ pub struct SourceConfig {
     pub pmu_root: std::path::PathBuf,
     /// The `ipmctl` program.
     pub ipmctl: String,
-    /// The sampled event (PEBS stores by default; tests use page faults).
+    /// The sampled store event (PEBS stores by default; tests use page faults).
     pub sample_event: EventSpec,
+    /// The sampled PM-load event (MEM_LOAD_RETIRED.LOCAL_PMM by default).
+    pub load_event: EventSpec,
     /// CPUs to sample on (default: every online CPU).
     pub cpus: Option<Vec<u32>>,
     /// Path prefixes that count as PM besides DAX mounts and devdax
@@ -51,6 +53,7 @@ impl Default for SourceConfig {
             pmu_root: "/sys/bus/event_source/devices".into(),
             ipmctl: "ipmctl".into(),
             sample_event: EventSpec::pebs_stores(9973),
+            load_event: EventSpec::pebs_pm_loads(9973),
             cpus: None,
             pm_paths: Vec::new(),
         }
@@ -66,6 +69,36 @@ fn online_cpus() -> Vec<u32> {
         .unwrap_or_else(|| vec![0])
 }
 
+/// One sampled event on every CPU, attributed to PM.
+struct Sampled {
+    samplers: Vec<Sampler>,
+    attributor: Attributor,
+    is_write: bool,
+}
+
+/// Opens `event` on every CPU in `cpus`; Err(reason) if any CPU refuses.
+fn open_sampled(
+    event: EventSpec,
+    cpus: &[u32],
+    pm_paths: &[String],
+    is_write: bool,
+) -> Result<Sampled, String> {
+    let mut samplers = Vec::new();
+    for &cpu in cpus {
+        samplers.push(Sampler::open(event, Target::Cpu(cpu), 4).map_err(|e| e.to_string())?);
+    }
+    let a = Attributor::new(PmClassifier::from_system(pm_paths));
+    let attributor = match Decoder::new() {
+        Ok(d) => a.with_decoder(d),
+        Err(_) => a,
+    };
+    Ok(Sampled {
+        samplers,
+        attributor,
+        is_write,
+    })
+}
+
 /// The sensors of one host.
 pub struct Sensors {
     gate: Option<std::sync::Arc<Gate>>,
@@ -74,8 +107,8 @@ pub struct Sensors {
     imc_last: Vec<Reading>,
     ipmctl: Option<String>,
     media_last: Option<(Instant, Vec<MediaCounters>)>,
-    samplers: Vec<Sampler>,
-    attributor: Option<Attributor>,
+    /// Sampled stores (writes) and, where the CPU has the event, PM loads.
+    sampled: Vec<Sampled>,
     last: Instant,
     /// What is active and what is missing.
     pub status: Vec<SourceStatus>,
@@ -133,44 +166,34 @@ impl Sensors {
             });
             None
         };
-        // 2. sampled stores (PEBS), one sampler per CPU, attributed to PM
+        // 2. sampled stores (PEBS) and PM loads, one sampler per CPU each
         let cpus = config.cpus.clone().unwrap_or_else(online_cpus);
-        let mut samplers = Vec::new();
-        let mut failure = None;
-        for &cpu in &cpus {
-            match Sampler::open(config.sample_event, Target::Cpu(cpu), 4) {
-                Ok(s) => samplers.push(s),
-                Err(e) => {
-                    failure = Some(e.to_string());
-                    break;
+        let mut sampled = Vec::new();
+        for (source, event, is_write) in [
+            ("PEBS stores", config.sample_event, true),
+            ("PEBS PM loads", config.load_event, false),
+        ] {
+            match open_sampled(event, &cpus, &config.pm_paths, is_write) {
+                Ok(s) => {
+                    status.push(SourceStatus {
+                        source,
+                        active: true,
+                        detail: format!(
+                            "{}, period {}, {} CPUs, attributed to PM mappings",
+                            event.name,
+                            event.period,
+                            s.samplers.len()
+                        ),
+                    });
+                    sampled.push(s);
                 }
+                Err(why) => status.push(SourceStatus {
+                    source,
+                    active: false,
+                    detail: why,
+                }),
             }
         }
-        let attributor = if let Some(why) = failure {
-            samplers.clear();
-            status.push(SourceStatus {
-                source: "PEBS stores",
-                active: false,
-                detail: why,
-            });
-            None
-        } else {
-            status.push(SourceStatus {
-                source: "PEBS stores",
-                active: true,
-                detail: format!(
-                    "{}, period {}, {} CPUs, attributed to PM mappings",
-                    config.sample_event.name,
-                    config.sample_event.period,
-                    samplers.len()
-                ),
-            });
-            let a = Attributor::new(PmClassifier::from_system(&config.pm_paths));
-            Some(match Decoder::new() {
-                Ok(d) => a.with_decoder(d),
-                Err(_) => a,
-            })
-        };
         // 3. iMC uncore counters
         let imc = match uncore::discover(&config.pmu_root) {
             Ok(pmus) if pmus.is_empty() => {
@@ -244,8 +267,7 @@ impl Sensors {
             imc_last,
             ipmctl,
             media_last,
-            samplers,
-            attributor,
+            sampled,
             last: Instant::now(),
             status,
         };
@@ -291,25 +313,33 @@ impl Sensors {
                 waiting: snap.waiting,
             });
         }
-        if let Some(a) = self.attributor.as_mut() {
-            for sampler in &mut self.samplers {
+        // sampled traffic of threads the library does not report
+        let reported: Vec<(u32, u32)> = obs.threads.iter().map(|t| (t.job, t.tid)).collect();
+        let mut sampled: HashMap<(u32, u32), AccessStats> = HashMap::new();
+        for src in &mut self.sampled {
+            let a = &mut src.attributor;
+            for sampler in &mut src.samplers {
                 sampler.drain(|r| a.apply(r));
             }
-            let window = a.take_window();
-            for ((pid, tid), tally) in window.threads {
-                if obs.threads.iter().any(|t| t.job == pid && t.tid == tid) {
+            for (key, tally) in a.take_window().threads {
+                if reported.contains(&key) {
                     continue; // library reports are exact: they win
                 }
-                obs.threads.push(ThreadObs {
-                    tid,
-                    job: pid,
-                    pm: Some(AccessStats {
-                        write_bytes: tally.bytes,
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                });
+                let stats = sampled.entry(key).or_default();
+                if src.is_write {
+                    stats.write_bytes += tally.bytes;
+                } else {
+                    stats.read_bytes += tally.bytes;
+                }
             }
+        }
+        for ((pid, tid), pm) in sampled {
+            obs.threads.push(ThreadObs {
+                tid,
+                job: pid,
+                pm: Some(pm),
+                ..Default::default()
+            });
         }
         if let Some(imc) = &self.imc {
             let readings = imc.read();
@@ -358,11 +388,12 @@ mod tests {
             [
                 "library reports",
                 "PEBS stores",
+                "PEBS PM loads",
                 "iMC counters",
                 "DIMM media counters"
             ]
         );
-        assert!(!s.status[0].active && !s.status[2].active && !s.status[3].active);
+        assert!(!s.status[0].active && !s.status[3].active && !s.status[4].active);
         if !s.status[1].active {
             assert!(s.status[1].detail.contains("perf_event_open"));
         }
@@ -385,6 +416,8 @@ mod tests {
             pmu_root: "/nonexistent".into(),
             ipmctl: "/nonexistent/ipmctl".into(),
             sample_event: EventSpec::page_faults(1),
+            // no PM-load stand-in: keep it the hardware event (missing here)
+            load_event: EventSpec::pebs_pm_loads(9973),
             cpus: None,
             pm_paths: vec![prefix.clone()],
         };

@@ -558,14 +558,13 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
     }
 }
 
-fn sensors_for(gate: &str) -> memtamer_sense::sources::Sensors {
-    memtamer_sense::sources::Sensors::open(&memtamer_sense::sources::SourceConfig {
-        gate: memtamer_gate::GateOptions {
-            name: gate.to_string(),
-            ..Default::default()
-        },
+fn sensors_for(gate: &str) -> Result<memtamer_sense::sources::Sensors, String> {
+    let mut config = memtamer_sense::sources::SourceConfig::from_env()?;
+    config.gate = memtamer_gate::GateOptions {
+        name: gate.to_string(),
         ..Default::default()
-    })
+    };
+    Ok(memtamer_sense::sources::Sensors::open(&config))
 }
 
 /// One frame of `memtamer top`.
@@ -723,7 +722,7 @@ fn top_frame(
 }
 
 fn run_top(gate: &str, interval_ms: u64, sort: TopSort, once: bool) -> Result<ExitCode, String> {
-    let mut sensors = sensors_for(gate);
+    let mut sensors = sensors_for(gate)?;
     loop {
         std::thread::sleep(std::time::Duration::from_millis(interval_ms.max(1)));
         let obs = sensors.observe();
@@ -754,7 +753,13 @@ fn serve_metrics(listen: &str, gate: &str, interval_ms: u64) -> Result<ExitCode,
     let writer = Arc::clone(&text);
     let gate = gate.to_string();
     std::thread::spawn(move || {
-        let mut sensors = sensors_for(&gate);
+        let mut sensors = match sensors_for(&gate) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("memtamer: {e}");
+                std::process::exit(2);
+            }
+        };
         loop {
             std::thread::sleep(std::time::Duration::from_millis(interval_ms.max(1)));
             let obs = sensors.observe();
@@ -789,15 +794,7 @@ fn serve_metrics(listen: &str, gate: &str, interval_ms: u64) -> Result<ExitCode,
 }
 
 fn run_stat(gate: &str, interval_ms: u64, count: u64, json: bool) -> Result<ExitCode, String> {
-    use memtamer_sense::sources::{Sensors, SourceConfig};
-    let config = SourceConfig {
-        gate: memtamer_gate::GateOptions {
-            name: gate.to_string(),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let mut sensors = Sensors::open(&config);
+    let mut sensors = sensors_for(gate)?;
     if json {
         println!(
             "{}",

@@ -20,6 +20,29 @@ pub struct Window {
 use crate::mounts::{PmClassifier, PmKind};
 use crate::perf::{Record, Sample};
 
+/// The NUMA node holding the page at `addr` in process `pid`, if resident
+/// (`move_pages` with no target nodes only reports where pages are).
+pub fn node_of(pid: u32, addr: u64) -> Option<u32> {
+    let page = (addr & !0xfff) as *mut libc::c_void;
+    let mut status: libc::c_int = -1;
+    // SAFETY: one page pointer in, one status out; nodes NULL means query.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            pid as libc::c_long,
+            1 as libc::c_ulong,
+            &page as *const *mut libc::c_void,
+            std::ptr::null::<libc::c_int>(),
+            &mut status as *mut libc::c_int,
+            0 as libc::c_int,
+        )
+    };
+    (rc == 0 && status >= 0).then_some(status as u32)
+}
+
+/// Pages whose NUMA node is cached at most.
+const MAX_CACHED_PAGES: usize = 1 << 16;
+
 /// Processes whose maps are cached at most (the least recently used is
 /// dropped first), which bounds memory with thousands of processes.
 pub const MAX_CACHED_PROCESSES: usize = 1024;
@@ -86,6 +109,8 @@ pub struct Attributor {
     /// Times a process's maps were (re-)read.
     pub maps_reads: u64,
     decoder: Option<crate::decode::Decoder>,
+    /// (pid, page) -> node, for slow-node classification.
+    nodes: HashMap<(u32, u64), Option<u32>>,
 }
 
 impl Attributor {
@@ -107,6 +132,7 @@ impl Attributor {
             unattributed: Unattributed::default(),
             maps_reads: 0,
             decoder: None,
+            nodes: HashMap::new(),
         }
     }
 
@@ -173,7 +199,21 @@ impl Attributor {
             p.last_use = clock;
             let i = p.regions.partition_point(|r| r.start <= s.addr);
             if i > 0 && s.addr < p.regions[i - 1].end {
-                match p.kinds[i - 1] {
+                let mut kind = p.kinds[i - 1];
+                if kind.is_none() && !self.classifier.slow_nodes().is_empty() {
+                    let page = s.addr & !0xfff;
+                    if self.nodes.len() >= MAX_CACHED_PAGES {
+                        self.nodes.clear();
+                    }
+                    let node = *self
+                        .nodes
+                        .entry((s.pid, page))
+                        .or_insert_with(|| node_of(s.pid, page));
+                    if node.is_some_and(|n| self.classifier.slow_nodes().contains(&n)) {
+                        kind = Some(PmKind::SlowNode);
+                    }
+                }
+                match kind {
                     Some(kind) => {
                         let size = self.decoder.as_mut().and_then(|d| {
                             let code = maps::find(&p.regions, s.ip)?;
@@ -236,6 +276,7 @@ impl Attributor {
     /// Forgets a process (it exited, or exec'd: its old maps are wrong).
     pub fn forget(&mut self, pid: u32) {
         self.procs.remove(&pid);
+        self.nodes.retain(|(p, _), _| *p != pid);
     }
 
     /// PM totals of one process.
@@ -327,6 +368,34 @@ mod tests {
         a.ingest(&sample(42, 43, 0x1800));
         assert_eq!(a.unattributed.gone.samples, 1); // a new window
         let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn pages_on_a_slow_numa_node_count_as_pm() {
+        // this process's anonymous page, on whatever node holds it
+        let buf = vec![1u8; 8192];
+        let addr = buf.as_ptr() as u64;
+        let me = std::process::id();
+        let node = node_of(me, addr).expect("a resident page has a node");
+        let s = Sample {
+            pid: me,
+            tid: me,
+            addr,
+            period: 1,
+            ..Default::default()
+        };
+        let classifier = || PmClassifier::new("", &[]);
+        let mut slow = Attributor::new(classifier().with_slow_nodes(&[node]));
+        slow.ingest(&s);
+        assert_eq!(slow.threads[&(me, me)].samples, 1);
+        assert!(slow.mappings[&me]
+            .values()
+            .all(|(k, _)| *k == PmKind::SlowNode));
+        let mut fast = Attributor::new(classifier().with_slow_nodes(&[node + 1]));
+        fast.ingest(&s);
+        assert!(fast.threads.is_empty());
+        assert_eq!(fast.unattributed.not_pm.samples, 1);
+        std::hint::black_box(&buf);
     }
 
     #[test]

@@ -77,6 +77,8 @@ pub enum PmKind {
     Devdax,
     /// A configured path prefix (emulated PM).
     Configured,
+    /// A page on a configured slow NUMA node (PM or CXL memory as a node).
+    SlowNode,
 }
 
 /// Classifies mapped paths as PM or not.
@@ -85,6 +87,8 @@ pub struct PmClassifier {
     /// Every mount point and whether it is DAX, longest first.
     mounts: Vec<(String, bool)>,
     prefixes: Vec<String>,
+    /// NUMA nodes whose memory is the slow tier.
+    slow_nodes: Vec<u32>,
 }
 
 impl PmClassifier {
@@ -102,6 +106,7 @@ impl PmClassifier {
         PmClassifier {
             mounts,
             prefixes: prefixes.to_vec(),
+            slow_nodes: Vec::new(),
         }
     }
 
@@ -109,6 +114,18 @@ impl PmClassifier {
     pub fn from_system(prefixes: &[String]) -> PmClassifier {
         let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
         PmClassifier::new(&text, prefixes)
+    }
+
+    /// Also counts pages on these NUMA nodes as PM (the slow tier exposed as
+    /// a CPU-less node: PM in KMEM DAX mode, CXL memory).
+    pub fn with_slow_nodes(mut self, nodes: &[u32]) -> PmClassifier {
+        self.slow_nodes = nodes.to_vec();
+        self
+    }
+
+    /// The configured slow NUMA nodes.
+    pub fn slow_nodes(&self) -> &[u32] {
+        &self.slow_nodes
     }
 
     /// The PM kind of a mapping's path, if it is PM.

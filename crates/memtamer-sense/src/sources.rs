@@ -44,6 +44,30 @@ pub struct SourceConfig {
     /// Path prefixes that count as PM besides DAX mounts and devdax
     /// (emulated PM, e.g. `/dev/shm/pm-`).
     pub pm_paths: Vec<String>,
+    /// NUMA nodes whose memory is the slow tier (PM or CXL as a node).
+    pub slow_nodes: Vec<u32>,
+}
+
+impl SourceConfig {
+    /// Defaults plus `MEMTAMER_PM_PATHS` (colon-separated path prefixes) and
+    /// `MEMTAMER_SLOW_NODES` (a node list such as `2-3`). A bad value is an
+    /// error naming the variable.
+    pub fn from_env() -> Result<SourceConfig, String> {
+        let mut c = SourceConfig::default();
+        if let Ok(v) = std::env::var("MEMTAMER_PM_PATHS") {
+            c.pm_paths = v
+                .split(':')
+                .filter(|p| !p.is_empty())
+                .map(String::from)
+                .collect();
+        }
+        if let Ok(v) = std::env::var("MEMTAMER_SLOW_NODES") {
+            c.slow_nodes = uncore::parse_cpulist(&v).ok_or_else(|| {
+                format!("MEMTAMER_SLOW_NODES = {v:?}: expected a node list such as 2 or 2-3,5")
+            })?;
+        }
+        Ok(c)
+    }
 }
 
 impl Default for SourceConfig {
@@ -56,6 +80,7 @@ impl Default for SourceConfig {
             load_event: EventSpec::pebs_pm_loads(9973),
             cpus: None,
             pm_paths: Vec::new(),
+            slow_nodes: Vec::new(),
         }
     }
 }
@@ -80,14 +105,16 @@ struct Sampled {
 fn open_sampled(
     event: EventSpec,
     cpus: &[u32],
-    pm_paths: &[String],
+    config: &SourceConfig,
     is_write: bool,
 ) -> Result<Sampled, String> {
     let mut samplers = Vec::new();
     for &cpu in cpus {
         samplers.push(Sampler::open(event, Target::Cpu(cpu), 4).map_err(|e| e.to_string())?);
     }
-    let a = Attributor::new(PmClassifier::from_system(pm_paths));
+    let a = Attributor::new(
+        PmClassifier::from_system(&config.pm_paths).with_slow_nodes(&config.slow_nodes),
+    );
     let attributor = match Decoder::new() {
         Ok(d) => a.with_decoder(d),
         Err(_) => a,
@@ -173,7 +200,7 @@ impl Sensors {
             ("PEBS stores", config.sample_event, true),
             ("PEBS PM loads", config.load_event, false),
         ] {
-            match open_sampled(event, &cpus, &config.pm_paths, is_write) {
+            match open_sampled(event, &cpus, config, is_write) {
                 Ok(s) => {
                     status.push(SourceStatus {
                         source,
@@ -420,6 +447,7 @@ mod tests {
             load_event: EventSpec::pebs_pm_loads(9973),
             cpus: None,
             pm_paths: vec![prefix.clone()],
+            slow_nodes: Vec::new(),
         };
         let mut s = Sensors::open(&config);
         assert!(s.status[1].active, "{:?}", s.status[1]);

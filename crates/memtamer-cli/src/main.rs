@@ -610,14 +610,7 @@ fn top_frame(
         }
         None => out += "gate: unknown (no library reports)\n",
     }
-    let dram: Option<u64> = if obs.channels.is_empty() {
-        None
-    } else {
-        obs.channels
-            .iter()
-            .map(|c| Some(c.cas_reads? + c.cas_writes?))
-            .sum()
-    };
+    let dram = obs.dram_cas();
     let wpq: Vec<f64> = obs
         .channels
         .iter()
@@ -826,14 +819,7 @@ fn run_stat(gate: &str, interval_ms: u64, count: u64, json: bool) -> Result<Exit
         let secs = obs.duration_ns as f64 / 1e9;
         let pm = obs.pm_total();
         let gbps = |b: u64| b as f64 / secs.max(1e-9) / 1e9;
-        let dram: Option<u64> = if obs.channels.is_empty() {
-            None
-        } else {
-            obs.channels
-                .iter()
-                .map(|c| Some(c.cas_reads? + c.cas_writes?))
-                .sum()
-        };
+        let dram = obs.dram_cas();
         let wpq: Vec<String> = obs
             .channels
             .iter()

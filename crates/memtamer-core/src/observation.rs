@@ -241,6 +241,18 @@ pub struct Observation {
 }
 
 impl Observation {
+    /// DRAM CAS operations (reads + writes, 64 B each) over all channels in
+    /// the window; unknown unless every channel reports both counts.
+    pub fn dram_cas(&self) -> Measured<u64> {
+        if self.channels.is_empty() {
+            return None;
+        }
+        self.channels
+            .iter()
+            .map(|c| Some(c.cas_reads? + c.cas_writes?))
+            .sum()
+    }
+
     /// Total request-level PM traffic of all threads whose PM traffic is known.
     pub fn pm_total(&self) -> AccessStats {
         let mut total = AccessStats::default();
@@ -256,6 +268,21 @@ impl Observation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dram_cas_is_unknown_unless_every_channel_counts() {
+        let ch = |r, w| ChannelObs {
+            cas_reads: r,
+            cas_writes: w,
+            ..Default::default()
+        };
+        let mut obs = Observation::default();
+        assert_eq!(obs.dram_cas(), None);
+        obs.channels = vec![ch(Some(3), Some(4)), ch(Some(1), Some(0))];
+        assert_eq!(obs.dram_cas(), Some(8));
+        obs.channels.push(ch(Some(1), None));
+        assert_eq!(obs.dram_cas(), None);
+    }
 
     #[test]
     fn size_classes_split_at_optane_granularity() {

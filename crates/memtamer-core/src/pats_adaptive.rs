@@ -135,15 +135,7 @@ pub fn dram_bytes_per_s(obs: &Observation) -> Option<f64> {
 }
 
 fn dram_bytes(obs: &Observation) -> Option<f64> {
-    let mut cas = 0u64;
-    let mut any = false;
-    for c in &obs.channels {
-        if let (Some(r), Some(w)) = (c.cas_reads, c.cas_writes) {
-            cas += r + w;
-            any = true;
-        }
-    }
-    any.then_some(cas as f64 * 64.0)
+    obs.dram_cas().map(|cas| cas as f64 * 64.0)
 }
 
 impl Policy for PatsAdaptive {

@@ -89,6 +89,16 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// The scheduling-domain tree of this host (NUMA node, LLC, SMT core) and its memory-only
+    /// NUMA nodes (PM or CXL as memory tiers), from sysfs.
+    Topology {
+        /// sysfs root (a fake one for tests).
+        #[arg(long, default_value = "/sys/devices/system")]
+        sysfs: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// A live view: per thread, PM read/write bandwidth, request size, gate wait and state,
     /// with the host's DRAM, WPQ and media figures where counters exist.
     Top {
@@ -538,6 +548,18 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Gate { cmd } => run_gate(cmd),
+        Cmd::Topology { sysfs, json } => {
+            let t = memtamer_sense::topology::read_topology(&sysfs)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&t).map_err(|e| e.to_string())?
+                );
+            } else {
+                print!("{}", t.render());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Top {
             gate,
             interval_ms,

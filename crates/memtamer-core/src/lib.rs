@@ -12,6 +12,7 @@ pub mod pats;
 pub mod pats_adaptive;
 pub mod pm_load;
 pub mod policy;
+pub mod topology;
 
 pub use cpuset::CpuSet;
 pub use decision::{CoreBudget, Decision, GateLimit, Migration};

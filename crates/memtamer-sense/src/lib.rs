@@ -19,4 +19,5 @@ pub mod metrics;
 pub mod mounts;
 pub mod perf;
 pub mod sources;
+pub mod topology;
 pub mod uncore;

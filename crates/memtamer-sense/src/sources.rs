@@ -94,6 +94,10 @@ fn online_cpus() -> Vec<u32> {
         .unwrap_or_else(|| vec![0])
 }
 
+/// Ring buffer per CPU: 2^6 pages (256 KiB, about 4,600 samples) between
+/// two windows before the kernel drops samples.
+const RING_PAGES_LOG2: u32 = 6;
+
 /// One sampled event on every CPU, attributed to PM.
 struct Sampled {
     samplers: Vec<Sampler>,
@@ -110,7 +114,9 @@ fn open_sampled(
 ) -> Result<Sampled, String> {
     let mut samplers = Vec::new();
     for &cpu in cpus {
-        samplers.push(Sampler::open(event, Target::Cpu(cpu), 4).map_err(|e| e.to_string())?);
+        samplers.push(
+            Sampler::open(event, Target::Cpu(cpu), RING_PAGES_LOG2).map_err(|e| e.to_string())?,
+        );
     }
     let a = Attributor::new(
         PmClassifier::from_system(&config.pm_paths).with_slow_nodes(&config.slow_nodes),

@@ -268,6 +268,57 @@ impl CalibratedModel {
     }
 }
 
+/// Why a model text is not a calibrated model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelError {
+    /// 1-based line (0 when unknown).
+    pub line: usize,
+    /// 1-based column (0 when unknown).
+    pub column: usize,
+    /// The key at fault, for errors about a value rather than the syntax.
+    pub key: Option<&'static str>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl CalibratedModel {
+    /// Parses the TOML that `memtamer calibrate` writes; a model without
+    /// points is refused. Both the simulator and the gate library load
+    /// model files through this.
+    pub fn parse(text: &str) -> Result<CalibratedModel, ModelError> {
+        let model: CalibratedModel = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map_or((0, 0), |s| {
+                let before = text.get(..s.start.min(text.len())).unwrap_or(text);
+                let line = before.matches('\n').count() + 1;
+                let column = before
+                    .rfind('\n')
+                    .map_or(before.len(), |p| before.len() - p - 1)
+                    + 1;
+                (line, column)
+            });
+            ModelError {
+                line,
+                column,
+                key: None,
+                message: e.message().trim().to_string(),
+            }
+        })?;
+        if model.points.is_empty() {
+            let line = text
+                .lines()
+                .position(|l| l.trim_start().starts_with("points"))
+                .map_or(0, |i| i + 1);
+            return Err(ModelError {
+                line,
+                column: 0,
+                key: Some("points"),
+                message: "the model has no calibration point".into(),
+            });
+        }
+        Ok(model)
+    }
+}
+
 /// PATS with a calibrated model in place of Eq. 1.
 #[derive(Clone, Debug)]
 pub struct PatsCalibrated {
@@ -340,6 +391,21 @@ mod calibrated_tests {
         assert_eq!(m.threshold(4096.0, 0.5), Some(4)); // 3 + (6 - 3) / 2 = 4.5
         assert_eq!(m.threshold(f64::NAN, f64::NAN), Some(5));
         assert_eq!(CalibratedModel::default().threshold(4096.0, 1.0), None);
+    }
+
+    #[test]
+    fn model_text_parses_and_errors_point_at_their_line() {
+        let text = toml::to_string(&model()).expect("serialize");
+        assert_eq!(CalibratedModel::parse(&text), Ok(model()));
+        let err =
+            CalibratedModel::parse("platform = \"x\"\nmax_dram_loss = \"high\"\n").unwrap_err();
+        assert_eq!((err.line, err.key), (2, None));
+        // an error at the very start of a line is on that line, not the one before
+        let err = CalibratedModel::parse("platform = \"x\"\n= 1\n").unwrap_err();
+        assert_eq!(err.line, 2);
+        let err = CalibratedModel::parse("platform = \"x\"\nmax_dram_loss = 0.05\npoints = []\n")
+            .unwrap_err();
+        assert_eq!((err.line, err.key), (3, Some("points")));
     }
 
     #[test]

@@ -105,21 +105,11 @@ pub fn load_model(path: &Path) -> Result<CalibratedModel, GateError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let model: CalibratedModel = toml::from_str(&text).map_err(|e| GateError::Model {
+    CalibratedModel::parse(&text).map_err(|e| GateError::Model {
         path: path.to_path_buf(),
-        line: e.span().map_or(0, |s| {
-            text[..s.start.min(text.len())].lines().count().max(1)
-        }),
-        message: e.message().trim().to_string(),
-    })?;
-    if model.points.is_empty() {
-        return Err(GateError::Model {
-            path: path.to_path_buf(),
-            line: 0,
-            message: "the model has no points".into(),
-        });
-    }
-    Ok(model)
+        line: e.line,
+        message: e.message,
+    })
 }
 
 /// Everything a process needs to join a gate and, if it wins the lease, run

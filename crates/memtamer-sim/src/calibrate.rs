@@ -189,12 +189,7 @@ pub fn model_for(platform: &str) -> Result<CalibratedModel, SimError> {
     use std::sync::{Mutex, OnceLock};
     static CACHE: OnceLock<Mutex<BTreeMap<String, CalibratedModel>>> = OnceLock::new();
     if let Some((_, text)) = BUILTIN_MODELS.iter().find(|(n, _)| *n == platform) {
-        return toml::from_str(text).map_err(|e| SimError::Parse {
-            file: format!("<builtin model {platform}>"),
-            line: 0,
-            column: 0,
-            message: e.message().to_string(),
-        });
+        return parse_model(&format!("<builtin model {platform}>"), text);
     }
     let cache = CACHE.get_or_init(|| Mutex::new(BTreeMap::new()));
     // hold the lock while calibrating: concurrent sweep points wait for one run
@@ -216,26 +211,25 @@ pub fn load_model(path: &str) -> Result<CalibratedModel, SimError> {
         path: path.to_string(),
         source,
     })?;
-    let model: CalibratedModel = toml::from_str(&text).map_err(|e| {
-        let (line, column) = e
-            .span()
-            .map_or((0, 0), |s| crate::error::line_col(&text, s.start));
-        SimError::Parse {
-            file: path.to_string(),
-            line,
-            column,
-            message: e.message().trim().to_string(),
-        }
-    })?;
-    if model.points.is_empty() {
-        return Err(SimError::Invalid {
-            file: path.to_string(),
-            line: crate::error::line_of_key(&text, "points"),
-            key: "points".into(),
-            message: "the model has no calibration point".into(),
-        });
-    }
-    Ok(model)
+    parse_model(path, &text)
+}
+
+/// Parses model text, naming `file` in errors.
+fn parse_model(file: &str, text: &str) -> Result<CalibratedModel, SimError> {
+    CalibratedModel::parse(text).map_err(|e| match e.key {
+        Some(key) => SimError::Invalid {
+            file: file.to_string(),
+            line: e.line,
+            key: key.into(),
+            message: e.message,
+        },
+        None => SimError::Parse {
+            file: file.to_string(),
+            line: e.line,
+            column: e.column,
+            message: e.message,
+        },
+    })
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use memtamer_core::{AccessStats, GateObs, Observation, ThreadObs};
+use memtamer_core::{AccessStats, CpuSet, GateObs, Observation, ThreadObs};
 use memtamer_gate::{Gate, GateOptions, ThreadStats};
 use serde::Serialize;
 
@@ -62,9 +62,13 @@ impl SourceConfig {
                 .collect();
         }
         if let Ok(v) = std::env::var("MEMTAMER_SLOW_NODES") {
-            c.slow_nodes = uncore::parse_cpulist(&v).ok_or_else(|| {
-                format!("MEMTAMER_SLOW_NODES = {v:?}: expected a node list such as 2 or 2-3,5")
-            })?;
+            c.slow_nodes = CpuSet::parse_list(v.trim())
+                .map_err(|e| {
+                    format!("MEMTAMER_SLOW_NODES = {v:?}: expected a node list such as 2 or 2-3,5 ({e})")
+                })?
+                .iter()
+                .map(|n| n as u32)
+                .collect();
         }
         Ok(c)
     }
@@ -89,7 +93,8 @@ impl Default for SourceConfig {
 fn online_cpus() -> Vec<u32> {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
-        .and_then(|t| uncore::parse_cpulist(&t))
+        .and_then(|t| CpuSet::parse_list(t.trim()).ok())
+        .map(|set| set.iter().map(|c| c as u32).collect::<Vec<u32>>())
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| vec![0])
 }

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use memtamer_core::ChannelObs;
+use memtamer_core::{ChannelObs, CpuSet};
 
 /// The counters read per channel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,24 +110,6 @@ pub fn parse_format(text: &str) -> Option<Vec<(u32, u32)>> {
         .filter(|v| v.iter().all(|(a, b)| a <= b && *b < 64))
 }
 
-/// Parses a cpumask / cpulist (`0,28` or `0-3,8`).
-pub fn parse_cpulist(text: &str) -> Option<Vec<u32>> {
-    let mut cpus = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
-                if b < a || b - a > 4096 {
-                    return None;
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().ok()?),
-        }
-    }
-    Some(cpus)
-}
-
 impl ImcPmu {
     /// The `config` value for `terms` (name, value) by this PMU's format.
     pub fn encode(&self, terms: &[(&str, u64)]) -> Result<u64, UncoreError> {
@@ -193,10 +175,14 @@ pub fn discover(root: &Path) -> Result<Vec<ImcPmu>, UncoreError> {
                 path: dir.join("type"),
                 what: "not a number".into(),
             })?;
-        let cpus = parse_cpulist(&read("cpumask")?).ok_or_else(|| UncoreError::Sysfs {
-            path: dir.join("cpumask"),
-            what: "not a CPU list".into(),
-        })?;
+        let cpus: Vec<u32> = CpuSet::parse_list(read("cpumask")?.trim())
+            .map_err(|e| UncoreError::Sysfs {
+                path: dir.join("cpumask"),
+                what: e.to_string(),
+            })?
+            .iter()
+            .map(|c| c as u32)
+            .collect();
         let mut format = Vec::new();
         if let Ok(files) = std::fs::read_dir(dir.join("format")) {
             for f in files.flatten() {
@@ -376,8 +362,6 @@ mod tests {
         assert_eq!(parse_format("config1:0-9"), None);
         assert_eq!(parse_format("config:9-3"), None);
         assert_eq!(parse_format("config:0-64"), None);
-        assert_eq!(parse_cpulist("0-2,8"), Some(vec![0, 1, 2, 8]));
-        assert_eq!(parse_cpulist("3-1"), None);
     }
 
     #[test]

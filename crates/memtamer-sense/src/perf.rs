@@ -249,34 +249,25 @@ impl Sampler {
             Target::Task(pid) => (pid as libc::c_int, -1),
             Target::Cpu(cpu) => (-1, cpu as libc::c_int),
         };
-        // SAFETY: attr is a valid perf_event_attr of the size it states.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
-                &attr as *const PerfEventAttr,
-                pid,
-                cpu,
-                -1 as libc::c_int,
-                PERF_FLAG_FD_CLOEXEC,
-            )
-        } as libc::c_int;
-        if fd < 0 {
-            let source = std::io::Error::last_os_error();
-            let hint = match source.raw_os_error() {
-                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) => {
-                    " (no such event here: no hardware PMU, or another CPU model)"
-                }
-                Some(libc::EACCES) | Some(libc::EPERM) => {
-                    " (needs CAP_PERFMON or a lower /proc/sys/kernel/perf_event_paranoid)"
-                }
-                _ => "",
-            };
-            return Err(PerfError::Open {
-                what: format!("{}, {target:?}", spec.name),
-                source,
-                hint,
-            });
-        }
+        let fd = match perf_event_open(&attr, pid, cpu) {
+            Ok(fd) => fd,
+            Err(source) => {
+                let hint = match source.raw_os_error() {
+                    Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) => {
+                        " (no such event here: no hardware PMU, or another CPU model)"
+                    }
+                    Some(libc::EACCES) | Some(libc::EPERM) => {
+                        " (needs CAP_PERFMON or a lower /proc/sys/kernel/perf_event_paranoid)"
+                    }
+                    _ => "",
+                };
+                return Err(PerfError::Open {
+                    what: format!("{}, {target:?}", spec.name),
+                    source,
+                    hint,
+                });
+            }
+        };
         let page = 4096usize;
         let data_len = page << pages_log2.min(16);
         let map_len = page + data_len;
@@ -408,13 +399,22 @@ pub fn open_counter(pmu_type: u32, config: u64, cpu: u32) -> std::io::Result<lib
         config,
         ..Default::default()
     };
+    perf_event_open(&attr, -1, cpu as libc::c_int)
+}
+
+/// The perf_event_open system call (close-on-exec, no group).
+fn perf_event_open(
+    attr: &PerfEventAttr,
+    pid: libc::c_int,
+    cpu: libc::c_int,
+) -> std::io::Result<libc::c_int> {
     // SAFETY: attr is a valid perf_event_attr of the size it states.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_perf_event_open,
-            &attr as *const PerfEventAttr,
-            -1 as libc::c_int,
-            cpu as libc::c_int,
+            attr as *const PerfEventAttr,
+            pid,
+            cpu,
             -1 as libc::c_int,
             PERF_FLAG_FD_CLOEXEC,
         )

@@ -129,15 +129,6 @@ impl PatsAdaptive {
     }
 }
 
-/// DRAM bytes/s in the window from CAS counters (None without counters).
-pub fn dram_bytes_per_s(obs: &Observation) -> Option<f64> {
-    dram_bytes(obs).and_then(|b| (obs.duration_ns > 0).then(|| b / (obs.duration_ns as f64 * 1e-9)))
-}
-
-fn dram_bytes(obs: &Observation) -> Option<f64> {
-    obs.dram_cas().map(|cas| cas as f64 * 64.0)
-}
-
 impl Policy for PatsAdaptive {
     fn name(&self) -> &str {
         "pats-adaptive"
@@ -156,7 +147,7 @@ impl Policy for PatsAdaptive {
                 format!("adaptive PATS: probing DRAM at limit 1 (Eq. 1 start {start})"),
             );
         };
-        let Some(dram) = dram_bytes(obs) else {
+        let Some(dram) = obs.dram_cas().map(|cas| cas as f64 * 64.0) else {
             let t_s = self.eq1(s, wr);
             self.phase = Phase::Tracking;
             return self.set(

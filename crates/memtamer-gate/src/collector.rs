@@ -8,12 +8,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use memtamer_core::{GateLimit, GateObs, Observation, Policy, ThreadObs};
+use memtamer_core::{GateLimit, Observation, Policy};
 
 use crate::gate::Gate;
 use crate::os;
-use crate::shm::SLOTS;
-use crate::stats::ThreadStats;
+use crate::stats::GateWindow;
 
 /// A lease holder silent for this many windows (and at least 200 ms) is
 /// replaced.
@@ -24,7 +23,7 @@ const THOROUGH_EVERY: u64 = 100;
 /// The pure part of the collector: window deltas in, limit out.
 pub struct CollectorCore {
     policy: Box<dyn Policy + Send>,
-    last: Vec<Option<(u32, u32, ThreadStats)>>,
+    window: GateWindow,
     last_ns: u64,
 }
 
@@ -33,7 +32,7 @@ impl CollectorCore {
     pub fn new(policy: Box<dyn Policy + Send>) -> CollectorCore {
         CollectorCore {
             policy,
-            last: vec![None; SLOTS],
+            window: GateWindow::default(),
             last_ns: 0,
         }
     }
@@ -43,36 +42,14 @@ impl CollectorCore {
     /// the limit it set, if any.
     pub fn tick(&mut self, gate: &Gate) -> (Observation, Option<GateLimit>) {
         let now = os::now_ns();
-        let snap = gate.snapshot();
-        let mut seen = vec![None; SLOTS];
-        let mut threads = Vec::with_capacity(snap.threads.len());
-        for t in &snap.threads {
-            let delta = match &self.last[t.slot] {
-                Some((pid, tid, prev)) if *pid == t.pid && *tid == t.tid => t.stats.since(prev),
-                _ => t.stats,
-            };
-            seen[t.slot] = Some((t.pid, t.tid, t.stats));
-            if delta.requests() == 0 {
-                continue;
-            }
-            threads.push(ThreadObs {
-                tid: t.tid,
-                job: t.pid,
-                pm: Some(delta.access()),
-                gate_wait_ns: Some(delta.wait_ns_total),
-                ..Default::default()
-            });
-        }
-        self.last = seen;
+        let (mut threads, gate_obs) = self.window.next(&gate.snapshot());
+        // the policy sees the threads that issued PM requests in the window
+        threads.retain(|t| t.pm.is_some_and(|pm| pm.requests() > 0));
         let obs = Observation {
             start_ns: self.last_ns,
             duration_ns: now.saturating_sub(self.last_ns),
             threads,
-            gate: Some(GateObs {
-                limit: snap.limit,
-                admitted: snap.serving,
-                waiting: snap.waiting,
-            }),
+            gate: Some(gate_obs),
             ..Default::default()
         };
         self.last_ns = now;

@@ -37,7 +37,7 @@ pub use config::{load_model, GateConfig, PolicySpec, ENV_VARS};
 pub use error::GateError;
 pub use gate::{Admission, Gate, GateOptions, GateThread, Permit};
 pub use shm::SLOTS;
-pub use stats::{GateSnapshot, ThreadSnapshot, ThreadState, ThreadStats};
+pub use stats::{GateSnapshot, GateWindow, ThreadSnapshot, ThreadState, ThreadStats};
 
 /// Opens the gate a config names and starts this process's collector.
 pub fn start(config: &GateConfig) -> Result<(std::sync::Arc<Gate>, Collector), GateError> {

@@ -5,6 +5,10 @@ use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 
+use std::collections::HashMap;
+
+use memtamer_core::{GateObs, ThreadObs};
+
 use crate::gate::Gate;
 use crate::shm::{SharedStats, HOLDING, RUNNING, SLOTS, UNLIMITED, WAITING};
 
@@ -45,11 +49,6 @@ impl ThreadStats {
             wait_ns_max: l(&s.wait_ns_max),
             reused: l(&s.reused),
         }
-    }
-
-    /// Requests counted (all sizes, both directions).
-    pub fn requests(&self) -> u64 {
-        self.reads_by_size.iter().sum::<u64>() + self.writes_by_size.iter().sum::<u64>()
     }
 
     /// The request-level view policies consume.
@@ -257,6 +256,45 @@ impl GateSnapshot {
             self.threads.len() as f64,
         );
         out
+    }
+}
+
+/// What each registered thread did between two snapshots of a gate, in
+/// the policy interface's terms. Threads are matched by (slot, pid, tid),
+/// so a reused slot starts from zero.
+#[derive(Clone, Debug, Default)]
+pub struct GateWindow {
+    last: HashMap<(usize, u32, u32), ThreadStats>,
+}
+
+impl GateWindow {
+    /// Every registered thread's traffic since the previous call (all of it
+    /// on the first), and the gate's state now.
+    pub fn next(&mut self, snap: &GateSnapshot) -> (Vec<ThreadObs>, GateObs) {
+        let mut seen = HashMap::with_capacity(snap.threads.len());
+        let threads = snap
+            .threads
+            .iter()
+            .map(|t| {
+                let key = (t.slot, t.pid, t.tid);
+                let delta = self.last.get(&key).map_or(t.stats, |p| t.stats.since(p));
+                seen.insert(key, t.stats);
+                ThreadObs {
+                    tid: t.tid,
+                    job: t.pid,
+                    pm: Some(delta.access()),
+                    gate_wait_ns: Some(delta.wait_ns_total),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        self.last = seen;
+        let gate = GateObs {
+            limit: snap.limit,
+            admitted: snap.serving,
+            waiting: snap.waiting,
+        };
+        (threads, gate)
     }
 }
 

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use memtamer_core::{AccessStats, CpuSet, GateObs, Observation, ThreadObs};
-use memtamer_gate::{Gate, GateOptions, ThreadStats};
+use memtamer_core::{AccessStats, CpuSet, Observation, ThreadObs};
+use memtamer_gate::{Gate, GateOptions, GateWindow};
 use serde::Serialize;
 
 use crate::attribute::Attributor;
@@ -140,7 +140,7 @@ fn open_sampled(
 /// The sensors of one host.
 pub struct Sensors {
     gate: Option<std::sync::Arc<Gate>>,
-    gate_last: HashMap<(u32, u32), ThreadStats>,
+    gate_window: GateWindow,
     imc: Option<ImcCounters>,
     imc_last: Vec<Reading>,
     ipmctl: Option<String>,
@@ -300,7 +300,7 @@ impl Sensors {
         let imc_last = imc.as_ref().map(ImcCounters::read).unwrap_or_default();
         let mut s = Sensors {
             gate,
-            gate_last: HashMap::new(),
+            gate_window: GateWindow::default(),
             imc,
             imc_last,
             ipmctl,
@@ -327,29 +327,9 @@ impl Sensors {
         };
         self.last = now;
         if let Some(g) = &self.gate {
-            let snap = g.snapshot();
-            let mut seen = HashMap::new();
-            for t in &snap.threads {
-                let key = (t.pid, t.tid);
-                let delta = self
-                    .gate_last
-                    .get(&key)
-                    .map_or(t.stats, |p| t.stats.since(p));
-                seen.insert(key, t.stats);
-                obs.threads.push(ThreadObs {
-                    tid: t.tid,
-                    job: t.pid,
-                    pm: Some(delta.access()),
-                    gate_wait_ns: Some(delta.wait_ns_total),
-                    ..Default::default()
-                });
-            }
-            self.gate_last = seen;
-            obs.gate = Some(GateObs {
-                limit: snap.limit,
-                admitted: snap.serving,
-                waiting: snap.waiting,
-            });
+            let (threads, gate) = self.gate_window.next(&g.snapshot());
+            obs.threads = threads;
+            obs.gate = Some(gate);
         }
         // sampled traffic of threads the library does not report
         let reported: Vec<(u32, u32)> = obs.threads.iter().map(|t| (t.job, t.tid)).collect();

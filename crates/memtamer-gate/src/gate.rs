@@ -304,9 +304,9 @@ impl Gate {
     /// The Selector: while there is capacity, hands it to the waiter at the
     /// queue's head. Returns the slots it granted (to wake after unlocking).
     /// Called with the lock held.
-    fn select(&self) -> Granted {
+    fn select(&self) -> Vec<usize> {
         let h = self.header();
-        let mut granted = Granted::default();
+        let mut granted = Vec::new();
         loop {
             let len = h.queue_len.load(Ordering::Relaxed);
             if len == 0 || h.serving.load(Ordering::Relaxed) >= h.limit.load(Ordering::Relaxed) {
@@ -348,7 +348,7 @@ impl Gate {
     }
 
     /// Wakes granted waiters that are asleep.
-    fn wake(&self, granted: &Granted) {
+    fn wake(&self, granted: &[usize]) {
         for &index in granted.iter() {
             let slot = self.slot(index);
             if slot.sleeping.load(Ordering::SeqCst) != 0 {
@@ -415,19 +415,6 @@ impl Gate {
         }
         h.reaper_busy.store(0, Ordering::Release);
         freed
-    }
-}
-
-/// Slots granted in one Selector pass (at most SLOTS).
-#[derive(Default)]
-struct Granted(Vec<usize>);
-
-impl Granted {
-    fn push(&mut self, index: usize) {
-        self.0.push(index);
-    }
-    fn iter(&self) -> std::slice::Iter<'_, usize> {
-        self.0.iter()
     }
 }
 

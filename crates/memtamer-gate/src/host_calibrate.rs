@@ -58,7 +58,6 @@ unsafe impl Sync for PmMap {}
 
 impl PmMap {
     fn create(path: &std::path::Path, len: usize) -> Result<PmMap, GateError> {
-        use std::os::unix::io::AsRawFd;
         let io = |source| GateError::Io {
             path: path.to_path_buf(),
             source,
@@ -71,27 +70,11 @@ impl PmMap {
             .open(path)
             .map_err(io)?;
         file.set_len(len as u64).map_err(io)?;
-        // SAFETY: mapping a file we just sized; checked below.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io(std::io::Error::last_os_error()));
-        }
+        let base = crate::shm::map_shared(&file, len).map_err(io)?;
         // fault every page in now: page faults are not what is measured
         // SAFETY: the mapping is len bytes long.
-        unsafe { std::ptr::write_bytes(base.cast::<u8>(), 0, len) };
-        Ok(PmMap {
-            base: base.cast(),
-            len,
-        })
+        unsafe { std::ptr::write_bytes(base, 0, len) };
+        Ok(PmMap { base, len })
     }
 }
 

@@ -130,6 +130,26 @@ pub(crate) struct Header {
 pub(crate) const LAYOUT_BYTES: usize =
     std::mem::size_of::<Header>().next_multiple_of(128) + SLOTS * std::mem::size_of::<Slot>();
 
+/// Maps the first `len` bytes of `file` read-write and shared (the file
+/// must be at least that long). Unmap with `libc::munmap(base, len)`.
+pub(crate) fn map_shared(file: &File, len: usize) -> std::io::Result<*mut u8> {
+    // SAFETY: a fresh shared mapping of an open file; the result is checked.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(base.cast())
+}
+
 /// A mapped gate region.
 pub(crate) struct Mapping {
     base: *mut u8,
@@ -187,22 +207,8 @@ impl Mapping {
                 found: format!("{len} bytes, this version needs {LAYOUT_BYTES}"),
             });
         }
-        // SAFETY: mapping a regular file of LAYOUT_BYTES bytes, shared.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                LAYOUT_BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io(std::io::Error::last_os_error()));
-        }
         let mapping = Mapping {
-            base: base.cast(),
+            base: map_shared(file, LAYOUT_BYTES).map_err(io)?,
             path: path.to_path_buf(),
         };
         let h = mapping.header();

@@ -589,6 +589,34 @@ fn sensors_for(gate: &str) -> Result<memtamer_sense::sources::Sensors, String> {
     Ok(memtamer_sense::sources::Sensors::open(&config))
 }
 
+/// A window's host-wide figures, each unknown when its source is missing.
+struct HostRates {
+    /// DRAM GB/s from the iMC CAS counts.
+    dram_gbps: Option<f64>,
+    /// WPQ delay per channel, iMC cycles.
+    wpq_cycles: Vec<f64>,
+    /// PM media write GB/s over all DIMMs.
+    media_write_gbps: Option<f64>,
+}
+
+impl HostRates {
+    fn of(obs: &memtamer_core::Observation) -> HostRates {
+        let secs = (obs.duration_ns as f64 / 1e9).max(1e-9);
+        HostRates {
+            dram_gbps: obs.dram_cas().map(|c| c as f64 * 64.0 / secs / 1e9),
+            wpq_cycles: obs
+                .channels
+                .iter()
+                .filter_map(|c| c.wpq_delay_cycles())
+                .collect(),
+            media_write_gbps: (!obs.dimms.is_empty()).then(|| {
+                let w: u64 = obs.dimms.iter().filter_map(|d| d.media_write_bytes).sum();
+                w as f64 / secs / 1e9
+            }),
+        }
+    }
+}
+
 /// One frame of `memtamer top`.
 fn top_frame(
     obs: &memtamer_core::Observation,
@@ -632,32 +660,22 @@ fn top_frame(
         }
         None => out += "gate: unknown (no library reports)\n",
     }
-    let dram = obs.dram_cas();
-    let wpq: Vec<f64> = obs
-        .channels
-        .iter()
-        .filter_map(|c| c.wpq_delay_cycles())
-        .collect();
+    let host = HostRates::of(obs);
+    let unknown = || "unknown".to_string();
     out += &format!(
         "DRAM {} · WPQ delay {} · media writes {}\n\n",
-        dram.map_or("unknown".into(), |c| format!(
-            "{:.2} GB/s",
-            c as f64 * 64.0 / secs / 1e9
-        )),
-        if wpq.is_empty() {
-            "unknown".into()
+        host.dram_gbps
+            .map_or_else(unknown, |g| format!("{g:.2} GB/s")),
+        if host.wpq_cycles.is_empty() {
+            unknown()
         } else {
             format!(
                 "{:.0} cycles (max over channels)",
-                wpq.iter().copied().fold(0.0, f64::max)
+                host.wpq_cycles.iter().copied().fold(0.0, f64::max)
             )
         },
-        if obs.dimms.is_empty() {
-            "unknown".to_string()
-        } else {
-            let w: u64 = obs.dimms.iter().filter_map(|d| d.media_write_bytes).sum();
-            format!("{:.2} GB/s", w as f64 / secs / 1e9)
-        }
+        host.media_write_gbps
+            .map_or_else(unknown, |g| format!("{g:.2} GB/s"))
     );
     struct Row {
         pid: u32,
@@ -841,12 +859,7 @@ fn run_stat(gate: &str, interval_ms: u64, count: u64, json: bool) -> Result<Exit
         let secs = obs.duration_ns as f64 / 1e9;
         let pm = obs.pm_total();
         let gbps = |b: u64| b as f64 / secs.max(1e-9) / 1e9;
-        let dram = obs.dram_cas();
-        let wpq: Vec<String> = obs
-            .channels
-            .iter()
-            .filter_map(|c| c.wpq_delay_cycles().map(|d| format!("{d:.0}")))
-            .collect();
+        let host = HostRates::of(&obs);
         let pm_known = obs.gate.is_some()
             || sensors
                 .status
@@ -865,18 +878,17 @@ fn run_stat(gate: &str, interval_ms: u64, count: u64, json: bool) -> Result<Exit
         println!(
             "{:.2} s: {pm_text} · DRAM {} · WPQ delay {} · media {}",
             secs,
-            dram.map_or("unknown".into(), |c| format!("{:.3} GB/s", gbps(c * 64))),
-            if wpq.is_empty() {
+            host.dram_gbps
+                .map_or("unknown".into(), |g| format!("{g:.3} GB/s")),
+            if host.wpq_cycles.is_empty() {
                 "unknown".into()
             } else {
-                format!("{} cycles", wpq.join("/"))
+                let cycles: Vec<String> =
+                    host.wpq_cycles.iter().map(|d| format!("{d:.0}")).collect();
+                format!("{} cycles", cycles.join("/"))
             },
-            if obs.dimms.is_empty() {
-                "unknown".to_string()
-            } else {
-                let w: u64 = obs.dimms.iter().filter_map(|d| d.media_write_bytes).sum();
-                format!("write {:.3} GB/s", gbps(w))
-            }
+            host.media_write_gbps
+                .map_or("unknown".into(), |g| format!("write {g:.3} GB/s"))
         );
     }
     Ok(ExitCode::SUCCESS)

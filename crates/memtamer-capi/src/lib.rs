@@ -67,13 +67,11 @@ pub unsafe extern "C" fn memtamer_memcpy_persist(
     if len == 0 || pmemdest.is_null() || src.is_null() {
         return pmemdest;
     }
-    process::begin(len as u64, true);
     // SAFETY: the caller guarantees both ranges.
-    unsafe {
+    process::gated(len as u64, true, || unsafe {
         std::ptr::copy_nonoverlapping(src.cast::<u8>(), pmemdest.cast::<u8>(), len);
         persist::persist(pmemdest.cast::<u8>(), len);
-    }
-    process::end();
+    });
     pmemdest
 }
 
@@ -90,13 +88,11 @@ pub unsafe extern "C" fn memtamer_memset_persist(
     if len == 0 || pmemdest.is_null() {
         return pmemdest;
     }
-    process::begin(len as u64, true);
     // SAFETY: the caller guarantees the range.
-    unsafe {
+    process::gated(len as u64, true, || unsafe {
         std::ptr::write_bytes(pmemdest.cast::<u8>(), c as u8, len);
         persist::persist(pmemdest.cast::<u8>(), len);
-    }
-    process::end();
+    });
     pmemdest
 }
 

@@ -467,13 +467,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     ..Default::default()
                 };
                 let model = memtamer_sim::calibrate::calibrate(&spec).map_err(|e| e.to_string())?;
-                let n_pm =
-                    memtamer_sim::experiment::load_platform(&model.platform, &Default::default())
-                        .map_err(|e| e.to_string())?
-                        .regions
-                        .iter()
-                        .find(|r| r.name == "pm")
-                        .map_or(1, |r| r.channels.len() as u32);
+                let n_pm = memtamer_sim::experiment::pm_interleave(
+                    &memtamer_sim::experiment::load_platform(&model.platform, &Default::default())
+                        .map_err(|e| e.to_string())?,
+                );
                 (model, n_pm)
             };
             println!(

@@ -221,7 +221,7 @@ pub fn policy_by_name(name: &str, platform: &Platform) -> Result<Box<dyn Policy>
 }
 
 /// N of PATS Eq. 3: the PM channels of the platform's `pm` region.
-fn pm_interleave(platform: &Platform) -> u32 {
+pub fn pm_interleave(platform: &Platform) -> u32 {
     platform
         .regions
         .iter()

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod bench_gate;
+mod daemon_cmd;
 mod gate;
 
 #[derive(Parser)]
@@ -127,6 +128,46 @@ enum Cmd {
         /// Window over which rates are computed, milliseconds.
         #[arg(long, default_value_t = 1000)]
         interval_ms: u64,
+    },
+    /// The daemon (foreground): Dicio LC/BE isolation and core specialization on the
+    /// processes a config selects; undoes every change on exit (and via a guard after SIGKILL).
+    Run {
+        /// The config (TOML; see docs/control.md).
+        #[arg(long, default_value = "/etc/memtamer/memtamer.toml")]
+        config: PathBuf,
+        /// proc root (a fake one for tests).
+        #[arg(long, default_value = "/proc")]
+        proc_root: PathBuf,
+        /// Stop after this many iterations (tests, benchmarks).
+        #[arg(long)]
+        iterations: Option<u64>,
+        /// Do not start the guard process (only for tests of the guard itself).
+        #[arg(long, hide = true)]
+        no_guard: bool,
+    },
+    /// Jobs, classes, policy state and the last decisions of a running daemon.
+    Status {
+        /// The daemon's control socket.
+        #[arg(long, default_value = "/run/memtamer/control.sock")]
+        socket: PathBuf,
+        /// Print the raw JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// (started by `memtamer run`) wait for the daemon PID to die, then undo its journal.
+    Guard {
+        /// The daemon's pid.
+        #[arg(long)]
+        pid: i32,
+        /// The daemon's journal.
+        #[arg(long)]
+        journal: PathBuf,
+    },
+    /// Undo every change recorded in a daemon journal (e.g. systemd ExecStopPost).
+    Restore {
+        /// The journal.
+        #[arg(long, default_value = "/run/memtamer/journal")]
+        journal: PathBuf,
     },
     /// The system-wide PATS gate: statistics, limit, and running programs under the libpmem shim.
     Gate {
@@ -545,6 +586,15 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Gate { cmd } => run_gate(cmd),
+        Cmd::Run {
+            config,
+            proc_root,
+            iterations,
+            no_guard,
+        } => daemon_cmd::run(&config, &proc_root, iterations, no_guard),
+        Cmd::Status { socket, json } => daemon_cmd::status(&socket, json),
+        Cmd::Guard { pid, journal } => daemon_cmd::guard(pid, &journal),
+        Cmd::Restore { journal } => daemon_cmd::restore(&journal),
         Cmd::Topology { sysfs, json } => {
             let t = memtamer_sense::topology::read_topology(&sysfs)?;
             if json {

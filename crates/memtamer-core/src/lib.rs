@@ -5,8 +5,11 @@
 //! [`Observation`] for one window; a [`Policy`] maps it to a [`Decision`];
 //! actuators (simulated or real) apply the decision.
 
+pub mod compose;
+pub mod core_spec;
 pub mod cpuset;
 pub mod decision;
+pub mod isolation;
 pub mod observation;
 pub mod pats;
 pub mod pats_adaptive;

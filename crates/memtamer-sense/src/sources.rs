@@ -46,6 +46,10 @@ pub struct SourceConfig {
     pub pm_paths: Vec<String>,
     /// NUMA nodes whose memory is the slow tier (PM or CXL as a node).
     pub slow_nodes: Vec<u32>,
+    /// How often the media-counter thread runs `ipmctl` (Dicio's "PM poll
+    /// thread"; each reading takes milliseconds through ACPI and a process
+    /// spawn, so it never runs on the caller's thread).
+    pub media_period: std::time::Duration,
 }
 
 impl SourceConfig {
@@ -85,7 +89,85 @@ impl Default for SourceConfig {
             cpus: None,
             pm_paths: Vec::new(),
             slow_nodes: Vec::new(),
+            media_period: std::time::Duration::from_millis(100),
         }
+    }
+}
+
+/// Two consecutive media readings and when each completed.
+struct MediaPair {
+    before: Vec<MediaCounters>,
+    after: Vec<MediaCounters>,
+    interval: std::time::Duration,
+    after_at: Instant,
+}
+
+/// Dicio §4.1's PM poll thread: reads the DIMM media counters every
+/// `period` in the background and publishes the latest pair, so that a
+/// fast control loop never waits for ACPI.
+struct MediaPoller {
+    latest: std::sync::Arc<std::sync::Mutex<Option<MediaPair>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl MediaPoller {
+    fn start(
+        program: String,
+        first: Vec<MediaCounters>,
+        period: std::time::Duration,
+    ) -> MediaPoller {
+        use std::sync::atomic::Ordering;
+        let latest = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (latest2, stop2) = (latest.clone(), stop.clone());
+        let spawned = std::thread::Builder::new()
+            .name("memtamer-media".into())
+            .spawn(move || {
+                let mut prev = (Instant::now(), first);
+                while !stop2.load(Ordering::Relaxed) {
+                    std::thread::sleep(period);
+                    let Ok(now) = run_ipmctl(&program) else {
+                        continue;
+                    };
+                    let at = Instant::now();
+                    let pair = MediaPair {
+                        before: std::mem::take(&mut prev.1),
+                        after: now.clone(),
+                        interval: at.duration_since(prev.0),
+                        after_at: at,
+                    };
+                    prev = (at, now);
+                    if let Ok(mut l) = latest2.lock() {
+                        *l = Some(pair);
+                    }
+                }
+            });
+        if spawned.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        MediaPoller { latest, stop }
+    }
+
+    /// The latest reading as DIMM observations with their age, if any.
+    fn observe(&self) -> Vec<memtamer_core::DimmObs> {
+        let Ok(l) = self.latest.lock() else {
+            return Vec::new();
+        };
+        match l.as_ref() {
+            Some(p) => media::dimm_obs(
+                &p.before,
+                &p.after,
+                p.interval.as_nanos() as u64,
+                p.after_at.elapsed().as_nanos() as u64,
+            ),
+            None => Vec::new(),
+        }
+    }
+}
+
+impl Drop for MediaPoller {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -143,8 +225,7 @@ pub struct Sensors {
     gate_window: GateWindow,
     imc: Option<ImcCounters>,
     imc_last: Vec<Reading>,
-    ipmctl: Option<String>,
-    media_last: Option<(Instant, Vec<MediaCounters>)>,
+    media: Option<MediaPoller>,
     /// Sampled stores (writes) and, where the CPU has the event, PM loads.
     sampled: Vec<Sampled>,
     last: Instant,
@@ -271,14 +352,21 @@ impl Sensors {
             }
         };
         // 4. DIMM media counters
-        let (ipmctl, media_last) = match run_ipmctl(&config.ipmctl) {
+        let (_ipmctl, media) = match run_ipmctl(&config.ipmctl) {
             Ok(d) if !d.is_empty() => {
                 status.push(SourceStatus {
                     source: "DIMM media counters",
                     active: true,
                     detail: format!("{} DIMMs via {}", d.len(), config.ipmctl),
                 });
-                (Some(config.ipmctl.clone()), Some((Instant::now(), d)))
+                (
+                    Some(config.ipmctl.clone()),
+                    Some(MediaPoller::start(
+                        config.ipmctl.clone(),
+                        d,
+                        config.media_period,
+                    )),
+                )
             }
             Ok(_) => {
                 status.push(SourceStatus {
@@ -303,8 +391,7 @@ impl Sensors {
             gate_window: GateWindow::default(),
             imc,
             imc_last,
-            ipmctl,
-            media_last,
+            media,
             sampled,
             last: Instant::now(),
             status,
@@ -368,17 +455,8 @@ impl Sensors {
                 .collect();
             self.imc_last = readings;
         }
-        if let (Some(program), Some((at, before))) = (&self.ipmctl, &self.media_last) {
-            if let Ok(after) = run_ipmctl(program) {
-                let read_at = Instant::now();
-                obs.dimms = media::dimm_obs(
-                    before,
-                    &after,
-                    read_at.duration_since(*at).as_nanos() as u64,
-                    0,
-                );
-                self.media_last = Some((read_at, after));
-            }
+        if let Some(m) = &self.media {
+            obs.dimms = m.observe();
         }
         obs
     }
@@ -387,6 +465,57 @@ impl Sensors {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn media_counters_are_polled_in_the_background_and_carry_their_age() {
+        // a fake ipmctl whose counters grow by 0x1000 lines per call
+        let dir = std::env::temp_dir().join(format!("memtamer-ipmctl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let script = dir.join("ipmctl");
+        let count = dir.join("count");
+        std::fs::write(&count, "0").expect("count");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nn=$(cat {c}); n=$((n + 4096)); echo $n > {c}\n\
+                 printf ' ---DimmID=0x0001---\\n   MediaReads=0x%x\\n   MediaWrites=0x%x\\n' $n $n\n",
+                c = count.display()
+            ),
+        )
+        .expect("script");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let config = SourceConfig {
+            gate: GateOptions {
+                name: format!("sense-media-{}", std::process::id()),
+                ..GateOptions::default()
+            },
+            pmu_root: "/nonexistent".into(),
+            ipmctl: script.display().to_string(),
+            media_period: std::time::Duration::from_millis(10),
+            ..Default::default()
+        };
+        let mut s = Sensors::open(&config);
+        assert!(s.status[4].active, "{:?}", s.status[4]);
+        // observe() never runs ipmctl itself: it returns at once
+        let t = Instant::now();
+        let mut dimms = Vec::new();
+        while t.elapsed() < std::time::Duration::from_secs(5) && dimms.is_empty() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let o0 = Instant::now();
+            dimms = s.observe().dimms;
+            assert!(
+                o0.elapsed() < std::time::Duration::from_millis(5),
+                "observe blocked"
+            );
+        }
+        assert_eq!(dimms.len(), 1, "no reading published");
+        assert_eq!(dimms[0].media_write_bytes, Some(4096 * 64));
+        assert!(dimms[0].interval_ns.is_some_and(|i| i > 0));
+        assert!(dimms[0].age_ns.is_some_and(|a| a < 5_000_000_000));
+        drop(s);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn a_bare_vm_reports_every_missing_source_with_a_reason() {
@@ -439,6 +568,7 @@ mod tests {
             cpus: None,
             pm_paths: vec![prefix.clone()],
             slow_nodes: Vec::new(),
+            media_period: std::time::Duration::from_millis(100),
         };
         let mut s = Sensors::open(&config);
         assert!(s.status[1].active, "{:?}", s.status[1]);

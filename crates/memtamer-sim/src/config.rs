@@ -36,6 +36,15 @@ pub struct CpuParams {
     pub uncore_to_core_ns: f64,
     /// Scheduler time slice, microseconds.
     pub time_slice_us: f64,
+    /// Period of a job's duty cycle (`CoreBudget::duty_cycle` < 1), microseconds:
+    /// the job's threads run during the first `duty x period` of every period
+    /// and are descheduled for the rest (Dicio §4.2, Caladan-style core grants).
+    #[serde(default = "default_duty_period_us")]
+    pub duty_period_us: f64,
+}
+
+fn default_duty_period_us() -> f64 {
+    100.0
 }
 
 /// Shared uncore structures.
@@ -321,6 +330,10 @@ pub enum WorkloadSpec {
         region: String,
     },
     /// Dicio's antagonist: 64 B accesses in stream or stride pattern, rate-limited with nops.
+    ///
+    /// Optional schedules (Dicio §5.1 PMantagonist, §5.2 MEMantagonist) change
+    /// the behaviour over *simulated* time (from t = 0, warm-up included): value
+    /// `i` of a schedule holds during `[i*period, (i+1)*period)`, cycling.
     Antagonist {
         /// Read or write.
         rw: Rw,
@@ -329,6 +342,37 @@ pub enum WorkloadSpec {
         /// Nop time between accesses, ns.
         #[serde(default)]
         gap_ns: f64,
+        /// Nop times between accesses cycled every `gap_period_ms` (replaces `gap_ns`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gap_ns_schedule: Option<Vec<f64>>,
+        /// Period of `gap_ns_schedule`, ms of simulated time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gap_period_ms: Option<f64>,
+        /// Target write amplification in [1, 4] (needs `pattern = "seq"`): each
+        /// 64 B access goes to a fresh XPLine (stride-style) with probability
+        /// (WA-1)/3, else continues the sequential stream; the DIMMs' XPBuffer
+        /// combining then produces the amplification.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        write_amplification: Option<f64>,
+        /// Write amplifications cycled every `wa_period_ms` (replaces `write_amplification`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wa_schedule: Option<Vec<f64>>,
+        /// Period of `wa_schedule`, ms of simulated time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wa_period_ms: Option<f64>,
+        /// Fraction in [0, 1] of accesses that go to a sequential stream in
+        /// `dram_region` instead of `region`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dram_fraction: Option<f64>,
+        /// DRAM fractions cycled every `dram_period_ms` (replaces `dram_fraction`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dram_fraction_schedule: Option<Vec<f64>>,
+        /// Period of `dram_fraction_schedule`, ms of simulated time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dram_period_ms: Option<f64>,
+        /// Region of the DRAM stream (default `dram`; used only with a DRAM fraction).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dram_region: Option<String>,
         /// Region.
         region: String,
     },
@@ -367,6 +411,12 @@ pub enum WorkloadSpec {
         /// PM lines written (NT + fence) per request.
         #[serde(default)]
         pm_write_lines: u32,
+        /// If set, a request is a SET (its `pm_write_lines` writes, no PM reads)
+        /// with this probability and otherwise a GET (its `pm_read_lines` reads)
+        /// — memcached-pmem under YCSB-A is 0.5. If unset, every request does
+        /// both its PM reads and its PM writes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        write_fraction: Option<f64>,
         /// DRAM region.
         #[serde(default = "default_dram")]
         dram_region: String,
@@ -629,6 +679,7 @@ impl Platform {
             ("cpu.l2_prefetch_slots", self.cpu.l2_prefetch_slots as f64),
             ("cpu.smt_slowdown", self.cpu.smt_slowdown),
             ("cpu.time_slice_us", self.cpu.time_slice_us),
+            ("cpu.duty_period_us", self.cpu.duty_period_us),
             ("uncore.request_table", self.uncore.request_table as f64),
             ("memory.imc_clock_mhz", self.memory.imc_clock_mhz),
             ("memory.rpq_entries", self.memory.rpq_entries as f64),
@@ -887,21 +938,122 @@ impl Scenario {
                     ));
                 }
             }
-            j.workload
-                .validate()
-                .map_err(|m| invalid(file, text, "workload", format!("job {}: {m}", j.name)))?;
+            j.workload.validate().map_err(|(key, m)| {
+                let path = format!("job.{}.workload.{key}", j.name);
+                SimError::Invalid {
+                    file: file.to_string(),
+                    line: line_of_job_key(text, &j.name, key),
+                    key: path,
+                    message: format!("job {}: {m}", j.name),
+                }
+            })?;
         }
         Ok(())
     }
 }
 
+/// The 1-based line where `key` is assigned inside job `job` (inline
+/// `workload = { .. }` tables included), else where the job's `workload` is,
+/// else 0.
+fn line_of_job_key(text: &str, job: &str, key: &str) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    let assigns = |line: &str, k: &str| {
+        line.match_indices(k).any(|(i, _)| {
+            let before = line[..i].chars().next_back();
+            let after = line[i + k.len()..].trim_start();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_') && after.starts_with('=')
+        })
+    };
+    // the job's block starts at its `name = "JOB"` line (or the [[job]] header before it)
+    let name_line = lines.iter().position(|l| {
+        let t = l.trim();
+        t.strip_prefix("name")
+            .map(|r| r.trim_start())
+            .and_then(|r| r.strip_prefix('='))
+            .is_some_and(|r| r.trim().trim_matches('"') == job)
+    });
+    let Some(start) = name_line else {
+        return line_of_key(text, key);
+    };
+    let start = lines[..start]
+        .iter()
+        .rposition(|l| l.trim() == "[[job]]")
+        .unwrap_or(start);
+    let end = lines[start + 1..]
+        .iter()
+        .position(|l| l.trim() == "[[job]]" || l.trim_start().starts_with("[[sweep"))
+        .map_or(lines.len(), |e| start + 1 + e);
+    for k in [key, "workload"] {
+        if let Some(i) = (start..end).find(|&i| assigns(lines[i], k)) {
+            return i + 1;
+        }
+    }
+    0
+}
+
+/// Checks an optional `(value, schedule, period)` triple of an antagonist:
+/// value and schedule are exclusive, a schedule is non-empty and needs a
+/// period > 0, and every value lies in `range`.
+fn check_schedule(
+    value: (&'static str, Option<f64>),
+    schedule: (&'static str, &Option<Vec<f64>>),
+    period: (&'static str, Option<f64>),
+    range: (f64, f64),
+) -> Result<(), (&'static str, String)> {
+    let in_range = |v: f64| v.is_finite() && v >= range.0 && v <= range.1;
+    if let Some(v) = value.1 {
+        if !in_range(v) {
+            return Err((
+                value.0,
+                format!("{} must be in [{}, {}], got {v}", value.0, range.0, range.1),
+            ));
+        }
+        if schedule.1.is_some() {
+            return Err((
+                schedule.0,
+                format!("give {} or {}, not both", value.0, schedule.0),
+            ));
+        }
+    }
+    match (schedule.1, period.1) {
+        (Some(s), p) => {
+            if s.is_empty() {
+                return Err((schedule.0, format!("{} must not be empty", schedule.0)));
+            }
+            if let Some(v) = s.iter().find(|v| !in_range(**v)) {
+                return Err((
+                    schedule.0,
+                    format!(
+                        "{} values must be in [{}, {}], got {v}",
+                        schedule.0, range.0, range.1
+                    ),
+                ));
+            }
+            match p {
+                Some(p) if p.is_finite() && p > 0.0 => Ok(()),
+                Some(p) => Err((period.0, format!("{} must be > 0, got {p}", period.0))),
+                None => Err((
+                    period.0,
+                    format!("{} needs {} (ms of simulated time)", schedule.0, period.0),
+                )),
+            }
+        }
+        (None, Some(_)) => Err((
+            period.0,
+            format!("{} is set but {} is not", period.0, schedule.0),
+        )),
+        (None, None) => Ok(()),
+    }
+}
+
 impl WorkloadSpec {
-    fn validate(&self) -> Result<(), String> {
-        let check = |name: &str, v: f64, min: f64| {
+    /// Checks value ranges; on error, the offending field and why.
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        let check = |name: &'static str, v: f64, min: f64| {
             if v.is_finite() && v >= min {
                 Ok(())
             } else {
-                Err(format!("{name} must be >= {min}, got {v}"))
+                Err((name, format!("{name} must be >= {min}, got {v}")))
             }
         };
         match self {
@@ -928,20 +1080,74 @@ impl WorkloadSpec {
             } => {
                 check("request_bytes", *request_bytes as f64, 1.0)?;
                 if *request_bytes > 1 << 24 {
-                    return Err("request_bytes must be <= 16 MiB".into());
+                    return Err(("request_bytes", "request_bytes must be <= 16 MiB".into()));
                 }
                 check("per_request_ns", *per_request_ns, 0.0)
             }
-            WorkloadSpec::Antagonist { gap_ns, .. } => check("gap_ns", *gap_ns, 0.0),
+            WorkloadSpec::Antagonist {
+                pattern,
+                gap_ns,
+                gap_ns_schedule,
+                gap_period_ms,
+                write_amplification,
+                wa_schedule,
+                wa_period_ms,
+                dram_fraction,
+                dram_fraction_schedule,
+                dram_period_ms,
+                ..
+            } => {
+                check("gap_ns", *gap_ns, 0.0)?;
+                if *gap_ns != 0.0 && gap_ns_schedule.is_some() {
+                    return Err((
+                        "gap_ns_schedule",
+                        "give gap_ns or gap_ns_schedule, not both".into(),
+                    ));
+                }
+                check_schedule(
+                    ("gap_ns", None),
+                    ("gap_ns_schedule", gap_ns_schedule),
+                    ("gap_period_ms", *gap_period_ms),
+                    (0.0, 1e9),
+                )?;
+                check_schedule(
+                    ("write_amplification", *write_amplification),
+                    ("wa_schedule", wa_schedule),
+                    ("wa_period_ms", *wa_period_ms),
+                    (1.0, 4.0),
+                )?;
+                if (write_amplification.is_some() || wa_schedule.is_some())
+                    && *pattern != Pattern::Seq
+                {
+                    return Err((
+                        "pattern",
+                        "write_amplification / wa_schedule need pattern = \"seq\" (the stream the stride-style accesses are mixed into)".into(),
+                    ));
+                }
+                check_schedule(
+                    ("dram_fraction", *dram_fraction),
+                    ("dram_fraction_schedule", dram_fraction_schedule),
+                    ("dram_period_ms", *dram_period_ms),
+                    (0.0, 1.0),
+                )
+            }
             WorkloadSpec::LatencyProbe { .. } => Ok(()),
             WorkloadSpec::Cpu { compute_ns, .. } => check("compute_ns", *compute_ns, 1.0),
             WorkloadSpec::LcServer {
                 rate_kops,
                 compute_ns,
+                write_fraction,
                 ..
             } => {
                 check("rate_kops", *rate_kops, 0.001)?;
-                check("compute_ns", *compute_ns, 0.0)
+                check("compute_ns", *compute_ns, 0.0)?;
+                match write_fraction {
+                    Some(f) if !(f.is_finite() && (0.0..=1.0).contains(f)) => Err((
+                        "write_fraction",
+                        format!("write_fraction must be in [0, 1], got {f}"),
+                    )),
+                    _ => Ok(()),
+                }
             }
         }
     }

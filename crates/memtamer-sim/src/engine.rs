@@ -40,6 +40,10 @@ enum EvKind {
     PolicyTick,
     MeasureStart,
     MediaSnapshot,
+    /// Start of a duty-cycle period of a job (job, duty generation).
+    DutyOn(u32, u32),
+    /// End of the on-phase of a job's duty cycle (job, duty generation).
+    DutyOff(u32, u32),
 }
 
 /// An event. `key` packs the time (ps, top 44 bits: up to 17.5 s) and a
@@ -116,6 +120,9 @@ struct Req {
     /// A remote request holds an entry of its home socket's request buffer
     /// from leaving the caching agent until its completion comes back.
     holds: bool,
+    /// Issued outside a PM request (no `PmBegin`/`PmEnd` around it): a PM
+    /// line is counted in the thread's PM traffic on its own, at completion.
+    line_level: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,6 +165,20 @@ struct Thread {
     run_since: Ps,
     latency: Histogram,
     pm_store_bytes: u64,
+    /// The job's duty cycle is in its off-phase: the thread may not run.
+    duty_off: bool,
+    /// Runnable, but held off every CPU by the duty cycle (in no run queue).
+    parked: bool,
+}
+
+/// A job's duty cycle (`CoreBudget::duty_cycle` < 1): its threads run during
+/// the first `on` of every period of the engine's grid and are descheduled
+/// for the rest. Events of an older setting carry an older `gen` and are ignored.
+#[derive(Clone, Copy, Debug, Default)]
+struct JobDuty {
+    /// On-time per period, ps; `None` = not duty-cycled; `Some(0)` = stopped.
+    on: Option<Ps>,
+    gen: u32,
 }
 
 struct Core {
@@ -177,6 +198,10 @@ struct Cpu {
     slice_gen: u32,
     busy: Ps,
     busy_since: Ps,
+    /// Length of this CPU's first contended time slice: a random point in
+    /// (0, slice]. CFS slices on different CPUs are not phase-aligned; without
+    /// this, threads sharing CPUs would run in lock-step across all CPUs.
+    first_slice: Option<Ps>,
 }
 
 #[derive(Clone, Copy)]
@@ -353,7 +378,11 @@ pub struct Engine {
     job_names: Vec<String>,
     job_class: Vec<memtamer_core::JobClass>,
     job_threads: Vec<Vec<u32>>,
+    job_duty: Vec<JobDuty>,
+    /// LC latencies recorded since the last policy window, per job (ns).
+    job_window_latency: Vec<Histogram>,
     // parameters in ps
+    duty_period: Ps,
     fill_buffers: u32,
     prefetch_slots: u32,
     pm_completion: PmWriteCompletion,
@@ -444,6 +473,10 @@ impl Engine {
                     slice_gen: 0,
                     busy: 0,
                     busy_since: 0,
+                    first_slice: Some(
+                        1 + Rng::new(cfg.seed, (1 << 32) + cpu as u64)
+                            .below(ps(p.cpu.time_slice_us * 1e3).max(1)),
+                    ),
                 }
             })
             .collect();
@@ -529,6 +562,9 @@ impl Engine {
             job_names: Vec::new(),
             job_class: Vec::new(),
             job_threads: Vec::new(),
+            job_duty: Vec::new(),
+            job_window_latency: Vec::new(),
+            duty_period: ps(p.cpu.duty_period_us * 1000.0).max(1),
             fill_buffers: p.cpu.fill_buffers,
             prefetch_slots: p.cpu.l2_prefetch_slots,
             pm_completion: p.pm.write_completion,
@@ -574,6 +610,8 @@ impl Engine {
             eng.job_names.push(job.name.clone());
             eng.job_class.push(job.class);
             eng.job_threads.push(Vec::new());
+            eng.job_duty.push(JobDuty::default());
+            eng.job_window_latency.push(Histogram::default());
             let allowed = match &job.cpus {
                 Some(c) => CpuSet::parse_list(c)
                     .map_err(|e| format!("job {}: {e}", job.name))?
@@ -647,6 +685,8 @@ impl Engine {
                     run_since: 0,
                     latency: Histogram::default(),
                     pm_store_bytes: 0,
+                    duty_off: false,
+                    parked: false,
                 });
                 eng.job_threads[j].push(tid);
             }
@@ -771,6 +811,8 @@ impl Engine {
                     let t = self.now + self.media_delay;
                     self.push(t, EvKind::MediaSnapshot);
                 }
+                EvKind::DutyOn(j, g) => self.duty_on(j, g),
+                EvKind::DutyOff(j, g) => self.duty_off(j, g),
             }
         }
         self.now = self.end;
@@ -902,7 +944,8 @@ impl Engine {
         let g = c.slice_gen;
         let has_waiters = !c.runq.is_empty();
         if has_waiters {
-            self.push(now + self.slice, EvKind::SliceEnd(cpu, g));
+            let len = c.first_slice.take().unwrap_or(self.slice);
+            self.push(now + len, EvKind::SliceEnd(cpu, g));
         }
         let th = &mut self.threads[tid as usize];
         th.on_cpu = true;
@@ -918,9 +961,11 @@ impl Engine {
         match th.block {
             Block::None => self.step(tid),
             Block::Compute => {
+                // off a CPU compute_left is what remains; on one, its end time
                 th.wake_gen += 1;
                 let g = th.wake_gen;
                 let left = th.compute_left;
+                th.compute_left = now + left;
                 self.push(now + left, EvKind::ThreadRun(tid, g));
             }
             // memory stalls continue when the memory answers
@@ -972,7 +1017,18 @@ impl Engine {
 
     /// A thread that had yielded its CPU (gate, arrival, throttle) is runnable.
     fn wake_yielded(&mut self, tid: u32) {
-        self.threads[tid as usize].block = Block::None;
+        let th = &mut self.threads[tid as usize];
+        th.block = Block::None;
+        if th.duty_off {
+            // its job's duty cycle is off: it runs at the next on-phase
+            th.parked = true;
+            return;
+        }
+        self.place(tid);
+    }
+
+    /// Puts a runnable thread (not on a CPU, in no run queue) on a CPU's queue.
+    fn place(&mut self, tid: u32) {
         let allowed = self.threads[tid as usize].allowed;
         let prev = self.threads[tid as usize].cpu;
         // prefer the previous CPU if idle, else any idle allowed CPU, else the previous queue
@@ -1023,7 +1079,7 @@ impl Engine {
             }
             let op = match th.pending.take() {
                 Some(op) => op,
-                None => th.gen.next(&mut th.rng),
+                None => th.gen.next(&mut th.rng, self.now),
             };
             match op {
                 Op::Compute(d) => {
@@ -1126,6 +1182,8 @@ impl Engine {
                     if self.measuring {
                         th.latency.record(lat);
                     }
+                    let job = th.job as usize;
+                    self.job_window_latency[job].record(lat);
                 }
             }
         }
@@ -1279,6 +1337,7 @@ impl Engine {
         chain: Chain,
     ) -> u32 {
         let (channel, dimm, dev, pm, socket) = self.route(addr);
+        let line_level = self.threads[tid as usize].pm_req.is_none();
         self.alloc_req(Req {
             tid,
             core,
@@ -1292,6 +1351,7 @@ impl Engine {
             remote: socket != src_socket,
             src_socket,
             holds: false,
+            line_level,
         })
     }
 
@@ -1637,11 +1697,13 @@ impl Engine {
         let tid = q.tid;
         match q.chain {
             Chain::CopyNt { .. } | Chain::CopyTemporal { .. } => {
+                // the copied line's load is done
+                self.account(&q, false);
                 // the same fill buffer now holds the store (write-combining)
                 self.store_stage(r);
             }
             Chain::Rfo { flush } => {
-                self.account_dram(tid, q.pm, false);
+                self.account(&q, false);
                 // the line is dirty in cache; its write-back needs a buffer
                 let core = q.core as usize;
                 if self.cores[core].wb_used < self.wb_buffers {
@@ -1652,7 +1714,7 @@ impl Engine {
                 }
             }
             Chain::Wb { flush } => {
-                self.account_dram(tid, q.pm, true);
+                self.account(&q, true);
                 self.free_reqs.push(r);
                 let core = q.core as usize;
                 self.cores[core].wb_used -= 1;
@@ -1666,7 +1728,7 @@ impl Engine {
                 }
             }
             Chain::Load { dep, stream } => {
-                self.account_dram(tid, q.pm, false);
+                self.account(&q, false);
                 self.free_reqs.push(r);
                 if stream {
                     self.free_sq(q.core);
@@ -1676,7 +1738,7 @@ impl Engine {
                 self.op_done(tid, dep);
             }
             Chain::Nt => {
-                self.account_dram(tid, q.pm, true);
+                self.account(&q, true);
                 self.free_reqs.push(r);
                 self.free_lfb(q.core);
                 self.op_done(tid, false);
@@ -1684,9 +1746,15 @@ impl Engine {
         }
     }
 
-    fn account_dram(&mut self, tid: u32, pm: bool, write: bool) {
-        if !pm {
-            self.threads[tid as usize].dram.record(64, write);
+    /// Counts a completed line in its thread's traffic: every DRAM line, and
+    /// the PM lines issued outside a PM request (those are counted per
+    /// request at `PmEnd`), e.g. the antagonists' 64 B accesses.
+    fn account(&mut self, q: &Req, write: bool) {
+        let th = &mut self.threads[q.tid as usize];
+        if !q.pm {
+            th.dram.record(64, write);
+        } else if q.line_level {
+            th.pm.record(64, write);
         }
     }
 
@@ -1785,7 +1853,13 @@ impl Engine {
                 class: self.job_class[j],
                 threads: self.job_threads[j].clone(),
                 work_units: Some((units - self.last_obs_units[j]) as f64),
-                latency_ns: None,
+                latency_ns: {
+                    let h = std::mem::take(&mut self.job_window_latency[j]);
+                    match (h.quantile(0.5), h.quantile(0.99), h.quantile(0.999)) {
+                        (Some(a), Some(b), Some(c)) => Some([a as f64, b as f64, c as f64]),
+                        _ => None,
+                    }
+                },
             });
             self.last_obs_units[j] = units;
         }
@@ -1865,18 +1939,114 @@ impl Engine {
             };
             self.gate_release();
         }
-        for (tid, set) in &d.thread_cpus {
-            self.set_affinity(*tid, *set);
-        }
+        // a job's budget first; per-thread affinities (placement, core
+        // specialization) then narrow it, as the composed policy computed
         for (job, budget) in &d.job_budgets {
             if let Some(ts) = self.job_threads.get(*job as usize).cloned() {
                 for t in ts {
                     self.set_affinity(t, budget.cpus);
                 }
+                self.set_duty(*job, budget.duty_cycle);
             }
+        }
+        for (tid, set) in &d.thread_cpus {
+            self.set_affinity(*tid, *set);
         }
         for m in &d.migrations {
             self.migrate(m.tid, m.to_cpu);
+        }
+    }
+
+    // ---------------------------------------------------------- duty cycle
+
+    /// Sets job `j`'s duty cycle. Periods are a grid of absolute simulated time
+    /// (multiples of `cpu.duty_period_us`), so a policy that repeats the same
+    /// budget every window changes nothing, and a new fraction only moves the
+    /// end of the current on-phase. `duty >= 1` (or NaN) removes the duty
+    /// cycle; `duty <= 0` stops the job until a later budget.
+    fn set_duty(&mut self, j: u32, duty: f64) {
+        let period = self.duty_period;
+        let on = if duty.is_nan() || duty >= 1.0 {
+            None
+        } else {
+            let on = (duty.max(0.0) * period as f64).round() as Ps;
+            (on < period).then_some(on)
+        };
+        let d = &mut self.job_duty[j as usize];
+        if d.on == on {
+            return;
+        }
+        d.on = on;
+        d.gen = d.gen.wrapping_add(1);
+        let g = d.gen;
+        let now = self.now;
+        let start = now - now % period;
+        match on {
+            None => self.duty_run(j, true),
+            Some(0) => self.duty_run(j, false),
+            Some(on) if now < start + on => {
+                self.duty_run(j, true);
+                self.push(start + on, EvKind::DutyOff(j, g));
+            }
+            Some(_) => {
+                self.duty_run(j, false);
+                self.push(start + period, EvKind::DutyOn(j, g));
+            }
+        }
+    }
+
+    fn duty_on(&mut self, j: u32, g: u32) {
+        let d = self.job_duty[j as usize];
+        let Some(on) = d.on else { return };
+        if d.gen != g || on == 0 {
+            return;
+        }
+        self.duty_run(j, true);
+        let t = self.now + on;
+        self.push(t, EvKind::DutyOff(j, g));
+    }
+
+    fn duty_off(&mut self, j: u32, g: u32) {
+        let d = self.job_duty[j as usize];
+        if d.gen != g || d.on.is_none() {
+            return;
+        }
+        self.duty_run(j, false);
+        let p = self.duty_period;
+        let t = (self.now / p + 1) * p;
+        self.push(t, EvKind::DutyOn(j, g));
+    }
+
+    /// Lets job `j`'s threads run (`run`) or deschedules them, as if their
+    /// cores were taken away: requests in flight complete, nothing new issues.
+    fn duty_run(&mut self, j: u32, run: bool) {
+        let Some(ts) = self.job_threads.get(j as usize).cloned() else {
+            return;
+        };
+        for tid in ts {
+            let th = &mut self.threads[tid as usize];
+            if run {
+                th.duty_off = false;
+                if th.parked {
+                    th.parked = false;
+                    self.place(tid);
+                }
+                continue;
+            }
+            th.duty_off = true;
+            if th.parked {
+                continue;
+            }
+            let cpu = th.cpu;
+            if th.on_cpu {
+                self.preempt(tid);
+                self.threads[tid as usize].parked = true;
+                self.schedule_next(cpu);
+            } else if let Some(pos) = self.cpus[cpu as usize].runq.iter().position(|&t| t == tid) {
+                self.cpus[cpu as usize].runq.remove(pos);
+                self.threads[tid as usize].parked = true;
+            }
+            // else: blocked in the kernel (gate, arrival); parked when it wakes
         }
     }
 
@@ -1955,10 +2125,22 @@ fn diff_stats(a: &AccessStats, b: &AccessStats) -> AccessStats {
 
 fn workload_regions(w: &WorkloadSpec) -> Vec<String> {
     match w {
+        WorkloadSpec::Antagonist {
+            region,
+            dram_region,
+            dram_fraction,
+            dram_fraction_schedule,
+            ..
+        } => {
+            let mut v = vec![region.clone()];
+            if dram_fraction.is_some() || dram_fraction_schedule.is_some() {
+                v.push(dram_region.clone().unwrap_or_else(|| "dram".into()));
+            }
+            v
+        }
         WorkloadSpec::Mbw { region, .. }
         | WorkloadSpec::Memcached { region, .. }
         | WorkloadSpec::PmStream { region, .. }
-        | WorkloadSpec::Antagonist { region, .. }
         | WorkloadSpec::LatencyProbe { region, .. }
         | WorkloadSpec::Cpu { region, .. } => vec![region.clone()],
         WorkloadSpec::LcServer {

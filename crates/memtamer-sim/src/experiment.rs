@@ -4,8 +4,12 @@
 use crate::config::{Platform, Scenario, SweepSpec, WorkloadSpec};
 use crate::engine::{Engine, EngineConfig, RunResult};
 use crate::error::SimError;
+use memtamer_core::compose::Composite;
+use memtamer_core::core_spec::{CoreSpec, CoreSpecParams};
+use memtamer_core::isolation::{Isolation, IsolationKind, IsolationParams};
 use memtamer_core::pats::{Pats, PatsCalibrated};
 use memtamer_core::pats_adaptive::PatsAdaptive;
+use memtamer_core::CpuSet;
 use memtamer_core::{Baseline, FixedGate, Policy};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -166,13 +170,20 @@ pub fn load_scenario(name: &str) -> Result<Scenario, SimError> {
 /// DIMMs in the platform's `pm` region); `pats-calibrated:FILE` (PATS with a
 /// model measured by `memtamer calibrate`); `gate:N` (a fixed gate limit).
 pub fn policy_by_name(name: &str, platform: &Platform) -> Result<Box<dyn Policy>, SimError> {
-    let unknown = || {
-        SimError::Unknown {
+    if name.contains('+') {
+        return composed_policy(name, platform);
+    }
+    single_policy(name, platform)
+}
+
+/// Every policy name `policy_by_name` knows, for error messages.
+const KNOWN_POLICIES: &str = "baseline, gate:N, pats, pats:T_MC (T_MC in [0, 1]), pats-calibrated (this platform, calibrated), pats-calibrated:MODEL.toml, pats-adaptive, pats-adaptive:MAX_LOSS (in (0, 1]), dicio, caladan-pm[:PM_GBPS[:DRAM_GBPS]], pm-counter-only, core-spec[:N_PM_CPUS], and compositions such as dicio+core-spec:3";
+
+fn single_policy(name: &str, platform: &Platform) -> Result<Box<dyn Policy>, SimError> {
+    let unknown = || SimError::Unknown {
         what: "policy",
         name: name.to_string(),
-        known: "baseline, gate:N, pats, pats:T_MC (T_MC in [0, 1]), pats-calibrated (this platform, calibrated), pats-calibrated:MODEL.toml, pats-adaptive, pats-adaptive:MAX_LOSS (in (0, 1])"
-            .into(),
-    }
+        known: KNOWN_POLICIES.into(),
     };
     let (kind, arg) = match name.split_once(':') {
         Some((k, a)) => (k, Some(a)),
@@ -216,8 +227,99 @@ pub fn policy_by_name(name: &str, platform: &Platform) -> Result<Box<dyn Policy>
             };
             Ok(Box::new(Pats::new(t_mc, pm_interleave(platform))))
         }
+        ("dicio" | "caladan-pm" | "pm-counter-only", _) => {
+            Ok(Box::new(isolation_policy(name, platform)?))
+        }
+        ("core-spec", _) => Ok(Box::new(core_spec_policy(name, platform)?)),
         _ => Err(unknown()),
     }
+}
+
+/// `dicio`, `caladan-pm[:PM_GBPS[:DRAM_GBPS]]` or `pm-counter-only`, with
+/// Dicio §4.3's thresholds. The BE pool is every CPU not used by an LC job.
+fn isolation_policy(name: &str, _platform: &Platform) -> Result<Isolation, SimError> {
+    let unknown = || SimError::Unknown {
+        what: "policy",
+        name: name.to_string(),
+        known: KNOWN_POLICIES.into(),
+    };
+    let mut parts = name.split(':');
+    let kind = parts.next().unwrap_or_default();
+    let args: Vec<f64> = parts
+        .map(|a| a.parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0))
+        .collect::<Option<Vec<f64>>>()
+        .ok_or_else(unknown)?;
+    let mut params = IsolationParams::default();
+    let kind = match (kind, args.as_slice()) {
+        ("dicio", []) => IsolationKind::Dicio,
+        ("pm-counter-only", []) => IsolationKind::PmCounterOnly,
+        ("caladan-pm", rest) if rest.len() <= 2 => {
+            if let Some(&pm) = rest.first() {
+                params.request_write_gbps = pm;
+            }
+            params.caladan_dram_gbps = rest.get(1).copied();
+            IsolationKind::CaladanPm
+        }
+        _ => return Err(unknown()),
+    };
+    Ok(Isolation::new(kind, params, None))
+}
+
+/// `core-spec[:N]`: the KIT thesis's core specialization with N PM cores
+/// (default 3, as in the thesis's evaluation), the last N CPUs of the platform.
+fn core_spec_policy(name: &str, platform: &Platform) -> Result<CoreSpec, SimError> {
+    let unknown = || SimError::Unknown {
+        what: "policy",
+        name: name.to_string(),
+        known: KNOWN_POLICIES.into(),
+    };
+    let n: usize = match name.split_once(':') {
+        None => 3,
+        Some((_, a)) => a.parse().ok().filter(|n| *n >= 1).ok_or_else(unknown)?,
+    };
+    let cpus = platform_cpus(platform);
+    if n >= cpus {
+        return Err(unknown());
+    }
+    let general = CpuSet::first_n(cpus);
+    let mut pm = CpuSet::empty();
+    for c in cpus - n..cpus {
+        pm.insert(c);
+    }
+    // every managed thread is "seen" each window in the simulator
+    let mut p = CoreSpecParams::new(pm, general);
+    p.include_lc = false;
+    Ok(CoreSpec::new(p))
+}
+
+/// Logical CPUs of a platform.
+fn platform_cpus(platform: &Platform) -> usize {
+    (platform.cpu.sockets * platform.cpu.cores_per_socket * platform.cpu.threads_per_core) as usize
+}
+
+/// `A+B+...`: isolation, then core specialization, then a gate policy, in
+/// the precedence of memtamer_core::compose.
+fn composed_policy(name: &str, platform: &Platform) -> Result<Box<dyn Policy>, SimError> {
+    let unknown = || SimError::Unknown {
+        what: "policy",
+        name: name.to_string(),
+        known: KNOWN_POLICIES.into(),
+    };
+    let (mut iso, mut cs, mut gate) = (None, None, None);
+    for part in name.split('+') {
+        let kind = part.split(':').next().unwrap_or_default();
+        match kind {
+            "dicio" | "caladan-pm" | "pm-counter-only" if iso.is_none() => {
+                iso = Some(isolation_policy(part, platform)?)
+            }
+            "core-spec" if cs.is_none() => cs = Some(core_spec_policy(part, platform)?),
+            "pats" | "pats-calibrated" | "pats-adaptive" | "gate" if gate.is_none() => {
+                gate = Some(single_policy(part, platform)?)
+            }
+            _ => return Err(unknown()),
+        }
+    }
+    Ok(Box::new(Composite::new(iso, None, cs, gate)))
 }
 
 /// N of PATS Eq. 3: the PM channels of the platform's `pm` region.

@@ -93,10 +93,20 @@ enum GenKind {
     Antagonist {
         rw: Rw,
         pattern: Pattern,
-        gap: Ps,
+        /// Nop time between accesses, ns.
+        gap_ns: Schedule,
+        /// Probability that an access goes to a fresh XPLine ((WA-1)/3).
+        stride_p: Schedule,
+        /// Probability that an access goes to the DRAM stream.
+        dram_p: Schedule,
         region: u8,
+        dram: u8,
         slot: u32,
         pos: u64,
+        /// Next fresh XPLine of the stride-style part (write amplification).
+        stride_pos: u64,
+        /// Next line of the DRAM stream.
+        dram_pos: u64,
     },
     Probe {
         region: u8,
@@ -115,6 +125,7 @@ enum GenKind {
         dram_lines: u32,
         pm_read_lines: u32,
         pm_write_lines: u32,
+        write_fraction: Option<f64>,
         dram: u8,
         pm: u8,
         slot: u32,
@@ -132,6 +143,51 @@ const FILE_BYTES: u64 = 8 << 30;
 fn ns(v: f64) -> Ps {
     (v * NS as f64).round().max(0.0) as Ps
 }
+
+/// A value that changes over simulated time: `values[i]` holds during
+/// `[i*period, (i+1)*period)`, cycling; a single value holds forever.
+#[derive(Clone, Debug)]
+struct Schedule {
+    values: Vec<f64>,
+    period: Ps,
+}
+
+impl Schedule {
+    fn constant(v: f64) -> Schedule {
+        Schedule {
+            values: vec![v],
+            period: 0,
+        }
+    }
+
+    /// From an optional scalar and an optional schedule with its period (ms);
+    /// `map` converts each value (validated before).
+    fn from_spec(
+        value: Option<f64>,
+        schedule: &Option<Vec<f64>>,
+        period_ms: Option<f64>,
+        default: f64,
+        map: impl Fn(f64) -> f64,
+    ) -> Schedule {
+        match schedule {
+            Some(v) if !v.is_empty() => Schedule {
+                values: v.iter().map(|&x| map(x)).collect(),
+                period: (period_ms.unwrap_or(0.0) * 1e9).round().max(0.0) as Ps,
+            },
+            _ => Schedule::constant(map(value.unwrap_or(default))),
+        }
+    }
+
+    fn at(&self, now: Ps) -> f64 {
+        if self.values.len() <= 1 || self.period == 0 {
+            return self.values.first().copied().unwrap_or(0.0);
+        }
+        self.values[((now / self.period) % self.values.len() as u64) as usize]
+    }
+}
+
+/// Offset of the stride-style (fresh XPLine) stream in a thread's span.
+const STRIDE_BASE: u64 = 1 << 35;
 
 impl Generator {
     /// Creates the generator for one thread. `region_of` resolves region names
@@ -187,14 +243,46 @@ impl Generator {
                 rw,
                 pattern,
                 gap_ns,
+                gap_ns_schedule,
+                gap_period_ms,
+                write_amplification,
+                wa_schedule,
+                wa_period_ms,
+                dram_fraction,
+                dram_fraction_schedule,
+                dram_period_ms,
+                dram_region,
                 region,
             } => GenKind::Antagonist {
                 rw: *rw,
                 pattern: *pattern,
-                gap: ns(*gap_ns),
+                gap_ns: Schedule::from_spec(
+                    Some(*gap_ns),
+                    gap_ns_schedule,
+                    *gap_period_ms,
+                    0.0,
+                    |g| g,
+                ),
+                stride_p: Schedule::from_spec(
+                    *write_amplification,
+                    wa_schedule,
+                    *wa_period_ms,
+                    1.0,
+                    |wa| ((wa - 1.0) / 3.0).clamp(0.0, 1.0),
+                ),
+                dram_p: Schedule::from_spec(
+                    *dram_fraction,
+                    dram_fraction_schedule,
+                    *dram_period_ms,
+                    0.0,
+                    |f| f.clamp(0.0, 1.0),
+                ),
                 region: region_of(region),
+                dram: region_of(dram_region.as_deref().unwrap_or("dram")),
                 slot,
                 pos: 0,
+                stride_pos: 0,
+                dram_pos: 0,
             },
             WorkloadSpec::LatencyProbe { region, pattern } => GenKind::Probe {
                 region: region_of(region),
@@ -217,6 +305,7 @@ impl Generator {
                 dram_lines,
                 pm_read_lines,
                 pm_write_lines,
+                write_fraction,
                 dram_region,
                 pm_region,
                 ..
@@ -225,6 +314,7 @@ impl Generator {
                 dram_lines: *dram_lines,
                 pm_read_lines: *pm_read_lines,
                 pm_write_lines: *pm_write_lines,
+                write_fraction: *write_fraction,
                 dram: region_of(dram_region),
                 pm: region_of(pm_region),
                 slot,
@@ -237,16 +327,17 @@ impl Generator {
         }
     }
 
-    /// The next op of this thread.
-    pub fn next(&mut self, rng: &mut Rng) -> Op {
+    /// The next op of this thread; `now` (simulated time) selects the
+    /// current value of a workload's schedules.
+    pub fn next(&mut self, rng: &mut Rng, now: Ps) -> Op {
         if let Some(op) = self.pending.pop_front() {
             return op;
         }
-        self.refill(rng);
+        self.refill(rng, now);
         self.pending.pop_front().unwrap_or(Op::Compute(NS))
     }
 
-    fn refill(&mut self, rng: &mut Rng) {
+    fn refill(&mut self, rng: &mut Rng, now: Ps) {
         let q = &mut self.pending;
         match &mut self.kind {
             GenKind::Mbw {
@@ -392,21 +483,45 @@ impl Generator {
             GenKind::Antagonist {
                 rw,
                 pattern,
-                gap,
+                gap_ns,
+                stride_p,
+                dram_p,
                 region,
+                dram,
                 slot,
                 pos,
+                stride_pos,
+                dram_pos,
             } => {
+                // schedules are sampled once per batch of 16 accesses
+                let gap = ns(gap_ns.at(now));
+                let sp = stride_p.at(now);
+                let dp = dram_p.at(now);
+                // a random draw only where there is a choice, so that
+                // scenarios without schedules keep their random streams
+                let chance = |p: f64, rng: &mut Rng| p >= 1.0 || (p > 0.0 && rng.unit() < p);
                 for _ in 0..16 {
-                    let step = if *pattern == Pattern::Stride {
-                        256
+                    let a = if chance(dp, rng) {
+                        let a = addr(*dram, *slot, *dram_pos % FILE_BYTES);
+                        *dram_pos += LINE;
+                        a
+                    } else if chance(sp, rng) {
+                        // a fresh XPLine: this line is all the XPBuffer gets of it
+                        let a = addr(*region, *slot, STRIDE_BASE + *stride_pos % FILE_BYTES);
+                        *stride_pos += 256;
+                        a
                     } else {
-                        LINE
+                        let step = if *pattern == Pattern::Stride {
+                            256
+                        } else {
+                            LINE
+                        };
+                        let a = addr(*region, *slot, *pos % FILE_BYTES);
+                        *pos += step;
+                        a
                     };
-                    let a = addr(*region, *slot, *pos % FILE_BYTES);
-                    *pos += step;
-                    if *gap > 0 {
-                        q.push_back(Op::Compute(*gap));
+                    if gap > 0 {
+                        q.push_back(Op::Compute(gap));
                     }
                     q.push_back(match rw {
                         Rw::Read => Op::Load {
@@ -473,6 +588,7 @@ impl Generator {
                 dram_lines,
                 pm_read_lines,
                 pm_write_lines,
+                write_fraction,
                 dram,
                 pm,
                 slot,
@@ -488,7 +604,15 @@ impl Generator {
                         stream: false,
                     });
                 }
-                if *pm_read_lines > 0 {
+                // YCSB-like mix: SET (PM writes only) or GET (PM reads only)
+                let (do_read, do_write) = match write_fraction {
+                    None => (true, true),
+                    Some(f) => {
+                        let set = *f >= 1.0 || (*f > 0.0 && rng.unit() < *f);
+                        (!set, set)
+                    }
+                };
+                if do_read && *pm_read_lines > 0 {
                     let base = rng.below(FILE_BYTES / 4096) * 4096;
                     let bytes = *pm_read_lines as u64 * LINE;
                     q.push_back(Op::PmBegin {
@@ -505,7 +629,7 @@ impl Generator {
                     q.push_back(Op::Drain);
                     q.push_back(Op::PmEnd);
                 }
-                if *pm_write_lines > 0 {
+                if do_write && *pm_write_lines > 0 {
                     let bytes = *pm_write_lines as u64 * LINE;
                     q.push_back(Op::PmBegin { bytes, write: true });
                     for _ in 0..*pm_write_lines {
@@ -529,9 +653,136 @@ mod tests {
     use super::*;
 
     fn ops(spec: &WorkloadSpec, n: usize) -> Vec<Op> {
-        let mut g = Generator::new(spec, 0, &|_| 1);
+        ops_at(spec, n, 0)
+    }
+
+    fn ops_at(spec: &WorkloadSpec, n: usize, now: Ps) -> Vec<Op> {
+        // region 1 = "pm", region 2 = anything else (the DRAM stream)
+        let mut g = Generator::new(spec, 0, &|r| if r == "pm" { 1 } else { 2 });
         let mut rng = Rng::new(1, 1);
-        (0..n).map(|_| g.next(&mut rng)).collect()
+        (0..n).map(|_| g.next(&mut rng, now)).collect()
+    }
+
+    fn antagonist(pattern: Pattern) -> WorkloadSpec {
+        WorkloadSpec::Antagonist {
+            rw: Rw::Write,
+            pattern,
+            gap_ns: 0.0,
+            gap_ns_schedule: None,
+            gap_period_ms: None,
+            write_amplification: None,
+            wa_schedule: None,
+            wa_period_ms: None,
+            dram_fraction: None,
+            dram_fraction_schedule: None,
+            dram_period_ms: None,
+            dram_region: None,
+            region: "pm".into(),
+        }
+    }
+
+    fn store_addrs(o: &[Op]) -> Vec<u64> {
+        o.iter()
+            .filter_map(|o| match o {
+                Op::StoreNt { addr } => Some(*addr),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn antagonist_schedules_follow_simulated_time() {
+        let mut spec = antagonist(Pattern::Seq);
+        if let WorkloadSpec::Antagonist {
+            gap_ns_schedule,
+            gap_period_ms,
+            wa_schedule,
+            wa_period_ms,
+            dram_fraction_schedule,
+            dram_period_ms,
+            ..
+        } = &mut spec
+        {
+            *gap_ns_schedule = Some(vec![10.0, 50.0]);
+            *gap_period_ms = Some(1.0);
+            *wa_schedule = Some(vec![1.0, 4.0]);
+            *wa_period_ms = Some(2.0);
+            *dram_fraction_schedule = Some(vec![0.0, 1.0, 0.0]);
+            *dram_period_ms = Some(1.0);
+        }
+        let ms = 1_000_000 * NS;
+        let gaps = |o: &[Op]| -> Vec<Ps> {
+            o.iter()
+                .filter_map(|o| match o {
+                    Op::Compute(g) => Some(*g),
+                    _ => None,
+                })
+                .collect()
+        };
+        // t = 0: gap 10 ns, WA 1 (sequential), all PM
+        let o = ops_at(&spec, 170, 0);
+        assert!(gaps(&o).iter().all(|&g| g == 10 * NS));
+        let a = store_addrs(&o);
+        assert!(a.windows(2).all(|w| w[1] - w[0] == LINE), "{a:x?}");
+        // t = 1 ms: gap 50 ns, all DRAM
+        let o = ops_at(&spec, 170, ms);
+        assert!(gaps(&o).iter().all(|&g| g == 50 * NS));
+        assert!(store_addrs(&o).iter().all(|a| a >> REGION_SHIFT == 2));
+        // t = 2 ms: gap 10 ns, PM, WA 4: every line in a fresh XPLine
+        let a = store_addrs(&ops_at(&spec, 170, 2 * ms));
+        assert!(a.iter().all(|a| a >> REGION_SHIFT == 1));
+        assert!(a.windows(2).all(|w| w[1] - w[0] == 256), "{a:x?}");
+        // t = 3 ms: the DRAM schedule (period 1 ms, 3 values) is back at 0
+        assert!(store_addrs(&ops_at(&spec, 170, 3 * ms))
+            .iter()
+            .all(|a| a >> REGION_SHIFT == 1));
+    }
+
+    #[test]
+    fn write_amplification_mixes_fresh_xplines_in_the_stream() {
+        let mut spec = antagonist(Pattern::Seq);
+        if let WorkloadSpec::Antagonist {
+            write_amplification,
+            ..
+        } = &mut spec
+        {
+            *write_amplification = Some(3.0);
+        }
+        let a = store_addrs(&ops(&spec, 17 * 1000));
+        let fresh = a
+            .iter()
+            .filter(|&&a| (a & (THREAD_SPAN - 1)) >= STRIDE_BASE)
+            .count() as f64
+            / a.len() as f64;
+        // (3 - 1) / 3 of the lines go to fresh XPLines
+        assert!((fresh - 2.0 / 3.0).abs() < 0.03, "{fresh}");
+    }
+
+    #[test]
+    fn lc_write_fraction_splits_gets_and_sets() {
+        let spec = WorkloadSpec::LcServer {
+            rate_kops: 10.0,
+            compute_ns: 100.0,
+            dram_lines: 1,
+            pm_read_lines: 4,
+            pm_write_lines: 2,
+            write_fraction: Some(0.5),
+            dram_region: "dram".into(),
+            pm_region: "pm".into(),
+        };
+        let o = ops(&spec, 20_000);
+        let begins: Vec<bool> = o
+            .iter()
+            .filter_map(|o| match o {
+                Op::PmBegin { write, .. } => Some(*write),
+                _ => None,
+            })
+            .collect();
+        let requests = o.iter().filter(|o| matches!(o, Op::ArrivalDone)).count();
+        // exactly one PM request (GET or SET) per LC request
+        assert!(begins.len().abs_diff(requests) <= 1);
+        let sets = begins.iter().filter(|w| **w).count() as f64 / begins.len() as f64;
+        assert!((sets - 0.5).abs() < 0.05, "{sets}");
     }
 
     #[test]
@@ -568,12 +819,7 @@ mod tests {
 
     #[test]
     fn stride_touches_one_line_per_xpline() {
-        let spec = WorkloadSpec::Antagonist {
-            rw: Rw::Write,
-            pattern: Pattern::Stride,
-            gap_ns: 0.0,
-            region: "pm".into(),
-        };
+        let spec = antagonist(Pattern::Stride);
         let addrs: Vec<u64> = ops(&spec, 16)
             .into_iter()
             .filter_map(|o| match o {

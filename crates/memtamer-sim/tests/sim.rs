@@ -9,6 +9,7 @@ use memtamer_sim::experiment::{
 };
 use memtamer_sim::rng::Rng;
 use memtamer_sim::{Platform, Scenario, SimError};
+use std::collections::BTreeMap;
 
 fn demo_point(threads: i64) -> Scenario {
     let s = load_scenario("demo").expect("demo parses");
@@ -248,12 +249,13 @@ fn antagonist_wa(pattern: Pattern) -> f64 {
         class: Default::default(),
         threads: 1,
         cpus: Some("0".into()),
-        workload: WorkloadSpec::Antagonist {
-            rw: Rw::Write,
-            pattern,
-            gap_ns: 20.6,
-            region: "pm".into(),
-        },
+        workload: workload(&format!(
+            "{{ kind = \"antagonist\", rw = \"write\", pattern = \"{}\", gap_ns = 20.6, region = \"pm\" }}",
+            match pattern {
+                Pattern::Stride => "stride",
+                _ => "seq",
+            }
+        )),
     }];
     let (p, r) = run_point(&s, None).unwrap();
     metrics(&s, &p, &r)["pm.write_amplification"]
@@ -503,4 +505,366 @@ fn the_shipped_pats_model_is_what_calibration_measures_today() {
         shipped, fresh,
         "regenerate: memtamer calibrate --platform pats --out crates/memtamer-sim/builtin/models/pats.toml"
     );
+}
+
+// ------------------------------------------------ Dicio mechanisms
+
+/// A workload from its TOML inline table.
+fn workload(text: &str) -> WorkloadSpec {
+    parse_value(text)
+        .try_into()
+        .unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+fn job(name: &str, class: &str, cpus: &str, wl: &str) -> JobSpec {
+    JobSpec {
+        name: name.into(),
+        class: parse_value(&format!("\"{class}\"")).try_into().unwrap(),
+        threads: 1,
+        cpus: Some(cpus.into()),
+        workload: workload(wl),
+    }
+}
+
+/// Sets job 0's duty cycle to `duty` on CPU 5 until `switch_ns`, then to `after`.
+struct Duty {
+    duty: f64,
+    after: f64,
+    switch_ns: u64,
+    /// (window start ns, job 0's PM write bytes in the window)
+    seen: Vec<(u64, u64)>,
+}
+
+impl Policy for Duty {
+    fn name(&self) -> &str {
+        "duty"
+    }
+    fn decide(&mut self, obs: &Observation) -> Decision {
+        let bytes = obs
+            .threads
+            .iter()
+            .filter(|t| t.job == 0)
+            .filter_map(|t| t.pm.map(|p| p.write_bytes))
+            .sum();
+        self.seen.push((obs.start_ns, bytes));
+        let now = obs.start_ns + obs.duration_ns;
+        let duty = if now < self.switch_ns {
+            self.duty
+        } else {
+            self.after
+        };
+        Decision {
+            job_budgets: vec![(
+                0,
+                memtamer_core::CoreBudget {
+                    cpus: memtamer_core::CpuSet::parse_list("5").unwrap(),
+                    duty_cycle: duty,
+                },
+            )],
+            ..Default::default()
+        }
+    }
+}
+
+fn duty_run(duty: f64, after: f64, switch_ns: u64) -> (u64, Duty) {
+    let mut s = demo_point(0);
+    s.platform = "dicio".into();
+    s.jobs = vec![job(
+        "be",
+        "be",
+        "5",
+        "{ kind = \"antagonist\", rw = \"write\", pattern = \"seq\", region = \"pm\" }",
+    )];
+    let p = load_platform("dicio", &Default::default()).unwrap();
+    let cfg = EngineConfig {
+        seed: 1,
+        warmup: 200_000_000,
+        duration: 2_000_000_000,
+        window: 10_000_000,
+        sampler: None,
+    };
+    let mut pol = Duty {
+        duty,
+        after,
+        switch_ns,
+        seen: vec![],
+    };
+    let r = Engine::new(&p, &s, &cfg).unwrap().run(&mut pol);
+    (r.jobs[0].pm.write_bytes, pol)
+}
+
+#[test]
+fn duty_cycle_throttles_a_pm_antagonist_and_one_restores_it() {
+    let never = u64::MAX;
+    let (full, _) = duty_run(1.0, 1.0, never);
+    let (quarter, _) = duty_run(0.25, 0.25, never);
+    assert!(full > 0);
+    let ratio = quarter as f64 / full as f64;
+    eprintln!("duty 0.25: {quarter} B vs {full} B at duty 1 (ratio {ratio:.3})");
+    assert!((0.15..=0.40).contains(&ratio), "duty 0.25 kept {ratio}");
+    // duty 0.25 for the first 1.1 ms, then 1.0: the rate comes back
+    let (_, pol) = duty_run(0.25, 1.0, 1_100_000);
+    let rate = |from: u64, to: u64| {
+        let w: Vec<u64> = pol
+            .seen
+            .iter()
+            .filter(|(t, _)| *t >= from && *t < to)
+            .map(|(_, b)| *b)
+            .collect();
+        w.iter().sum::<u64>() as f64 / w.len() as f64
+    };
+    let throttled = rate(300_000, 1_100_000);
+    let restored = rate(1_200_000, 2_200_000);
+    let per_window_full = full as f64 / 200.0;
+    eprintln!(
+        "per 10 us window: throttled {throttled:.0} B, restored {restored:.0} B, unthrottled {per_window_full:.0} B"
+    );
+    assert!((0.15..=0.40).contains(&(throttled / per_window_full)));
+    assert!(
+        (restored / per_window_full - 1.0).abs() < 0.1,
+        "restored {restored} vs {per_window_full}"
+    );
+}
+
+#[test]
+fn duty_cycled_runs_are_deterministic() {
+    let (a, pa) = duty_run(0.3, 0.7, 1_000_000);
+    let (b, pb) = duty_run(0.3, 0.7, 1_000_000);
+    assert_eq!(a, b);
+    assert_eq!(pa.seen, pb.seen);
+}
+
+/// Media write bytes / request write bytes of one antagonist thread.
+fn achieved_wa(wl: &str) -> (f64, BTreeMap<String, f64>) {
+    let mut s = demo_point(0);
+    s.platform = "dicio".into();
+    s.duration_ms = 2.0;
+    s.jobs = vec![job("be", "be", "5", wl)];
+    let (p, r) = run_point(&s, None).unwrap();
+    let m = metrics(&s, &p, &r);
+    (m["pm.write_amplification"], m)
+}
+
+#[test]
+fn antagonist_write_amplification_comes_from_the_xpbuffer() {
+    for target in [1.0, 3.0] {
+        let (wa, m) = achieved_wa(&format!(
+            "{{ kind = \"antagonist\", rw = \"write\", pattern = \"seq\", gap_ns = 20.6, region = \"pm\", write_amplification = {target:.1} }}"
+        ));
+        eprintln!(
+            "target WA {target}: achieved {wa:.3} (request {} GB/s, media {} GB/s)",
+            m["pm.request_write_gbps"], m["pm.media_write_gbps"]
+        );
+        assert!(
+            (wa / target - 1.0).abs() <= 0.25,
+            "target {target}, achieved {wa}"
+        );
+        // the job's own request-level PM write bandwidth is reported
+        let job = m["be.pm_write_gbps"];
+        assert!(
+            (job / m["pm.request_write_gbps"] - 1.0).abs() < 0.05,
+            "be.pm_write_gbps {job} vs DIMM requests {}",
+            m["pm.request_write_gbps"]
+        );
+    }
+    // a schedule alternating 1 and 3 every 0.5 ms averages to ~2 over 2 ms
+    let (wa, _) = achieved_wa(
+        "{ kind = \"antagonist\", rw = \"write\", pattern = \"seq\", gap_ns = 20.6, region = \"pm\", wa_schedule = [1.0, 3.0], wa_period_ms = 0.5 }",
+    );
+    assert!((wa / 2.0 - 1.0).abs() <= 0.25, "scheduled WA {wa}");
+}
+
+#[test]
+fn antagonist_dram_fraction_and_gap_schedule() {
+    let (_, m) = achieved_wa(
+        "{ kind = \"antagonist\", rw = \"write\", pattern = \"seq\", gap_ns = 20.6, region = \"pm\", dram_fraction = 0.5 }",
+    );
+    let (pm, dram) = (m["be.pm_write_gbps"], m["be.dram_gbps"]);
+    assert!(
+        pm > 0.0 && (dram / pm - 1.0).abs() < 0.1,
+        "pm {pm} dram {dram}"
+    );
+    assert!(m["dram.gbps"] >= dram * 0.95);
+    // a slower phase lowers the average rate
+    let (_, fast) = achieved_wa(
+        "{ kind = \"antagonist\", rw = \"write\", pattern = \"seq\", region = \"pm\", gap_ns_schedule = [20.6], gap_period_ms = 1.0 }",
+    );
+    let (_, mixed) = achieved_wa(
+        "{ kind = \"antagonist\", rw = \"write\", pattern = \"seq\", region = \"pm\", gap_ns_schedule = [20.6, 200.0], gap_period_ms = 0.3 }",
+    );
+    assert!(
+        mixed["be.pm_write_gbps"] < 0.8 * fast["be.pm_write_gbps"],
+        "{} vs {}",
+        mixed["be.pm_write_gbps"],
+        fast["be.pm_write_gbps"]
+    );
+}
+
+#[test]
+fn bad_schedules_are_errors_naming_the_key_and_line() {
+    let base = "name = \"x\"\ntitle = \"t\"\nplatform = \"dicio\"\nduration_ms = 1.0\n\n[[job]]\nname = \"be\"\nthreads = 1\n";
+    let cases = [
+        (
+            "wa_schedule = [1.0, 5.0], wa_period_ms = 1.0",
+            "wa_schedule",
+        ),
+        ("wa_schedule = [], wa_period_ms = 1.0", "wa_schedule"),
+        ("wa_schedule = [2.0]", "wa_period_ms"),
+        ("wa_schedule = [2.0], wa_period_ms = 0.0", "wa_period_ms"),
+        ("write_amplification = 0.5", "write_amplification"),
+        (
+            "dram_fraction_schedule = [0.2, 1.5], dram_period_ms = 1.0",
+            "dram_fraction_schedule",
+        ),
+        (
+            "gap_ns_schedule = [10.0], gap_period_ms = -1.0",
+            "gap_period_ms",
+        ),
+        ("gap_period_ms = 1.0", "gap_period_ms"),
+    ];
+    for (extra, key) in cases {
+        let text = format!(
+            "{base}workload = {{ kind = \"antagonist\", rw = \"write\", pattern = \"seq\", region = \"pm\", {extra} }}\n"
+        );
+        match Scenario::parse("s.toml", &text) {
+            Err(SimError::Invalid {
+                file,
+                line,
+                key: k,
+                message,
+            }) => {
+                assert_eq!(file, "s.toml");
+                assert_eq!(k, format!("job.be.workload.{key}"), "{message}");
+                assert_eq!(line, 9, "{extra}: {message}");
+            }
+            other => panic!("{extra}: expected Invalid, got {other:?}"),
+        }
+    }
+    // WA needs the sequential stream
+    let text = format!(
+        "{base}[job.workload]\nkind = \"antagonist\"\nrw = \"write\"\npattern = \"stride\"\nregion = \"pm\"\nwrite_amplification = 2.0\n"
+    );
+    let err = Scenario::parse("s.toml", &text).unwrap_err().to_string();
+    assert!(
+        err.contains("s.toml:12:") && err.contains("pattern"),
+        "{err}"
+    );
+    let text = format!(
+        "{base}workload = {{ kind = \"lc_server\", rate_kops = 10.0, compute_ns = 100.0, write_fraction = 1.5 }}\n"
+    );
+    let err = Scenario::parse("s.toml", &text).unwrap_err().to_string();
+    assert!(
+        err.contains("write_fraction") && err.contains("s.toml:9:"),
+        "{err}"
+    );
+}
+
+/// Records every observation.
+#[derive(Default)]
+struct Record(Vec<Observation>);
+
+impl Policy for Record {
+    fn name(&self) -> &str {
+        "record"
+    }
+    fn decide(&mut self, obs: &Observation) -> Decision {
+        self.0.push(obs.clone());
+        Decision::default()
+    }
+}
+
+#[test]
+fn observations_carry_what_a_dicio_policy_reads() {
+    let mut s = demo_point(0);
+    s.platform = "dicio".into();
+    s.jobs = vec![
+        job(
+            "lc",
+            "lc",
+            "0-1",
+            "{ kind = \"lc_server\", rate_kops = 100.0, compute_ns = 2000.0, dram_lines = 4, pm_read_lines = 4, pm_write_lines = 2, write_fraction = 0.5 }",
+        ),
+        job(
+            "be",
+            "be",
+            "5",
+            "{ kind = \"antagonist\", rw = \"write\", pattern = \"stride\", gap_ns = 20.6, region = \"pm\" }",
+        ),
+    ];
+    s.jobs[0].threads = 2;
+    let p = load_platform("dicio", &Default::default()).unwrap();
+    let cfg = EngineConfig {
+        seed: 1,
+        warmup: 1_000_000_000,
+        duration: 9_000_000_000,
+        window: 100_000_000,
+        sampler: None,
+    };
+    let mut rec = Record::default();
+    let r = Engine::new(&p, &s, &cfg).unwrap().run(&mut rec);
+    let obs = &rec.0;
+    assert_eq!(obs.len(), 100);
+    for o in obs {
+        assert_eq!(o.jobs[0].class, memtamer_core::JobClass::Lc);
+        assert_eq!(o.jobs[1].class, memtamer_core::JobClass::Be);
+        assert_eq!(o.jobs[1].threads, vec![2]);
+    }
+    let late = &obs[20..];
+    for o in late {
+        let be = o.threads.iter().find(|t| t.job == 1).unwrap();
+        let pm = be.pm.expect("BE PM traffic measured");
+        assert!(pm.write_bytes > 100_000, "BE wrote {} B", pm.write_bytes);
+        assert_eq!(pm.read_bytes, 0);
+        // LC threads carry their own (request-level) PM traffic
+        let lc: u64 = o
+            .threads
+            .iter()
+            .filter(|t| t.job == 0)
+            .map(|t| t.pm.unwrap().read_bytes + t.pm.unwrap().write_bytes)
+            .sum();
+        assert!(lc > 0);
+        // WPQ delay inputs and DRAM CAS counts per channel
+        assert!(o.channels.iter().all(|c| c.pmm_wpq_inserts.unwrap() > 0));
+        assert!(o.channels.iter().any(|c| c.cas_reads.unwrap() > 0));
+        // LC tail latencies of the window
+        assert!(o.jobs[0].latency_ns.is_some());
+    }
+    // the BE's per-window writes add up to its measured total
+    let sum: u64 = obs[10..]
+        .iter()
+        .map(|o| o.threads[2].pm.unwrap().write_bytes)
+        .sum();
+    let total = r.jobs[1].pm.write_bytes;
+    assert!(
+        (sum as f64 / total as f64 - 1.0).abs() < 0.02,
+        "{sum} vs {total}"
+    );
+    // media counters: only through snapshots every 4.5 ms, with their age
+    let first = obs
+        .iter()
+        .position(|o| o.dimms[0].media_write_bytes.is_some());
+    let first = first.expect("a media snapshot within 10 ms");
+    assert!(obs[first].start_ns + obs[first].duration_ns >= 4_500_000);
+    for o in &obs[first..] {
+        let d = &o.dimms[0];
+        assert_eq!(d.interval_ns, Some(4_500_000));
+        assert!(d.age_ns.unwrap() <= 4_500_000);
+    }
+    let media: u64 = obs[first]
+        .dimms
+        .iter()
+        .map(|d| d.media_write_bytes.unwrap())
+        .sum();
+    assert!(media > 0);
+}
+
+#[test]
+fn scheduled_antagonist_and_lc_mix_give_byte_identical_json() {
+    let text = "name = \"x\"\ntitle = \"t\"\nplatform = \"dicio\"\nduration_ms = 0.5\nwarmup_ms = 0.1\n\n[[job]]\nname = \"be\"\nclass = \"be\"\nthreads = 2\ncpus = \"5-6\"\nworkload = { kind = \"antagonist\", rw = \"write\", pattern = \"seq\", region = \"pm\", gap_ns_schedule = [10, 40], gap_period_ms = 0.1, wa_schedule = [1, 3], wa_period_ms = 0.2, dram_fraction_schedule = [0.2, 0.7], dram_period_ms = 0.15 }\n\n[[job]]\nname = \"lc\"\nclass = \"lc\"\nthreads = 1\ncpus = \"0\"\nworkload = { kind = \"lc_server\", rate_kops = 100.0, compute_ns = 2000.0, pm_read_lines = 4, pm_write_lines = 2, write_fraction = 0.5 }\n";
+    let s = Scenario::parse("x.toml", text).unwrap();
+    let opts = RunOptions::default();
+    let a = serde_json::to_string(&experiment::run_scenario(&s, &opts).unwrap()).unwrap();
+    let b = serde_json::to_string(&experiment::run_scenario(&s, &opts).unwrap()).unwrap();
+    assert_eq!(a, b);
+    assert!(a.contains("lc.p90_us"));
 }

@@ -1,0 +1,1071 @@
+//! cgroup discovery and per-job managed cgroups, for both cgroup v2
+//! (unified) and v1 (one mount per controller) hosts.
+//!
+//! The layout is discovered by parsing `/proc/self/mountinfo` (path given by
+//! the caller, so tests use fake roots). A [`ManagedCgroup`] lives at
+//! `<mount>/memtamer/<job>` (one dir per hierarchy on v1) and journals every
+//! step — directories it creates, parent values it changes, processes it
+//! moves and where they came from, freezes — before doing it, so that
+//! [`ManagedCgroup::remove`], [`crate::Journal::restore_all`] or the guard
+//! can put everything back.
+
+use crate::affinity::ProcessKey;
+use crate::journal::{Change, Journal, RestoreReport};
+use crate::{Error, Result};
+use memtamer_core::CpuSet;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Name of the directory, directly under each hierarchy's mount point, that
+/// holds all of memtamer's cgroups.
+pub const MEMTAMER_DIR: &str = "memtamer";
+
+/// Default CFS period for CPU quotas: the kernel's default, 100 ms.
+pub const DEFAULT_QUOTA_PERIOD: Duration = Duration::from_millis(100);
+
+/// One line of `/proc/PID/mountinfo`, reduced to what cgroup discovery needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountEntry {
+    /// Path within the filesystem that is mounted (field 4), e.g. "/".
+    pub root: String,
+    /// Where it is mounted (field 5).
+    pub mount_point: PathBuf,
+    /// Filesystem type after the " - " separator, e.g. "cgroup2".
+    pub fs_type: String,
+    /// Per-superblock options, e.g. ["rw", "cpu", "cpuacct"].
+    pub super_options: Vec<String>,
+}
+
+/// Undoes the octal escapes (`\040` for space...) the kernel uses in mountinfo.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = u32::from(b[i + 1] - b'0') * 64
+                + u32::from(b[i + 2] - b'0') * 8
+                + u32::from(b[i + 3] - b'0');
+            if v <= 255 {
+                out.push(v as u8);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Pure: parses mountinfo text. Malformed lines are skipped (the kernel's
+/// format is stable; skipping beats failing discovery on one odd mount).
+pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
+    text.lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let l: Vec<&str> = left.split_whitespace().collect();
+            let r: Vec<&str> = right.split_whitespace().collect();
+            if l.len() < 6 || r.len() < 2 {
+                return None;
+            }
+            Some(MountEntry {
+                root: unescape(l[3]),
+                mount_point: PathBuf::from(unescape(l[4])),
+                fs_type: r[0].to_string(),
+                super_options: r
+                    .get(2)
+                    .map(|o| o.split(',').map(str::to_string).collect())
+                    .unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+/// A cgroup v1 hierarchy (one mount, one or more co-mounted controllers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct V1Hierarchy {
+    /// Mount point, e.g. /sys/fs/cgroup/cpu.
+    pub mount_point: PathBuf,
+    /// Cgroup path that the mount shows as its root ("/" outside containers).
+    pub root: String,
+    /// Controllers bound to it, e.g. ["cpu", "cpuacct"].
+    pub controllers: Vec<String>,
+}
+
+/// The cgroup v2 (unified) mount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct V2Mount {
+    /// Mount point, e.g. /sys/fs/cgroup.
+    pub mount_point: PathBuf,
+    /// Cgroup path that the mount shows as its root.
+    pub root: String,
+    /// Controllers available at the mount root (`cgroup.controllers`).
+    pub controllers: Vec<String>,
+}
+
+/// Which cgroup API a [`ManagedCgroup`] uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CgroupMode {
+    /// Per-controller v1 hierarchies (cpuset, cpu, freezer).
+    V1,
+    /// The unified v2 hierarchy.
+    V2,
+}
+
+/// Where the cgroup hierarchies are mounted on this host, so the actuators
+/// know whether to speak v1 or v2 and which files to use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CgroupLayout {
+    /// v1 hierarchies that carry at least one controller.
+    pub v1: Vec<V1Hierarchy>,
+    /// The v2 mount, if any.
+    pub v2: Option<V2Mount>,
+}
+
+/// The v1 controllers a managed cgroup uses.
+const V1_CONTROLLERS: [&str; 3] = ["cpuset", "cpu", "freezer"];
+
+/// Pure: splits a controller list as found in `cgroup.controllers` and
+/// `cgroup.subtree_control` (space separated).
+pub fn parse_controller_list(text: &str) -> Vec<String> {
+    text.split_whitespace().map(str::to_string).collect()
+}
+
+impl CgroupLayout {
+    /// Pure: the layout described by mountinfo text. v2 controllers are left
+    /// empty (they live in a file; see [`CgroupLayout::discover`]).
+    pub fn from_mountinfo(text: &str) -> CgroupLayout {
+        let mut layout = CgroupLayout::default();
+        for m in parse_mountinfo(text) {
+            match m.fs_type.as_str() {
+                "cgroup2" if layout.v2.is_none() => {
+                    layout.v2 = Some(V2Mount {
+                        mount_point: m.mount_point,
+                        root: m.root,
+                        controllers: Vec::new(),
+                    })
+                }
+                "cgroup" => {
+                    let controllers: Vec<String> = m
+                        .super_options
+                        .iter()
+                        .filter(|o| {
+                            !matches!(o.as_str(), "rw" | "ro")
+                                && !o.starts_with("name=")
+                                && !o.contains('=')
+                                && !matches!(
+                                    o.as_str(),
+                                    "noprefix" | "clone_children" | "xattr" | "cpuset_v2_mode"
+                                )
+                        })
+                        .cloned()
+                        .collect();
+                    if controllers.is_empty()
+                        || layout.v1.iter().any(|h| h.controllers == controllers)
+                    {
+                        continue; // named-only hierarchy or a bind mount of one we have
+                    }
+                    layout.v1.push(V1Hierarchy {
+                        mount_point: m.mount_point,
+                        root: m.root,
+                        controllers,
+                    });
+                }
+                _ => {}
+            }
+        }
+        layout
+    }
+
+    /// Reads `mountinfo` (normally `/proc/self/mountinfo`) and, for v2, the
+    /// root's `cgroup.controllers`.
+    pub fn discover(mountinfo: &Path) -> Result<CgroupLayout> {
+        let text = fs::read_to_string(mountinfo).map_err(|source| Error::Read {
+            path: mountinfo.to_path_buf(),
+            source,
+        })?;
+        let mut layout = CgroupLayout::from_mountinfo(&text);
+        if let Some(v2) = &mut layout.v2 {
+            // A missing file just means no controllers (e.g. an odd mount).
+            if let Ok(t) = fs::read_to_string(v2.mount_point.join("cgroup.controllers")) {
+                v2.controllers = parse_controller_list(&t);
+            }
+        }
+        Ok(layout)
+    }
+
+    /// The v1 hierarchy carrying `controller`, if mounted.
+    pub fn v1_hierarchy(&self, controller: &str) -> Option<&V1Hierarchy> {
+        self.v1
+            .iter()
+            .find(|h| h.controllers.iter().any(|c| c == controller))
+    }
+
+    /// Which API to use: v1 when any of cpuset/cpu/freezer is on a v1
+    /// hierarchy (those controllers cannot then be used from v2), else v2.
+    pub fn mode(&self) -> Option<CgroupMode> {
+        if V1_CONTROLLERS
+            .iter()
+            .any(|c| self.v1_hierarchy(c).is_some())
+        {
+            Some(CgroupMode::V1)
+        } else if self.v2.is_some() {
+            Some(CgroupMode::V2)
+        } else {
+            None
+        }
+    }
+}
+
+/// One line of `/proc/PID/cgroup`: `ID:CONTROLLERS:PATH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcCgroup {
+    /// Hierarchy id (0 for v2).
+    pub hierarchy_id: u32,
+    /// Controllers of a v1 hierarchy (may include "name=systemd"); empty for v2.
+    pub controllers: Vec<String>,
+    /// Cgroup path relative to the hierarchy root, e.g. "/" or "/user.slice".
+    pub path: String,
+}
+
+/// Pure: parses `/proc/PID/cgroup` (v1 lines and the v2 `0::/path` line).
+pub fn parse_proc_cgroup(text: &str) -> std::result::Result<Vec<ProcCgroup>, String> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let mut parts = line.splitn(3, ':');
+            let (id, ctrl, path) = match (parts.next(), parts.next(), parts.next()) {
+                (Some(a), Some(b), Some(c)) => (a, b, c),
+                _ => return Err(format!("line `{line}` is not ID:CONTROLLERS:PATH")),
+            };
+            Ok(ProcCgroup {
+                hierarchy_id: id
+                    .parse()
+                    .map_err(|_| format!("bad hierarchy id in `{line}`"))?,
+                controllers: ctrl
+                    .split(',')
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+                path: path.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Pure: the cgroup path for `controller` (v1), or the v2 path when `None`.
+pub fn cgroup_path_for<'a>(lines: &'a [ProcCgroup], controller: Option<&str>) -> Option<&'a str> {
+    lines
+        .iter()
+        .find(|l| match controller {
+            Some(c) => l.controllers.iter().any(|x| x == c),
+            None => l.hierarchy_id == 0 && l.controllers.is_empty(),
+        })
+        .map(|l| l.path.as_str())
+}
+
+/// Pure: the directory under `mount_point` for cgroup `path`, given the
+/// mount's root (non-"/" inside containers). `None` if the cgroup is not
+/// visible through this mount.
+pub fn cgroup_dir(mount_point: &Path, mount_root: &str, path: &str) -> Option<PathBuf> {
+    let root = mount_root.trim_end_matches('/');
+    let rel = if root.is_empty() {
+        path
+    } else if path == root {
+        ""
+    } else {
+        match path.strip_prefix(root) {
+            Some(r) if r.starts_with('/') => r,
+            _ => return None,
+        }
+    };
+    let rel = rel.trim_start_matches('/');
+    Some(if rel.is_empty() {
+        mount_point.to_path_buf()
+    } else {
+        mount_point.join(rel)
+    })
+}
+
+/// Pure: the CFS quota in microseconds for `cores` CPUs over `period_us`.
+/// At least 1000 µs (the kernel minimum); cores must be finite and > 0.
+pub fn quota_us(cores: f64, period_us: u64) -> std::result::Result<u64, String> {
+    if !cores.is_finite() || cores <= 0.0 {
+        return Err(format!(
+            "CPU quota must be a positive number of cores, got {cores}"
+        ));
+    }
+    let q = (cores * period_us as f64).round();
+    Ok(if q > u64::MAX as f64 {
+        u64::MAX
+    } else {
+        (q as u64).max(1000)
+    })
+}
+
+/// Pure: the v2 `cpu.max` line, "QUOTA PERIOD" or "max PERIOD".
+pub fn format_cpu_max(quota_us: Option<u64>, period_us: u64) -> String {
+    match quota_us {
+        Some(q) => format!("{q} {period_us}"),
+        None => format!("max {period_us}"),
+    }
+}
+
+/// Pure: the v1 (`cpu.cfs_quota_us`, `cpu.cfs_period_us`) values; -1 = unlimited.
+pub fn cfs_values(quota_us: Option<u64>, period_us: u64) -> (i64, u64) {
+    (
+        quota_us.map_or(-1, |q| i64::try_from(q).unwrap_or(i64::MAX)),
+        period_us,
+    )
+}
+
+/// Pure: whether a job name is safe as a single directory name.
+pub fn valid_job_name(job: &str) -> bool {
+    !job.is_empty()
+        && job.len() <= 200
+        && job != "."
+        && job != ".."
+        && job
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'))
+}
+
+/// Reads a (cgroup) file as text.
+pub(crate) fn read_value(path: &Path) -> Result<String> {
+    fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes `value` to an EXISTING (cgroup) file in one write(2), as the
+/// kernel expects. Never creates the file: on a real cgroupfs a missing file
+/// means a missing controller, which must be an error.
+pub(crate) fn write_value(path: &Path, value: &str) -> Result<()> {
+    let err = |source: io::Error| Error::Write {
+        path: path.to_path_buf(),
+        value: value.to_string(),
+        source,
+    };
+    let mut f = OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .map_err(err)?;
+    f.write_all(value.as_bytes()).map_err(err)
+}
+
+/// The pids in a cgroup directory's `cgroup.procs`.
+pub(crate) fn read_procs(dir: &Path) -> Result<Vec<i32>> {
+    let path = dir.join("cgroup.procs");
+    Ok(read_value(&path)?
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect())
+}
+
+/// The directory of one hierarchy that a managed cgroup occupies.
+#[derive(Debug, Clone)]
+struct ManagedDir {
+    mount_point: PathBuf,
+    mount_root: String,
+    controllers: Vec<String>,
+    dir: PathBuf,
+}
+
+/// A cgroup (one per hierarchy on v1) owned by the daemon for one job:
+/// created on demand, every change journaled first, and removed — with its
+/// processes moved back where they came from — by [`ManagedCgroup::remove`].
+/// Dropping it does NOT undo anything; the journal's `restore_all` does.
+#[derive(Debug)]
+pub struct ManagedCgroup {
+    job: String,
+    mode: CgroupMode,
+    dirs: Vec<ManagedDir>,
+    journal: Arc<Journal>,
+}
+
+impl ManagedCgroup {
+    /// Creates (or re-adopts, if this journal created it) the cgroup for
+    /// `job`. On v2 this enables +cpuset/+cpu in the parents'
+    /// `cgroup.subtree_control` where available (journaled, so undone later);
+    /// on v1 it initialises `cpuset.cpus`/`cpuset.mems` from the parent,
+    /// which v1 requires before any task can join.
+    pub fn create(
+        layout: &CgroupLayout,
+        job: &str,
+        journal: Arc<Journal>,
+    ) -> Result<ManagedCgroup> {
+        if !valid_job_name(job) {
+            return Err(Error::Invalid(format!(
+                "job name {job:?} is not usable as a cgroup name"
+            )));
+        }
+        let mode = layout.mode().ok_or_else(|| Error::ControllerMissing {
+            controller: "cpuset/cpu/freezer".into(),
+            detail: "no cgroup v1 or v2 mount found".into(),
+        })?;
+        let mut mc = ManagedCgroup {
+            job: job.to_string(),
+            mode,
+            dirs: Vec::new(),
+            journal,
+        };
+        match mode {
+            CgroupMode::V2 => {
+                let Some(v2) = &layout.v2 else {
+                    return Err(Error::ControllerMissing {
+                        controller: "cgroup2".into(),
+                        detail: "no cgroup2 mount".into(),
+                    });
+                };
+                let base = v2.mount_point.clone();
+                let parent = base.join(MEMTAMER_DIR);
+                mc.ensure_dir(&parent, &base)?;
+                for ctrl in ["cpuset", "cpu"] {
+                    if v2.controllers.iter().any(|c| c == ctrl) {
+                        mc.enable_v2_controller(&base, ctrl)?;
+                        mc.enable_v2_controller(&parent, ctrl)?;
+                    }
+                }
+                let dir = parent.join(job);
+                mc.ensure_dir(&dir, &base)?;
+                mc.dirs.push(ManagedDir {
+                    mount_point: base,
+                    mount_root: v2.root.clone(),
+                    controllers: Vec::new(),
+                    dir,
+                });
+            }
+            CgroupMode::V1 => {
+                let mut seen: Vec<PathBuf> = Vec::new();
+                for ctrl in V1_CONTROLLERS {
+                    let Some(h) = layout.v1_hierarchy(ctrl) else {
+                        continue;
+                    };
+                    if seen.contains(&h.mount_point) {
+                        continue;
+                    }
+                    seen.push(h.mount_point.clone());
+                    let base = h.mount_point.clone();
+                    let parent = base.join(MEMTAMER_DIR);
+                    let dir = parent.join(job);
+                    let is_cpuset = h.controllers.iter().any(|c| c == "cpuset");
+                    mc.ensure_dir(&parent, &base)?;
+                    if is_cpuset {
+                        inherit_cpuset(&base, &parent)?;
+                    }
+                    mc.ensure_dir(&dir, &base)?;
+                    if is_cpuset {
+                        inherit_cpuset(&parent, &dir)?;
+                    }
+                    mc.dirs.push(ManagedDir {
+                        mount_point: base,
+                        mount_root: h.root.clone(),
+                        controllers: h.controllers.clone(),
+                        dir,
+                    });
+                }
+            }
+        }
+        Ok(mc)
+    }
+
+    /// Creates `dir` if missing, journaling it first. An existing dir is
+    /// fine for the shared parent, but a job dir must be ours (in the
+    /// journal) — we never adopt a cgroup someone else made.
+    fn ensure_dir(&self, dir: &Path, hierarchy: &Path) -> Result<()> {
+        let change = Change::CgroupCreated {
+            path: dir.to_path_buf(),
+            hierarchy: hierarchy.to_path_buf(),
+        };
+        if dir.is_dir() {
+            let is_parent = dir.file_name().and_then(|n| n.to_str()) == Some(MEMTAMER_DIR)
+                && dir.parent() == Some(hierarchy);
+            let ours = self.journal.pending().iter().any(|c| c == &change);
+            if is_parent || ours {
+                return Ok(());
+            }
+            return Err(Error::Invalid(format!(
+                "cgroup {} already exists and was not created through this journal",
+                dir.display()
+            )));
+        }
+        self.journal.record(change.clone())?;
+        match fs::create_dir(dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                // Someone else made it between our check and mkdir: not ours.
+                self.journal.forget(&change.key())?;
+                Ok(())
+            }
+            Err(source) => {
+                let _ = self.journal.forget(&change.key());
+                Err(Error::Fs {
+                    op: "mkdir",
+                    path: dir.to_path_buf(),
+                    source,
+                })
+            }
+        }
+    }
+
+    fn enable_v2_controller(&self, dir: &Path, ctrl: &str) -> Result<()> {
+        let file = dir.join("cgroup.subtree_control");
+        let current = read_value(&file)?;
+        if parse_controller_list(&current).iter().any(|c| c == ctrl) {
+            return Ok(());
+        }
+        self.journal.record(Change::CgroupValue {
+            file: file.clone(),
+            original: current,
+        })?;
+        write_value(&file, &format!("+{ctrl}"))
+    }
+
+    /// The job this cgroup belongs to.
+    pub fn job(&self) -> &str {
+        &self.job
+    }
+
+    /// Whether this cgroup speaks v1 or v2.
+    pub fn mode(&self) -> CgroupMode {
+        self.mode
+    }
+
+    /// The cgroup directories (one on v2, one per used hierarchy on v1).
+    pub fn dirs(&self) -> Vec<&Path> {
+        self.dirs.iter().map(|d| d.dir.as_path()).collect()
+    }
+
+    /// The directory that carries `controller`, or the v2 directory.
+    fn dir_for(&self, controller: &str) -> Result<&Path> {
+        let found = match self.mode {
+            CgroupMode::V2 => self.dirs.first(),
+            CgroupMode::V1 => self
+                .dirs
+                .iter()
+                .find(|d| d.controllers.iter().any(|c| c == controller)),
+        };
+        found
+            .map(|d| d.dir.as_path())
+            .ok_or_else(|| Error::ControllerMissing {
+                controller: controller.to_string(),
+                detail: format!("no hierarchy for job {}", self.job),
+            })
+    }
+
+    /// The file `name` for `controller`, which must exist (else the
+    /// controller is not enabled here).
+    fn file_for(&self, controller: &str, name: &str) -> Result<PathBuf> {
+        let f = self.dir_for(controller)?.join(name);
+        if !f.exists() {
+            return Err(Error::ControllerMissing {
+                controller: controller.to_string(),
+                detail: format!("{} does not exist", f.display()),
+            });
+        }
+        Ok(f)
+    }
+
+    /// Moves process `key` (all its threads) into this cgroup, after
+    /// journaling, per hierarchy, the cgroup it came from.
+    pub fn add_process(&self, key: ProcessKey) -> Result<()> {
+        key.check()?;
+        let path = PathBuf::from(format!("/proc/{}/cgroup", key.pid));
+        let text = read_value(&path)?;
+        let lines = parse_proc_cgroup(&text).map_err(|reason| Error::Parse {
+            what: path.display().to_string(),
+            reason,
+        })?;
+        for d in &self.dirs {
+            let lookup = match self.mode {
+                CgroupMode::V2 => None,
+                CgroupMode::V1 => d.controllers.first().map(String::as_str),
+            };
+            let original = cgroup_path_for(&lines, lookup)
+                .and_then(|p| cgroup_dir(&d.mount_point, &d.mount_root, p))
+                .ok_or_else(|| Error::Parse {
+                    what: path.display().to_string(),
+                    reason: format!(
+                        "no cgroup of pid {} visible under {}",
+                        key.pid,
+                        d.mount_point.display()
+                    ),
+                })?;
+            if original == d.dir {
+                continue;
+            }
+            self.journal.record(Change::CgroupMove {
+                pid: key.pid,
+                start_time: key.start_time,
+                hierarchy: d.mount_point.clone(),
+                original,
+                to: d.dir.clone(),
+            })?;
+            write_value(&d.dir.join("cgroup.procs"), &key.pid.to_string()).map_err(
+                |e| match &e {
+                    Error::Write { source, .. } if source.raw_os_error() == Some(libc::ESRCH) => {
+                        Error::ProcessGone {
+                            pid: key.pid,
+                            start_time: key.start_time,
+                        }
+                    }
+                    _ => e,
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The pids currently in this cgroup (first directory).
+    pub fn procs(&self) -> Result<Vec<i32>> {
+        match self.dirs.first() {
+            Some(d) => read_procs(&d.dir),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Restricts the job to `cpus` (`cpuset.cpus`).
+    pub fn set_cpus(&self, cpus: &CpuSet) -> Result<()> {
+        if cpus.is_empty() {
+            return Err(Error::Invalid(format!(
+                "empty CPU set for job {}",
+                self.job
+            )));
+        }
+        write_value(&self.file_for("cpuset", "cpuset.cpus")?, &cpus.to_string())
+    }
+
+    /// Limits the job to `cores` CPUs' worth of time per `period` (CFS
+    /// bandwidth); `None` removes the limit. v2 `cpu.max`, v1
+    /// `cpu.cfs_period_us` + `cpu.cfs_quota_us`.
+    pub fn set_cpu_quota(&self, cores: Option<f64>, period: Duration) -> Result<()> {
+        let period_us = u64::try_from(period.as_micros()).unwrap_or(u64::MAX);
+        if !(1000..=1_000_000).contains(&period_us) {
+            return Err(Error::Invalid(format!(
+                "CFS period must be 1 ms..1 s, got {period:?}"
+            )));
+        }
+        let quota = cores
+            .map(|c| quota_us(c, period_us))
+            .transpose()
+            .map_err(Error::Invalid)?;
+        match self.mode {
+            CgroupMode::V2 => write_value(
+                &self.file_for("cpu", "cpu.max")?,
+                &format_cpu_max(quota, period_us),
+            ),
+            CgroupMode::V1 => {
+                let (q, p) = cfs_values(quota, period_us);
+                let quota_file = self.file_for("cpu", "cpu.cfs_quota_us")?;
+                // Lift the limit first so the period change can't be rejected
+                // against the old quota, then set period, then quota.
+                write_value(&quota_file, "-1")?;
+                write_value(&self.file_for("cpu", "cpu.cfs_period_us")?, &p.to_string())?;
+                write_value(&quota_file, &q.to_string())
+            }
+        }
+    }
+
+    fn freeze_file(&self) -> Result<(PathBuf, &'static str, &'static str)> {
+        Ok(match self.mode {
+            CgroupMode::V2 => (self.file_for("freezer", "cgroup.freeze")?, "1", "0"),
+            CgroupMode::V1 => (
+                self.file_for("freezer", "freezer.state")?,
+                "FROZEN",
+                "THAWED",
+            ),
+        })
+    }
+
+    fn freezer_dir(&self) -> Result<PathBuf> {
+        Ok(self.dir_for("freezer")?.to_path_buf())
+    }
+
+    /// Freezes every task in the job (journaled, so a dead daemon's guard thaws it).
+    /// The kernel completes the freeze asynchronously; see [`ManagedCgroup::is_frozen`].
+    pub fn freeze(&self) -> Result<()> {
+        let (file, on, _) = self.freeze_file()?;
+        self.journal.record(Change::Frozen {
+            cgroup: self.freezer_dir()?,
+        })?;
+        write_value(&file, on)
+    }
+
+    /// Thaws the job and drops the journal record.
+    pub fn thaw(&self) -> Result<()> {
+        let (file, _, off) = self.freeze_file()?;
+        write_value(&file, off)?;
+        self.journal.forget(&crate::journal::ChangeKey::Frozen {
+            cgroup: self.freezer_dir()?,
+        })
+    }
+
+    /// Whether the freeze has completed (v2 `cgroup.events` "frozen 1", v1
+    /// `freezer.state` FROZEN).
+    pub fn is_frozen(&self) -> Result<bool> {
+        match self.mode {
+            CgroupMode::V2 => {
+                let text = read_value(&self.dir_for("freezer")?.join("cgroup.events"))?;
+                Ok(text.lines().any(|l| l.trim() == "frozen 1"))
+            }
+            CgroupMode::V1 => {
+                let (file, _, _) = self.freeze_file()?;
+                Ok(read_value(&file)?.trim() == "FROZEN")
+            }
+        }
+    }
+
+    /// Undoes this job's changes: thaws, moves every process back to the
+    /// cgroup it came from (skipping exited/reused pids; strays forked
+    /// inside go where the job's processes came from), removes the
+    /// directories. Shared parents (`memtamer/`, subtree_control) are left
+    /// to the journal's final `restore_all`. Failed steps stay journaled.
+    pub fn remove(self) -> Result<RestoreReport> {
+        let dirs: Vec<PathBuf> = self.dirs.iter().map(|d| d.dir.clone()).collect();
+        self.journal.restore_where(|c| match c {
+            Change::Frozen { cgroup } => dirs.contains(cgroup),
+            Change::CgroupMove { to, .. } => dirs.contains(to),
+            Change::CgroupCreated { path, .. } => dirs.contains(path),
+            _ => false,
+        })
+    }
+}
+
+/// v1 cpuset: a new cgroup starts with empty cpus/mems and refuses tasks;
+/// copy them from its parent when empty.
+fn inherit_cpuset(parent: &Path, child: &Path) -> Result<()> {
+    for name in ["cpuset.mems", "cpuset.cpus"] {
+        let cur = read_value(&child.join(name))?;
+        if cur.trim().is_empty() {
+            let v = read_value(&parent.join(name))?;
+            write_value(&child.join(name), v.trim())?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_util::TempDir;
+
+    const HYBRID: &str = "\
+22 27 0:21 / /proc rw,relatime - proc proc rw
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset
+37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer
+40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+";
+
+    const PURE_V2: &str = "\
+25 30 0:23 / /sys rw,nosuid shared:7 - sysfs sysfs rw
+26 25 0:24 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:8 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot
+bad line without separator
+";
+
+    #[test]
+    fn mountinfo_hybrid_is_v1() {
+        let l = CgroupLayout::from_mountinfo(HYBRID);
+        assert_eq!(l.mode(), Some(CgroupMode::V1));
+        assert_eq!(l.v1.len(), 4, "{l:?}");
+        assert_eq!(
+            l.v1_hierarchy("cpuset").unwrap().mount_point,
+            PathBuf::from("/sys/fs/cgroup/cpuset")
+        );
+        assert!(l.v1_hierarchy("memory").is_none());
+        assert_eq!(
+            l.v2.as_ref().unwrap().mount_point,
+            PathBuf::from("/sys/fs/cgroup/unified")
+        );
+    }
+
+    #[test]
+    fn mountinfo_pure_v2_and_escapes() {
+        let l = CgroupLayout::from_mountinfo(PURE_V2);
+        assert_eq!(l.mode(), Some(CgroupMode::V2));
+        assert!(l.v1.is_empty());
+        let m = parse_mountinfo(
+            "1 2 0:3 /a\\040b /mnt/with\\040space rw shared:1 - cgroup cgroup rw,cpu,cpuacct\n",
+        );
+        assert_eq!(m[0].mount_point, PathBuf::from("/mnt/with space"));
+        assert_eq!(m[0].root, "/a b");
+        assert_eq!(
+            CgroupLayout::from_mountinfo("1 2 0:3 / /c rw - cgroup cgroup rw,cpu,cpuacct\n").v1[0]
+                .controllers,
+            vec!["cpu", "cpuacct"]
+        );
+        assert_eq!(CgroupLayout::from_mountinfo("").mode(), None);
+    }
+
+    #[test]
+    fn proc_cgroup_lines() {
+        let text =
+            "9:name=systemd:/\n4:memory:/process_api/x:y\n2:cpu,cpuacct:/a\n0::/user.slice\n";
+        let lines = parse_proc_cgroup(text).unwrap();
+        assert_eq!(cgroup_path_for(&lines, Some("cpu")), Some("/a"));
+        assert_eq!(cgroup_path_for(&lines, Some("cpuacct")), Some("/a"));
+        assert_eq!(
+            cgroup_path_for(&lines, Some("memory")),
+            Some("/process_api/x:y")
+        );
+        assert_eq!(cgroup_path_for(&lines, None), Some("/user.slice"));
+        assert_eq!(cgroup_path_for(&lines, Some("cpuset")), None);
+        assert!(parse_proc_cgroup("garbage").is_err());
+        assert!(parse_proc_cgroup("x:cpu:/").is_err());
+    }
+
+    #[test]
+    fn cgroup_dir_mapping() {
+        let m = Path::new("/sys/fs/cgroup");
+        assert_eq!(cgroup_dir(m, "/", "/"), Some(m.to_path_buf()));
+        assert_eq!(cgroup_dir(m, "/", "/a/b"), Some(m.join("a/b")));
+        assert_eq!(cgroup_dir(m, "/ct", "/ct/a"), Some(m.join("a")));
+        assert_eq!(cgroup_dir(m, "/ct", "/ct"), Some(m.to_path_buf()));
+        assert_eq!(cgroup_dir(m, "/ct", "/ctx/a"), None);
+        assert_eq!(cgroup_dir(m, "/ct", "/other"), None);
+    }
+
+    #[test]
+    fn quota_formatting() {
+        assert_eq!(quota_us(0.5, 100_000), Ok(50_000));
+        assert_eq!(quota_us(2.0, 100_000), Ok(200_000));
+        assert_eq!(quota_us(0.001, 100_000), Ok(1000));
+        assert!(quota_us(0.0, 100_000).is_err());
+        assert!(quota_us(f64::NAN, 100_000).is_err());
+        assert!(quota_us(-1.0, 100_000).is_err());
+        assert_eq!(format_cpu_max(Some(50_000), 100_000), "50000 100000");
+        assert_eq!(format_cpu_max(None, 100_000), "max 100000");
+        assert_eq!(cfs_values(None, 100_000), (-1, 100_000));
+        assert_eq!(cfs_values(Some(25_000), 100_000), (25_000, 100_000));
+    }
+
+    #[test]
+    fn job_names() {
+        assert!(valid_job_name("batch-1"));
+        for bad in ["", ".", "..", "a/b", "a b", "x\n"] {
+            assert!(!valid_job_name(bad), "{bad:?}");
+        }
+    }
+
+    /// Builds a fake v1 tree with the files the kernel would have, plus a
+    /// mountinfo pointing at it.
+    fn fake_v1(root: &Path) -> String {
+        let mut mi = String::new();
+        for (i, c) in ["cpuset", "cpu", "freezer"].iter().enumerate() {
+            let m = root.join(c);
+            fs::create_dir_all(&m).unwrap();
+            fs::write(m.join("cgroup.procs"), "").unwrap();
+            if *c == "cpuset" {
+                fs::write(m.join("cpuset.cpus"), "0-1\n").unwrap();
+                fs::write(m.join("cpuset.mems"), "0\n").unwrap();
+            }
+            mi.push_str(&format!(
+                "{} 1 0:{} / {} rw - cgroup cgroup rw,{c}\n",
+                30 + i,
+                30 + i,
+                m.display()
+            ));
+        }
+        mi
+    }
+
+    /// Creates the files the kernel would put in a new cgroup dir.
+    fn populate(dir: &Path, files: &[(&str, &str)]) {
+        for (f, v) in files {
+            fs::write(dir.join(f), v).unwrap();
+        }
+    }
+
+    #[test]
+    fn fake_v1_tree() {
+        let tmp = TempDir::new("fake-v1");
+        let mi_path = tmp.path().join("mountinfo");
+        fs::write(&mi_path, fake_v1(tmp.path())).unwrap();
+        let layout = CgroupLayout::discover(&mi_path).unwrap();
+        assert_eq!(layout.mode(), Some(CgroupMode::V1));
+        let journal = Arc::new(Journal::open(&tmp.path().join("journal")).unwrap());
+        // A fake fs has no kernel to populate new dirs: creation fails
+        // cleanly (an error naming the file, no panic) on the missing
+        // cpuset files of the new parent, which is journaled as ours.
+        let err = ManagedCgroup::create(&layout, "job", journal.clone()).unwrap_err();
+        assert!(matches!(err, Error::Read { .. }), "{err}");
+        assert!(err.to_string().contains("cpuset.mems"), "{err}");
+        let cpuset_parent = tmp.path().join("cpuset").join(MEMTAMER_DIR);
+        assert_eq!(journal.pending().len(), 1);
+        // Play the kernel: populate the dirs it would have created, and mark
+        // the job dirs as created through this journal.
+        let job_dir = |c: &str| tmp.path().join(c).join(MEMTAMER_DIR).join("job");
+        populate(&cpuset_parent, &[("cpuset.cpus", ""), ("cpuset.mems", "")]);
+        for c in ["cpuset", "cpu", "freezer"] {
+            fs::create_dir_all(job_dir(c)).unwrap();
+            populate(&job_dir(c), &[("cgroup.procs", "")]);
+        }
+        populate(
+            &job_dir("cpuset"),
+            &[("cpuset.cpus", ""), ("cpuset.mems", "")],
+        );
+        populate(
+            &job_dir("cpu"),
+            &[("cpu.cfs_quota_us", "-1"), ("cpu.cfs_period_us", "100000")],
+        );
+        populate(&job_dir("freezer"), &[("freezer.state", "THAWED")]);
+        // Job dirs that exist but are not ours are refused.
+        let err = ManagedCgroup::create(&layout, "job", journal.clone()).unwrap_err();
+        assert!(matches!(err, Error::Invalid(_)), "{err}");
+        for c in ["cpuset", "cpu", "freezer"] {
+            journal
+                .record(Change::CgroupCreated {
+                    path: job_dir(c),
+                    hierarchy: tmp.path().join(c),
+                })
+                .unwrap();
+        }
+        let mc = ManagedCgroup::create(&layout, "job", journal.clone()).unwrap();
+        assert_eq!(mc.mode(), CgroupMode::V1);
+        assert_eq!(mc.dirs().len(), 3);
+        // cpus/mems were inherited root -> memtamer -> job.
+        assert_eq!(
+            fs::read_to_string(cpuset_parent.join("cpuset.cpus")).unwrap(),
+            "0-1"
+        );
+        assert_eq!(
+            fs::read_to_string(cpuset_parent.join("cpuset.mems")).unwrap(),
+            "0"
+        );
+        assert_eq!(
+            fs::read_to_string(job_dir("cpuset").join("cpuset.cpus")).unwrap(),
+            "0-1"
+        );
+        mc.set_cpus(&CpuSet::parse_list("1").unwrap()).unwrap();
+        assert_eq!(
+            fs::read_to_string(job_dir("cpuset").join("cpuset.cpus")).unwrap(),
+            "1"
+        );
+        mc.set_cpu_quota(Some(0.25), DEFAULT_QUOTA_PERIOD).unwrap();
+        assert_eq!(
+            fs::read_to_string(job_dir("cpu").join("cpu.cfs_quota_us")).unwrap(),
+            "25000"
+        );
+        assert_eq!(
+            fs::read_to_string(job_dir("cpu").join("cpu.cfs_period_us")).unwrap(),
+            "100000"
+        );
+        mc.set_cpu_quota(None, DEFAULT_QUOTA_PERIOD).unwrap();
+        assert_eq!(
+            fs::read_to_string(job_dir("cpu").join("cpu.cfs_quota_us")).unwrap(),
+            "-1"
+        );
+        assert!(mc.set_cpu_quota(Some(-1.0), DEFAULT_QUOTA_PERIOD).is_err());
+        assert!(mc
+            .set_cpu_quota(Some(1.0), Duration::from_micros(10))
+            .is_err());
+        assert!(mc.set_cpus(&CpuSet::empty()).is_err());
+        mc.freeze().unwrap();
+        assert!(mc.is_frozen().unwrap());
+        assert!(journal.pending().contains(&Change::Frozen {
+            cgroup: job_dir("freezer")
+        }));
+        // remove(): thaws first; rmdir of the fake (non-empty) dirs fails,
+        // which is reported and stays journaled for a retry.
+        let report = mc.remove().unwrap();
+        assert_eq!(
+            fs::read_to_string(job_dir("freezer").join("freezer.state")).unwrap(),
+            "THAWED"
+        );
+        assert!(
+            matches!(report.entries[0].0, Change::Frozen { .. }),
+            "{report}"
+        );
+        assert_eq!(report.restored(), 1, "{report}");
+        assert_eq!(report.failed(), 3, "{report}");
+        let pending = journal.pending();
+        assert!(!pending.iter().any(|c| matches!(c, Change::Frozen { .. })));
+        assert_eq!(pending.len(), 4, "{pending:?}"); // memtamer parent + 3 job dirs
+    }
+
+    #[test]
+    fn fake_v2_enables_controllers_and_restores_them() {
+        let tmp = TempDir::new("fake-v2");
+        let root = tmp.path().join("cg");
+        fs::create_dir_all(&root).unwrap();
+        populate(
+            &root,
+            &[
+                ("cgroup.controllers", "cpuset cpu io memory\n"),
+                ("cgroup.subtree_control", "memory\n"),
+            ],
+        );
+        let parent = root.join(MEMTAMER_DIR);
+        fs::create_dir_all(&parent).unwrap();
+        populate(&parent, &[("cgroup.subtree_control", "")]);
+        let mi = format!(
+            "26 25 0:24 / {} rw shared:8 - cgroup2 cgroup2 rw\n",
+            root.display()
+        );
+        let mi_path = tmp.path().join("mountinfo");
+        fs::write(&mi_path, mi).unwrap();
+        let layout = CgroupLayout::discover(&mi_path).unwrap();
+        assert_eq!(layout.mode(), Some(CgroupMode::V2));
+        assert_eq!(layout.v2.as_ref().unwrap().controllers.len(), 4);
+        let journal = Arc::new(Journal::open(&tmp.path().join("journal")).unwrap());
+        // The job dir can't be populated by a fake kernel before mkdir, so
+        // the first attempt creates it and set_* reports missing files.
+        let mc = ManagedCgroup::create(&layout, "j", journal.clone()).unwrap();
+        let job = parent.join("j");
+        assert!(job.is_dir());
+        assert!(matches!(
+            mc.set_cpus(&CpuSet::first_n(1)),
+            Err(Error::ControllerMissing { .. })
+        ));
+        populate(
+            &job,
+            &[
+                ("cpuset.cpus", ""),
+                ("cpu.max", "max 100000"),
+                ("cgroup.freeze", "0"),
+                ("cgroup.events", "populated 0\nfrozen 1\n"),
+            ],
+        );
+        mc.set_cpus(&CpuSet::parse_list("0-1").unwrap()).unwrap();
+        assert_eq!(fs::read_to_string(job.join("cpuset.cpus")).unwrap(), "0-1");
+        mc.set_cpu_quota(Some(1.5), Duration::from_millis(10))
+            .unwrap();
+        assert_eq!(
+            fs::read_to_string(job.join("cpu.max")).unwrap(),
+            "15000 10000"
+        );
+        mc.freeze().unwrap();
+        assert_eq!(fs::read_to_string(job.join("cgroup.freeze")).unwrap(), "1");
+        assert!(mc.is_frozen().unwrap());
+        mc.thaw().unwrap();
+        assert_eq!(fs::read_to_string(job.join("cgroup.freeze")).unwrap(), "0");
+        // subtree_control values were journaled with their originals.
+        let pending = journal.pending();
+        assert!(pending.contains(&Change::CgroupValue {
+            file: root.join("cgroup.subtree_control"),
+            original: "memory\n".into()
+        }));
+        // A second job reuses the shared parent without new records for it.
+        let before = journal.pending().len();
+        let mc2 = ManagedCgroup::create(&layout, "k", journal.clone()).unwrap();
+        assert_eq!(journal.pending().len(), before + 1);
+        assert!(ManagedCgroup::create(&layout, "../x", journal.clone()).is_err());
+        // remove() of an empty (kernel-file-less) dir works on the fake tree.
+        let r = mc2.remove().unwrap();
+        assert!(r.is_ok(), "{r}");
+        assert!(!parent.join("k").exists());
+        drop(mc);
+    }
+}

@@ -1,0 +1,682 @@
+//! The daemon: sense -> decide -> act, every `period_us`.
+//!
+//! * **Sense**: [`memtamer_sense::Sensors`] (library reports from the PATS
+//!   gate, PEBS samples, iMC counters, DIMM media counters polled on their
+//!   own thread), mapped onto the jobs the config selects.
+//! * **Decide**: one [`Composite`] of the pure policies in `memtamer-core`
+//!   (isolation, core specialization), exactly the code the simulator runs.
+//! * **Act**: per-thread affinity and duty cycles, each change journaled
+//!   before it is made ([`memtamer_actuate::journal`]), so that exit, a
+//!   panic, or the guard process after a SIGKILL can put everything back.
+//!
+//! The daemon never touches a process that no job selects.
+
+use crate::config::{CpuChoice, DaemonConfig, IsolationPolicy, PmCpus};
+use crate::procfs::ProcFs;
+use crate::select::{self, ProcessKey, Selector};
+use memtamer_actuate::affinity;
+use memtamer_actuate::duty::DutyCycler;
+use memtamer_actuate::journal::{Change, Journal};
+use memtamer_core::compose::Composite;
+use memtamer_core::core_spec::{CoreSpec, CoreSpecParams};
+use memtamer_core::isolation::{Isolation, IsolationKind, IsolationParams};
+use memtamer_core::{CpuObs, CpuSet, Decision, JobClass, JobObs, Observation, Policy, ThreadObs};
+use memtamer_sense::sources::{Sensors, SourceConfig};
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How often /proc is rescanned for processes that appeared, exited or
+/// exec'd (the loop itself runs much faster on cached thread lists).
+pub const RESCAN_PERIOD: Duration = Duration::from_millis(100);
+
+/// Errors that stop the daemon from starting or running.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// The restore journal could not be opened or replayed.
+    #[error("journal: {0}")]
+    Journal(#[from] memtamer_actuate::Error),
+    /// The control socket could not be created.
+    #[error(transparent)]
+    Socket(#[from] crate::socket::SocketError),
+    /// /proc could not be scanned at all.
+    #[error("scanning processes: {0}")]
+    Proc(#[from] crate::procfs::ProcError),
+    /// The config names something this host does not have.
+    #[error("config: {0}")]
+    Config(String),
+}
+
+/// Set by SIGINT/SIGTERM: the loop stops and restores.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_sig: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Installs SIGINT/SIGTERM/SIGHUP handlers that ask the loop to stop.
+pub fn install_stop_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe).
+        unsafe {
+            libc::signal(
+                sig,
+                on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
+}
+
+/// Asks a running loop in this process to stop (tests, embedding).
+pub fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// A managed thread as the daemon tracks it.
+#[derive(Clone, Debug)]
+struct Tracked {
+    key: ProcessKey,
+    job: usize,
+    /// The affinity the thread has now (read once, then what we set).
+    allowed: CpuSet,
+}
+
+/// A decision worth showing in `memtamer status`.
+#[derive(Clone, Debug, Serialize)]
+struct Shown {
+    at_ms: u64,
+    reasons: Vec<String>,
+}
+
+/// Loop statistics, for status and the overhead benchmark.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LoopStats {
+    /// Iterations run.
+    pub iterations: u64,
+    /// Iterations that took longer than the period.
+    pub overruns: u64,
+    /// Mean time in sense+decide+act, microseconds.
+    pub mean_us: f64,
+    /// Longest iteration, microseconds.
+    pub max_us: f64,
+    /// Actions applied (affinity writes, duty changes).
+    pub actions: u64,
+    /// Actions that failed (thread gone, permission).
+    pub failed_actions: u64,
+}
+
+/// The running daemon.
+pub struct Daemon {
+    cfg: DaemonConfig,
+    procfs: ProcFs,
+    selectors: Vec<Selector>,
+    sensors: Sensors,
+    policy: Composite,
+    journal: Arc<Journal>,
+    duty: Option<DutyCycler>,
+    /// Managed processes and their job.
+    managed: Vec<(ProcessKey, usize)>,
+    threads: BTreeMap<i32, Tracked>,
+    online: CpuSet,
+    last_scan: Option<Instant>,
+    started: Instant,
+    shown: VecDeque<Shown>,
+    stats: LoopStats,
+    /// Duty cycle currently applied per job index.
+    duties: BTreeMap<usize, f64>,
+    published: Arc<Mutex<String>>,
+}
+
+/// Online CPUs of this host.
+pub fn online_cpus() -> CpuSet {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|t| CpuSet::parse_list(t.trim()).ok())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| CpuSet::first_n(1))
+}
+
+/// Builds the composed policy the config asks for.
+pub fn build_policy(cfg: &DaemonConfig, online: &CpuSet) -> Result<Composite, DaemonError> {
+    let iso = &cfg.isolation;
+    let params = IsolationParams {
+        media_write_gbps: iso.media_write_gbps,
+        media_read_gbps: iso.media_read_gbps,
+        dram_gbps: iso.dram_gbps,
+        wpq_delay_cycles: iso.wpq_delay_cycles,
+        predict_factor: iso.predict_factor,
+        request_write_gbps: iso.request_write_gbps,
+        ..IsolationParams::default()
+    };
+    let pool: Vec<u32> = cfg.be_cpu_pool(online).iter().map(|c| c as u32).collect();
+    let isolation = match iso.policy {
+        IsolationPolicy::Off => None,
+        IsolationPolicy::Dicio => Some(Isolation::new(IsolationKind::Dicio, params, Some(pool))),
+        IsolationPolicy::CaladanPm => {
+            Some(Isolation::new(IsolationKind::CaladanPm, params, Some(pool)))
+        }
+        IsolationPolicy::PmCounterOnly => Some(Isolation::new(
+            IsolationKind::PmCounterOnly,
+            params,
+            Some(pool),
+        )),
+    };
+    let concurrency = if cfg.core_spec.enabled {
+        let general = match &cfg.isolation.be_cpus {
+            CpuChoice::All => *online,
+            CpuChoice::List(s) => s.intersect(online),
+        };
+        let pm = match &cfg.core_spec.pm_cpus {
+            PmCpus::List(s) => s.intersect(online),
+            // the last N CPUs: CPU 0 takes most interrupts and housekeeping
+            PmCpus::Count(n) => {
+                let all: Vec<usize> = general.iter().collect();
+                let mut s = CpuSet::empty();
+                for &c in all.iter().rev().take(*n) {
+                    s.insert(c);
+                }
+                s
+            }
+        };
+        if pm.is_empty() {
+            return Err(DaemonError::Config(
+                "core_spec.pm_cpus: none of these CPUs is online".into(),
+            ));
+        }
+        let mut p = CoreSpecParams::new(pm, general);
+        p.pm_expiry_ns = cfg.core_spec.pm_expiry_ms * 1_000_000;
+        p.general_expiry_ns = cfg.core_spec.general_expiry_ms * 1_000_000;
+        Some(CoreSpec::new(p))
+    } else {
+        None
+    };
+    Ok(Composite::new(isolation, None, concurrency, None))
+}
+
+impl Daemon {
+    /// Opens the journal (undoing whatever a previous daemon left behind),
+    /// the sensors and the duty cycler.
+    pub fn start(
+        cfg: DaemonConfig,
+        proc_root: &Path,
+        sources: &SourceConfig,
+    ) -> Result<Daemon, DaemonError> {
+        let journal = Arc::new(Journal::open(&cfg.daemon.journal)?);
+        if !journal.pending().is_empty() {
+            let report = journal.restore_all()?;
+            eprintln!(
+                "memtamer: undid {} changes left by a previous run ({} skipped, {} failed)",
+                report.restored(),
+                report.skipped(),
+                report.failed()
+            );
+        }
+        let online = online_cpus();
+        let policy = build_policy(&cfg, &online)?;
+        let duty = if cfg.daemon.dry_run || cfg.isolation.policy == IsolationPolicy::Off {
+            None
+        } else {
+            Some(DutyCycler::start(
+                Duration::from_micros(cfg.isolation.duty_period_us),
+                journal.clone(),
+            )?)
+        };
+        let selectors = cfg.selectors();
+        Ok(Daemon {
+            procfs: ProcFs::new(proc_root),
+            selectors,
+            sensors: Sensors::open(sources),
+            policy,
+            journal,
+            duty,
+            managed: Vec::new(),
+            threads: BTreeMap::new(),
+            online,
+            last_scan: None,
+            started: Instant::now(),
+            shown: VecDeque::new(),
+            stats: LoopStats::default(),
+            duties: BTreeMap::new(),
+            published: Arc::new(Mutex::new("{}".into())),
+            cfg,
+        })
+    }
+
+    /// The status document shared with the control socket.
+    pub fn published(&self) -> Arc<Mutex<String>> {
+        self.published.clone()
+    }
+
+    /// Loop statistics so far.
+    pub fn stats(&self) -> &LoopStats {
+        &self.stats
+    }
+
+    /// Rescans /proc: new processes join their job, exited ones are
+    /// forgotten, and a process that exec'd into something no job selects
+    /// gets back everything the daemon changed on it.
+    fn rescan(&mut self) -> Result<(), DaemonError> {
+        let scan = self.procfs.scan()?;
+        let current = select::classify_keyed(&scan.processes, &self.selectors);
+        let diff = select::diff(&self.managed, &current);
+        let me = std::process::id() as i32;
+        for (key, _) in diff.released.iter() {
+            self.undo_process(key);
+        }
+        for r in &diff.reclassified {
+            self.undo_process(&r.key);
+        }
+        for (key, _) in &diff.exited {
+            self.forget_process(key);
+        }
+        self.managed = current
+            .iter()
+            .filter(|(k, _)| k.pid != me)
+            .filter_map(|(k, j)| j.map(|j| (*k, j)))
+            .collect();
+        // thread lists: new threads are read once; gone threads dropped
+        let mut threads = BTreeMap::new();
+        for p in &scan.processes {
+            let key = ProcessKey::of(p);
+            let Some(&(_, job)) = self.managed.iter().find(|(k, _)| *k == key) else {
+                continue;
+            };
+            for &tid in &p.threads {
+                let allowed = match self.threads.get(&tid) {
+                    Some(t) if t.key == key => t.allowed,
+                    _ => match affinity::thread_affinity(tid) {
+                        Ok(s) => s,
+                        Err(_) => continue,
+                    },
+                };
+                threads.insert(tid, Tracked { key, job, allowed });
+            }
+        }
+        self.threads = threads;
+        Ok(())
+    }
+
+    fn actuate_key(key: &ProcessKey) -> memtamer_actuate::affinity::ProcessKey {
+        memtamer_actuate::affinity::ProcessKey {
+            pid: key.pid,
+            start_time: key.start_time,
+        }
+    }
+
+    /// Restores what was changed on one live process (it left management).
+    fn undo_process(&mut self, key: &ProcessKey) {
+        // (a duty-cycled job is re-registered after the rescan without this
+        // process, which SIGCONTs it)
+        let (pid, st) = (key.pid, key.start_time);
+        let _ = self.journal.restore_where(|c| match c {
+            Change::ThreadAffinity {
+                pid: p,
+                start_time: s,
+                ..
+            }
+            | Change::Stopped {
+                pid: p,
+                start_time: s,
+            }
+            | Change::CgroupMove {
+                pid: p,
+                start_time: s,
+                ..
+            } => *p == pid && *s == st,
+            _ => false,
+        });
+    }
+
+    /// Drops journal records of a process that exited (nothing to restore).
+    fn forget_process(&mut self, key: &ProcessKey) {
+        let (pid, st) = (key.pid, key.start_time);
+        for c in self.journal.pending() {
+            let ours = match &c {
+                Change::ThreadAffinity {
+                    pid: p,
+                    start_time: s,
+                    ..
+                }
+                | Change::Stopped {
+                    pid: p,
+                    start_time: s,
+                } => *p == pid && *s == st,
+                _ => false,
+            };
+            if ours {
+                let _ = self.journal.forget(&c.key());
+            }
+        }
+    }
+
+    /// The sensors' window mapped onto the configured jobs.
+    fn observe(&mut self) -> Observation {
+        let mut raw = self.sensors.observe();
+        let mut by_tid: BTreeMap<u32, ThreadObs> = BTreeMap::new();
+        for t in raw.threads.drain(..) {
+            // sources name the process in `job`: keep only managed ones
+            if let Some(tr) = self.threads.get(&(t.tid as i32)) {
+                if tr.key.pid as u32 == t.job {
+                    let e = by_tid.entry(t.tid).or_insert_with(|| ThreadObs {
+                        tid: t.tid,
+                        ..Default::default()
+                    });
+                    e.pm = match (e.pm.take(), t.pm) {
+                        (Some(mut a), Some(b)) => {
+                            a.add(&b);
+                            Some(a)
+                        }
+                        (a, b) => a.or(b),
+                    };
+                    e.dram = e.dram.take().or(t.dram);
+                    e.gate_wait_ns = e.gate_wait_ns.or(t.gate_wait_ns);
+                }
+            }
+        }
+        let mut threads = Vec::with_capacity(self.threads.len());
+        for (&tid, tr) in &self.threads {
+            let mut t = by_tid.remove(&(tid as u32)).unwrap_or_default();
+            t.tid = tid as u32;
+            t.job = tr.job as u32;
+            t.allowed = tr.allowed;
+            threads.push(t);
+        }
+        let jobs = self
+            .cfg
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| JobObs {
+                id: i as u32,
+                name: j.name.clone(),
+                class: j.class,
+                threads: self
+                    .threads
+                    .iter()
+                    .filter(|(_, t)| t.job == i)
+                    .map(|(&tid, _)| tid as u32)
+                    .collect(),
+                work_units: None,
+                latency_ns: None,
+            })
+            // a job with no process now is absent, so policies free its budget
+            .filter(|j| !j.threads.is_empty())
+            .collect();
+        let end_ns = self.started.elapsed().as_nanos() as u64;
+        Observation {
+            start_ns: end_ns.saturating_sub(raw.duration_ns),
+            duration_ns: raw.duration_ns,
+            threads,
+            jobs,
+            channels: raw.channels,
+            dimms: raw.dimms,
+            cpus: self
+                .online
+                .iter()
+                .map(|c| CpuObs {
+                    cpu: c as u32,
+                    utilization: None,
+                })
+                .collect(),
+            gate: raw.gate,
+        }
+    }
+
+    /// Applies a decision; returns (applied, failed).
+    fn act(&mut self, d: &Decision) -> (u64, u64) {
+        if self.cfg.daemon.dry_run {
+            return (0, 0);
+        }
+        let (mut ok, mut failed) = (0, 0);
+        for (tid, set) in &d.thread_cpus {
+            let tid = *tid as i32;
+            let Some(tr) = self.threads.get_mut(&tid) else {
+                continue;
+            };
+            // never touch a thread of an unmanaged job
+            if self.cfg.jobs.get(tr.job).map(|j| j.class) == Some(JobClass::Unmanaged) {
+                continue;
+            }
+            let change = Change::ThreadAffinity {
+                pid: tr.key.pid,
+                tid,
+                start_time: tr.key.start_time,
+                original: tr.allowed,
+            };
+            if self.journal.record(change).is_err() {
+                failed += 1;
+                continue;
+            }
+            match affinity::set_thread_affinity(tid, set) {
+                Ok(()) => {
+                    tr.allowed = *set;
+                    ok += 1;
+                }
+                Err(_) => failed += 1,
+            }
+        }
+        for (job, budget) in &d.job_budgets {
+            let job = *job as usize;
+            let Some(jc) = self.cfg.jobs.get(job) else {
+                continue;
+            };
+            if jc.class != JobClass::Be {
+                continue;
+            }
+            let Some(duty) = &self.duty else {
+                continue;
+            };
+            let pids: Vec<_> = self
+                .managed
+                .iter()
+                .filter(|(_, j)| *j == job)
+                .map(|(k, _)| Self::actuate_key(k))
+                .collect();
+            let want = budget.duty_cycle;
+            let res = if want >= 1.0 {
+                duty.clear(&jc.name)
+            } else {
+                duty.set(&jc.name, pids, want).map(|_| ())
+            };
+            match res {
+                Ok(()) => {
+                    self.duties.insert(job, want);
+                    ok += 1;
+                }
+                Err(_) => failed += 1,
+            }
+        }
+        (ok, failed)
+    }
+
+    /// One iteration: rescan if due, sense, decide, act, publish.
+    pub fn step(&mut self) -> Result<(), DaemonError> {
+        let t0 = Instant::now();
+        if self.last_scan.is_none_or(|t| t.elapsed() >= RESCAN_PERIOD) {
+            self.rescan()?;
+            self.last_scan = Some(Instant::now());
+            // processes that joined a duty-cycled job follow its duty
+            let duties: Vec<(usize, f64)> = self.duties.iter().map(|(&j, &d)| (j, d)).collect();
+            for (job, d) in duties {
+                if d < 1.0 {
+                    if let (Some(duty), Some(jc)) = (&self.duty, self.cfg.jobs.get(job)) {
+                        let pids: Vec<_> = self
+                            .managed
+                            .iter()
+                            .filter(|(_, j)| *j == job)
+                            .map(|(k, _)| Self::actuate_key(k))
+                            .collect();
+                        let _ = duty.set(&jc.name, pids, d);
+                    }
+                }
+            }
+        }
+        let obs = self.observe();
+        let d = self.policy.decide(&obs);
+        let (ok, failed) = self.act(&d);
+        self.stats.actions += ok;
+        self.stats.failed_actions += failed;
+        if !d.reasons.is_empty() {
+            self.shown.push_back(Shown {
+                at_ms: self.started.elapsed().as_millis() as u64,
+                reasons: d.reasons.clone(),
+            });
+            while self.shown.len() > 20 {
+                self.shown.pop_front();
+            }
+        }
+        let us = t0.elapsed().as_secs_f64() * 1e6;
+        let s = &mut self.stats;
+        s.iterations += 1;
+        s.mean_us += (us - s.mean_us) / s.iterations as f64;
+        s.max_us = s.max_us.max(us);
+        if us > self.cfg.daemon.period_us as f64 {
+            s.overruns += 1;
+        }
+        if s.iterations % 64 == 1 || !d.reasons.is_empty() {
+            self.publish();
+        }
+        Ok(())
+    }
+
+    fn publish(&self) {
+        let jobs: Vec<serde_json::Value> = self
+            .cfg
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| {
+                let pids: Vec<i32> = self
+                    .managed
+                    .iter()
+                    .filter(|(_, k)| *k == i)
+                    .map(|(p, _)| p.pid)
+                    .collect();
+                let threads = self.threads.values().filter(|t| t.job == i).count();
+                let budget = self.policy.budgets().get(&(i as u32));
+                serde_json::json!({
+                    "name": j.name,
+                    "class": j.class,
+                    "pids": pids,
+                    "threads": threads,
+                    "cpus": budget.map(|b| b.cpus.to_string()),
+                    "duty_cycle": budget.map(|b| b.duty_cycle),
+                })
+            })
+            .collect();
+        let isolation = self.policy.isolation().map(|i| {
+            serde_json::json!({
+                "policy": Policy::name(i),
+                "state": format!("{:?}", i.state()),
+                "write_amplification": i.write_amplification(),
+            })
+        });
+        let core_spec = self
+            .policy
+            .concurrency()
+            .map(|c| serde_json::json!({ "pm_group_threads": c.pm_group_size() }));
+        let doc = serde_json::json!({
+            "pid": std::process::id(),
+            "uptime_s": self.started.elapsed().as_secs_f64(),
+            "period_us": self.cfg.daemon.period_us,
+            "dry_run": self.cfg.daemon.dry_run,
+            "policy": self.policy.name(),
+            "sources": self.sensors.status,
+            "jobs": jobs,
+            "isolation": isolation,
+            "core_spec": core_spec,
+            "journal": {
+                "path": self.journal.path(),
+                "pending": self.journal.pending().len(),
+            },
+            "loop": self.stats,
+            "last_decisions": self.shown,
+        });
+        if let Ok(mut p) = self.published.lock() {
+            *p = doc.to_string();
+        }
+    }
+
+    /// Runs until SIGINT/SIGTERM (or `max_iterations`), then undoes every
+    /// change. A panic inside the loop is caught and also restores.
+    pub fn run(mut self, max_iterations: Option<u64>) -> Result<RunSummary, DaemonError> {
+        let period = Duration::from_micros(self.cfg.daemon.period_us);
+        let server =
+            crate::socket::ControlServer::start(&self.cfg.daemon.socket, self.published.clone())?;
+        let mut next = Instant::now();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+            || -> Result<(), DaemonError> {
+                while !STOP.load(Ordering::SeqCst)
+                    && max_iterations.is_none_or(|m| self.stats.iterations < m)
+                {
+                    self.step()?;
+                    next += period;
+                    let now = Instant::now();
+                    if next > now {
+                        std::thread::sleep(next - now);
+                    } else {
+                        next = now;
+                    }
+                }
+                Ok(())
+            },
+        ));
+        drop(server);
+        let stats = self.stats.clone();
+        if let Some(d) = self.duty.take() {
+            d.stop();
+        }
+        let report = self.journal.restore_all()?;
+        let summary = RunSummary {
+            stats,
+            restored: report.restored(),
+            restore_skipped: report.skipped(),
+            restore_failed: report.failed(),
+        };
+        match outcome {
+            Ok(r) => r.map(|()| summary),
+            Err(p) => {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "panic".into());
+                Err(DaemonError::Config(format!(
+                    "the control loop panicked ({msg}); every change was restored"
+                )))
+            }
+        }
+    }
+}
+
+/// What a run did, printed when the daemon exits.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunSummary {
+    /// Loop statistics.
+    pub stats: LoopStats,
+    /// Changes undone on exit.
+    pub restored: usize,
+    /// Changes whose process or thread was already gone.
+    pub restore_skipped: usize,
+    /// Changes that could not be undone.
+    pub restore_failed: usize,
+}
+
+/// Where the guard process for a daemon is started from.
+pub fn guard_command(exe: &Path, daemon_pid: u32, journal: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(exe);
+    c.arg("guard")
+        .arg("--pid")
+        .arg(daemon_pid.to_string())
+        .arg("--journal")
+        .arg(journal);
+    c
+}
+
+/// Default location of the config.
+pub fn default_config_path() -> PathBuf {
+    PathBuf::from("/etc/memtamer/memtamer.toml")
+}

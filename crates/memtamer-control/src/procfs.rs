@@ -1,0 +1,601 @@
+//! Reading process facts from a proc filesystem.
+//!
+//! All access goes through a root directory ([`ProcFs::new`]), normally
+//! `/proc`, so tests can run against a fake tree in a temporary directory.
+//!
+//! Processes vanish at any moment: a read failing with `ENOENT`/`ESRCH`
+//! means the process is gone ([`ProcError::Gone`]), which a scan skips
+//! silently. The text parsers are pure functions, tested exhaustively.
+
+use memtamer_core::cpuset::CpuListError;
+use memtamer_core::CpuSet;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The usual mount point of procfs.
+pub const DEFAULT_PROC_ROOT: &str = "/proc";
+
+/// `PF_KTHREAD` from the kernel's `include/linux/sched.h`: set in the `flags`
+/// field of `/proc/PID/stat` for kernel threads.
+const PF_KTHREAD: u32 = 0x0020_0000;
+
+/// Why the text of a proc file could not be understood. Kept separate from
+/// I/O errors so pure parsers can be tested without a filesystem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProcParseError {
+    /// `stat` lacks the `(comm)` part.
+    #[error("no '(comm)' in stat line")]
+    StatNoComm,
+    /// `stat` has fewer fields than needed (field 22, start time).
+    #[error("stat has {found} fields after comm, need at least {needed}")]
+    StatTooShort {
+        /// Fields found after the comm.
+        found: usize,
+        /// Fields required after the comm.
+        needed: usize,
+    },
+    /// A numeric or character field did not parse.
+    #[error("field {field}: cannot parse {value:?}")]
+    BadField {
+        /// Name of the field.
+        field: &'static str,
+        /// Its text.
+        value: String,
+    },
+    /// A `cgroup` line is not `ID:CONTROLLERS:PATH`.
+    #[error("cgroup line {line_no}: expected ID:CONTROLLERS:PATH, got {line:?}")]
+    CgroupLine {
+        /// 1-based line number.
+        line_no: usize,
+        /// The line.
+        line: String,
+    },
+    /// A required `status` field is absent.
+    #[error("status has no {0} line")]
+    MissingStatusField(&'static str),
+    /// `Cpus_allowed_list` did not parse (e.g. CPUs beyond the supported maximum).
+    #[error("Cpus_allowed_list: {0}")]
+    CpuList(#[from] CpuListError),
+}
+
+/// Why reading a process failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcError {
+    /// The process exited (or its pid was reused) while being read. Expected
+    /// and harmless; scans skip it.
+    #[error("process {pid} is gone")]
+    Gone {
+        /// The pid that was being read.
+        pid: i32,
+    },
+    /// Reading a proc file or directory failed for another reason.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// File or directory being read.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// A proc file had unexpected content.
+    #[error("{}: {source}", path.display())]
+    Parse {
+        /// File being parsed.
+        path: PathBuf,
+        /// What was wrong.
+        #[source]
+        source: ProcParseError,
+    },
+}
+
+impl ProcError {
+    /// Whether this error only means the process is gone.
+    pub fn is_gone(&self) -> bool {
+        matches!(self, ProcError::Gone { .. })
+    }
+}
+
+/// One line of `/proc/PID/cgroup`: `hierarchy-ID:controller-list:path`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgroupEntry {
+    /// Hierarchy id; 0 is the cgroup v2 unified hierarchy.
+    pub hierarchy_id: u32,
+    /// Controllers bound to the hierarchy (`cpu`, `cpuset`, `name=systemd`);
+    /// empty for cgroup v2.
+    pub controllers: Vec<String>,
+    /// Path of the process's cgroup relative to the hierarchy's mount.
+    pub path: String,
+}
+
+/// What the daemon needs to know about a process to select and act on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessInfo {
+    /// Process id.
+    pub pid: i32,
+    /// Start time in clock ticks since boot (stat field 22); with `pid`
+    /// identifies the process across pid reuse.
+    pub start_time: u64,
+    /// Parent pid.
+    pub ppid: i32,
+    /// Scheduler state (`R`, `S`, `D`, `Z`, ...).
+    pub state: char,
+    /// Command name (at most 15 bytes, may contain spaces and parentheses;
+    /// invalid UTF-8 replaced).
+    pub comm: String,
+    /// Target of the `exe` link; `None` when unreadable (kernel threads,
+    /// zombies, other users' processes without permission). May end in
+    /// `" (deleted)"` when the binary was replaced.
+    pub exe: Option<PathBuf>,
+    /// Cgroup memberships, one per hierarchy, in file order.
+    pub cgroups: Vec<CgroupEntry>,
+    /// Thread ids, ascending.
+    pub threads: Vec<i32>,
+    /// CPUs the process may run on (`Cpus_allowed_list`).
+    pub cpus_allowed: CpuSet,
+    /// Kernel thread (never managed): `PF_KTHREAD` set, or pid 2
+    /// (`kthreadd`), or a child of pid 2 without an `exe`.
+    pub kernel_thread: bool,
+}
+
+/// The fields of `/proc/PID/stat` the daemon uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatFields {
+    /// Field 1.
+    pub pid: i32,
+    /// Field 2, without the parentheses.
+    pub comm: String,
+    /// Field 3.
+    pub state: char,
+    /// Field 4.
+    pub ppid: i32,
+    /// Field 9 (`PF_*` flags).
+    pub flags: u32,
+    /// Field 22, clock ticks since boot.
+    pub start_time: u64,
+}
+
+fn field<T: std::str::FromStr>(name: &'static str, s: &str) -> Result<T, ProcParseError> {
+    s.parse().map_err(|_| ProcParseError::BadField {
+        field: name,
+        value: s.to_string(),
+    })
+}
+
+/// Parses `/proc/PID/stat`. The comm may contain spaces and `)`, so it spans
+/// from the first `(` to the LAST `)`; the rest is split on whitespace.
+pub fn parse_stat(text: &str) -> Result<StatFields, ProcParseError> {
+    let open = text.find('(').ok_or(ProcParseError::StatNoComm)?;
+    let close = text.rfind(')').ok_or(ProcParseError::StatNoComm)?;
+    if close < open {
+        return Err(ProcParseError::StatNoComm);
+    }
+    let pid = field("pid", text[..open].trim())?;
+    let comm = text[open + 1..close].to_string();
+    let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
+    // rest[0] is field 3; field 22 is rest[19].
+    const NEEDED: usize = 20;
+    if rest.len() < NEEDED {
+        return Err(ProcParseError::StatTooShort {
+            found: rest.len(),
+            needed: NEEDED,
+        });
+    }
+    let mut state_chars = rest[0].chars();
+    let state = match (state_chars.next(), state_chars.next()) {
+        (Some(c), None) => c,
+        _ => {
+            return Err(ProcParseError::BadField {
+                field: "state",
+                value: rest[0].to_string(),
+            })
+        }
+    };
+    Ok(StatFields {
+        pid,
+        comm,
+        state,
+        ppid: field("ppid", rest[1])?,
+        flags: field("flags", rest[6])?,
+        start_time: field("starttime", rest[19])?,
+    })
+}
+
+/// Parses `/proc/PID/cgroup`. Paths may contain `:`, so each line is split
+/// at its first two colons only. Blank lines are ignored.
+pub fn parse_cgroup(text: &str) -> Result<Vec<CgroupEntry>, ProcParseError> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = || ProcParseError::CgroupLine {
+            line_no: i + 1,
+            line: line.to_string(),
+        };
+        let mut parts = line.splitn(3, ':');
+        let (Some(id), Some(ctl), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(bad());
+        };
+        let hierarchy_id = id.parse().map_err(|_| bad())?;
+        out.push(CgroupEntry {
+            hierarchy_id,
+            controllers: ctl
+                .split(',')
+                .filter(|c| !c.is_empty())
+                .map(String::from)
+                .collect(),
+            path: path.to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// Extracts `Cpus_allowed_list` from `/proc/PID/status`.
+pub fn parse_status_cpus_allowed(text: &str) -> Result<CpuSet, ProcParseError> {
+    let value = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .ok_or(ProcParseError::MissingStatusField("Cpus_allowed_list"))?;
+    Ok(CpuSet::parse_list(value.trim())?)
+}
+
+/// Whether a directory entry name is a pid (all ASCII digits, fits `i32`, > 0).
+pub fn parse_pid(name: &str) -> Option<i32> {
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    name.parse().ok().filter(|p| *p > 0)
+}
+
+/// The result of scanning all processes: what could be read, plus per-process
+/// failures that are not "gone" (so one odd process does not stop the scan).
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Readable user-space processes, ascending pid.
+    pub processes: Vec<ProcessInfo>,
+    /// Processes that could not be read for a reason other than exiting.
+    pub errors: Vec<ProcError>,
+}
+
+/// A proc filesystem at some root; tests point it at a fake tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcFs {
+    root: PathBuf,
+}
+
+impl Default for ProcFs {
+    /// The real `/proc`.
+    fn default() -> Self {
+        ProcFs::new(DEFAULT_PROC_ROOT)
+    }
+}
+
+fn gone_or_io(pid: Option<i32>, path: &Path, source: io::Error) -> ProcError {
+    let gone = source.kind() == io::ErrorKind::NotFound
+        || source.raw_os_error() == Some(libc::ESRCH)
+        || source.raw_os_error() == Some(libc::ENOENT);
+    match pid {
+        Some(pid) if gone => ProcError::Gone { pid },
+        _ => ProcError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
+impl ProcFs {
+    /// A proc filesystem mounted at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        ProcFs { root: root.into() }
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn pid_path(&self, pid: i32, file: &str) -> PathBuf {
+        self.root.join(pid.to_string()).join(file)
+    }
+
+    fn read(&self, pid: i32, file: &str) -> Result<String, ProcError> {
+        let path = self.pid_path(pid, file);
+        match fs::read(&path) {
+            Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+            Err(e) => Err(gone_or_io(Some(pid), &path, e)),
+        }
+    }
+
+    fn parsed<T>(
+        &self,
+        pid: i32,
+        file: &str,
+        parse: impl FnOnce(&str) -> Result<T, ProcParseError>,
+    ) -> Result<T, ProcError> {
+        let text = self.read(pid, file)?;
+        parse(&text).map_err(|source| ProcError::Parse {
+            path: self.pid_path(pid, file),
+            source,
+        })
+    }
+
+    /// All pids (numeric entries of the root), ascending. Fails only if the
+    /// root itself cannot be listed.
+    pub fn pids(&self) -> Result<Vec<i32>, ProcError> {
+        let io_err = |source| ProcError::Io {
+            path: self.root.clone(),
+            source,
+        };
+        let mut pids = Vec::new();
+        for entry in fs::read_dir(&self.root).map_err(io_err)? {
+            let entry = entry.map_err(io_err)?;
+            if let Some(pid) = entry.file_name().to_str().and_then(parse_pid) {
+                pids.push(pid);
+            }
+        }
+        pids.sort_unstable();
+        Ok(pids)
+    }
+
+    /// Thread ids of `pid`, ascending.
+    pub fn threads(&self, pid: i32) -> Result<Vec<i32>, ProcError> {
+        let path = self.pid_path(pid, "task");
+        let mut tids = Vec::new();
+        let entries = fs::read_dir(&path).map_err(|e| gone_or_io(Some(pid), &path, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| gone_or_io(Some(pid), &path, e))?;
+            if let Some(tid) = entry.file_name().to_str().and_then(parse_pid) {
+                tids.push(tid);
+            }
+        }
+        tids.sort_unstable();
+        Ok(tids)
+    }
+
+    /// Reads one process. [`ProcError::Gone`] if it exits during the read,
+    /// including when its pid was reused meanwhile (detected by re-reading
+    /// the start time at the end).
+    pub fn process(&self, pid: i32) -> Result<ProcessInfo, ProcError> {
+        let stat = self.parsed(pid, "stat", parse_stat)?;
+        let exe = fs::read_link(self.pid_path(pid, "exe")).ok();
+        let cgroups = self.parsed(pid, "cgroup", parse_cgroup)?;
+        let cpus_allowed = self.parsed(pid, "status", parse_status_cpus_allowed)?;
+        let threads = self.threads(pid)?;
+        let again = self.parsed(pid, "stat", parse_stat)?;
+        if again.start_time != stat.start_time {
+            return Err(ProcError::Gone { pid });
+        }
+        let kernel_thread =
+            stat.flags & PF_KTHREAD != 0 || pid == 2 || (stat.ppid == 2 && exe.is_none());
+        Ok(ProcessInfo {
+            pid,
+            start_time: stat.start_time,
+            ppid: stat.ppid,
+            state: stat.state,
+            comm: stat.comm,
+            exe,
+            cgroups,
+            threads,
+            cpus_allowed,
+            kernel_thread,
+        })
+    }
+
+    /// Reads every user-space process: vanished processes and kernel threads
+    /// are skipped, other per-process failures are collected in
+    /// [`Scan::errors`]. Fails only if the root cannot be listed.
+    pub fn scan(&self) -> Result<Scan, ProcError> {
+        let mut scan = Scan::default();
+        for pid in self.pids()? {
+            match self.process(pid) {
+                Ok(p) if p.kernel_thread => {}
+                Ok(p) => scan.processes.push(p),
+                Err(e) if e.is_gone() => {}
+                Err(e) => scan.errors.push(e),
+            }
+        }
+        Ok(scan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat_line(pid: &str, comm: &str, tail: &str) -> String {
+        format!("{pid} ({comm}) {tail}")
+    }
+    // Fields 3..=22 and a few more, as the kernel prints them.
+    const TAIL: &str = "S 1 1234 1234 0 -1 4194560 1000 0 0 0 12 34 0 0 20 0 3 0 987654 123456 789 18446744073709551615 1 1 0 0 0 0 0 4096 1 0 0 0 17 3 0 0 0 0 0";
+
+    #[test]
+    fn stat_plain() {
+        let s = parse_stat(&stat_line("42", "memcached", TAIL)).unwrap();
+        assert_eq!(
+            s,
+            StatFields {
+                pid: 42,
+                comm: "memcached".into(),
+                state: 'S',
+                ppid: 1,
+                flags: 4194560,
+                start_time: 987654
+            }
+        );
+    }
+
+    #[test]
+    fn stat_comm_with_spaces_and_parens() {
+        for comm in [
+            "a b",
+            "x) S 9 9",
+            "(",
+            ")",
+            "()",
+            ") (",
+            "",
+            "tmux: server",
+            "a\nb",
+        ] {
+            let s = parse_stat(&stat_line("7", comm, TAIL)).unwrap();
+            assert_eq!(s.comm, comm);
+            assert_eq!(s.ppid, 1, "{comm:?}");
+            assert_eq!(s.start_time, 987654, "{comm:?}");
+        }
+    }
+
+    #[test]
+    fn stat_kernel_thread_flags() {
+        let tail = TAIL.replacen("4194560", "2129984", 1); // PF_KTHREAD | ...
+        let s = parse_stat(&stat_line("3", "rcu_gp", &tail)).unwrap();
+        assert_ne!(s.flags & PF_KTHREAD, 0);
+    }
+
+    #[test]
+    fn stat_trailing_newline_and_exact_length() {
+        let exact: Vec<&str> = TAIL.split(' ').take(20).collect();
+        let s = parse_stat(&format!("1 (init) {}\n", exact.join(" "))).unwrap();
+        assert_eq!(s.start_time, 987654);
+    }
+
+    #[test]
+    fn stat_errors() {
+        assert_eq!(parse_stat(""), Err(ProcParseError::StatNoComm));
+        assert_eq!(parse_stat("1 init S 0"), Err(ProcParseError::StatNoComm));
+        assert_eq!(parse_stat("1 )x( S"), Err(ProcParseError::StatNoComm));
+        assert_eq!(
+            parse_stat("1 (x) S 0 1"),
+            Err(ProcParseError::StatTooShort {
+                found: 3,
+                needed: 20
+            })
+        );
+        let short: Vec<&str> = TAIL.split(' ').take(19).collect();
+        assert!(matches!(
+            parse_stat(&stat_line("1", "x", &short.join(" "))),
+            Err(ProcParseError::StatTooShort { found: 19, .. })
+        ));
+        assert!(matches!(
+            parse_stat(&stat_line("x", "x", TAIL)),
+            Err(ProcParseError::BadField { field: "pid", .. })
+        ));
+        assert!(matches!(
+            parse_stat(&stat_line("1", "x", &TAIL.replacen("S 1", "SS 1", 1))),
+            Err(ProcParseError::BadField { field: "state", .. })
+        ));
+        assert!(matches!(
+            parse_stat(&stat_line("1", "x", &TAIL.replacen("S 1", "S -", 1))),
+            Err(ProcParseError::BadField { field: "ppid", .. })
+        ));
+        assert!(matches!(
+            parse_stat(&stat_line("1", "x", &TAIL.replace("987654", "-5"))),
+            Err(ProcParseError::BadField {
+                field: "starttime",
+                ..
+            })
+        ));
+        assert!(matches!(
+            parse_stat(&stat_line("1", "x", &TAIL.replace("4194560", "x"))),
+            Err(ProcParseError::BadField { field: "flags", .. })
+        ));
+    }
+
+    #[test]
+    fn cgroup_v1_v2_hybrid() {
+        let text = "12:cpuset:/c\n11:cpu,cpuacct:/system.slice/a.service\n1:name=systemd:/system.slice/a.service\n0::/system.slice/a.service\n";
+        let c = parse_cgroup(text).unwrap();
+        assert_eq!(c.len(), 4);
+        assert_eq!(c[1].hierarchy_id, 11);
+        assert_eq!(c[1].controllers, vec!["cpu", "cpuacct"]);
+        assert_eq!(c[2].controllers, vec!["name=systemd"]);
+        assert_eq!(c[3].hierarchy_id, 0);
+        assert!(c[3].controllers.is_empty());
+        assert_eq!(c[3].path, "/system.slice/a.service");
+    }
+
+    #[test]
+    fn cgroup_path_with_colons_and_blank_lines() {
+        let c = parse_cgroup("0::/a:b:c\n\n").unwrap();
+        assert_eq!(
+            c,
+            vec![CgroupEntry {
+                hierarchy_id: 0,
+                controllers: vec![],
+                path: "/a:b:c".into()
+            }]
+        );
+        assert_eq!(parse_cgroup("").unwrap(), vec![]);
+        assert_eq!(parse_cgroup("0::").unwrap()[0].path, "");
+    }
+
+    #[test]
+    fn cgroup_errors() {
+        assert_eq!(
+            parse_cgroup("0::/\nbogus\n"),
+            Err(ProcParseError::CgroupLine {
+                line_no: 2,
+                line: "bogus".into()
+            })
+        );
+        assert!(parse_cgroup("0:/x").is_err());
+        assert!(parse_cgroup("x::/x").is_err());
+        assert!(parse_cgroup("-1::/x").is_err());
+    }
+
+    #[test]
+    fn status_cpus() {
+        let text =
+            "Name:\tx\nCpus_allowed:\tff\nCpus_allowed_list:\t0-3,8\nMems_allowed_list:\t0\n";
+        assert_eq!(
+            parse_status_cpus_allowed(text).unwrap().to_string(),
+            "0-3,8"
+        );
+        assert_eq!(
+            parse_status_cpus_allowed("Name:\tx\n"),
+            Err(ProcParseError::MissingStatusField("Cpus_allowed_list"))
+        );
+        assert!(matches!(
+            parse_status_cpus_allowed("Cpus_allowed_list:\t0-999\n"),
+            Err(ProcParseError::CpuList(_))
+        ));
+    }
+
+    #[test]
+    fn pid_names() {
+        assert_eq!(parse_pid("1"), Some(1));
+        assert_eq!(parse_pid("4194304"), Some(4194304));
+        for bad in ["", "self", "0", "-1", "+1", "1a", " 1", "99999999999"] {
+            assert_eq!(parse_pid(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn error_messages_name_the_file() {
+        let e = ProcError::Parse {
+            path: PathBuf::from("/proc/1/stat"),
+            source: ProcParseError::StatNoComm,
+        };
+        assert_eq!(e.to_string(), "/proc/1/stat: no '(comm)' in stat line");
+        assert!(!e.is_gone());
+        assert!(ProcError::Gone { pid: 3 }.is_gone());
+        assert!(gone_or_io(
+            Some(1),
+            Path::new("x"),
+            io::Error::from_raw_os_error(libc::ESRCH)
+        )
+        .is_gone());
+        assert!(!gone_or_io(
+            Some(1),
+            Path::new("x"),
+            io::Error::from_raw_os_error(libc::EACCES)
+        )
+        .is_gone());
+        assert!(!gone_or_io(
+            None,
+            Path::new("x"),
+            io::Error::from_raw_os_error(libc::ENOENT)
+        )
+        .is_gone());
+    }
+}

@@ -1,0 +1,916 @@
+//! Pure job selection: which running processes belong to which configured job.
+//!
+//! Everything here is free of I/O so the daemon's most consequential choice
+//! (which processes it may touch) is exhaustively unit-testable. Processes
+//! matching no job are never managed: the daemon must not touch them.
+//!
+//! # Glob syntax
+//!
+//! The `cgroup`, `unit`, `comm` and `exe` selectors are shell-like globs
+//! matched against the whole string (anchored at both ends):
+//!
+//! * `*` matches any run of characters, **including `/`** (so
+//!   `/system.slice/*` also matches nested cgroups);
+//! * `?` matches exactly one character;
+//! * `[abc]`, `[a-z]` match one character from the class; `[!a-z]` or
+//!   `[^a-z]` negate it. A `]` right after the opening bracket (or after
+//!   the `!`/`^`) is literal, and so is a `-` first or last in the class;
+//! * there is **no escape character**: a backslash is literal, because
+//!   systemd escapes characters in unit and cgroup names as `\x2d`. Write a
+//!   literal metacharacter as a one-character class: `[*]`, `[?]`, `[[]`.
+
+use crate::config::JobMatch;
+use crate::procfs::ProcessInfo;
+use std::collections::HashMap;
+use std::fmt;
+
+/// Why a glob pattern was rejected; carries the pattern so the config error
+/// can quote it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GlobError {
+    /// A `[` class was never closed.
+    #[error("glob {pattern:?}: unclosed '[' at character {position}")]
+    UnclosedClass {
+        /// The offending pattern.
+        pattern: String,
+        /// Character index of the `[`.
+        position: usize,
+    },
+    /// A class range such as `[z-a]` runs backwards.
+    #[error("glob {pattern:?}: range {lo}-{hi} is reversed")]
+    ReversedRange {
+        /// The offending pattern.
+        pattern: String,
+        /// Range start.
+        lo: char,
+        /// Range end.
+        hi: char,
+    },
+    /// An empty pattern matches only the empty string, which no process has;
+    /// almost certainly a mistake.
+    #[error("empty glob pattern matches nothing")]
+    Empty,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Token {
+    Literal(char),
+    AnyChar,
+    Star,
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
+}
+
+/// A compiled glob pattern (see the module docs for the syntax). Compiled once
+/// at config load so a bad pattern is reported with its config location
+/// instead of silently matching nothing at run time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Glob {
+    source: String,
+    tokens: Vec<Token>,
+}
+
+impl Glob {
+    /// Compiles `pattern`; fails on unclosed or reversed classes and on the
+    /// empty pattern.
+    pub fn new(pattern: &str) -> Result<Glob, GlobError> {
+        if pattern.is_empty() {
+            return Err(GlobError::Empty);
+        }
+        let chars: Vec<char> = pattern.chars().collect();
+        let mut tokens = Vec::new();
+        let mut i = 0;
+        while i < chars.len() {
+            match chars[i] {
+                '*' => {
+                    // Consecutive stars are equivalent to one.
+                    if tokens.last() != Some(&Token::Star) {
+                        tokens.push(Token::Star);
+                    }
+                    i += 1;
+                }
+                '?' => {
+                    tokens.push(Token::AnyChar);
+                    i += 1;
+                }
+                '[' => {
+                    let (token, next) = parse_class(pattern, &chars, i)?;
+                    tokens.push(token);
+                    i = next;
+                }
+                c => {
+                    tokens.push(Token::Literal(c));
+                    i += 1;
+                }
+            }
+        }
+        Ok(Glob {
+            source: pattern.to_string(),
+            tokens,
+        })
+    }
+
+    /// The pattern as written, for logs and error messages.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether the whole of `text` matches the pattern.
+    pub fn matches(&self, text: &str) -> bool {
+        let text: Vec<char> = text.chars().collect();
+        let tokens = &self.tokens;
+        let (mut t, mut p) = (0usize, 0usize);
+        // Backtracking point: position of the last `*` and the text position
+        // it is currently assumed to have consumed up to. Only the last star
+        // needs remembering, which keeps matching O(len(text) * len(pattern)).
+        let mut star: Option<(usize, usize)> = None;
+        while t < text.len() {
+            match tokens.get(p) {
+                Some(Token::Star) => {
+                    star = Some((p, t));
+                    p += 1;
+                    continue;
+                }
+                Some(tok) if single_matches(tok, text[t]) => {
+                    p += 1;
+                    t += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            match star {
+                Some((sp, st)) => {
+                    p = sp + 1;
+                    t = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            }
+        }
+        tokens[p..].iter().all(|tok| *tok == Token::Star)
+    }
+}
+
+impl fmt::Display for Glob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.source)
+    }
+}
+
+fn single_matches(tok: &Token, c: char) -> bool {
+    match tok {
+        Token::Literal(l) => *l == c,
+        Token::AnyChar => true,
+        Token::Class { negated, ranges } => {
+            ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&c)) != *negated
+        }
+        Token::Star => false,
+    }
+}
+
+/// Parses a class starting at `chars[start] == '['`; returns the token and the
+/// index just past the closing `]`.
+fn parse_class(pattern: &str, chars: &[char], start: usize) -> Result<(Token, usize), GlobError> {
+    let unclosed = || GlobError::UnclosedClass {
+        pattern: pattern.to_string(),
+        position: start,
+    };
+    let mut i = start + 1;
+    let negated = matches!(chars.get(i), Some('!') | Some('^'));
+    if negated {
+        i += 1;
+    }
+    let first = i;
+    let mut ranges = Vec::new();
+    loop {
+        let c = *chars.get(i).ok_or_else(unclosed)?;
+        if c == ']' && i > first {
+            return Ok((Token::Class { negated, ranges }, i + 1));
+        }
+        // `a-z` range, unless the `-` is the last character of the class.
+        match (chars.get(i + 1), chars.get(i + 2)) {
+            (Some('-'), Some(&hi)) if hi != ']' => {
+                if hi < c {
+                    return Err(GlobError::ReversedRange {
+                        pattern: pattern.to_string(),
+                        lo: c,
+                        hi,
+                    });
+                }
+                ranges.push((c, hi));
+                i += 3;
+            }
+            _ => {
+                ranges.push((c, c));
+                i += 1;
+            }
+        }
+    }
+}
+
+/// The systemd unit a cgroup path belongs to: its last component ending in
+/// `.service` or `.scope` (so a sub-cgroup such as
+/// `/system.slice/docker.service/payload` still belongs to `docker.service`).
+/// `None` for cgroups outside any unit (e.g. `/` or `/user.slice`).
+pub fn systemd_unit(cgroup_path: &str) -> Option<&str> {
+    cgroup_path.rsplit('/').find(|c| {
+        [".service", ".scope"]
+            .iter()
+            .any(|suffix| c.len() > suffix.len() && c.ends_with(suffix))
+    })
+}
+
+/// The cgroup path a process is matched by: the cgroup v2 entry (`0::/path`)
+/// when present and non-empty, else the v1 `name=systemd` path, else the v1
+/// `cpuset` path. One exception: a v2 path of exactly `/` while a v1 path
+/// exists is skipped, because on hybrid hosts where cgroup2 is mounted but
+/// unused every process sits at `/` there and the v1 path is the real one.
+pub fn match_cgroup_path(process: &ProcessInfo) -> Option<&str> {
+    let v1 = |controller: &str| {
+        process
+            .cgroups
+            .iter()
+            .find(|c| c.hierarchy_id != 0 && c.controllers.iter().any(|n| n == controller))
+            .map(|c| c.path.as_str())
+            .filter(|p| !p.is_empty())
+    };
+    let v1_path = v1("name=systemd").or_else(|| v1("cpuset"));
+    let v2_path = process
+        .cgroups
+        .iter()
+        .find(|c| c.hierarchy_id == 0 && c.controllers.is_empty())
+        .map(|c| c.path.as_str())
+        .filter(|p| !p.is_empty());
+    match (v2_path, v1_path) {
+        (Some("/"), Some(v1)) => Some(v1),
+        (Some(v2), _) => Some(v2),
+        (None, v1) => v1,
+    }
+}
+
+/// Why a job's match table could not be compiled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectorError {
+    /// No selector at all: such a job would silently manage nothing.
+    #[error("no selector given; set at least one of cgroup, unit, comm, exe, pid")]
+    NoSelector,
+    /// One of the glob selectors is malformed.
+    #[error("{field}: {source}")]
+    Glob {
+        /// Which selector (`cgroup`, `unit`, `comm`, `exe`).
+        field: &'static str,
+        /// What is wrong with it.
+        #[source]
+        source: GlobError,
+    },
+}
+
+/// A job's compiled match table: a process belongs to the job if ANY of the
+/// given selectors matches (they are alternatives, so one job can gather a
+/// service by unit and a helper by comm).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selector {
+    /// Glob on the process's cgroup path (see [`match_cgroup_path`]).
+    pub cgroup: Option<Glob>,
+    /// Glob on the systemd unit derived from that path (see [`systemd_unit`]).
+    pub unit: Option<Glob>,
+    /// Glob on `/proc/PID/comm`.
+    pub comm: Option<Glob>,
+    /// Glob on the `/proc/PID/exe` link target.
+    pub exe: Option<Glob>,
+    /// Exact pids.
+    pub pids: Vec<i32>,
+}
+
+impl Selector {
+    /// Compiles a match table; fails if no selector is given or a glob is bad.
+    pub fn compile(m: &JobMatch) -> Result<Selector, SelectorError> {
+        let glob = |field: &'static str, p: &Option<String>| {
+            p.as_deref()
+                .map(Glob::new)
+                .transpose()
+                .map_err(|source| SelectorError::Glob { field, source })
+        };
+        let s = Selector {
+            cgroup: glob("cgroup", &m.cgroup)?,
+            unit: glob("unit", &m.unit)?,
+            comm: glob("comm", &m.comm)?,
+            exe: glob("exe", &m.exe)?,
+            pids: m.pid.clone(),
+        };
+        if s.cgroup.is_none()
+            && s.unit.is_none()
+            && s.comm.is_none()
+            && s.exe.is_none()
+            && s.pids.is_empty()
+        {
+            return Err(SelectorError::NoSelector);
+        }
+        Ok(s)
+    }
+
+    /// Whether `p` belongs to this job (any selector matches).
+    pub fn matches(&self, p: &ProcessInfo) -> bool {
+        if self.pids.contains(&p.pid) {
+            return true;
+        }
+        if let Some(g) = &self.comm {
+            if g.matches(&p.comm) {
+                return true;
+            }
+        }
+        if let (Some(g), Some(exe)) = (&self.exe, &p.exe) {
+            if g.matches(&exe.to_string_lossy()) {
+                return true;
+            }
+        }
+        let path = match_cgroup_path(p);
+        if let (Some(g), Some(path)) = (&self.cgroup, path) {
+            if g.matches(path) {
+                return true;
+            }
+        }
+        if let (Some(g), Some(unit)) = (&self.unit, path.and_then(systemd_unit)) {
+            if g.matches(unit) {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// The job index (config order) `p` belongs to: the first matching job wins,
+/// so more specific jobs should be listed first.
+pub fn job_of(p: &ProcessInfo, selectors: &[Selector]) -> Option<usize> {
+    selectors.iter().position(|s| s.matches(p))
+}
+
+/// `(pid, job index)` for every process some job matches; processes matching
+/// nothing are left out because the daemon must never touch them.
+pub fn classify(processes: &[ProcessInfo], selectors: &[Selector]) -> Vec<(i32, usize)> {
+    processes
+        .iter()
+        .filter_map(|p| job_of(p, selectors).map(|j| (p.pid, j)))
+        .collect()
+}
+
+/// Like [`classify`] but keyed by [`ProcessKey`] and listing every scanned
+/// process (`None` = matches no job), which is what [`diff`] needs to tell a
+/// process that exited from one that merely left its job.
+pub fn classify_keyed(
+    processes: &[ProcessInfo],
+    selectors: &[Selector],
+) -> Vec<(ProcessKey, Option<usize>)> {
+    processes
+        .iter()
+        .map(|p| (ProcessKey::of(p), job_of(p, selectors)))
+        .collect()
+}
+
+/// Identifies a process across pid reuse: the kernel may hand a dead
+/// process's pid to a new one, but not with the same start time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcessKey {
+    /// Process id.
+    pub pid: i32,
+    /// Start time in clock ticks since boot (`/proc/PID/stat` field 22).
+    pub start_time: u64,
+}
+
+impl ProcessKey {
+    /// The key of a scanned process.
+    pub fn of(p: &ProcessInfo) -> ProcessKey {
+        ProcessKey {
+            pid: p.pid,
+            start_time: p.start_time,
+        }
+    }
+}
+
+/// A managed process whose job changed (typically after an `exec`, which
+/// keeps pid and start time but changes comm/exe).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reclassified {
+    /// The process.
+    pub key: ProcessKey,
+    /// Job it was in.
+    pub from: usize,
+    /// Job it is in now.
+    pub to: usize,
+}
+
+/// What changed between two scans, so the daemon applies actions to new
+/// processes, restores state of processes leaving a job, and forgets exited
+/// ones. Every list is sorted by key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcessDiff {
+    /// Newly managed: forked/started since the last scan, or an unmanaged
+    /// process that now matches a job.
+    pub appeared: Vec<(ProcessKey, usize)>,
+    /// Previously managed processes that no longer exist (includes a pid
+    /// reused by a new process: the old key exited).
+    pub exited: Vec<(ProcessKey, usize)>,
+    /// Still alive but no longer matching any job (e.g. exec'd into another
+    /// program): the daemon must undo what it did to them.
+    pub released: Vec<(ProcessKey, usize)>,
+    /// Still alive and managed, but by a different job.
+    pub reclassified: Vec<Reclassified>,
+    /// Same process, same job.
+    pub unchanged: Vec<(ProcessKey, usize)>,
+}
+
+impl ProcessDiff {
+    /// True when nothing changed, letting the daemon skip re-actuation.
+    pub fn is_quiet(&self) -> bool {
+        self.appeared.is_empty()
+            && self.exited.is_empty()
+            && self.released.is_empty()
+            && self.reclassified.is_empty()
+    }
+}
+
+/// Compares the managed processes of the previous scan with all processes of
+/// the current scan (as produced by [`classify_keyed`]). If a key appears more
+/// than once in an input, its last occurrence counts.
+pub fn diff(
+    previous: &[(ProcessKey, usize)],
+    current: &[(ProcessKey, Option<usize>)],
+) -> ProcessDiff {
+    let prev: HashMap<ProcessKey, usize> = previous.iter().copied().collect();
+    let cur: HashMap<ProcessKey, Option<usize>> = current.iter().copied().collect();
+    let mut d = ProcessDiff::default();
+    for (&key, &job) in &prev {
+        match cur.get(&key) {
+            None => d.exited.push((key, job)),
+            Some(None) => d.released.push((key, job)),
+            Some(Some(now)) if *now == job => d.unchanged.push((key, job)),
+            Some(Some(now)) => d.reclassified.push(Reclassified {
+                key,
+                from: job,
+                to: *now,
+            }),
+        }
+    }
+    for (&key, &job) in &cur {
+        if let (Some(job), false) = (job, prev.contains_key(&key)) {
+            d.appeared.push((key, job));
+        }
+    }
+    d.appeared.sort_unstable();
+    d.exited.sort_unstable();
+    d.released.sort_unstable();
+    d.unchanged.sort_unstable();
+    d.reclassified.sort_unstable_by_key(|r| r.key);
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::procfs::CgroupEntry;
+    use std::path::PathBuf;
+
+    fn g(p: &str) -> Glob {
+        Glob::new(p).unwrap()
+    }
+
+    #[test]
+    fn glob_literals_are_anchored() {
+        assert!(g("memcached").matches("memcached"));
+        assert!(!g("memcached").matches("memcached2"));
+        assert!(!g("memcached").matches("xmemcached"));
+        assert!(!g("memcached").matches(""));
+        assert!(!g("a").matches("A"));
+    }
+
+    #[test]
+    fn glob_star() {
+        assert!(g("*").matches(""));
+        assert!(g("*").matches("anything/at/all"));
+        assert!(g("mem*").matches("mem"));
+        assert!(g("mem*").matches("memcached"));
+        assert!(g("*cached").matches("memcached"));
+        assert!(g("m*d").matches("memcached"));
+        assert!(!g("m*d").matches("memcache"));
+        assert!(g("a*b*c").matches("aXbYc"));
+        assert!(g("a*b*c").matches("abc"));
+        assert!(g("a*b*c").matches("abbbcbc"));
+        assert!(!g("a*b*c").matches("acb"));
+        assert!(g("**a**").matches("xa"));
+        assert!(g("*aab").matches("aaaab"), "needs backtracking");
+        assert!(!g("*a*a*a*b").matches(&"a".repeat(200)), "no blow-up");
+    }
+
+    #[test]
+    fn glob_star_crosses_slashes() {
+        let p = g("/system.slice/*");
+        assert!(p.matches("/system.slice/memcached.service"));
+        assert!(p.matches("/system.slice/docker.service/payload"));
+        assert!(!p.matches("/user.slice/x"));
+        assert!(g("/system.slice/memcached*.service").matches("/system.slice/memcached@1.service"));
+    }
+
+    #[test]
+    fn glob_question_mark() {
+        assert!(g("?").matches("x"));
+        assert!(!g("?").matches(""));
+        assert!(!g("?").matches("xy"));
+        assert!(g("a?c").matches("abc"));
+        assert!(g("a?c").matches("a/c"));
+        assert!(g("??").matches("é!"), "counts characters, not bytes");
+    }
+
+    #[test]
+    fn glob_classes() {
+        assert!(g("[abc]").matches("b"));
+        assert!(!g("[abc]").matches("d"));
+        assert!(g("[a-z]x").matches("qx"));
+        assert!(!g("[a-z]").matches("Q"));
+        assert!(g("[a-zA-Z0-9]").matches("Q"));
+        assert!(g("[!a-z]").matches("Q"));
+        assert!(!g("[!a-z]").matches("q"));
+        assert!(g("[^a]").matches("b"));
+        assert!(g("[]]").matches("]"));
+        assert!(g("[!]]").matches("a"));
+        assert!(!g("[!]]").matches("]"));
+        assert!(g("[a-]").matches("-"));
+        assert!(g("[-a]").matches("-"));
+        assert!(g("[*]").matches("*"));
+        assert!(!g("[*]").matches("x"));
+        assert!(g("[?]").matches("?"));
+        assert!(g("[[]").matches("["));
+        assert!(g("worker[0-9][0-9]").matches("worker42"));
+        assert!(!g("worker[0-9][0-9]").matches("worker4"));
+    }
+
+    #[test]
+    fn glob_backslash_is_literal() {
+        assert!(g(r"dev-disk-by\x2duuid*").matches(r"dev-disk-by\x2duuid-1234.swap"));
+        assert!(g(r"a\*").matches(r"a\anything"));
+    }
+
+    #[test]
+    fn glob_errors() {
+        assert_eq!(Glob::new(""), Err(GlobError::Empty));
+        assert!(matches!(
+            Glob::new("ab[cd"),
+            Err(GlobError::UnclosedClass { position: 2, .. })
+        ));
+        assert!(matches!(
+            Glob::new("["),
+            Err(GlobError::UnclosedClass { .. })
+        ));
+        assert!(matches!(
+            Glob::new("[]"),
+            Err(GlobError::UnclosedClass { .. })
+        ));
+        assert!(matches!(
+            Glob::new("[!"),
+            Err(GlobError::UnclosedClass { .. })
+        ));
+        assert!(matches!(
+            Glob::new("[z-a]"),
+            Err(GlobError::ReversedRange {
+                lo: 'z',
+                hi: 'a',
+                ..
+            })
+        ));
+        let msg = Glob::new("x[").unwrap_err().to_string();
+        assert!(msg.contains("\"x[\""), "{msg}");
+    }
+
+    #[test]
+    fn glob_display_round_trips() {
+        assert_eq!(g("/a/*[0-9]").to_string(), "/a/*[0-9]");
+        assert_eq!(g("/a/*[0-9]").as_str(), "/a/*[0-9]");
+    }
+
+    #[test]
+    fn systemd_unit_from_paths() {
+        assert_eq!(
+            systemd_unit("/system.slice/memcached.service"),
+            Some("memcached.service")
+        );
+        assert_eq!(
+            systemd_unit("/system.slice/docker.service/payload"),
+            Some("docker.service")
+        );
+        assert_eq!(
+            systemd_unit("/user.slice/user-1000.slice/user@1000.service/app.slice/app-x-12.scope"),
+            Some("app-x-12.scope")
+        );
+        assert_eq!(
+            systemd_unit("/user.slice/user-1000.slice/session-3.scope"),
+            Some("session-3.scope")
+        );
+        assert_eq!(systemd_unit("/"), None);
+        assert_eq!(systemd_unit(""), None);
+        assert_eq!(systemd_unit("/user.slice"), None);
+        assert_eq!(systemd_unit("/x/.service"), None, "no unit name");
+        assert_eq!(systemd_unit("/x/a.services"), None);
+        assert_eq!(
+            systemd_unit("getty@tty1.service"),
+            Some("getty@tty1.service")
+        );
+    }
+
+    fn cg(id: u32, ctl: &str, path: &str) -> CgroupEntry {
+        CgroupEntry {
+            hierarchy_id: id,
+            controllers: ctl
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect(),
+            path: path.to_string(),
+        }
+    }
+
+    fn proc_(pid: i32, comm: &str, exe: Option<&str>, cgroups: Vec<CgroupEntry>) -> ProcessInfo {
+        ProcessInfo {
+            pid,
+            start_time: 1000 + pid as u64,
+            ppid: 1,
+            state: 'S',
+            comm: comm.to_string(),
+            exe: exe.map(PathBuf::from),
+            cgroups,
+            threads: vec![pid],
+            cpus_allowed: memtamer_core::CpuSet::first_n(4),
+            kernel_thread: false,
+        }
+    }
+
+    #[test]
+    fn cgroup_path_preference() {
+        let v2 = cg(0, "", "/system.slice/a.service");
+        let sd = cg(1, "name=systemd", "/system.slice/b.service");
+        let cpuset = cg(4, "cpuset", "/c");
+        let p = proc_(1, "x", None, vec![sd.clone(), cpuset.clone(), v2.clone()]);
+        assert_eq!(match_cgroup_path(&p), Some("/system.slice/a.service"));
+        let p = proc_(1, "x", None, vec![cpuset.clone(), sd.clone()]);
+        assert_eq!(match_cgroup_path(&p), Some("/system.slice/b.service"));
+        let p = proc_(
+            1,
+            "x",
+            None,
+            vec![cg(3, "cpu,cpuacct", "/d"), cpuset.clone()],
+        );
+        assert_eq!(match_cgroup_path(&p), Some("/c"));
+        let p = proc_(1, "x", None, vec![cg(0, "", ""), sd.clone()]);
+        assert_eq!(
+            match_cgroup_path(&p),
+            Some("/system.slice/b.service"),
+            "empty v2"
+        );
+        let p = proc_(1, "x", None, vec![cg(0, "", "/"), sd.clone()]);
+        assert_eq!(
+            match_cgroup_path(&p),
+            Some("/system.slice/b.service"),
+            "unused v2"
+        );
+        let p = proc_(1, "x", None, vec![cg(0, "", "/")]);
+        assert_eq!(match_cgroup_path(&p), Some("/"), "container root");
+        let p = proc_(1, "x", None, vec![cg(3, "cpu", "/d")]);
+        assert_eq!(match_cgroup_path(&p), None);
+        assert_eq!(match_cgroup_path(&proc_(1, "x", None, vec![])), None);
+    }
+
+    fn sel(m: JobMatch) -> Selector {
+        Selector::compile(&m).unwrap()
+    }
+
+    #[test]
+    fn selector_requires_something() {
+        assert_eq!(
+            Selector::compile(&JobMatch::default()),
+            Err(SelectorError::NoSelector)
+        );
+        let err = Selector::compile(&JobMatch {
+            exe: Some("[".into()),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(err.to_string().starts_with("exe: "), "{err}");
+        assert!(matches!(
+            Selector::compile(&JobMatch {
+                comm: Some(String::new()),
+                ..Default::default()
+            }),
+            Err(SelectorError::Glob {
+                field: "comm",
+                source: GlobError::Empty
+            })
+        ));
+    }
+
+    #[test]
+    fn selector_each_field() {
+        let p = proc_(
+            42,
+            "memcached",
+            Some("/usr/bin/memcached"),
+            vec![cg(0, "", "/system.slice/memcached.service")],
+        );
+        let yes = [
+            JobMatch {
+                pid: vec![7, 42],
+                ..Default::default()
+            },
+            JobMatch {
+                comm: Some("mem*".into()),
+                ..Default::default()
+            },
+            JobMatch {
+                exe: Some("/usr/bin/*".into()),
+                ..Default::default()
+            },
+            JobMatch {
+                cgroup: Some("/system.slice/*".into()),
+                ..Default::default()
+            },
+            JobMatch {
+                unit: Some("memcached.service".into()),
+                ..Default::default()
+            },
+        ];
+        for m in yes {
+            assert!(sel(m.clone()).matches(&p), "{m:?}");
+        }
+        let no = [
+            JobMatch {
+                pid: vec![7],
+                ..Default::default()
+            },
+            JobMatch {
+                comm: Some("redis".into()),
+                ..Default::default()
+            },
+            JobMatch {
+                exe: Some("/opt/*".into()),
+                ..Default::default()
+            },
+            JobMatch {
+                cgroup: Some("/user.slice/*".into()),
+                ..Default::default()
+            },
+            JobMatch {
+                unit: Some("memcached".into()),
+                ..Default::default()
+            },
+        ];
+        for m in no {
+            assert!(!sel(m.clone()).matches(&p), "{m:?}");
+        }
+    }
+
+    #[test]
+    fn selector_any_of_fields() {
+        let p = proc_(5, "redis", None, vec![]);
+        let s = sel(JobMatch {
+            comm: Some("memcached".into()),
+            pid: vec![5],
+            ..Default::default()
+        });
+        assert!(s.matches(&p));
+    }
+
+    #[test]
+    fn selector_missing_facts_do_not_match() {
+        let p = proc_(5, "x", None, vec![]);
+        for m in [
+            JobMatch {
+                exe: Some("*".into()),
+                ..Default::default()
+            },
+            JobMatch {
+                cgroup: Some("*".into()),
+                ..Default::default()
+            },
+            JobMatch {
+                unit: Some("*".into()),
+                ..Default::default()
+            },
+        ] {
+            assert!(!sel(m.clone()).matches(&p), "{m:?}");
+        }
+        let p = proc_(5, "x", None, vec![cg(0, "", "/user.slice")]);
+        assert!(!sel(JobMatch {
+            unit: Some("*".into()),
+            ..Default::default()
+        })
+        .matches(&p));
+    }
+
+    #[test]
+    fn classify_first_job_wins_and_unmatched_is_left_out() {
+        let procs = vec![
+            proc_(10, "memcached", None, vec![]),
+            proc_(11, "redis", None, vec![]),
+            proc_(12, "bash", None, vec![]),
+            proc_(13, "memtier", None, vec![]),
+        ];
+        let jobs = vec![
+            sel(JobMatch {
+                comm: Some("memcached".into()),
+                ..Default::default()
+            }),
+            sel(JobMatch {
+                comm: Some("mem*".into()),
+                ..Default::default()
+            }),
+            sel(JobMatch {
+                comm: Some("re*".into()),
+                pid: vec![10],
+                ..Default::default()
+            }),
+        ];
+        assert_eq!(classify(&procs, &jobs), vec![(10, 0), (11, 2), (13, 1)]);
+        assert!(classify(&procs, &[]).is_empty());
+        assert!(classify(&[], &jobs).is_empty());
+        let keyed = classify_keyed(&procs, &jobs);
+        assert_eq!(keyed.len(), 4);
+        assert_eq!(
+            keyed[2],
+            (
+                ProcessKey {
+                    pid: 12,
+                    start_time: 1012
+                },
+                None
+            )
+        );
+    }
+
+    fn k(pid: i32, start_time: u64) -> ProcessKey {
+        ProcessKey { pid, start_time }
+    }
+
+    #[test]
+    fn diff_all_cases() {
+        let previous = vec![
+            (k(1, 10), 0), // unchanged
+            (k(2, 20), 0), // exited
+            (k(3, 30), 0), // pid reused
+            (k(4, 40), 1), // exec'd into another job
+            (k(5, 50), 1), // exec'd into something unmanaged
+        ];
+        let current = vec![
+            (k(1, 10), Some(0)),
+            (k(3, 99), Some(0)),
+            (k(4, 40), Some(0)),
+            (k(5, 50), None),
+            (k(6, 60), Some(1)), // forked
+            (k(7, 70), None),    // never managed
+        ];
+        let d = diff(&previous, &current);
+        assert_eq!(d.unchanged, vec![(k(1, 10), 0)]);
+        assert_eq!(d.exited, vec![(k(2, 20), 0), (k(3, 30), 0)]);
+        assert_eq!(d.appeared, vec![(k(3, 99), 0), (k(6, 60), 1)]);
+        assert_eq!(
+            d.reclassified,
+            vec![Reclassified {
+                key: k(4, 40),
+                from: 1,
+                to: 0
+            }]
+        );
+        assert_eq!(d.released, vec![(k(5, 50), 1)]);
+        assert!(!d.is_quiet());
+    }
+
+    #[test]
+    fn diff_quiet_and_empty() {
+        let d = diff(&[], &[]);
+        assert!(d.is_quiet());
+        assert_eq!(d, ProcessDiff::default());
+        let d = diff(&[(k(1, 1), 0)], &[(k(1, 1), Some(0)), (k(2, 2), None)]);
+        assert!(d.is_quiet());
+        assert_eq!(d.unchanged.len(), 1);
+        let d = diff(&[(k(1, 1), 0)], &[]);
+        assert_eq!(d.exited, vec![(k(1, 1), 0)]);
+    }
+
+    #[test]
+    fn diff_on_classified_scans() {
+        let jobs = vec![sel(JobMatch {
+            comm: Some("a*".into()),
+            ..Default::default()
+        })];
+        let mut procs = vec![
+            proc_(1, "alpha", None, vec![]),
+            proc_(2, "beta", None, vec![]),
+        ];
+        let prev: Vec<(ProcessKey, usize)> = classify_keyed(&procs, &jobs)
+            .into_iter()
+            .filter_map(|(key, j)| j.map(|j| (key, j)))
+            .collect();
+        procs[1].comm = "alpha2".into(); // exec
+        let d = diff(&prev, &classify_keyed(&procs, &jobs));
+        assert_eq!(d.appeared, vec![(k(2, 1002), 0)]);
+        assert_eq!(d.unchanged, vec![(k(1, 1001), 0)]);
+    }
+}

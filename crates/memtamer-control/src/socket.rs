@@ -1,0 +1,199 @@
+//! The daemon's control socket: a Unix stream socket that answers `status`
+//! with a JSON document. Only root may connect: the socket file is mode 0600
+//! and every peer's credentials (SO_PEERCRED) are checked, because the status
+//! names processes and their cgroups.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::io::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Errors of the control socket.
+#[derive(Debug, thiserror::Error)]
+pub enum SocketError {
+    /// Creating, binding or connecting failed.
+    #[error("control socket {path}: {source}")]
+    Io {
+        /// The socket path.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The daemon answered something that is not a status document.
+    #[error("control socket {path}: bad reply: {why}")]
+    BadReply {
+        /// The socket path.
+        path: PathBuf,
+        /// What was wrong.
+        why: String,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SocketError + '_ {
+    move |source| SocketError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Uid of the process at the other end of `stream`.
+fn peer_uid(stream: &UnixStream) -> Option<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut libc::ucred as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(cred.uid)
+}
+
+/// The serving side: a thread that answers each connection with the latest
+/// status document the daemon published.
+pub struct ControlServer {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ControlServer {
+    /// Binds `path` (replacing a stale socket file), mode 0600, and serves
+    /// `status` from `published`. Peers whose uid differs from ours are refused.
+    pub fn start(path: &Path, published: Arc<Mutex<String>>) -> Result<ControlServer, SocketError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io(path))?;
+        }
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(path)(e)),
+        }
+        let listener = UnixListener::bind(path).map_err(io(path))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io(path))?;
+        listener.set_nonblocking(true).map_err(io(path))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        let thread = std::thread::Builder::new()
+            .name("memtamer-control".into())
+            .spawn(move || {
+                while !stop2.load(Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((stream, _)) => serve(stream, me, &published),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                    }
+                }
+            })
+            .map_err(io(path))?;
+        Ok(ControlServer {
+            path: path.to_path_buf(),
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+fn serve(mut stream: UnixStream, me: u32, published: &Mutex<String>) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    let _ = stream.set_write_timeout(Some(Duration::from_millis(500)));
+    let uid = peer_uid(&stream);
+    if uid != Some(0) && uid != Some(me) {
+        let _ = stream.write_all(b"{\"error\":\"permission denied: root only\"}\n");
+        return;
+    }
+    let mut line = String::new();
+    let mut reader = BufReader::new(match stream.try_clone() {
+        Ok(s) => s,
+        Err(_) => return,
+    });
+    if reader.read_line(&mut line).is_err() {
+        return;
+    }
+    let reply = match line.trim() {
+        "status" => published
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_else(|_| "{\"error\":\"status unavailable\"}".into()),
+        other => format!("{{\"error\":\"unknown request {:?}\"}}", other),
+    };
+    let _ = stream.write_all(reply.as_bytes());
+    let _ = stream.write_all(b"\n");
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Asks the daemon at `path` for its status document (JSON).
+pub fn request_status(path: &Path) -> Result<serde_json::Value, SocketError> {
+    let mut s = UnixStream::connect(path).map_err(io(path))?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))
+        .map_err(io(path))?;
+    s.write_all(b"status\n").map_err(io(path))?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).map_err(io(path))?;
+    let v: serde_json::Value =
+        serde_json::from_str(buf.trim()).map_err(|e| SocketError::BadReply {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        })?;
+    if let Some(err) = v.get("error").and_then(|e| e.as_str()) {
+        return Err(SocketError::BadReply {
+            path: path.to_path_buf(),
+            why: err.to_string(),
+        });
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serves_the_latest_published_status_and_cleans_up() {
+        let path = std::env::temp_dir().join(format!("memtamer-sock-{}", std::process::id()));
+        let published = Arc::new(Mutex::new("{\"jobs\":[]}".to_string()));
+        let server = ControlServer::start(&path, published.clone()).expect("start");
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let v = request_status(&path).expect("status");
+        assert_eq!(v["jobs"], serde_json::json!([]));
+        *published.lock().expect("lock") = "{\"jobs\":[1]}".into();
+        let v = request_status(&path).expect("status");
+        assert_eq!(v["jobs"], serde_json::json!([1]));
+        // an unknown request is answered with an error, not a hang
+        let mut s = UnixStream::connect(&path).expect("connect");
+        s.write_all(b"shutdown\n").expect("write");
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).expect("read");
+        assert!(buf.contains("unknown request"), "{buf}");
+        drop(server);
+        assert!(!path.exists(), "socket file removed on drop");
+        assert!(request_status(&path).is_err());
+    }
+}

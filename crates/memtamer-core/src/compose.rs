@@ -1,0 +1,340 @@
+//! Composition of the control policies with one precedence (SYSTEM.md):
+//! (1) isolation decides how much CPU a BE job may use (its budget: CPUs and
+//! duty cycle); (2) placement decides where threads run; (3) concurrency
+//! (core specialization; the PATS gate for cooperating processes) decides how
+//! many PM-accessing threads run at once.
+//!
+//! Each knob has one owner: job budgets belong to isolation, the gate limit
+//! to the gate policy, migrations to placement. A thread's affinity is the
+//! one knob several components shape, so it is computed here and only here:
+//! the job's budget, narrowed by placement's choice, narrowed by core
+//! specialization's group; a lower-precedence narrowing that would leave no
+//! CPU is dropped. See docs/control.md.
+
+use crate::core_spec::CoreSpec;
+use crate::isolation::Isolation;
+use crate::{CoreBudget, CpuSet, Decision, JobId, Observation, Policy, ThreadId};
+use std::collections::BTreeMap;
+
+/// The daemon's (and the simulator's) composed policy.
+pub struct Composite {
+    name: String,
+    isolation: Option<Isolation>,
+    placement: Option<Box<dyn Policy>>,
+    concurrency: Option<CoreSpec>,
+    gate: Option<Box<dyn Policy>>,
+    budgets: BTreeMap<JobId, CoreBudget>,
+    placed: BTreeMap<ThreadId, CpuSet>,
+    specialized: BTreeMap<ThreadId, CpuSet>,
+}
+
+impl Composite {
+    /// Composes the given components; any may be absent.
+    pub fn new(
+        isolation: Option<Isolation>,
+        placement: Option<Box<dyn Policy>>,
+        concurrency: Option<CoreSpec>,
+        gate: Option<Box<dyn Policy>>,
+    ) -> Composite {
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(i) = &isolation {
+            parts.push(Policy::name(i).to_string());
+        }
+        if let Some(p) = &placement {
+            parts.push(p.name().to_string());
+        }
+        if concurrency.is_some() {
+            parts.push("core-spec".into());
+        }
+        if let Some(g) = &gate {
+            parts.push(g.name().to_string());
+        }
+        let name = if parts.is_empty() {
+            "baseline".to_string()
+        } else {
+            parts.join("+")
+        };
+        Composite {
+            name,
+            isolation,
+            placement,
+            concurrency,
+            gate,
+            budgets: BTreeMap::new(),
+            placed: BTreeMap::new(),
+            specialized: BTreeMap::new(),
+        }
+    }
+
+    /// The isolation component, for status reports.
+    pub fn isolation(&self) -> Option<&Isolation> {
+        self.isolation.as_ref()
+    }
+
+    /// The core-specialization component, for status reports.
+    pub fn concurrency(&self) -> Option<&CoreSpec> {
+        self.concurrency.as_ref()
+    }
+
+    /// Current budget of each throttled job.
+    pub fn budgets(&self) -> &BTreeMap<JobId, CoreBudget> {
+        &self.budgets
+    }
+}
+
+/// Narrows `base` by each constraint in precedence order, skipping any that
+/// would leave no CPU.
+pub fn merge_affinity(base: Option<CpuSet>, constraints: &[Option<CpuSet>]) -> Option<CpuSet> {
+    let mut cur = base;
+    for c in constraints.iter().flatten() {
+        let next = match cur {
+            Some(b) => b.intersect(c),
+            None => *c,
+        };
+        if !next.is_empty() {
+            cur = Some(next);
+        }
+    }
+    cur
+}
+
+impl Policy for Composite {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn decide(&mut self, obs: &Observation) -> Decision {
+        let mut out = Decision::default();
+        if let Some(iso) = self.isolation.as_mut() {
+            let d = iso.decide(obs);
+            for (job, b) in &d.job_budgets {
+                self.budgets.insert(*job, *b);
+            }
+            out.job_budgets = d.job_budgets;
+            out.reasons
+                .extend(d.reasons.into_iter().map(|r| format!("isolation: {r}")));
+        }
+        if let Some(pl) = self.placement.as_mut() {
+            let d = pl.decide(obs);
+            for (t, s) in d.thread_cpus {
+                self.placed.insert(t, s);
+            }
+            out.migrations = d.migrations;
+            out.reasons
+                .extend(d.reasons.into_iter().map(|r| format!("placement: {r}")));
+        }
+        if let Some(cs) = self.concurrency.as_mut() {
+            let d = cs.decide(obs);
+            for (t, s) in d.thread_cpus {
+                self.specialized.insert(t, s);
+            }
+            out.reasons
+                .extend(d.reasons.into_iter().map(|r| format!("core-spec: {r}")));
+        }
+        if let Some(g) = self.gate.as_mut() {
+            let d = g.decide(obs);
+            out.gate_limit = d.gate_limit;
+            out.reasons
+                .extend(d.reasons.into_iter().map(|r| format!("gate: {r}")));
+        }
+        // forget threads that are gone
+        let live: std::collections::BTreeSet<ThreadId> =
+            obs.threads.iter().map(|t| t.tid).collect();
+        self.placed.retain(|t, _| live.contains(t));
+        self.specialized.retain(|t, _| live.contains(t));
+        let live_jobs: std::collections::BTreeSet<JobId> = obs.jobs.iter().map(|j| j.id).collect();
+        self.budgets.retain(|j, _| live_jobs.contains(j));
+
+        for t in &obs.threads {
+            let base = self.budgets.get(&t.job).map(|b| b.cpus);
+            let want = merge_affinity(
+                base,
+                &[
+                    self.placed.get(&t.tid).copied(),
+                    self.specialized.get(&t.tid).copied(),
+                ],
+            );
+            if let Some(set) = want {
+                if set != t.allowed {
+                    out.thread_cpus.push((t.tid, set));
+                }
+            }
+        }
+        // a migration outside the thread's final set would be undone at once
+        out.migrations.retain(|m| {
+            out.thread_cpus
+                .iter()
+                .find(|(t, _)| *t == m.tid)
+                .map(|(_, s)| *s)
+                .or_else(|| {
+                    obs.threads
+                        .iter()
+                        .find(|t| t.tid == m.tid)
+                        .map(|t| t.allowed)
+                })
+                .is_some_and(|s| s.contains(m.to_cpu as usize))
+        });
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core_spec::CoreSpecParams;
+    use crate::isolation::{IsolationKind, IsolationParams};
+    use crate::{AccessStats, ChannelObs, CpuObs, JobClass, JobObs, Migration, ThreadObs};
+
+    fn set(s: &str) -> CpuSet {
+        CpuSet::parse_list(s).unwrap()
+    }
+
+    #[test]
+    fn merge_narrows_in_precedence_order_and_skips_empty_results() {
+        assert_eq!(merge_affinity(None, &[None, None]), None);
+        assert_eq!(
+            merge_affinity(Some(set("2-7")), &[None, None]),
+            Some(set("2-7"))
+        );
+        assert_eq!(
+            merge_affinity(Some(set("2-7")), &[Some(set("4-5")), Some(set("5-9"))]),
+            Some(set("5"))
+        );
+        // core spec's PM cores 0-1 lie outside the budget: the budget wins
+        assert_eq!(
+            merge_affinity(Some(set("2-7")), &[None, Some(set("0-1"))]),
+            Some(set("2-7"))
+        );
+        assert_eq!(
+            merge_affinity(None, &[None, Some(set("0-1"))]),
+            Some(set("0-1"))
+        );
+    }
+
+    /// A placement stand-in that pins thread 1 to CPU 3 and asks to migrate
+    /// thread 2 to CPU 0.
+    struct Pin;
+    impl Policy for Pin {
+        fn name(&self) -> &str {
+            "pin"
+        }
+        fn decide(&mut self, _obs: &Observation) -> Decision {
+            Decision {
+                thread_cpus: vec![(1, set("3"))],
+                migrations: vec![
+                    Migration { tid: 2, to_cpu: 0 },
+                    Migration { tid: 2, to_cpu: 5 },
+                ],
+                ..Default::default()
+            }
+        }
+    }
+
+    fn obs() -> Observation {
+        Observation {
+            start_ns: 0,
+            duration_ns: 10_000,
+            threads: vec![
+                ThreadObs {
+                    tid: 0,
+                    job: 0,
+                    allowed: set("0-1"),
+                    ..Default::default()
+                },
+                ThreadObs {
+                    tid: 1,
+                    job: 1,
+                    allowed: set("0-7"),
+                    pm: Some(AccessStats::default()),
+                    ..Default::default()
+                },
+                ThreadObs {
+                    tid: 2,
+                    job: 1,
+                    allowed: set("0-7"),
+                    pm: Some(AccessStats {
+                        write_bytes: 1 << 20,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+            ],
+            jobs: vec![
+                JobObs {
+                    id: 0,
+                    class: JobClass::Lc,
+                    threads: vec![0],
+                    ..Default::default()
+                },
+                JobObs {
+                    id: 1,
+                    class: JobClass::Be,
+                    threads: vec![1, 2],
+                    ..Default::default()
+                },
+            ],
+            channels: vec![ChannelObs {
+                cas_reads: Some(0),
+                cas_writes: Some(0),
+                pmm_wpq_inserts: Some(1),
+                pmm_wpq_occupancy: Some(10),
+                ..Default::default()
+            }],
+            cpus: (0..8)
+                .map(|c| CpuObs {
+                    cpu: c,
+                    utilization: Some(0.5),
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn budget_then_placement_then_core_spec() {
+        let iso = Isolation::new(IsolationKind::Dicio, IsolationParams::default(), None);
+        let cs = CoreSpec::new(CoreSpecParams::new(set("6-7"), set("0-7")));
+        let mut c = Composite::new(Some(iso), Some(Box::new(Pin)), Some(cs), None);
+        assert_eq!(c.name(), "dicio+pin+core-spec");
+        let d = c.decide(&obs());
+        // BE budget: CPUs 2-7 (LC holds 0-1); 2 threads -> 2 cores: 2-3
+        assert_eq!(d.job_budgets.len(), 1);
+        let budget = d.job_budgets[0].1.cpus;
+        assert_eq!(budget, set("2-3"));
+        let get = |t: u32| d.thread_cpus.iter().find(|(x, _)| *x == t).map(|(_, s)| *s);
+        // thread 1: placement pins it to 3, inside the budget
+        assert_eq!(get(1), Some(set("3")));
+        // thread 2 writes PM: core spec wants 6-7, outside the budget: budget wins
+        assert_eq!(get(2), Some(set("2-3")));
+        // the LC thread is untouched
+        assert_eq!(get(0), None);
+        // migrations outside the final set are dropped
+        assert!(d.migrations.is_empty(), "{:?}", d.migrations);
+    }
+
+    #[test]
+    fn without_isolation_core_spec_owns_the_affinity() {
+        let cs = CoreSpec::new(CoreSpecParams::new(set("6-7"), set("0-7")));
+        let mut c = Composite::new(None, None, Some(cs), None);
+        let d = c.decide(&obs());
+        let get = |t: u32| d.thread_cpus.iter().find(|(x, _)| *x == t).map(|(_, s)| *s);
+        assert_eq!(get(2), Some(set("6-7")));
+        assert_eq!(
+            get(1),
+            None,
+            "general set == current affinity: nothing to do"
+        );
+        // applied: the next window sees the new affinity and emits nothing
+        let mut o = obs();
+        o.threads[2].allowed = set("6-7");
+        let d = c.decide(&o);
+        assert!(d.thread_cpus.is_empty(), "{:?}", d.thread_cpus);
+    }
+
+    #[test]
+    fn an_empty_composite_is_the_baseline() {
+        let mut c = Composite::new(None, None, None, None);
+        assert_eq!(c.name(), "baseline");
+        assert!(c.decide(&obs()).is_noop());
+    }
+}

@@ -13,10 +13,14 @@ pub fn run(
     no_guard: bool,
 ) -> Result<ExitCode, String> {
     let cfg = DaemonConfig::load(config).map_err(|e| e.to_string())?;
-    let sources = memtamer_sense::sources::SourceConfig {
+    let mut sources = memtamer_sense::sources::SourceConfig {
         media_period: std::time::Duration::from_millis(cfg.daemon.media_period_ms),
         ..memtamer_sense::sources::SourceConfig::from_env()?
     };
+    // library reports come from the gate the shim and libmemtamer use
+    if let Ok(name) = std::env::var("MEMTAMER_GATE") {
+        sources.gate.name = name;
+    }
     let journal = cfg.daemon.journal.clone();
     let socket = cfg.daemon.socket.clone();
     daemon::install_stop_handlers();

@@ -8,6 +8,7 @@ use memtamer_sim::validate;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod bench_daemon;
 mod bench_gate;
 mod daemon_cmd;
 mod gate;
@@ -314,6 +315,24 @@ enum BenchCmd {
     },
     /// Sensing: perf-sample attribution throughput (samples/s on one core).
     Sense,
+    /// The daemon: CPU use of its loop with many managed threads, against an empty loop.
+    Daemon {
+        /// Seconds to run each loop.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// Managed threads (one worker process).
+        #[arg(long, default_value_t = 100)]
+        threads: usize,
+        /// Loop period, microseconds.
+        #[arg(long, default_value_t = 1000)]
+        period_us: u64,
+    },
+    /// (internal) the managed worker process of `bench daemon`.
+    #[command(hide = true)]
+    DaemonWorker {
+        #[arg(long)]
+        threads: usize,
+    },
     /// (internal) the child process of `bench gate` that times pmem_memcpy_persist.
     #[command(hide = true)]
     ShimWorker {
@@ -579,6 +598,23 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             print!("{}", memtamer_sense::bench::run(2_000_000)?);
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Bench {
+            cmd:
+                BenchCmd::Daemon {
+                    seconds,
+                    threads,
+                    period_us,
+                },
+        } => {
+            print!(
+                "{}",
+                bench_daemon::run(seconds, threads.max(1), period_us.max(10))?
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench {
+            cmd: BenchCmd::DaemonWorker { threads },
+        } => bench_daemon::worker(threads.max(1)),
         Cmd::Bench {
             cmd: BenchCmd::ShimWorker { file, iters },
         } => {

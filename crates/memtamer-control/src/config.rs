@@ -32,8 +32,13 @@ pub const DEFAULT_PERIOD_US: u64 = 1000;
 /// and timer slack dominate.
 pub const MIN_PERIOD_US: u64 = 10;
 /// Default `daemon.media_period_ms`: PM media counters take ~4.5 ms to read
-/// through ipmctl/ACPI, so they are polled on a slower path.
-pub const DEFAULT_MEDIA_PERIOD_MS: u64 = 5;
+/// through ACPI (Dicio polls them about that often from a dedicated thread);
+/// through the `ipmctl` program each reading also spawns a process, so the
+/// default is 50 ms.
+pub const DEFAULT_MEDIA_PERIOD_MS: u64 = 50;
+/// Default `daemon.rescan_ms`: how often /proc is rescanned for processes
+/// that appeared, exited, exec'd or created threads.
+pub const DEFAULT_RESCAN_MS: u64 = 250;
 /// Default `daemon.socket`: the control socket of `memtamer ctl`.
 pub const DEFAULT_SOCKET: &str = "/run/memtamer/control.sock";
 /// Default `daemon.journal`: where the restore journal lives (under /run so
@@ -239,9 +244,12 @@ pub struct DaemonSection {
     /// `period_us`, default 1000: period of the main loop (WPQ and
     /// request-level checks), microseconds, at least 10.
     pub period_us: u64,
-    /// `media_period_ms`, default 5: period of the slow path reading PM media
+    /// `media_period_ms`, default 50: period of the slow path reading PM media
     /// counters (ipmctl/ACPI take ~4.5 ms), milliseconds, at least 1.
     pub media_period_ms: u64,
+    /// `rescan_ms`, default 250: period of the /proc rescan that finds new,
+    /// exited and exec'd processes and new threads, milliseconds, at least 10.
+    pub rescan_ms: u64,
     /// `socket`, default `/run/memtamer/control.sock`: control socket path.
     pub socket: PathBuf,
     /// `journal`, default `/run/memtamer/journal`: restore journal path.
@@ -488,6 +496,7 @@ struct RawConfig {
 struct RawDaemon {
     period_us: u64,
     media_period_ms: u64,
+    rescan_ms: u64,
     socket: PathBuf,
     journal: PathBuf,
     dry_run: bool,
@@ -498,6 +507,7 @@ impl Default for RawDaemon {
         RawDaemon {
             period_us: DEFAULT_PERIOD_US,
             media_period_ms: DEFAULT_MEDIA_PERIOD_MS,
+            rescan_ms: DEFAULT_RESCAN_MS,
             socket: PathBuf::from(DEFAULT_SOCKET),
             journal: PathBuf::from(DEFAULT_JOURNAL),
             dry_run: false,
@@ -652,6 +662,7 @@ fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
     let daemon = DaemonSection {
         period_us: at_least(d.key("period_us"), raw.daemon.period_us, MIN_PERIOD_US)?,
         media_period_ms: at_least(d.key("media_period_ms"), raw.daemon.media_period_ms, 1)?,
+        rescan_ms: at_least(d.key("rescan_ms"), raw.daemon.rescan_ms, 10)?,
         socket: non_empty_path(d.key("socket"), raw.daemon.socket)?,
         journal: non_empty_path(d.key("journal"), raw.daemon.journal)?,
         dry_run: raw.daemon.dry_run,

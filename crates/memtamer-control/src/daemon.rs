@@ -29,10 +29,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// How often /proc is rescanned for processes that appeared, exited or
-/// exec'd (the loop itself runs much faster on cached thread lists).
-pub const RESCAN_PERIOD: Duration = Duration::from_millis(100);
-
 /// Errors that stop the daemon from starting or running.
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -82,6 +78,10 @@ struct Tracked {
     job: usize,
     /// The affinity the thread has now (read once, then what we set).
     allowed: CpuSet,
+    /// The affinity to restore: what it had before memtamer, which for a
+    /// thread or process created by one memtamer had pinned is the creator's
+    /// original, not the pin it inherited.
+    original: CpuSet,
 }
 
 /// A decision worth showing in `memtamer status`.
@@ -106,12 +106,21 @@ pub struct LoopStats {
     pub actions: u64,
     /// Actions that failed (thread gone, permission).
     pub failed_actions: u64,
+    /// /proc rescans done.
+    pub rescans: u64,
+    /// Mean time of one rescan, microseconds.
+    pub rescan_mean_us: f64,
+    /// Mean time to build the observation, microseconds.
+    pub observe_mean_us: f64,
+    /// Mean time of the policies' decide, microseconds.
+    pub decide_mean_us: f64,
 }
 
 /// The running daemon.
 pub struct Daemon {
     cfg: DaemonConfig,
     procfs: ProcFs,
+    scan_cache: crate::procfs::ScanCache,
     selectors: Vec<Selector>,
     sensors: Sensors,
     policy: Composite,
@@ -127,6 +136,10 @@ pub struct Daemon {
     stats: LoopStats,
     /// Duty cycle currently applied per job index.
     duties: BTreeMap<usize, f64>,
+    /// Whether `obs` holds a current skeleton (see `skeleton`); None = rebuild.
+    base: Option<()>,
+    /// The observation buffer, reused every window.
+    obs: Observation,
     published: Arc<Mutex<String>>,
 }
 
@@ -227,6 +240,7 @@ impl Daemon {
         let selectors = cfg.selectors();
         Ok(Daemon {
             procfs: ProcFs::new(proc_root),
+            scan_cache: crate::procfs::ScanCache::default(),
             selectors,
             sensors: Sensors::open(sources),
             policy,
@@ -240,6 +254,8 @@ impl Daemon {
             shown: VecDeque::new(),
             stats: LoopStats::default(),
             duties: BTreeMap::new(),
+            base: None,
+            obs: Observation::default(),
             published: Arc::new(Mutex::new("{}".into())),
             cfg,
         })
@@ -259,7 +275,11 @@ impl Daemon {
     /// forgotten, and a process that exec'd into something no job selects
     /// gets back everything the daemon changed on it.
     fn rescan(&mut self) -> Result<(), DaemonError> {
-        let scan = self.procfs.scan()?;
+        let managed: std::collections::HashSet<i32> =
+            self.managed.iter().map(|(k, _)| k.pid).collect();
+        let scan = self
+            .procfs
+            .scan_cached(&mut self.scan_cache, |pid| managed.contains(&pid))?;
         let current = select::classify_keyed(&scan.processes, &self.selectors);
         let diff = select::diff(&self.managed, &current);
         let me = std::process::id() as i32;
@@ -278,6 +298,27 @@ impl Daemon {
             .filter_map(|(k, j)| j.map(|j| (*k, j)))
             .collect();
         // thread lists: new threads are read once; gone threads dropped
+        let pending = self.journal.pending();
+        let original_of = |pid: i32| -> Option<CpuSet> {
+            let mut any = None;
+            for c in &pending {
+                if let Change::ThreadAffinity {
+                    pid: p,
+                    tid,
+                    original,
+                    ..
+                } = c
+                {
+                    if *p == pid {
+                        if *tid == pid {
+                            return Some(*original);
+                        }
+                        any = any.or(Some(*original));
+                    }
+                }
+            }
+            any
+        };
         let mut threads = BTreeMap::new();
         for p in &scan.processes {
             let key = ProcessKey::of(p);
@@ -285,17 +326,29 @@ impl Daemon {
                 continue;
             };
             for &tid in &p.threads {
-                let allowed = match self.threads.get(&tid) {
-                    Some(t) if t.key == key => t.allowed,
+                let (allowed, original) = match self.threads.get(&tid) {
+                    Some(t) if t.key == key => (t.allowed, t.original),
                     _ => match affinity::thread_affinity(tid) {
-                        Ok(s) => s,
+                        Ok(s) => {
+                            let inherited = original_of(p.pid).or_else(|| original_of(p.ppid));
+                            (s, inherited.unwrap_or(s))
+                        }
                         Err(_) => continue,
                     },
                 };
-                threads.insert(tid, Tracked { key, job, allowed });
+                threads.insert(
+                    tid,
+                    Tracked {
+                        key,
+                        job,
+                        allowed,
+                        original,
+                    },
+                );
             }
         }
         self.threads = threads;
+        self.base = None;
         Ok(())
     }
 
@@ -353,37 +406,62 @@ impl Daemon {
     }
 
     /// The sensors' window mapped onto the configured jobs.
-    fn observe(&mut self) -> Observation {
+    /// Fills `self.obs` for this window, reusing its thread and job lists.
+    fn observe(&mut self) {
         let mut raw = self.sensors.observe();
-        let mut by_tid: BTreeMap<u32, ThreadObs> = BTreeMap::new();
+        if self.base.is_none() {
+            self.obs = self.skeleton();
+            self.base = Some(());
+        }
+        let obs = &mut self.obs;
+        for t in &mut obs.threads {
+            t.pm = None;
+            t.dram = None;
+            t.gate_wait_ns = None;
+        }
+        // sources name the process in `job`: keep only managed threads
         for t in raw.threads.drain(..) {
-            // sources name the process in `job`: keep only managed ones
-            if let Some(tr) = self.threads.get(&(t.tid as i32)) {
-                if tr.key.pid as u32 == t.job {
-                    let e = by_tid.entry(t.tid).or_insert_with(|| ThreadObs {
-                        tid: t.tid,
-                        ..Default::default()
-                    });
-                    e.pm = match (e.pm.take(), t.pm) {
-                        (Some(mut a), Some(b)) => {
-                            a.add(&b);
-                            Some(a)
-                        }
-                        (a, b) => a.or(b),
-                    };
-                    e.dram = e.dram.take().or(t.dram);
-                    e.gate_wait_ns = e.gate_wait_ns.or(t.gate_wait_ns);
-                }
+            let Ok(i) = obs.threads.binary_search_by_key(&t.tid, |x| x.tid) else {
+                continue;
+            };
+            let Some(tr) = self.threads.get(&(t.tid as i32)) else {
+                continue;
+            };
+            if tr.key.pid as u32 != t.job {
+                continue;
             }
+            let e = &mut obs.threads[i];
+            e.pm = match (e.pm.take(), t.pm) {
+                (Some(mut a), Some(b)) => {
+                    a.add(&b);
+                    Some(a)
+                }
+                (a, b) => a.or(b),
+            };
+            e.dram = e.dram.take().or(t.dram);
+            e.gate_wait_ns = e.gate_wait_ns.or(t.gate_wait_ns);
         }
-        let mut threads = Vec::with_capacity(self.threads.len());
-        for (&tid, tr) in &self.threads {
-            let mut t = by_tid.remove(&(tid as u32)).unwrap_or_default();
-            t.tid = tid as u32;
-            t.job = tr.job as u32;
-            t.allowed = tr.allowed;
-            threads.push(t);
-        }
+        let end_ns = self.started.elapsed().as_nanos() as u64;
+        obs.start_ns = end_ns.saturating_sub(raw.duration_ns);
+        obs.duration_ns = raw.duration_ns;
+        obs.channels = raw.channels;
+        obs.dimms = raw.dimms;
+        obs.gate = raw.gate;
+    }
+
+    /// The parts of an observation that change only on a rescan or an
+    /// affinity change: threads (sorted by tid), jobs, CPUs.
+    fn skeleton(&self) -> Observation {
+        let threads = self
+            .threads
+            .iter()
+            .map(|(&tid, tr)| ThreadObs {
+                tid: tid as u32,
+                job: tr.job as u32,
+                allowed: tr.allowed,
+                ..Default::default()
+            })
+            .collect();
         let jobs = self
             .cfg
             .jobs
@@ -405,14 +483,9 @@ impl Daemon {
             // a job with no process now is absent, so policies free its budget
             .filter(|j| !j.threads.is_empty())
             .collect();
-        let end_ns = self.started.elapsed().as_nanos() as u64;
         Observation {
-            start_ns: end_ns.saturating_sub(raw.duration_ns),
-            duration_ns: raw.duration_ns,
             threads,
             jobs,
-            channels: raw.channels,
-            dimms: raw.dimms,
             cpus: self
                 .online
                 .iter()
@@ -421,7 +494,30 @@ impl Daemon {
                     utilization: None,
                 })
                 .collect(),
-            gate: raw.gate,
+            ..Default::default()
+        }
+    }
+
+    /// LC jobs with configured `cpus` run there (Dicio pins the LC job on its
+    /// cores); the BE pool excludes them. Owned by the daemon's config, not a
+    /// policy: it never changes while the daemon runs.
+    fn reserve_lc_cpus(&self, d: &mut Decision) {
+        for (&tid, t) in &self.threads {
+            let Some(job) = self.cfg.jobs.get(t.job) else {
+                continue;
+            };
+            if job.class != JobClass::Lc {
+                continue;
+            }
+            if let Some(cpus) = job.cpus.map(|c| c.intersect(&self.online)) {
+                if !cpus.is_empty() && cpus != t.allowed {
+                    d.thread_cpus.push((tid as u32, cpus));
+                    d.reasons.push(format!(
+                        "LC job {}: thread {tid} on its reserved CPUs {cpus}",
+                        job.name
+                    ));
+                }
+            }
         }
     }
 
@@ -444,7 +540,7 @@ impl Daemon {
                 pid: tr.key.pid,
                 tid,
                 start_time: tr.key.start_time,
-                original: tr.allowed,
+                original: tr.original,
             };
             if self.journal.record(change).is_err() {
                 failed += 1;
@@ -454,6 +550,7 @@ impl Daemon {
                 Ok(()) => {
                     tr.allowed = *set;
                     ok += 1;
+                    self.base = None;
                 }
                 Err(_) => failed += 1,
             }
@@ -495,9 +592,17 @@ impl Daemon {
     /// One iteration: rescan if due, sense, decide, act, publish.
     pub fn step(&mut self) -> Result<(), DaemonError> {
         let t0 = Instant::now();
-        if self.last_scan.is_none_or(|t| t.elapsed() >= RESCAN_PERIOD) {
+        if self
+            .last_scan
+            .is_none_or(|t| t.elapsed() >= Duration::from_millis(self.cfg.daemon.rescan_ms))
+        {
+            let r0 = Instant::now();
             self.rescan()?;
             self.last_scan = Some(Instant::now());
+            let us = r0.elapsed().as_secs_f64() * 1e6;
+            self.stats.rescans += 1;
+            self.stats.rescan_mean_us +=
+                (us - self.stats.rescan_mean_us) / self.stats.rescans as f64;
             // processes that joined a duty-cycled job follow its duty
             let duties: Vec<(usize, f64)> = self.duties.iter().map(|(&j, &d)| (j, d)).collect();
             for (job, d) in duties {
@@ -514,8 +619,12 @@ impl Daemon {
                 }
             }
         }
-        let obs = self.observe();
-        let d = self.policy.decide(&obs);
+        let t1 = Instant::now();
+        self.observe();
+        let t2 = Instant::now();
+        let mut d = self.policy.decide(&self.obs);
+        self.reserve_lc_cpus(&mut d);
+        let t3 = Instant::now();
         let (ok, failed) = self.act(&d);
         self.stats.actions += ok;
         self.stats.failed_actions += failed;
@@ -531,6 +640,9 @@ impl Daemon {
         let us = t0.elapsed().as_secs_f64() * 1e6;
         let s = &mut self.stats;
         s.iterations += 1;
+        let n = s.iterations as f64;
+        s.observe_mean_us += ((t2 - t1).as_secs_f64() * 1e6 - s.observe_mean_us) / n;
+        s.decide_mean_us += ((t3 - t2).as_secs_f64() * 1e6 - s.decide_mean_us) / n;
         s.mean_us += (us - s.mean_us) / s.iterations as f64;
         s.max_us = s.max_us.max(us);
         if us > self.cfg.daemon.period_us as f64 {

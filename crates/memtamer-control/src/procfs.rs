@@ -399,6 +399,100 @@ impl ProcFs {
     }
 }
 
+/// What a periodic rescan remembers between calls, so that a process seen
+/// before costs one read of its `stat` (which also reveals an exec: the
+/// comm changes) instead of six files.
+#[derive(Debug, Default)]
+pub struct ScanCache {
+    entries: std::collections::HashMap<i32, (ProcessInfo, std::time::Instant)>,
+}
+
+/// A cached entry is re-read in full at least this often (cgroup moves,
+/// affinity changed by someone else).
+pub const FULL_REFRESH: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl ProcFs {
+    /// Like [`ProcFs::scan`], but reuses what `cache` knows. A process read
+    /// in full less than [`FULL_REFRESH`] ago is not read at all, unless
+    /// `want_threads(pid)` (the daemon's managed processes): then its `stat`
+    /// is read (an exec changes the comm there, and forces a full read) and
+    /// its thread list. Kernel threads are recognised from `stat` alone.
+    pub fn scan_cached(
+        &self,
+        cache: &mut ScanCache,
+        want_threads: impl Fn(i32) -> bool,
+    ) -> Result<Scan, ProcError> {
+        let now = std::time::Instant::now();
+        let mut scan = Scan::default();
+        let mut seen = std::collections::HashSet::new();
+        for pid in self.pids()? {
+            seen.insert(pid);
+            let watched = want_threads(pid);
+            // a known process that is not watched costs nothing until its
+            // full refresh (an exec into a selected program is seen then)
+            if !watched {
+                if let Some((p, at)) = cache.entries.get(&pid) {
+                    if now.duration_since(*at) < FULL_REFRESH {
+                        if !p.kernel_thread {
+                            scan.processes.push(p.clone());
+                        }
+                        continue;
+                    }
+                }
+            }
+            let stat = match self.parsed(pid, "stat", parse_stat) {
+                Ok(s) => s,
+                Err(e) if e.is_gone() => continue,
+                Err(e) => {
+                    scan.errors.push(e);
+                    continue;
+                }
+            };
+            if stat.flags & PF_KTHREAD != 0 || pid == 2 {
+                continue;
+            }
+            let fresh = cache.entries.get(&pid).is_some_and(|(p, at)| {
+                p.start_time == stat.start_time
+                    && p.comm == stat.comm
+                    && now.duration_since(*at) < FULL_REFRESH
+            });
+            if fresh {
+                if let Some((p, _)) = cache.entries.get_mut(&pid) {
+                    p.state = stat.state;
+                    if watched {
+                        match self.threads(pid) {
+                            Ok(t) => p.threads = t,
+                            Err(e) if e.is_gone() => continue,
+                            Err(e) => {
+                                scan.errors.push(e);
+                                continue;
+                            }
+                        }
+                    }
+                    if !p.kernel_thread {
+                        scan.processes.push(p.clone());
+                    }
+                }
+                continue;
+            }
+            match self.process(pid) {
+                Ok(p) => {
+                    if !p.kernel_thread {
+                        scan.processes.push(p.clone());
+                    }
+                    cache.entries.insert(pid, (p, now));
+                }
+                Err(e) if e.is_gone() => {
+                    cache.entries.remove(&pid);
+                }
+                Err(e) => scan.errors.push(e),
+            }
+        }
+        cache.entries.retain(|pid, _| seen.contains(pid));
+        Ok(scan)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -434,3 +434,63 @@ fn real_proc_self() {
     .unwrap();
     assert!(classify(&scan.processes, &[sel]).contains(&(me, 0)));
 }
+
+#[test]
+fn cached_scan_rereads_only_stat_until_an_exec_or_new_thread() {
+    use memtamer_control::procfs::ScanCache;
+    let tmp = TempDir::new();
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 300,
+            comm: "fio",
+            threads: &[300],
+            ..Default::default()
+        },
+    );
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 2,
+            comm: "kthreadd",
+            ppid: 0,
+            flags: 0x0020_8040,
+            exe: None,
+            ..Default::default()
+        },
+    );
+    let fs_ = ProcFs::new(&tmp.0);
+    let mut cache = ScanCache::default();
+    let first = fs_.scan_cached(&mut cache, |_| true).unwrap();
+    assert_eq!(first.processes.len(), 1, "kernel threads skipped");
+    assert_eq!(first.processes, fs_.scan().unwrap().processes);
+    // a cgroup move is not seen before the full refresh ...
+    fs::write(tmp.0.join("300/cgroup"), "0::/other.slice\n").unwrap();
+    // ... but a new thread is, for a process whose threads are wanted
+    fs::create_dir_all(tmp.0.join("300/task/301")).unwrap();
+    let second = fs_.scan_cached(&mut cache, |pid| pid == 300).unwrap();
+    assert_eq!(second.processes[0].threads, vec![300, 301]);
+    assert_eq!(
+        second.processes[0].cgroups[0].path,
+        "/system.slice/proc.service"
+    );
+    // an exec changes the comm in stat: an unwatched process is not even
+    // stat'ed before its full refresh, a watched one is read in full again
+    fs::write(
+        tmp.0.join("300/stat"),
+        stat_text(300, "fio-worker", 1, 4194560, 5000),
+    )
+    .unwrap();
+    let unwatched = fs_.scan_cached(&mut cache, |_| false).unwrap();
+    assert_eq!(unwatched.processes[0].comm, "fio");
+    let third = fs_.scan_cached(&mut cache, |_| true).unwrap();
+    assert_eq!(third.processes[0].comm, "fio-worker");
+    assert_eq!(third.processes[0].cgroups[0].path, "/other.slice");
+    // gone processes leave the cache and the scan
+    fs::remove_dir_all(tmp.0.join("300")).unwrap();
+    assert!(fs_
+        .scan_cached(&mut cache, |_| true)
+        .unwrap()
+        .processes
+        .is_empty());
+}

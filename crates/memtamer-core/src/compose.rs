@@ -26,7 +26,16 @@ pub struct Composite {
     budgets: BTreeMap<JobId, CoreBudget>,
     placed: BTreeMap<ThreadId, CpuSet>,
     specialized: BTreeMap<ThreadId, CpuSet>,
+    /// Core specialization works at a 200 ms timescale: it runs once per
+    /// this period (on every PM writer seen since its last run) rather than
+    /// in every window of a sub-millisecond isolation loop.
+    concurrency_period_ns: u64,
+    last_concurrency_ns: Option<u64>,
+    pm_writers_since: std::collections::BTreeSet<ThreadId>,
 }
+
+/// Default period of the core-specialization component.
+pub const CONCURRENCY_PERIOD_NS: u64 = 10_000_000;
 
 impl Composite {
     /// Composes the given components; any may be absent.
@@ -63,7 +72,16 @@ impl Composite {
             budgets: BTreeMap::new(),
             placed: BTreeMap::new(),
             specialized: BTreeMap::new(),
+            concurrency_period_ns: CONCURRENCY_PERIOD_NS,
+            last_concurrency_ns: None,
+            pm_writers_since: Default::default(),
         }
+    }
+
+    /// Runs core specialization once per `ns` (0 = every window).
+    pub fn with_concurrency_period(mut self, ns: u64) -> Composite {
+        self.concurrency_period_ns = ns;
+        self
     }
 
     /// The isolation component, for status reports.
@@ -124,12 +142,38 @@ impl Policy for Composite {
                 .extend(d.reasons.into_iter().map(|r| format!("placement: {r}")));
         }
         if let Some(cs) = self.concurrency.as_mut() {
-            let d = cs.decide(obs);
-            for (t, s) in d.thread_cpus {
-                self.specialized.insert(t, s);
+            let end = obs.start_ns + obs.duration_ns;
+            for t in &obs.threads {
+                if t.pm.as_ref().is_some_and(|p| p.write_bytes > 0) {
+                    self.pm_writers_since.insert(t.tid);
+                }
             }
-            out.reasons
-                .extend(d.reasons.into_iter().map(|r| format!("core-spec: {r}")));
+            let due = self
+                .last_concurrency_ns
+                .is_none_or(|l| end.saturating_sub(l) >= self.concurrency_period_ns);
+            if due {
+                // one window spanning the period, marking every thread seen
+                // writing PM in any window of it
+                let mut o = obs.clone();
+                if let Some(l) = self.last_concurrency_ns {
+                    o.start_ns = l;
+                    o.duration_ns = end - l;
+                }
+                for t in &mut o.threads {
+                    if self.pm_writers_since.contains(&t.tid) {
+                        let pm = t.pm.get_or_insert_with(Default::default);
+                        pm.write_bytes = pm.write_bytes.max(1);
+                    }
+                }
+                self.pm_writers_since.clear();
+                self.last_concurrency_ns = Some(end);
+                let d = cs.decide(&o);
+                for (t, s) in d.thread_cpus {
+                    self.specialized.insert(t, s);
+                }
+                out.reasons
+                    .extend(d.reasons.into_iter().map(|r| format!("core-spec: {r}")));
+            }
         }
         if let Some(g) = self.gate.as_mut() {
             let d = g.decide(obs);
@@ -137,13 +181,23 @@ impl Policy for Composite {
             out.reasons
                 .extend(d.reasons.into_iter().map(|r| format!("gate: {r}")));
         }
-        // forget threads that are gone
-        let live: std::collections::BTreeSet<ThreadId> =
-            obs.threads.iter().map(|t| t.tid).collect();
-        self.placed.retain(|t, _| live.contains(t));
-        self.specialized.retain(|t, _| live.contains(t));
-        let live_jobs: std::collections::BTreeSet<JobId> = obs.jobs.iter().map(|j| j.id).collect();
-        self.budgets.retain(|j, _| live_jobs.contains(j));
+        // forget threads and jobs that are gone
+        if self.placed.len() + self.specialized.len() > 0 {
+            let mut live: Vec<ThreadId> = obs.threads.iter().map(|t| t.tid).collect();
+            live.sort_unstable();
+            self.placed.retain(|t, _| live.binary_search(t).is_ok());
+            self.specialized
+                .retain(|t, _| live.binary_search(t).is_ok());
+        }
+        self.budgets
+            .retain(|j, _| obs.jobs.iter().any(|o| o.id == *j));
+        if self.budgets.is_empty()
+            && self.placed.is_empty()
+            && self.specialized.is_empty()
+            && out.migrations.is_empty()
+        {
+            return out;
+        }
 
         for t in &obs.threads {
             let base = self.budgets.get(&t.job).map(|b| b.cpus);
@@ -329,6 +383,42 @@ mod tests {
         o.threads[2].allowed = set("6-7");
         let d = c.decide(&o);
         assert!(d.thread_cpus.is_empty(), "{:?}", d.thread_cpus);
+    }
+
+    #[test]
+    fn core_spec_runs_once_per_period_on_every_writer_seen_in_it() {
+        let cs = CoreSpec::new(CoreSpecParams::new(set("6-7"), set("0-7")));
+        let mut c = Composite::new(None, None, Some(cs), None);
+        // first window: runs; thread 2 writes PM
+        let d = c.decide(&obs());
+        assert_eq!(d.thread_cpus.len(), 1);
+        // 10 µs windows: thread 1 writes PM in one of them, not at the end
+        let mut o = obs();
+        o.threads[2].allowed = set("6-7");
+        o.threads[2].pm = Some(AccessStats::default());
+        let mut wrote = o.clone();
+        wrote.threads[1].pm = Some(AccessStats {
+            write_bytes: 64,
+            ..Default::default()
+        });
+        let mut moved = false;
+        for i in 1..=1001u64 {
+            let mut w = if i == 5 { wrote.clone() } else { o.clone() };
+            w.start_ns = i * 10_000;
+            let d = c.decide(&w);
+            if d.thread_cpus
+                .iter()
+                .any(|(t, s)| *t == 1 && *s == set("6-7"))
+            {
+                assert!(
+                    i * 10_000 + 10_000 >= CONCURRENCY_PERIOD_NS,
+                    "ran early at window {i}"
+                );
+                moved = true;
+                break;
+            }
+        }
+        assert!(moved, "a PM store in a skipped window was forgotten");
     }
 
     #[test]

@@ -187,8 +187,8 @@ impl Isolation {
     }
 
     fn init_pool(&mut self, obs: &Observation) -> Vec<u32> {
-        if let Some(p) = &self.pool {
-            return p.clone();
+        if let Some(p) = self.pool.take() {
+            return p;
         }
         let lc_jobs: Vec<JobId> = obs
             .jobs
@@ -208,7 +208,6 @@ impl Isolation {
             .map(|c| c.cpu)
             .filter(|&c| !lc_cpus.contains(c as usize))
             .collect();
-        self.pool = Some(pool.clone());
         pool
     }
 
@@ -697,6 +696,7 @@ impl Isolation {
             }
         }
         self.emit(&pool, &mut d);
+        self.pool = Some(pool);
         d.reasons = reasons;
         d
     }

@@ -222,6 +222,10 @@ fn open_sampled(
 /// The sensors of one host.
 pub struct Sensors {
     gate: Option<std::sync::Arc<Gate>>,
+    /// Where the gate would be, and when we last looked: a PM application
+    /// started after the sensors creates it, and its reports count from then.
+    gate_options: GateOptions,
+    gate_checked: Instant,
     gate_window: GateWindow,
     imc: Option<ImcCounters>,
     imc_last: Vec<Reading>,
@@ -388,6 +392,8 @@ impl Sensors {
         let imc_last = imc.as_ref().map(ImcCounters::read).unwrap_or_default();
         let mut s = Sensors {
             gate,
+            gate_options: config.gate.clone(),
+            gate_checked: Instant::now(),
             gate_window: GateWindow::default(),
             imc,
             imc_last,
@@ -413,6 +419,27 @@ impl Sensors {
             ..Default::default()
         };
         self.last = now;
+        if self.gate.is_none() && now.duration_since(self.gate_checked).as_millis() >= 500 {
+            self.gate_checked = now;
+            if self.gate_options.path().exists() {
+                if let Ok(g) = Gate::open(&self.gate_options) {
+                    if let Some(st) = self
+                        .status
+                        .iter_mut()
+                        .find(|s| s.source == "library reports")
+                    {
+                        st.active = true;
+                        st.detail = format!(
+                            "{} (exact request-level PM traffic of gated threads)",
+                            g.path().display()
+                        );
+                    }
+                    self.gate_window = GateWindow::default();
+                    self.gate_window.next(&g.snapshot());
+                    self.gate = Some(g);
+                }
+            }
+        }
         if let Some(g) = &self.gate {
             let (threads, gate) = self.gate_window.next(&g.snapshot());
             obs.threads = threads;

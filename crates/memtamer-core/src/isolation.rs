@@ -156,7 +156,8 @@ pub struct Isolation {
 impl Isolation {
     /// A controller of `kind` with `params`. `pool` lists the CPUs BE jobs may
     /// use in the order to hand them out (SMT siblings adjacent, siblings of
-    /// LC cores last); `None` takes every CPU not used by an LC job.
+    /// LC cores last); `None` takes, at the first observation, the CPUs the
+    /// BE jobs' threads may use then, less those of LC jobs.
     pub fn new(kind: IsolationKind, params: IsolationParams, pool: Option<Vec<u32>>) -> Isolation {
         Isolation {
             kind,
@@ -190,25 +191,26 @@ impl Isolation {
         if let Some(p) = self.pool.take() {
             return p;
         }
-        let lc_jobs: Vec<JobId> = obs
-            .jobs
-            .iter()
-            .filter(|j| j.class == JobClass::Lc)
-            .map(|j| j.id)
-            .collect();
-        let mut lc_cpus = CpuSet::empty();
-        for t in obs.threads.iter().filter(|t| lc_jobs.contains(&t.job)) {
+        // the CPUs the BE jobs were given to begin with (so an operator's
+        // exclusions, e.g. the SMT siblings of LC cores, hold), less LC's
+        let class_of = |job: u32| obs.jobs.iter().find(|j| j.id == job).map(|j| j.class);
+        let (mut lc_cpus, mut be_cpus) = (CpuSet::empty(), CpuSet::empty());
+        for t in &obs.threads {
+            let set = match class_of(t.job) {
+                Some(JobClass::Lc) => &mut lc_cpus,
+                Some(JobClass::Be) => &mut be_cpus,
+                _ => continue,
+            };
             for c in t.allowed.iter() {
-                lc_cpus.insert(c);
+                set.insert(c);
             }
         }
-        let pool: Vec<u32> = obs
-            .cpus
+        obs.cpus
             .iter()
             .map(|c| c.cpu)
+            .filter(|&c| be_cpus.is_empty() || be_cpus.contains(c as usize))
             .filter(|&c| !lc_cpus.contains(c as usize))
-            .collect();
-        pool
+            .collect()
     }
 
     /// Tracks BE jobs appearing and leaving; new jobs get an even share of

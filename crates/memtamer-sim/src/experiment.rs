@@ -118,6 +118,18 @@ pub const SCENARIOS: &[Builtin] = &[
         include_str!("../builtin/scenarios/dicio-fig6.toml"),
     ),
     (
+        "dicio-s51",
+        include_str!("../builtin/scenarios/dicio-s51.toml"),
+    ),
+    (
+        "dicio-s52",
+        include_str!("../builtin/scenarios/dicio-s52.toml"),
+    ),
+    (
+        "dicio-multi",
+        include_str!("../builtin/scenarios/dicio-multi.toml"),
+    ),
+    (
         "ahn-fig2a",
         include_str!("../builtin/scenarios/ahn-fig2a.toml"),
     ),

@@ -164,7 +164,20 @@ pub fn build_policy(cfg: &DaemonConfig, online: &CpuSet) -> Result<Composite, Da
         request_write_gbps: iso.request_write_gbps,
         ..IsolationParams::default()
     };
-    let pool: Vec<u32> = cfg.be_cpu_pool(online).iter().map(|c| c as u32).collect();
+    let mut lc = CpuSet::empty();
+    for j in cfg.jobs.iter().filter(|j| j.class == JobClass::Lc) {
+        for c in j.cpus.iter().flat_map(|s| s.iter()) {
+            lc.insert(c);
+        }
+    }
+    let pool_set = cfg.be_cpu_pool(online);
+    // SMT-aware: whole cores first, LC cores' siblings last (numeric order
+    // if sysfs cannot be read)
+    let pool: Vec<u32> =
+        match memtamer_sense::topology::read_topology(Path::new("/sys/devices/system")) {
+            Ok(t) => memtamer_core::topology::be_pool_order(&t, &pool_set, &lc),
+            Err(_) => pool_set.iter().map(|c| c as u32).collect(),
+        };
     let isolation = match iso.policy {
         IsolationPolicy::Off => None,
         IsolationPolicy::Dicio => Some(Isolation::new(IsolationKind::Dicio, params, Some(pool))),
@@ -259,6 +272,12 @@ impl Daemon {
             published: Arc::new(Mutex::new("{}".into())),
             cfg,
         })
+    }
+
+    /// Replaces the composed policy (embedding, and tests that need a policy
+    /// the config cannot name).
+    pub fn set_policy(&mut self, policy: Composite) {
+        self.policy = policy;
     }
 
     /// The status document shared with the control socket.

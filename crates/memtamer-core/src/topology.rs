@@ -177,6 +177,48 @@ impl Topology {
     }
 }
 
+/// The order in which to hand BE jobs CPUs from `pool`, SMT-aware: whole
+/// physical cores, siblings adjacent (a BE job that gets two CPUs gets one
+/// core rather than halves of two), node by node and LLC by LLC; cores that
+/// share a physical core with an LC CPU come last, because a BE thread on an
+/// LC core's sibling competes for its issue slots and L1/L2.
+pub fn be_pool_order(topology: &Topology, pool: &CpuSet, lc: &CpuSet) -> Vec<u32> {
+    let mut clean = Vec::new();
+    let mut shared = Vec::new();
+    for node in &topology.nodes {
+        for llc in &node.llcs {
+            for core in &llc.cores {
+                let cpus: Vec<u32> = core
+                    .cpus
+                    .iter()
+                    .filter(|&c| pool.contains(c) && !lc.contains(c))
+                    .map(|c| c as u32)
+                    .collect();
+                if core.cpus.intersect(lc).is_empty() {
+                    clean.extend(cpus);
+                } else {
+                    shared.extend(cpus);
+                }
+            }
+        }
+    }
+    // CPUs of the pool the topology does not know (offline since) go last
+    let known: CpuSet = {
+        let mut s = CpuSet::empty();
+        for &c in clean.iter().chain(shared.iter()) {
+            s.insert(c as usize);
+        }
+        s
+    };
+    clean.extend(shared);
+    clean.extend(
+        pool.iter()
+            .filter(|&c| !known.contains(c) && !lc.contains(c))
+            .map(|c| c as u32),
+    );
+    clean
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +249,17 @@ mod tests {
         assert_eq!(t.nodes[0].llcs[0].cores[1].cpus, set("2-3"));
         assert_eq!(t.memory_tiers, vec![2]);
         assert!(t.render().contains("node 2: memory tier"));
+    }
+
+    #[test]
+    fn be_pool_gives_whole_cores_and_lc_siblings_last() {
+        let t = Topology::build(&two_socket_smt2(), &[]).expect("builds");
+        // LC on CPU 2: its sibling 3 goes last, 2 never
+        let order = be_pool_order(&t, &set("0-7"), &set("2"));
+        assert_eq!(order, vec![0, 1, 4, 5, 6, 7, 3]);
+        // only the pool's CPUs, and unknown ones at the end
+        let order = be_pool_order(&t, &set("1,4-5,9"), &CpuSet::empty());
+        assert_eq!(order, vec![1, 4, 5, 9]);
     }
 
     #[test]

@@ -39,51 +39,21 @@ pub struct MountEntry {
     pub super_options: Vec<String>,
 }
 
-/// Undoes the octal escapes (`\040` for space...) the kernel uses in mountinfo.
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            let v = u32::from(b[i + 1] - b'0') * 64
-                + u32::from(b[i + 2] - b'0') * 8
-                + u32::from(b[i + 3] - b'0');
-            if v <= 255 {
-                out.push(v as u8);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Pure: parses mountinfo text. Malformed lines are skipped (the kernel's
-/// format is stable; skipping beats failing discovery on one odd mount).
+/// Pure: parses mountinfo text (`memtamer_core::mountinfo`). Malformed
+/// lines are skipped (skipping beats failing discovery on one odd mount).
 pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
-    text.lines()
-        .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let l: Vec<&str> = left.split_whitespace().collect();
-            let r: Vec<&str> = right.split_whitespace().collect();
-            if l.len() < 6 || r.len() < 2 {
-                return None;
-            }
-            Some(MountEntry {
-                root: unescape(l[3]),
-                mount_point: PathBuf::from(unescape(l[4])),
-                fs_type: r[0].to_string(),
-                super_options: r
-                    .get(2)
-                    .map(|o| o.split(',').map(str::to_string).collect())
-                    .unwrap_or_default(),
-            })
+    memtamer_core::mountinfo::parse(text)
+        .into_iter()
+        .map(|m| MountEntry {
+            root: m.root,
+            mount_point: PathBuf::from(m.mount_point),
+            fs_type: m.fs_type,
+            super_options: m
+                .super_options
+                .split(',')
+                .filter(|o| !o.is_empty())
+                .map(str::to_string)
+                .collect(),
         })
         .collect()
 }

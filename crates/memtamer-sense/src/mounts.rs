@@ -24,46 +24,17 @@ impl Mount {
     }
 }
 
-/// Decodes mountinfo's `\\040`-style octal escapes.
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            let v = (b[i + 1] - b'0') as u32 * 64
-                + (b[i + 2] - b'0') as u32 * 8
-                + (b[i + 3] - b'0') as u32;
-            out.push(v as u8);
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Parses mountinfo text; malformed lines are skipped (the kernel's format
-/// is fixed, and one odd line must not blind the sensor to the rest).
+/// Parses mountinfo text (`memtamer_core::mountinfo`); malformed lines are
+/// skipped (the kernel's format is fixed, and one odd line must not blind
+/// the sensor to the rest).
 pub fn parse(text: &str) -> Vec<Mount> {
-    text.lines()
-        .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let l: Vec<&str> = left.split(' ').collect();
-            let r: Vec<&str> = right.split(' ').collect();
-            if l.len() < 6 || r.len() < 3 {
-                return None;
-            }
-            Some(Mount {
-                point: unescape(l[4]),
-                fstype: r[0].to_string(),
-                source: unescape(r[1]),
-                options: format!("{},{}", l[5], r[2]),
-            })
+    memtamer_core::mountinfo::parse(text)
+        .into_iter()
+        .map(|m| Mount {
+            point: m.mount_point,
+            fstype: m.fs_type,
+            source: m.source,
+            options: format!("{},{}", m.mount_options, m.super_options),
         })
         .collect()
 }

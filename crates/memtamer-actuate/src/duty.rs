@@ -252,11 +252,15 @@ impl DutyCycler {
     }
 
     /// Unregisters `job`, SIGCONTing its processes. Unknown jobs are a no-op.
+    /// The journal keeps their `Stopped` records (a restore only SIGCONTs
+    /// them again, which is harmless): a controller that throttles and
+    /// relaxes a job every few milliseconds must not pay an fsync for each
+    /// relax. Records go when the process exits (the daemon forgets them)
+    /// or when the journal is restored.
     pub fn clear(&self, job: &str) -> Result<()> {
         let removed = self.shared.jobs().remove(job);
         if let Some(mut j) = removed {
             j.signal(libc::SIGCONT);
-            return self.forget_checked(&j.keys);
         }
         Ok(())
     }

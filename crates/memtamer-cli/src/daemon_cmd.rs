@@ -158,24 +158,33 @@ pub fn status(socket: &Path, json: bool) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// "restored N changes (M already gone, K failed)" and the exit code: 1
+/// when anything could not be undone.
+fn report_restore(report: &memtamer_actuate::journal::RestoreReport) -> (String, ExitCode) {
+    let line = format!(
+        "restored {} changes ({} already gone, {} failed)",
+        report.restored(),
+        report.skipped(),
+        report.failed()
+    );
+    let code = if report.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
+    (line, code)
+}
+
 /// `memtamer guard --pid P --journal F`: waits for the daemon to die and
 /// undoes whatever its journal still lists.
 pub fn guard(pid: i32, journal: &Path) -> Result<ExitCode, String> {
     memtamer_actuate::guard::detach_from_terminal().map_err(|e| e.to_string())?;
     let report = memtamer_actuate::guard::run_guard(pid, journal).map_err(|e| e.to_string())?;
+    let (line, code) = report_restore(&report);
     if report.restored() + report.failed() > 0 {
-        eprintln!(
-            "memtamer guard: daemon {pid} died; restored {} changes ({} already gone, {} failed)",
-            report.restored(),
-            report.skipped(),
-            report.failed()
-        );
+        eprintln!("memtamer guard: daemon {pid} died; {line}");
     }
-    Ok(if report.is_ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(code)
 }
 
 /// `memtamer restore --journal F`: undoes a journal by hand (or from
@@ -186,15 +195,7 @@ pub fn restore(journal: &Path) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     let report = memtamer_actuate::journal::restore_all(journal).map_err(|e| e.to_string())?;
-    println!(
-        "restored {} changes ({} already gone, {} failed)",
-        report.restored(),
-        report.skipped(),
-        report.failed()
-    );
-    Ok(if report.is_ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    let (line, code) = report_restore(&report);
+    println!("{line}");
+    Ok(code)
 }

@@ -302,11 +302,16 @@ impl Daemon {
         let current = select::classify_keyed(&scan.processes, &self.selectors);
         let diff = select::diff(&self.managed, &current);
         let me = std::process::id() as i32;
+        // read before the undos below: a child or thread first seen in this
+        // scan inherits the original of a creator that just exec'd or exited
+        let pending = self.journal.pending();
         for (key, _) in diff.released.iter() {
             self.undo_process(key);
         }
         for r in &diff.reclassified {
             self.undo_process(&r.key);
+            // its threads are back on their originals: read them afresh
+            self.threads.retain(|_, t| t.key != r.key);
         }
         for (key, _) in &diff.exited {
             self.forget_process(key);
@@ -317,7 +322,6 @@ impl Daemon {
             .filter_map(|(k, j)| j.map(|j| (*k, j)))
             .collect();
         // thread lists: new threads are read once; gone threads dropped
-        let pending = self.journal.pending();
         let original_of = |pid: i32| -> Option<CpuSet> {
             let mut any = None;
             for c in &pending {
@@ -339,18 +343,38 @@ impl Daemon {
             any
         };
         let mut threads = BTreeMap::new();
+        let mut failed = 0;
         for p in &scan.processes {
             let key = ProcessKey::of(p);
             let Some(&(_, job)) = self.managed.iter().find(|(k, _)| *k == key) else {
                 continue;
             };
+            let unmanaged = self.cfg.jobs.get(job).map(|j| j.class) == Some(JobClass::Unmanaged);
             for &tid in &p.threads {
                 let (allowed, original) = match self.threads.get(&tid) {
                     Some(t) if t.key == key => (t.allowed, t.original),
                     _ => match affinity::thread_affinity(tid) {
                         Ok(s) => {
                             let inherited = original_of(p.pid).or_else(|| original_of(p.ppid));
-                            (s, inherited.unwrap_or(s))
+                            let original = inherited.unwrap_or(s);
+                            // born with a pin memtamer set on its creator: journal
+                            // it now, or no restore would undo it if the policy
+                            // never has to change it
+                            if original != s
+                                && !unmanaged
+                                && self
+                                    .journal
+                                    .record(Change::ThreadAffinity {
+                                        pid: p.pid,
+                                        tid,
+                                        start_time: key.start_time,
+                                        original,
+                                    })
+                                    .is_err()
+                            {
+                                failed += 1;
+                            }
+                            (s, original)
                         }
                         Err(_) => continue,
                     },
@@ -367,6 +391,7 @@ impl Daemon {
             }
         }
         self.threads = threads;
+        self.stats.failed_actions += failed;
         self.base = None;
         Ok(())
     }
@@ -378,54 +403,40 @@ impl Daemon {
         }
     }
 
+    /// Whether a journaled change was made on process (pid, start time).
+    fn changes_process(c: &Change, key: &ProcessKey) -> bool {
+        match c {
+            Change::ThreadAffinity {
+                pid, start_time, ..
+            }
+            | Change::Stopped { pid, start_time }
+            | Change::CgroupMove {
+                pid, start_time, ..
+            } => *pid == key.pid && *start_time == key.start_time,
+            _ => false,
+        }
+    }
+
     /// Restores what was changed on one live process (it left management).
     fn undo_process(&mut self, key: &ProcessKey) {
         // (a duty-cycled job is re-registered after the rescan without this
         // process, which SIGCONTs it)
-        let (pid, st) = (key.pid, key.start_time);
-        let _ = self.journal.restore_where(|c| match c {
-            Change::ThreadAffinity {
-                pid: p,
-                start_time: s,
-                ..
-            }
-            | Change::Stopped {
-                pid: p,
-                start_time: s,
-            }
-            | Change::CgroupMove {
-                pid: p,
-                start_time: s,
-                ..
-            } => *p == pid && *s == st,
-            _ => false,
-        });
+        let _ = self
+            .journal
+            .restore_where(|c| Self::changes_process(c, key));
     }
 
     /// Drops journal records of a process that exited (nothing to restore).
     fn forget_process(&mut self, key: &ProcessKey) {
-        let (pid, st) = (key.pid, key.start_time);
         for c in self.journal.pending() {
-            let ours = match &c {
-                Change::ThreadAffinity {
-                    pid: p,
-                    start_time: s,
-                    ..
-                }
-                | Change::Stopped {
-                    pid: p,
-                    start_time: s,
-                } => *p == pid && *s == st,
-                _ => false,
-            };
-            if ours {
+            if Self::changes_process(&c, key) {
                 let _ = self.journal.forget(&c.key());
             }
         }
     }
 
-    /// The sensors' window mapped onto the configured jobs.
-    /// Fills `self.obs` for this window, reusing its thread and job lists.
+    /// The sensors' window mapped onto the configured jobs: fills `self.obs`,
+    /// reusing its thread and job lists.
     fn observe(&mut self) {
         let mut raw = self.sensors.observe();
         if self.base.is_none() {
@@ -611,12 +622,14 @@ impl Daemon {
     /// One iteration: rescan if due, sense, decide, act, publish.
     pub fn step(&mut self) -> Result<(), DaemonError> {
         let t0 = Instant::now();
+        let mut rescanned = false;
         if self
             .last_scan
             .is_none_or(|t| t.elapsed() >= Duration::from_millis(self.cfg.daemon.rescan_ms))
         {
             let r0 = Instant::now();
             self.rescan()?;
+            rescanned = true;
             self.last_scan = Some(Instant::now());
             let us = r0.elapsed().as_secs_f64() * 1e6;
             self.stats.rescans += 1;
@@ -667,7 +680,7 @@ impl Daemon {
         if us > self.cfg.daemon.period_us as f64 {
             s.overruns += 1;
         }
-        if s.iterations % 64 == 1 || !d.reasons.is_empty() {
+        if s.iterations % 64 == 1 || !d.reasons.is_empty() || rescanned {
             self.publish();
         }
         Ok(())

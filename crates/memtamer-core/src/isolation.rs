@@ -241,7 +241,11 @@ impl Isolation {
         let each = (free.len() / new.len()).max(1);
         let mut next = free.into_iter();
         for (id, threads) in new {
-            let cpus: Vec<u32> = next.by_ref().take(each.min(threads)).collect();
+            let mut cpus: Vec<u32> = next.by_ref().take(each.min(threads)).collect();
+            if cpus.is_empty() {
+                // more BE jobs than pool CPUs: share rather than start stopped
+                cpus.extend(self.least_shared_cpu(pool));
+            }
             self.jobs.insert(
                 id,
                 BeJob {
@@ -257,6 +261,13 @@ impl Isolation {
                 },
             );
         }
+    }
+
+    /// The pool CPU the fewest BE jobs hold (first in pool order on ties).
+    fn least_shared_cpu(&self, pool: &[u32]) -> Option<u32> {
+        pool.iter()
+            .copied()
+            .min_by_key(|c| self.jobs.values().filter(|j| j.cpus.contains(c)).count())
     }
 
     fn free_cpus(&self, pool: &[u32]) -> Vec<u32> {
@@ -477,11 +488,12 @@ impl Isolation {
             return false;
         };
         let free = self.free_cpus(pool);
+        let self_least = self.least_shared_cpu(pool);
         if let Some(j) = self.jobs.get_mut(&id) {
             if j.duty_mode {
                 if j.cpus.is_empty() {
-                    match free.first() {
-                        Some(&c) => j.cpus.push(c),
+                    match free.first().copied().or_else(|| self_least) {
+                        Some(c) => j.cpus.push(c),
                         None => return false,
                     }
                 }
@@ -505,7 +517,16 @@ impl Isolation {
                     .filter(|(&d, j)| d != id && j.cpus.len() > target_len + 1)
                     .max_by_key(|(&d, j)| (j.cpus.len(), std::cmp::Reverse(d)))
                     .map(|(&d, _)| d);
-                donor.and_then(|d| self.jobs.get_mut(&d).and_then(|j| j.cpus.pop()))
+                donor
+                    .and_then(|d| self.jobs.get_mut(&d).and_then(|j| j.cpus.pop()))
+                    // more BE jobs than pool CPUs: a job with none shares one
+                    .or_else(|| {
+                        if target_len == 0 {
+                            self.least_shared_cpu(pool)
+                        } else {
+                            None
+                        }
+                    })
             }
         };
         let Some(cpu) = cpu else {
@@ -1133,6 +1154,32 @@ mod tests {
             o.t += 5_000_000;
         }
         assert_eq!(cores(&iso, 1), 3.0);
+    }
+
+    #[test]
+    fn more_be_jobs_than_pool_cpus_share_instead_of_starving() {
+        // 8 CPUs, LC on 0-1, pool 2-7: 8 BE jobs of 1 thread
+        let mut o = Obs::new(8, 1);
+        let mut iso = Isolation::new(IsolationKind::CaladanPm, IsolationParams::default(), None);
+        iso.decide(&o.quiet());
+        assert!(
+            iso.shares().iter().all(|(_, s)| *s >= 1.0),
+            "{:?}",
+            iso.shares()
+        );
+        // every job stopped by a burst, then relaxed: each gets a core back
+        for _ in 0..8 {
+            iso.decide(&o.window(100.0, 5.0, 2.0, &[], None));
+        }
+        assert!(iso.shares().iter().all(|(_, s)| *s == 0.0));
+        for _ in 0..8 {
+            iso.decide(&o.window(100.0, 0.1, 2.0, &[], None));
+        }
+        assert!(
+            iso.shares().iter().all(|(_, s)| *s >= 1.0),
+            "{:?}",
+            iso.shares()
+        );
     }
 
     #[test]

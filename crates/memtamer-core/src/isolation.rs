@@ -492,7 +492,7 @@ impl Isolation {
         if let Some(j) = self.jobs.get_mut(&id) {
             if j.duty_mode {
                 if j.cpus.is_empty() {
-                    match free.first().copied().or_else(|| self_least) {
+                    match free.first().copied().or(self_least) {
                         Some(c) => j.cpus.push(c),
                         None => return false,
                     }

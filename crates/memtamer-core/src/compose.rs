@@ -32,7 +32,15 @@ pub struct Composite {
     concurrency_period_ns: u64,
     last_concurrency_ns: Option<u64>,
     pm_writers_since: std::collections::BTreeSet<ThreadId>,
+    /// Fingerprint of the inputs of the last affinity merge, and windows
+    /// since it ran: the merge is skipped while nothing changed (a fast
+    /// isolation loop would otherwise redo it for every thread every window).
+    merged: Option<(u64, u32)>,
 }
+
+/// The merge runs at least every this many windows even when its inputs look
+/// unchanged (retries an affinity write that failed).
+const REMERGE_WINDOWS: u32 = 100;
 
 /// Default period of the core-specialization component.
 pub const CONCURRENCY_PERIOD_NS: u64 = 10_000_000;
@@ -75,6 +83,7 @@ impl Composite {
             concurrency_period_ns: CONCURRENCY_PERIOD_NS,
             last_concurrency_ns: None,
             pm_writers_since: Default::default(),
+            merged: None,
         }
     }
 
@@ -100,6 +109,21 @@ impl Composite {
     }
 }
 
+/// A cheap summary of the threads, jobs and affinities an observation
+/// carries: equal summaries mean the affinity merge would give the same result.
+fn fingerprint(obs: &Observation) -> u64 {
+    // FxHash-style mixing: not cryptographic, only a change detector
+    let mix = |h: u64, x: u64| (h.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    let mut h = mix(0, obs.jobs.len() as u64);
+    for t in &obs.threads {
+        h = mix(h, (u64::from(t.tid) << 32) | u64::from(t.job));
+        for w in t.allowed.words() {
+            h = mix(h, w);
+        }
+    }
+    h
+}
+
 /// Narrows `base` by each constraint in precedence order, skipping any that
 /// would leave no CPU.
 pub fn merge_affinity(base: Option<CpuSet>, constraints: &[Option<CpuSet>]) -> Option<CpuSet> {
@@ -123,6 +147,7 @@ impl Policy for Composite {
 
     fn decide(&mut self, obs: &Observation) -> Decision {
         let mut out = Decision::default();
+        let mut policy_moved = false;
         if let Some(iso) = self.isolation.as_mut() {
             let d = iso.decide(obs);
             for (job, b) in &d.job_budgets {
@@ -134,6 +159,7 @@ impl Policy for Composite {
         }
         if let Some(pl) = self.placement.as_mut() {
             let d = pl.decide(obs);
+            policy_moved |= !d.thread_cpus.is_empty();
             for (t, s) in d.thread_cpus {
                 self.placed.insert(t, s);
             }
@@ -168,6 +194,7 @@ impl Policy for Composite {
                 self.pm_writers_since.clear();
                 self.last_concurrency_ns = Some(end);
                 let d = cs.decide(&o);
+                policy_moved |= !d.thread_cpus.is_empty();
                 for (t, s) in d.thread_cpus {
                     self.specialized.insert(t, s);
                 }
@@ -199,6 +226,15 @@ impl Policy for Composite {
             return out;
         }
 
+        let changed = !out.job_budgets.is_empty() || policy_moved;
+        let print = fingerprint(obs);
+        match self.merged {
+            Some((p, n)) if p == print && !changed && n < REMERGE_WINDOWS => {
+                self.merged = Some((p, n + 1));
+                return out;
+            }
+            _ => self.merged = Some((print, 0)),
+        }
         for t in &obs.threads {
             let base = self.budgets.get(&t.job).map(|b| b.cpus);
             let want = merge_affinity(

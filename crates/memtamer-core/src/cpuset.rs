@@ -25,6 +25,12 @@ impl fmt::Display for CpuListError {
 impl std::error::Error for CpuListError {}
 
 impl CpuSet {
+    /// The raw bitmap (bit c of word c/64 = CPU c), for cheap hashing and
+    /// for building kernel `cpu_set_t`s.
+    pub const fn words(&self) -> [u64; 4] {
+        self.bits
+    }
+
     /// The empty set.
     pub const fn empty() -> Self {
         CpuSet { bits: [0; 4] }

@@ -286,6 +286,20 @@ pub struct IsolationConfig {
     /// `be_cpus`, default `"all"`: CPUs BE jobs may ever get, `"all"` or a
     /// CPU list; LC jobs' `cpus` are always excluded.
     pub be_cpus: CpuChoice,
+    /// `actuator`, default `"affinity"`: how BE budgets are applied.
+    pub actuator: Actuator,
+}
+
+/// How the daemon applies a BE job's budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Actuator {
+    /// Per-thread affinity and SIGSTOP/SIGCONT duty cycles: works without
+    /// cgroups and without moving processes.
+    Affinity,
+    /// A cgroup per BE job (v2, or the v1 cpuset/cpu/freezer hierarchies):
+    /// cpuset for the cores, CFS quota (`cpu.max`) for the duty cycle, the
+    /// freezer for a stopped job; also covers children forked between rescans.
+    Cgroup,
 }
 
 /// `[core_spec]`: core specialization (PM core group).
@@ -527,6 +541,7 @@ struct RawIsolation {
     request_write_gbps: f64,
     duty_period_us: u64,
     be_cpus: String,
+    actuator: String,
 }
 
 impl Default for RawIsolation {
@@ -541,6 +556,7 @@ impl Default for RawIsolation {
             request_write_gbps: DEFAULT_REQUEST_WRITE_GBPS,
             duty_period_us: DEFAULT_DUTY_PERIOD_US,
             be_cpus: "all".into(),
+            actuator: "affinity".into(),
         }
     }
 }
@@ -727,6 +743,16 @@ fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
         request_write_gbps: positive(i.key("request_write_gbps"), ri.request_write_gbps)?,
         duty_period_us: at_least(i.key("duty_period_us"), ri.duty_period_us, MIN_PERIOD_US)?,
         be_cpus,
+        actuator: match ri.actuator.as_str() {
+            "affinity" => Actuator::Affinity,
+            "cgroup" => Actuator::Cgroup,
+            other => {
+                return Err((
+                    i.key("actuator"),
+                    format!("unknown actuator {other:?}, expected one of affinity, cgroup"),
+                ))
+            }
+        },
     };
 
     let c = root().key("core_spec");

@@ -11,10 +11,11 @@
 //!
 //! The daemon never touches a process that no job selects.
 
-use crate::config::{CpuChoice, DaemonConfig, IsolationPolicy, PmCpus};
+use crate::config::{Actuator, CpuChoice, DaemonConfig, IsolationPolicy, PmCpus};
 use crate::procfs::ProcFs;
 use crate::select::{self, ProcessKey, Selector};
 use memtamer_actuate::affinity;
+use memtamer_actuate::cgroup::{CgroupLayout, ManagedCgroup};
 use memtamer_actuate::duty::DutyCycler;
 use memtamer_actuate::journal::{Change, Journal};
 use memtamer_core::compose::Composite;
@@ -136,6 +137,11 @@ pub struct Daemon {
     stats: LoopStats,
     /// Duty cycle currently applied per job index.
     duties: BTreeMap<usize, f64>,
+    /// Cgroup actuator (`isolation.actuator = "cgroup"`): the hierarchy
+    /// layout, each BE job's managed cgroup, and the processes moved in.
+    cgroup_layout: Option<CgroupLayout>,
+    cgroups: BTreeMap<usize, ManagedCgroup>,
+    cgroup_members: std::collections::BTreeSet<ProcessKey>,
     /// Whether `obs` holds a current skeleton (see `skeleton`); None = rebuild.
     base: Option<()>,
     /// The observation buffer, reused every window.
@@ -242,7 +248,25 @@ impl Daemon {
         }
         let online = online_cpus();
         let policy = build_policy(&cfg, &online)?;
-        let duty = if cfg.daemon.dry_run || cfg.isolation.policy == IsolationPolicy::Off {
+        let cgroup_layout = if cfg.isolation.actuator == Actuator::Cgroup {
+            let layout =
+                CgroupLayout::discover(Path::new("/proc/self/mountinfo")).map_err(|e| {
+                    DaemonError::Config(format!("isolation.actuator = \"cgroup\": {e}"))
+                })?;
+            if layout.mode().is_none() {
+                return Err(DaemonError::Config(
+                    "isolation.actuator = \"cgroup\": no cgroup v1 or v2 hierarchy is mounted"
+                        .into(),
+                ));
+            }
+            Some(layout)
+        } else {
+            None
+        };
+        let duty = if cfg.daemon.dry_run
+            || cfg.isolation.policy == IsolationPolicy::Off
+            || cgroup_layout.is_some()
+        {
             None
         } else {
             Some(DutyCycler::start(
@@ -269,6 +293,9 @@ impl Daemon {
             duties: BTreeMap::new(),
             base: None,
             obs: Observation::default(),
+            cgroup_layout,
+            cgroups: BTreeMap::new(),
+            cgroup_members: Default::default(),
             published: Arc::new(Mutex::new("{}".into())),
             cfg,
         })
@@ -556,7 +583,14 @@ impl Daemon {
         if self.cfg.daemon.dry_run {
             return (0, 0);
         }
-        let (mut ok, mut failed) = (0, 0);
+        // a cgroup's cpuset resets its tasks' affinity: budgets go first there,
+        // and the per-thread narrowing after
+        let cgroup = self.cgroup_layout.is_some();
+        let (mut ok, mut failed) = if cgroup {
+            self.act_budgets_cgroup(d)
+        } else {
+            (0, 0)
+        };
         for (tid, set) in &d.thread_cpus {
             let tid = *tid as i32;
             let Some(tr) = self.threads.get_mut(&tid) else {
@@ -585,6 +619,18 @@ impl Daemon {
                 Err(_) => failed += 1,
             }
         }
+        if !cgroup {
+            let (o2, f2) = self.act_budgets_duty(d);
+            ok += o2;
+            failed += f2;
+        }
+        (ok, failed)
+    }
+
+    /// Budgets through the duty cycler (the CPUs come with the per-thread
+    /// affinities the composed policy emitted).
+    fn act_budgets_duty(&mut self, d: &Decision) -> (u64, u64) {
+        let (mut ok, mut failed) = (0, 0);
         for (job, budget) in &d.job_budgets {
             let job = *job as usize;
             let Some(jc) = self.cfg.jobs.get(job) else {
@@ -619,6 +665,77 @@ impl Daemon {
         (ok, failed)
     }
 
+    /// Budgets through a cgroup per BE job: cpuset for the cores, CFS quota
+    /// for a duty cycle, the freezer for a stopped job.
+    fn act_budgets_cgroup(&mut self, d: &Decision) -> (u64, u64) {
+        let (mut ok, mut failed) = (0, 0);
+        for (job, budget) in &d.job_budgets {
+            let job = *job as usize;
+            let Some(jc) = self.cfg.jobs.get(job) else {
+                continue;
+            };
+            if jc.class != JobClass::Be {
+                continue;
+            }
+            if let Err(()) = self.ensure_cgroup(job) {
+                failed += 1;
+                continue;
+            }
+            let Some(cg) = self.cgroups.get(&job) else {
+                continue;
+            };
+            let period = Duration::from_micros(self.cfg.isolation.duty_period_us.max(1000));
+            let mut res = cg.set_cpus(&budget.cpus);
+            if budget.duty_cycle <= 0.0 {
+                res = res.and_then(|()| cg.freeze());
+            } else {
+                if cg.is_frozen().unwrap_or(false) {
+                    res = res.and_then(|()| cg.thaw());
+                }
+                let cores = (budget.duty_cycle < 1.0)
+                    .then(|| budget.duty_cycle * budget.cpus.len().max(1) as f64);
+                res = res.and_then(|()| cg.set_cpu_quota(cores, period));
+            }
+            match res {
+                Ok(()) => {
+                    ok += 1;
+                    self.duties.insert(job, budget.duty_cycle);
+                }
+                Err(_) => failed += 1,
+            }
+            // a cpuset change resets its tasks' affinity: read it back
+            for (&tid, tr) in self.threads.iter_mut().filter(|(_, t)| t.job == job) {
+                if let Ok(now) = affinity::thread_affinity(tid) {
+                    tr.allowed = now;
+                }
+            }
+            self.base = None;
+        }
+        (ok, failed)
+    }
+
+    /// Creates job `job`'s cgroup if needed and moves in every managed
+    /// process of the job not yet in it.
+    fn ensure_cgroup(&mut self, job: usize) -> Result<(), ()> {
+        let (Some(layout), Some(jc)) = (&self.cgroup_layout, self.cfg.jobs.get(job)) else {
+            return Err(());
+        };
+        if !self.cgroups.contains_key(&job) {
+            let cg =
+                ManagedCgroup::create(layout, &jc.name, self.journal.clone()).map_err(|_| ())?;
+            self.cgroups.insert(job, cg);
+        }
+        let Some(cg) = self.cgroups.get(&job) else {
+            return Err(());
+        };
+        for (k, _) in self.managed.iter().filter(|(_, j)| *j == job) {
+            if !self.cgroup_members.contains(k) && cg.add_process(Self::actuate_key(k)).is_ok() {
+                self.cgroup_members.insert(*k);
+            }
+        }
+        Ok(())
+    }
+
     /// One iteration: rescan if due, sense, decide, act, publish.
     pub fn step(&mut self) -> Result<(), DaemonError> {
         let t0 = Instant::now();
@@ -635,6 +752,13 @@ impl Daemon {
             self.stats.rescans += 1;
             self.stats.rescan_mean_us +=
                 (us - self.stats.rescan_mean_us) / self.stats.rescans as f64;
+            // processes that joined a cgroup-managed job move in
+            let cg_jobs: Vec<usize> = self.cgroups.keys().copied().collect();
+            for job in cg_jobs {
+                let _ = self.ensure_cgroup(job);
+            }
+            self.cgroup_members
+                .retain(|k| self.managed.iter().any(|(m, _)| m == k));
             // processes that joined a duty-cycled job follow its duty
             let duties: Vec<(usize, f64)> = self.duties.iter().map(|(&j, &d)| (j, d)).collect();
             for (job, d) in duties {

@@ -902,3 +902,24 @@ fn random_mutations_never_panic() {
         "mutations too tame or too wild: {ok} ok, {bad} bad"
     );
 }
+
+#[test]
+fn actuator_is_affinity_by_default_cgroup_on_request_and_nothing_else() {
+    use memtamer_control::config::Actuator;
+    assert_eq!(parse(BASE).unwrap().isolation.actuator, Actuator::Affinity);
+    let c = parse(&base_with(
+        "be_cpus = \"all\"",
+        "be_cpus = \"all\"\nactuator = \"cgroup\"",
+    ))
+    .unwrap();
+    assert_eq!(c.isolation.actuator, Actuator::Cgroup);
+    expect_err(
+        &base_with(
+            "be_cpus = \"all\"",
+            "be_cpus = \"all\"\nactuator = \"freezer\"",
+        ),
+        7,
+        "isolation.actuator",
+        "unknown actuator \"freezer\", expected one of affinity, cgroup",
+    );
+}

@@ -323,15 +323,28 @@ impl Daemon {
     fn rescan(&mut self) -> Result<(), DaemonError> {
         let managed: std::collections::HashSet<i32> =
             self.managed.iter().map(|(k, _)| k.pid).collect();
-        let scan = self
+        let mut scan = self
             .procfs
             .scan_cached(&mut self.scan_cache, |pid| managed.contains(&pid))?;
-        let current = select::classify_keyed(&scan.processes, &self.selectors);
-        let diff = select::diff(&self.managed, &current);
-        let me = std::process::id() as i32;
         // read before the undos below: a child or thread first seen in this
         // scan inherits the original of a creator that just exec'd or exited
         let pending = self.journal.pending();
+        // a process memtamer moved into memtamer/JOB is selected by the
+        // cgroup it came from, or a cgroup selector would release it at once
+        for p in &mut scan.processes {
+            for e in p
+                .cgroups
+                .iter_mut()
+                .filter(|e| e.path.starts_with("/memtamer/"))
+            {
+                if let Some(o) = original_cgroup(&pending, p.pid, p.start_time, &e.path) {
+                    e.path = o;
+                }
+            }
+        }
+        let current = select::classify_keyed(&scan.processes, &self.selectors);
+        let diff = select::diff(&self.managed, &current);
+        let me = std::process::id() as i32;
         for (key, _) in diff.released.iter() {
             self.undo_process(key);
         }
@@ -933,6 +946,29 @@ pub struct RunSummary {
     pub restore_failed: usize,
 }
 
+/// The cgroup path (relative to its hierarchy) a process was in before
+/// memtamer moved it to `now` (e.g. `/memtamer/be`), from the journal.
+fn original_cgroup(pending: &[Change], pid: i32, start_time: u64, now: &str) -> Option<String> {
+    pending.iter().find_map(|c| match c {
+        Change::CgroupMove {
+            pid: p,
+            start_time: s,
+            hierarchy,
+            original,
+            to,
+        } if *p == pid && *s == start_time => {
+            let rel = |dir: &Path| -> Option<String> {
+                let r = dir.strip_prefix(hierarchy).ok()?;
+                Some(format!("/{}", r.display()))
+            };
+            (rel(to).as_deref() == Some(now))
+                .then(|| rel(original))
+                .flatten()
+        }
+        _ => None,
+    })
+}
+
 /// Where the guard process for a daemon is started from.
 pub fn guard_command(exe: &Path, daemon_pid: u32, journal: &Path) -> std::process::Command {
     let mut c = std::process::Command::new(exe);
@@ -947,4 +983,36 @@ pub fn guard_command(exe: &Path, daemon_pid: u32, journal: &Path) -> std::proces
 /// Default location of the config.
 pub fn default_config_path() -> PathBuf {
     PathBuf::from("/etc/memtamer/memtamer.toml")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_moved_process_is_selected_by_the_cgroup_it_came_from() {
+        let pending = vec![
+            Change::CgroupMove {
+                pid: 7,
+                start_time: 70,
+                hierarchy: "/sys/fs/cgroup".into(),
+                original: "/sys/fs/cgroup/system.slice/fio.service".into(),
+                to: "/sys/fs/cgroup/memtamer/be".into(),
+            },
+            Change::CgroupMove {
+                pid: 7,
+                start_time: 70,
+                hierarchy: "/sys/fs/cgroup/cpuset".into(),
+                original: "/sys/fs/cgroup/cpuset".into(),
+                to: "/sys/fs/cgroup/cpuset/memtamer/be".into(),
+            },
+        ];
+        assert_eq!(
+            original_cgroup(&pending, 7, 70, "/memtamer/be").as_deref(),
+            Some("/system.slice/fio.service")
+        );
+        // another process, or pid reuse: unknown
+        assert_eq!(original_cgroup(&pending, 7, 71, "/memtamer/be"), None);
+        assert_eq!(original_cgroup(&pending, 8, 70, "/memtamer/be"), None);
+    }
 }

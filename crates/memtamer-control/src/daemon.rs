@@ -30,6 +30,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Longest the status document may lag behind the loop.
+pub const PUBLISH_PERIOD: Duration = Duration::from_millis(50);
+
 /// Errors that stop the daemon from starting or running.
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -132,6 +135,7 @@ pub struct Daemon {
     threads: BTreeMap<i32, Tracked>,
     online: CpuSet,
     last_scan: Option<Instant>,
+    last_publish: Option<Instant>,
     started: Instant,
     shown: VecDeque<Shown>,
     stats: LoopStats,
@@ -287,6 +291,7 @@ impl Daemon {
             threads: BTreeMap::new(),
             online,
             last_scan: None,
+            last_publish: None,
             started: Instant::now(),
             shown: VecDeque::new(),
             stats: LoopStats::default(),
@@ -817,7 +822,14 @@ impl Daemon {
         if us > self.cfg.daemon.period_us as f64 {
             s.overruns += 1;
         }
-        if s.iterations % 64 == 1 || !d.reasons.is_empty() || rescanned {
+        // the status document is rebuilt at most every PUBLISH_PERIOD (a
+        // controller that acts every window would otherwise rebuild it every
+        // window), and after each rescan so that process lists are current
+        let due = self
+            .last_publish
+            .is_none_or(|t| t.elapsed() >= PUBLISH_PERIOD);
+        if due && (rescanned || !d.reasons.is_empty() || s.iterations % 64 == 1) {
+            self.last_publish = Some(Instant::now());
             self.publish();
         }
         Ok(())

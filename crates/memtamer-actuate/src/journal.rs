@@ -168,6 +168,23 @@ impl Change {
             },
         }
     }
+
+    /// The process this change was made on, if it was made on one.
+    pub fn process(&self) -> Option<ProcessKey> {
+        match self {
+            Change::ThreadAffinity {
+                pid, start_time, ..
+            }
+            | Change::CgroupMove {
+                pid, start_time, ..
+            }
+            | Change::Stopped { pid, start_time } => Some(ProcessKey {
+                pid: *pid,
+                start_time: *start_time,
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// Combines a live record with a new change of the same key: the FIRST
@@ -350,16 +367,9 @@ fn undo(change: &Change, all: &[Change]) -> Outcome {
     let gone_msg = "process exited or its pid was reused".to_string();
     match change {
         Change::ThreadAffinity {
-            pid,
-            tid,
-            start_time,
-            original,
+            pid, tid, original, ..
         } => {
-            let key = ProcessKey {
-                pid: *pid,
-                start_time: *start_time,
-            };
-            if !key.is_alive() {
+            if !change.process().is_some_and(|k| k.is_alive()) {
                 return Outcome::Skipped(gone_msg);
             }
             if !thread_belongs_to(*pid, *tid) {
@@ -372,17 +382,9 @@ fn undo(change: &Change, all: &[Change]) -> Outcome {
             }
         }
         Change::CgroupMove {
-            pid,
-            start_time,
-            original,
-            to,
-            ..
+            pid, original, to, ..
         } => {
-            let key = ProcessKey {
-                pid: *pid,
-                start_time: *start_time,
-            };
-            if !key.is_alive() {
+            if !change.process().is_some_and(|k| k.is_alive()) {
                 return Outcome::Skipped(gone_msg);
             }
             match read_procs(to) {

@@ -146,8 +146,8 @@ pub struct Daemon {
     cgroup_layout: Option<CgroupLayout>,
     cgroups: BTreeMap<usize, ManagedCgroup>,
     cgroup_members: std::collections::BTreeSet<ProcessKey>,
-    /// Whether `obs` holds a current skeleton (see `skeleton`); None = rebuild.
-    base: Option<()>,
+    /// Whether `obs` must be rebuilt from `skeleton` (after a rescan or an affinity change).
+    obs_stale: bool,
     /// The observation buffer, reused every window.
     obs: Observation,
     published: Arc<Mutex<String>>,
@@ -296,7 +296,7 @@ impl Daemon {
             shown: VecDeque::new(),
             stats: LoopStats::default(),
             duties: BTreeMap::new(),
-            base: None,
+            obs_stale: true,
             obs: Observation::default(),
             cgroup_layout,
             cgroups: BTreeMap::new(),
@@ -390,7 +390,7 @@ impl Daemon {
         let mut threads = BTreeMap::new();
         let mut failed = 0;
         for p in &scan.processes {
-            let key = ProcessKey::of(p);
+            let key = p.key();
             let Some(&(_, job)) = self.managed.iter().find(|(k, _)| *k == key) else {
                 continue;
             };
@@ -437,44 +437,30 @@ impl Daemon {
         }
         self.threads = threads;
         self.stats.failed_actions += failed;
-        self.base = None;
+        self.obs_stale = true;
         Ok(())
     }
 
-    fn actuate_key(key: &ProcessKey) -> memtamer_actuate::affinity::ProcessKey {
-        memtamer_actuate::affinity::ProcessKey {
-            pid: key.pid,
-            start_time: key.start_time,
-        }
-    }
-
-    /// Whether a journaled change was made on process (pid, start time).
-    fn changes_process(c: &Change, key: &ProcessKey) -> bool {
-        match c {
-            Change::ThreadAffinity {
-                pid, start_time, ..
-            }
-            | Change::Stopped { pid, start_time }
-            | Change::CgroupMove {
-                pid, start_time, ..
-            } => *pid == key.pid && *start_time == key.start_time,
-            _ => false,
-        }
+    /// The managed processes of job `job`.
+    fn job_processes(&self, job: usize) -> Vec<ProcessKey> {
+        self.managed
+            .iter()
+            .filter(|(_, j)| *j == job)
+            .map(|(k, _)| *k)
+            .collect()
     }
 
     /// Restores what was changed on one live process (it left management).
     fn undo_process(&mut self, key: &ProcessKey) {
         // (a duty-cycled job is re-registered after the rescan without this
         // process, which SIGCONTs it)
-        let _ = self
-            .journal
-            .restore_where(|c| Self::changes_process(c, key));
+        let _ = self.journal.restore_where(|c| c.process() == Some(*key));
     }
 
     /// Drops journal records of a process that exited (nothing to restore).
     fn forget_process(&mut self, key: &ProcessKey) {
         for c in self.journal.pending() {
-            if Self::changes_process(&c, key) {
+            if c.process() == Some(*key) {
                 let _ = self.journal.forget(&c.key());
             }
         }
@@ -484,9 +470,9 @@ impl Daemon {
     /// reusing its thread and job lists.
     fn observe(&mut self) {
         let mut raw = self.sensors.observe();
-        if self.base.is_none() {
+        if self.obs_stale {
             self.obs = self.skeleton();
-            self.base = Some(());
+            self.obs_stale = false;
         }
         let obs = &mut self.obs;
         for t in &mut obs.threads {
@@ -632,7 +618,7 @@ impl Daemon {
                 Ok(()) => {
                     tr.allowed = *set;
                     ok += 1;
-                    self.base = None;
+                    self.obs_stale = true;
                 }
                 Err(_) => failed += 1,
             }
@@ -660,17 +646,12 @@ impl Daemon {
             let Some(duty) = &self.duty else {
                 continue;
             };
-            let pids: Vec<_> = self
-                .managed
-                .iter()
-                .filter(|(_, j)| *j == job)
-                .map(|(k, _)| Self::actuate_key(k))
-                .collect();
             let want = budget.duty_cycle;
             let res = if want >= 1.0 {
                 duty.clear(&jc.name)
             } else {
-                duty.set(&jc.name, pids, want).map(|_| ())
+                duty.set(&jc.name, self.job_processes(job), want)
+                    .map(|_| ())
             };
             match res {
                 Ok(()) => {
@@ -727,7 +708,7 @@ impl Daemon {
                     tr.allowed = now;
                 }
             }
-            self.base = None;
+            self.obs_stale = true;
         }
         (ok, failed)
     }
@@ -743,12 +724,13 @@ impl Daemon {
                 ManagedCgroup::create(layout, &jc.name, self.journal.clone()).map_err(|_| ())?;
             self.cgroups.insert(job, cg);
         }
+        let members = self.job_processes(job);
         let Some(cg) = self.cgroups.get(&job) else {
             return Err(());
         };
-        for (k, _) in self.managed.iter().filter(|(_, j)| *j == job) {
-            if !self.cgroup_members.contains(k) && cg.add_process(Self::actuate_key(k)).is_ok() {
-                self.cgroup_members.insert(*k);
+        for k in members {
+            if !self.cgroup_members.contains(&k) && cg.add_process(k).is_ok() {
+                self.cgroup_members.insert(k);
             }
         }
         Ok(())
@@ -782,13 +764,7 @@ impl Daemon {
             for (job, d) in duties {
                 if d < 1.0 {
                     if let (Some(duty), Some(jc)) = (&self.duty, self.cfg.jobs.get(job)) {
-                        let pids: Vec<_> = self
-                            .managed
-                            .iter()
-                            .filter(|(_, j)| *j == job)
-                            .map(|(k, _)| Self::actuate_key(k))
-                            .collect();
-                        let _ = duty.set(&jc.name, pids, d);
+                        let _ = duty.set(&jc.name, self.job_processes(job), d);
                     }
                 }
             }
@@ -797,7 +773,10 @@ impl Daemon {
         self.observe();
         let t2 = Instant::now();
         let mut d = self.policy.decide(&self.obs);
-        self.reserve_lc_cpus(&mut d);
+        if rescanned {
+            // LC threads only appear at a rescan, and only memtamer moves them
+            self.reserve_lc_cpus(&mut d);
+        }
         let t3 = Instant::now();
         let (ok, failed) = self.act(&d);
         self.stats.actions += ok;

@@ -138,6 +138,16 @@ pub struct ProcessInfo {
     pub kernel_thread: bool,
 }
 
+impl ProcessInfo {
+    /// Its identity across pid reuse.
+    pub fn key(&self) -> memtamer_actuate::ProcessKey {
+        memtamer_actuate::ProcessKey {
+            pid: self.pid,
+            start_time: self.start_time,
+        }
+    }
+}
+
 /// The fields of `/proc/PID/stat` the daemon uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatFields {

@@ -365,29 +365,13 @@ pub fn classify_keyed(
 ) -> Vec<(ProcessKey, Option<usize>)> {
     processes
         .iter()
-        .map(|p| (ProcessKey::of(p), job_of(p, selectors)))
+        .map(|p| (p.key(), job_of(p, selectors)))
         .collect()
 }
 
-/// Identifies a process across pid reuse: the kernel may hand a dead
-/// process's pid to a new one, but not with the same start time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ProcessKey {
-    /// Process id.
-    pub pid: i32,
-    /// Start time in clock ticks since boot (`/proc/PID/stat` field 22).
-    pub start_time: u64,
-}
-
-impl ProcessKey {
-    /// The key of a scanned process.
-    pub fn of(p: &ProcessInfo) -> ProcessKey {
-        ProcessKey {
-            pid: p.pid,
-            start_time: p.start_time,
-        }
-    }
-}
+/// Identifies a process across pid reuse (pid + start time): the type the
+/// actuators and the journal use, so keys pass between them unchanged.
+pub use memtamer_actuate::ProcessKey;
 
 /// A managed process whose job changed (typically after an `exec`, which
 /// keeps pid and start time but changes comm/exe).

@@ -631,19 +631,22 @@ impl Daemon {
         (ok, failed)
     }
 
+    /// The decision's budgets for BE jobs (a policy never budgets anything
+    /// else, but the daemon does not rely on it).
+    fn be_budgets(&self, d: &Decision) -> Vec<(usize, memtamer_core::CoreBudget)> {
+        d.job_budgets
+            .iter()
+            .map(|(job, b)| (*job as usize, *b))
+            .filter(|(job, _)| self.cfg.jobs.get(*job).map(|j| j.class) == Some(JobClass::Be))
+            .collect()
+    }
+
     /// Budgets through the duty cycler (the CPUs come with the per-thread
     /// affinities the composed policy emitted).
     fn act_budgets_duty(&mut self, d: &Decision) -> (u64, u64) {
         let (mut ok, mut failed) = (0, 0);
-        for (job, budget) in &d.job_budgets {
-            let job = *job as usize;
-            let Some(jc) = self.cfg.jobs.get(job) else {
-                continue;
-            };
-            if jc.class != JobClass::Be {
-                continue;
-            }
-            let Some(duty) = &self.duty else {
+        for (job, budget) in self.be_budgets(d) {
+            let (Some(duty), Some(jc)) = (&self.duty, self.cfg.jobs.get(job)) else {
                 continue;
             };
             let want = budget.duty_cycle;
@@ -668,14 +671,7 @@ impl Daemon {
     /// for a duty cycle, the freezer for a stopped job.
     fn act_budgets_cgroup(&mut self, d: &Decision) -> (u64, u64) {
         let (mut ok, mut failed) = (0, 0);
-        for (job, budget) in &d.job_budgets {
-            let job = *job as usize;
-            let Some(jc) = self.cfg.jobs.get(job) else {
-                continue;
-            };
-            if jc.class != JobClass::Be {
-                continue;
-            }
+        for (job, budget) in self.be_budgets(d) {
             if let Err(()) = self.ensure_cgroup(job) {
                 failed += 1;
                 continue;

@@ -56,6 +56,8 @@ pub fn probe_beside_pm(
         platform,
         vec![
             JobSpec {
+                start_cpus: None,
+                group: None,
                 name: "probe".into(),
                 class: Default::default(),
                 threads: 1,
@@ -68,6 +70,8 @@ pub fn probe_beside_pm(
                 },
             },
             JobSpec {
+                start_cpus: None,
+                group: None,
                 name: "pm".into(),
                 class: Default::default(),
                 threads: pm_threads,

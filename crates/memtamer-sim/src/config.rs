@@ -11,6 +11,15 @@ use memtamer_core::CpuSet;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Reserved region name: per request, the first DRAM region whose channels
+/// all lie on the socket of the core issuing it (first-touch allocation with
+/// NUMA balancing keeping a task's pages on its node; see docs/simulator.md).
+pub const LOCAL_DRAM: &str = "local-dram";
+
+/// Region index that addresses carry for [`LOCAL_DRAM`] (the engine resolves
+/// it per request); real regions use the indices below it.
+pub const LOCAL_DRAM_INDEX: u8 = u8::MAX;
+
 /// CPU and core-side parameters.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -59,6 +68,29 @@ pub struct UncoreParams {
     pub cha_to_imc_ns: f64,
     /// One-way socket-link (UPI) latency, ns.
     pub numa_link_ns: f64,
+    /// Which socket's request table tracks a remote request from its arrival
+    /// at the caching agents until its completion: the issuing socket's
+    /// (`requester`, the default) or that of the memory it goes to (`home`).
+    #[serde(default, skip_serializing_if = "RemoteTracking::is_requester")]
+    pub remote_tracking: RemoteTracking,
+}
+
+/// Where a remote request holds its request-table entry (see
+/// [`UncoreParams::remote_tracking`]).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RemoteTracking {
+    /// The issuing socket's table, across the link and back.
+    #[default]
+    Requester,
+    /// The table of the socket whose memory it accesses (its home agent).
+    Home,
+}
+
+impl RemoteTracking {
+    fn is_requester(&self) -> bool {
+        *self == RemoteTracking::Requester
+    }
 }
 
 /// Memory-controller parameters, per channel.
@@ -385,14 +417,27 @@ pub enum WorkloadSpec {
         #[serde(default = "default_rand")]
         pattern: Pattern,
     },
-    /// CPU-bound task with a compute/memory mix (sysbench prime, SPEC-like profiles).
+    /// CPU-bound task with a compute/memory mix (sysbench prime, SPEC-like
+    /// profiles): each iteration computes, then loads `mem_lines` lines and
+    /// waits for them (one work unit per iteration).
     Cpu {
-        /// Compute per iteration, ns.
-        compute_ns: f64,
-        /// Independent DRAM line loads per iteration.
-        #[serde(default)]
-        mem_lines: u32,
-        /// Region.
+        /// Compute per iteration, ns (required unless `profile` gives it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        compute_ns: Option<f64>,
+        /// DRAM line loads per iteration (default: the profile's, else 0).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mem_lines: Option<u32>,
+        /// `rand` (default): independent demand misses to random lines, each
+        /// holding a fill buffer; `seq`: the next lines of a sequential stream,
+        /// fetched by the L2 streamer (a streaming kernel such as a stencil).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pattern: Option<Pattern>,
+        /// A named SPEC CPU2017-like profile (`crate::workload::CPU_PROFILES`:
+        /// xalancbmk, perlbench, x264, mcf, omnetpp, fotonik3d) that gives
+        /// `compute_ns`, `mem_lines` and `pattern`; keys set here override it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        profile: Option<String>,
+        /// Region (`local-dram`: the DRAM of the issuing core's socket).
         #[serde(default = "default_dram")]
         region: String,
     },
@@ -476,6 +521,16 @@ pub struct JobSpec {
     pub threads: u32,
     /// Allowed CPUs in Linux list format; threads are placed round-robin over them.
     pub cpus: Option<String>,
+    /// Where the threads start (round-robin), when that differs from where
+    /// they may run: a placement policy then has room to move them (Ahn
+    /// Table 2 "ours" starts from the separated layout). Must lie in `cpus`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_cpus: Option<String>,
+    /// Jobs with the same group also report summed metrics under the group's
+    /// name (`GROUP.kops`, `GROUP.gbps`, `GROUP.pm_write_gbps`, ...), e.g. one
+    /// group for the per-socket jobs of one task type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// The workload.
     pub workload: WorkloadSpec,
 }
@@ -579,6 +634,11 @@ pub struct Scenario {
     /// Platform overrides, dotted keys (e.g. `memory.wpq_entries`).
     #[serde(default)]
     pub platform_set: BTreeMap<String, toml::Value>,
+    /// Named groups of overrides, `[variant.KEY.VALUE]` tables of `--set`
+    /// keys: a sweep over `KEY` (or `--set KEY=VALUE`) applies group `VALUE`,
+    /// e.g. a placement that moves two jobs at once.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub variant: BTreeMap<String, BTreeMap<String, BTreeMap<String, toml::Value>>>,
     /// Paper reference points.
     #[serde(default)]
     pub paper: Vec<PaperPoint>,
@@ -784,7 +844,16 @@ impl Platform {
                     format!("region {}: must be a power of two >= 64", r.name),
                 ));
             }
-            let mut sock = None;
+            if r.name == LOCAL_DRAM {
+                return Err(invalid(
+                    file,
+                    text,
+                    "name",
+                    format!("region name `{LOCAL_DRAM}` is reserved (the DRAM of the issuing core's socket)"),
+                ));
+            }
+            // a region may span sockets (PM interleaved over every node): a
+            // request is remote or local by the socket of the channel it reaches
             for cname in &r.channels {
                 let Some(c) = self.channels.iter().find(|c| &c.name == cname) else {
                     return Err(invalid(
@@ -809,15 +878,24 @@ impl Platform {
                         ),
                     ));
                 }
-                if *sock.get_or_insert(c.socket) != c.socket {
-                    return Err(invalid(
-                        file,
-                        text,
-                        "channels",
-                        format!("region {} spans sockets", r.name),
-                    ));
-                }
             }
+        }
+        if self.regions.len() >= LOCAL_DRAM_INDEX as usize {
+            return Err(invalid(
+                file,
+                text,
+                "region",
+                format!("at most {} regions", LOCAL_DRAM_INDEX),
+            ));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        if let Some(r) = self.regions.iter().find(|r| !names.insert(r.name.as_str())) {
+            return Err(invalid(
+                file,
+                text,
+                "name",
+                format!("region name `{}` is used twice", r.name),
+            ));
         }
         Ok(())
     }
@@ -839,6 +917,7 @@ impl Scenario {
             jobs,
             sweep: vec![],
             platform_set: BTreeMap::new(),
+            variant: BTreeMap::new(),
             paper: vec![],
             check: vec![],
             plot: vec![],
@@ -908,6 +987,51 @@ impl Scenario {
         if !(self.policy_window_us.is_finite() && self.policy_window_us >= 1.0) {
             return Err(invalid(file, text, "policy_window_us", "must be >= 1"));
         }
+        for (key, groups) in &self.variant {
+            const FIELDS: &[&str] = &[
+                "name",
+                "title",
+                "platform",
+                "duration_ms",
+                "warmup_ms",
+                "seed",
+                "policy",
+                "policy_window_us",
+                "job",
+                "sweep",
+                "platform_set",
+                "variant",
+                "paper",
+                "check",
+                "plot",
+            ];
+            if key.is_empty() || key.contains('.') || FIELDS.contains(&key.as_str()) {
+                return Err(invalid(
+                    file,
+                    text,
+                    "variant",
+                    format!("variant `{key}`: a variant key is a plain name that is not a scenario field"),
+                ));
+            }
+            if groups.is_empty() {
+                return Err(invalid(
+                    file,
+                    text,
+                    "variant",
+                    format!("variant `{key}` has no values"),
+                ));
+            }
+            for (value, sets) in groups {
+                if let Some(k) = sets.keys().find(|k| self.variant.contains_key(k.as_str())) {
+                    return Err(invalid(
+                        file,
+                        text,
+                        "variant",
+                        format!("variant `{key}.{value}` sets variant `{k}`: variants do not nest"),
+                    ));
+                }
+            }
+        }
         let mut names = std::collections::BTreeSet::new();
         for j in &self.jobs {
             if !names.insert(j.name.as_str()) {
@@ -917,6 +1041,16 @@ impl Scenario {
                     "name",
                     format!("job name `{}` is used twice", j.name),
                 ));
+            }
+            if let Some(g) = &j.group {
+                if g.is_empty() || self.jobs.iter().any(|o| &o.name == g) {
+                    return Err(invalid(
+                        file,
+                        text,
+                        "group",
+                        format!("job {}: group `{g}` is empty or a job's name", j.name),
+                    ));
+                }
             }
             if j.threads > 256 {
                 return Err(invalid(
@@ -1046,7 +1180,63 @@ fn check_schedule(
     }
 }
 
+/// The resolved parameters of a `cpu` workload (its profile, if any, with
+/// the keys set beside it applied on top).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuWork {
+    /// Compute per iteration, ns.
+    pub compute_ns: f64,
+    /// DRAM line loads per iteration.
+    pub mem_lines: u32,
+    /// `rand` or `seq`.
+    pub pattern: Pattern,
+}
+
 impl WorkloadSpec {
+    /// For a `cpu` workload: its profile (if named) overridden by the keys
+    /// set beside it. An error names an unknown profile or a missing
+    /// `compute_ns`; other workloads give an error too.
+    pub fn cpu_params(&self) -> Result<CpuWork, String> {
+        let WorkloadSpec::Cpu {
+            compute_ns,
+            mem_lines,
+            pattern,
+            profile,
+            ..
+        } = self
+        else {
+            return Err("not a cpu workload".into());
+        };
+        let base = match profile {
+            Some(name) => {
+                let p = crate::workload::cpu_profile(name).ok_or_else(|| {
+                    format!(
+                        "unknown profile `{name}` (known: {})",
+                        crate::workload::CPU_PROFILES
+                            .iter()
+                            .map(|p| p.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })?;
+                Some(CpuWork {
+                    compute_ns: p.compute_ns,
+                    mem_lines: p.mem_lines,
+                    pattern: p.pattern,
+                })
+            }
+            None => None,
+        };
+        let compute_ns = compute_ns
+            .or(base.map(|b| b.compute_ns))
+            .ok_or("compute_ns is required (or a profile)")?;
+        Ok(CpuWork {
+            compute_ns,
+            mem_lines: mem_lines.or(base.map(|b| b.mem_lines)).unwrap_or(0),
+            pattern: pattern.or(base.map(|b| b.pattern)).unwrap_or(Pattern::Rand),
+        })
+    }
+
     /// Checks value ranges; on error, the offending field and why.
     fn validate(&self) -> Result<(), (&'static str, String)> {
         let check = |name: &'static str, v: f64, min: f64| {
@@ -1132,7 +1322,24 @@ impl WorkloadSpec {
                 )
             }
             WorkloadSpec::LatencyProbe { .. } => Ok(()),
-            WorkloadSpec::Cpu { compute_ns, .. } => check("compute_ns", *compute_ns, 1.0),
+            WorkloadSpec::Cpu { .. } => {
+                let c = self.cpu_params().map_err(|m| {
+                    let key = if m.starts_with("compute_ns") {
+                        "compute_ns"
+                    } else {
+                        "profile"
+                    };
+                    (key, m)
+                })?;
+                check("compute_ns", c.compute_ns, 1.0)?;
+                if c.pattern == Pattern::Stride {
+                    return Err((
+                        "pattern",
+                        "a cpu workload's pattern is rand or seq".to_string(),
+                    ));
+                }
+                Ok(())
+            }
             WorkloadSpec::LcServer {
                 rate_kops,
                 compute_ns,
@@ -1176,8 +1383,47 @@ pub fn set_dotted(root: &mut toml::Value, key: &str, v: toml::Value) -> Result<(
 }
 
 /// Applies one scenario override. Keys: top-level fields (`duration_ms`),
-/// `job.NAME.FIELD` and `job.NAME.workload.FIELD`, and `platform.SECTION.FIELD`.
+/// `job.NAME.FIELD` and `job.NAME.workload.FIELD`, `platform.SECTION.FIELD`,
+/// and a variant key (`[variant.KEY.VALUE]`), whose value names the group of
+/// overrides to apply (a string, or an integer for numeric names).
 pub fn apply_override(root: &mut toml::Value, key: &str, v: toml::Value) -> Result<(), String> {
+    // a variant key applies its named group of overrides
+    let group = root
+        .get("variant")
+        .and_then(|t| t.get(key))
+        .and_then(|g| g.as_table())
+        .cloned();
+    if let Some(groups) = group {
+        let name = match &v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            _ => {
+                return Err(format!(
+                    "variant `{key}` takes the name of one of its values"
+                ))
+            }
+        };
+        let name = name.as_str();
+        let sets = groups
+            .get(name)
+            .and_then(|t| t.as_table())
+            .ok_or_else(|| {
+                format!(
+                    "variant `{key}` has no value `{name}` (has: {})",
+                    groups.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            })?
+            .clone();
+        for (k, val) in sets {
+            if root.get("variant").and_then(|t| t.get(&k)).is_some() {
+                return Err(format!(
+                    "variant `{key}.{name}` sets variant `{k}`: variants do not nest"
+                ));
+            }
+            apply_override(root, &k, val)?;
+        }
+        return Ok(());
+    }
     if let Some(rest) = key.strip_prefix("platform.") {
         let table = root.as_table_mut().ok_or("scenario is not a table")?;
         let ps = table

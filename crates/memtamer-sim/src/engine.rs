@@ -6,7 +6,10 @@
 //! server being busy. Events are ordered by (time, sequence number), so a run
 //! is a pure function of the scenario and the seed.
 
-use crate::config::{MemKind, Platform, PmWriteCompletion, Scenario, WorkloadSpec};
+use crate::config::{
+    MemKind, Platform, PmWriteCompletion, RemoteTracking, Scenario, WorkloadSpec, LOCAL_DRAM,
+    LOCAL_DRAM_INDEX,
+};
 use crate::histogram::Histogram;
 use crate::pmdimm::{DimmCounters, PmDimm};
 use crate::rng::Rng;
@@ -117,8 +120,12 @@ struct Req {
     pm: bool,
     remote: bool,
     src_socket: u32,
-    /// A remote request holds an entry of its home socket's request buffer
-    /// from leaving the caching agent until its completion comes back.
+    /// The socket whose request table (overflow buffer and ingress) tracks
+    /// it: the issuing socket, or for a remote request with
+    /// `uncore.remote_tracking = "home"` the socket of its channel.
+    ts: u32,
+    /// A remote request holds an entry of its tracking socket's request
+    /// buffer from reaching the caching agents until its completion comes back.
     holds: bool,
     /// Issued outside a PM request (no `PmBegin`/`PmEnd` around it): a PM
     /// line is counted in the thread's PM traffic on its own, at completion.
@@ -254,9 +261,10 @@ struct Channel {
     counters: ChannelCounters,
 }
 
+/// An address range interleaved over channels. A request is local or remote
+/// by the socket of the channel it is routed to (a region may span sockets).
 struct Region {
     kind: MemKind,
-    socket: u32,
     targets: Vec<u32>,
     gran: u64,
 }
@@ -372,6 +380,9 @@ pub struct Engine {
     /// Channel of each DIMM.
     dimm_channel: Vec<u32>,
     regions: Vec<Region>,
+    /// Per socket, the region `local-dram` resolves to (the first DRAM region
+    /// whose channels all lie on that socket).
+    local_dram: Vec<Option<usize>>,
     reqs: Vec<Req>,
     free_reqs: Vec<u32>,
     gate: Gate,
@@ -394,6 +405,9 @@ pub struct Engine {
     overflow_cap: u32,
     cha_to_imc: Ps,
     link: Ps,
+    /// Remote requests are tracked by the request table of their channel's
+    /// socket (`uncore.remote_tracking = "home"`), not the issuing one's.
+    remote_home: bool,
     rpq_cap: u32,
     wpq_cap: u32,
     drain_hi: u32,
@@ -527,16 +541,26 @@ impl Engine {
                     .filter_map(|n| p.channels.iter().position(|c| &c.name == n))
                     .map(|i| i as u32)
                     .collect();
-                let socket = idx.first().map_or(0, |&i| p.channels[i as usize].socket);
                 Region {
                     kind: r.kind,
-                    socket,
                     targets: idx,
                     gran: r.interleave_bytes,
                 }
             })
             .collect();
+        let local_dram: Vec<Option<usize>> = (0..p.cpu.sockets)
+            .map(|s| {
+                regions.iter().position(|r| {
+                    r.kind == MemKind::Dram
+                        && !r.targets.is_empty()
+                        && r.targets.iter().all(|&c| channels[c as usize].socket == s)
+                })
+            })
+            .collect();
         let region_of = |name: &str| -> Option<u8> {
+            if name == LOCAL_DRAM {
+                return Some(LOCAL_DRAM_INDEX);
+            }
             p.regions
                 .iter()
                 .position(|r| r.name == name)
@@ -556,6 +580,7 @@ impl Engine {
             dimms,
             dimm_channel,
             regions,
+            local_dram,
             reqs: Vec::new(),
             free_reqs: Vec::new(),
             gate: Gate::default(),
@@ -576,6 +601,7 @@ impl Engine {
             overflow_cap: p.uncore.request_table,
             cha_to_imc: ps(p.uncore.cha_to_imc_ns),
             link: ps(p.uncore.numa_link_ns),
+            remote_home: p.uncore.remote_tracking == RemoteTracking::Home,
             rpq_cap: p.memory.rpq_entries,
             wpq_cap: p.memory.wpq_entries,
             drain_hi: p.memory.write_drain_high,
@@ -626,6 +652,14 @@ impl Engine {
             }
             // every region the workload names must exist
             let names = workload_regions(&job.workload);
+            if names.iter().any(|n| n == LOCAL_DRAM) {
+                if let Some(s) = eng.local_dram.iter().position(|r| r.is_none()) {
+                    return Err(format!(
+                        "job {}: region `{LOCAL_DRAM}` needs a DRAM region on every socket, and platform {} has none whose channels all lie on socket {s}",
+                        job.name, p.name
+                    ));
+                }
+            }
             for n in &names {
                 if region_of(n).is_none() {
                     return Err(format!(
@@ -640,7 +674,22 @@ impl Engine {
                     ));
                 }
             }
-            let allowed_list: Vec<u32> = allowed.iter().map(|c| c as u32).collect();
+            let start = match &job.start_cpus {
+                Some(c) => {
+                    let s = CpuSet::parse_list(c)
+                        .map_err(|e| format!("job {}: start_cpus: {e}", job.name))?;
+                    if s.is_empty() || s.intersect(&allowed) != s {
+                        return Err(format!(
+                            "job {}: start_cpus {c} must be a non-empty subset of its cpus",
+                            job.name
+                        ));
+                    }
+                    Some(s)
+                }
+                None => job.cpus.as_ref().map(|_| allowed),
+            };
+            let allowed_list: Vec<u32> =
+                start.unwrap_or(allowed).iter().map(|c| c as u32).collect();
             let (gated, mean) = match &job.workload {
                 WorkloadSpec::PmStream { gated, .. } => (*gated, 0.0),
                 WorkloadSpec::LcServer { rate_kops, .. } => (true, 1e9 / rate_kops),
@@ -650,7 +699,7 @@ impl Engine {
                 let tid = eng.threads.len() as u32;
                 let slot = tid;
                 let gen = Generator::new(&job.workload, slot, &|n| region_of(n).unwrap_or(0));
-                let cpu = if job.cpus.is_some() {
+                let cpu = if start.is_some() {
                     allowed_list[i as usize % allowed_list.len()]
                 } else {
                     let c = next_cpu % ncpus;
@@ -1272,8 +1321,19 @@ impl Engine {
 
     // ------------------------------------------------------------- requests
 
-    fn route(&self, addr: u64) -> (u32, u32, u64, bool, u32) {
-        let idx = (addr >> REGION_SHIFT) as usize;
+    /// Channel, DIMM, device address, PM?, and the channel's socket of a line
+    /// issued from socket `src` (which `local-dram` resolves by).
+    fn route(&self, addr: u64, src: u32) -> (u32, u32, u64, bool, u32) {
+        let mut idx = (addr >> REGION_SHIFT) as usize;
+        if idx == LOCAL_DRAM_INDEX as usize {
+            // validated at construction: every socket has one
+            idx = self
+                .local_dram
+                .get(src as usize)
+                .copied()
+                .flatten()
+                .unwrap_or(0);
+        }
         let r = &self.regions[if idx < self.regions.len() { idx } else { 0 }];
         let off = addr & ((1 << REGION_SHIFT) - 1);
         let n = r.targets.len() as u64;
@@ -1288,8 +1348,14 @@ impl Engine {
                 ((chunk / n) << shift) | (off & (r.gran - 1)),
             )
         };
-        let dimm = self.channels[ch as usize].dimm.unwrap_or(u32::MAX);
-        (ch, dimm, dev, r.kind == MemKind::Pm, r.socket)
+        let c = &self.channels[ch as usize];
+        (
+            ch,
+            c.dimm.unwrap_or(u32::MAX),
+            dev,
+            r.kind == MemKind::Pm,
+            c.socket,
+        )
     }
 
     fn alloc_req(&mut self, r: Req) -> u32 {
@@ -1336,8 +1402,9 @@ impl Engine {
         kind: ReqKind,
         chain: Chain,
     ) -> u32 {
-        let (channel, dimm, dev, pm, socket) = self.route(addr);
+        let (channel, dimm, dev, pm, socket) = self.route(addr, src_socket);
         let line_level = self.threads[tid as usize].pm_req.is_none();
+        let remote = socket != src_socket;
         self.alloc_req(Req {
             tid,
             core,
@@ -1348,8 +1415,13 @@ impl Engine {
             dimm,
             dev,
             pm,
-            remote: socket != src_socket,
+            remote,
             src_socket,
+            ts: if remote && self.remote_home {
+                socket
+            } else {
+                src_socket
+            },
             holds: false,
             line_level,
         })
@@ -1357,7 +1429,8 @@ impl Engine {
 
     /// Re-targets a request at a new address and kind and sends it again.
     fn restage(&mut self, r: u32, addr: u64, kind: ReqKind, chain: Chain) {
-        let (channel, dimm, dev, pm, socket) = self.route(addr);
+        let src = self.reqs[r as usize].src_socket;
+        let (channel, dimm, dev, pm, socket) = self.route(addr, src);
         let q = &mut self.reqs[r as usize];
         q.kind = kind;
         q.chain = chain;
@@ -1367,6 +1440,11 @@ impl Engine {
         q.dev = dev;
         q.pm = pm;
         q.remote = socket != q.src_socket;
+        q.ts = if q.remote && self.remote_home {
+            socket
+        } else {
+            q.src_socket
+        };
         self.send(r);
     }
 
@@ -1381,7 +1459,7 @@ impl Engine {
     }
 
     fn at_imc(&mut self, r: u32) {
-        let s = self.reqs[r as usize].src_socket as usize;
+        let s = self.reqs[r as usize].ts as usize;
         if self.stalled[s].is_empty() {
             self.try_enter(r);
         } else {
@@ -1396,7 +1474,7 @@ impl Engine {
     fn try_enter(&mut self, r: u32) {
         let q = self.reqs[r as usize];
         let c = q.channel as usize;
-        let s = q.src_socket as usize;
+        let s = q.ts as usize;
         if q.remote && !q.holds {
             // a remote request is tracked at home until it completes
             if self.overflow_used[s] < self.overflow_cap {
@@ -1682,7 +1760,7 @@ impl Engine {
             }
             let q = self.reqs[r as usize];
             if !q.holds {
-                self.release_overflow(q.src_socket);
+                self.release_overflow(q.ts);
             }
         }
     }
@@ -1691,7 +1769,7 @@ impl Engine {
     fn complete(&mut self, r: u32) {
         if self.reqs[r as usize].holds {
             self.reqs[r as usize].holds = false;
-            self.release_overflow(self.reqs[r as usize].src_socket);
+            self.release_overflow(self.reqs[r as usize].ts);
         }
         let q = self.reqs[r as usize];
         let tid = q.tid;
@@ -2155,6 +2233,69 @@ fn workload_regions(w: &WorkloadSpec) -> Vec<String> {
                 v.push(pm_region.clone());
             }
             v
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::load_platform;
+    use crate::workload::addr;
+
+    fn ahn_engine() -> Engine {
+        let p = load_platform("ahn", &Default::default()).unwrap();
+        let s = Scenario::with_jobs("t", "ahn", vec![]);
+        let cfg = EngineConfig {
+            seed: 1,
+            warmup: 0,
+            duration: NS,
+            window: 1000 * NS,
+            sampler: None,
+        };
+        Engine::new(&p, &s, &cfg).unwrap()
+    }
+
+    fn region(p: &Platform, name: &str) -> u8 {
+        p.regions.iter().position(|r| r.name == name).unwrap() as u8
+    }
+
+    #[test]
+    fn a_region_over_both_sockets_is_remote_by_the_channel_reached() {
+        let e = ahn_engine();
+        let p = load_platform("ahn", &Default::default()).unwrap();
+        let all = region(&p, "pm-all");
+        // 4 KB chunks go round-robin over A0..F0, A1..F1
+        for chunk in 0..24u64 {
+            let a = addr(all, 0, chunk * 4096 + 64);
+            let (ch, _, _, pm, socket) = e.route(a, 0);
+            assert!(pm);
+            assert_eq!(ch as u64, chunk % 12);
+            assert_eq!(socket, if chunk % 12 < 6 { 0 } else { 1 }, "chunk {chunk}");
+        }
+        // single-socket regions keep their socket
+        let pm1 = region(&p, "pm1");
+        assert_eq!(e.route(addr(pm1, 0, 0), 0).4, 1);
+        let pm = region(&p, "pm");
+        assert_eq!(e.route(addr(pm, 0, 0), 1).4, 0);
+    }
+
+    #[test]
+    fn local_dram_resolves_to_the_issuing_sockets_dram() {
+        let e = ahn_engine();
+        for src in 0..2u32 {
+            for off in [0u64, 256, 4096, 1 << 20] {
+                let (ch, dimm, _, pm, socket) = e.route(addr(LOCAL_DRAM_INDEX, 3, off), src);
+                assert!(!pm);
+                assert_eq!(socket, src);
+                assert_eq!(e.channels[ch as usize].socket, src);
+                // same channel choice as the socket's own DRAM region
+                let own = if src == 0 { 0 } else { 2 };
+                assert_eq!((ch, dimm), {
+                    let r = e.route(addr(own, 3, off), src);
+                    (r.0, r.1)
+                });
+            }
         }
     }
 }

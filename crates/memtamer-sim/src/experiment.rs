@@ -9,6 +9,8 @@ use memtamer_core::core_spec::{CoreSpec, CoreSpecParams};
 use memtamer_core::isolation::{Isolation, IsolationKind, IsolationParams};
 use memtamer_core::pats::{Pats, PatsCalibrated};
 use memtamer_core::pats_adaptive::PatsAdaptive;
+use memtamer_core::placement::{Placement, PlacementParams};
+use memtamer_core::topology::Topology;
 use memtamer_core::CpuSet;
 use memtamer_core::{Baseline, FixedGate, Policy};
 use serde::Serialize;
@@ -134,6 +136,14 @@ pub const SCENARIOS: &[Builtin] = &[
         include_str!("../builtin/scenarios/ahn-fig2a.toml"),
     ),
     (
+        "ahn-fig4",
+        include_str!("../builtin/scenarios/ahn-fig4.toml"),
+    ),
+    (
+        "ahn-table2",
+        include_str!("../builtin/scenarios/ahn-table2.toml"),
+    ),
+    (
         "kit-fig5",
         include_str!("../builtin/scenarios/kit-fig5.toml"),
     ),
@@ -189,7 +199,7 @@ pub fn policy_by_name(name: &str, platform: &Platform) -> Result<Box<dyn Policy>
 }
 
 /// Every policy name `policy_by_name` knows, for error messages.
-const KNOWN_POLICIES: &str = "baseline, gate:N, pats, pats:T_MC (T_MC in [0, 1]), pats-calibrated (this platform, calibrated), pats-calibrated:MODEL.toml, pats-adaptive, pats-adaptive:MAX_LOSS (in (0, 1]), dicio, caladan-pm[:PM_GBPS[:DRAM_GBPS]], pm-counter-only, core-spec[:N_PM_CPUS], and compositions such as dicio+core-spec:3";
+const KNOWN_POLICIES: &str = "baseline, gate:N, pats, pats:T_MC (T_MC in [0, 1]), pats-calibrated (this platform, calibrated), pats-calibrated:MODEL.toml, pats-adaptive, pats-adaptive:MAX_LOSS (in (0, 1]), dicio, caladan-pm[:PM_GBPS[:DRAM_GBPS]], pm-counter-only, core-spec[:N_PM_CPUS], placement, and compositions such as dicio+core-spec:3";
 
 fn single_policy(name: &str, platform: &Platform) -> Result<Box<dyn Policy>, SimError> {
     let unknown = || SimError::Unknown {
@@ -243,8 +253,34 @@ fn single_policy(name: &str, platform: &Platform) -> Result<Box<dyn Policy>, Sim
             Ok(Box::new(isolation_policy(name, platform)?))
         }
         ("core-spec", _) => Ok(Box::new(core_spec_policy(name, platform)?)),
+        ("placement", None) => Ok(Box::new(placement_policy(platform)?)),
         _ => Err(unknown()),
     }
+}
+
+/// Period of the simulator's `placement` policy, ms: a simulated run lasts
+/// milliseconds, so placement runs every millisecond (the daemon's default
+/// is 100 ms); the golden test configures the daemon with the same values.
+pub const SIM_PLACEMENT_PERIOD_MS: u64 = 1;
+/// Hysteresis of the simulator's `placement` policy, ms.
+pub const SIM_PLACEMENT_RESIDENCY_MS: u64 = 10;
+
+/// Ahn §3.3 placement over the platform's scheduling-domain tree, with the
+/// paper's parameters and the simulator's period and hysteresis.
+pub fn placement_policy(platform: &Platform) -> Result<Placement, SimError> {
+    let facts = crate::topology::platform_cpu_facts(platform);
+    let topology = Topology::build(&facts, &[]).map_err(|e| SimError::Invalid {
+        file: platform.name.clone(),
+        line: 0,
+        key: "cpu".into(),
+        message: format!("the platform's CPUs do not form a topology: {e}"),
+    })?;
+    let params = PlacementParams {
+        period_ns: SIM_PLACEMENT_PERIOD_MS * 1_000_000,
+        min_residency_ns: SIM_PLACEMENT_RESIDENCY_MS * 1_000_000,
+        ..PlacementParams::default()
+    };
+    Ok(Placement::new(topology, params))
 }
 
 /// `dicio`, `caladan-pm[:PM_GBPS[:DRAM_GBPS]]` or `pm-counter-only`, with
@@ -318,6 +354,7 @@ fn composed_policy(name: &str, platform: &Platform) -> Result<Box<dyn Policy>, S
         known: KNOWN_POLICIES.into(),
     };
     let (mut iso, mut cs, mut gate) = (None, None, None);
+    let mut placement: Option<Box<dyn Policy>> = None;
     for part in name.split('+') {
         let kind = part.split(':').next().unwrap_or_default();
         match kind {
@@ -325,13 +362,16 @@ fn composed_policy(name: &str, platform: &Platform) -> Result<Box<dyn Policy>, S
                 iso = Some(isolation_policy(part, platform)?)
             }
             "core-spec" if cs.is_none() => cs = Some(core_spec_policy(part, platform)?),
+            "placement" if placement.is_none() && part == "placement" => {
+                placement = Some(Box::new(placement_policy(platform)?))
+            }
             "pats" | "pats-calibrated" | "pats-adaptive" | "gate" if gate.is_none() => {
                 gate = Some(single_policy(part, platform)?)
             }
             _ => return Err(unknown()),
         }
     }
-    Ok(Box::new(Composite::new(iso, None, cs, gate)))
+    Ok(Box::new(Composite::new(iso, placement, cs, gate)))
 }
 
 /// N of PATS Eq. 3: the PM channels of the platform's `pm` region.
@@ -559,6 +599,31 @@ pub fn metrics(scenario: &Scenario, platform: &Platform, r: &RunResult) -> BTree
                 }
             }
         }
+    }
+    // summed metrics of job groups, in the order groups first appear
+    let mut groups: Vec<(&str, [f64; 5])> = Vec::new();
+    for (job, spec) in r.jobs.iter().zip(scenario.jobs.iter()) {
+        let Some(g) = spec.group.as_deref() else {
+            continue;
+        };
+        let v = [
+            job.bytes as f64,
+            job.units as f64,
+            job.pm.read_bytes as f64,
+            job.pm.write_bytes as f64,
+            (job.dram.read_bytes + job.dram.write_bytes) as f64,
+        ];
+        match groups.iter_mut().find(|(n, _)| *n == g) {
+            Some((_, t)) => t.iter_mut().zip(v).for_each(|(a, b)| *a += b),
+            None => groups.push((g, v)),
+        }
+    }
+    for (g, t) in groups {
+        m.insert(format!("{g}.gbps"), t[0] / s / 1e9);
+        m.insert(format!("{g}.kops"), t[1] / s / 1e3);
+        m.insert(format!("{g}.pm_read_gbps"), t[2] / s / 1e9);
+        m.insert(format!("{g}.pm_write_gbps"), t[3] / s / 1e9);
+        m.insert(format!("{g}.dram_gbps"), t[4] / s / 1e9);
     }
     let mut tot = [0u64; 4];
     for (name, d) in &r.dimms {

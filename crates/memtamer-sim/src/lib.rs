@@ -16,9 +16,11 @@ pub mod histogram;
 pub mod pmdimm;
 pub mod report;
 pub mod rng;
+pub mod topology;
 pub mod validate;
 pub mod workload;
 
 pub use config::{Platform, Scenario};
 pub use error::SimError;
 pub use experiment::{run_scenario, PointResult, RunOptions, ScenarioResult};
+pub use topology::platform_cpu_facts;

@@ -41,6 +41,8 @@ pub struct Validation {
 
 fn job(name: &str, threads: u32, cpus: &str, workload: WorkloadSpec) -> JobSpec {
     JobSpec {
+        start_cpus: None,
+        group: None,
         name: name.into(),
         class: Default::default(),
         threads,

@@ -151,6 +151,8 @@ fn overrides_reject_unknown_jobs_and_keys() {
 
 fn writer(name: &str, cpu: u32, bytes: u64) -> JobSpec {
     JobSpec {
+        start_cpus: None,
+        group: None,
         name: name.into(),
         class: Default::default(),
         threads: 1,
@@ -245,6 +247,8 @@ fn antagonist_wa(pattern: Pattern) -> f64 {
     let mut s = demo_point(0);
     s.platform = "dicio".into();
     s.jobs = vec![JobSpec {
+        start_cpus: None,
+        group: None,
         name: "be".into(),
         class: Default::default(),
         threads: 1,
@@ -281,13 +285,17 @@ fn bad_job_region_is_an_error_not_a_panic() {
 
 fn cpu_job(name: &str, cpus: &str) -> JobSpec {
     JobSpec {
+        start_cpus: None,
+        group: None,
         name: name.into(),
         class: Default::default(),
         threads: 1,
         cpus: Some(cpus.into()),
         workload: WorkloadSpec::Cpu {
-            compute_ns: 1000.0,
-            mem_lines: 0,
+            compute_ns: Some(1000.0),
+            mem_lines: None,
+            pattern: None,
+            profile: None,
             region: "dram".into(),
         },
     }
@@ -518,6 +526,8 @@ fn workload(text: &str) -> WorkloadSpec {
 
 fn job(name: &str, class: &str, cpus: &str, wl: &str) -> JobSpec {
     JobSpec {
+        start_cpus: None,
+        group: None,
         name: name.into(),
         class: parse_value(&format!("\"{class}\"")).try_into().unwrap(),
         threads: 1,
@@ -867,4 +877,247 @@ fn scheduled_antagonist_and_lc_mix_give_byte_identical_json() {
     let b = serde_json::to_string(&experiment::run_scenario(&s, &opts).unwrap()).unwrap();
     assert_eq!(a, b);
     assert!(a.contains("lc.p90_us"));
+}
+
+// ------------------------------------------------------------ Ahn (APSys'24)
+
+/// Mean dependent-load latency of one probe thread on CPU 0 (socket 0).
+fn probe_latency(region: &str) -> f64 {
+    let mut s = Scenario::with_jobs(
+        "probe",
+        "ahn",
+        vec![job(
+            "lat",
+            "unmanaged",
+            "0",
+            &format!("{{ kind = \"latency_probe\", region = \"{region}\" }}"),
+        )],
+    );
+    s.duration_ms = 0.5;
+    s.warmup_ms = 0.05;
+    let (p, r) = run_point(&s, None).unwrap();
+    metrics(&s, &p, &r)["lat.latency_ns"]
+}
+
+#[test]
+fn pm_interleaved_over_both_sockets_is_half_local_half_remote() {
+    let local = probe_latency("pm");
+    let remote = probe_latency("pm1");
+    let all = probe_latency("pm-all");
+    assert!(remote > local + 40.0, "remote {remote} local {local}");
+    let mid = (local + remote) / 2.0;
+    assert!(
+        (all - mid).abs() < 0.05 * mid,
+        "pm-all {all}, local {local}, remote {remote}"
+    );
+    // node-local DRAM from socket 0 is the socket's own DRAM
+    let own = probe_latency("dram");
+    let local_dram = probe_latency("local-dram");
+    assert!(
+        (own - local_dram).abs() < 0.02 * own,
+        "{own} vs {local_dram}"
+    );
+    assert!(probe_latency("dram1") > own + 40.0);
+}
+
+#[test]
+fn local_dram_needs_a_dram_region_on_every_socket() {
+    let text = experiment::PLATFORMS
+        .iter()
+        .find(|(n, _)| *n == "ahn")
+        .unwrap()
+        .1;
+    // drop socket 1's DRAM region
+    let cut = text.replace(
+        "name = \"dram1\"\nkind = \"dram\"",
+        "name = \"dram1x\"\nkind = \"pm\"",
+    );
+    let cut = cut.replace(
+        "channels = [\"A1\", \"B1\", \"C1\", \"D1\", \"E1\", \"F1\"]\ninterleave_bytes = 256",
+        "channels = [\"A1\", \"B1\", \"C1\", \"D1\", \"E1\", \"F1\"]\ninterleave_bytes = 4096",
+    );
+    let p = Platform::parse("cut.toml", &cut).unwrap();
+    assert!(!p.regions.iter().any(|r| r.name == "dram1"
+        || (r.kind == memtamer_sim::config::MemKind::Dram && r.channels[0].ends_with('1'))));
+    let s = Scenario::with_jobs(
+        "t",
+        "ahn",
+        vec![job(
+            "spec",
+            "unmanaged",
+            "0",
+            "{ kind = \"cpu\", profile = \"mcf\", region = \"local-dram\" }",
+        )],
+    );
+    let cfg = EngineConfig {
+        seed: 1,
+        warmup: 0,
+        duration: 1_000_000,
+        window: 1_000_000,
+        sampler: None,
+    };
+    let err = Engine::new(&p, &s, &cfg).err().expect("must fail");
+    assert!(
+        err.contains("local-dram") && err.contains("socket 1"),
+        "{err}"
+    );
+    // and a platform may not define a region of that name
+    let named = text.replacen("name = \"pm1\"", "name = \"local-dram\"", 1);
+    let err = Platform::parse("named.toml", &named)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("reserved"), "{err}");
+}
+
+#[test]
+fn spec_profiles_alone_run_at_their_published_ipc() {
+    use memtamer_sim::workload::{CPU_PROFILES, PROFILE_CLOCK_GHZ};
+    let mut bw = BTreeMap::new();
+    for p in CPU_PROFILES {
+        let mut s = Scenario::with_jobs(
+            "solo",
+            "ahn",
+            vec![job(
+                "spec",
+                "unmanaged",
+                "0",
+                &format!(
+                    "{{ kind = \"cpu\", profile = \"{}\", region = \"local-dram\" }}",
+                    p.name
+                ),
+            )],
+        );
+        s.duration_ms = 2.0;
+        s.warmup_ms = 0.2;
+        let (plat, r) = run_point(&s, None).unwrap();
+        let m = metrics(&s, &plat, &r);
+        let ipc = m["spec.kops"] * 1e3 * p.instructions() / (PROFILE_CLOCK_GHZ * 1e9);
+        assert!(
+            (ipc / p.ipc - 1.0).abs() < 0.03,
+            "{}: IPC {ipc} vs {}",
+            p.name,
+            p.ipc
+        );
+        bw.insert(p.name, m["spec.dram_gbps"]);
+    }
+    // Ahn §4.1: mcf, omnetpp, fotonik3d use ~78x the memory bandwidth of the others
+    let high = (bw["mcf"] + bw["omnetpp"] + bw["fotonik3d"]) / 3.0;
+    let low = (bw["xalancbmk"] + bw["perlbench"] + bw["x264"]) / 3.0;
+    assert!((60.0..=100.0).contains(&(high / low)), "{bw:?}");
+}
+
+#[test]
+fn cpu_workload_keys_override_its_profile() {
+    let w = workload("{ kind = \"cpu\", profile = \"fotonik3d\", mem_lines = 4 }");
+    let c = w.cpu_params().unwrap();
+    let p = memtamer_sim::workload::cpu_profile("fotonik3d").unwrap();
+    assert_eq!(
+        (c.compute_ns, c.mem_lines, c.pattern),
+        (p.compute_ns, 4, Pattern::Seq)
+    );
+    let w = workload("{ kind = \"cpu\", compute_ns = 10.0 }");
+    assert_eq!(w.cpu_params().unwrap().mem_lines, 0);
+    let mut s = demo_point(1);
+    s.jobs[0].workload = workload("{ kind = \"cpu\", profile = \"gcc\" }");
+    let err = s
+        .with_overrides(&[("duration_ms".into(), toml::Value::Float(1.0))])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown profile `gcc`"), "{err}");
+    let err = Scenario::parse(
+        "x.toml",
+        "name = \"x\"\ntitle = \"t\"\nplatform = \"ahn\"\nduration_ms = 1.0\n\n[[job]]\nname = \"a\"\nthreads = 1\nworkload = { kind = \"cpu\" }\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("compute_ns"), "{err}");
+}
+
+#[test]
+fn variants_apply_named_groups_of_overrides() {
+    let s = load_scenario("ahn-fig4").unwrap();
+    let b = s
+        .with_overrides(&[("placement".into(), parse_value("blended"))])
+        .unwrap();
+    let cpus = |s: &Scenario, j: &str| {
+        s.jobs
+            .iter()
+            .find(|x| x.name == j)
+            .and_then(|x| x.cpus.clone())
+            .unwrap()
+    };
+    assert_eq!(cpus(&b, "spec"), "0,1");
+    assert_eq!(cpus(&b, "fio"), "32,33");
+    let err = s
+        .with_overrides(&[("placement".into(), parse_value("mixed"))])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("has no value `mixed`") && err.contains("blended"),
+        "{err}"
+    );
+    // numeric variant names (the x axis of ahn-table2)
+    let t = load_scenario("ahn-table2").unwrap();
+    let t8 = t.with_overrides(&[("n".into(), parse_value("8"))]).unwrap();
+    assert!(t8.jobs.iter().all(|j| j.threads == 4));
+}
+
+#[test]
+fn job_groups_sum_their_jobs_metrics() {
+    let s = load_scenario("ahn-table2").unwrap();
+    let s = s
+        .with_overrides(&[
+            ("n".into(), parse_value("4")),
+            ("profile".into(), parse_value("omnetpp")),
+            ("placement".into(), parse_value("blended")),
+            ("duration_ms".into(), toml::Value::Float(0.3)),
+            ("warmup_ms".into(), toml::Value::Float(0.1)),
+        ])
+        .unwrap();
+    let (p, r) = run_point(&s, None).unwrap();
+    let m = metrics(&s, &p, &r);
+    for (g, a, b) in [("spec", "spec0", "spec1"), ("fio", "fio0", "fio1")] {
+        for k in ["kops", "pm_write_gbps", "dram_gbps"] {
+            let sum = m[&format!("{a}.{k}")] + m[&format!("{b}.{k}")];
+            let v = m[&format!("{g}.{k}")];
+            assert!(
+                (v - sum).abs() <= 1e-5 * sum.max(1.0),
+                "{g}.{k} {v} vs {sum}"
+            );
+        }
+    }
+    assert!(m["fio.pm_write_gbps"] > 1.0 && m["spec.kops"] > 1.0);
+}
+
+/// MBW on socket 0 beside `writers` fio-like writers on socket 1 writing the
+/// PM of socket 0 (Ahn Fig. 2a's remote configuration), MBW over alone.
+fn mbw_beside_remote_writers(tracking: &str) -> f64 {
+    let s = load_scenario("ahn-fig2a").unwrap();
+    let run = |writers: i64| {
+        let s = s
+            .with_overrides(&[
+                ("job.fio.threads".into(), toml::Value::Integer(writers)),
+                ("job.fio.cpus".into(), parse_value("16-31")),
+                ("job.fio.workload.region".into(), parse_value("pm")),
+                (
+                    "platform.uncore.remote_tracking".into(),
+                    parse_value(tracking),
+                ),
+                ("duration_ms".into(), toml::Value::Float(2.0)),
+            ])
+            .unwrap();
+        let (p, r) = run_point(&s, None).unwrap();
+        metrics(&s, &p, &r)["mbw.gbps"]
+    };
+    run(8) / run(0)
+}
+
+#[test]
+fn remote_writers_hurt_the_home_socket_only_with_home_tracking() {
+    // requester tracking (the default): remote writers from the other socket
+    // leave socket 0's DRAM alone; home tracking: they hold its request table
+    let requester = mbw_beside_remote_writers("requester");
+    let home = mbw_beside_remote_writers("home");
+    assert!(requester > 0.95, "{requester}");
+    assert!(home < 0.5, "{home}");
 }

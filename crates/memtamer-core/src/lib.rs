@@ -14,6 +14,7 @@ pub mod mountinfo;
 pub mod observation;
 pub mod pats;
 pub mod pats_adaptive;
+pub mod placement;
 pub mod pm_load;
 pub mod policy;
 pub mod topology;

@@ -317,11 +317,69 @@ pub struct CoreSpecConfig {
     pub general_expiry_ms: u64,
 }
 
-/// `[placement]`: data placement.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `[placement]`: PM I/O-aware thread placement (Ahn et al. §3.3,
+/// docs/placement.md). Defaults are the paper's where it gives one.
+#[derive(Debug, Clone, PartialEq)]
 pub struct PlacementConfig {
     /// `enabled`, default false.
     pub enabled: bool,
+    /// `period_ms`, default 100: how often threads are re-placed (loads are
+    /// smoothed every loop period), >= 1.
+    pub period_ms: u64,
+    /// `min_residency_ms`, default 1000: a moved thread stays put at least
+    /// this long (no ping-pong), >= 0.
+    pub min_residency_ms: u64,
+    /// `max_moves`, default 16: thread moves per run, >= 2 (a swap is two).
+    pub max_moves: u64,
+    /// `numa_imbalance_pct`, default 17 (Linux imbalance_pct 117).
+    pub numa_imbalance_pct: f64,
+    /// `llc_imbalance_pct`, default 17.
+    pub llc_imbalance_pct: f64,
+    /// `smt_imbalance_pct`, default 10 (Linux imbalance_pct 110).
+    pub smt_imbalance_pct: f64,
+    /// `min_delta_cut_pct`, default 10: a move must cut the PM-load gap by
+    /// more than this.
+    pub min_delta_cut_pct: f64,
+    /// `pm_task_min_load`, default 1.0 (Eq. 1 units): below it a thread is
+    /// CPU-bound for SMT pairing.
+    pub pm_task_min_load: f64,
+    /// `clock_ghz`, default 2.3: turns a window into cycles for Eq. 1.
+    pub clock_ghz: f64,
+}
+
+impl Default for PlacementConfig {
+    fn default() -> Self {
+        PlacementConfig {
+            enabled: false,
+            period_ms: 100,
+            min_residency_ms: 1000,
+            max_moves: 16,
+            numa_imbalance_pct: 17.0,
+            llc_imbalance_pct: 17.0,
+            smt_imbalance_pct: 10.0,
+            min_delta_cut_pct: 10.0,
+            pm_task_min_load: 1.0,
+            clock_ghz: 2.3,
+        }
+    }
+}
+
+impl PlacementConfig {
+    /// The pure policy's parameters.
+    pub fn params(&self) -> memtamer_core::placement::PlacementParams {
+        memtamer_core::placement::PlacementParams {
+            numa_imbalance: self.numa_imbalance_pct / 100.0,
+            llc_imbalance: self.llc_imbalance_pct / 100.0,
+            smt_imbalance: self.smt_imbalance_pct / 100.0,
+            min_delta_cut: self.min_delta_cut_pct / 100.0,
+            pm_task_min_load: self.pm_task_min_load,
+            period_ns: self.period_ms.saturating_mul(1_000_000),
+            min_residency_ns: self.min_residency_ms.saturating_mul(1_000_000),
+            max_moves_per_run: self.max_moves as usize,
+            cycles_per_ns: self.clock_ghz,
+            ..Default::default()
+        }
+    }
 }
 
 /// `[job.match]`: which processes form a job. A process matches if ANY given
@@ -609,10 +667,37 @@ impl Default for RawCoreSpec {
     }
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields, default)]
 struct RawPlacement {
     enabled: bool,
+    period_ms: u64,
+    min_residency_ms: u64,
+    max_moves: u64,
+    numa_imbalance_pct: f64,
+    llc_imbalance_pct: f64,
+    smt_imbalance_pct: f64,
+    min_delta_cut_pct: f64,
+    pm_task_min_load: f64,
+    clock_ghz: f64,
+}
+
+impl Default for RawPlacement {
+    fn default() -> Self {
+        let d = PlacementConfig::default();
+        RawPlacement {
+            enabled: d.enabled,
+            period_ms: d.period_ms,
+            min_residency_ms: d.min_residency_ms,
+            max_moves: d.max_moves,
+            numa_imbalance_pct: d.numa_imbalance_pct,
+            llc_imbalance_pct: d.llc_imbalance_pct,
+            smt_imbalance_pct: d.smt_imbalance_pct,
+            min_delta_cut_pct: d.min_delta_cut_pct,
+            pm_task_min_load: d.pm_task_min_load,
+            clock_ghz: d.clock_ghz,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -779,6 +864,31 @@ fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
         general_expiry_ms: at_least(c.key("general_expiry_ms"), rc.general_expiry_ms, 1)?,
     };
 
+    let pl = root().key("placement");
+    let rp = raw.placement;
+    let pct = |k: &str, v: f64| -> Result<f64, Invalid> {
+        if v.is_finite() && (0.0..100.0).contains(&v) {
+            Ok(v)
+        } else {
+            Err((
+                pl.key(k),
+                format!("must be a percentage in [0, 100), got {v}"),
+            ))
+        }
+    };
+    let placement = PlacementConfig {
+        enabled: rp.enabled,
+        period_ms: at_least(pl.key("period_ms"), rp.period_ms, 1)?,
+        min_residency_ms: rp.min_residency_ms,
+        max_moves: at_least(pl.key("max_moves"), rp.max_moves, 2)?,
+        numa_imbalance_pct: pct("numa_imbalance_pct", rp.numa_imbalance_pct)?,
+        llc_imbalance_pct: pct("llc_imbalance_pct", rp.llc_imbalance_pct)?,
+        smt_imbalance_pct: pct("smt_imbalance_pct", rp.smt_imbalance_pct)?,
+        min_delta_cut_pct: pct("min_delta_cut_pct", rp.min_delta_cut_pct)?,
+        pm_task_min_load: positive(pl.key("pm_task_min_load"), rp.pm_task_min_load)?,
+        clock_ghz: positive(pl.key("clock_ghz"), rp.clock_ghz)?,
+    };
+
     let jobs = validate_jobs(raw.job)?;
     if let CpuChoice::List(be) = isolation.be_cpus {
         let mut pool = be;
@@ -799,9 +909,7 @@ fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
         daemon,
         isolation,
         core_spec,
-        placement: PlacementConfig {
-            enabled: raw.placement.enabled,
-        },
+        placement,
         jobs,
     })
 }

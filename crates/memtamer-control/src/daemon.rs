@@ -21,6 +21,7 @@ use memtamer_actuate::journal::{Change, Journal};
 use memtamer_core::compose::Composite;
 use memtamer_core::core_spec::{CoreSpec, CoreSpecParams};
 use memtamer_core::isolation::{Isolation, IsolationKind, IsolationParams};
+use memtamer_core::placement::Placement;
 use memtamer_core::{CpuObs, CpuSet, Decision, JobClass, JobObs, Observation, Policy, ThreadObs};
 use memtamer_sense::sources::{Sensors, SourceConfig};
 use serde::Serialize;
@@ -88,6 +89,16 @@ struct Tracked {
     original: CpuSet,
 }
 
+/// Where a thread ran at the last sample, and its CPU use since the one before.
+#[derive(Clone, Copy, Debug)]
+struct SchedSample {
+    cpu: u32,
+    ticks: u64,
+    run_ns: Option<u64>,
+    at: Instant,
+    util: Option<f64>,
+}
+
 /// A decision worth showing in `memtamer status`.
 #[derive(Clone, Debug, Serialize)]
 struct Shown {
@@ -150,6 +161,10 @@ pub struct Daemon {
     obs_stale: bool,
     /// The observation buffer, reused every window.
     obs: Observation,
+    /// Per-thread CPU and CPU time, sampled once per placement period (only
+    /// with placement on: it costs a /proc read per thread).
+    sched: BTreeMap<i32, SchedSample>,
+    last_sched: Option<Instant>,
     published: Arc<Mutex<String>>,
 }
 
@@ -164,6 +179,25 @@ pub fn online_cpus() -> CpuSet {
 
 /// Builds the composed policy the config asks for.
 pub fn build_policy(cfg: &DaemonConfig, online: &CpuSet) -> Result<Composite, DaemonError> {
+    let topology = memtamer_sense::topology::read_topology(Path::new("/sys/devices/system"));
+    if cfg.placement.enabled {
+        if let Err(e) = &topology {
+            return Err(DaemonError::Config(format!(
+                "placement.enabled: cannot read the CPU topology from /sys/devices/system: {e}"
+            )));
+        }
+    }
+    build_policy_on(cfg, online, topology.ok())
+}
+
+/// [`build_policy`] on a given CPU topology (`None`: unknown; placement then
+/// cannot run and BE CPUs are handed out in numeric order). Tests use it
+/// with fake topologies.
+pub fn build_policy_on(
+    cfg: &DaemonConfig,
+    online: &CpuSet,
+    topology: Option<memtamer_core::topology::Topology>,
+) -> Result<Composite, DaemonError> {
     let iso = &cfg.isolation;
     let params = IsolationParams {
         media_write_gbps: iso.media_write_gbps,
@@ -183,11 +217,10 @@ pub fn build_policy(cfg: &DaemonConfig, online: &CpuSet) -> Result<Composite, Da
     let pool_set = cfg.be_cpu_pool(online);
     // SMT-aware: whole cores first, LC cores' siblings last (numeric order
     // if sysfs cannot be read)
-    let pool: Vec<u32> =
-        match memtamer_sense::topology::read_topology(Path::new("/sys/devices/system")) {
-            Ok(t) => memtamer_core::topology::be_pool_order(&t, &pool_set, &lc),
-            Err(_) => pool_set.iter().map(|c| c as u32).collect(),
-        };
+    let pool: Vec<u32> = match &topology {
+        Some(t) => memtamer_core::topology::be_pool_order(t, &pool_set, &lc),
+        None => pool_set.iter().map(|c| c as u32).collect(),
+    };
     let isolation = match iso.policy {
         IsolationPolicy::Off => None,
         IsolationPolicy::Dicio => Some(Isolation::new(IsolationKind::Dicio, params, Some(pool))),
@@ -229,7 +262,16 @@ pub fn build_policy(cfg: &DaemonConfig, online: &CpuSet) -> Result<Composite, Da
     } else {
         None
     };
-    Ok(Composite::new(isolation, None, concurrency, None))
+    let placement: Option<Box<dyn Policy>> = match (cfg.placement.enabled, topology) {
+        (false, _) => None,
+        (true, Some(t)) => Some(Box::new(Placement::new(t, cfg.placement.params()))),
+        (true, None) => {
+            return Err(DaemonError::Config(
+                "placement.enabled: the CPU topology is unknown".into(),
+            ))
+        }
+    };
+    Ok(Composite::new(isolation, placement, concurrency, None))
 }
 
 impl Daemon {
@@ -298,6 +340,8 @@ impl Daemon {
             duties: BTreeMap::new(),
             obs_stale: true,
             obs: Observation::default(),
+            sched: BTreeMap::new(),
+            last_sched: None,
             cgroup_layout,
             cgroups: BTreeMap::new(),
             cgroup_members: Default::default(),
@@ -516,11 +560,16 @@ impl Daemon {
         let threads = self
             .threads
             .iter()
-            .map(|(&tid, tr)| ThreadObs {
-                tid: tid as u32,
-                job: tr.job as u32,
-                allowed: tr.allowed,
-                ..Default::default()
+            .map(|(&tid, tr)| {
+                let s = self.sched.get(&tid);
+                ThreadObs {
+                    tid: tid as u32,
+                    job: tr.job as u32,
+                    allowed: tr.allowed,
+                    cpu: s.map(|s| s.cpu),
+                    cpu_util: s.and_then(|s| s.util),
+                    ..Default::default()
+                }
             })
             .collect();
         let jobs = self
@@ -557,6 +606,42 @@ impl Daemon {
                 .collect(),
             ..Default::default()
         }
+    }
+
+    /// Reads every managed thread's CPU and CPU time (placement's inputs).
+    fn sample_sched(&mut self) {
+        let now = Instant::now();
+        self.last_sched = Some(now);
+        // SAFETY: sysconf has no memory-safety preconditions
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let hz = if hz > 0 { hz as f64 } else { 100.0 };
+        let mut next = BTreeMap::new();
+        for (&tid, tr) in &self.threads {
+            let Ok(now_s) = self.procfs.thread_sched(tr.key.pid, tid) else {
+                continue;
+            };
+            let util = self.sched.get(&tid).and_then(|prev| {
+                let secs = now.duration_since(prev.at).as_secs_f64();
+                (secs > 0.0).then(|| {
+                    let used = match (now_s.run_ns, prev.run_ns) {
+                        (Some(a), Some(b)) => a.saturating_sub(b) as f64 / 1e9,
+                        _ => now_s.cpu_ticks.saturating_sub(prev.ticks) as f64 / hz,
+                    };
+                    (used / secs).clamp(0.0, 1.0)
+                })
+            });
+            next.insert(
+                tid,
+                SchedSample {
+                    cpu: now_s.cpu,
+                    ticks: now_s.cpu_ticks,
+                    run_ns: now_s.run_ns,
+                    at: now,
+                    util,
+                },
+            );
+        }
+        self.sched = next;
     }
 
     /// LC jobs with configured `cpus` run there (Dicio pins the LC job on its
@@ -766,6 +851,14 @@ impl Daemon {
             }
         }
         let t1 = Instant::now();
+        if self.cfg.placement.enabled
+            && self
+                .last_sched
+                .is_none_or(|t| t.elapsed() >= Duration::from_millis(self.cfg.placement.period_ms))
+        {
+            self.sample_sched();
+            self.obs_stale = true;
+        }
         self.observe();
         let t2 = Instant::now();
         let mut d = self.policy.decide(&self.obs);

@@ -242,6 +242,47 @@ pub fn parse_cgroup(text: &str) -> Result<Vec<CgroupEntry>, ProcParseError> {
 }
 
 /// Extracts `Cpus_allowed_list` from `/proc/PID/status`.
+/// Where a thread runs and how much CPU it has used: what placement needs
+/// (Ahn §3.3 balances by CPU load and places by current CPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadSched {
+    /// CPU it last ran on (stat field 39).
+    pub cpu: u32,
+    /// User + system time in clock ticks (fields 14 and 15).
+    pub cpu_ticks: u64,
+    /// Time on a CPU in nanoseconds (`schedstat` field 1), when the kernel
+    /// has it (CONFIG_SCHED_INFO): far finer than the ticks.
+    pub run_ns: Option<u64>,
+}
+
+/// Parses `/proc/PID/task/TID/schedstat`: run time (ns), wait time (ns),
+/// timeslices; returns the run time.
+pub fn parse_schedstat(text: &str) -> Result<u64, ProcParseError> {
+    field("run_ns", text.split_ascii_whitespace().next().unwrap_or(""))
+}
+
+/// Parses the scheduling fields of `/proc/PID/task/TID/stat`.
+pub fn parse_thread_sched(text: &str) -> Result<ThreadSched, ProcParseError> {
+    let close = text.rfind(')').ok_or(ProcParseError::StatNoComm)?;
+    let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
+    // rest[0] is field 3: utime (14) is rest[11], stime (15) rest[12],
+    // processor (39) rest[36]
+    const NEEDED: usize = 37;
+    if rest.len() < NEEDED {
+        return Err(ProcParseError::StatTooShort {
+            found: rest.len(),
+            needed: NEEDED,
+        });
+    }
+    let utime: u64 = field("utime", rest[11])?;
+    let stime: u64 = field("stime", rest[12])?;
+    Ok(ThreadSched {
+        cpu: field("processor", rest[36])?,
+        cpu_ticks: utime.saturating_add(stime),
+        run_ns: None,
+    })
+}
+
 pub fn parse_status_cpus_allowed(text: &str) -> Result<CpuSet, ProcParseError> {
     let value = text
         .lines()
@@ -392,6 +433,15 @@ impl ProcFs {
         })
     }
 
+    /// Reads where thread `tid` of `pid` runs and its CPU time.
+    pub fn thread_sched(&self, pid: i32, tid: i32) -> Result<ThreadSched, ProcError> {
+        let mut s = self.parsed(pid, &format!("task/{tid}/stat"), parse_thread_sched)?;
+        s.run_ns = self
+            .parsed(pid, &format!("task/{tid}/schedstat"), parse_schedstat)
+            .ok();
+        Ok(s)
+    }
+
     /// Reads every user-space process: vanished processes and kernel threads
     /// are skipped, other per-process failures are collected in
     /// [`Scan::errors`]. Fails only if the root cannot be listed.
@@ -506,6 +556,31 @@ impl ProcFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thread_sched_reads_processor_and_cpu_time() {
+        let line = stat_line("42", "a) b", TAIL);
+        let s = parse_thread_sched(&line).expect("parse");
+        // TAIL: utime 12, stime 34, processor 3
+        assert_eq!(s.cpu_ticks, 46);
+        assert_eq!(s.cpu, 3);
+        assert!(matches!(
+            parse_thread_sched("1 (x) S 1 2 3"),
+            Err(ProcParseError::StatTooShort { .. })
+        ));
+        assert!(parse_thread_sched("no comm").is_err());
+        let bad = stat_line("42", "x", &TAIL.replace(" 17 3 0", " 17 x 0"));
+        assert!(parse_thread_sched(&bad).is_err());
+        // the live kernel's format
+        let me = ProcFs::new("/proc");
+        let pid = std::process::id() as i32;
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+        let live = me.thread_sched(pid, tid).expect("own thread");
+        assert!((live.cpu as usize) < memtamer_core::cpuset::MAX_CPUS);
+        assert_eq!(parse_schedstat("167579456 9725208 399\n"), Ok(167579456));
+        assert!(parse_schedstat("").is_err());
+        assert!(parse_schedstat("x 1 2").is_err());
+    }
 
     fn stat_line(pid: &str, comm: &str, tail: &str) -> String {
         format!("{pid} ({comm}) {tail}")

@@ -295,6 +295,24 @@ enum SimCmd {
         #[arg(long, value_delimiter = ',', default_value = "pats,pats-3pm,dicio,ahn")]
         platforms: Vec<String>,
     },
+    /// Ahn Table 2 against a brute-force optimum: every static layout of N SPEC-like and N
+    /// fio-like tasks over the two sockets, plus the `placement` policy; prints the Markdown
+    /// table of docs/placement.md.
+    Placement {
+        /// SPEC-like profiles.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "xalancbmk,perlbench,x264,mcf,omnetpp,fotonik3d"
+        )]
+        profiles: Vec<String>,
+        /// Tasks of each type (even, at most 8).
+        #[arg(long = "n", value_delimiter = ',', default_value = "2,4,8")]
+        ns: Vec<u32>,
+        /// Worker threads (default: all cores).
+        #[arg(long, default_value_t = 0)]
+        jobs: usize,
+    },
     /// Measure the simulated PEBS sampler's accounting error against ground truth.
     Sampler {
         /// Sampling periods to test.
@@ -482,6 +500,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     memtamer_sim::compare::compare(&platforms, true).map_err(|e| e.to_string())?;
                 eprintln!();
                 print!("{}", memtamer_sim::compare::markdown(&rows));
+                Ok(ExitCode::SUCCESS)
+            }
+            SimCmd::Placement { profiles, ns, jobs } => {
+                let cases = memtamer_sim::placement_eval::evaluate(&profiles, &ns, jobs, true)
+                    .map_err(|e| e.to_string())?;
+                print!("{}", memtamer_sim::placement_eval::markdown(&cases));
                 Ok(ExitCode::SUCCESS)
             }
             SimCmd::Sampler { periods } => {

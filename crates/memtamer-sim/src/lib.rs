@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod experiment;
 pub mod histogram;
+pub mod placement_eval;
 pub mod pmdimm;
 pub mod report;
 pub mod rng;

@@ -509,6 +509,26 @@ impl ProcFs {
                 }
             };
             if stat.flags & PF_KTHREAD != 0 || pid == 2 {
+                // remembered, so that the next rescans skip it like any
+                // cached process until its full refresh
+                cache.entries.insert(
+                    pid,
+                    (
+                        ProcessInfo {
+                            pid,
+                            start_time: stat.start_time,
+                            ppid: stat.ppid,
+                            state: stat.state,
+                            comm: stat.comm,
+                            exe: None,
+                            cgroups: Vec::new(),
+                            threads: Vec::new(),
+                            cpus_allowed: CpuSet::empty(),
+                            kernel_thread: true,
+                        },
+                        now,
+                    ),
+                );
                 continue;
             }
             let fresh = cache.entries.get(&pid).is_some_and(|(p, at)| {

@@ -65,6 +65,9 @@ fn peer_uid(stream: &UnixStream) -> Option<u32> {
 /// status document the daemon published.
 pub struct ControlServer {
     path: PathBuf,
+    /// Shared with the serving thread so that `drop` can shut it down while
+    /// the thread blocks in `accept` (the fd stays open until both let go).
+    listener: Arc<UnixListener>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -83,7 +86,9 @@ impl ControlServer {
         }
         let listener = UnixListener::bind(path).map_err(io(path))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io(path))?;
-        listener.set_nonblocking(true).map_err(io(path))?;
+        // blocking accept: no wake-ups while nobody asks (drop shuts it down)
+        let listener = Arc::new(listener);
+        let serving = listener.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
         // SAFETY: geteuid has no preconditions.
@@ -92,11 +97,10 @@ impl ControlServer {
             .name("memtamer-control".into())
             .spawn(move || {
                 while !stop2.load(Ordering::Relaxed) {
-                    match listener.accept() {
+                    match serving.accept() {
                         Ok((stream, _)) => serve(stream, me, &published),
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            std::thread::sleep(Duration::from_millis(20));
-                        }
+                        // shut down by drop, or a transient error: look at
+                        // `stop`, and do not spin on a persistent error
                         Err(_) => std::thread::sleep(Duration::from_millis(20)),
                     }
                 }
@@ -104,6 +108,7 @@ impl ControlServer {
             .map_err(io(path))?;
         Ok(ControlServer {
             path: path.to_path_buf(),
+            listener,
             stop,
             thread: Some(thread),
         })
@@ -141,6 +146,11 @@ fn serve(mut stream: UnixStream, me: u32, published: &Mutex<String>) {
 impl Drop for ControlServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        // SAFETY: the fd belongs to `self.listener`, alive until this
+        // returns; shutting a listening socket down wakes a blocked accept
+        unsafe {
+            libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR);
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

@@ -208,8 +208,11 @@ impl Policy for Composite {
             out.reasons
                 .extend(d.reasons.into_iter().map(|r| format!("gate: {r}")));
         }
-        // forget threads and jobs that are gone
-        if self.placed.len() + self.specialized.len() > 0 {
+        // forget threads and jobs that are gone (the thread set can only
+        // have changed when the fingerprint did)
+        let print = fingerprint(obs);
+        let threads_changed = self.merged.is_none_or(|(p, _)| p != print);
+        if threads_changed && self.placed.len() + self.specialized.len() > 0 {
             let mut live: Vec<ThreadId> = obs.threads.iter().map(|t| t.tid).collect();
             live.sort_unstable();
             self.placed.retain(|t, _| live.binary_search(t).is_ok());
@@ -227,7 +230,6 @@ impl Policy for Composite {
         }
 
         let changed = !out.job_budgets.is_empty() || policy_moved;
-        let print = fingerprint(obs);
         match self.merged {
             Some((p, n)) if p == print && !changed && n < REMERGE_WINDOWS => {
                 self.merged = Some((p, n + 1));

@@ -110,6 +110,8 @@ struct BeJob {
     one_core_estimate: f64,
     /// Whether any of its threads carried PM attribution this window.
     attributed: bool,
+    /// Estimated media bytes of the window being attributed.
+    window_bytes: f64,
     /// Last budget emitted, to emit only changes.
     emitted: Option<(CpuSet, u64)>,
 }
@@ -216,6 +218,22 @@ impl Isolation {
     /// Tracks BE jobs appearing and leaving; new jobs get an even share of
     /// the free CPUs (at least one when one is free).
     fn sync_jobs(&mut self, obs: &Observation, pool: &[u32]) {
+        // the common case, every window: the same BE jobs as before
+        let mut be = 0;
+        let mut same = true;
+        for j in obs.jobs.iter().filter(|j| j.class == JobClass::Be) {
+            be += 1;
+            match self.jobs.get_mut(&j.id) {
+                Some(job) => job.threads = j.threads.len().max(1),
+                None => {
+                    same = false;
+                    break;
+                }
+            }
+        }
+        if same && be == self.jobs.len() {
+            return;
+        }
         let present: Vec<(JobId, usize)> = obs
             .jobs
             .iter()
@@ -257,6 +275,7 @@ impl Isolation {
                     media_estimate: 0.0,
                     one_core_estimate: 0.0,
                     attributed: false,
+                    window_bytes: 0.0,
                     emitted: None,
                 },
             );
@@ -282,20 +301,20 @@ impl Isolation {
     fn attribute(&mut self, obs: &Observation, secs: f64) {
         for j in self.jobs.values_mut() {
             j.attributed = false;
+            j.window_bytes = 0.0;
         }
-        let mut per_job: BTreeMap<JobId, f64> = BTreeMap::new();
+        let wa = self.write_amplification;
         for t in &obs.threads {
             if let Some(pm) = &t.pm {
                 if let Some(j) = self.jobs.get_mut(&t.job) {
                     j.attributed = true;
-                    *per_job.entry(t.job).or_default() +=
-                        pm.write_bytes as f64 * self.write_amplification + pm.read_bytes as f64;
+                    j.window_bytes += pm.write_bytes as f64 * wa + pm.read_bytes as f64;
                 }
             }
         }
-        for (id, j) in self.jobs.iter_mut() {
+        for j in self.jobs.values_mut() {
             if j.attributed {
-                let now = per_job.get(id).copied().unwrap_or(0.0) / secs;
+                let now = j.window_bytes / secs;
                 // EMA over ~8 windows: enough to rank jobs, quick to follow phases
                 j.media_estimate = 0.875 * j.media_estimate + 0.125 * now;
                 if j.cpus.len() == 1 && !j.duty_mode {

@@ -58,7 +58,8 @@ pub struct PlacementParams {
     /// CPU-bound for the SMT pairing step. 1.0 is ~23 k PM line operations
     /// per second at 2.3 GHz: far below any real PM I/O task.
     pub pm_task_min_load: f64,
-    /// How often the algorithm runs; loads are smoothed every window.
+    /// How often the algorithm runs; also Eq. 1's profiling period (PM
+    /// operations and run cycles are summed over it).
     pub period_ns: u64,
     /// A moved task stays put at least this long (hysteresis).
     pub min_residency_ns: u64,
@@ -586,6 +587,12 @@ struct Tracked {
     /// slicing; the mean over the period is what Linux's load tracking sees).
     busy_ns: f64,
     measured_ns: f64,
+    /// Wall time observed since the last run (for threads without a CPU
+    /// figure: assumed running throughout).
+    seen_ns: f64,
+    /// PM line reads and writes since the last run.
+    reads: u64,
+    writes: u64,
     /// Mean CPU use over the last period (1.0 until measured).
     cpu_load: f64,
     /// The mask it had when first seen: the user's.
@@ -595,9 +602,10 @@ struct Tracked {
     last_move_ns: Option<u64>,
 }
 
-/// Ahn's placement as a [`Policy`]: smooths each thread's PM load every
-/// window (Eq. 1), runs [`plan`] every `period_ns`, and pins each moved
-/// thread to its new CPU. Shared by the simulator and the daemon.
+/// Ahn's placement as a [`Policy`]: every `period_ns` it smooths each
+/// thread's PM load (Eq. 1, over the cycles the thread ran in the period),
+/// runs [`plan`], and pins each moved thread to its new CPU. Shared by the
+/// simulator and the daemon.
 pub struct Placement {
     topology: Topology,
     params: PlacementParams,
@@ -641,7 +649,6 @@ impl Policy for Placement {
 
     fn decide(&mut self, obs: &Observation) -> Decision {
         let p = &self.params;
-        let cycles = (obs.duration_ns as f64 * p.cycles_per_ns).round() as u64;
         let end = obs.start_ns + obs.duration_ns;
         for t in &obs.threads {
             let tr = self.tracked.entry(t.tid).or_insert_with(|| Tracked {
@@ -651,7 +658,9 @@ impl Policy for Placement {
             let (r, w) = t.pm.as_ref().map_or((0, 0), |s| {
                 (s.read_bytes / LINE_BYTES, s.write_bytes / LINE_BYTES)
             });
-            tr.load.update(r, w, cycles, p.ema_k, p.ema_alpha); // Ahn Eq. 1
+            tr.reads += r;
+            tr.writes += w;
+            tr.seen_ns += obs.duration_ns as f64;
             if let Some(u) = t.cpu_util.filter(|u| u.is_finite()) {
                 tr.busy_ns += u.clamp(0.0, 1.0) * obs.duration_ns as f64;
                 tr.measured_ns += obs.duration_ns as f64;
@@ -670,6 +679,17 @@ impl Policy for Placement {
         }
         self.last_run_ns = Some(end);
         for tr in self.tracked.values_mut() {
+            // Ahn Eq. 1 over the period, per cycle the thread RAN (Ahn
+            // profiles each task on the core it runs on): a thread waiting
+            // for its time slice keeps its load instead of decaying
+            let ran_ns = if tr.measured_ns > 0.0 {
+                tr.busy_ns / tr.measured_ns * tr.seen_ns
+            } else {
+                tr.seen_ns
+            };
+            let cycles = (ran_ns * p.cycles_per_ns).round() as u64;
+            tr.load
+                .update(tr.reads, tr.writes, cycles, p.ema_k, p.ema_alpha); // Ahn Eq. 1
             tr.cpu_load = if tr.measured_ns > 0.0 {
                 tr.busy_ns / tr.measured_ns
             } else {
@@ -677,6 +697,9 @@ impl Policy for Placement {
             };
             tr.busy_ns = 0.0;
             tr.measured_ns = 0.0;
+            tr.seen_ns = 0.0;
+            tr.reads = 0;
+            tr.writes = 0;
         }
         let tasks: Vec<Task> = obs
             .threads

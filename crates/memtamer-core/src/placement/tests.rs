@@ -580,9 +580,9 @@ fn params_1ms() -> PlacementParams {
 #[test]
 fn the_policy_smooths_loads_with_eq_1() {
     let topo = machine(1, 2, false);
-    let mut p = Placement::new(topo, PlacementParams::default());
+    let mut p = Placement::new(topo, params_1ms());
     let any = set("0-1");
-    // 2.3 M cycles per 1 ms window; 64 MB written = 1 M lines: alpha * P/cycle = 43478
+    // 2.3 M cycles per 1 ms period; 64 MB written = 1 M lines: alpha * P/cycle = 43478
     p.decide(&obs_of(0, vec![thread(1, 0, 64_000_000, any)]));
     let l = p.load_of(1).expect("tracked");
     let expect = 0.5 * 100_000.0 * (1_000_000.0 / 2_300_000.0);
@@ -592,6 +592,55 @@ fn the_policy_smooths_loads_with_eq_1() {
     // gone threads are forgotten
     p.decide(&obs_of(2_000_000, vec![]));
     assert!(p.load_of(1).is_none());
+}
+
+#[test]
+fn eq_1_counts_the_cycles_a_thread_ran() {
+    // a thread that ran half the period writing 32 MB has the load of one
+    // that ran all of it writing 64 MB; one that did not run keeps its load
+    let topo = machine(1, 2, false);
+    let any = set("0-1");
+    let run = |util: f64, bytes: u64| {
+        let mut p = Placement::new(topo.clone(), params_1ms());
+        p.decide(&obs_of(
+            0,
+            vec![ThreadObs {
+                cpu_util: Some(util),
+                ..thread(1, 0, bytes, any)
+            }],
+        ));
+        p
+    };
+    let full = run(1.0, 64_000_000).load_of(1).expect("tracked").write;
+    let half = run(0.5, 32_000_000).load_of(1).expect("tracked").write;
+    assert!((full - half).abs() < 1e-6, "{full} vs {half}");
+    let mut p = run(1.0, 64_000_000);
+    for i in 1..20 {
+        p.decide(&obs_of(
+            i * 1_000_000,
+            vec![ThreadObs {
+                cpu_util: Some(0.0),
+                ..thread(1, 0, 0, any)
+            }],
+        ));
+    }
+    assert!((p.load_of(1).expect("tracked").write - full).abs() < 1e-6);
+    // sums over the windows of a period: ten 1 ms windows of 6.4 MB in a
+    // 10 ms period give one Eq. 1 step of the same rate
+    let mut q = Placement::new(
+        topo.clone(),
+        PlacementParams {
+            period_ns: 10_000_000,
+            ..Default::default()
+        },
+    );
+    q.decide(&obs_of(0, vec![thread(1, 0, 6_400_000, any)]));
+    let first = q.load_of(1).expect("tracked").write;
+    for i in 1..=10 {
+        q.decide(&obs_of(i * 1_000_000, vec![thread(1, 0, 6_400_000, any)]));
+    }
+    let second = q.load_of(1).expect("tracked").write;
+    assert!((second - 1.5 * first).abs() < 1e-6, "{first} -> {second}");
 }
 
 #[test]

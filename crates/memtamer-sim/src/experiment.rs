@@ -383,6 +383,57 @@ pub fn pm_interleave(platform: &Platform) -> u32 {
         .map_or(1, |r| r.channels.len() as u32)
 }
 
+/// Runs `f` over `items` on `jobs` worker threads (0 = all cores) and
+/// returns the results in item order; the first error in item order wins.
+/// With `progress = Some((label, unit))` it counts `label: done/total unit`
+/// on stderr. Simulated runs are independent and deterministic, so the
+/// order they finish in does not matter.
+pub fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    progress: Option<(&str, &str)>,
+    f: impl Fn(usize, &T) -> Result<R, SimError> + Sync,
+) -> Result<Vec<R>, SimError> {
+    let workers = if jobs == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        jobs
+    }
+    .min(items.len().max(1));
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<R, SimError>>>> =
+        Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|sc| {
+        for _ in 0..workers {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(item) = items.get(i) else { break };
+                let res = f(i, item);
+                if let Ok(mut g) = results.lock() {
+                    g[i] = Some(res);
+                }
+                let d = done.fetch_add(1, Ordering::SeqCst) + 1;
+                if let Some((label, unit)) = progress {
+                    eprint!("\r{label}: {d}/{} {unit}", items.len());
+                    if d == items.len() {
+                        eprintln!();
+                    }
+                }
+            });
+        }
+    });
+    let mut out = Vec::with_capacity(items.len());
+    for r in results.into_inner().unwrap_or_default() {
+        match r {
+            Some(Ok(v)) => out.push(v),
+            Some(Err(e)) => return Err(e),
+            None => {}
+        }
+    }
+    Ok(out)
+}
+
 /// How to run a scenario.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -740,52 +791,20 @@ pub fn run_scenario(base: &Scenario, opts: &RunOptions) -> Result<ScenarioResult
         policy_by_name(&s.policy, &platform)?;
         specs.push(s);
     }
-    let workers = if opts.jobs == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        opts.jobs
-    }
-    .min(specs.len().max(1));
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<PointResult, SimError>>>> =
-        Mutex::new((0..specs.len()).map(|_| None).collect());
-    std::thread::scope(|sc| {
-        for _ in 0..workers {
-            sc.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= specs.len() {
-                    break;
-                }
-                let s = &specs[i];
-                let res = run_point(s, opts.sampler).map(|(plat, r)| PointResult {
-                    params: points[i].iter().cloned().collect(),
-                    x: points[i].first().and_then(|(_, v)| as_f64(v)),
-                    metrics: metrics(s, &plat, &r),
-                    requests: r.requests,
-                    events: r.events,
-                });
-                if let Ok(mut g) = results.lock() {
-                    g[i] = Some(res);
-                }
-                let d = done.fetch_add(1, Ordering::SeqCst) + 1;
-                if opts.progress {
-                    eprint!("\r{}: {d}/{} points", base.name, specs.len());
-                    if d == specs.len() {
-                        eprintln!();
-                    }
-                }
-            });
-        }
-    });
-    let mut out = Vec::new();
-    for r in results.into_inner().unwrap_or_default() {
-        match r {
-            Some(Ok(p)) => out.push(p),
-            Some(Err(e)) => return Err(e),
-            None => {}
-        }
-    }
+    let out = parallel_map(
+        &specs,
+        opts.jobs,
+        opts.progress.then_some((base.name.as_str(), "points")),
+        |i, s| {
+            run_point(s, opts.sampler).map(|(plat, r)| PointResult {
+                params: points[i].iter().cloned().collect(),
+                x: points[i].first().and_then(|(_, v)| as_f64(v)),
+                metrics: metrics(s, &plat, &r),
+                requests: r.requests,
+                events: r.events,
+            })
+        },
+    )?;
     let mut result = ScenarioResult {
         scenario: scenario.name.clone(),
         title: scenario.title.clone(),

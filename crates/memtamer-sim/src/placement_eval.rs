@@ -12,10 +12,8 @@
 
 use crate::config::Scenario;
 use crate::error::SimError;
-use crate::experiment::{load_scenario, metrics, run_point};
+use crate::experiment::{load_scenario, metrics, parallel_map, run_point};
 use serde::Serialize;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// The scenario the layouts are cut from.
 const SCENARIO: &str = "ahn-table2";
@@ -155,34 +153,12 @@ pub fn evaluate(
             runs.push((c, What::Ours, base.with_overrides(&ours)?));
         }
     }
-    let workers = if jobs == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        jobs
-    }
-    .min(runs.len().max(1));
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Throughput, SimError>>>> =
-        Mutex::new((0..runs.len()).map(|_| None).collect());
-    std::thread::scope(|sc| {
-        for _ in 0..workers {
-            sc.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some((_, _, s)) = runs.get(i) else { break };
-                let r = throughput(s);
-                if let Ok(mut g) = results.lock() {
-                    g[i] = Some(r);
-                }
-                if progress {
-                    eprint!("\rplacement: {}/{} runs", i + 1, runs.len());
-                }
-            });
-        }
-    });
-    if progress {
-        eprintln!();
-    }
-    let results = results.into_inner().unwrap_or_default();
+    let results = parallel_map(
+        &runs,
+        jobs,
+        progress.then_some(("placement", "runs")),
+        |_, (_, _, s)| throughput(s),
+    )?;
     let mut out: Vec<Case> = cases
         .iter()
         .map(|(p, n)| Case {
@@ -196,15 +172,15 @@ pub fn evaluate(
             layouts: 0,
         })
         .collect();
-    for ((c, what, _), r) in runs.iter().zip(results) {
-        let t = r.unwrap_or_else(|| {
-            Err(SimError::Invalid {
-                file: SCENARIO.into(),
-                line: 0,
-                key: "run".into(),
-                message: "a worker did not report".into(),
-            })
-        })?;
+    if results.len() != runs.len() {
+        return Err(SimError::Invalid {
+            file: SCENARIO.into(),
+            line: 0,
+            key: "run".into(),
+            message: "a worker did not report".into(),
+        });
+    }
+    for ((c, what, _), t) in runs.iter().zip(results) {
         let case = &mut out[*c];
         match what {
             What::Ours => case.ours = t,

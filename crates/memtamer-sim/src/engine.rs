@@ -1393,6 +1393,21 @@ impl Engine {
         true
     }
 
+    /// Whether a request from socket `src` to a channel on `socket` is
+    /// remote, and which socket's request table tracks it (the issuing one,
+    /// or with `uncore.remote_tracking = "home"` the channel's).
+    fn tracking(&self, src: u32, socket: u32) -> (bool, u32) {
+        let remote = socket != src;
+        (
+            remote,
+            if remote && self.remote_home {
+                socket
+            } else {
+                src
+            },
+        )
+    }
+
     fn make_req(
         &mut self,
         tid: u32,
@@ -1404,7 +1419,7 @@ impl Engine {
     ) -> u32 {
         let (channel, dimm, dev, pm, socket) = self.route(addr, src_socket);
         let line_level = self.threads[tid as usize].pm_req.is_none();
-        let remote = socket != src_socket;
+        let (remote, ts) = self.tracking(src_socket, socket);
         self.alloc_req(Req {
             tid,
             core,
@@ -1417,11 +1432,7 @@ impl Engine {
             pm,
             remote,
             src_socket,
-            ts: if remote && self.remote_home {
-                socket
-            } else {
-                src_socket
-            },
+            ts,
             holds: false,
             line_level,
         })
@@ -1431,6 +1442,7 @@ impl Engine {
     fn restage(&mut self, r: u32, addr: u64, kind: ReqKind, chain: Chain) {
         let src = self.reqs[r as usize].src_socket;
         let (channel, dimm, dev, pm, socket) = self.route(addr, src);
+        let (remote, ts) = self.tracking(src, socket);
         let q = &mut self.reqs[r as usize];
         q.kind = kind;
         q.chain = chain;
@@ -1439,12 +1451,8 @@ impl Engine {
         q.dimm = dimm;
         q.dev = dev;
         q.pm = pm;
-        q.remote = socket != q.src_socket;
-        q.ts = if q.remote && self.remote_home {
-            socket
-        } else {
-            q.src_socket
-        };
+        q.remote = remote;
+        q.ts = ts;
         self.send(r);
     }
 

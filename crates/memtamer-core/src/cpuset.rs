@@ -43,6 +43,12 @@ impl CpuSet {
         }
         s
     }
+    /// The set of one CPU (a thread pinned there); empty for ids >= [`MAX_CPUS`].
+    pub fn single(cpu: usize) -> Self {
+        let mut s = Self::empty();
+        s.insert(cpu);
+        s
+    }
     /// Adds `cpu`; ids >= [`MAX_CPUS`] are ignored (callers validate ranges first).
     pub fn insert(&mut self, cpu: usize) {
         if cpu < MAX_CPUS {
@@ -145,6 +151,12 @@ impl fmt::Debug for CpuSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn single_holds_one_cpu() {
+        assert_eq!(CpuSet::single(5).to_string(), "5");
+        assert!(CpuSet::single(MAX_CPUS).is_empty());
+    }
 
     #[test]
     fn list_round_trips() {

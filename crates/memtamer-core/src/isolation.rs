@@ -580,16 +580,12 @@ impl Isolation {
                     .map(|(s, _)| s)
                     .filter(|s| !s.is_empty())
                     .unwrap_or_else(|| {
-                        let mut s = CpuSet::empty();
-                        if let Some(&c) = pool.first() {
-                            s.insert(c as usize);
-                        }
-                        s
+                        pool.first()
+                            .map_or(CpuSet::empty(), |&c| CpuSet::single(c as usize))
                     });
                 if cpus.len() > 1 {
                     let first = cpus.iter().next().unwrap_or(0);
-                    cpus = CpuSet::empty();
-                    cpus.insert(first);
+                    cpus = CpuSet::single(first);
                 }
             }
             let key = (cpus, duty.to_bits());

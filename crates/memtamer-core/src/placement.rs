@@ -163,6 +163,26 @@ pub struct Move {
     pub kind: MoveKind,
 }
 
+impl Task {
+    /// Its read or write load; a negative or non-finite figure counts as 0.
+    fn load(&self, m: Metric) -> f64 {
+        let v = match m {
+            Metric::Read => self.read,
+            Metric::Write => self.write,
+        };
+        if v.is_finite() {
+            v.max(0.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// Whether it is a PM I/O task (else CPU-bound, for SMT pairing and holds).
+    fn is_pm(&self, min_load: f64) -> bool {
+        self.load(Metric::Read) + self.load(Metric::Write) >= min_load
+    }
+}
+
 impl Move {
     /// One line for `memtamer status` and reports.
     pub fn describe(&self) -> String {
@@ -189,16 +209,7 @@ struct State<'a> {
 
 impl State<'_> {
     fn load(&self, i: usize, m: Metric) -> f64 {
-        let t = &self.tasks[i];
-        let v = match m {
-            Metric::Read => t.read,
-            Metric::Write => t.write,
-        };
-        if v.is_finite() {
-            v.max(0.0)
-        } else {
-            0.0
-        }
+        self.tasks[i].load(m)
     }
 
     fn cpu_load(&self, i: usize) -> f64 {
@@ -211,7 +222,7 @@ impl State<'_> {
     }
 
     fn is_pm(&self, i: usize) -> bool {
-        self.load(i, Metric::Read) + self.load(i, Metric::Write) >= self.params.pm_task_min_load
+        self.tasks[i].is_pm(self.params.pm_task_min_load)
     }
 
     fn can_move(&self, i: usize) -> bool {
@@ -255,11 +266,7 @@ impl State<'_> {
         allowed
             .iter()
             .map(|c| {
-                let core = core_of(topo, c as u32).unwrap_or_else(|| {
-                    let mut s = CpuSet::empty();
-                    s.insert(c);
-                    s
-                });
+                let core = core_of(topo, c as u32).unwrap_or_else(|| CpuSet::single(c));
                 let core_load: f64 = core.iter().map(|s| self.load_on_cpu(s)).sum();
                 let same_kind = (0..self.tasks.len())
                     .any(|j| j != i && core.contains(self.cpu[j] as usize) && self.is_pm(j) == pm);
@@ -706,11 +713,7 @@ impl Policy for Placement {
             .iter()
             .filter_map(|t| {
                 let tr = self.tracked.get(&t.tid)?;
-                let ours = tr.pinned.map(|c| {
-                    let mut s = CpuSet::empty();
-                    s.insert(c as usize);
-                    s
-                });
+                let ours = tr.pinned.map(|c| CpuSet::single(c as usize));
                 let pinned_here = ours.is_some() && Some(t.allowed) == ours;
                 // a thread pinned by us is where we put it, whatever an
                 // older CPU sample says
@@ -737,9 +740,7 @@ impl Policy for Placement {
                 tr.pinned = Some(m.to);
                 tr.last_move_ns = Some(end);
             }
-            let mut s = CpuSet::empty();
-            s.insert(m.to as usize);
-            d.thread_cpus.push((m.id, s));
+            d.thread_cpus.push((m.id, CpuSet::single(m.to as usize)));
             d.reasons.push(m.describe());
         }
         // Linux's balancer must not undo the placement: a PM I/O thread is
@@ -753,13 +754,10 @@ impl Policy for Placement {
             let Some(tr) = self.tracked.get_mut(&t.id) else {
                 continue;
             };
-            let pm = t.read.max(0.0) + t.write.max(0.0) >= p.pm_task_min_load;
-            match (pm, tr.pinned) {
+            match (t.is_pm(p.pm_task_min_load), tr.pinned) {
                 (true, None) if tr.user_mask.contains(t.cpu as usize) => {
                     tr.pinned = Some(t.cpu);
-                    let mut s = CpuSet::empty();
-                    s.insert(t.cpu as usize);
-                    d.thread_cpus.push((t.id, s));
+                    d.thread_cpus.push((t.id, CpuSet::single(t.cpu as usize)));
                     d.reasons
                         .push(format!("hold thread {} on cpu {} (pm i/o)", t.id, t.cpu));
                 }

@@ -172,6 +172,19 @@ fn field<T: std::str::FromStr>(name: &'static str, s: &str) -> Result<T, ProcPar
     })
 }
 
+/// The fields of a `stat` line after the comm, which ends at byte `close`
+/// (the LAST `)`); at least `needed` of them.
+fn stat_fields_after(text: &str, close: usize, needed: usize) -> Result<Vec<&str>, ProcParseError> {
+    let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
+    if rest.len() < needed {
+        return Err(ProcParseError::StatTooShort {
+            found: rest.len(),
+            needed,
+        });
+    }
+    Ok(rest)
+}
+
 /// Parses `/proc/PID/stat`. The comm may contain spaces and `)`, so it spans
 /// from the first `(` to the LAST `)`; the rest is split on whitespace.
 pub fn parse_stat(text: &str) -> Result<StatFields, ProcParseError> {
@@ -182,15 +195,8 @@ pub fn parse_stat(text: &str) -> Result<StatFields, ProcParseError> {
     }
     let pid = field("pid", text[..open].trim())?;
     let comm = text[open + 1..close].to_string();
-    let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
     // rest[0] is field 3; field 22 is rest[19].
-    const NEEDED: usize = 20;
-    if rest.len() < NEEDED {
-        return Err(ProcParseError::StatTooShort {
-            found: rest.len(),
-            needed: NEEDED,
-        });
-    }
+    let rest = stat_fields_after(text, close, 20)?;
     let mut state_chars = rest[0].chars();
     let state = match (state_chars.next(), state_chars.next()) {
         (Some(c), None) => c,
@@ -264,16 +270,9 @@ pub fn parse_schedstat(text: &str) -> Result<u64, ProcParseError> {
 /// Parses the scheduling fields of `/proc/PID/task/TID/stat`.
 pub fn parse_thread_sched(text: &str) -> Result<ThreadSched, ProcParseError> {
     let close = text.rfind(')').ok_or(ProcParseError::StatNoComm)?;
-    let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
     // rest[0] is field 3: utime (14) is rest[11], stime (15) rest[12],
     // processor (39) rest[36]
-    const NEEDED: usize = 37;
-    if rest.len() < NEEDED {
-        return Err(ProcParseError::StatTooShort {
-            found: rest.len(),
-            needed: NEEDED,
-        });
-    }
+    let rest = stat_fields_after(text, close, 37)?;
     let utime: u64 = field("utime", rest[11])?;
     let stime: u64 = field("stime", rest[12])?;
     Ok(ThreadSched {

@@ -51,10 +51,12 @@ fn two_cores() -> std::collections::BTreeMap<String, toml::Value> {
         .collect()
 }
 
-fn sim_topology() -> Topology {
-    let platform =
-        memtamer_sim::experiment::load_platform("ahn", &two_cores()).expect("ahn platform");
-    let facts = memtamer_sim::platform_cpu_facts(&platform);
+fn sim_platform() -> memtamer_sim::Platform {
+    memtamer_sim::experiment::load_platform("ahn", &two_cores()).expect("ahn platform")
+}
+
+fn sim_topology(platform: &memtamer_sim::Platform) -> Topology {
+    let facts = memtamer_sim::platform_cpu_facts(platform);
     Topology::build(&facts, &[2]).expect("sim topology")
 }
 
@@ -122,7 +124,8 @@ fn the_daemon_and_the_simulator_place_alike() {
     fake_sysfs(&root);
     let host = memtamer_sense::topology::read_topology(&root).expect("fake sysfs");
     let _ = std::fs::remove_dir_all(&root);
-    let sim = sim_topology();
+    let platform = sim_platform();
+    let sim = sim_topology(&platform);
     assert_eq!(
         host, sim,
         "sysfs and the platform file describe the same machine"
@@ -140,7 +143,6 @@ fn the_daemon_and_the_simulator_place_alike() {
     )
     .expect("config");
     let mut daemon = build_policy_on(&cfg, &set("0-7"), Some(host)).expect("daemon policy");
-    let platform = memtamer_sim::experiment::load_platform("ahn", &two_cores()).expect("ahn");
     let mut simulated =
         memtamer_sim::experiment::policy_by_name("placement", &platform).expect("sim policy");
 

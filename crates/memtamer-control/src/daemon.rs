@@ -179,24 +179,18 @@ pub fn online_cpus() -> CpuSet {
 
 /// Builds the composed policy the config asks for.
 pub fn build_policy(cfg: &DaemonConfig, online: &CpuSet) -> Result<Composite, DaemonError> {
-    let topology = memtamer_sense::topology::read_topology(Path::new("/sys/devices/system"));
-    if cfg.placement.enabled {
-        if let Err(e) = &topology {
-            return Err(DaemonError::Config(format!(
-                "placement.enabled: cannot read the CPU topology from /sys/devices/system: {e}"
-            )));
-        }
-    }
-    build_policy_on(cfg, online, topology.ok())
+    let topology = memtamer_sense::topology::read_topology(Path::new("/sys/devices/system"))
+        .map_err(|e| format!("/sys/devices/system: {e}"));
+    build_policy_on(cfg, online, topology)
 }
 
-/// [`build_policy`] on a given CPU topology (`None`: unknown; placement then
-/// cannot run and BE CPUs are handed out in numeric order). Tests use it
-/// with fake topologies.
+/// [`build_policy`] on a given CPU topology, or why it could not be read
+/// (placement then cannot run, and BE CPUs are handed out in numeric order).
+/// Tests use it with fake topologies.
 pub fn build_policy_on(
     cfg: &DaemonConfig,
     online: &CpuSet,
-    topology: Option<memtamer_core::topology::Topology>,
+    topology: Result<memtamer_core::topology::Topology, String>,
 ) -> Result<Composite, DaemonError> {
     let iso = &cfg.isolation;
     let params = IsolationParams {
@@ -218,8 +212,8 @@ pub fn build_policy_on(
     // SMT-aware: whole cores first, LC cores' siblings last (numeric order
     // if sysfs cannot be read)
     let pool: Vec<u32> = match &topology {
-        Some(t) => memtamer_core::topology::be_pool_order(t, &pool_set, &lc),
-        None => pool_set.iter().map(|c| c as u32).collect(),
+        Ok(t) => memtamer_core::topology::be_pool_order(t, &pool_set, &lc),
+        Err(_) => pool_set.iter().map(|c| c as u32).collect(),
     };
     let isolation = match iso.policy {
         IsolationPolicy::Off => None,
@@ -264,11 +258,11 @@ pub fn build_policy_on(
     };
     let placement: Option<Box<dyn Policy>> = match (cfg.placement.enabled, topology) {
         (false, _) => None,
-        (true, Some(t)) => Some(Box::new(Placement::new(t, cfg.placement.params()))),
-        (true, None) => {
-            return Err(DaemonError::Config(
-                "placement.enabled: the CPU topology is unknown".into(),
-            ))
+        (true, Ok(t)) => Some(Box::new(Placement::new(t, cfg.placement.params()))),
+        (true, Err(e)) => {
+            return Err(DaemonError::Config(format!(
+                "placement.enabled: cannot read the CPU topology: {e}"
+            )))
         }
     };
     Ok(Composite::new(isolation, placement, concurrency, None))

@@ -142,7 +142,7 @@ fn the_daemon_and_the_simulator_place_alike() {
         "golden.toml",
     )
     .expect("config");
-    let mut daemon = build_policy_on(&cfg, &set("0-7"), Some(host)).expect("daemon policy");
+    let mut daemon = build_policy_on(&cfg, &set("0-7"), Ok(host)).expect("daemon policy");
     let mut simulated =
         memtamer_sim::experiment::policy_by_name("placement", &platform).expect("sim policy");
 
@@ -195,4 +195,23 @@ fn the_daemon_and_the_simulator_place_alike() {
             "hold thread 2 on cpu 1 (pm i/o)",
         ]
     );
+}
+
+#[test]
+fn placement_without_a_topology_is_a_config_error_naming_the_key() {
+    let text = "[isolation]\npolicy = \"off\"\n[placement]\nenabled = true\n\
+                [[job]]\nname = \"all\"\nclass = \"be\"\nmatch = { comm = \"x\" }\n";
+    let cfg = DaemonConfig::parse(text, "p.toml").expect("config");
+    let err = build_policy_on(&cfg, &set("0-7"), Err("no sysfs".into()))
+        .err()
+        .expect("refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("placement.enabled") && msg.contains("no sysfs"),
+        "{msg}"
+    );
+    // without placement, an unknown topology only changes the BE CPU order
+    let off = DaemonConfig::parse(&text.replace("enabled = true", "enabled = false"), "p.toml")
+        .expect("config");
+    assert!(build_policy_on(&off, &set("0-7"), Err("no sysfs".into())).is_ok());
 }

@@ -143,6 +143,11 @@ pub struct PmParams {
     pub read_buffer_lines: u32,
     /// XPLine write-backs the DIMM can queue for the media.
     pub media_write_queue: u32,
+    /// Independent media partitions of one DIMM: an XPLine operation occupies
+    /// its partition (XPLine address modulo this) for this many media service
+    /// times, so the DIMM reaches its bandwidth only while the operations it
+    /// starts in order spread over the partitions. 1 = a single server.
+    pub media_partitions: u32,
     /// Delay before media counters can be read (ACPI), ms.
     pub media_counter_delay_ms: f64,
     /// When the core sees a PM write complete: at WPQ acceptance (`wpq`), when
@@ -750,6 +755,7 @@ impl Platform {
             ("pm.media_write_gbps", self.pm.media_write_gbps),
             ("pm.xpbuffer_ways", self.pm.xpbuffer_ways as f64),
             ("pm.media_write_queue", self.pm.media_write_queue as f64),
+            ("pm.media_partitions", self.pm.media_partitions as f64),
             ("pm.read_buffer_lines", self.pm.read_buffer_lines as f64),
         ];
         for (k, v) in positive {

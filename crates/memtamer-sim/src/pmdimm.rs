@@ -1,7 +1,9 @@
 //! One Optane DIMM: DDR-T write credits, the XPBuffer (write-combining cache
 //! of 256 B XPLines, set-associative LRU), a small read buffer, and the media
-//! as a single server with read/write service times derived from the DIMM's
-//! media bandwidth. Partially written XPLines evicted from the XPBuffer cost a
+//! as a port that starts one XPLine operation per service time (derived from
+//! the DIMM's media bandwidth) onto one of `media_partitions` independent
+//! partitions, each busy for `media_partitions` service times per operation.
+//! Partially written XPLines evicted from the XPBuffer cost a
 //! read-modify-write. Nothing here knows about thread counts or knees.
 
 use crate::config::PmParams;
@@ -22,8 +24,16 @@ struct XpEntry {
 /// A media operation waiting for the media server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum MediaOp {
-    Read { req: u32 },
-    Write { partial: bool },
+    Read { req: u32, xpl: u64 },
+    Write { partial: bool, xpl: u64 },
+}
+
+impl MediaOp {
+    fn xpl(self) -> u64 {
+        match self {
+            MediaOp::Read { xpl, .. } | MediaOp::Write { xpl, .. } => xpl,
+        }
+    }
 }
 
 /// What the engine must schedule after the media server started an op.
@@ -65,6 +75,8 @@ pub struct PmDimm {
     media_writes_pending: u32,
     media_write_queue: u32,
     media_free_at: Ps,
+    /// When each media partition can start its next operation.
+    partition_free: Vec<Ps>,
     media_busy: bool,
     media_q: VecDeque<MediaOp>,
     read_buf: Vec<(u64, u64)>,
@@ -93,6 +105,7 @@ impl PmDimm {
             media_writes_pending: 0,
             media_write_queue: p.media_write_queue,
             media_free_at: 0,
+            partition_free: vec![0; p.media_partitions.max(1) as usize],
             media_busy: false,
             media_q: VecDeque::new(),
             read_buf: Vec::new(),
@@ -145,6 +158,7 @@ impl PmDimm {
                     .min_by_key(|e| e.stamp)
                     .expect("a set has at least one way");
                 let partial = victim.mask != 0b1111;
+                let evicted = victim.xpl;
                 *victim = XpEntry {
                     valid: true,
                     xpl,
@@ -152,7 +166,10 @@ impl PmDimm {
                     stamp,
                 };
                 self.media_writes_pending += 1;
-                self.media_q.push_back(MediaOp::Write { partial });
+                self.media_q.push_back(MediaOp::Write {
+                    partial,
+                    xpl: evicted,
+                });
             }
             self.inq.pop_front();
             self.accepted.push(req);
@@ -186,27 +203,45 @@ impl PmDimm {
         } else if let Some(e) = self.read_buf.iter_mut().min_by_key(|e| e.1) {
             *e = (xpl, self.stamp);
         }
-        self.media_q.push_back(MediaOp::Read { req });
+        self.media_q.push_back(MediaOp::Read { req, xpl });
         None
     }
 
-    /// Starts the next media op if the media is idle.
+    /// Starts a queued media op if the media port is idle: among the ops
+    /// whose partition frees first, the oldest read, else the oldest write
+    /// (a ready-first, read-first scheduler over the DIMM's queue). The port
+    /// waits for that partition when every queued op's partition is busy.
     pub fn try_start_media(&mut self, now: Ps) -> Option<MediaStart> {
         if self.media_busy {
             return None;
         }
-        let op = self.media_q.pop_front()?;
-        let start = now.max(self.media_free_at);
+        let partitions = self.partition_free.len() as u64;
+        let ready_at = |op: &MediaOp| self.partition_free[(op.xpl() % partitions) as usize];
+        let pick = if partitions == 1 {
+            0
+        } else {
+            let earliest = self.media_q.iter().map(ready_at).min()?.max(now);
+            let ready = |op: &MediaOp| ready_at(op) <= earliest;
+            self.media_q
+                .iter()
+                .position(|op| ready(op) && matches!(op, MediaOp::Read { .. }))
+                .or_else(|| self.media_q.iter().position(ready))
+                .unwrap_or(0)
+        };
+        let op = self.media_q.remove(pick)?;
+        let part = (op.xpl() % partitions) as usize;
+        let start = now.max(self.media_free_at).max(self.partition_free[part]);
         let (service, read_ready) = match op {
-            MediaOp::Read { req } => {
+            MediaOp::Read { req, .. } => {
                 self.counters.media_read_bytes += XPLINE;
                 (
                     self.read_service,
                     Some((req, start + self.media_read_latency + self.controller)),
                 )
             }
-            MediaOp::Write { partial } => {
+            MediaOp::Write { partial, .. } => {
                 self.counters.media_write_bytes += XPLINE;
+                self.media_writes_pending -= 1;
                 if partial {
                     self.counters.rmw += 1;
                     self.counters.media_read_bytes += XPLINE;
@@ -216,11 +251,10 @@ impl PmDimm {
                 }
             }
         };
-        if matches!(op, MediaOp::Write { .. }) {
-            self.media_writes_pending -= 1;
-        }
         self.media_busy = true;
         self.media_free_at = start + service;
+        // each partition delivers 1/partitions of the DIMM's bandwidth
+        self.partition_free[part] = start + service * partitions;
         Some(MediaStart {
             busy_until: self.media_free_at,
             read_ready,
@@ -254,6 +288,7 @@ mod tests {
             xpbuffer_ways: 4,
             read_buffer_lines: 16,
             media_write_queue: 4,
+            media_partitions: 1,
             media_counter_delay_ms: 4.5,
             write_completion: crate::config::PmWriteCompletion::Ddrt,
         }
@@ -317,6 +352,45 @@ mod tests {
         // running the media frees them
         drain(&mut d);
         assert_eq!(d.queued_writes(), 0);
+    }
+
+    /// Media time to write back, in eviction order, the full XPLines `xpls`
+    /// with `partitions` media partitions (all queued before the media runs).
+    fn media_time(partitions: u32, xpls: &[u64]) -> Ps {
+        let mut d = PmDimm::new(&PmParams {
+            media_partitions: partitions,
+            media_write_queue: xpls.len() as u32,
+            ..params()
+        });
+        for &x in xpls {
+            d.media_writes_pending += 1;
+            d.media_q.push_back(MediaOp::Write {
+                partial: false,
+                xpl: x,
+            });
+        }
+        drain(&mut d)
+    }
+
+    #[test]
+    fn partitions_reach_full_bandwidth_only_when_ops_spread_over_them() {
+        let service = media_time(1, &[0]);
+        // consecutive XPLines rotate over the partitions: the port never waits
+        let seq: Vec<u64> = (0..40).collect();
+        assert_eq!(media_time(5, &seq), 40 * service);
+        assert_eq!(media_time(1, &seq), 40 * service);
+        // every op on one partition: each waits out its predecessor's hold
+        let same: Vec<u64> = (0..8).map(|i| i * 5).collect();
+        assert_eq!(media_time(5, &same), (7 * 5 + 1) * service);
+    }
+
+    #[test]
+    fn the_media_starts_a_ready_op_before_an_older_blocked_one() {
+        // 0 and 5 share partition 0; 1 is on partition 1 and is started second
+        let t = media_time(5, &[0, 5, 1]);
+        // 0 at 0, 1 at 1 service, 5 when partition 0 frees at 5 services
+        let service = media_time(1, &[0]);
+        assert_eq!(t, 6 * service);
     }
 
     #[test]

@@ -3,7 +3,12 @@
 //!
 //! * begin+end on an uncontended gate, against a 4 KiB DRAM memcpy;
 //! * 4 KiB pmem_memcpy_persist through the libpmem shim, against the same
-//!   program without the shim (child processes, alternated, medians);
+//!   program without the shim: rounds of two child processes (one with the
+//!   shim preloaded, one without, in alternating order), each timing blocks
+//!   of copies and reporting its median block; the result is the median of
+//!   the per-round ratios, so that a noisy moment on a shared machine moves
+//!   one round, not the answer. The shim's child also alternates blocks
+//!   through the shim and straight to libpmem, in one process;
 //! * the collector thread's CPU time over its wall time, with threads busy.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -16,9 +21,29 @@ use memtamer_gate::{Collector, Gate, GateOptions, PolicySpec};
 
 use crate::gate::{ns_per_op, shim_path};
 
-fn median(mut v: Vec<f64>) -> f64 {
+fn median(v: Vec<f64>) -> f64 {
+    quantile(v, 0.5)
+}
+
+/// The `q` quantile of `v` (linear between neighbours); NaN when empty.
+fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
     v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+    let pos = q.clamp(0.0, 1.0) * (v.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+}
+
+/// Removes its files when dropped (also when a benchmark step fails).
+struct RemoveOnDrop(Vec<std::path::PathBuf>);
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 struct TempGate(Arc<Gate>);
@@ -142,8 +167,20 @@ fn on_cpu_ns(tid: u32) -> Result<u64, String> {
         .ok_or_else(|| format!("{path}: unexpected contents {text:?}"))
 }
 
-/// One timed run of the shim worker; ns per 4 KiB pmem_memcpy_persist.
-fn shim_run(with_shim: bool, file: &str, iters: u64) -> Result<(f64, String), String> {
+/// What one run of the shim worker measured.
+struct ShimRun {
+    /// Median ns per 4 KiB copy through `pmem_memcpy_persist` as the
+    /// program resolves it (the shim when preloaded).
+    ns: f64,
+    /// With the shim: median over block pairs of (through the shim) /
+    /// (straight to libpmem) in the same process.
+    in_process_ratio: Option<f64>,
+    /// The library `pmem_memcpy_persist` resolved to.
+    lib: String,
+}
+
+/// One timed run of the shim worker, pinned to `cpu`.
+fn shim_run(with_shim: bool, file: &str, iters: u64, cpu: usize) -> Result<ShimRun, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(exe);
     cmd.args([
@@ -153,6 +190,8 @@ fn shim_run(with_shim: bool, file: &str, iters: u64) -> Result<(f64, String), St
         file,
         "--iters",
         &iters.to_string(),
+        "--cpu",
+        &cpu.to_string(),
     ])
     .env("PMEM_IS_PMEM_FORCE", "1")
     .env(
@@ -162,7 +201,7 @@ fn shim_run(with_shim: bool, file: &str, iters: u64) -> Result<(f64, String), St
     .env("MEMTAMER_GATE_POLICY", "fixed:2")
     .env_remove("LD_PRELOAD");
     if with_shim {
-        cmd.env("LD_PRELOAD", shim_path()?);
+        cmd.arg("--alternate").env("LD_PRELOAD", shim_path()?);
     }
     let out = cmd.output().map_err(|e| format!("shim worker: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout).to_string();
@@ -174,22 +213,43 @@ fn shim_run(with_shim: bool, file: &str, iters: u64) -> Result<(f64, String), St
         ));
     }
     let mut ns = None;
+    let mut in_process_ratio = None;
     let mut lib = String::new();
     for line in text.lines() {
         if let Some(v) = line.strip_prefix("ns_per_copy ") {
             ns = v.trim().parse::<f64>().ok();
         }
+        if let Some(v) = line.strip_prefix("ratio_to_direct ") {
+            in_process_ratio = v.trim().parse::<f64>().ok();
+        }
         if let Some(v) = line.strip_prefix("resolved_in ") {
             lib = v.trim().to_string();
         }
     }
-    Ok((ns.ok_or("shim worker printed no timing")?, lib))
+    Ok(ShimRun {
+        ns: ns.ok_or("shim worker printed no timing")?,
+        in_process_ratio,
+        lib,
+    })
 }
+
+/// Copies per timed block in the shim worker: long enough (about 0.5 ms)
+/// to dwarf the clock reads, short enough that a preemption spoils few.
+const BLOCK: u64 = 1000;
 
 /// `memtamer bench shim-worker`: maps FILE with libpmem and times 4 KiB
 /// pmem_memcpy_persist calls, resolving the function the way a program
-/// linked with libpmem does (the shim first when preloaded).
-pub fn shim_worker(file: &str, iters: u64) -> Result<(), String> {
+/// linked with libpmem does (the shim first when preloaded). FILE is
+/// created if missing and left in place. Prints the
+/// median ns per copy over blocks of [`BLOCK`] copies. With `alternate`,
+/// blocks through that function alternate with blocks straight to
+/// libpmem's own, and the median per-pair ratio is printed too.
+pub fn shim_worker(
+    file: &str,
+    iters: u64,
+    alternate: bool,
+    cpu: Option<usize>,
+) -> Result<(), String> {
     type MapFile = unsafe extern "C" fn(
         *const c_char,
         usize,
@@ -206,20 +266,22 @@ pub fn shim_worker(file: &str, iters: u64) -> Result<(), String> {
         return Err("libpmem.so.1 not found (apt-get install libpmem1)".into());
     }
     // SAFETY: symbol lookups; null is checked.
-    let (map, copy) = unsafe {
+    let (map, copy, direct) = unsafe {
         (
             libc::dlsym(handle, c"pmem_map_file".as_ptr()),
             libc::dlsym(libc::RTLD_DEFAULT, c"pmem_memcpy_persist".as_ptr()),
+            libc::dlsym(handle, c"pmem_memcpy_persist".as_ptr()),
         )
     };
-    if map.is_null() || copy.is_null() {
+    if map.is_null() || copy.is_null() || direct.is_null() {
         return Err("libpmem lacks pmem_map_file or pmem_memcpy_persist".into());
     }
     // SAFETY: the symbols have these C signatures (libpmem.h).
-    let (map, copy): (MapFile, Copy) = unsafe {
+    let (map, copy, direct): (MapFile, Copy, Copy) = unsafe {
         (
             std::mem::transmute::<*mut c_void, MapFile>(map),
             std::mem::transmute::<*mut c_void, Copy>(copy),
+            std::mem::transmute::<*mut c_void, Copy>(direct),
         )
     };
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
@@ -242,20 +304,149 @@ pub fn shim_worker(file: &str, iters: u64) -> Result<(), String> {
     // SAFETY: base..base+mapped is the mapping just created.
     unsafe { std::ptr::write_bytes(base.cast::<u8>(), 0, mapped) };
     let src = vec![7u8; 4096];
-    let slots = (mapped / 4096).max(1) as u64;
-    let t0 = Instant::now();
-    for i in 0..iters {
-        let off = ((i % slots) * 4096) as usize;
-        // SAFETY: off + 4096 <= mapped.
-        unsafe { copy(base.cast::<u8>().add(off).cast(), src.as_ptr().cast(), 4096) };
+    // One untimed copy first: it is where a preloaded shim opens its gate
+    // and starts its collector thread, which therefore keeps the CPUs this
+    // process started with. Only this (copying) thread is pinned below.
+    // SAFETY: 4096 <= mapped.
+    unsafe { copy(base, src.as_ptr().cast(), 4096) };
+    if let Some(cpu) = cpu {
+        pin_to(cpu)?;
     }
-    let ns = t0.elapsed().as_nanos() as f64 / iters as f64;
-    println!("ns_per_copy {ns:.1}");
-    let _ = std::fs::remove_file(file);
+    let slots = (mapped / 4096).max(1) as u64;
+    let mut next = 0u64;
+    // ns per copy of one block of `n` copies through `f`
+    let mut block = |f: Copy, n: u64| {
+        let t0 = Instant::now();
+        for _ in 0..n {
+            let off = ((next % slots) * 4096) as usize;
+            next += 1;
+            // SAFETY: off + 4096 <= mapped.
+            unsafe { f(base.cast::<u8>().add(off).cast(), src.as_ptr().cast(), 4096) };
+        }
+        t0.elapsed().as_nanos() as f64 / n as f64
+    };
+    let blocks = iters.div_ceil(BLOCK).max(1);
+    let n = iters.clamp(1, BLOCK);
+    let mut through = Vec::with_capacity(blocks as usize);
+    let mut ratios = Vec::new();
+    for i in 0..blocks {
+        if alternate {
+            // alternate which goes first, so drift favours neither
+            let (a, b) = if i % 2 == 0 {
+                let a = block(copy, n);
+                (a, block(direct, n))
+            } else {
+                let b = block(direct, n);
+                (block(copy, n), b)
+            };
+            through.push(a);
+            ratios.push(a / b);
+        } else {
+            through.push(block(copy, n));
+        }
+    }
+    println!("ns_per_copy {:.1}", median(through));
+    if alternate {
+        println!("ratio_to_direct {:.5}", median(ratios));
+    }
+    // the file stays for the next run (same pages: less noise between
+    // runs); `run` removes it
     Ok(())
 }
 
-/// Runs the three benchmarks and prints the report.
+/// Pins the calling thread (and threads it starts later) to `cpu`.
+fn pin_to(cpu: usize) -> Result<(), String> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(format!("--cpu {cpu}: out of range"));
+    }
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET is in range.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: pid 0 is the calling thread; `set` is a valid cpu_set_t.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(format!("--cpu {cpu}: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// The CPUs this process may run on.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is valid output storage.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 is the calling thread; `set` is writable.
+    let ok =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) }
+            == 0;
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: reading a bit of a valid set, index in range.
+        .filter(|&c| ok && unsafe { libc::CPU_ISSET(c, &set) })
+        .collect();
+    if cpus.is_empty() {
+        vec![0]
+    } else {
+        cpus
+    }
+}
+
+/// 4 KiB pmem_memcpy_persist with the shim against without it: the report
+/// lines.
+fn shim_overhead(quick: bool) -> Result<String, String> {
+    let mut out = String::new();
+    let file = format!("/dev/shm/memtamer-bench-pmem-{}", std::process::id());
+    let cleanup = RemoveOnDrop(vec![
+        file.clone().into(),
+        format!("/dev/shm/memtamer-gate-bench-{}-shim", std::process::id()).into(),
+    ]);
+    let iters = if quick { 20_000 } else { 200_000 };
+    let rounds = if quick { 3 } else { 21 };
+    let cpus = allowed_cpus();
+    let mut with = Vec::new();
+    let mut without = Vec::new();
+    let mut ratios = Vec::new();
+    let mut in_process = Vec::new();
+    for round in 0..rounds {
+        // both runs of a round copy on one CPU (a VM's CPUs differ in
+        // speed), A/B then B/A: neither side always runs first
+        let cpu = cpus[round % cpus.len()];
+        let (w, wo) = if round % 2 == 0 {
+            let wo = shim_run(false, &file, iters, cpu)?;
+            (shim_run(true, &file, iters, cpu)?, wo)
+        } else {
+            let w = shim_run(true, &file, iters, cpu)?;
+            (w, shim_run(false, &file, iters, cpu)?)
+        };
+        if !w.lib.contains("memtamer_pmem_shim") {
+            return Err(format!(
+                "the shim run resolved pmem_memcpy_persist in {:?}, not the shim",
+                w.lib
+            ));
+        }
+        ratios.push(w.ns / wo.ns);
+        in_process.extend(w.in_process_ratio);
+        with.push(w.ns);
+        without.push(wo.ns);
+    }
+    drop(cleanup);
+    let pct = |r: f64| (r - 1.0) * 100.0;
+    let each: Vec<String> = ratios.iter().map(|r| format!("{:+.1}", pct(*r))).collect();
+    out += &format!(
+        "4 KiB pmem_memcpy_persist     {:>8.1} ns with the shim, {:.1} ns without: {:+.1}% (target within 3%; median of {rounds} per-round ratios, middle half {:+.1}% to {:+.1}%)\n",
+        median(with),
+        median(without),
+        pct(median(ratios.clone())),
+        pct(quantile(ratios.clone(), 0.25)),
+        pct(quantile(ratios, 0.75)),
+    );
+    out += &format!("  per round (%)               {}\n", each.join(" "));
+    out += &format!(
+        "  in one process              {:+.1}% (blocks alternated through the shim and straight to libpmem; median of {} runs)\n",
+        pct(median(in_process.clone())),
+        in_process.len()
+    );
+    Ok(out)
+}
+
+/// Runs the benchmarks and returns the report.
 pub fn run(quick: bool) -> Result<String, String> {
     let mut out =
         String::from("memtamer bench gate (ratios against baselines measured in this run)\n\n");
@@ -264,6 +455,9 @@ pub fn run(quick: bool) -> Result<String, String> {
         "begin+end, uncontended        {gate_ns:>8.1} ns   ({:.2}x a 4 KiB DRAM memcpy of {copy_ns:.1} ns; target <= 100 ns)\n",
         gate_ns / copy_ns
     );
+    // before `process_gated`, whose process gate starts a collector thread
+    // in this process that would then run beside the shim's workers
+    let shim = shim_overhead(quick)?;
     std::env::set_var(
         "MEMTAMER_GATE",
         format!("bench-{}-process", std::process::id()),
@@ -275,32 +469,7 @@ pub fn run(quick: bool) -> Result<String, String> {
         std::process::id()
     ));
     out += &format!("process gate (C ABI, shim path) {p_ns:>6.1} ns per gated call\n");
-    let file = format!("/dev/shm/memtamer-bench-pmem-{}", std::process::id());
-    let iters = if quick { 20_000 } else { 200_000 };
-    let rounds = if quick { 3 } else { 7 };
-    let mut with = Vec::new();
-    let mut without = Vec::new();
-    let mut lib = String::new();
-    for _ in 0..rounds {
-        without.push(shim_run(false, &file, iters)?.0);
-        let (ns, l) = shim_run(true, &file, iters)?;
-        with.push(ns);
-        lib = l;
-    }
-    let _ = std::fs::remove_file(format!(
-        "/dev/shm/memtamer-gate-bench-{}-shim",
-        std::process::id()
-    ));
-    let (w, wo) = (median(with), median(without));
-    out += &format!(
-        "4 KiB pmem_memcpy_persist     {w:>8.1} ns with the shim, {wo:.1} ns without: {:+.1}% (target within 3%; medians of {rounds} alternated runs)\n",
-        (w / wo - 1.0) * 100.0
-    );
-    if !lib.contains("memtamer_pmem_shim") {
-        return Err(format!(
-            "the shim run resolved pmem_memcpy_persist in {lib:?}, not the shim"
-        ));
-    }
+    out += &shim;
     let cpu = collector_cpu()?;
     out += &format!(
         "collector CPU                 {:>8.3} % of one core (10 ms window, 8 busy threads; target < 1%)\n",

@@ -358,6 +358,12 @@ enum BenchCmd {
         file: String,
         #[arg(long)]
         iters: u64,
+        /// Also time blocks straight to libpmem, alternated with the others.
+        #[arg(long)]
+        alternate: bool,
+        /// Pin the worker to this CPU.
+        #[arg(long)]
+        cpu: Option<usize>,
     },
 }
 
@@ -640,9 +646,15 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             cmd: BenchCmd::DaemonWorker { threads },
         } => bench_daemon::worker(threads.max(1)),
         Cmd::Bench {
-            cmd: BenchCmd::ShimWorker { file, iters },
+            cmd:
+                BenchCmd::ShimWorker {
+                    file,
+                    iters,
+                    alternate,
+                    cpu,
+                },
         } => {
-            bench_gate::shim_worker(&file, iters.max(1))?;
+            bench_gate::shim_worker(&file, iters.max(1), alternate, cpu)?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Gate { cmd } => run_gate(cmd),

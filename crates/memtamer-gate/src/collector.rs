@@ -102,7 +102,8 @@ pub struct Collector {
 
 impl Collector {
     /// Starts the collector thread for `gate`. Every window it reaps dead
-    /// threads; while it holds the lease it also runs `policy`.
+    /// threads and makes sure no held unit keeps a waiter out; while it
+    /// holds the lease it also runs `policy`.
     pub fn spawn(
         gate: Arc<Gate>,
         policy: Option<Box<dyn Policy + Send>>,
@@ -122,6 +123,7 @@ impl Collector {
                         until_thorough = THOROUGH_EVERY;
                     }
                     gate.reap_with(false, thorough);
+                    gate.serve_waiters();
                     if let Some(core) = core.as_mut() {
                         if hold_lease(&gate, window) {
                             core.tick(&gate);

@@ -8,11 +8,25 @@
 //! starves. Requests smaller than the bypass size never wait.
 //!
 //! A thread whose request ends while nobody waits keeps its unit of
-//! capacity (`HOLDING`), so its next request is admitted by one
-//! compare-and-swap on its own slot instead of a trip through the shared
-//! lock; the first waiter, or a lower limit, takes held units back under the
-//! lock. Held units count in `serving`, so T_S still bounds the requests in
+//! capacity (`HOLDING`), so its next request is admitted by plain loads and
+//! stores on its own slot instead of a trip through the shared lock; the
+//! first waiter, or a lower limit, takes held units back under the lock.
+//! Held units count in `serving`, so T_S still bounds the requests in
 //! flight.
+//!
+//! That fast path has no atomic read-modify-write and no fence on purpose:
+//! libpmem copies with non-temporal stores, and on x86 any locked
+//! instruction or `mfence` after them waits until they reach memory, which
+//! costs a 4 KiB persistent copy about 45% (measured; docs/pats.md). The
+//! owner and a thread taking its unit back still need a store-load
+//! handshake (Dekker): the owner stores `RUNNING` and then checks
+//! `queue_len` and `taken`; the taker stores `queue_len`, then runs
+//! membarrier(2) (`os::remote_barrier`), which puts a full barrier on every
+//! running thread of every registered process, and only then reads the
+//! slots. After the barrier the taker either sees the owner's `RUNNING`
+//! (and leaves the unit alone) or the owner's later checks see the queue
+//! (and it settles under the lock). Processes that cannot register for
+//! membarrier never hold units.
 //!
 //! Beyond the paper, the state is in shared memory (one gate for all
 //! processes) and survives deaths: the lock word names its owner, so a lock
@@ -21,7 +35,8 @@
 
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::ptr::NonNull;
+use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -116,6 +131,11 @@ impl Gate {
         self.map.slot(index)
     }
 
+    /// How many slots (from index 0) can be in use: scans stop there.
+    pub(crate) fn slots_in_use(&self) -> usize {
+        (self.header().slot_hwm.load(Ordering::Acquire) as usize).min(SLOTS)
+    }
+
     /// Registers the calling thread: claims a free slot for it. The slot is
     /// freed when the returned handle drops, or by the reaper if the thread
     /// dies first.
@@ -130,12 +150,21 @@ impl Gate {
                     .is_ok()
                 {
                     slot.owner_tid.store(tid, Ordering::Release);
+                    slot.taken.store(0, Ordering::Relaxed);
+                    // before the slot can hold capacity: scans must reach it
+                    self.header()
+                        .slot_hwm
+                        .fetch_max(index as u32 + 1, Ordering::AcqRel);
                     slot.state.store(IDLE, Ordering::Release);
                     slot.sleeping.store(0, Ordering::Relaxed);
                     return Ok(GateThread {
                         gate: Arc::clone(self),
+                        slot: NonNull::from(slot),
+                        header: NonNull::from(self.header()),
+                        bypass: u64::from(self.header().bypass_bytes.load(Ordering::Relaxed)),
                         index,
                         me: (u64::from(pid) << 32) | u64::from(tid),
+                        may_hold: os::fence_free(),
                         _not_send: PhantomData,
                     });
                 }
@@ -169,6 +198,7 @@ impl Gate {
             h.limit_changes.fetch_add(1, Ordering::Relaxed);
         }
         if h.serving.load(Ordering::Relaxed) > value {
+            // `limit` is stored: holders that escape the scan see it
             self.reclaim_held();
         }
         let granted = self.select();
@@ -248,13 +278,14 @@ impl Gate {
         let h = self.header();
         let mut serving = 0u32;
         let mut waiting: Vec<(u64, u32)> = Vec::new();
-        for index in 0..SLOTS {
+        for index in 0..self.slots_in_use() {
             let slot = self.slot(index);
             if slot.owner_pid.load(Ordering::Acquire) == 0 {
                 continue;
             }
             match slot.state.load(Ordering::Acquire) {
-                RUNNING | HOLDING => serving += 1,
+                // a unit marked taken was already given to someone else
+                RUNNING | HOLDING if slot.taken.load(Ordering::Acquire) == 0 => serving += 1,
                 WAITING => waiting.push((slot.ticket.load(Ordering::Relaxed), index as u32)),
                 _ => {}
             }
@@ -269,28 +300,52 @@ impl Gate {
     }
 
     /// Takes back every unit held by an idle thread. Called with the lock
-    /// held, after a waiter has been queued (SeqCst: a holder that parks
-    /// after this scan sees the queue and returns its unit itself).
-    fn reclaim_held(&self) {
-        for index in 0..SLOTS {
+    /// held, after what makes holders give their units up themselves has
+    /// been stored (a waiter in `queue_len`, a lower `limit`).
+    ///
+    /// Holders switch HOLDING -> RUNNING with a plain store and then read
+    /// `queue_len`, `serving`, `limit` and `taken`; the barrier below
+    /// orders that against this scan: a holder whose RUNNING we do not see
+    /// is certain to see our stores and settle under the lock, where it
+    /// finds `taken`. Returns false if the barrier is unavailable to this
+    /// process (nothing is taken then: a holder gives its unit up at its
+    /// next request, or a collector of a process that can barrier takes it).
+    fn reclaim_held(&self) -> bool {
+        if !os::remote_barrier() {
+            return false;
+        }
+        for index in 0..self.slots_in_use() {
             let slot = self.slot(index);
-            if slot.state.load(Ordering::SeqCst) == HOLDING {
-                self.take_held(slot);
+            if slot.owner_pid.load(Ordering::Acquire) != 0
+                && slot.state.load(Ordering::Acquire) == HOLDING
+                && slot.taken.load(Ordering::Relaxed) == 0
+            {
+                slot.taken.store(1, Ordering::Release);
+                slot.state.store(IDLE, Ordering::Release);
+                self.unadmit_locked();
             }
         }
+        true
     }
 
-    /// Takes back the unit `slot` holds, if it still holds one (its owner
-    /// may be reusing it at this moment: exactly one of them wins). Called
-    /// with the lock held.
-    fn take_held(&self, slot: &Slot) {
-        if slot
-            .state
-            .compare_exchange(HOLDING, IDLE, Ordering::SeqCst, Ordering::Relaxed)
-            .is_ok()
-        {
-            self.unadmit_locked();
+    /// Backstop run by every collector each window: if threads wait while
+    /// the gate is full, takes back held units (with a barrier) and lets the
+    /// Selector pass them on. Covers waiters in processes that cannot issue
+    /// membarrier themselves.
+    pub(crate) fn serve_waiters(&self) {
+        let h = self.header();
+        if h.queue_len.load(Ordering::Acquire) == 0 {
+            return;
         }
+        let guard = self.lock();
+        if h.queue_len.load(Ordering::Relaxed) != 0
+            && h.serving.load(Ordering::Relaxed) >= h.limit.load(Ordering::Relaxed)
+        {
+            self.reclaim_held();
+        }
+        let granted = self.select();
+        drop(guard);
+        self.wake(&granted);
     }
 
     /// Counts one unit of capacity returned. Called with the lock held.
@@ -316,7 +371,9 @@ impl Gate {
             let index = h.queue[start as usize % SLOTS].load(Ordering::Relaxed) as usize;
             h.queue_start
                 .store((start + 1) % SLOTS as u32, Ordering::Relaxed);
-            h.queue_len.store(len - 1, Ordering::Relaxed);
+            // Release: a holder that reads the shorter queue also sees a
+            // `taken` stored before it
+            h.queue_len.store(len - 1, Ordering::Release);
             let slot = self.slot(index);
             if slot.owner_pid.load(Ordering::Acquire) == 0
                 || slot.state.load(Ordering::Acquire) != WAITING
@@ -379,7 +436,7 @@ impl Gate {
             return 0;
         }
         h.last_reap_ns.store(now, Ordering::Relaxed);
-        let dead: Vec<usize> = (0..SLOTS)
+        let dead: Vec<usize> = (0..self.slots_in_use())
             .filter(|&i| {
                 let slot = self.slot(i);
                 let pid = slot.owner_pid.load(Ordering::Acquire);
@@ -397,10 +454,13 @@ impl Gate {
                 if pid == 0 || os::alive(pid, tid, thorough) {
                     continue;
                 }
-                if matches!(slot.state.swap(IDLE, Ordering::AcqRel), RUNNING | HOLDING) {
+                if matches!(slot.state.swap(IDLE, Ordering::AcqRel), RUNNING | HOLDING)
+                    && slot.taken.load(Ordering::Relaxed) == 0
+                {
                     self.unadmit_locked();
                     h.reclaimed.fetch_add(1, Ordering::Relaxed);
                 }
+                slot.taken.store(0, Ordering::Relaxed);
                 h.retired.absorb(&slot.stats);
                 slot.stats.clear();
                 slot.owner_tid.store(0, Ordering::Relaxed);
@@ -432,9 +492,19 @@ impl Drop for LockGuard<'_> {
 /// A registered PA-thread. Not `Send`: the slot names this thread's tid.
 pub struct GateThread {
     gate: Arc<Gate>,
+    /// This thread's slot and the gate's header, kept so that the fast path
+    /// does not chase `gate` to the mapping. Valid while `gate` lives (the
+    /// mapping is unmapped only when the `Gate` drops).
+    slot: NonNull<Slot>,
+    header: NonNull<Header>,
+    /// The gate's bypass size (fixed by its creator).
+    bypass: u64,
     index: usize,
     /// This thread's lock word (pid << 32 | tid).
     me: u64,
+    /// Whether this thread keeps its unit between requests (only when its
+    /// process is registered for membarrier, see `os::fence_free`).
+    may_hold: bool,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -452,40 +522,105 @@ impl GateThread {
         &self.gate
     }
 
+    #[inline]
     fn slot(&self) -> &Slot {
-        self.gate.slot(self.index)
+        // SAFETY: points into the mapping `self.gate` keeps alive; Slot is
+        // atomics only.
+        unsafe { self.slot.as_ref() }
+    }
+
+    #[inline]
+    fn header(&self) -> &Header {
+        // SAFETY: as for `slot`.
+        unsafe { self.header.as_ref() }
+    }
+
+    /// Whether this thread is inside an admitted request (between a `begin`
+    /// that admitted it and `end`).
+    #[inline]
+    pub fn in_request(&self) -> bool {
+        self.slot().state.load(Ordering::Relaxed) == RUNNING
+    }
+
+    /// Whether a request of `bytes` bytes is below the gate's bypass size
+    /// (never waits).
+    #[inline]
+    pub fn bypasses(&self, bytes: u64) -> bool {
+        bytes < self.bypass
     }
 
     /// Brackets the start of a PM request of `bytes` bytes: records it in the
     /// thread's statistics and Req-Info, then waits until the Selector admits
     /// it (requests below the bypass size pass at once). Call
     /// [`GateThread::end`] when the request is done, or use [`GateThread::enter`].
+    #[inline]
     pub fn begin(&self, bytes: u64, is_write: bool) -> Admission {
         let slot = self.slot();
-        let h = self.gate.header();
         record(&slot.stats, bytes, is_write);
-        if bytes < u64::from(h.bypass_bytes.load(Ordering::Relaxed)) {
+        if bytes < self.bypass {
             bump(&slot.stats.bypassed, 1);
             return Admission::Bypassed;
         }
-        slot.req_bytes.store(bytes, Ordering::Relaxed);
-        slot.req_write.store(u32::from(is_write), Ordering::Relaxed);
+        // Req-Info, stored only when it changes (a store saved per call)
+        if slot.req_bytes.load(Ordering::Relaxed) != bytes {
+            slot.req_bytes.store(bytes, Ordering::Relaxed);
+        }
+        if slot.req_write.load(Ordering::Relaxed) != u32::from(is_write) {
+            slot.req_write.store(u32::from(is_write), Ordering::Relaxed);
+        }
         match slot.state.load(Ordering::Relaxed) {
             // begin without end: the thread already holds its admission
-            RUNNING => return Admission::Immediate,
-            HOLDING
-                if slot
-                    .state
-                    .compare_exchange(HOLDING, RUNNING, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok() =>
+            RUNNING => Admission::Immediate,
+            HOLDING => self.reuse_held(),
+            _ => self.begin_locked(false),
+        }
+    }
+
+    /// Admits a request with the unit this thread holds, unless someone
+    /// took it back meanwhile: the owner's half of the handshake with
+    /// `Gate::reclaim_held` (module docs). Called after reading HOLDING.
+    #[inline]
+    fn reuse_held(&self) -> Admission {
+        let slot = self.slot();
+        let h = self.header();
+        // A plain store, then the checks. The compiler must not move the
+        // loads above the store; the CPU may, which the taker's membarrier
+        // covers.
+        slot.state.store(RUNNING, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        if h.queue_len.load(Ordering::Acquire) == 0
+            && slot.taken.load(Ordering::Acquire) == 0
+            && h.serving.load(Ordering::Relaxed) <= h.limit.load(Ordering::Relaxed)
+        {
+            bump(&slot.stats.reused, 1);
+            return Admission::Immediate;
+        }
+        self.begin_locked(true)
+    }
+
+    /// `begin` through the lock: settles a unit this thread may still hold
+    /// (`from_hold`), then admits at once or queues and waits.
+    #[cold]
+    #[inline(never)]
+    fn begin_locked(&self, from_hold: bool) -> Admission {
+        let slot = self.slot();
+        let h = self.header();
+        let guard = self.gate.lock_as(self.me);
+        if self.holds_unit_locked() {
+            if from_hold
+                && h.queue_len.load(Ordering::Relaxed) == 0
+                && h.serving.load(Ordering::Relaxed) <= h.limit.load(Ordering::Relaxed)
             {
+                // nobody took it and nobody waits: the request keeps it
+                slot.state.store(RUNNING, Ordering::Relaxed);
+                drop(guard);
                 bump(&slot.stats.reused, 1);
                 return Admission::Immediate;
             }
-            // idle, or a waiter took the held unit back: queue like everyone else
-            _ => {}
+            // someone queued first, or the limit fell: the unit goes back
+            slot.state.store(IDLE, Ordering::Relaxed);
+            self.gate.unadmit_locked();
         }
-        let guard = self.gate.lock_as(self.me);
         if h.queue_len.load(Ordering::Relaxed) == 0
             && h.serving.load(Ordering::Relaxed) < h.limit.load(Ordering::Relaxed)
         {
@@ -502,8 +637,12 @@ impl GateThread {
         let tail = (h.queue_start.load(Ordering::Relaxed) + len) as usize % SLOTS;
         h.queue[tail].store(self.index as u32, Ordering::Relaxed);
         h.queue_len.store(len + 1, Ordering::SeqCst);
-        // idle threads' held units go to the queue, in order
-        self.gate.reclaim_held();
+        if len == 0 {
+            // The first waiter takes idle threads' held units for the queue,
+            // in order. While the queue is not empty no unit stays held: a
+            // holder that escaped this scan sees the queue and settles.
+            self.gate.reclaim_held();
+        }
         let granted = self.gate.select();
         drop(guard);
         self.gate.wake(&granted);
@@ -514,6 +653,19 @@ impl GateThread {
             slot.stats.wait_ns_max.store(waited, Ordering::Relaxed);
         }
         Admission::Waited(waited)
+    }
+
+    /// Whether this thread still owns a unit of capacity (RUNNING or
+    /// HOLDING, not taken by someone else). Clears a `taken` mark: the unit
+    /// was already counted back. Called by the owner with the lock held.
+    fn holds_unit_locked(&self) -> bool {
+        let slot = self.slot();
+        if slot.taken.load(Ordering::Relaxed) != 0 {
+            slot.taken.store(0, Ordering::Relaxed);
+            slot.state.store(IDLE, Ordering::Relaxed);
+            return false;
+        }
+        matches!(slot.state.load(Ordering::Relaxed), RUNNING | HOLDING)
     }
 
     fn wait_for_admission(&self) -> u64 {
@@ -545,43 +697,53 @@ impl GateThread {
     /// Ends the request admitted by the last [`GateThread::begin`] and lets
     /// the Selector release the next waiter. Harmless after a bypassed
     /// request or without a begin.
+    #[inline]
     pub fn end(&self) {
         let slot = self.slot();
         if slot.state.load(Ordering::Relaxed) != RUNNING {
             return;
         }
-        let h = self.gate.header();
-        if h.queue_len.load(Ordering::Relaxed) == 0
+        let h = self.header();
+        if self.may_hold
+            && h.queue_len.load(Ordering::Relaxed) == 0
             && h.serving.load(Ordering::Relaxed) <= h.limit.load(Ordering::Relaxed)
         {
-            // nobody waits: keep the unit for this thread's next request
-            slot.state.store(HOLDING, Ordering::SeqCst);
-            if h.queue_len.load(Ordering::SeqCst) == 0 {
-                return;
-            }
-            // someone queued meanwhile: return the unit properly
-            self.release_held();
-            return;
+            self.hold_unit();
+        } else {
+            self.end_locked();
         }
-        let guard = self.gate.lock_as(self.me);
-        slot.state.store(IDLE, Ordering::Release);
-        self.gate.unadmit_locked();
-        let granted = self.gate.select();
-        drop(guard);
-        self.gate.wake(&granted);
     }
 
-    /// Returns a held unit of capacity (if a waiter has not taken it yet)
+    /// Nobody waits: keeps the unit for this thread's next request, unless
+    /// a waiter queued meanwhile. A plain store and a check, the owner's
+    /// half of the handshake with `Gate::reclaim_held` (module docs).
+    #[inline]
+    fn hold_unit(&self) {
+        self.slot().state.store(HOLDING, Ordering::Release);
+        compiler_fence(Ordering::SeqCst);
+        if self.header().queue_len.load(Ordering::Acquire) != 0 {
+            // someone queued meanwhile: return the unit properly
+            self.end_locked();
+        }
+    }
+
+    /// Returns this thread's unit (if nobody took it yet) under the lock
     /// and lets the Selector pass it on.
-    fn release_held(&self) {
+    #[cold]
+    #[inline(never)]
+    fn end_locked(&self) {
         let guard = self.gate.lock_as(self.me);
-        self.gate.take_held(self.slot());
+        if self.holds_unit_locked() {
+            self.slot().state.store(IDLE, Ordering::Release);
+            self.gate.unadmit_locked();
+        }
         let granted = self.gate.select();
         drop(guard);
         self.gate.wake(&granted);
     }
 
     /// `begin` returning a guard that calls `end` when dropped.
+    #[inline]
     pub fn enter(&self, bytes: u64, is_write: bool) -> Permit<'_> {
         let admission = self.begin(bytes, is_write);
         Permit {
@@ -593,18 +755,20 @@ impl GateThread {
 
 impl Drop for GateThread {
     fn drop(&mut self) {
-        self.end();
-        if self.slot().state.load(Ordering::Relaxed) == HOLDING {
-            self.release_held();
-        }
-        let h = self.gate.header();
+        let h = self.header();
         let slot = self.slot();
         let guard = self.gate.lock_as(self.me);
+        if self.holds_unit_locked() {
+            slot.state.store(IDLE, Ordering::Release);
+            self.gate.unadmit_locked();
+        }
+        let granted = self.gate.select();
         h.retired.absorb(&slot.stats);
         slot.stats.clear();
         slot.owner_tid.store(0, Ordering::Relaxed);
         slot.owner_pid.store(0, Ordering::Release);
         drop(guard);
+        self.gate.wake(&granted);
     }
 }
 
@@ -646,6 +810,99 @@ fn record(stats: &crate::shm::SharedStats, bytes: u64, is_write: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+
+    /// Removes the gate file when the test ends, passed or not.
+    struct Cleanup(PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    fn test_gate(tag: &str, limit: u32) -> (Arc<Gate>, Cleanup) {
+        let options = GateOptions {
+            name: format!("unit-{tag}-{}", std::process::id()),
+            initial_limit: limit,
+            ..GateOptions::default()
+        };
+        let _ = std::fs::remove_file(options.path());
+        (Gate::open(&options).expect("open"), Cleanup(options.path()))
+    }
+
+    fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+        let t0 = Instant::now();
+        while !cond() {
+            assert!(t0.elapsed() < Duration::from_secs(20), "timed out: {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_holder_that_loses_the_race_for_its_unit_queues_behind_the_taker() {
+        let (gate, _cleanup) = test_gate("race-begin", 1);
+        let holder = gate.register().expect("register");
+        drop(holder.enter(4096, true));
+        assert_eq!(holder.slot().state.load(Ordering::SeqCst), HOLDING);
+        // a waiter takes the held unit back and runs...
+        let done = Arc::new(AtomicBool::new(false));
+        let (g, d) = (Arc::clone(&gate), Arc::clone(&done));
+        let waiter = std::thread::spawn(move || {
+            let me = g.register().expect("register");
+            let permit = me.enter(4096, true);
+            // ...until the holder has queued behind it
+            wait_until("the holder to queue", || {
+                g.header().queue_len.load(Ordering::SeqCst) == 1
+            });
+            d.store(true, Ordering::SeqCst);
+            drop(permit);
+        });
+        wait_until("the waiter to run", || {
+            gate.snapshot()
+                .threads
+                .iter()
+                .any(|t| t.state == crate::ThreadState::Running)
+        });
+        // ...while the holder, which read HOLDING just before the take,
+        // starts its next request: it must not run beside the waiter
+        let admission = holder.reuse_held();
+        assert!(matches!(admission, Admission::Waited(_)), "{admission:?}");
+        assert!(done.load(Ordering::SeqCst), "ran while the taker still ran");
+        assert_eq!(gate.header().serving.load(Ordering::SeqCst), 1);
+        holder.end();
+        waiter.join().expect("waiter");
+        drop(holder);
+        assert_eq!(gate.header().serving.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_holder_that_sees_a_waiter_after_parking_its_unit_hands_it_over() {
+        let (gate, _cleanup) = test_gate("race-end", 1);
+        let holder = gate.register().expect("register");
+        assert_eq!(holder.begin(4096, true), Admission::Immediate);
+        // a waiter queues while the holder runs: nothing to take back
+        let g = Arc::clone(&gate);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let me = g.register().expect("register");
+            let admission = me.enter(4096, true).admission;
+            let _ = tx.send(admission);
+        });
+        wait_until("the waiter to queue", || {
+            gate.header().queue_len.load(Ordering::SeqCst) == 1
+        });
+        // the holder passed `end`'s first check just before the waiter
+        // queued, and parks its unit: the check after must hand it over
+        holder.hold_unit();
+        let admission = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the waiter starved behind a parked unit");
+        assert!(matches!(admission, Admission::Waited(_)), "{admission:?}");
+        waiter.join().expect("waiter"); // its slot retires when it exits
+        drop(holder);
+        assert_eq!(gate.header().serving.load(Ordering::SeqCst), 0);
+    }
 
     #[test]
     fn a_lock_left_by_a_dead_thread_is_taken_over_and_the_state_rebuilt() {

@@ -1,7 +1,7 @@
 //! Thin OS helpers: ids, clocks, futexes and liveness checks.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Once;
 use std::time::Duration;
 
@@ -9,8 +9,34 @@ use std::time::Duration;
 static FORK_EPOCH: AtomicU64 = AtomicU64::new(1);
 static ATFORK: Once = Once::new();
 
+/// Whether this process is registered for `MEMBARRIER_CMD_GLOBAL_EXPEDITED`,
+/// which lets its threads keep a unit of capacity without a fence (see
+/// [`remote_barrier`]).
+static FENCE_FREE: AtomicBool = AtomicBool::new(false);
+
+/// membarrier(2) commands (linux/membarrier.h).
+const MEMBARRIER_CMD_GLOBAL_EXPEDITED: libc::c_long = 1 << 1;
+const MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED: libc::c_long = 1 << 2;
+
+/// Registers this process as a target of other processes' expedited
+/// barriers. Only a raw syscall: safe to call in a fork child handler.
+fn register_membarrier() {
+    // SAFETY: membarrier takes no pointers; failure is reported by rc.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED,
+            0 as libc::c_long,
+            0 as libc::c_long,
+        )
+    };
+    FENCE_FREE.store(rc == 0, Ordering::Release);
+}
+
 extern "C" fn after_fork_in_child() {
     FORK_EPOCH.fetch_add(1, Ordering::Relaxed);
+    // the registration belongs to the parent's address space
+    register_membarrier();
 }
 
 thread_local! {
@@ -18,12 +44,44 @@ thread_local! {
     static IDS: Cell<(u64, u32, u32)> = const { Cell::new((0, 0, 0)) };
 }
 
-/// Registers the fork handler (once per process; `Gate::open` calls it).
+/// Registers the fork handler and this process's membarrier registration
+/// (once per process; `Gate::open` calls it).
 pub(crate) fn watch_forks() {
     ATFORK.call_once(|| {
-        // SAFETY: registering a handler that only touches an atomic.
+        register_membarrier();
+        // SAFETY: registering a handler that only touches atomics and makes
+        // one raw syscall.
         unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     });
+}
+
+/// Whether threads of this process may keep a unit of capacity between
+/// requests with plain stores only: true when the process is registered for
+/// other processes' expedited memory barriers ([`remote_barrier`]), which
+/// is what makes taking such a unit back safe.
+pub(crate) fn fence_free() -> bool {
+    FENCE_FREE.load(Ordering::Acquire)
+}
+
+/// A full memory barrier on every running thread of every process
+/// registered by [`watch_forks`] (membarrier `GLOBAL_EXPEDITED`). After it
+/// returns, each such thread's stores made before the barrier are visible
+/// here, and its loads after it see our stores made before the call. This
+/// is the slow half of an asymmetric Dekker handshake: the fast half (a
+/// thread reusing its held unit) then needs no fence, which matters because
+/// on x86 a fence right after libpmem's non-temporal stores waits for them
+/// to reach memory. False if the kernel refuses (no membarrier).
+pub(crate) fn remote_barrier() -> bool {
+    // SAFETY: membarrier takes no pointers; failure is reported by rc.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            MEMBARRIER_CMD_GLOBAL_EXPEDITED,
+            0 as libc::c_long,
+            0 as libc::c_long,
+        )
+    };
+    rc == 0
 }
 
 /// The current fork epoch; changes in a forked child.

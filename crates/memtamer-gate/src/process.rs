@@ -6,7 +6,7 @@
 //! the reason is printed once and requests pass ungated, because an
 //! unmodified application must keep working.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::sync::{Arc, Mutex};
 
 use crate::{os, Admission, Collector, Gate, GateConfig, GateError, GateThread};
@@ -31,9 +31,30 @@ static STATE: Mutex<State> = Mutex::new(State::Uninit);
 struct ThreadCtx {
     /// Fork epoch the registration belongs to (0: none yet).
     epoch: Cell<u64>,
-    /// Nesting depth of `gated` calls: only the outermost is gated.
+    /// Nonzero inside a bypassed `gated` call, so that a call nested in it
+    /// is not counted twice. (Inside an admitted call the slot's RUNNING
+    /// state says so: the fast path stores nothing here.)
     depth: Cell<u32>,
-    registration: RefCell<Option<GateThread>>,
+    /// True while `refresh` replaces the registration: a call that
+    /// interrupts it (a signal handler) runs ungated.
+    refreshing: Cell<bool>,
+    /// This thread's registration (null: none), from `Box::into_raw`.
+    /// Freed only when the thread exits; one inherited through fork is
+    /// leaked instead (it names the parent's thread), so a reference handed
+    /// out by `thread` stays valid for the rest of the call. Not a RefCell:
+    /// its borrow counting was a load and two stores on every call.
+    registration: Cell<*mut GateThread>,
+}
+
+impl Drop for ThreadCtx {
+    fn drop(&mut self) {
+        let p = self.registration.replace(std::ptr::null_mut());
+        if !p.is_null() && self.epoch.get() == os::fork_epoch() {
+            // SAFETY: from Box::into_raw in `refresh`, freed only here; the
+            // thread is exiting, so no gated call is using it.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
 }
 
 thread_local! {
@@ -41,7 +62,8 @@ thread_local! {
         ThreadCtx {
             epoch: Cell::new(0),
             depth: Cell::new(0),
-            registration: RefCell::new(None),
+            refreshing: Cell::new(false),
+            registration: Cell::new(std::ptr::null_mut()),
         }
     };
 }
@@ -110,60 +132,84 @@ pub fn gate() -> Option<Arc<Gate>> {
 }
 
 impl ThreadCtx {
-    /// Makes sure this thread is registered for the current fork epoch.
-    fn ensure_registered(&self) {
+    /// This thread's registration for the current fork epoch (registering
+    /// on first use), or None when the gate is disabled or a refresh is
+    /// under way.
+    #[inline]
+    fn thread(&self) -> Option<&GateThread> {
+        if self.epoch.get() != os::fork_epoch() || self.refreshing.get() {
+            return self.refresh();
+        }
+        // SAFETY: null or from Box::into_raw, and freed only when the
+        // thread exits (see `registration`), after every use of `&self`.
+        unsafe { self.registration.get().as_ref() }
+    }
+
+    /// Registers this thread for the current fork epoch.
+    #[cold]
+    #[inline(never)]
+    fn refresh(&self) -> Option<&GateThread> {
+        if self.refreshing.get() {
+            return None;
+        }
+        self.refreshing.set(true);
         let epoch = os::fork_epoch();
-        if self.epoch.get() == epoch {
-            return;
+        if self.epoch.get() != epoch {
+            // A registration copied by fork names the parent's thread:
+            // dropping it would free the parent's slot. It is leaked, which
+            // also keeps references to it valid.
+            let fresh = gate().and_then(|g| match g.register() {
+                Ok(t) => Some(Box::into_raw(Box::new(t))),
+                Err(e) => {
+                    eprintln!("memtamer: thread runs ungated: {e}");
+                    None
+                }
+            });
+            self.registration.set(fresh.unwrap_or(std::ptr::null_mut()));
+            self.epoch.set(epoch);
         }
-        let Ok(mut slot) = self.registration.try_borrow_mut() else {
-            return;
-        };
-        if let Some(inherited) = slot.take() {
-            // a registration copied by fork names the parent's thread:
-            // dropping it would free the parent's slot
-            std::mem::forget(inherited);
-        }
-        *slot = gate().and_then(|g| match g.register() {
-            Ok(t) => Some(t),
-            Err(e) => {
-                eprintln!("memtamer: thread runs ungated: {e}");
-                None
-            }
-        });
-        self.epoch.set(epoch);
+        self.refreshing.set(false);
+        // SAFETY: as in `thread`.
+        unsafe { self.registration.get().as_ref() }
     }
 }
 
 /// Runs `call` as one PM request of `bytes` bytes admitted by the process
-/// gate. Nested calls (a gated function calling another) are gated once;
-/// without a gate the call just runs.
+/// gate. Nested calls (a gated function calling another, as libpmem's
+/// pmem_persist calls pmem_flush) are gated and counted once; without a gate
+/// the call just runs.
+///
+/// The admitted path stores only to the thread's slot (statistics, state):
+/// no nesting counter, because on the benchmark machine each extra store
+/// around libpmem's non-temporal copy could cost as much as a fence
+/// (docs/pats.md).
 #[inline]
 pub fn gated<R>(bytes: u64, is_write: bool, call: impl FnOnce() -> R) -> R {
     let mut call = Some(call);
     let result = THREAD.try_with(|ctx| {
-        let depth = ctx.depth.get();
-        ctx.depth.set(depth + 1);
-        let run = call.take().map(|c| {
-            if depth > 0 {
-                return c();
-            }
-            ctx.ensure_registered();
-            let reg = ctx.registration.try_borrow().ok();
-            match reg.as_ref().and_then(|r| r.as_ref()) {
-                Some(t) => {
-                    let admission = t.begin(bytes, is_write);
-                    let r = c();
-                    if admission != Admission::Bypassed {
-                        t.end();
-                    }
-                    r
-                }
-                None => c(),
-            }
-        });
-        ctx.depth.set(depth);
-        run
+        let c = call.take()?;
+        if ctx.depth.get() != 0 {
+            return Some(c()); // nested in a bypassed call
+        }
+        let Some(t) = ctx.thread() else {
+            return Some(c());
+        };
+        if t.in_request() {
+            return Some(c()); // nested in an admitted call
+        }
+        if t.bypasses(bytes) {
+            ctx.depth.set(1);
+            t.begin(bytes, is_write);
+            let r = c();
+            ctx.depth.set(0);
+            return Some(r);
+        }
+        let admission = t.begin(bytes, is_write);
+        let r = c();
+        if admission != Admission::Bypassed {
+            t.end();
+        }
+        Some(r)
     });
     match (result, call) {
         (Ok(Some(r)), _) => r,
@@ -183,11 +229,7 @@ fn unreachable_call() -> ! {
 /// None when the gate is disabled. Pair with [`end`].
 pub fn begin(bytes: u64, is_write: bool) -> Option<Admission> {
     THREAD
-        .try_with(|ctx| {
-            ctx.ensure_registered();
-            let reg = ctx.registration.try_borrow().ok()?;
-            reg.as_ref().map(|t| t.begin(bytes, is_write))
-        })
+        .try_with(|ctx| ctx.thread().map(|t| t.begin(bytes, is_write)))
         .ok()
         .flatten()
 }
@@ -195,10 +237,8 @@ pub fn begin(bytes: u64, is_write: bool) -> Option<Admission> {
 /// Ends the calling thread's admitted request.
 pub fn end() {
     let _ = THREAD.try_with(|ctx| {
-        if let Ok(reg) = ctx.registration.try_borrow() {
-            if let Some(t) = reg.as_ref() {
-                t.end();
-            }
+        if let Some(t) = ctx.thread() {
+            t.end();
         }
     });
 }
@@ -208,5 +248,43 @@ pub fn disabled_reason() -> Option<String> {
     match &*STATE.lock().unwrap_or_else(|p| p.into_inner()) {
         State::Failed(why) => Some(why.clone()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{GateOptions, PolicySpec};
+
+    #[test]
+    fn nested_calls_are_gated_and_counted_once() {
+        let options = GateOptions {
+            name: format!("unit-process-{}", std::process::id()),
+            ..GateOptions::default()
+        };
+        let path = options.path();
+        let config = GateConfig {
+            options,
+            policy: PolicySpec::Fixed(1),
+            ..GateConfig::default()
+        };
+        let gate = init_with(&config).expect("open the process gate");
+        // an admitted call that calls another gated function (libpmem's
+        // pmem_persist calls pmem_flush)
+        let inner = gated(4096, true, || gated(4096, true, || gate.snapshot().serving));
+        assert_eq!(inner, 1, "the nested call holds no second unit");
+        // a bypassed call with a nested one
+        gated(64, true, || gated(64, true, || ()));
+        let total = gate.snapshot().total();
+        assert_eq!(total.writes_by_size[3], 1, "4 KiB request counted once");
+        assert_eq!(total.writes_by_size[0], 1, "64 B request counted once");
+        assert_eq!(total.write_bytes, 4096 + 64);
+        assert_eq!(total.bypassed, 1);
+        // the thread's next request reuses its held unit
+        gated(4096, true, || ());
+        let snap = gate.snapshot();
+        assert_eq!(snap.admissions, 2);
+        assert_eq!(snap.total().reused, 1);
+        let _ = std::fs::remove_file(path);
     }
 }

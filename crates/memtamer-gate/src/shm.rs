@@ -16,7 +16,7 @@ use crate::GateError;
 
 /// Layout magic: "MTGATE" and the layout version. Bump the last byte on any
 /// layout change so that old and new processes refuse to share a file.
-pub(crate) const MAGIC: u64 = 0x4d54_4741_5445_0004;
+pub(crate) const MAGIC: u64 = 0x4d54_4741_5445_0005;
 
 /// Slots: PA-threads that can be registered at once, system-wide.
 pub const SLOTS: usize = 256;
@@ -29,8 +29,8 @@ pub(crate) const IDLE: u32 = 0;
 pub(crate) const WAITING: u32 = 1;
 pub(crate) const RUNNING: u32 = 2;
 /// Admitted but between requests: the thread keeps its unit of capacity for
-/// its next request (no lock, no shared write) until a waiter or a lower
-/// limit takes it back.
+/// its next request (no lock, no atomic read-modify-write, no fence) until a
+/// waiter or a lower limit takes it back (see `Gate::reclaim_held`).
 pub(crate) const HOLDING: u32 = 3;
 
 /// Request-level statistics one thread publishes. Only the owning thread
@@ -61,14 +61,18 @@ pub(crate) struct Slot {
     pub owner_pid: AtomicU32,
     /// Owner's thread id.
     pub owner_tid: AtomicU32,
-    /// IDLE, WAITING or RUNNING; the owner sleeps on this word.
+    /// IDLE, WAITING, RUNNING or HOLDING; the owner sleeps on this word.
+    /// RUNNING <-> HOLDING is written by the owner alone, with plain stores.
     pub state: AtomicU32,
     /// 1 while the owner sleeps in futex_wait on `state`.
     pub sleeping: AtomicU32,
     /// Req-Info: size and direction of the current request.
     pub req_bytes: AtomicU64,
     pub req_write: AtomicU32,
-    _pad: u32,
+    /// 1 when someone else took this slot's held unit back (and already
+    /// counted it out of `serving`); the owner clears it under the lock.
+    /// Written under the lock only.
+    pub taken: AtomicU32,
     /// FIFO position while WAITING.
     pub ticket: AtomicU64,
     pub stats: SharedStats,
@@ -111,7 +115,10 @@ pub(crate) struct Header {
     pub limit_changes: AtomicU64,
     /// Collector lease: holder pid (0 none) and its last heartbeat (CLOCK_MONOTONIC ns).
     pub collector_pid: AtomicU32,
-    _pad2: u32,
+    /// One past the highest slot index ever claimed: scans of the slots
+    /// (collector, reaper, Selector) stop there instead of reading all
+    /// SLOTS every window.
+    pub slot_hwm: AtomicU32,
     pub collector_heartbeat_ns: AtomicU64,
     /// Collector's last view: average request bytes and write ratio (f64 bits).
     pub last_avg_bytes: AtomicU64,

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use memtamer_core::{GateObs, ThreadObs};
 
 use crate::gate::Gate;
-use crate::shm::{SharedStats, HOLDING, RUNNING, SLOTS, UNLIMITED, WAITING};
+use crate::shm::{SharedStats, HOLDING, RUNNING, UNLIMITED, WAITING};
 
 /// One thread's request-level statistics (cumulative).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -306,7 +306,7 @@ impl Gate {
         let l32 = |a: &std::sync::atomic::AtomicU32| a.load(Ordering::Relaxed);
         let l64 = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         let limit = |v: u32| (v != UNLIMITED).then_some(v);
-        let threads: Vec<ThreadSnapshot> = (0..SLOTS)
+        let threads: Vec<ThreadSnapshot> = (0..self.slots_in_use())
             .filter_map(|i| {
                 let slot = self.slot(i);
                 let pid = l32(&slot.owner_pid);

@@ -178,6 +178,51 @@ fn an_idle_thread_keeps_its_unit_only_until_someone_needs_it() {
 }
 
 #[test]
+fn held_units_never_let_requests_exceed_the_limit() {
+    // Threads pause between requests, so units are often held (no waiter
+    // when a request ends) and then taken back by a waiter while their
+    // holder may be starting its next request: the race the held unit's
+    // handshake must win every time.
+    for limit in [1u32, 2] {
+        let (gate, _c) = open("held-race", limit);
+        let inside = Arc::new(AtomicU32::new(0));
+        let most = Arc::new(AtomicU32::new(0));
+        let threads: Vec<_> = (0..5u64)
+            .map(|i| {
+                let (gate, inside, most) = (gate.clone(), inside.clone(), most.clone());
+                std::thread::spawn(move || {
+                    let me = gate.register().expect("register");
+                    for n in 0..3000u64 {
+                        {
+                            let _p = me.enter(4096, true);
+                            let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                            most.fetch_max(now, Ordering::SeqCst);
+                            busy(1);
+                            inside.fetch_sub(1, Ordering::SeqCst);
+                        }
+                        // uneven pauses: sometimes nobody waits at `end`
+                        busy((n * 7 + i * 3) % 11);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("worker");
+        }
+        let snap = gate.snapshot();
+        assert!(
+            most.load(Ordering::SeqCst) <= limit,
+            "limit {limit} exceeded with held units"
+        );
+        assert!(snap.peak_serving <= limit);
+        assert_eq!(snap.serving, 0, "every held unit came back");
+        assert_eq!(snap.admissions, 15_000);
+        assert!(snap.total().reused > 0, "no unit was ever held and reused");
+        assert!(snap.contended_admissions > 0, "the test never contended");
+    }
+}
+
+#[test]
 fn requests_below_the_bypass_size_never_block() {
     let (gate, _c) = open("bypass", 1);
     let holder = gate.register().expect("register");

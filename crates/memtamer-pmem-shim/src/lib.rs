@@ -13,12 +13,22 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memtamer_gate::process;
 
-/// Resolves the next definition of `name` (the real libpmem's), once.
+/// The next definition of `name` (the real libpmem's), resolved on the
+/// first call and cached: afterwards one load.
+#[inline(always)]
 fn real(cache: &AtomicUsize, name: &CStr) -> usize {
     let cached = cache.load(Ordering::Relaxed);
     if cached != 0 {
         return cached;
     }
+    resolve(cache, name)
+}
+
+/// Looks `name` up with `dlsym(RTLD_NEXT)` and caches it; aborts with a
+/// message if there is none (no correct way to continue).
+#[cold]
+#[inline(never)]
+fn resolve(cache: &AtomicUsize, name: &CStr) -> usize {
     // SAFETY: dlsym with a NUL-terminated name.
     let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
     if p == 0 {

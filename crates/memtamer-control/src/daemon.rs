@@ -28,11 +28,8 @@ use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Longest the status document may lag behind the loop.
-pub const PUBLISH_PERIOD: Duration = Duration::from_millis(50);
 
 /// Errors that stop the daemon from starting or running.
 #[derive(Debug, thiserror::Error)]
@@ -146,7 +143,6 @@ pub struct Daemon {
     threads: BTreeMap<i32, Tracked>,
     online: CpuSet,
     last_scan: Option<Instant>,
-    last_publish: Option<Instant>,
     started: Instant,
     shown: VecDeque<Shown>,
     stats: LoopStats,
@@ -161,11 +157,15 @@ pub struct Daemon {
     obs_stale: bool,
     /// The observation buffer, reused every window.
     obs: Observation,
+    /// Indices into `obs.threads` that carry traffic from the last window:
+    /// the only ones to clear before the next (a 1 ms loop should not walk
+    /// every managed thread when few of them report anything).
+    obs_reported: Vec<usize>,
     /// Per-thread CPU and CPU time, sampled once per placement period (only
     /// with placement on: it costs a /proc read per thread).
     sched: BTreeMap<i32, SchedSample>,
     last_sched: Option<Instant>,
-    published: Arc<Mutex<String>>,
+    published: Arc<crate::socket::StatusBoard>,
 }
 
 /// Online CPUs of this host.
@@ -327,19 +327,19 @@ impl Daemon {
             threads: BTreeMap::new(),
             online,
             last_scan: None,
-            last_publish: None,
             started: Instant::now(),
             shown: VecDeque::new(),
             stats: LoopStats::default(),
             duties: BTreeMap::new(),
             obs_stale: true,
             obs: Observation::default(),
+            obs_reported: Vec::new(),
             sched: BTreeMap::new(),
             last_sched: None,
             cgroup_layout,
             cgroups: BTreeMap::new(),
             cgroup_members: Default::default(),
-            published: Arc::new(Mutex::new("{}".into())),
+            published: Arc::new(crate::socket::StatusBoard::new("{}")),
             cfg,
         })
     }
@@ -351,7 +351,7 @@ impl Daemon {
     }
 
     /// The status document shared with the control socket.
-    pub fn published(&self) -> Arc<Mutex<String>> {
+    pub fn published(&self) -> Arc<crate::socket::StatusBoard> {
         self.published.clone()
     }
 
@@ -511,12 +511,15 @@ impl Daemon {
         if self.obs_stale {
             self.obs = self.skeleton();
             self.obs_stale = false;
+            self.obs_reported.clear();
         }
         let obs = &mut self.obs;
-        for t in &mut obs.threads {
-            t.pm = None;
-            t.dram = None;
-            t.gate_wait_ns = None;
+        for i in self.obs_reported.drain(..) {
+            if let Some(t) = obs.threads.get_mut(i) {
+                t.pm = None;
+                t.dram = None;
+                t.gate_wait_ns = None;
+            }
         }
         // sources name the process in `job`: keep only managed threads
         for t in raw.threads.drain(..) {
@@ -530,6 +533,7 @@ impl Daemon {
                 continue;
             }
             let e = &mut obs.threads[i];
+            let was_clear = e.pm.is_none() && e.dram.is_none() && e.gate_wait_ns.is_none();
             e.pm = match (e.pm.take(), t.pm) {
                 (Some(mut a), Some(b)) => {
                     a.add(&b);
@@ -539,6 +543,10 @@ impl Daemon {
             };
             e.dram = e.dram.take().or(t.dram);
             e.gate_wait_ns = e.gate_wait_ns.or(t.gate_wait_ns);
+            // listed once, when it first carries something this window
+            if was_clear && (e.pm.is_some() || e.dram.is_some() || e.gate_wait_ns.is_some()) {
+                self.obs_reported.push(i);
+            }
         }
         let end_ns = self.started.elapsed().as_nanos() as u64;
         obs.start_ns = end_ns.saturating_sub(raw.duration_ns);
@@ -884,14 +892,9 @@ impl Daemon {
         if us > self.cfg.daemon.period_us as f64 {
             s.overruns += 1;
         }
-        // the status document is rebuilt at most every PUBLISH_PERIOD (a
-        // controller that acts every window would otherwise rebuild it every
-        // window), and after each rescan so that process lists are current
-        let due = self
-            .last_publish
-            .is_none_or(|t| t.elapsed() >= PUBLISH_PERIOD);
-        if due && (rescanned || !d.reasons.is_empty() || s.iterations % 64 == 1) {
-            self.last_publish = Some(Instant::now());
+        // the status document is built only when a `status` request waits
+        // for it (see StatusBoard)
+        if self.published.wanted() {
             self.publish();
         }
         Ok(())
@@ -950,9 +953,7 @@ impl Daemon {
             "loop": self.stats,
             "last_decisions": self.shown,
         });
-        if let Ok(mut p) = self.published.lock() {
-            *p = doc.to_string();
-        }
+        self.published.publish(doc.to_string());
     }
 
     /// Runs until SIGINT/SIGTERM (or `max_iterations`), then undoes every

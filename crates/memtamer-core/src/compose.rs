@@ -13,7 +13,7 @@
 
 use crate::core_spec::CoreSpec;
 use crate::isolation::Isolation;
-use crate::{CoreBudget, CpuSet, Decision, JobId, Observation, Policy, ThreadId};
+use crate::{CoreBudget, CpuSet, Decision, JobId, Observation, Policy, ThreadId, ThreadObs};
 use std::collections::BTreeMap;
 
 /// The daemon's (and the simulator's) composed policy.
@@ -109,19 +109,21 @@ impl Composite {
     }
 }
 
-/// A cheap summary of the threads, jobs and affinities an observation
-/// carries: equal summaries mean the affinity merge would give the same result.
-fn fingerprint(obs: &Observation) -> u64 {
-    // FxHash-style mixing: not cryptographic, only a change detector
-    let mix = |h: u64, x: u64| (h.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    let mut h = mix(0, obs.jobs.len() as u64);
-    for t in &obs.threads {
-        h = mix(h, (u64::from(t.tid) << 32) | u64::from(t.job));
-        for w in t.allowed.words() {
-            h = mix(h, w);
-        }
-    }
-    h
+/// A cheap summary of one thread's identity and affinity for [`Composite`]'s
+/// change detector. Threads hash independently (no dependency chain across
+/// them), so a fast loop pays little for this pass over every thread.
+fn thread_print(t: &ThreadObs) -> u64 {
+    let w = t.allowed.words();
+    let allowed = w[0] ^ w[1].rotate_left(16) ^ w[2].rotate_left(32) ^ w[3].rotate_left(48);
+    mix(
+        mix(0x9e37_79b9, (u64::from(t.tid) << 32) | u64::from(t.job)),
+        allowed,
+    )
+}
+
+/// FxHash-style mixing: not cryptographic, only a change detector.
+fn mix(h: u64, x: u64) -> u64 {
+    (h.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
 }
 
 /// Narrows `base` by each constraint in precedence order, skipping any that
@@ -148,6 +150,17 @@ impl Policy for Composite {
     fn decide(&mut self, obs: &Observation) -> Decision {
         let mut out = Decision::default();
         let mut policy_moved = false;
+        // one pass over the threads per window: the change detector's
+        // summary (threads, jobs, affinities) and core specialization's
+        // PM writers
+        let mut print = mix(0, obs.jobs.len() as u64);
+        let track_writers = self.concurrency.is_some();
+        for t in &obs.threads {
+            print = print.wrapping_add(thread_print(t));
+            if track_writers && t.pm.as_ref().is_some_and(|p| p.write_bytes > 0) {
+                self.pm_writers_since.insert(t.tid);
+            }
+        }
         if let Some(iso) = self.isolation.as_mut() {
             let d = iso.decide(obs);
             for (job, b) in &d.job_budgets {
@@ -169,31 +182,15 @@ impl Policy for Composite {
         }
         if let Some(cs) = self.concurrency.as_mut() {
             let end = obs.start_ns + obs.duration_ns;
-            for t in &obs.threads {
-                if t.pm.as_ref().is_some_and(|p| p.write_bytes > 0) {
-                    self.pm_writers_since.insert(t.tid);
-                }
-            }
             let due = self
                 .last_concurrency_ns
                 .is_none_or(|l| end.saturating_sub(l) >= self.concurrency_period_ns);
             if due {
-                // one window spanning the period, marking every thread seen
+                // one step for the whole period, with every thread seen
                 // writing PM in any window of it
-                let mut o = obs.clone();
-                if let Some(l) = self.last_concurrency_ns {
-                    o.start_ns = l;
-                    o.duration_ns = end - l;
-                }
-                for t in &mut o.threads {
-                    if self.pm_writers_since.contains(&t.tid) {
-                        let pm = t.pm.get_or_insert_with(Default::default);
-                        pm.write_bytes = pm.write_bytes.max(1);
-                    }
-                }
+                let d = cs.decide_marked(obs, &self.pm_writers_since);
                 self.pm_writers_since.clear();
                 self.last_concurrency_ns = Some(end);
-                let d = cs.decide(&o);
                 policy_moved |= !d.thread_cpus.is_empty();
                 for (t, s) in d.thread_cpus {
                     self.specialized.insert(t, s);
@@ -209,8 +206,7 @@ impl Policy for Composite {
                 .extend(d.reasons.into_iter().map(|r| format!("gate: {r}")));
         }
         // forget threads and jobs that are gone (the thread set can only
-        // have changed when the fingerprint did)
-        let print = fingerprint(obs);
+        // have changed when the summary did)
         let threads_changed = self.merged.is_none_or(|(p, _)| p != print);
         if threads_changed && self.placed.len() + self.specialized.len() > 0 {
             let mut live: Vec<ThreadId> = obs.threads.iter().map(|t| t.tid).collect();

@@ -10,7 +10,7 @@
 //! sweet spot) and the other cores free for CPU-bound work (thesis Fig. 5.3/5.4).
 
 use crate::{CpuSet, Decision, JobClass, Observation, ThreadId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Groups and expiries of core specialization.
 #[derive(Clone, Debug, PartialEq)]
@@ -93,6 +93,18 @@ impl CoreSpec {
 
     /// One step: join, refresh, expire.
     pub fn decide(&mut self, obs: &Observation) -> Decision {
+        self.decide_marked(obs, &BTreeSet::new())
+    }
+
+    /// One step where the threads in `also_writing` count as PM writers
+    /// besides those `obs` shows writing: a caller that runs this policy
+    /// less often than it observes passes every writer seen since the last
+    /// step, rather than a copy of the observation with the writers marked.
+    pub fn decide_marked(
+        &mut self,
+        obs: &Observation,
+        also_writing: &BTreeSet<ThreadId>,
+    ) -> Decision {
         let now = obs.start_ns + obs.duration_ns;
         let p = &self.params;
         let mut d = Decision::default();
@@ -106,7 +118,8 @@ impl CoreSpec {
             if !class_of.get(&t.job).copied().is_some_and(managed) {
                 continue;
             }
-            let writes_pm = t.pm.as_ref().is_some_and(|s| s.write_bytes > 0);
+            let writes_pm =
+                t.pm.as_ref().is_some_and(|s| s.write_bytes > 0) || also_writing.contains(&t.tid);
             match self.members.get_mut(&t.tid) {
                 None => {
                     let group = if writes_pm { Group::Pm } else { Group::General };
@@ -144,8 +157,8 @@ impl CoreSpec {
                 }
             }
         }
-        let seen: std::collections::BTreeSet<ThreadId> =
-            obs.threads.iter().map(|t| t.tid).collect();
+        let mut seen: Vec<ThreadId> = obs.threads.iter().map(|t| t.tid).collect();
+        seen.sort_unstable();
         let mut gone = Vec::new();
         for (&tid, m) in self.members.iter_mut() {
             let idle = now.saturating_sub(m.last_seen_ns);
@@ -153,7 +166,7 @@ impl CoreSpec {
                 Group::Pm if idle > p.pm_expiry_ns => {
                     m.group = Group::General;
                     m.last_seen_ns = now;
-                    if seen.contains(&tid) {
+                    if seen.binary_search(&tid).is_ok() {
                         d.thread_cpus.push((tid, p.general_cpus));
                     }
                     d.reasons.push(format!(
@@ -162,7 +175,7 @@ impl CoreSpec {
                     ));
                 }
                 Group::General if idle > p.general_expiry_ns => {
-                    if seen.contains(&tid) {
+                    if seen.binary_search(&tid).is_ok() {
                         d.thread_cpus.push((tid, m.original));
                     }
                     d.reasons.push(format!(

@@ -18,7 +18,7 @@ use memtamer_actuate::affinity;
 use memtamer_actuate::cgroup::{CgroupLayout, ManagedCgroup};
 use memtamer_actuate::duty::DutyCycler;
 use memtamer_actuate::journal::{Change, Journal};
-use memtamer_core::compose::Composite;
+use memtamer_core::compose::{Composite, Hints};
 use memtamer_core::core_spec::{CoreSpec, CoreSpecParams};
 use memtamer_core::isolation::{Isolation, IsolationKind, IsolationParams};
 use memtamer_core::placement::Placement;
@@ -74,7 +74,7 @@ pub fn request_stop() {
 }
 
 /// A managed thread as the daemon tracks it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct Tracked {
     key: ProcessKey,
     job: usize,
@@ -153,10 +153,14 @@ pub struct Daemon {
     cgroup_layout: Option<CgroupLayout>,
     cgroups: BTreeMap<usize, ManagedCgroup>,
     cgroup_members: std::collections::BTreeSet<ProcessKey>,
-    /// Whether `obs` must be rebuilt from `skeleton` (after a rescan or an affinity change).
+    /// Whether `obs` must be rebuilt from `skeleton` (after a rescan that
+    /// found other threads, or an affinity change).
     obs_stale: bool,
     /// The observation buffer, reused every window.
     obs: Observation,
+    /// Bumped at every rebuild of `obs`: the policies' hint that its threads
+    /// and jobs are those of the previous window ([`Hints::shape`]).
+    obs_shape: u64,
     /// Indices into `obs.threads` that carry traffic from the last window:
     /// the only ones to clear before the next (a 1 ms loop should not walk
     /// every managed thread when few of them report anything).
@@ -333,6 +337,7 @@ impl Daemon {
             duties: BTreeMap::new(),
             obs_stale: true,
             obs: Observation::default(),
+            obs_shape: 0,
             obs_reported: Vec::new(),
             sched: BTreeMap::new(),
             last_sched: None,
@@ -473,9 +478,12 @@ impl Daemon {
                 );
             }
         }
-        self.threads = threads;
+        // most rescans find the same threads: the observation stays
+        if threads != self.threads {
+            self.threads = threads;
+            self.obs_stale = true;
+        }
         self.stats.failed_actions += failed;
-        self.obs_stale = true;
         Ok(())
     }
 
@@ -511,6 +519,7 @@ impl Daemon {
         if self.obs_stale {
             self.obs = self.skeleton();
             self.obs_stale = false;
+            self.obs_shape += 1;
             self.obs_reported.clear();
         }
         let obs = &mut self.obs;
@@ -863,7 +872,11 @@ impl Daemon {
         }
         self.observe();
         let t2 = Instant::now();
-        let mut d = self.policy.decide(&self.obs);
+        let hints = Hints {
+            shape: Some(self.obs_shape),
+            reporting: Some(&self.obs_reported),
+        };
+        let mut d = self.policy.decide_hinted(&self.obs, hints);
         if rescanned {
             // LC threads only appear at a rescan, and only memtamer moves them
             self.reserve_lc_cpus(&mut d);

@@ -299,8 +299,14 @@ impl Isolation {
     /// Per-job attribution: estimated media bytes/s from each BE job's
     /// request-level PM traffic (writes amplified by the recent WA). Returns
     /// the PM write bytes of every thread that reports PM traffic, if any
-    /// does (the same pass: a fast loop walks the threads once).
-    fn attribute(&mut self, obs: &Observation, secs: f64) -> Option<f64> {
+    /// does (the same pass: a fast loop walks the threads once). Only the
+    /// threads `reporting` lists are looked at, all when it is `None`.
+    fn attribute(
+        &mut self,
+        obs: &Observation,
+        reporting: Option<&[usize]>,
+        secs: f64,
+    ) -> Option<f64> {
         for j in self.jobs.values_mut() {
             j.attributed = false;
             j.window_bytes = 0.0;
@@ -308,7 +314,11 @@ impl Isolation {
         let wa = self.write_amplification;
         let mut known = false;
         let mut thread_writes = 0.0;
-        for t in &obs.threads {
+        let hints = crate::compose::Hints {
+            shape: None,
+            reporting,
+        };
+        for t in hints.reporting_threads(obs) {
             if let Some(pm) = &t.pm {
                 known = true;
                 thread_writes += pm.write_bytes as f64;
@@ -604,12 +614,19 @@ impl Isolation {
 
     /// One control step (Dicio's 10 µs main loop when the window is 10 µs).
     pub fn decide(&mut self, obs: &Observation) -> Decision {
+        self.decide_hinted(obs, None)
+    }
+
+    /// [`Isolation::decide`] for a caller that knows which threads may carry
+    /// traffic: `reporting` indexes `obs.threads` (see
+    /// [`crate::compose::Hints::reporting`]); the decision is the same.
+    pub fn decide_hinted(&mut self, obs: &Observation, reporting: Option<&[usize]>) -> Decision {
         let mut d = Decision::default();
         let pool = self.init_pool(obs);
         self.sync_jobs(obs, &pool);
         let now = obs.start_ns + obs.duration_ns;
         let secs = (obs.duration_ns.max(1)) as f64 * 1e-9;
-        let thread_writes = self.attribute(obs, secs);
+        let thread_writes = self.attribute(obs, reporting, secs);
         let req_write = Self::request_write_bytes(obs, thread_writes);
         if let Some(b) = req_write {
             self.request_history.push_back((now, b));

@@ -321,7 +321,7 @@ impl Daemon {
         let selectors = cfg.selectors();
         Ok(Daemon {
             procfs: ProcFs::new(proc_root),
-            scan_cache: crate::procfs::ScanCache::default(),
+            scan_cache: crate::procfs::ScanCache::new(select::parts_read_by(&selectors)),
             selectors,
             sensors: Sensors::open(sources),
             policy,

@@ -321,6 +321,48 @@ impl Default for ProcFs {
     }
 }
 
+/// Reads a small proc file as text (invalid UTF-8 replaced). Unlike
+/// `fs::read` it does not ask for the file's size first (proc files report
+/// 0) nor grow its buffer from a small probe: open, two reads, close.
+fn read_text(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let mut f = fs::File::open(path)?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match f.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(String::from_utf8(buf)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+/// Which of the optional parts of a process a read takes: each is one more
+/// proc file per process (several µs of kernel work each), and a periodic
+/// rescan need read only those its selectors look at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts {
+    /// The `exe` link (exe selectors).
+    pub exe: bool,
+    /// `/proc/PID/cgroup` (cgroup and unit selectors).
+    pub cgroups: bool,
+    /// `Cpus_allowed_list` from `/proc/PID/status`.
+    pub cpus_allowed: bool,
+}
+
+impl Parts {
+    /// Everything [`ProcessInfo`] holds.
+    pub const ALL: Parts = Parts {
+        exe: true,
+        cgroups: true,
+        cpus_allowed: true,
+    };
+}
+
 fn gone_or_io(pid: Option<i32>, path: &Path, source: io::Error) -> ProcError {
     let gone = source.kind() == io::ErrorKind::NotFound
         || source.raw_os_error() == Some(libc::ESRCH)
@@ -351,10 +393,7 @@ impl ProcFs {
 
     fn read(&self, pid: i32, file: &str) -> Result<String, ProcError> {
         let path = self.pid_path(pid, file);
-        match fs::read(&path) {
-            Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-            Err(e) => Err(gone_or_io(Some(pid), &path, e)),
-        }
+        read_text(&path).map_err(|e| gone_or_io(Some(pid), &path, e))
     }
 
     fn parsed<T>(
@@ -407,10 +446,29 @@ impl ProcFs {
     /// including when its pid was reused meanwhile (detected by re-reading
     /// the start time at the end).
     pub fn process(&self, pid: i32) -> Result<ProcessInfo, ProcError> {
+        self.process_parts(pid, Parts::ALL)
+    }
+
+    /// [`ProcFs::process`] reading only `parts` of the optional fields; the
+    /// others are left empty (`exe` is still read for a child of pid 2
+    /// without `PF_KTHREAD`, to tell a kernel thread apart).
+    pub fn process_parts(&self, pid: i32, parts: Parts) -> Result<ProcessInfo, ProcError> {
         let stat = self.parsed(pid, "stat", parse_stat)?;
-        let exe = fs::read_link(self.pid_path(pid, "exe")).ok();
-        let cgroups = self.parsed(pid, "cgroup", parse_cgroup)?;
-        let cpus_allowed = self.parsed(pid, "status", parse_status_cpus_allowed)?;
+        let exe = if parts.exe || (stat.ppid == 2 && stat.flags & PF_KTHREAD == 0) {
+            fs::read_link(self.pid_path(pid, "exe")).ok()
+        } else {
+            None
+        };
+        let cgroups = if parts.cgroups {
+            self.parsed(pid, "cgroup", parse_cgroup)?
+        } else {
+            Vec::new()
+        };
+        let cpus_allowed = if parts.cpus_allowed {
+            self.parsed(pid, "status", parse_status_cpus_allowed)?
+        } else {
+            CpuSet::empty()
+        };
         let threads = self.threads(pid)?;
         let again = self.parsed(pid, "stat", parse_stat)?;
         if again.start_time != stat.start_time {
@@ -461,43 +519,79 @@ impl ProcFs {
 /// What a periodic rescan remembers between calls, so that a process seen
 /// before costs one read of its `stat` (which also reveals an exec: the
 /// comm changes) instead of six files.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ScanCache {
     entries: std::collections::HashMap<i32, (ProcessInfo, std::time::Instant)>,
+    /// The optional parts read and compared.
+    parts: Parts,
+    /// How often a cached process is checked again (see [`FULL_REFRESH`]).
+    refresh: std::time::Duration,
 }
 
-/// A cached entry is re-read in full at least this often (cgroup moves,
-/// affinity changed by someone else).
+impl Default for ScanCache {
+    /// Every part, checked every [`FULL_REFRESH`].
+    fn default() -> Self {
+        ScanCache::new(Parts::ALL)
+    }
+}
+
+impl ScanCache {
+    /// A cache whose scans read and check only `parts`.
+    pub fn new(parts: Parts) -> ScanCache {
+        ScanCache {
+            entries: Default::default(),
+            parts,
+            refresh: FULL_REFRESH,
+        }
+    }
+
+    /// The same with cached processes checked every `refresh` instead of
+    /// [`FULL_REFRESH`] (tests use zero: every scan checks).
+    pub fn with_refresh(mut self, refresh: std::time::Duration) -> ScanCache {
+        self.refresh = refresh;
+        self
+    }
+}
+
+/// A cached entry is checked again at least this often: its `stat`, and the
+/// parts the cache reads (cgroup moves, an exec that keeps the comm).
 pub const FULL_REFRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl ProcFs {
-    /// Like [`ProcFs::scan`], but reuses what `cache` knows. A process read
-    /// in full less than [`FULL_REFRESH`] ago is not read at all, unless
-    /// `want_threads(pid)` (the daemon's managed processes): then its `stat`
-    /// is read (an exec changes the comm there, and forces a full read) and
-    /// its thread list. Kernel threads are recognised from `stat` alone.
+    /// Like [`ProcFs::scan`], but reuses what `cache` knows, and reads only
+    /// the cache's [`Parts`]. A process checked less than the cache's
+    /// refresh period ago is not read at all, unless `want_threads(pid)`
+    /// (the daemon's managed processes): then its `stat` is read (an exec
+    /// changes the comm there, and forces a full read) and its thread list.
+    /// At the refresh, `stat` and the cache's parts are read again and
+    /// compared; a full read follows only if one changed. Thread lists are
+    /// therefore current only for watched processes and those read in full.
+    /// Kernel threads are recognised from `stat` alone.
     pub fn scan_cached(
         &self,
         cache: &mut ScanCache,
         want_threads: impl Fn(i32) -> bool,
     ) -> Result<Scan, ProcError> {
         let now = std::time::Instant::now();
+        let (parts, refresh) = (cache.parts, cache.refresh);
         let mut scan = Scan::default();
         let mut seen = std::collections::HashSet::new();
         for pid in self.pids()? {
             seen.insert(pid);
             let watched = want_threads(pid);
+            let due = cache
+                .entries
+                .get(&pid)
+                .is_none_or(|(_, at)| now.duration_since(*at) >= refresh);
             // a known process that is not watched costs nothing until its
-            // full refresh (an exec into a selected program is seen then)
-            if !watched {
-                if let Some((p, at)) = cache.entries.get(&pid) {
-                    if now.duration_since(*at) < FULL_REFRESH {
-                        if !p.kernel_thread {
-                            scan.processes.push(p.clone());
-                        }
-                        continue;
+            // refresh (an exec into a selected program is seen then)
+            if !watched && !due {
+                if let Some((p, _)) = cache.entries.get(&pid) {
+                    if !p.kernel_thread {
+                        scan.processes.push(p.clone());
                     }
                 }
+                continue;
             }
             let stat = match self.parsed(pid, "stat", parse_stat) {
                 Ok(s) => s,
@@ -509,7 +603,7 @@ impl ProcFs {
             };
             if stat.flags & PF_KTHREAD != 0 || pid == 2 {
                 // remembered, so that the next rescans skip it like any
-                // cached process until its full refresh
+                // cached process until its refresh
                 cache.entries.insert(
                     pid,
                     (
@@ -530,14 +624,24 @@ impl ProcFs {
                 );
                 continue;
             }
-            let fresh = cache.entries.get(&pid).is_some_and(|(p, at)| {
-                p.start_time == stat.start_time
-                    && p.comm == stat.comm
-                    && now.duration_since(*at) < FULL_REFRESH
-            });
-            if fresh {
-                if let Some((p, _)) = cache.entries.get_mut(&pid) {
+            // the same process, no exec seen, and at its refresh none of the
+            // parts read changed either: no full read
+            let same = match cache.entries.get(&pid) {
+                Some((p, _))
+                    if !p.kernel_thread
+                        && p.start_time == stat.start_time
+                        && p.comm == stat.comm =>
+                {
+                    !due || self.parts_unchanged(p, parts)
+                }
+                _ => false,
+            };
+            if same {
+                if let Some((p, at)) = cache.entries.get_mut(&pid) {
                     p.state = stat.state;
+                    if due {
+                        *at = now;
+                    }
                     if watched {
                         match self.threads(pid) {
                             Ok(t) => p.threads = t,
@@ -548,13 +652,11 @@ impl ProcFs {
                             }
                         }
                     }
-                    if !p.kernel_thread {
-                        scan.processes.push(p.clone());
-                    }
+                    scan.processes.push(p.clone());
                 }
                 continue;
             }
-            match self.process(pid) {
+            match self.process_parts(pid, parts) {
                 Ok(p) => {
                     if !p.kernel_thread {
                         scan.processes.push(p.clone());
@@ -569,6 +671,21 @@ impl ProcFs {
         }
         cache.entries.retain(|pid, _| seen.contains(pid));
         Ok(scan)
+    }
+
+    /// Whether the `parts` of `p` read again are what the cache holds (a
+    /// read that fails counts as a change: the full read reports it).
+    fn parts_unchanged(&self, p: &ProcessInfo, parts: Parts) -> bool {
+        let pid = p.pid;
+        (!parts.exe || fs::read_link(self.pid_path(pid, "exe")).ok() == p.exe)
+            && (!parts.cgroups
+                || self
+                    .parsed(pid, "cgroup", parse_cgroup)
+                    .is_ok_and(|c| c == p.cgroups))
+            && (!parts.cpus_allowed
+                || self
+                    .parsed(pid, "status", parse_status_cpus_allowed)
+                    .is_ok_and(|c| c == p.cpus_allowed))
     }
 }
 

@@ -494,3 +494,101 @@ fn cached_scan_rereads_only_stat_until_an_exec_or_new_thread() {
         .processes
         .is_empty());
 }
+
+#[test]
+fn a_cached_scan_reads_only_its_parts_and_checks_them_at_the_refresh() {
+    use memtamer_control::procfs::{Parts, ScanCache};
+    use std::time::Duration;
+    let tmp = TempDir::new();
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 300,
+            comm: "fio",
+            threads: &[300],
+            ..Default::default()
+        },
+    );
+    // a child of kthreadd that is a user process (a usermode helper) ...
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 301,
+            comm: "modprobe",
+            ppid: 2,
+            ..Default::default()
+        },
+    );
+    // ... and one that is not, on a kernel without PF_KTHREAD in stat
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 302,
+            comm: "kworker/0:1",
+            ppid: 2,
+            flags: 0,
+            exe: None,
+            ..Default::default()
+        },
+    );
+    let fs_ = ProcFs::new(&tmp.0);
+    let none = Parts {
+        exe: false,
+        cgroups: false,
+        cpus_allowed: false,
+    };
+    // nothing but stat and the thread list: status and cgroup are not read
+    // (removed, a full read would fail on them)
+    fs::remove_file(tmp.0.join("300/status")).unwrap();
+    fs::remove_file(tmp.0.join("300/cgroup")).unwrap();
+    let mut cache = ScanCache::new(none).with_refresh(Duration::ZERO);
+    let first = fs_.scan_cached(&mut cache, |_| false).unwrap();
+    assert!(first.errors.is_empty(), "{:?}", first.errors);
+    let pids: Vec<i32> = first.processes.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, vec![300, 301], "the kernel thread is left out");
+    assert_eq!(first.processes[0].exe, None, "exe not read");
+    assert!(first.processes[0].cgroups.is_empty());
+    assert_eq!(
+        first.processes[1].exe.as_deref(),
+        Some(Path::new("/usr/bin/proc")),
+        "read to tell a usermode helper from a kernel thread"
+    );
+    // at each refresh (here every scan) an unwatched process's stat is
+    // read again: an exec shows
+    fs::write(
+        tmp.0.join("300/stat"),
+        stat_text(300, "fio-worker", 1, 4194560, 5000),
+    )
+    .unwrap();
+    let second = fs_.scan_cached(&mut cache, |_| false).unwrap();
+    assert_eq!(second.processes[0].comm, "fio-worker");
+
+    // with cgroups read, a cgroup move shows at the refresh, and only then
+    fs::write(tmp.0.join("300/cgroup"), "0::/system.slice/fio.service\n").unwrap();
+    let cgroups = Parts {
+        cgroups: true,
+        ..none
+    };
+    let mut slow = ScanCache::new(cgroups);
+    let mut every = ScanCache::new(cgroups).with_refresh(Duration::ZERO);
+    for c in [&mut slow, &mut every] {
+        let s = fs_.scan_cached(c, |_| true).unwrap();
+        assert_eq!(s.processes[0].cgroups[0].path, "/system.slice/fio.service");
+    }
+    fs::write(tmp.0.join("300/cgroup"), "0::/other.slice\n").unwrap();
+    fs::create_dir_all(tmp.0.join("300/task/303")).unwrap();
+    let s = fs_.scan_cached(&mut slow, |_| true).unwrap();
+    assert_eq!(s.processes[0].cgroups[0].path, "/system.slice/fio.service");
+    assert_eq!(
+        s.processes[0].threads,
+        vec![300, 303],
+        "watched: threads read"
+    );
+    let s = fs_.scan_cached(&mut every, |_| false).unwrap();
+    assert_eq!(s.processes[0].cgroups[0].path, "/other.slice");
+    assert_eq!(
+        s.processes[0].threads,
+        vec![300, 303],
+        "a change forces a full read"
+    );
+}

@@ -412,6 +412,19 @@ impl ProcFs {
     /// All pids (numeric entries of the root), ascending. Fails only if the
     /// root itself cannot be listed.
     pub fn pids(&self) -> Result<Vec<i32>, ProcError> {
+        Ok(self
+            .pid_entries()?
+            .into_iter()
+            .map(|(pid, _)| pid)
+            .collect())
+    }
+
+    /// All pids with the inode number of their directory, ascending. The
+    /// inode identifies the process: procfs gives a pid that was reused a
+    /// new directory inode, so a scan can tell a new process from a known
+    /// one without reading its files.
+    pub fn pid_entries(&self) -> Result<Vec<(i32, u64)>, ProcError> {
+        use std::os::unix::fs::DirEntryExt;
         let io_err = |source| ProcError::Io {
             path: self.root.clone(),
             source,
@@ -420,7 +433,7 @@ impl ProcFs {
         for entry in fs::read_dir(&self.root).map_err(io_err)? {
             let entry = entry.map_err(io_err)?;
             if let Some(pid) = entry.file_name().to_str().and_then(parse_pid) {
-                pids.push(pid);
+                pids.push((pid, entry.ino()));
             }
         }
         pids.sort_unstable();
@@ -518,10 +531,10 @@ impl ProcFs {
 
 /// What a periodic rescan remembers between calls, so that a process seen
 /// before costs one read of its `stat` (which also reveals an exec: the
-/// comm changes) instead of six files.
+/// comm changes) instead of six files, and a kernel thread nothing.
 #[derive(Debug)]
 pub struct ScanCache {
-    entries: std::collections::HashMap<i32, (ProcessInfo, std::time::Instant)>,
+    entries: std::collections::HashMap<i32, Cached>,
     /// The optional parts read and compared.
     parts: Parts,
     /// How often a cached process is checked again (see [`FULL_REFRESH`]).
@@ -553,20 +566,34 @@ impl ScanCache {
     }
 }
 
-/// A cached entry is checked again at least this often: its `stat`, and the
-/// parts the cache reads (cgroup moves, an exec that keeps the comm).
+/// One process as a [`ScanCache`] remembers it.
+#[derive(Debug)]
+struct Cached {
+    info: ProcessInfo,
+    /// When it was last read or checked.
+    checked: std::time::Instant,
+    /// Inode of its `/proc` directory then (another inode: another process).
+    ino: u64,
+    /// `PF_KTHREAD` (or kthreadd): never read again.
+    kthread: bool,
+}
+
+/// A cached user process is checked again at least this often: its `stat`,
+/// and the parts the cache reads (cgroup moves, an exec that keeps the comm).
 pub const FULL_REFRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl ProcFs {
     /// Like [`ProcFs::scan`], but reuses what `cache` knows, and reads only
-    /// the cache's [`Parts`]. A process checked less than the cache's
-    /// refresh period ago is not read at all, unless `want_threads(pid)`
-    /// (the daemon's managed processes): then its `stat` is read (an exec
-    /// changes the comm there, and forces a full read) and its thread list.
-    /// At the refresh, `stat` and the cache's parts are read again and
-    /// compared; a full read follows only if one changed. Thread lists are
-    /// therefore current only for watched processes and those read in full.
-    /// Kernel threads are recognised from `stat` alone.
+    /// the cache's [`Parts`]. A pid whose directory has another inode than
+    /// when it was cached is another process, read in full. A process
+    /// checked less than the cache's refresh period ago is not read at all,
+    /// unless `want_threads(pid)` (the daemon's managed processes): then its
+    /// `stat` is read (an exec changes the comm there, and forces a full
+    /// read) and its thread list. At the refresh, `stat` and the cache's
+    /// parts are read again and compared; a full read follows only if one
+    /// changed. Thread lists are therefore current only for watched
+    /// processes and those read in full. Kernel threads are recognised from
+    /// `stat` alone and, as they never exec, not read again.
     pub fn scan_cached(
         &self,
         cache: &mut ScanCache,
@@ -576,19 +603,24 @@ impl ProcFs {
         let (parts, refresh) = (cache.parts, cache.refresh);
         let mut scan = Scan::default();
         let mut seen = std::collections::HashSet::new();
-        for pid in self.pids()? {
+        for (pid, ino) in self.pid_entries()? {
             seen.insert(pid);
+            // a pid reused since it was cached: forget the old process
+            if cache.entries.get(&pid).is_some_and(|e| e.ino != ino) {
+                cache.entries.remove(&pid);
+            }
             let watched = want_threads(pid);
-            let due = cache
-                .entries
-                .get(&pid)
-                .is_none_or(|(_, at)| now.duration_since(*at) >= refresh);
-            // a known process that is not watched costs nothing until its
-            // refresh (an exec into a selected program is seen then)
-            if !watched && !due {
-                if let Some((p, _)) = cache.entries.get(&pid) {
-                    if !p.kernel_thread {
-                        scan.processes.push(p.clone());
+            let (due, kthread) = match cache.entries.get(&pid) {
+                Some(e) => (now.duration_since(e.checked) >= refresh, e.kthread),
+                None => (true, false),
+            };
+            // a kernel thread stays one; a known process that is not watched
+            // costs nothing until its refresh (an exec into a selected
+            // program is seen then)
+            if kthread || (!watched && !due) {
+                if let Some(e) = cache.entries.get(&pid) {
+                    if !e.info.kernel_thread {
+                        scan.processes.push(e.info.clone());
                     }
                 }
                 continue;
@@ -602,12 +634,11 @@ impl ProcFs {
                 }
             };
             if stat.flags & PF_KTHREAD != 0 || pid == 2 {
-                // remembered, so that the next rescans skip it like any
-                // cached process until its refresh
+                // remembered, so that the next rescans skip it
                 cache.entries.insert(
                     pid,
-                    (
-                        ProcessInfo {
+                    Cached {
+                        info: ProcessInfo {
                             pid,
                             start_time: stat.start_time,
                             ppid: stat.ppid,
@@ -619,40 +650,42 @@ impl ProcFs {
                             cpus_allowed: CpuSet::empty(),
                             kernel_thread: true,
                         },
-                        now,
-                    ),
+                        checked: now,
+                        ino,
+                        kthread: true,
+                    },
                 );
                 continue;
             }
             // the same process, no exec seen, and at its refresh none of the
             // parts read changed either: no full read
             let same = match cache.entries.get(&pid) {
-                Some((p, _))
-                    if !p.kernel_thread
-                        && p.start_time == stat.start_time
-                        && p.comm == stat.comm =>
+                Some(e)
+                    if !e.info.kernel_thread
+                        && e.info.start_time == stat.start_time
+                        && e.info.comm == stat.comm =>
                 {
-                    !due || self.parts_unchanged(p, parts)
+                    !due || self.parts_unchanged(&e.info, parts)
                 }
                 _ => false,
             };
             if same {
-                if let Some((p, at)) = cache.entries.get_mut(&pid) {
-                    p.state = stat.state;
+                if let Some(e) = cache.entries.get_mut(&pid) {
+                    e.info.state = stat.state;
                     if due {
-                        *at = now;
+                        e.checked = now;
                     }
                     if watched {
                         match self.threads(pid) {
-                            Ok(t) => p.threads = t,
-                            Err(e) if e.is_gone() => continue,
-                            Err(e) => {
-                                scan.errors.push(e);
+                            Ok(t) => e.info.threads = t,
+                            Err(err) if err.is_gone() => continue,
+                            Err(err) => {
+                                scan.errors.push(err);
                                 continue;
                             }
                         }
                     }
-                    scan.processes.push(p.clone());
+                    scan.processes.push(e.info.clone());
                 }
                 continue;
             }
@@ -661,7 +694,15 @@ impl ProcFs {
                     if !p.kernel_thread {
                         scan.processes.push(p.clone());
                     }
-                    cache.entries.insert(pid, (p, now));
+                    cache.entries.insert(
+                        pid,
+                        Cached {
+                            info: p,
+                            checked: now,
+                            ino,
+                            kthread: false,
+                        },
+                    );
                 }
                 Err(e) if e.is_gone() => {
                     cache.entries.remove(&pid);

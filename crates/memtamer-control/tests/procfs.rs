@@ -592,3 +592,58 @@ fn a_cached_scan_reads_only_its_parts_and_checks_them_at_the_refresh() {
         "a change forces a full read"
     );
 }
+
+#[test]
+fn a_reused_pid_is_a_new_process_and_a_kernel_thread_is_read_once() {
+    use memtamer_control::procfs::ScanCache;
+    let tmp = TempDir::new();
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 400,
+            comm: "old",
+            ..Default::default()
+        },
+    );
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 401,
+            comm: "kworker/0:2",
+            ppid: 2,
+            flags: 0x0020_8040,
+            exe: None,
+            ..Default::default()
+        },
+    );
+    let fs_ = ProcFs::new(&tmp.0);
+    let mut cache = ScanCache::default();
+    let first = fs_.scan_cached(&mut cache, |_| false).unwrap();
+    assert_eq!(first.processes.len(), 1);
+    assert_eq!(first.processes[0].comm, "old");
+    // the kernel thread is not read again (its stat gone: no error)
+    fs::remove_file(tmp.0.join("401/stat")).unwrap();
+    let second = fs_.scan_cached(&mut cache, |_| false).unwrap();
+    assert!(second.errors.is_empty(), "{:?}", second.errors);
+    assert_eq!(second.processes.len(), 1);
+    // pid 400 exits and a new process gets the pid before the refresh: a
+    // new directory (built aside, so its inode differs) is a new process
+    let aside = tmp.0.join("aside");
+    fs::create_dir_all(&aside).unwrap();
+    write_proc(
+        &aside,
+        &FakeProc {
+            pid: 400,
+            comm: "new",
+            start: 6000,
+            ..Default::default()
+        },
+    );
+    fs::remove_dir_all(tmp.0.join("400")).unwrap();
+    fs::rename(aside.join("400"), tmp.0.join("400")).unwrap();
+    fs::remove_dir_all(&aside).unwrap();
+    let third = fs_.scan_cached(&mut cache, |_| false).unwrap();
+    assert_eq!(third.processes.len(), 1);
+    assert_eq!(third.processes[0].comm, "new");
+    assert_eq!(third.processes[0].start_time, 6000);
+}

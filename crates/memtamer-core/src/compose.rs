@@ -554,7 +554,7 @@ mod tests {
             o.duration_ns = 1_000_000;
             let mut reporting = Vec::new();
             for (i, t) in o.threads.iter_mut().enumerate() {
-                if (t.tid as u64 + w) % 37 == 0 {
+                if (u64::from(t.tid) + w).is_multiple_of(37) {
                     t.pm = Some(AccessStats {
                         write_bytes: 4096 * (w % 5),
                         ..Default::default()

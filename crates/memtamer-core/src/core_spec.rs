@@ -341,12 +341,12 @@ mod tests {
             // threads 10..30 come and go; every 7th writes PM now and then;
             // thread 25 belongs to the LC job
             let threads: Vec<(u32, u32, bool)> = (10..30u32)
-                .filter(|&t| !(ms > 30 && ms < 60 && t % 3 == 0))
+                .filter(|&t| !(ms > 30 && ms < 60 && t.is_multiple_of(3)))
                 .map(|t| {
                     (
                         t,
                         u32::from(t == 25),
-                        (u64::from(t) + ms) % 7 == 0 && ms < 40,
+                        (u64::from(t) + ms).is_multiple_of(7) && ms < 40,
                     )
                 })
                 .collect();

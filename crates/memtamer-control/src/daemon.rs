@@ -371,9 +371,11 @@ impl Daemon {
     fn rescan(&mut self) -> Result<(), DaemonError> {
         let managed: std::collections::HashSet<i32> =
             self.managed.iter().map(|(k, _)| k.pid).collect();
-        let mut scan = self
-            .procfs
-            .scan_cached(&mut self.scan_cache, |pid| managed.contains(&pid))?;
+        // thread lists only of managed processes and of those a job selects
+        let selectors = &self.selectors;
+        let mut scan = self.procfs.scan_cached(&mut self.scan_cache, |p| {
+            managed.contains(&p.pid) || select::job_of(p, selectors).is_some()
+        })?;
         // read before the undos below: a child or thread first seen in this
         // scan inherits the original of a creator that just exec'd or exited
         let pending = self.journal.pending();

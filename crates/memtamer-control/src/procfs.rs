@@ -459,15 +459,23 @@ impl ProcFs {
     /// including when its pid was reused meanwhile (detected by re-reading
     /// the start time at the end).
     pub fn process(&self, pid: i32) -> Result<ProcessInfo, ProcError> {
-        self.process_parts(pid, Parts::ALL)
+        self.process_parts(pid, Parts::ALL, |_| true)
     }
 
-    /// [`ProcFs::process`] reading only `parts` of the optional fields; the
-    /// others are left empty (`exe` is still read for a child of pid 2
-    /// without `PF_KTHREAD`, to tell a kernel thread apart).
-    pub fn process_parts(&self, pid: i32, parts: Parts) -> Result<ProcessInfo, ProcError> {
+    /// [`ProcFs::process`] reading only `parts` of the optional fields, and
+    /// the thread list only if `want_threads` says so of what was read
+    /// before it (listing a process's threads costs more than its `stat`);
+    /// what is not read is left empty. `exe` is still read for a child of
+    /// pid 2 without `PF_KTHREAD`, to tell a kernel thread apart.
+    pub fn process_parts(
+        &self,
+        pid: i32,
+        parts: Parts,
+        want_threads: impl FnOnce(&ProcessInfo) -> bool,
+    ) -> Result<ProcessInfo, ProcError> {
         let stat = self.parsed(pid, "stat", parse_stat)?;
-        let exe = if parts.exe || (stat.ppid == 2 && stat.flags & PF_KTHREAD == 0) {
+        let read_exe = parts.exe || (stat.ppid == 2 && stat.flags & PF_KTHREAD == 0);
+        let exe = if read_exe {
             fs::read_link(self.pid_path(pid, "exe")).ok()
         } else {
             None
@@ -482,14 +490,9 @@ impl ProcFs {
         } else {
             CpuSet::empty()
         };
-        let threads = self.threads(pid)?;
-        let again = self.parsed(pid, "stat", parse_stat)?;
-        if again.start_time != stat.start_time {
-            return Err(ProcError::Gone { pid });
-        }
         let kernel_thread =
             stat.flags & PF_KTHREAD != 0 || pid == 2 || (stat.ppid == 2 && exe.is_none());
-        Ok(ProcessInfo {
+        let mut p = ProcessInfo {
             pid,
             start_time: stat.start_time,
             ppid: stat.ppid,
@@ -497,10 +500,22 @@ impl ProcFs {
             comm: stat.comm,
             exe,
             cgroups,
-            threads,
+            threads: Vec::new(),
             cpus_allowed,
             kernel_thread,
-        })
+        };
+        let threads = want_threads(&p);
+        if threads {
+            p.threads = self.threads(pid)?;
+        }
+        // more than `stat` read: make sure it all came from one process
+        if read_exe || parts.cgroups || parts.cpus_allowed || threads {
+            let again = self.parsed(pid, "stat", parse_stat)?;
+            if again.start_time != stat.start_time {
+                return Err(ProcError::Gone { pid });
+            }
+        }
+        Ok(p)
     }
 
     /// Reads where thread `tid` of `pid` runs and its CPU time.
@@ -587,17 +602,19 @@ impl ProcFs {
     /// the cache's [`Parts`]. A pid whose directory has another inode than
     /// when it was cached is another process, read in full. A process
     /// checked less than the cache's refresh period ago is not read at all,
-    /// unless `want_threads(pid)` (the daemon's managed processes): then its
-    /// `stat` is read (an exec changes the comm there, and forces a full
-    /// read) and its thread list. At the refresh, `stat` and the cache's
-    /// parts are read again and compared; a full read follows only if one
-    /// changed. Thread lists are therefore current only for watched
-    /// processes and those read in full. Kernel threads are recognised from
-    /// `stat` alone and, as they never exec, not read again.
+    /// unless `want_threads` holds for it (the daemon's managed and
+    /// selected processes): then its `stat` is read (an exec changes the
+    /// comm there, and forces a full read) and its thread list. At the
+    /// refresh, `stat` and the cache's parts are read again and compared; a
+    /// full read follows only if one changed. A full read lists the threads
+    /// only if `want_threads` holds for what it read before them. Thread
+    /// lists are therefore current only for processes `want_threads`
+    /// accepts, and empty for others never wanted. Kernel threads are
+    /// recognised from `stat` alone and, as they never exec, not read again.
     pub fn scan_cached(
         &self,
         cache: &mut ScanCache,
-        want_threads: impl Fn(i32) -> bool,
+        want_threads: impl Fn(&ProcessInfo) -> bool,
     ) -> Result<Scan, ProcError> {
         let now = std::time::Instant::now();
         let (parts, refresh) = (cache.parts, cache.refresh);
@@ -609,10 +626,13 @@ impl ProcFs {
             if cache.entries.get(&pid).is_some_and(|e| e.ino != ino) {
                 cache.entries.remove(&pid);
             }
-            let watched = want_threads(pid);
-            let (due, kthread) = match cache.entries.get(&pid) {
-                Some(e) => (now.duration_since(e.checked) >= refresh, e.kthread),
-                None => (true, false),
+            let (due, kthread, watched) = match cache.entries.get(&pid) {
+                Some(e) => (
+                    now.duration_since(e.checked) >= refresh,
+                    e.kthread,
+                    !e.info.kernel_thread && want_threads(&e.info),
+                ),
+                None => (true, false, false),
             };
             // a kernel thread stays one; a known process that is not watched
             // costs nothing until its refresh (an exec into a selected
@@ -689,7 +709,7 @@ impl ProcFs {
                 }
                 continue;
             }
-            match self.process_parts(pid, parts) {
+            match self.process_parts(pid, parts, |p| !p.kernel_thread && want_threads(p)) {
                 Ok(p) => {
                     if !p.kernel_thread {
                         scan.processes.push(p.clone());

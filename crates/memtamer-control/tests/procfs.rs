@@ -468,7 +468,7 @@ fn cached_scan_rereads_only_stat_until_an_exec_or_new_thread() {
     fs::write(tmp.0.join("300/cgroup"), "0::/other.slice\n").unwrap();
     // ... but a new thread is, for a process whose threads are wanted
     fs::create_dir_all(tmp.0.join("300/task/301")).unwrap();
-    let second = fs_.scan_cached(&mut cache, |pid| pid == 300).unwrap();
+    let second = fs_.scan_cached(&mut cache, |p| p.pid == 300).unwrap();
     assert_eq!(second.processes[0].threads, vec![300, 301]);
     assert_eq!(
         second.processes[0].cgroups[0].path,
@@ -537,8 +537,8 @@ fn a_cached_scan_reads_only_its_parts_and_checks_them_at_the_refresh() {
         cgroups: false,
         cpus_allowed: false,
     };
-    // nothing but stat and the thread list: status and cgroup are not read
-    // (removed, a full read would fail on them)
+    // nothing but stat (and the thread list of a wanted process): status
+    // and cgroup are not read (removed, a full read would fail on them)
     fs::remove_file(tmp.0.join("300/status")).unwrap();
     fs::remove_file(tmp.0.join("300/cgroup")).unwrap();
     let mut cache = ScanCache::new(none).with_refresh(Duration::ZERO);
@@ -548,6 +548,7 @@ fn a_cached_scan_reads_only_its_parts_and_checks_them_at_the_refresh() {
     assert_eq!(pids, vec![300, 301], "the kernel thread is left out");
     assert_eq!(first.processes[0].exe, None, "exe not read");
     assert!(first.processes[0].cgroups.is_empty());
+    assert!(first.processes[0].threads.is_empty(), "threads not wanted");
     assert_eq!(
         first.processes[1].exe.as_deref(),
         Some(Path::new("/usr/bin/proc")),
@@ -560,8 +561,15 @@ fn a_cached_scan_reads_only_its_parts_and_checks_them_at_the_refresh() {
         stat_text(300, "fio-worker", 1, 4194560, 5000),
     )
     .unwrap();
-    let second = fs_.scan_cached(&mut cache, |_| false).unwrap();
+    let second = fs_
+        .scan_cached(&mut cache, |p| p.comm == "fio-worker")
+        .unwrap();
     assert_eq!(second.processes[0].comm, "fio-worker");
+    assert_eq!(
+        second.processes[0].threads,
+        vec![300],
+        "wanted after the exec"
+    );
 
     // with cgroups read, a cgroup move shows at the refresh, and only then
     fs::write(tmp.0.join("300/cgroup"), "0::/system.slice/fio.service\n").unwrap();
@@ -584,12 +592,14 @@ fn a_cached_scan_reads_only_its_parts_and_checks_them_at_the_refresh() {
         vec![300, 303],
         "watched: threads read"
     );
-    let s = fs_.scan_cached(&mut every, |_| false).unwrap();
+    let s = fs_
+        .scan_cached(&mut every, |p| p.cgroups[0].path == "/other.slice")
+        .unwrap();
     assert_eq!(s.processes[0].cgroups[0].path, "/other.slice");
     assert_eq!(
         s.processes[0].threads,
         vec![300, 303],
-        "a change forces a full read"
+        "a change forces a full read, which lists the threads of a process now wanted"
     );
 }
 

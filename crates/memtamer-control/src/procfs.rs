@@ -161,6 +161,8 @@ pub struct StatFields {
     pub ppid: i32,
     /// Field 9 (`PF_*` flags).
     pub flags: u32,
+    /// Field 20, threads in the process.
+    pub num_threads: u32,
     /// Field 22, clock ticks since boot.
     pub start_time: u64,
 }
@@ -213,6 +215,7 @@ pub fn parse_stat(text: &str) -> Result<StatFields, ProcParseError> {
         state,
         ppid: field("ppid", rest[1])?,
         flags: field("flags", rest[6])?,
+        num_threads: field("num_threads", rest[17])?,
         start_time: field("starttime", rest[19])?,
     })
 }
@@ -552,8 +555,15 @@ pub struct ScanCache {
     entries: std::collections::HashMap<i32, Cached>,
     /// The optional parts read and compared.
     parts: Parts,
-    /// How often a cached process is checked again (see [`FULL_REFRESH`]).
+    /// How often a cached process is checked again (see [`FULL_REFRESH`]),
+    /// and the pid directory listed at least.
     refresh: std::time::Duration,
+    /// The pid counter ([`ProcFs::last_pid`]) read just before the last
+    /// listing of the pids, and when that was.
+    listed: Option<(u64, std::time::Instant)>,
+    /// Whether the proc filesystem is that of our own pid namespace (its
+    /// pid counter is the one `last_pid` reads); found at the first scan.
+    own_namespace: Option<bool>,
 }
 
 impl Default for ScanCache {
@@ -570,6 +580,8 @@ impl ScanCache {
             entries: Default::default(),
             parts,
             refresh: FULL_REFRESH,
+            listed: None,
+            own_namespace: None,
         }
     }
 
@@ -598,6 +610,23 @@ struct Cached {
 pub const FULL_REFRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl ProcFs {
+    /// The last pid the kernel handed out (the last field of `loadavg`):
+    /// every new process and thread takes one, so while it stays the same
+    /// nothing was created. It counts in the reader's pid namespace.
+    pub fn last_pid(&self) -> Option<u64> {
+        let text = read_text(&self.root.join("loadavg")).ok()?;
+        text.split_ascii_whitespace().last()?.parse().ok()
+    }
+
+    /// Whether this proc filesystem shows our own pid namespace (`self`
+    /// names our pid), so that [`ProcFs::last_pid`] counts its tasks.
+    fn is_own_namespace(&self) -> bool {
+        fs::read_link(self.root.join("self"))
+            .ok()
+            .and_then(|t| t.to_str().and_then(|t| t.parse::<u32>().ok()))
+            == Some(std::process::id())
+    }
+
     /// Like [`ProcFs::scan`], but reuses what `cache` knows, and reads only
     /// the cache's [`Parts`]. A pid whose directory has another inode than
     /// when it was cached is another process, read in full. A process
@@ -611,6 +640,13 @@ impl ProcFs {
     /// lists are therefore current only for processes `want_threads`
     /// accepts, and empty for others never wanted. Kernel threads are
     /// recognised from `stat` alone and, as they never exec, not read again.
+    ///
+    /// While the pid counter ([`ProcFs::last_pid`]) has not moved since the
+    /// last listing of the pids, no process or thread was created: the
+    /// known pids are scanned without listing them again (an exited
+    /// unwatched process drops out at the next listing, at the latest after
+    /// the refresh period), and a watched process whose `stat` shows as many
+    /// threads as it had keeps its thread list without a listing.
     pub fn scan_cached(
         &self,
         cache: &mut ScanCache,
@@ -618,9 +654,28 @@ impl ProcFs {
     ) -> Result<Scan, ProcError> {
         let now = std::time::Instant::now();
         let (parts, refresh) = (cache.parts, cache.refresh);
+        let own = *cache
+            .own_namespace
+            .get_or_insert_with(|| self.is_own_namespace());
+        // read before listing: a task created during the listing moves it
+        let counter = if own { self.last_pid() } else { None };
+        let nothing_created = match (counter, cache.listed) {
+            (Some(c), Some((was, at))) => c == was && now.duration_since(at) < refresh,
+            _ => false,
+        };
+        let pids = if nothing_created {
+            let mut known: Vec<(i32, u64)> =
+                cache.entries.iter().map(|(&pid, e)| (pid, e.ino)).collect();
+            known.sort_unstable();
+            known
+        } else {
+            let listed = self.pid_entries()?;
+            cache.listed = counter.map(|c| (c, now));
+            listed
+        };
         let mut scan = Scan::default();
         let mut seen = std::collections::HashSet::new();
-        for (pid, ino) in self.pid_entries()? {
+        for (pid, ino) in pids {
             seen.insert(pid);
             // a pid reused since it was cached: forget the old process
             if cache.entries.get(&pid).is_some_and(|e| e.ino != ino) {
@@ -647,7 +702,10 @@ impl ProcFs {
             }
             let stat = match self.parsed(pid, "stat", parse_stat) {
                 Ok(s) => s,
-                Err(e) if e.is_gone() => continue,
+                Err(e) if e.is_gone() => {
+                    cache.entries.remove(&pid);
+                    continue;
+                }
                 Err(e) => {
                     scan.errors.push(e);
                     continue;
@@ -695,7 +753,11 @@ impl ProcFs {
                     if due {
                         e.checked = now;
                     }
-                    if watched {
+                    // nothing created and no thread gone: the same threads
+                    let unchanged = nothing_created
+                        && !e.info.threads.is_empty()
+                        && e.info.threads.len() == stat.num_threads as usize;
+                    if watched && !unchanged {
                         match self.threads(pid) {
                             Ok(t) => e.info.threads = t,
                             Err(err) if err.is_gone() => continue,
@@ -796,6 +858,7 @@ mod tests {
                 state: 'S',
                 ppid: 1,
                 flags: 4194560,
+                num_threads: 3,
                 start_time: 987654
             }
         );

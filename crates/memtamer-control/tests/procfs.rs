@@ -61,8 +61,20 @@ impl Default for FakeProc<'_> {
 }
 
 fn stat_text(pid: i32, comm: &str, ppid: i32, flags: u32, start: u64) -> String {
+    stat_text_threads(pid, comm, ppid, flags, start, 1)
+}
+
+/// A stat line whose field 20 says `threads` threads.
+fn stat_text_threads(
+    pid: i32,
+    comm: &str,
+    ppid: i32,
+    flags: u32,
+    start: u64,
+    threads: usize,
+) -> String {
     format!(
-        "{pid} ({comm}) S {ppid} {pid} {pid} 0 -1 {flags} 100 0 0 0 5 6 0 0 20 0 1 0 {start} 1000 100 \
+        "{pid} ({comm}) S {ppid} {pid} {pid} 0 -1 {flags} 100 0 0 0 5 6 0 0 20 0 {threads} 0 {start} 1000 100 \
          18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 2 0 0 0 0 0\n"
     )
 }
@@ -656,4 +668,101 @@ fn a_reused_pid_is_a_new_process_and_a_kernel_thread_is_read_once() {
     assert_eq!(third.processes.len(), 1);
     assert_eq!(third.processes[0].comm, "new");
     assert_eq!(third.processes[0].start_time, 6000);
+}
+
+#[test]
+fn while_no_task_is_created_a_scan_lists_neither_pids_nor_unchanged_threads() {
+    use memtamer_control::procfs::ScanCache;
+    let tmp = TempDir::new();
+    let loadavg = |last: u64| {
+        fs::write(
+            tmp.0.join("loadavg"),
+            format!("0.00 0.01 0.05 1/90 {last}\n"),
+        )
+        .unwrap();
+    };
+    // our own pid namespace: `self` names this process
+    symlink(std::process::id().to_string(), tmp.0.join("self")).unwrap();
+    loadavg(700);
+    let fio = |threads: usize| stat_text_threads(500, "fio", 1, 4194560, 5000, threads);
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 500,
+            comm: "fio",
+            threads: &[500, 501],
+            ..Default::default()
+        },
+    );
+    fs::write(tmp.0.join("500/stat"), fio(2)).unwrap();
+    let fs_ = ProcFs::new(&tmp.0);
+    assert_eq!(fs_.last_pid(), Some(700));
+    let mut cache = ScanCache::default();
+    let first = fs_.scan_cached(&mut cache, |_| true).unwrap();
+    assert_eq!(first.processes[0].threads, vec![500, 501]);
+    // as many threads as before: the list is kept, not read (a missing task
+    // directory would make the process look gone)
+    fs::rename(tmp.0.join("500/task"), tmp.0.join("500/task-aside")).unwrap();
+    let second = fs_.scan_cached(&mut cache, |_| true).unwrap();
+    assert_eq!(second.processes[0].threads, vec![500, 501]);
+    fs::rename(tmp.0.join("500/task-aside"), tmp.0.join("500/task")).unwrap();
+    // a thread exits: stat shows one thread fewer, and the list is read
+    fs::remove_dir_all(tmp.0.join("500/task/501")).unwrap();
+    fs::write(tmp.0.join("500/stat"), fio(1)).unwrap();
+    let third = fs_.scan_cached(&mut cache, |_| true).unwrap();
+    assert_eq!(third.processes[0].threads, vec![500]);
+    // the pids are not listed while the counter stands still ...
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 600,
+            comm: "new",
+            ..Default::default()
+        },
+    );
+    let fourth = fs_.scan_cached(&mut cache, |_| true).unwrap();
+    assert_eq!(fourth.processes.len(), 1);
+    // ... and are once it moved
+    loadavg(701);
+    let fifth = fs_.scan_cached(&mut cache, |_| true).unwrap();
+    let pids: Vec<i32> = fifth.processes.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, vec![500, 600]);
+    // a watched process that exits is gone at once
+    fs::remove_dir_all(tmp.0.join("500")).unwrap();
+    let sixth = fs_.scan_cached(&mut cache, |_| true).unwrap();
+    let pids: Vec<i32> = sixth.processes.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, vec![600]);
+}
+
+#[test]
+fn another_namespace_s_proc_is_always_listed() {
+    use memtamer_control::procfs::ScanCache;
+    let tmp = TempDir::new();
+    // `self` does not name this process: the counter is not ours
+    symlink("1", tmp.0.join("self")).unwrap();
+    fs::write(tmp.0.join("loadavg"), "0.00 0.01 0.05 1/90 700\n").unwrap();
+    write_proc(&tmp.0, &FakeProc::default());
+    let fs_ = ProcFs::new(&tmp.0);
+    let mut cache = ScanCache::default();
+    assert_eq!(
+        fs_.scan_cached(&mut cache, |_| true)
+            .unwrap()
+            .processes
+            .len(),
+        1
+    );
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 600,
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        fs_.scan_cached(&mut cache, |_| true)
+            .unwrap()
+            .processes
+            .len(),
+        2
+    );
 }

@@ -18,7 +18,7 @@ use memtamer_actuate::affinity;
 use memtamer_actuate::cgroup::{CgroupLayout, ManagedCgroup};
 use memtamer_actuate::duty::DutyCycler;
 use memtamer_actuate::journal::{Change, Journal};
-use memtamer_core::compose::Composite;
+use memtamer_core::compose::{Composite, Hints};
 use memtamer_core::core_spec::{CoreSpec, CoreSpecParams};
 use memtamer_core::isolation::{Isolation, IsolationKind, IsolationParams};
 use memtamer_core::placement::Placement;
@@ -28,11 +28,8 @@ use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Longest the status document may lag behind the loop.
-pub const PUBLISH_PERIOD: Duration = Duration::from_millis(50);
 
 /// Errors that stop the daemon from starting or running.
 #[derive(Debug, thiserror::Error)]
@@ -77,7 +74,7 @@ pub fn request_stop() {
 }
 
 /// A managed thread as the daemon tracks it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct Tracked {
     key: ProcessKey,
     job: usize,
@@ -146,7 +143,6 @@ pub struct Daemon {
     threads: BTreeMap<i32, Tracked>,
     online: CpuSet,
     last_scan: Option<Instant>,
-    last_publish: Option<Instant>,
     started: Instant,
     shown: VecDeque<Shown>,
     stats: LoopStats,
@@ -157,15 +153,23 @@ pub struct Daemon {
     cgroup_layout: Option<CgroupLayout>,
     cgroups: BTreeMap<usize, ManagedCgroup>,
     cgroup_members: std::collections::BTreeSet<ProcessKey>,
-    /// Whether `obs` must be rebuilt from `skeleton` (after a rescan or an affinity change).
+    /// Whether `obs` must be rebuilt from `skeleton` (after a rescan that
+    /// found other threads, or an affinity change).
     obs_stale: bool,
     /// The observation buffer, reused every window.
     obs: Observation,
+    /// Bumped at every rebuild of `obs`: the policies' hint that its threads
+    /// and jobs are those of the previous window ([`Hints::shape`]).
+    obs_shape: u64,
+    /// Indices into `obs.threads` that carry traffic from the last window:
+    /// the only ones to clear before the next (a 1 ms loop should not walk
+    /// every managed thread when few of them report anything).
+    obs_reported: Vec<usize>,
     /// Per-thread CPU and CPU time, sampled once per placement period (only
     /// with placement on: it costs a /proc read per thread).
     sched: BTreeMap<i32, SchedSample>,
     last_sched: Option<Instant>,
-    published: Arc<Mutex<String>>,
+    published: Arc<crate::socket::StatusBoard>,
 }
 
 /// Online CPUs of this host.
@@ -317,7 +321,7 @@ impl Daemon {
         let selectors = cfg.selectors();
         Ok(Daemon {
             procfs: ProcFs::new(proc_root),
-            scan_cache: crate::procfs::ScanCache::default(),
+            scan_cache: crate::procfs::ScanCache::new(select::parts_read_by(&selectors)),
             selectors,
             sensors: Sensors::open(sources),
             policy,
@@ -327,19 +331,20 @@ impl Daemon {
             threads: BTreeMap::new(),
             online,
             last_scan: None,
-            last_publish: None,
             started: Instant::now(),
             shown: VecDeque::new(),
             stats: LoopStats::default(),
             duties: BTreeMap::new(),
             obs_stale: true,
             obs: Observation::default(),
+            obs_shape: 0,
+            obs_reported: Vec::new(),
             sched: BTreeMap::new(),
             last_sched: None,
             cgroup_layout,
             cgroups: BTreeMap::new(),
             cgroup_members: Default::default(),
-            published: Arc::new(Mutex::new("{}".into())),
+            published: Arc::new(crate::socket::StatusBoard::new("{}")),
             cfg,
         })
     }
@@ -351,7 +356,7 @@ impl Daemon {
     }
 
     /// The status document shared with the control socket.
-    pub fn published(&self) -> Arc<Mutex<String>> {
+    pub fn published(&self) -> Arc<crate::socket::StatusBoard> {
         self.published.clone()
     }
 
@@ -366,9 +371,11 @@ impl Daemon {
     fn rescan(&mut self) -> Result<(), DaemonError> {
         let managed: std::collections::HashSet<i32> =
             self.managed.iter().map(|(k, _)| k.pid).collect();
-        let mut scan = self
-            .procfs
-            .scan_cached(&mut self.scan_cache, |pid| managed.contains(&pid))?;
+        // thread lists only of managed processes and of those a job selects
+        let selectors = &self.selectors;
+        let mut scan = self.procfs.scan_cached(&mut self.scan_cache, |p| {
+            managed.contains(&p.pid) || select::job_of(p, selectors).is_some()
+        })?;
         // read before the undos below: a child or thread first seen in this
         // scan inherits the original of a creator that just exec'd or exited
         let pending = self.journal.pending();
@@ -473,9 +480,12 @@ impl Daemon {
                 );
             }
         }
-        self.threads = threads;
+        // most rescans find the same threads: the observation stays
+        if threads != self.threads {
+            self.threads = threads;
+            self.obs_stale = true;
+        }
         self.stats.failed_actions += failed;
-        self.obs_stale = true;
         Ok(())
     }
 
@@ -511,12 +521,16 @@ impl Daemon {
         if self.obs_stale {
             self.obs = self.skeleton();
             self.obs_stale = false;
+            self.obs_shape += 1;
+            self.obs_reported.clear();
         }
         let obs = &mut self.obs;
-        for t in &mut obs.threads {
-            t.pm = None;
-            t.dram = None;
-            t.gate_wait_ns = None;
+        for i in self.obs_reported.drain(..) {
+            if let Some(t) = obs.threads.get_mut(i) {
+                t.pm = None;
+                t.dram = None;
+                t.gate_wait_ns = None;
+            }
         }
         // sources name the process in `job`: keep only managed threads
         for t in raw.threads.drain(..) {
@@ -530,6 +544,7 @@ impl Daemon {
                 continue;
             }
             let e = &mut obs.threads[i];
+            let was_clear = e.pm.is_none() && e.dram.is_none() && e.gate_wait_ns.is_none();
             e.pm = match (e.pm.take(), t.pm) {
                 (Some(mut a), Some(b)) => {
                     a.add(&b);
@@ -539,6 +554,10 @@ impl Daemon {
             };
             e.dram = e.dram.take().or(t.dram);
             e.gate_wait_ns = e.gate_wait_ns.or(t.gate_wait_ns);
+            // listed once, when it first carries something this window
+            if was_clear && (e.pm.is_some() || e.dram.is_some() || e.gate_wait_ns.is_some()) {
+                self.obs_reported.push(i);
+            }
         }
         let end_ns = self.started.elapsed().as_nanos() as u64;
         obs.start_ns = end_ns.saturating_sub(raw.duration_ns);
@@ -855,7 +874,11 @@ impl Daemon {
         }
         self.observe();
         let t2 = Instant::now();
-        let mut d = self.policy.decide(&self.obs);
+        let hints = Hints {
+            shape: Some(self.obs_shape),
+            reporting: Some(&self.obs_reported),
+        };
+        let mut d = self.policy.decide_hinted(&self.obs, hints);
         if rescanned {
             // LC threads only appear at a rescan, and only memtamer moves them
             self.reserve_lc_cpus(&mut d);
@@ -884,14 +907,9 @@ impl Daemon {
         if us > self.cfg.daemon.period_us as f64 {
             s.overruns += 1;
         }
-        // the status document is rebuilt at most every PUBLISH_PERIOD (a
-        // controller that acts every window would otherwise rebuild it every
-        // window), and after each rescan so that process lists are current
-        let due = self
-            .last_publish
-            .is_none_or(|t| t.elapsed() >= PUBLISH_PERIOD);
-        if due && (rescanned || !d.reasons.is_empty() || s.iterations % 64 == 1) {
-            self.last_publish = Some(Instant::now());
+        // the status document is built only when a `status` request waits
+        // for it (see StatusBoard)
+        if self.published.wanted() {
             self.publish();
         }
         Ok(())
@@ -950,9 +968,7 @@ impl Daemon {
             "loop": self.stats,
             "last_decisions": self.shown,
         });
-        if let Ok(mut p) = self.published.lock() {
-            *p = doc.to_string();
-        }
+        self.published.publish(doc.to_string());
     }
 
     /// Runs until SIGINT/SIGTERM (or `max_iterations`), then undoes every

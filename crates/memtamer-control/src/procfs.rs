@@ -161,6 +161,8 @@ pub struct StatFields {
     pub ppid: i32,
     /// Field 9 (`PF_*` flags).
     pub flags: u32,
+    /// Field 20, threads in the process.
+    pub num_threads: u32,
     /// Field 22, clock ticks since boot.
     pub start_time: u64,
 }
@@ -213,6 +215,7 @@ pub fn parse_stat(text: &str) -> Result<StatFields, ProcParseError> {
         state,
         ppid: field("ppid", rest[1])?,
         flags: field("flags", rest[6])?,
+        num_threads: field("num_threads", rest[17])?,
         start_time: field("starttime", rest[19])?,
     })
 }
@@ -321,6 +324,48 @@ impl Default for ProcFs {
     }
 }
 
+/// Reads a small proc file as text (invalid UTF-8 replaced). Unlike
+/// `fs::read` it does not ask for the file's size first (proc files report
+/// 0) nor grow its buffer from a small probe: open, two reads, close.
+fn read_text(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let mut f = fs::File::open(path)?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match f.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(String::from_utf8(buf)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+/// Which of the optional parts of a process a read takes: each is one more
+/// proc file per process (several µs of kernel work each), and a periodic
+/// rescan need read only those its selectors look at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts {
+    /// The `exe` link (exe selectors).
+    pub exe: bool,
+    /// `/proc/PID/cgroup` (cgroup and unit selectors).
+    pub cgroups: bool,
+    /// `Cpus_allowed_list` from `/proc/PID/status`.
+    pub cpus_allowed: bool,
+}
+
+impl Parts {
+    /// Everything [`ProcessInfo`] holds.
+    pub const ALL: Parts = Parts {
+        exe: true,
+        cgroups: true,
+        cpus_allowed: true,
+    };
+}
+
 fn gone_or_io(pid: Option<i32>, path: &Path, source: io::Error) -> ProcError {
     let gone = source.kind() == io::ErrorKind::NotFound
         || source.raw_os_error() == Some(libc::ESRCH)
@@ -351,10 +396,7 @@ impl ProcFs {
 
     fn read(&self, pid: i32, file: &str) -> Result<String, ProcError> {
         let path = self.pid_path(pid, file);
-        match fs::read(&path) {
-            Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-            Err(e) => Err(gone_or_io(Some(pid), &path, e)),
-        }
+        read_text(&path).map_err(|e| gone_or_io(Some(pid), &path, e))
     }
 
     fn parsed<T>(
@@ -373,6 +415,19 @@ impl ProcFs {
     /// All pids (numeric entries of the root), ascending. Fails only if the
     /// root itself cannot be listed.
     pub fn pids(&self) -> Result<Vec<i32>, ProcError> {
+        Ok(self
+            .pid_entries()?
+            .into_iter()
+            .map(|(pid, _)| pid)
+            .collect())
+    }
+
+    /// All pids with the inode number of their directory, ascending. The
+    /// inode identifies the process: procfs gives a pid that was reused a
+    /// new directory inode, so a scan can tell a new process from a known
+    /// one without reading its files.
+    pub fn pid_entries(&self) -> Result<Vec<(i32, u64)>, ProcError> {
+        use std::os::unix::fs::DirEntryExt;
         let io_err = |source| ProcError::Io {
             path: self.root.clone(),
             source,
@@ -381,7 +436,7 @@ impl ProcFs {
         for entry in fs::read_dir(&self.root).map_err(io_err)? {
             let entry = entry.map_err(io_err)?;
             if let Some(pid) = entry.file_name().to_str().and_then(parse_pid) {
-                pids.push(pid);
+                pids.push((pid, entry.ino()));
             }
         }
         pids.sort_unstable();
@@ -407,18 +462,40 @@ impl ProcFs {
     /// including when its pid was reused meanwhile (detected by re-reading
     /// the start time at the end).
     pub fn process(&self, pid: i32) -> Result<ProcessInfo, ProcError> {
+        self.process_parts(pid, Parts::ALL, |_| true)
+    }
+
+    /// [`ProcFs::process`] reading only `parts` of the optional fields, and
+    /// the thread list only if `want_threads` says so of what was read
+    /// before it (listing a process's threads costs more than its `stat`);
+    /// what is not read is left empty. `exe` is still read for a child of
+    /// pid 2 without `PF_KTHREAD`, to tell a kernel thread apart.
+    pub fn process_parts(
+        &self,
+        pid: i32,
+        parts: Parts,
+        want_threads: impl FnOnce(&ProcessInfo) -> bool,
+    ) -> Result<ProcessInfo, ProcError> {
         let stat = self.parsed(pid, "stat", parse_stat)?;
-        let exe = fs::read_link(self.pid_path(pid, "exe")).ok();
-        let cgroups = self.parsed(pid, "cgroup", parse_cgroup)?;
-        let cpus_allowed = self.parsed(pid, "status", parse_status_cpus_allowed)?;
-        let threads = self.threads(pid)?;
-        let again = self.parsed(pid, "stat", parse_stat)?;
-        if again.start_time != stat.start_time {
-            return Err(ProcError::Gone { pid });
-        }
+        let read_exe = parts.exe || (stat.ppid == 2 && stat.flags & PF_KTHREAD == 0);
+        let exe = if read_exe {
+            fs::read_link(self.pid_path(pid, "exe")).ok()
+        } else {
+            None
+        };
+        let cgroups = if parts.cgroups {
+            self.parsed(pid, "cgroup", parse_cgroup)?
+        } else {
+            Vec::new()
+        };
+        let cpus_allowed = if parts.cpus_allowed {
+            self.parsed(pid, "status", parse_status_cpus_allowed)?
+        } else {
+            CpuSet::empty()
+        };
         let kernel_thread =
             stat.flags & PF_KTHREAD != 0 || pid == 2 || (stat.ppid == 2 && exe.is_none());
-        Ok(ProcessInfo {
+        let mut p = ProcessInfo {
             pid,
             start_time: stat.start_time,
             ppid: stat.ppid,
@@ -426,10 +503,22 @@ impl ProcFs {
             comm: stat.comm,
             exe,
             cgroups,
-            threads,
+            threads: Vec::new(),
             cpus_allowed,
             kernel_thread,
-        })
+        };
+        let threads = want_threads(&p);
+        if threads {
+            p.threads = self.threads(pid)?;
+        }
+        // more than `stat` read: make sure it all came from one process
+        if read_exe || parts.cgroups || parts.cpus_allowed || threads {
+            let again = self.parsed(pid, "stat", parse_stat)?;
+            if again.start_time != stat.start_time {
+                return Err(ProcError::Gone { pid });
+            }
+        }
+        Ok(p)
     }
 
     /// Reads where thread `tid` of `pid` runs and its CPU time.
@@ -460,60 +549,174 @@ impl ProcFs {
 
 /// What a periodic rescan remembers between calls, so that a process seen
 /// before costs one read of its `stat` (which also reveals an exec: the
-/// comm changes) instead of six files.
-#[derive(Debug, Default)]
+/// comm changes) instead of six files, and a kernel thread nothing.
+#[derive(Debug)]
 pub struct ScanCache {
-    entries: std::collections::HashMap<i32, (ProcessInfo, std::time::Instant)>,
+    entries: std::collections::HashMap<i32, Cached>,
+    /// The optional parts read and compared.
+    parts: Parts,
+    /// How often a cached process is checked again (see [`FULL_REFRESH`]),
+    /// and the pid directory listed at least.
+    refresh: std::time::Duration,
+    /// The pid counter ([`ProcFs::last_pid`]) read just before the last
+    /// listing of the pids, and when that was.
+    listed: Option<(u64, std::time::Instant)>,
+    /// Whether the proc filesystem is that of our own pid namespace (its
+    /// pid counter is the one `last_pid` reads); found at the first scan.
+    own_namespace: Option<bool>,
 }
 
-/// A cached entry is re-read in full at least this often (cgroup moves,
-/// affinity changed by someone else).
+impl Default for ScanCache {
+    /// Every part, checked every [`FULL_REFRESH`].
+    fn default() -> Self {
+        ScanCache::new(Parts::ALL)
+    }
+}
+
+impl ScanCache {
+    /// A cache whose scans read and check only `parts`.
+    pub fn new(parts: Parts) -> ScanCache {
+        ScanCache {
+            entries: Default::default(),
+            parts,
+            refresh: FULL_REFRESH,
+            listed: None,
+            own_namespace: None,
+        }
+    }
+
+    /// The same with cached processes checked every `refresh` instead of
+    /// [`FULL_REFRESH`] (tests use zero: every scan checks).
+    pub fn with_refresh(mut self, refresh: std::time::Duration) -> ScanCache {
+        self.refresh = refresh;
+        self
+    }
+}
+
+/// One process as a [`ScanCache`] remembers it.
+#[derive(Debug)]
+struct Cached {
+    info: ProcessInfo,
+    /// When it was last read or checked.
+    checked: std::time::Instant,
+    /// Inode of its `/proc` directory then (another inode: another process).
+    ino: u64,
+    /// `PF_KTHREAD` (or kthreadd): never read again.
+    kthread: bool,
+}
+
+/// A cached user process is checked again at least this often: its `stat`,
+/// and the parts the cache reads (cgroup moves, an exec that keeps the comm).
 pub const FULL_REFRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl ProcFs {
-    /// Like [`ProcFs::scan`], but reuses what `cache` knows. A process read
-    /// in full less than [`FULL_REFRESH`] ago is not read at all, unless
-    /// `want_threads(pid)` (the daemon's managed processes): then its `stat`
-    /// is read (an exec changes the comm there, and forces a full read) and
-    /// its thread list. Kernel threads are recognised from `stat` alone.
+    /// The last pid the kernel handed out (the last field of `loadavg`):
+    /// every new process and thread takes one, so while it stays the same
+    /// nothing was created. It counts in the reader's pid namespace.
+    pub fn last_pid(&self) -> Option<u64> {
+        let text = read_text(&self.root.join("loadavg")).ok()?;
+        text.split_ascii_whitespace().last()?.parse().ok()
+    }
+
+    /// Whether this proc filesystem shows our own pid namespace (`self`
+    /// names our pid), so that [`ProcFs::last_pid`] counts its tasks.
+    fn is_own_namespace(&self) -> bool {
+        fs::read_link(self.root.join("self"))
+            .ok()
+            .and_then(|t| t.to_str().and_then(|t| t.parse::<u32>().ok()))
+            == Some(std::process::id())
+    }
+
+    /// Like [`ProcFs::scan`], but reuses what `cache` knows, and reads only
+    /// the cache's [`Parts`]. A pid whose directory has another inode than
+    /// when it was cached is another process, read in full. A process
+    /// checked less than the cache's refresh period ago is not read at all,
+    /// unless `want_threads` holds for it (the daemon's managed and
+    /// selected processes): then its `stat` is read (an exec changes the
+    /// comm there, and forces a full read) and its thread list. At the
+    /// refresh, `stat` and the cache's parts are read again and compared; a
+    /// full read follows only if one changed. A full read lists the threads
+    /// only if `want_threads` holds for what it read before them. Thread
+    /// lists are therefore current only for processes `want_threads`
+    /// accepts, and empty for others never wanted. Kernel threads are
+    /// recognised from `stat` alone and, as they never exec, not read again.
+    ///
+    /// While the pid counter ([`ProcFs::last_pid`]) has not moved since the
+    /// last listing of the pids, no process or thread was created: the
+    /// known pids are scanned without listing them again (an exited
+    /// unwatched process drops out at the next listing, at the latest after
+    /// the refresh period), and a watched process whose `stat` shows as many
+    /// threads as it had keeps its thread list without a listing.
     pub fn scan_cached(
         &self,
         cache: &mut ScanCache,
-        want_threads: impl Fn(i32) -> bool,
+        want_threads: impl Fn(&ProcessInfo) -> bool,
     ) -> Result<Scan, ProcError> {
         let now = std::time::Instant::now();
+        let (parts, refresh) = (cache.parts, cache.refresh);
+        let own = *cache
+            .own_namespace
+            .get_or_insert_with(|| self.is_own_namespace());
+        // read before listing: a task created during the listing moves it
+        let counter = if own { self.last_pid() } else { None };
+        let nothing_created = match (counter, cache.listed) {
+            (Some(c), Some((was, at))) => c == was && now.duration_since(at) < refresh,
+            _ => false,
+        };
+        let pids = if nothing_created {
+            let mut known: Vec<(i32, u64)> =
+                cache.entries.iter().map(|(&pid, e)| (pid, e.ino)).collect();
+            known.sort_unstable();
+            known
+        } else {
+            let listed = self.pid_entries()?;
+            cache.listed = counter.map(|c| (c, now));
+            listed
+        };
         let mut scan = Scan::default();
         let mut seen = std::collections::HashSet::new();
-        for pid in self.pids()? {
+        for (pid, ino) in pids {
             seen.insert(pid);
-            let watched = want_threads(pid);
-            // a known process that is not watched costs nothing until its
-            // full refresh (an exec into a selected program is seen then)
-            if !watched {
-                if let Some((p, at)) = cache.entries.get(&pid) {
-                    if now.duration_since(*at) < FULL_REFRESH {
-                        if !p.kernel_thread {
-                            scan.processes.push(p.clone());
-                        }
-                        continue;
+            // a pid reused since it was cached: forget the old process
+            if cache.entries.get(&pid).is_some_and(|e| e.ino != ino) {
+                cache.entries.remove(&pid);
+            }
+            let (due, kthread, watched) = match cache.entries.get(&pid) {
+                Some(e) => (
+                    now.duration_since(e.checked) >= refresh,
+                    e.kthread,
+                    !e.info.kernel_thread && want_threads(&e.info),
+                ),
+                None => (true, false, false),
+            };
+            // a kernel thread stays one; a known process that is not watched
+            // costs nothing until its refresh (an exec into a selected
+            // program is seen then)
+            if kthread || (!watched && !due) {
+                if let Some(e) = cache.entries.get(&pid) {
+                    if !e.info.kernel_thread {
+                        scan.processes.push(e.info.clone());
                     }
                 }
+                continue;
             }
             let stat = match self.parsed(pid, "stat", parse_stat) {
                 Ok(s) => s,
-                Err(e) if e.is_gone() => continue,
+                Err(e) if e.is_gone() => {
+                    cache.entries.remove(&pid);
+                    continue;
+                }
                 Err(e) => {
                     scan.errors.push(e);
                     continue;
                 }
             };
             if stat.flags & PF_KTHREAD != 0 || pid == 2 {
-                // remembered, so that the next rescans skip it like any
-                // cached process until its full refresh
+                // remembered, so that the next rescans skip it
                 cache.entries.insert(
                     pid,
-                    (
-                        ProcessInfo {
+                    Cached {
+                        info: ProcessInfo {
                             pid,
                             start_time: stat.start_time,
                             ppid: stat.ppid,
@@ -525,41 +728,63 @@ impl ProcFs {
                             cpus_allowed: CpuSet::empty(),
                             kernel_thread: true,
                         },
-                        now,
-                    ),
+                        checked: now,
+                        ino,
+                        kthread: true,
+                    },
                 );
                 continue;
             }
-            let fresh = cache.entries.get(&pid).is_some_and(|(p, at)| {
-                p.start_time == stat.start_time
-                    && p.comm == stat.comm
-                    && now.duration_since(*at) < FULL_REFRESH
-            });
-            if fresh {
-                if let Some((p, _)) = cache.entries.get_mut(&pid) {
-                    p.state = stat.state;
-                    if watched {
+            // the same process, no exec seen, and at its refresh none of the
+            // parts read changed either: no full read
+            let same = match cache.entries.get(&pid) {
+                Some(e)
+                    if !e.info.kernel_thread
+                        && e.info.start_time == stat.start_time
+                        && e.info.comm == stat.comm =>
+                {
+                    !due || self.parts_unchanged(&e.info, parts)
+                }
+                _ => false,
+            };
+            if same {
+                if let Some(e) = cache.entries.get_mut(&pid) {
+                    e.info.state = stat.state;
+                    if due {
+                        e.checked = now;
+                    }
+                    // nothing created and no thread gone: the same threads
+                    let unchanged = nothing_created
+                        && !e.info.threads.is_empty()
+                        && e.info.threads.len() == stat.num_threads as usize;
+                    if watched && !unchanged {
                         match self.threads(pid) {
-                            Ok(t) => p.threads = t,
-                            Err(e) if e.is_gone() => continue,
-                            Err(e) => {
-                                scan.errors.push(e);
+                            Ok(t) => e.info.threads = t,
+                            Err(err) if err.is_gone() => continue,
+                            Err(err) => {
+                                scan.errors.push(err);
                                 continue;
                             }
                         }
                     }
-                    if !p.kernel_thread {
-                        scan.processes.push(p.clone());
-                    }
+                    scan.processes.push(e.info.clone());
                 }
                 continue;
             }
-            match self.process(pid) {
+            match self.process_parts(pid, parts, |p| !p.kernel_thread && want_threads(p)) {
                 Ok(p) => {
                     if !p.kernel_thread {
                         scan.processes.push(p.clone());
                     }
-                    cache.entries.insert(pid, (p, now));
+                    cache.entries.insert(
+                        pid,
+                        Cached {
+                            info: p,
+                            checked: now,
+                            ino,
+                            kthread: false,
+                        },
+                    );
                 }
                 Err(e) if e.is_gone() => {
                     cache.entries.remove(&pid);
@@ -569,6 +794,21 @@ impl ProcFs {
         }
         cache.entries.retain(|pid, _| seen.contains(pid));
         Ok(scan)
+    }
+
+    /// Whether the `parts` of `p` read again are what the cache holds (a
+    /// read that fails counts as a change: the full read reports it).
+    fn parts_unchanged(&self, p: &ProcessInfo, parts: Parts) -> bool {
+        let pid = p.pid;
+        (!parts.exe || fs::read_link(self.pid_path(pid, "exe")).ok() == p.exe)
+            && (!parts.cgroups
+                || self
+                    .parsed(pid, "cgroup", parse_cgroup)
+                    .is_ok_and(|c| c == p.cgroups))
+            && (!parts.cpus_allowed
+                || self
+                    .parsed(pid, "status", parse_status_cpus_allowed)
+                    .is_ok_and(|c| c == p.cpus_allowed))
     }
 }
 
@@ -618,6 +858,7 @@ mod tests {
                 state: 'S',
                 ppid: 1,
                 flags: 4194560,
+                num_threads: 3,
                 start_time: 987654
             }
         );

@@ -20,7 +20,7 @@
 //!   literal metacharacter as a one-character class: `[*]`, `[?]`, `[[]`.
 
 use crate::config::JobMatch;
-use crate::procfs::ProcessInfo;
+use crate::procfs::{Parts, ProcessInfo};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -338,6 +338,18 @@ impl Selector {
             }
         }
         false
+    }
+}
+
+/// The optional parts of a process ([`Parts`]) that `selectors` look at: a
+/// rescan reads no others (pids and comms come from `stat`, always read).
+pub fn parts_read_by(selectors: &[Selector]) -> Parts {
+    Parts {
+        exe: selectors.iter().any(|s| s.exe.is_some()),
+        cgroups: selectors
+            .iter()
+            .any(|s| s.cgroup.is_some() || s.unit.is_some()),
+        cpus_allowed: false,
     }
 }
 
@@ -748,6 +760,51 @@ mod tests {
         ];
         for m in no {
             assert!(!sel(m.clone()).matches(&p), "{m:?}");
+        }
+    }
+
+    #[test]
+    fn a_rescan_reads_only_the_parts_selectors_look_at() {
+        let parts = |ms: Vec<JobMatch>| {
+            let sels: Vec<Selector> = ms.into_iter().map(sel).collect();
+            parts_read_by(&sels)
+        };
+        let none = Parts {
+            exe: false,
+            cgroups: false,
+            cpus_allowed: false,
+        };
+        let pid = JobMatch {
+            pid: vec![7],
+            ..Default::default()
+        };
+        let comm = JobMatch {
+            comm: Some("fio".into()),
+            ..Default::default()
+        };
+        assert_eq!(parts(vec![pid.clone(), comm.clone()]), none);
+        let exe = JobMatch {
+            exe: Some("/usr/bin/*".into()),
+            ..Default::default()
+        };
+        assert_eq!(parts(vec![pid.clone(), exe]), Parts { exe: true, ..none });
+        for m in [
+            JobMatch {
+                cgroup: Some("/system.slice/*".into()),
+                ..Default::default()
+            },
+            JobMatch {
+                unit: Some("fio.service".into()),
+                ..Default::default()
+            },
+        ] {
+            assert_eq!(
+                parts(vec![comm.clone(), m]),
+                Parts {
+                    cgroups: true,
+                    ..none
+                }
+            );
         }
     }
 

@@ -9,8 +9,8 @@ use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// Errors of the control socket.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +40,68 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SocketError + '_ {
     }
 }
 
+/// The status document, shared by the control loop (which writes it) and
+/// the socket (which serves it). The loop rebuilds the document only when a
+/// reader asks for it: building it every window would cost a 1 ms loop more
+/// than its sensing and policies together.
+#[derive(Debug, Default)]
+pub struct StatusBoard {
+    /// Generation and text of the latest document.
+    doc: Mutex<(u64, String)>,
+    /// Set by a reader, cleared by the loop when it publishes.
+    wanted: AtomicBool,
+    /// Signalled on every publish.
+    fresh: Condvar,
+}
+
+impl StatusBoard {
+    /// A board holding `initial` until the first publish.
+    pub fn new(initial: &str) -> StatusBoard {
+        StatusBoard {
+            doc: Mutex::new((0, initial.to_string())),
+            ..Default::default()
+        }
+    }
+
+    /// Whether a reader waits for a fresh document (the loop's cheap check,
+    /// once per window).
+    pub fn wanted(&self) -> bool {
+        self.wanted.load(Ordering::Relaxed)
+    }
+
+    /// Stores a fresh document and wakes the readers waiting for one.
+    pub fn publish(&self, doc: String) {
+        self.wanted.store(false, Ordering::Relaxed);
+        if let Ok(mut d) = self.doc.lock() {
+            d.0 += 1;
+            d.1 = doc;
+        }
+        self.fresh.notify_all();
+    }
+
+    /// Asks the loop for a fresh document and waits up to `wait` for it; a
+    /// loop that does not answer in time (stopped, or busy restoring) gets
+    /// its previous document served instead.
+    pub fn fetch(&self, wait: Duration) -> Option<String> {
+        let deadline = Instant::now() + wait;
+        let mut d = self.doc.lock().ok()?;
+        let seen = d.0;
+        self.wanted.store(true, Ordering::Relaxed);
+        while d.0 == seen {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            d = self.fresh.wait_timeout(d, left).ok()?.0;
+        }
+        Some(d.1.clone())
+    }
+}
+
+/// How long a `status` request waits for the loop to publish a fresh
+/// document before it is served the previous one.
+pub const STATUS_WAIT: Duration = Duration::from_millis(500);
+
 /// Uid of the process at the other end of `stream`.
 fn peer_uid(stream: &UnixStream) -> Option<u32> {
     let mut cred = libc::ucred {
@@ -61,8 +123,8 @@ fn peer_uid(stream: &UnixStream) -> Option<u32> {
     (rc == 0).then_some(cred.uid)
 }
 
-/// The serving side: a thread that answers each connection with the latest
-/// status document the daemon published.
+/// The serving side: a thread that answers each connection with a status
+/// document the daemon publishes on request.
 pub struct ControlServer {
     path: PathBuf,
     /// Shared with the serving thread so that `drop` can shut it down while
@@ -74,8 +136,8 @@ pub struct ControlServer {
 
 impl ControlServer {
     /// Binds `path` (replacing a stale socket file), mode 0600, and serves
-    /// `status` from `published`. Peers whose uid differs from ours are refused.
-    pub fn start(path: &Path, published: Arc<Mutex<String>>) -> Result<ControlServer, SocketError> {
+    /// `status` from `board`. Peers whose uid differs from ours are refused.
+    pub fn start(path: &Path, board: Arc<StatusBoard>) -> Result<ControlServer, SocketError> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io(path))?;
         }
@@ -98,7 +160,7 @@ impl ControlServer {
             .spawn(move || {
                 while !stop2.load(Ordering::Relaxed) {
                     match serving.accept() {
-                        Ok((stream, _)) => serve(stream, me, &published),
+                        Ok((stream, _)) => serve(stream, me, &board),
                         // shut down by drop, or a transient error: look at
                         // `stop`, and do not spin on a persistent error
                         Err(_) => std::thread::sleep(Duration::from_millis(20)),
@@ -115,7 +177,7 @@ impl ControlServer {
     }
 }
 
-fn serve(mut stream: UnixStream, me: u32, published: &Mutex<String>) {
+fn serve(mut stream: UnixStream, me: u32, board: &StatusBoard) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
     let _ = stream.set_write_timeout(Some(Duration::from_millis(500)));
@@ -133,10 +195,9 @@ fn serve(mut stream: UnixStream, me: u32, published: &Mutex<String>) {
         return;
     }
     let reply = match line.trim() {
-        "status" => published
-            .lock()
-            .map(|s| s.clone())
-            .unwrap_or_else(|_| "{\"error\":\"status unavailable\"}".into()),
+        "status" => board
+            .fetch(STATUS_WAIT)
+            .unwrap_or_else(|| "{\"error\":\"status unavailable\"}".into()),
         other => format!("{{\"error\":\"unknown request {:?}\"}}", other),
     };
     let _ = stream.write_all(reply.as_bytes());
@@ -185,17 +246,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn serves_the_latest_published_status_and_cleans_up() {
+    fn a_status_request_gets_the_document_the_loop_publishes_for_it() {
         let path = std::env::temp_dir().join(format!("memtamer-sock-{}", std::process::id()));
-        let published = Arc::new(Mutex::new("{\"jobs\":[]}".to_string()));
-        let server = ControlServer::start(&path, published.clone()).expect("start");
+        let board = Arc::new(StatusBoard::new("{\"jobs\":[]}"));
+        let server = ControlServer::start(&path, board.clone()).expect("start");
         let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
-        let v = request_status(&path).expect("status");
-        assert_eq!(v["jobs"], serde_json::json!([]));
-        *published.lock().expect("lock") = "{\"jobs\":[1]}".into();
+        // a loop that publishes only when asked, as the daemon's does
+        let stop = Arc::new(AtomicBool::new(false));
+        let (b, st) = (board.clone(), stop.clone());
+        let looper = std::thread::spawn(move || {
+            let mut n = 0;
+            while !st.load(Ordering::Relaxed) {
+                if b.wanted() {
+                    n += 1;
+                    b.publish(format!("{{\"jobs\":[{n}]}}"));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            n
+        });
         let v = request_status(&path).expect("status");
         assert_eq!(v["jobs"], serde_json::json!([1]));
+        let v = request_status(&path).expect("status");
+        assert_eq!(
+            v["jobs"],
+            serde_json::json!([2]),
+            "each request gets a fresh document"
+        );
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(looper.join().expect("loop"), 2, "nothing published unasked");
+        // with no loop answering, the previous document is served (after
+        // STATUS_WAIT)
+        let v = request_status(&path).expect("status");
+        assert_eq!(v["jobs"], serde_json::json!([2]));
         // an unknown request is answered with an error, not a hang
         let mut s = UnixStream::connect(&path).expect("connect");
         s.write_all(b"shutdown\n").expect("write");

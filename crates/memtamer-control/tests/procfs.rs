@@ -61,8 +61,20 @@ impl Default for FakeProc<'_> {
 }
 
 fn stat_text(pid: i32, comm: &str, ppid: i32, flags: u32, start: u64) -> String {
+    stat_text_threads(pid, comm, ppid, flags, start, 1)
+}
+
+/// A stat line whose field 20 says `threads` threads.
+fn stat_text_threads(
+    pid: i32,
+    comm: &str,
+    ppid: i32,
+    flags: u32,
+    start: u64,
+    threads: usize,
+) -> String {
     format!(
-        "{pid} ({comm}) S {ppid} {pid} {pid} 0 -1 {flags} 100 0 0 0 5 6 0 0 20 0 1 0 {start} 1000 100 \
+        "{pid} ({comm}) S {ppid} {pid} {pid} 0 -1 {flags} 100 0 0 0 5 6 0 0 20 0 {threads} 0 {start} 1000 100 \
          18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 2 0 0 0 0 0\n"
     )
 }
@@ -468,7 +480,7 @@ fn cached_scan_rereads_only_stat_until_an_exec_or_new_thread() {
     fs::write(tmp.0.join("300/cgroup"), "0::/other.slice\n").unwrap();
     // ... but a new thread is, for a process whose threads are wanted
     fs::create_dir_all(tmp.0.join("300/task/301")).unwrap();
-    let second = fs_.scan_cached(&mut cache, |pid| pid == 300).unwrap();
+    let second = fs_.scan_cached(&mut cache, |p| p.pid == 300).unwrap();
     assert_eq!(second.processes[0].threads, vec![300, 301]);
     assert_eq!(
         second.processes[0].cgroups[0].path,
@@ -493,4 +505,264 @@ fn cached_scan_rereads_only_stat_until_an_exec_or_new_thread() {
         .unwrap()
         .processes
         .is_empty());
+}
+
+#[test]
+fn a_cached_scan_reads_only_its_parts_and_checks_them_at_the_refresh() {
+    use memtamer_control::procfs::{Parts, ScanCache};
+    use std::time::Duration;
+    let tmp = TempDir::new();
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 300,
+            comm: "fio",
+            threads: &[300],
+            ..Default::default()
+        },
+    );
+    // a child of kthreadd that is a user process (a usermode helper) ...
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 301,
+            comm: "modprobe",
+            ppid: 2,
+            ..Default::default()
+        },
+    );
+    // ... and one that is not, on a kernel without PF_KTHREAD in stat
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 302,
+            comm: "kworker/0:1",
+            ppid: 2,
+            flags: 0,
+            exe: None,
+            ..Default::default()
+        },
+    );
+    let fs_ = ProcFs::new(&tmp.0);
+    let none = Parts {
+        exe: false,
+        cgroups: false,
+        cpus_allowed: false,
+    };
+    // nothing but stat (and the thread list of a wanted process): status
+    // and cgroup are not read (removed, a full read would fail on them)
+    fs::remove_file(tmp.0.join("300/status")).unwrap();
+    fs::remove_file(tmp.0.join("300/cgroup")).unwrap();
+    let mut cache = ScanCache::new(none).with_refresh(Duration::ZERO);
+    let first = fs_.scan_cached(&mut cache, |_| false).unwrap();
+    assert!(first.errors.is_empty(), "{:?}", first.errors);
+    let pids: Vec<i32> = first.processes.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, vec![300, 301], "the kernel thread is left out");
+    assert_eq!(first.processes[0].exe, None, "exe not read");
+    assert!(first.processes[0].cgroups.is_empty());
+    assert!(first.processes[0].threads.is_empty(), "threads not wanted");
+    assert_eq!(
+        first.processes[1].exe.as_deref(),
+        Some(Path::new("/usr/bin/proc")),
+        "read to tell a usermode helper from a kernel thread"
+    );
+    // at each refresh (here every scan) an unwatched process's stat is
+    // read again: an exec shows
+    fs::write(
+        tmp.0.join("300/stat"),
+        stat_text(300, "fio-worker", 1, 4194560, 5000),
+    )
+    .unwrap();
+    let second = fs_
+        .scan_cached(&mut cache, |p| p.comm == "fio-worker")
+        .unwrap();
+    assert_eq!(second.processes[0].comm, "fio-worker");
+    assert_eq!(
+        second.processes[0].threads,
+        vec![300],
+        "wanted after the exec"
+    );
+
+    // with cgroups read, a cgroup move shows at the refresh, and only then
+    fs::write(tmp.0.join("300/cgroup"), "0::/system.slice/fio.service\n").unwrap();
+    let cgroups = Parts {
+        cgroups: true,
+        ..none
+    };
+    let mut slow = ScanCache::new(cgroups);
+    let mut every = ScanCache::new(cgroups).with_refresh(Duration::ZERO);
+    for c in [&mut slow, &mut every] {
+        let s = fs_.scan_cached(c, |_| true).unwrap();
+        assert_eq!(s.processes[0].cgroups[0].path, "/system.slice/fio.service");
+    }
+    fs::write(tmp.0.join("300/cgroup"), "0::/other.slice\n").unwrap();
+    fs::create_dir_all(tmp.0.join("300/task/303")).unwrap();
+    let s = fs_.scan_cached(&mut slow, |_| true).unwrap();
+    assert_eq!(s.processes[0].cgroups[0].path, "/system.slice/fio.service");
+    assert_eq!(
+        s.processes[0].threads,
+        vec![300, 303],
+        "watched: threads read"
+    );
+    let s = fs_
+        .scan_cached(&mut every, |p| p.cgroups[0].path == "/other.slice")
+        .unwrap();
+    assert_eq!(s.processes[0].cgroups[0].path, "/other.slice");
+    assert_eq!(
+        s.processes[0].threads,
+        vec![300, 303],
+        "a change forces a full read, which lists the threads of a process now wanted"
+    );
+}
+
+#[test]
+fn a_reused_pid_is_a_new_process_and_a_kernel_thread_is_read_once() {
+    use memtamer_control::procfs::ScanCache;
+    let tmp = TempDir::new();
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 400,
+            comm: "old",
+            ..Default::default()
+        },
+    );
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 401,
+            comm: "kworker/0:2",
+            ppid: 2,
+            flags: 0x0020_8040,
+            exe: None,
+            ..Default::default()
+        },
+    );
+    let fs_ = ProcFs::new(&tmp.0);
+    let mut cache = ScanCache::default();
+    let first = fs_.scan_cached(&mut cache, |_| false).unwrap();
+    assert_eq!(first.processes.len(), 1);
+    assert_eq!(first.processes[0].comm, "old");
+    // the kernel thread is not read again (its stat gone: no error)
+    fs::remove_file(tmp.0.join("401/stat")).unwrap();
+    let second = fs_.scan_cached(&mut cache, |_| false).unwrap();
+    assert!(second.errors.is_empty(), "{:?}", second.errors);
+    assert_eq!(second.processes.len(), 1);
+    // pid 400 exits and a new process gets the pid before the refresh: a
+    // new directory (built aside, so its inode differs) is a new process
+    let aside = tmp.0.join("aside");
+    fs::create_dir_all(&aside).unwrap();
+    write_proc(
+        &aside,
+        &FakeProc {
+            pid: 400,
+            comm: "new",
+            start: 6000,
+            ..Default::default()
+        },
+    );
+    fs::remove_dir_all(tmp.0.join("400")).unwrap();
+    fs::rename(aside.join("400"), tmp.0.join("400")).unwrap();
+    fs::remove_dir_all(&aside).unwrap();
+    let third = fs_.scan_cached(&mut cache, |_| false).unwrap();
+    assert_eq!(third.processes.len(), 1);
+    assert_eq!(third.processes[0].comm, "new");
+    assert_eq!(third.processes[0].start_time, 6000);
+}
+
+#[test]
+fn while_no_task_is_created_a_scan_lists_neither_pids_nor_unchanged_threads() {
+    use memtamer_control::procfs::ScanCache;
+    let tmp = TempDir::new();
+    let loadavg = |last: u64| {
+        fs::write(
+            tmp.0.join("loadavg"),
+            format!("0.00 0.01 0.05 1/90 {last}\n"),
+        )
+        .unwrap();
+    };
+    // our own pid namespace: `self` names this process
+    symlink(std::process::id().to_string(), tmp.0.join("self")).unwrap();
+    loadavg(700);
+    let fio = |threads: usize| stat_text_threads(500, "fio", 1, 4194560, 5000, threads);
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 500,
+            comm: "fio",
+            threads: &[500, 501],
+            ..Default::default()
+        },
+    );
+    fs::write(tmp.0.join("500/stat"), fio(2)).unwrap();
+    let fs_ = ProcFs::new(&tmp.0);
+    assert_eq!(fs_.last_pid(), Some(700));
+    let mut cache = ScanCache::default();
+    let first = fs_.scan_cached(&mut cache, |_| true).unwrap();
+    assert_eq!(first.processes[0].threads, vec![500, 501]);
+    // as many threads as before: the list is kept, not read (a missing task
+    // directory would make the process look gone)
+    fs::rename(tmp.0.join("500/task"), tmp.0.join("500/task-aside")).unwrap();
+    let second = fs_.scan_cached(&mut cache, |_| true).unwrap();
+    assert_eq!(second.processes[0].threads, vec![500, 501]);
+    fs::rename(tmp.0.join("500/task-aside"), tmp.0.join("500/task")).unwrap();
+    // a thread exits: stat shows one thread fewer, and the list is read
+    fs::remove_dir_all(tmp.0.join("500/task/501")).unwrap();
+    fs::write(tmp.0.join("500/stat"), fio(1)).unwrap();
+    let third = fs_.scan_cached(&mut cache, |_| true).unwrap();
+    assert_eq!(third.processes[0].threads, vec![500]);
+    // the pids are not listed while the counter stands still ...
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 600,
+            comm: "new",
+            ..Default::default()
+        },
+    );
+    let fourth = fs_.scan_cached(&mut cache, |_| true).unwrap();
+    assert_eq!(fourth.processes.len(), 1);
+    // ... and are once it moved
+    loadavg(701);
+    let fifth = fs_.scan_cached(&mut cache, |_| true).unwrap();
+    let pids: Vec<i32> = fifth.processes.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, vec![500, 600]);
+    // a watched process that exits is gone at once
+    fs::remove_dir_all(tmp.0.join("500")).unwrap();
+    let sixth = fs_.scan_cached(&mut cache, |_| true).unwrap();
+    let pids: Vec<i32> = sixth.processes.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, vec![600]);
+}
+
+#[test]
+fn another_namespace_s_proc_is_always_listed() {
+    use memtamer_control::procfs::ScanCache;
+    let tmp = TempDir::new();
+    // `self` does not name this process: the counter is not ours
+    symlink("1", tmp.0.join("self")).unwrap();
+    fs::write(tmp.0.join("loadavg"), "0.00 0.01 0.05 1/90 700\n").unwrap();
+    write_proc(&tmp.0, &FakeProc::default());
+    let fs_ = ProcFs::new(&tmp.0);
+    let mut cache = ScanCache::default();
+    assert_eq!(
+        fs_.scan_cached(&mut cache, |_| true)
+            .unwrap()
+            .processes
+            .len(),
+        1
+    );
+    write_proc(
+        &tmp.0,
+        &FakeProc {
+            pid: 600,
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        fs_.scan_cached(&mut cache, |_| true)
+            .unwrap()
+            .processes
+            .len(),
+        2
+    );
 }

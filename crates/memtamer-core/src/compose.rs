@@ -13,7 +13,7 @@
 
 use crate::core_spec::CoreSpec;
 use crate::isolation::Isolation;
-use crate::{CoreBudget, CpuSet, Decision, JobId, Observation, Policy, ThreadId};
+use crate::{CoreBudget, CpuSet, Decision, JobId, Observation, Policy, ThreadId, ThreadObs};
 use std::collections::BTreeMap;
 
 /// The daemon's (and the simulator's) composed policy.
@@ -36,6 +36,45 @@ pub struct Composite {
     /// since it ran: the merge is skipped while nothing changed (a fast
     /// isolation loop would otherwise redo it for every thread every window).
     merged: Option<(u64, u32)>,
+    /// The caller's shape id ([`Hints::shape`]) and the fingerprint computed
+    /// for it, reused while the id stays the same.
+    shape_print: Option<(u64, u64)>,
+}
+
+/// What the caller of [`Composite::decide_hinted`] knows about an
+/// observation beyond its content. With it, a window in which nothing
+/// changed costs work in proportion to the threads that carry traffic rather
+/// than to every managed thread (a 1 ms loop over 100 threads would
+/// otherwise walk them all every window). `Hints::default()`, nothing known,
+/// is always correct.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Hints<'a> {
+    /// An id of the observation's thread list (ids, jobs, affinities, order)
+    /// and job list: the caller passes the same id again only while both are
+    /// unchanged.
+    pub shape: Option<u64>,
+    /// Indices into `threads` of every thread whose `pm`, `dram` or
+    /// `gate_wait_ns` may be set; the others carry none of them.
+    pub reporting: Option<&'a [usize]>,
+}
+
+impl<'a> Hints<'a> {
+    /// The threads of `obs` that may carry traffic: those `reporting`
+    /// names, or every thread when it is unknown.
+    pub fn reporting_threads<'o>(
+        &self,
+        obs: &'o Observation,
+    ) -> impl Iterator<Item = &'o ThreadObs> + 'o
+    where
+        'a: 'o,
+    {
+        let (all, some): (&[ThreadObs], &[usize]) = match self.reporting {
+            None => (&obs.threads, &[]),
+            Some(r) => (&[], r),
+        };
+        all.iter()
+            .chain(some.iter().filter_map(|&i| obs.threads.get(i)))
+    }
 }
 
 /// The merge runs at least every this many windows even when its inputs look
@@ -84,6 +123,7 @@ impl Composite {
             last_concurrency_ns: None,
             pm_writers_since: Default::default(),
             merged: None,
+            shape_print: None,
         }
     }
 
@@ -146,10 +186,35 @@ impl Policy for Composite {
     }
 
     fn decide(&mut self, obs: &Observation) -> Decision {
+        self.decide_hinted(obs, Hints::default())
+    }
+}
+
+impl Composite {
+    /// [`Policy::decide`] with what the caller knows about `obs` beyond its
+    /// content (see [`Hints`]); the decision is the same as without them.
+    pub fn decide_hinted(&mut self, obs: &Observation, hints: Hints<'_>) -> Decision {
         let mut out = Decision::default();
         let mut policy_moved = false;
+        // the change detector's summary, computed again only when the
+        // caller's shape id changed
+        let print = match (hints.shape, self.shape_print) {
+            (Some(id), Some((seen, p))) if id == seen => p,
+            (id, _) => {
+                let p = fingerprint(obs);
+                self.shape_print = id.map(|id| (id, p));
+                p
+            }
+        };
+        if self.concurrency.is_some() {
+            for t in hints.reporting_threads(obs) {
+                if t.pm.as_ref().is_some_and(|p| p.write_bytes > 0) {
+                    self.pm_writers_since.insert(t.tid);
+                }
+            }
+        }
         if let Some(iso) = self.isolation.as_mut() {
-            let d = iso.decide(obs);
+            let d = iso.decide_hinted(obs, hints.reporting);
             for (job, b) in &d.job_budgets {
                 self.budgets.insert(*job, *b);
             }
@@ -169,31 +234,15 @@ impl Policy for Composite {
         }
         if let Some(cs) = self.concurrency.as_mut() {
             let end = obs.start_ns + obs.duration_ns;
-            for t in &obs.threads {
-                if t.pm.as_ref().is_some_and(|p| p.write_bytes > 0) {
-                    self.pm_writers_since.insert(t.tid);
-                }
-            }
             let due = self
                 .last_concurrency_ns
                 .is_none_or(|l| end.saturating_sub(l) >= self.concurrency_period_ns);
             if due {
-                // one window spanning the period, marking every thread seen
+                // one step for the whole period, with every thread seen
                 // writing PM in any window of it
-                let mut o = obs.clone();
-                if let Some(l) = self.last_concurrency_ns {
-                    o.start_ns = l;
-                    o.duration_ns = end - l;
-                }
-                for t in &mut o.threads {
-                    if self.pm_writers_since.contains(&t.tid) {
-                        let pm = t.pm.get_or_insert_with(Default::default);
-                        pm.write_bytes = pm.write_bytes.max(1);
-                    }
-                }
+                let d = cs.decide_marked(obs, &self.pm_writers_since);
                 self.pm_writers_since.clear();
                 self.last_concurrency_ns = Some(end);
-                let d = cs.decide(&o);
                 policy_moved |= !d.thread_cpus.is_empty();
                 for (t, s) in d.thread_cpus {
                     self.specialized.insert(t, s);
@@ -209,8 +258,7 @@ impl Policy for Composite {
                 .extend(d.reasons.into_iter().map(|r| format!("gate: {r}")));
         }
         // forget threads and jobs that are gone (the thread set can only
-        // have changed when the fingerprint did)
-        let print = fingerprint(obs);
+        // have changed when the summary did)
         let threads_changed = self.merged.is_none_or(|(p, _)| p != print);
         if threads_changed && self.placed.len() + self.specialized.len() > 0 {
             let mut live: Vec<ThreadId> = obs.threads.iter().map(|t| t.tid).collect();
@@ -457,6 +505,82 @@ mod tests {
             }
         }
         assert!(moved, "a PM store in a skipped window was forgotten");
+    }
+
+    #[test]
+    fn hints_do_not_change_decisions() {
+        // 40 BE threads; windows of 1 ms where a few threads write PM now
+        // and then, the iMC reports heavy traffic for a while (isolation
+        // throttles), and the thread set and an affinity change twice
+        let composite = || {
+            let iso = Isolation::new(
+                IsolationKind::Dicio,
+                IsolationParams::default(),
+                Some((0..8).collect()),
+            );
+            let cs = CoreSpec::new(CoreSpecParams::new(set("6-7"), set("0-7")));
+            Composite::new(Some(iso), None, Some(cs), None)
+        };
+        let (mut plain, mut hinted) = (composite(), composite());
+        let mut base = obs();
+        base.threads = (10..50)
+            .map(|tid| ThreadObs {
+                tid,
+                job: 1,
+                allowed: set("0-7"),
+                ..Default::default()
+            })
+            .collect();
+        base.jobs = vec![JobObs {
+            id: 1,
+            class: JobClass::Be,
+            threads: (10..50).collect(),
+            ..Default::default()
+        }];
+        base.channels.clear();
+        let mut shape = 0;
+        let mut decisions = 0;
+        for w in 0..600u64 {
+            if w == 200 {
+                base.threads.pop();
+                shape += 1;
+            }
+            if w == 400 {
+                base.threads[3].allowed = set("6-7");
+                shape += 1;
+            }
+            let mut o = base.clone();
+            o.start_ns = w * 1_000_000;
+            o.duration_ns = 1_000_000;
+            let mut reporting = Vec::new();
+            for (i, t) in o.threads.iter_mut().enumerate() {
+                if (u64::from(t.tid) + w).is_multiple_of(37) {
+                    t.pm = Some(AccessStats {
+                        write_bytes: 4096 * (w % 5),
+                        ..Default::default()
+                    });
+                    reporting.push(i);
+                }
+            }
+            if (100..150).contains(&w) {
+                o.channels = vec![ChannelObs {
+                    pmm_wpq_inserts: Some(1000),
+                    pmm_wpq_occupancy: Some(1_000_000),
+                    ..Default::default()
+                }];
+            }
+            let a = plain.decide(&o);
+            let b = hinted.decide_hinted(
+                &o,
+                Hints {
+                    shape: Some(shape),
+                    reporting: Some(&reporting),
+                },
+            );
+            assert_eq!(a, b, "window {w}");
+            decisions += usize::from(!a.is_noop());
+        }
+        assert!(decisions > 10, "the sequence exercises the policies");
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //! Fewer cores for PM writers means fewer concurrent PM writers (the Optane
 //! sweet spot) and the other cores free for CPU-bound work (thesis Fig. 5.3/5.4).
 
-use crate::{CpuSet, Decision, JobClass, Observation, ThreadId};
-use std::collections::BTreeMap;
+use crate::{CpuSet, Decision, JobClass, Observation, ThreadId, ThreadObs};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Groups and expiries of core specialization.
 #[derive(Clone, Debug, PartialEq)]
@@ -93,59 +93,84 @@ impl CoreSpec {
 
     /// One step: join, refresh, expire.
     pub fn decide(&mut self, obs: &Observation) -> Decision {
+        self.decide_marked(obs, &BTreeSet::new())
+    }
+
+    /// One step where the threads in `also_writing` count as PM writers
+    /// besides those `obs` shows writing: a caller that runs this policy
+    /// less often than it observes passes every writer seen since the last
+    /// step, rather than a copy of the observation with the writers marked.
+    pub fn decide_marked(
+        &mut self,
+        obs: &Observation,
+        also_writing: &BTreeSet<ThreadId>,
+    ) -> Decision {
         let now = obs.start_ns + obs.duration_ns;
         let p = &self.params;
         let mut d = Decision::default();
-        let managed = |class: JobClass| match class {
-            JobClass::Be => true,
-            JobClass::Lc => p.include_lc,
-            JobClass::Unmanaged => false,
+        let managed = |class: Option<JobClass>| match class {
+            Some(JobClass::Be) => true,
+            Some(JobClass::Lc) => p.include_lc,
+            Some(JobClass::Unmanaged) | None => false,
         };
-        let class_of: BTreeMap<u32, JobClass> = obs.jobs.iter().map(|j| (j.id, j.class)).collect();
-        for t in &obs.threads {
-            if !class_of.get(&t.job).copied().is_some_and(managed) {
-                continue;
+        // threads come grouped by job: remember the last lookup
+        let mut last_job: Option<(u32, Option<JobClass>)> = None;
+        let mut class_of = |job: u32| match last_job {
+            Some((j, c)) if j == job => c,
+            _ => {
+                let c = obs.jobs.iter().find(|j| j.id == job).map(|j| j.class);
+                last_job = Some((job, c));
+                c
             }
-            let writes_pm = t.pm.as_ref().is_some_and(|s| s.write_bytes > 0);
-            match self.members.get_mut(&t.tid) {
-                None => {
-                    let group = if writes_pm { Group::Pm } else { Group::General };
-                    let set = if writes_pm { p.pm_cpus } else { p.general_cpus };
-                    self.members.insert(
-                        t.tid,
-                        Member {
-                            group,
-                            last_seen_ns: now,
-                            original: t.allowed,
-                        },
-                    );
-                    if t.allowed != set {
-                        d.thread_cpus.push((t.tid, set));
-                    }
-                    d.reasons.push(format!(
-                        "thread {} joins the {} group",
-                        t.tid,
-                        if writes_pm { "PM" } else { "general" }
-                    ));
+        };
+        let writes = |t: &ThreadObs| {
+            t.pm.as_ref().is_some_and(|s| s.write_bytes > 0) || also_writing.contains(&t.tid)
+        };
+        // threads in ascending tid order (the daemon's) are matched with the
+        // members in one merge walk, new members inserted after it; any
+        // other order looks each thread up
+        let ascending = obs.threads.windows(2).all(|w| w[0].tid < w[1].tid);
+        if ascending {
+            let mut joined = Vec::new();
+            let mut members = self.members.iter_mut().peekable();
+            for t in &obs.threads {
+                if !managed(class_of(t.job)) {
+                    continue;
                 }
-                Some(m) => {
-                    if writes_pm {
-                        m.last_seen_ns = now;
-                        if m.group != Group::Pm {
-                            m.group = Group::Pm;
-                            d.thread_cpus.push((t.tid, p.pm_cpus));
-                            d.reasons
-                                .push(format!("thread {} stores to PM: PM group", t.tid));
-                        }
-                    } else if m.group == Group::General {
-                        m.last_seen_ns = now;
-                    }
-                    // a PM-group thread not writing PM stays (sticky) until expiry
+                while members.next_if(|(&tid, _)| tid < t.tid).is_some() {}
+                let m = members.next_if(|(&tid, _)| tid == t.tid).map(|(_, m)| m);
+                if let Some(new) = step_thread(p, t, writes(t), m, now, &mut d) {
+                    joined.push((t.tid, new));
+                }
+            }
+            self.members.extend(joined);
+        } else {
+            for t in &obs.threads {
+                if !managed(class_of(t.job)) {
+                    continue;
+                }
+                if let Some(new) =
+                    step_thread(p, t, writes(t), self.members.get_mut(&t.tid), now, &mut d)
+                {
+                    self.members.insert(t.tid, new);
                 }
             }
         }
-        let seen: std::collections::BTreeSet<ThreadId> =
-            obs.threads.iter().map(|t| t.tid).collect();
+        // expiry; whether an expired thread is still there is asked rarely
+        let mut sorted_tids: Option<Vec<ThreadId>> = None;
+        let mut present = |tid: ThreadId| {
+            if ascending {
+                return obs.threads.binary_search_by_key(&tid, |t| t.tid).is_ok();
+            }
+            sorted_tids
+                .get_or_insert_with(|| {
+                    let mut v: Vec<ThreadId> = obs.threads.iter().map(|t| t.tid).collect();
+                    v.sort_unstable();
+                    v
+                })
+                .binary_search(&tid)
+                .is_ok()
+        };
         let mut gone = Vec::new();
         for (&tid, m) in self.members.iter_mut() {
             let idle = now.saturating_sub(m.last_seen_ns);
@@ -153,7 +178,7 @@ impl CoreSpec {
                 Group::Pm if idle > p.pm_expiry_ns => {
                     m.group = Group::General;
                     m.last_seen_ns = now;
-                    if seen.contains(&tid) {
+                    if present(tid) {
                         d.thread_cpus.push((tid, p.general_cpus));
                     }
                     d.reasons.push(format!(
@@ -162,7 +187,7 @@ impl CoreSpec {
                     ));
                 }
                 Group::General if idle > p.general_expiry_ns => {
-                    if seen.contains(&tid) {
+                    if present(tid) {
                         d.thread_cpus.push((tid, m.original));
                     }
                     d.reasons.push(format!(
@@ -178,6 +203,52 @@ impl CoreSpec {
             self.members.remove(&tid);
         }
         d
+    }
+}
+
+/// One managed thread's step: join (returns the new member, for the caller
+/// to insert) or refresh its membership `m`.
+fn step_thread(
+    p: &CoreSpecParams,
+    t: &ThreadObs,
+    writes_pm: bool,
+    m: Option<&mut Member>,
+    now: u64,
+    d: &mut Decision,
+) -> Option<Member> {
+    match m {
+        None => {
+            let group = if writes_pm { Group::Pm } else { Group::General };
+            let set = if writes_pm { p.pm_cpus } else { p.general_cpus };
+            if t.allowed != set {
+                d.thread_cpus.push((t.tid, set));
+            }
+            d.reasons.push(format!(
+                "thread {} joins the {} group",
+                t.tid,
+                if writes_pm { "PM" } else { "general" }
+            ));
+            Some(Member {
+                group,
+                last_seen_ns: now,
+                original: t.allowed,
+            })
+        }
+        Some(m) => {
+            if writes_pm {
+                m.last_seen_ns = now;
+                if m.group != Group::Pm {
+                    m.group = Group::Pm;
+                    d.thread_cpus.push((t.tid, p.pm_cpus));
+                    d.reasons
+                        .push(format!("thread {} stores to PM: PM group", t.tid));
+                }
+            } else if m.group == Group::General {
+                m.last_seen_ns = now;
+            }
+            // a PM-group thread not writing PM stays (sticky) until expiry
+            None
+        }
     }
 }
 
@@ -248,6 +319,61 @@ mod tests {
             .iter()
             .find(|(t, _)| *t == tid)
             .map(|(_, s)| *s)
+    }
+
+    #[test]
+    fn thread_order_does_not_change_decisions() {
+        // the merge walk (threads in ascending tid order) and the lookups
+        // (any other order) give the same groups and changes
+        let mut p = params();
+        p.pm_expiry_ns = 5 * MS;
+        p.general_expiry_ns = 20 * MS;
+        let (mut up, mut down) = (CoreSpec::new(p.clone()), CoreSpec::new(p));
+        let sorted = |d: &Decision| {
+            let mut c = d.thread_cpus.clone();
+            c.sort_by_key(|(t, _)| *t);
+            let mut r = d.reasons.clone();
+            r.sort();
+            (c, r)
+        };
+        let (mut expired, mut rejoined) = (false, false);
+        for ms in 1..=80u64 {
+            // threads 10..30 come and go; every 7th writes PM now and then;
+            // thread 25 belongs to the LC job
+            let threads: Vec<(u32, u32, bool)> = (10..30u32)
+                .filter(|&t| !(ms > 30 && ms < 60 && t.is_multiple_of(3)))
+                .map(|t| {
+                    (
+                        t,
+                        u32::from(t == 25),
+                        (u64::from(t) + ms).is_multiple_of(7) && ms < 40,
+                    )
+                })
+                .collect();
+            let o = obs(ms, &threads);
+            let mut rev = o.clone();
+            rev.threads.reverse();
+            let (a, b) = (up.decide(&o), down.decide(&rev));
+            assert_eq!(sorted(&a), sorted(&b), "at {ms} ms");
+            expired |= a
+                .reasons
+                .iter()
+                .any(|r| r.contains("own affinity restored"));
+            rejoined |= ms >= 60 && a.reasons.iter().any(|r| r.contains("joins"));
+            for tid in 10..30 {
+                assert_eq!(
+                    up.group_of(tid),
+                    down.group_of(tid),
+                    "thread {tid} at {ms} ms"
+                );
+            }
+        }
+        assert_eq!(up.pm_group_size(), down.pm_group_size());
+        assert_eq!(
+            (expired, rejoined),
+            (true, true),
+            "the sequence exercises expiry"
+        );
     }
 
     #[test]

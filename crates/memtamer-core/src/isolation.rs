@@ -297,15 +297,31 @@ impl Isolation {
     }
 
     /// Per-job attribution: estimated media bytes/s from each BE job's
-    /// request-level PM traffic (writes amplified by the recent WA).
-    fn attribute(&mut self, obs: &Observation, secs: f64) {
+    /// request-level PM traffic (writes amplified by the recent WA). Returns
+    /// the PM write bytes of every thread that reports PM traffic, if any
+    /// does (the same pass: a fast loop walks the threads once). Only the
+    /// threads `reporting` lists are looked at, all when it is `None`.
+    fn attribute(
+        &mut self,
+        obs: &Observation,
+        reporting: Option<&[usize]>,
+        secs: f64,
+    ) -> Option<f64> {
         for j in self.jobs.values_mut() {
             j.attributed = false;
             j.window_bytes = 0.0;
         }
         let wa = self.write_amplification;
-        for t in &obs.threads {
+        let mut known = false;
+        let mut thread_writes = 0.0;
+        let hints = crate::compose::Hints {
+            shape: None,
+            reporting,
+        };
+        for t in hints.reporting_threads(obs) {
             if let Some(pm) = &t.pm {
+                known = true;
+                thread_writes += pm.write_bytes as f64;
                 if let Some(j) = self.jobs.get_mut(&t.job) {
                     j.attributed = true;
                     j.window_bytes += pm.write_bytes as f64 * wa + pm.read_bytes as f64;
@@ -326,6 +342,7 @@ impl Isolation {
                 }
             }
         }
+        known.then_some(thread_writes)
     }
 
     /// Decodes a media reading that is newer than the last one seen.
@@ -357,25 +374,18 @@ impl Isolation {
     }
 
     /// Request-level PM write bytes in the window: iMC WPQ inserts when every
-    /// channel reports them, else the sum of attributed thread traffic.
-    fn request_write_bytes(obs: &Observation) -> Option<f64> {
+    /// channel reports them, else `thread_writes`, the sum of the threads'
+    /// reported traffic.
+    fn request_write_bytes(obs: &Observation, thread_writes: Option<f64>) -> Option<f64> {
         let from_imc: Option<u64> = if obs.channels.is_empty() {
             None
         } else {
             obs.channels.iter().map(|c| c.pmm_wpq_inserts).sum()
         };
-        if let Some(ins) = from_imc {
-            return Some(ins as f64 * LINE_BYTES);
+        match from_imc {
+            Some(ins) => Some(ins as f64 * LINE_BYTES),
+            None => thread_writes,
         }
-        let mut known = false;
-        let mut total = 0.0;
-        for t in &obs.threads {
-            if let Some(pm) = &t.pm {
-                known = true;
-                total += pm.write_bytes as f64;
-            }
-        }
-        known.then_some(total)
     }
 
     /// Updates WA from a fresh media reading: media write bytes over the
@@ -604,14 +614,20 @@ impl Isolation {
 
     /// One control step (Dicio's 10 µs main loop when the window is 10 µs).
     pub fn decide(&mut self, obs: &Observation) -> Decision {
+        self.decide_hinted(obs, None)
+    }
+
+    /// [`Isolation::decide`] for a caller that knows which threads may carry
+    /// traffic: `reporting` indexes `obs.threads` (see
+    /// [`crate::compose::Hints::reporting`]); the decision is the same.
+    pub fn decide_hinted(&mut self, obs: &Observation, reporting: Option<&[usize]>) -> Decision {
         let mut d = Decision::default();
         let pool = self.init_pool(obs);
         self.sync_jobs(obs, &pool);
         let now = obs.start_ns + obs.duration_ns;
         let secs = (obs.duration_ns.max(1)) as f64 * 1e-9;
-        self.attribute(obs, secs);
-
-        let req_write = Self::request_write_bytes(obs);
+        let thread_writes = self.attribute(obs, reporting, secs);
+        let req_write = Self::request_write_bytes(obs, thread_writes);
         if let Some(b) = req_write {
             self.request_history.push_back((now, b));
         }

@@ -248,33 +248,35 @@ struct Region {
     per_target: DivBy,
 }
 
-/// Division by a fixed `n` as a multiply and a shift (Granlund and
+/// Division by a fixed `n` as a multiply and shifts (Granlund and
 /// Montgomery, PLDI'94, Thm. 4.2), exact for every dividend below
 /// 2^[`REGION_SHIFT`] (region offsets). Every request is routed, and a 64-bit
 /// `div` costs tens of cycles.
 #[derive(Clone, Copy, Debug)]
 struct DivBy {
     n: u64,
+    /// floor(2^(REGION_SHIFT + log) / n) + 1 < 2^(REGION_SHIFT + 1)
     magic: u64,
-    shift: u32,
+    /// ceil(log2 n)
+    log: u32,
 }
 
 impl DivBy {
     fn new(n: u64) -> DivBy {
         let n = n.max(1);
-        // ceil(log2 n)
         let log = 64 - (n - 1).leading_zeros();
-        let shift = REGION_SHIFT + log;
-        // floor(2^shift / n) + 1 < 2^(REGION_SHIFT + 1): fits
-        let magic = ((1u128 << shift) / n as u128 + 1) as u64;
-        DivBy { n, magic, shift }
+        let magic = ((1u128 << (REGION_SHIFT + log)) / n as u128 + 1) as u64;
+        DivBy { n, magic, log }
     }
 
     /// `(x / n, x % n)` for `x < 2^REGION_SHIFT`.
     #[inline]
     fn div_rem(self, x: u64) -> (u64, u64) {
         debug_assert!(x < 1 << REGION_SHIFT);
-        let q = ((x as u128 * self.magic as u128) >> self.shift) as u64;
+        // (x * magic) >> (REGION_SHIFT + log), as the high half of a
+        // 64 x 64-bit product (x shifted up to 64 bits) shifted by `log`
+        let wide = ((x << (64 - REGION_SHIFT)) as u128) * self.magic as u128;
+        let q = ((wide >> 64) as u64) >> self.log;
         (q, x - q * self.n)
     }
 }
@@ -1811,7 +1813,7 @@ impl Engine {
             } else {
                 self.admit_write(r);
             }
-            let q = self.reqs[r as usize];
+            let q = &self.reqs[r as usize];
             if !q.holds {
                 self.release_overflow(q.ts);
             }

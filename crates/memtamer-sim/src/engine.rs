@@ -10,6 +10,7 @@ use crate::config::{
     MemKind, Platform, PmWriteCompletion, RemoteTracking, Scenario, WorkloadSpec, LOCAL_DRAM,
     LOCAL_DRAM_INDEX,
 };
+use crate::event_queue::{Ev, EventQueue};
 use crate::histogram::Histogram;
 use crate::pmdimm::{DimmCounters, PmDimm};
 use crate::rng::Rng;
@@ -49,36 +50,10 @@ enum EvKind {
     DutyOff(u32, u32),
 }
 
-/// An event. `key` packs the time (ps, top 44 bits: up to 17.5 s) and a
+/// An event's key packs the time (ps, top 44 bits: up to 17.5 s) and a
 /// sequence number (low 20 bits) so that events at the same picosecond run
-/// in insertion order and the queue compares one integer.
-#[derive(Clone, Copy, Debug)]
-struct Ev {
-    key: u64,
-    kind: EvKind,
-}
-
-/// The pending events, sorted by key in descending order so the next event
-/// is popped from the end. A simulation keeps only a few dozen events
-/// pending (one per request in flight), where an insertion into a sorted
-/// vector (a binary search and a short move) is cheaper than a binary heap.
-#[derive(Default)]
-struct EventQueue {
-    events: Vec<Ev>,
-}
-
-impl EventQueue {
-    fn push(&mut self, ev: Ev) {
-        // events are mostly scheduled for the near future: search from the end
-        let pos = self.events.partition_point(|e| e.key > ev.key);
-        self.events.insert(pos, ev);
-    }
-    fn pop(&mut self) -> Option<Ev> {
-        self.events.pop()
-    }
-}
-
-/// Bits of an event key that hold the sequence number.
+/// in insertion order and the queue compares one integer. Bits of an event
+/// key that hold the sequence number:
 const SEQ_BITS: u32 = 20;
 /// Longest simulated time an event key can hold.
 pub const MAX_SIM_PS: Ps = (1 << (64 - SEQ_BITS)) - 1;
@@ -267,6 +242,43 @@ struct Region {
     kind: MemKind,
     targets: Vec<u32>,
     gran: u64,
+    /// log2 of `gran` (a power of two, validated).
+    gran_shift: u32,
+    /// Divides a chunk number by the number of targets.
+    per_target: DivBy,
+}
+
+/// Division by a fixed `n` as a multiply and shifts (Granlund and
+/// Montgomery, PLDI'94, Thm. 4.2), exact for every dividend below
+/// 2^[`REGION_SHIFT`] (region offsets). Every request is routed, and a 64-bit
+/// `div` costs tens of cycles.
+#[derive(Clone, Copy, Debug)]
+struct DivBy {
+    n: u64,
+    /// floor(2^(REGION_SHIFT + log) / n) + 1 < 2^(REGION_SHIFT + 1)
+    magic: u64,
+    /// ceil(log2 n)
+    log: u32,
+}
+
+impl DivBy {
+    fn new(n: u64) -> DivBy {
+        let n = n.max(1);
+        let log = 64 - (n - 1).leading_zeros();
+        let magic = ((1u128 << (REGION_SHIFT + log)) / n as u128 + 1) as u64;
+        DivBy { n, magic, log }
+    }
+
+    /// `(x / n, x % n)` for `x < 2^REGION_SHIFT`.
+    #[inline]
+    fn div_rem(self, x: u64) -> (u64, u64) {
+        debug_assert!(x < 1 << REGION_SHIFT);
+        // (x * magic) >> (REGION_SHIFT + log), as the high half of a
+        // 64 x 64-bit product (x shifted up to 64 bits) shifted by `log`
+        let wide = ((x << (64 - REGION_SHIFT)) as u128) * self.magic as u128;
+        let q = ((wide >> 64) as u64) >> self.log;
+        (q, x - q * self.n)
+    }
 }
 
 /// The PATS gate as the simulator's actuator: a counting semaphore with a
@@ -368,7 +380,7 @@ pub struct RunResult {
 pub struct Engine {
     now: Ps,
     seq: u64,
-    heap: EventQueue,
+    heap: EventQueue<EvKind>,
     threads: Vec<Thread>,
     cores: Vec<Core>,
     cpus: Vec<Cpu>,
@@ -543,8 +555,10 @@ impl Engine {
                     .collect();
                 Region {
                     kind: r.kind,
+                    per_target: DivBy::new(idx.len() as u64),
                     targets: idx,
                     gran: r.interleave_bytes,
+                    gran_shift: r.interleave_bytes.trailing_zeros(),
                 }
             })
             .collect();
@@ -752,10 +766,20 @@ impl Engine {
         Ok(eng)
     }
 
+    /// Schedules `kind` at `t` (inlined: at each call site the lane is a constant).
+    #[inline(always)]
     fn push(&mut self, t: Ps, kind: EvKind) {
         self.seq += 1;
         let key = (t.min(MAX_SIM_PS) << SEQ_BITS) | (self.seq & ((1 << SEQ_BITS) - 1));
-        self.heap.push(Ev { key, kind });
+        let seq_hi = (self.seq >> SEQ_BITS) as u32;
+        // Mesh crossings to a memory controller and completions back are
+        // scheduled a constant delay ahead, so they arrive mostly in order.
+        let lane = match kind {
+            EvKind::AtImc(_) => Some(0),
+            EvKind::Complete(_) => Some(1),
+            _ => None,
+        };
+        self.heap.push(Ev { key, seq_hi, kind }, lane);
     }
 
     /// Runs the scenario with `policy` until the end of the measured window.
@@ -1311,6 +1335,7 @@ impl Engine {
     }
 
     /// Wakes a thread stalled on the memory system (it kept its CPU).
+    #[inline]
     fn wake_stalled(&mut self, tid: u32) {
         let th = &mut self.threads[tid as usize];
         th.block = Block::None;
@@ -1323,6 +1348,7 @@ impl Engine {
 
     /// Channel, DIMM, device address, PM?, and the channel's socket of a line
     /// issued from socket `src` (which `local-dram` resolves by).
+    #[inline]
     fn route(&self, addr: u64, src: u32) -> (u32, u32, u64, bool, u32) {
         let mut idx = (addr >> REGION_SHIFT) as usize;
         if idx == LOCAL_DRAM_INDEX as usize {
@@ -1336,18 +1362,13 @@ impl Engine {
         }
         let r = &self.regions[if idx < self.regions.len() { idx } else { 0 }];
         let off = addr & ((1 << REGION_SHIFT) - 1);
-        let n = r.targets.len() as u64;
         // interleave granularities are powers of two (validated)
-        let shift = r.gran.trailing_zeros();
-        let chunk = off >> shift;
-        let (ch, dev) = if n == 1 {
-            (r.targets[0], off)
-        } else {
-            (
-                r.targets[(chunk % n) as usize],
-                ((chunk / n) << shift) | (off & (r.gran - 1)),
-            )
-        };
+        let shift = r.gran_shift;
+        let (round, target) = r.per_target.div_rem(off >> shift);
+        let (ch, dev) = (
+            r.targets[target as usize],
+            (round << shift) | (off & (r.gran - 1)),
+        );
         let c = &self.channels[ch as usize];
         (
             ch,
@@ -1358,6 +1379,7 @@ impl Engine {
         )
     }
 
+    #[inline]
     fn alloc_req(&mut self, r: Req) -> u32 {
         if let Some(i) = self.free_reqs.pop() {
             self.reqs[i as usize] = r;
@@ -1396,6 +1418,7 @@ impl Engine {
     /// Whether a request from socket `src` to a channel on `socket` is
     /// remote, and which socket's request table tracks it (the issuing one,
     /// or with `uncore.remote_tracking = "home"` the channel's).
+    #[inline]
     fn tracking(&self, src: u32, socket: u32) -> (bool, u32) {
         let remote = socket != src;
         (
@@ -1408,6 +1431,7 @@ impl Engine {
         )
     }
 
+    #[inline]
     fn make_req(
         &mut self,
         tid: u32,
@@ -1439,6 +1463,7 @@ impl Engine {
     }
 
     /// Re-targets a request at a new address and kind and sends it again.
+    #[inline]
     fn restage(&mut self, r: u32, addr: u64, kind: ReqKind, chain: Chain) {
         let src = self.reqs[r as usize].src_socket;
         let (channel, dimm, dev, pm, socket) = self.route(addr, src);
@@ -1458,6 +1483,7 @@ impl Engine {
 
     /// Sends a request from the core: it reaches its memory controller after
     /// the mesh (and socket link) latency; see [`Engine::at_imc`].
+    #[inline]
     fn send(&mut self, r: u32) {
         self.requests += 1;
         let q = &self.reqs[r as usize];
@@ -1466,6 +1492,7 @@ impl Engine {
         self.push(t, EvKind::AtImc(r));
     }
 
+    #[inline]
     fn at_imc(&mut self, r: u32) {
         let s = self.reqs[r as usize].ts as usize;
         if self.stalled[s].is_empty() {
@@ -1522,6 +1549,7 @@ impl Engine {
     }
 
     /// A waiter left the overflow buffer: let stalled requests in.
+    #[inline]
     fn release_overflow(&mut self, socket: u32) {
         let s = socket as usize;
         self.overflow_used[s] -= 1;
@@ -1533,6 +1561,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn account_occupancy(&mut self, c: usize) {
         let now = self.now;
         let ch = &mut self.channels[c];
@@ -1543,9 +1572,10 @@ impl Engine {
     }
 
     fn admit_write(&mut self, r: u32) {
-        let q = self.reqs[r as usize];
-        let c = q.channel as usize;
-        if q.pm {
+        let q = &self.reqs[r as usize];
+        let (channel, pm, dimm, dev) = (q.channel, q.pm, q.dimm, q.dev);
+        let c = channel as usize;
+        if pm {
             self.account_occupancy(c);
         }
         let ch = &mut self.channels[c];
@@ -1554,63 +1584,64 @@ impl Engine {
         let item = WriteItem {
             seq: ch.write_seq,
             req: r,
-            pm: q.pm,
-            dimm: q.dimm,
-            dev: q.dev,
+            pm,
+            dimm,
+            dev,
         };
-        if q.pm {
+        if pm {
             ch.pm_wq.push_back(item);
+            ch.pm_in_wpq += 1;
+            ch.counters.pmm_wpq_inserts += 1;
         } else {
             ch.dram_wq.push_back(item);
         }
-        if q.pm {
-            ch.pm_in_wpq += 1;
-            ch.counters.pmm_wpq_inserts += 1;
-        }
         // DRAM: the write completes at WPQ acceptance. PM: the DDR-T write
         // completes when the DIMM takes it into its XPBuffer (see dimm_accepted).
-        if !q.pm || self.pm_completion == PmWriteCompletion::Wpq {
-            self.push(self.now + self.ack_latency(&q), EvKind::Complete(r));
+        if !pm || self.pm_completion == PmWriteCompletion::Wpq {
+            let t = self.now + self.ack_latency(&self.reqs[r as usize]);
+            self.push(t, EvKind::Complete(r));
         }
-        self.kick(q.channel);
+        self.kick(channel);
     }
 
     fn admit_read(&mut self, r: u32) {
-        let q = self.reqs[r as usize];
-        let c = q.channel as usize;
-        if q.pm {
+        let q = &self.reqs[r as usize];
+        let (channel, pm, dimm, dev) = (q.channel, q.pm, q.dimm, q.dev);
+        let c = channel as usize;
+        if pm {
             self.account_occupancy(c);
         }
         let ch = &mut self.channels[c];
         ch.rpq_used += 1;
-        if q.pm {
+        if pm {
             ch.pm_in_rpq += 1;
             ch.counters.pmm_rpq_inserts += 1;
-            let d = q.dimm;
-            match self.dimms[d as usize].read_arrive(self.now, r, q.dev) {
+            match self.dimms[dimm as usize].read_arrive(self.now, r, dev) {
                 Some(t) => self.push(t, EvKind::PmReadReady(r)),
-                None => self.start_media(d),
+                None => self.start_media(dimm),
             }
         } else {
             ch.dram_rq.push_back((self.now + self.dram_access, r));
-            self.kick(q.channel);
+            self.kick(channel);
         }
     }
 
+    #[inline]
     fn ack_latency(&self, q: &Req) -> Ps {
         self.cha_to_imc + self.uncore_to_core + if q.remote { self.link } else { 0 }
     }
 
     /// Sends completions for the writes DIMM `d` accepted.
     fn dimm_accepted(&mut self, d: u32) {
-        let acc = std::mem::take(&mut self.dimms[d as usize].accepted);
-        for &r in acc.iter().filter(|&&r| r != NO_REQ) {
-            let q = self.reqs[r as usize];
-            self.push(self.now + self.ack_latency(&q), EvKind::Complete(r));
+        let d = d as usize;
+        for i in 0..self.dimms[d].accepted.len() {
+            let r = self.dimms[d].accepted[i];
+            if r != NO_REQ {
+                let t = self.now + self.ack_latency(&self.reqs[r as usize]);
+                self.push(t, EvKind::Complete(r));
+            }
         }
-        let mut acc = acc;
-        acc.clear();
-        self.dimms[d as usize].accepted = acc;
+        self.dimms[d].accepted.clear();
     }
 
     fn start_media(&mut self, d: u32) {
@@ -1622,6 +1653,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn schedule_kick(&mut self, c: u32, t: Ps) {
         let ch = &mut self.channels[c as usize];
         if ch.kick_at.is_some_and(|k| k <= t) {
@@ -1650,21 +1682,25 @@ impl Engine {
         let dram_ready = ch.dram_rq.front().map(|&(t, _)| t);
         let pm_ready = !ch.pm_data.is_empty();
         let read_now = pm_ready || dram_ready.is_some_and(|t| t <= now);
-        // the oldest write that can go: DRAM always, PM only with a DDR-T credit
-        let dram_w = ch.dram_wq.front().map(|w| w.seq);
-        let pm_w = ch
-            .pm_wq
-            .front()
-            .filter(|w| self.dimms[w.dimm as usize].credits > 0)
-            .map(|w| w.seq);
-        let pick_pm = match (dram_w, pm_w) {
-            (Some(d), Some(p)) => Some(p < d),
-            (None, Some(_)) => Some(true),
-            (Some(_), None) => Some(false),
-            (None, None) => None,
+        // the oldest write that can go: DRAM always, PM only with a DDR-T
+        // credit (only looked for when a write may go)
+        let pick_pm = if ch.write_mode || !read_now {
+            let dram_w = ch.dram_wq.front().map(|w| w.seq);
+            let pm_w = ch
+                .pm_wq
+                .front()
+                .filter(|w| self.dimms[w.dimm as usize].credits > 0)
+                .map(|w| w.seq);
+            match (dram_w, pm_w) {
+                (Some(d), Some(p)) => Some(p < d),
+                (None, Some(_)) => Some(true),
+                (Some(_), None) => Some(false),
+                (None, None) => None,
+            }
+        } else {
+            None
         };
-        let do_write = pick_pm.is_some() && (ch.write_mode || !read_now);
-        if do_write {
+        if pick_pm.is_some() {
             let w = if pick_pm == Some(true) {
                 ch.pm_wq.pop_front()
             } else {
@@ -1686,8 +1722,8 @@ impl Engine {
                 dimm.credits -= 1;
                 dimm.write_arrive(w.dev, if nobody_waits { NO_REQ } else { w.req });
                 if on_transfer {
-                    let q = self.reqs[w.req as usize];
-                    self.push(end + self.ack_latency(&q), EvKind::Complete(w.req));
+                    let t = end + self.ack_latency(&self.reqs[w.req as usize]);
+                    self.push(t, EvKind::Complete(w.req));
                 }
                 self.dimm_accepted(w.dimm);
                 self.start_media(w.dimm);
@@ -1718,7 +1754,7 @@ impl Engine {
                 r
             };
             self.channels[ci].rpq_used -= 1;
-            let q = self.reqs[r as usize];
+            let q = &self.reqs[r as usize];
             let back = self.cha_to_imc + self.uncore_to_core + if q.remote { self.link } else { 0 };
             self.push(end + back, EvKind::Complete(r));
             self.admit_waiters(ci, true);
@@ -1735,6 +1771,7 @@ impl Engine {
 
     /// Whether the channel has anything its bus could move (if not, the next
     /// admission or DIMM credit kicks it).
+    #[inline]
     fn channel_has_work(&self, ci: usize) -> bool {
         let ch = &self.channels[ci];
         !ch.dram_rq.is_empty()
@@ -1747,7 +1784,17 @@ impl Engine {
     }
 
     /// Admits requests waiting for the channel's WPQ (or RPQ) while it has room.
+    #[inline]
     fn admit_waiters(&mut self, ci: usize, reads: bool) {
+        let ch = &self.channels[ci];
+        let waiting = if reads { &ch.rpq_wait } else { &ch.wpq_wait };
+        if !waiting.is_empty() {
+            self.admit_waiting(ci, reads);
+        }
+    }
+
+    /// [`Engine::admit_waiters`] once some wait (out of line: mostly none do).
+    fn admit_waiting(&mut self, ci: usize, reads: bool) {
         loop {
             let ch = &mut self.channels[ci];
             let (used, cap, wait) = if reads {
@@ -1766,7 +1813,7 @@ impl Engine {
             } else {
                 self.admit_write(r);
             }
-            let q = self.reqs[r as usize];
+            let q = &self.reqs[r as usize];
             if !q.holds {
                 self.release_overflow(q.ts);
             }
@@ -1835,6 +1882,7 @@ impl Engine {
     /// Counts a completed line in its thread's traffic: every DRAM line, and
     /// the PM lines issued outside a PM request (those are counted per
     /// request at `PmEnd`), e.g. the antagonists' 64 B accesses.
+    #[inline]
     fn account(&mut self, q: &Req, write: bool) {
         let th = &mut self.threads[q.tid as usize];
         if !q.pm {
@@ -1855,6 +1903,7 @@ impl Engine {
     }
 
     /// Second stage of a memcpy line: the store, in the fill buffer it just got.
+    #[inline]
     fn store_stage(&mut self, r: u32) {
         match self.reqs[r as usize].chain {
             Chain::CopyNt { dst } => self.restage(r, dst, ReqKind::NtWrite, Chain::Nt),
@@ -1865,6 +1914,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn free_lfb(&mut self, core: u32) {
         let c = &mut self.cores[core as usize];
         c.lfb_used -= 1;
@@ -1873,6 +1923,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn free_sq(&mut self, core: u32) {
         let c = &mut self.cores[core as usize];
         c.sq_used -= 1;
@@ -1881,6 +1932,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn op_done(&mut self, tid: u32, dep: bool) {
         let th = &mut self.threads[tid as usize];
         th.outstanding -= 1;
@@ -2266,6 +2318,22 @@ mod tests {
 
     fn region(p: &Platform, name: &str) -> u8 {
         p.regions.iter().position(|r| r.name == name).unwrap() as u8
+    }
+
+    #[test]
+    fn div_by_matches_integer_division() {
+        let mut rng = Rng::new(3, 0);
+        for n in (1..=64u64).chain([96, 1000, 4095, 1 << 20, (1 << 32) + 7]) {
+            let d = DivBy::new(n);
+            let top = (1u64 << REGION_SHIFT) - 1;
+            let edges = [0, 1, n - 1, n, n + 1, top, top - 1, top - n, top / n * n];
+            for x in edges
+                .into_iter()
+                .chain((0..2000).map(|_| rng.below(top + 1)))
+            {
+                assert_eq!(d.div_rem(x), (x / n, x % n), "{x} / {n}");
+            }
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod compare;
 pub mod config;
 pub mod engine;
 pub mod error;
+mod event_queue;
 pub mod experiment;
 pub mod histogram;
 pub mod placement_eval;

@@ -135,7 +135,7 @@ impl PmDimm {
         while let Some(&(a, req)) = self.inq.front() {
             let xpl = a / XPLINE;
             let sub = ((a % XPLINE) / 64) as u8;
-            let set = (xpl % self.sets) as usize;
+            let set = self.set_of(xpl);
             let ways = &mut self.entries[set * self.ways..(set + 1) * self.ways];
             self.stamp += 1;
             let stamp = self.stamp;
@@ -189,7 +189,7 @@ impl PmDimm {
             e.1 = self.stamp;
             return Some(now + self.controller);
         }
-        let set = (xpl % self.sets) as usize;
+        let set = self.set_of(xpl);
         if self.entries[set * self.ways..(set + 1) * self.ways]
             .iter()
             .any(|e| e.valid && e.xpl == xpl && e.mask == 0b1111)
@@ -270,6 +270,17 @@ impl PmDimm {
     /// Writes waiting in the DIMM's input queue (credits in use).
     pub fn queued_writes(&self) -> usize {
         self.inq.len()
+    }
+
+    /// The XPBuffer set of XPLine `xpl`. Set counts are powers of two on
+    /// every platform, where a mask spares a 64-bit division per access.
+    #[inline]
+    fn set_of(&self, xpl: u64) -> usize {
+        if self.sets.is_power_of_two() {
+            (xpl & (self.sets - 1)) as usize
+        } else {
+            (xpl % self.sets) as usize
+        }
     }
 }
 

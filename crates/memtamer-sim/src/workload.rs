@@ -59,7 +59,34 @@ pub fn addr(region: u8, slot: u32, offset: u64) -> u64 {
 pub struct Generator {
     kind: GenKind,
     /// Queue of ops the current step produced, served front to back.
-    pending: std::collections::VecDeque<Op>,
+    pending: OpBatch,
+}
+
+/// The ops of a generator's current step, served front to back. A step is
+/// produced only once the previous one is used up, so a vector and a
+/// cursor do (cheaper than a `VecDeque`'s ring arithmetic).
+#[derive(Clone, Debug, Default)]
+struct OpBatch {
+    ops: Vec<Op>,
+    next: usize,
+}
+
+impl OpBatch {
+    fn push_back(&mut self, op: Op) {
+        self.ops.push(op);
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> Option<Op> {
+        let op = self.ops.get(self.next).copied();
+        if op.is_some() {
+            self.next += 1;
+        } else {
+            self.ops.clear();
+            self.next = 0;
+        }
+        op
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -459,6 +486,7 @@ impl Generator {
 
     /// The next op of this thread; `now` (simulated time) selects the
     /// current value of a workload's schedules.
+    #[inline]
     pub fn next(&mut self, rng: &mut Rng, now: Ps) -> Op {
         if let Some(op) = self.pending.pop_front() {
             return op;
@@ -485,8 +513,11 @@ impl Generator {
                     MbwMode::Mcblock => *block_lines,
                     _ => half / LINE,
                 };
+                // line of the current memcpy() call: one division per
+                // refill, not per line
+                let mut in_call = *pos % call_every;
                 for _ in 0..chunk {
-                    if *pos % call_every == 0 && *call > 0 {
+                    if in_call == 0 && *call > 0 {
                         q.push_back(Op::Compute(*call));
                     }
                     let off = (*pos * LINE) % half;
@@ -507,6 +538,10 @@ impl Generator {
                         }
                     }
                     *pos += 1;
+                    in_call += 1;
+                    if in_call == call_every {
+                        in_call = 0;
+                    }
                 }
                 q.push_back(Op::Done {
                     units: chunk * LINE,

@@ -9,6 +9,7 @@
 //! Fewer cores for PM writers means fewer concurrent PM writers (the Optane
 //! sweet spot) and the other cores free for CPU-bound work (thesis Fig. 5.3/5.4).
 
+use crate::compose::Hints;
 use crate::{CpuSet, Decision, JobClass, Observation, ThreadId, ThreadObs};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -60,6 +61,10 @@ struct Member {
     last_seen_ns: u64,
     /// Affinity before memtamer first changed it, restored on expiry.
     original: CpuSet,
+    /// In the last observation walked: its thread is there at all, and it
+    /// is there in a managed job (seen, in the general group's terms).
+    present: bool,
+    seen: bool,
 }
 
 /// The core-specialization policy.
@@ -67,6 +72,8 @@ struct Member {
 pub struct CoreSpec {
     params: CoreSpecParams,
     members: BTreeMap<ThreadId, Member>,
+    /// The caller's shape id ([`Hints::shape`]) at the last step.
+    last_shape: Option<u64>,
 }
 
 impl CoreSpec {
@@ -75,6 +82,7 @@ impl CoreSpec {
         CoreSpec {
             params,
             members: BTreeMap::new(),
+            last_shape: None,
         }
     }
 
@@ -93,21 +101,49 @@ impl CoreSpec {
 
     /// One step: join, refresh, expire.
     pub fn decide(&mut self, obs: &Observation) -> Decision {
-        self.decide_marked(obs, &BTreeSet::new())
+        self.decide_hinted(obs, &BTreeSet::new(), Hints::default())
     }
 
     /// One step where the threads in `also_writing` count as PM writers
-    /// besides those `obs` shows writing: a caller that runs this policy
+    /// besides those `obs` shows writing (a caller that runs this policy
     /// less often than it observes passes every writer seen since the last
-    /// step, rather than a copy of the observation with the writers marked.
-    pub fn decide_marked(
+    /// step, rather than a copy of the observation with the writers
+    /// marked), with what the caller knows about `obs` ([`Hints`]): while
+    /// the shape id is that of the last step and no thread writes PM, the
+    /// threads are not walked (the step is then only the members' expiry).
+    /// The decision is the same as without hints.
+    pub fn decide_hinted(
         &mut self,
         obs: &Observation,
         also_writing: &BTreeSet<ThreadId>,
+        hints: Hints<'_>,
     ) -> Decision {
         let now = obs.start_ns + obs.duration_ns;
+        let same_shape = hints.shape.is_some() && hints.shape == self.last_shape;
+        self.last_shape = hints.shape;
+        let quiet = same_shape
+            && also_writing.is_empty()
+            && !hints
+                .reporting_threads(obs)
+                .any(|t| t.pm.as_ref().is_some_and(|s| s.write_bytes > 0));
+        let mut d = if quiet {
+            Decision::default()
+        } else {
+            self.walk(obs, also_writing, now)
+        };
+        self.expire(&mut d, now, quiet);
+        d
+    }
+
+    /// The walk over the threads: joins, PM stores, the general group's
+    /// "seen"; marks which members are present.
+    fn walk(&mut self, obs: &Observation, also_writing: &BTreeSet<ThreadId>, now: u64) -> Decision {
         let p = &self.params;
         let mut d = Decision::default();
+        for m in self.members.values_mut() {
+            m.present = false;
+            m.seen = false;
+        }
         let managed = |class: Option<JobClass>| match class {
             Some(JobClass::Be) => true,
             Some(JobClass::Lc) => p.include_lc,
@@ -134,11 +170,14 @@ impl CoreSpec {
             let mut joined = Vec::new();
             let mut members = self.members.iter_mut().peekable();
             for t in &obs.threads {
+                while members.next_if(|(&tid, _)| tid < t.tid).is_some() {}
+                let mut m = members.next_if(|(&tid, _)| tid == t.tid).map(|(_, m)| m);
+                if let Some(m) = m.as_mut() {
+                    m.present = true;
+                }
                 if !managed(class_of(t.job)) {
                     continue;
                 }
-                while members.next_if(|(&tid, _)| tid < t.tid).is_some() {}
-                let m = members.next_if(|(&tid, _)| tid == t.tid).map(|(_, m)| m);
                 if let Some(new) = step_thread(p, t, writes(t), m, now, &mut d) {
                     joined.push((t.tid, new));
                 }
@@ -146,39 +185,37 @@ impl CoreSpec {
             self.members.extend(joined);
         } else {
             for t in &obs.threads {
+                let mut m = self.members.get_mut(&t.tid);
+                if let Some(m) = m.as_mut() {
+                    m.present = true;
+                }
                 if !managed(class_of(t.job)) {
                     continue;
                 }
-                if let Some(new) =
-                    step_thread(p, t, writes(t), self.members.get_mut(&t.tid), now, &mut d)
-                {
+                if let Some(new) = step_thread(p, t, writes(t), m, now, &mut d) {
                     self.members.insert(t.tid, new);
                 }
             }
         }
-        // expiry; whether an expired thread is still there is asked rarely
-        let mut sorted_tids: Option<Vec<ThreadId>> = None;
-        let mut present = |tid: ThreadId| {
-            if ascending {
-                return obs.threads.binary_search_by_key(&tid, |t| t.tid).is_ok();
-            }
-            sorted_tids
-                .get_or_insert_with(|| {
-                    let mut v: Vec<ThreadId> = obs.threads.iter().map(|t| t.tid).collect();
-                    v.sort_unstable();
-                    v
-                })
-                .binary_search(&tid)
-                .is_ok()
-        };
+        d
+    }
+
+    /// Expiry of every member; in a `quiet` step (no walk) a member that
+    /// the last walk saw in a managed job counts as seen now, as the walk
+    /// would have counted it.
+    fn expire(&mut self, d: &mut Decision, now: u64, quiet: bool) {
+        let p = &self.params;
         let mut gone = Vec::new();
         for (&tid, m) in self.members.iter_mut() {
+            if quiet && m.seen && m.group == Group::General {
+                m.last_seen_ns = now;
+            }
             let idle = now.saturating_sub(m.last_seen_ns);
             match m.group {
                 Group::Pm if idle > p.pm_expiry_ns => {
                     m.group = Group::General;
                     m.last_seen_ns = now;
-                    if present(tid) {
+                    if m.present {
                         d.thread_cpus.push((tid, p.general_cpus));
                     }
                     d.reasons.push(format!(
@@ -187,7 +224,7 @@ impl CoreSpec {
                     ));
                 }
                 Group::General if idle > p.general_expiry_ns => {
-                    if present(tid) {
+                    if m.present {
                         d.thread_cpus.push((tid, m.original));
                     }
                     d.reasons.push(format!(
@@ -202,7 +239,6 @@ impl CoreSpec {
         for tid in gone {
             self.members.remove(&tid);
         }
-        d
     }
 }
 
@@ -232,9 +268,12 @@ fn step_thread(
                 group,
                 last_seen_ns: now,
                 original: t.allowed,
+                present: true,
+                seen: true,
             })
         }
         Some(m) => {
+            m.seen = true;
             if writes_pm {
                 m.last_seen_ns = now;
                 if m.group != Group::Pm {
@@ -322,13 +361,18 @@ mod tests {
     }
 
     #[test]
-    fn thread_order_does_not_change_decisions() {
-        // the merge walk (threads in ascending tid order) and the lookups
-        // (any other order) give the same groups and changes
+    fn thread_order_and_hints_do_not_change_decisions() {
+        // the merge walk (threads in ascending tid order), the lookups (any
+        // other order) and the steps without a walk (hinted: same shape, no
+        // writer) give the same groups and changes
         let mut p = params();
         p.pm_expiry_ns = 5 * MS;
         p.general_expiry_ns = 20 * MS;
-        let (mut up, mut down) = (CoreSpec::new(p.clone()), CoreSpec::new(p));
+        let (mut up, mut down, mut hinted) = (
+            CoreSpec::new(p.clone()),
+            CoreSpec::new(p.clone()),
+            CoreSpec::new(p),
+        );
         let sorted = |d: &Decision| {
             let mut c = d.thread_cpus.clone();
             c.sort_by_key(|(t, _)| *t);
@@ -355,6 +399,18 @@ mod tests {
             rev.threads.reverse();
             let (a, b) = (up.decide(&o), down.decide(&rev));
             assert_eq!(sorted(&a), sorted(&b), "at {ms} ms");
+            // the thread set changes at 31 and 60 ms; every thread reports
+            let shape = u64::from(ms > 30) + u64::from(ms >= 60);
+            let all: Vec<usize> = (0..o.threads.len()).collect();
+            let c = hinted.decide_hinted(
+                &o,
+                &BTreeSet::new(),
+                Hints {
+                    shape: Some(shape),
+                    reporting: Some(&all),
+                },
+            );
+            assert_eq!(a, c, "hinted, at {ms} ms");
             expired |= a
                 .reasons
                 .iter()
@@ -366,6 +422,11 @@ mod tests {
                     down.group_of(tid),
                     "thread {tid} at {ms} ms"
                 );
+                assert_eq!(
+                    up.group_of(tid),
+                    hinted.group_of(tid),
+                    "thread {tid} at {ms} ms"
+                );
             }
         }
         assert_eq!(up.pm_group_size(), down.pm_group_size());
@@ -374,6 +435,29 @@ mod tests {
             (true, true),
             "the sequence exercises expiry"
         );
+    }
+
+    #[test]
+    fn a_quiet_step_with_the_same_shape_does_not_walk_the_threads() {
+        let mut cs = CoreSpec::new(params());
+        let hints = |shape| Hints {
+            shape: Some(shape),
+            reporting: Some(&[]),
+        };
+        cs.decide_hinted(&obs(1, &[(10, 0, false)]), &BTreeSet::new(), hints(7));
+        // the caller's shape id is trusted: a thread added without a new id
+        // is not seen (the daemon bumps the id whenever its threads change)
+        let two = obs(2, &[(10, 0, false), (11, 0, false)]);
+        let d = cs.decide_hinted(&two, &BTreeSet::new(), hints(7));
+        assert!(d.reasons.is_empty());
+        assert_eq!(cs.group_of(11), None);
+        // a new id, or a PM writer, makes it walk
+        let d = cs.decide_hinted(&two, &BTreeSet::new(), hints(8));
+        assert_eq!(cs.group_of(11), Some(Group::General), "{d:?}");
+        let three = obs(3, &[(10, 0, false), (11, 0, false), (12, 0, false)]);
+        cs.decide_hinted(&three, &BTreeSet::from([10]), hints(8));
+        assert_eq!(cs.group_of(10), Some(Group::Pm));
+        assert_eq!(cs.group_of(12), Some(Group::General));
     }
 
     #[test]

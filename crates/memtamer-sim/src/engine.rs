@@ -1480,7 +1480,7 @@ impl Engine {
     }
 
     /// Re-targets a request at a new address and kind and sends it again.
-    #[inline]
+    #[inline(always)]
     fn restage(&mut self, r: u32, addr: u64, kind: ReqKind, chain: Chain) {
         let src = self.reqs[r as usize].src_socket;
         let (channel, dimm, dev, pm, socket) = self.route(addr, src);
@@ -1523,6 +1523,7 @@ impl Engine {
 
     /// Enters the channel queue, or waits for it in the socket's overflow
     /// buffer, or (when that is full too) stalls the socket's ingress.
+    #[inline(always)]
     fn try_enter(&mut self, r: u32) {
         let q = self.reqs[r as usize];
         let c = q.channel as usize;

@@ -118,6 +118,8 @@ pub(crate) struct EventQueue<K> {
     lanes: [Lane<K>; LANES],
     /// Events outside the lanes, sorted by descending key.
     sorted: Vec<Ev<K>>,
+    /// Key of `sorted`'s last event; `u64::MAX` when empty.
+    sorted_key: u64,
 }
 
 impl<K: Copy> Default for EventQueue<K> {
@@ -125,6 +127,7 @@ impl<K: Copy> Default for EventQueue<K> {
         EventQueue {
             lanes: [Lane::new(), Lane::new()],
             sorted: Vec::new(),
+            sorted_key: u64::MAX,
         }
     }
 }
@@ -155,19 +158,28 @@ impl<K: Copy> EventQueue<K> {
             i -= 1;
         }
         events[i] = ev;
+        self.sorted_key = events[events.len() - 1].key;
+    }
+
+    /// Removes the last event of `sorted`.
+    #[inline(always)]
+    fn pop_sorted(&mut self) -> Option<Ev<K>> {
+        let ev = self.sorted.pop();
+        self.sorted_key = self.sorted.last().map_or(u64::MAX, |e| e.key);
+        ev
     }
 
     /// Removes and returns the next event.
     #[inline(always)]
     pub(crate) fn pop(&mut self) -> Option<Ev<K>> {
         let [a, b] = [self.lanes[0].front_key, self.lanes[1].front_key];
-        let other = self.sorted.last().map_or(u64::MAX, |e| e.key);
+        let other = self.sorted_key;
         if a < b && a < other {
             Some(self.lanes[0].pop_front())
         } else if b < a && b < other {
             Some(self.lanes[1].pop_front())
         } else if other < a && other < b {
-            self.sorted.pop()
+            self.pop_sorted()
         } else {
             self.pop_tied()
         }
@@ -187,7 +199,7 @@ impl<K: Copy> EventQueue<K> {
         } else if first == b {
             Some(self.lanes[1].pop_front())
         } else {
-            self.sorted.pop()
+            self.pop_sorted()
         }
     }
 }

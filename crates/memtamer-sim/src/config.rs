@@ -69,9 +69,11 @@ pub struct UncoreParams {
     /// One-way socket-link (UPI) latency, ns.
     pub numa_link_ns: f64,
     /// Which socket's request table tracks a remote request from its arrival
-    /// at the caching agents until its completion: the issuing socket's
-    /// (`requester`, the default) or that of the memory it goes to (`home`).
-    #[serde(default, skip_serializing_if = "RemoteTracking::is_requester")]
+    /// at the caching agents until its completion: that of the memory it goes
+    /// to (`home`, the default: the home agent holds the request and its
+    /// memory-controller credit until the completion has crossed the link
+    /// back, Ahn §2) or the issuing socket's (`requester`, an ablation).
+    #[serde(default, skip_serializing_if = "RemoteTracking::is_home")]
     pub remote_tracking: RemoteTracking,
 }
 
@@ -80,16 +82,17 @@ pub struct UncoreParams {
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum RemoteTracking {
-    /// The issuing socket's table, across the link and back.
-    #[default]
+    /// The issuing socket's table, across the link and back (ablation: with
+    /// it, remote writers leave the home socket's DRAM traffic alone).
     Requester,
     /// The table of the socket whose memory it accesses (its home agent).
+    #[default]
     Home,
 }
 
 impl RemoteTracking {
-    fn is_requester(&self) -> bool {
-        *self == RemoteTracking::Requester
+    fn is_home(&self) -> bool {
+        *self == RemoteTracking::Home
     }
 }
 

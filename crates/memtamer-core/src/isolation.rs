@@ -10,10 +10,13 @@
 //! Beyond the paper, which manages one LC and one BE job, any number of BE
 //! jobs are managed at once: the congestion signals are system-wide, and
 //! per-job attribution (request-level PM bytes per thread from sensing)
-//! chooses whom to throttle: the job with the highest estimated PM media
-//! traffic first, as Caladan picks the job with the most LLC misses. Without
-//! attribution the job holding the most CPU is throttled first; relaxing
-//! always goes to the job holding the least CPU. See docs/control.md.
+//! chooses whom to throttle: the job whose CPU costs the PM most (estimated
+//! media bytes/s per core) first, as Caladan picks the job with the most LLC
+//! misses, and relaxing gives to the one whose CPU costs the PM least. Each
+//! core taken then removes as much PM traffic as one core can, and the light
+//! jobs keep theirs. Without attribution the job holding the most CPU is
+//! throttled first and the one holding the least is relaxed first. See
+//! docs/control.md.
 
 use crate::{CoreBudget, CpuSet, Decision, JobClass, JobId, Observation};
 use std::collections::{BTreeMap, VecDeque};
@@ -108,6 +111,9 @@ struct BeJob {
     /// Estimated PM media bytes/s of the job while it runs on exactly one
     /// full core (sizes the duty cycle of Dicio's special case).
     one_core_estimate: f64,
+    /// Smoothed estimated PM media bytes/s per unit of CPU share while it
+    /// runs: what one more core of this job costs the PM (0 until attributed).
+    intensity: f64,
     /// Whether any of its threads carried PM attribution this window.
     attributed: bool,
     /// Estimated media bytes of the window being attributed.
@@ -274,6 +280,7 @@ impl Isolation {
                     threads,
                     media_estimate: 0.0,
                     one_core_estimate: 0.0,
+                    intensity: 0.0,
                     attributed: false,
                     window_bytes: 0.0,
                     emitted: None,
@@ -333,6 +340,15 @@ impl Isolation {
                 let now = j.window_bytes / secs;
                 // EMA over ~8 windows: enough to rank jobs, quick to follow phases
                 j.media_estimate = 0.875 * j.media_estimate + 0.125 * now;
+                let share = j.share();
+                if share > 0.0 {
+                    let per_core = now / share;
+                    j.intensity = if j.intensity == 0.0 {
+                        per_core
+                    } else {
+                        0.875 * j.intensity + 0.125 * per_core
+                    };
+                }
                 if j.cpus.len() == 1 && !j.duty_mode {
                     j.one_core_estimate = if j.one_core_estimate == 0.0 {
                         now
@@ -428,8 +444,9 @@ impl Isolation {
         }
     }
 
-    /// Throttle: the BE job with the most estimated media traffic (or, with
-    /// no attribution, the most CPU) loses a core or part of its duty cycle.
+    /// Throttle: the running BE job whose CPU costs the PM most (estimated
+    /// media bytes/s per core; with no attribution, the job holding the most
+    /// CPU) loses a core or part of its duty cycle.
     fn throttle(&mut self, now: u64, reasons: &mut Vec<String>, why: &str) {
         let attributed = self.jobs.values().any(|j| j.attributed);
         let target = self
@@ -437,16 +454,8 @@ impl Isolation {
             .iter()
             .filter(|(_, j)| j.share() > 0.0)
             .max_by(|(ia, a), (ib, b)| {
-                let ka = if attributed {
-                    a.media_estimate
-                } else {
-                    a.share()
-                };
-                let kb = if attributed {
-                    b.media_estimate
-                } else {
-                    b.share()
-                };
+                let ka = if attributed { a.intensity } else { a.share() };
+                let kb = if attributed { b.intensity } else { b.share() };
                 ka.total_cmp(&kb).then(ib.cmp(ia))
             })
             .map(|(&id, _)| id);
@@ -503,15 +512,25 @@ impl Isolation {
         self.state = ControlState::Throttling;
     }
 
-    /// Relax: the BE job holding the least CPU (that can use more) gets a
-    /// core, or more duty cycle. When no CPU is free, the job holding the
-    /// most cores gives one up if it has two more than the target.
+    /// Relax: the BE job whose CPU costs the PM least (lowest media bytes/s
+    /// per core, so jobs without PM traffic first; the one holding the least
+    /// CPU on ties, and always without attribution) gets a core, or more duty
+    /// cycle: the mirror of [`Isolation::throttle`]. Relaxing the job holding
+    /// the least CPU instead hands the heaviest writer back the core it just
+    /// lost, and under lasting contention the light jobs pay for it
+    /// (docs/control.md). When no CPU is free, the job holding the most
+    /// cores gives one up if it has two more than the target.
     fn relax(&mut self, pool: &[u32], reasons: &mut Vec<String>, why: &str) -> bool {
         let target = self
             .jobs
             .iter()
             .filter(|(_, j)| j.duty_mode || j.cpus.len() < j.threads)
-            .min_by(|(ia, a), (ib, b)| a.share().total_cmp(&b.share()).then(ia.cmp(ib)))
+            .min_by(|(ia, a), (ib, b)| {
+                a.intensity
+                    .total_cmp(&b.intensity)
+                    .then(a.share().total_cmp(&b.share()))
+                    .then(ia.cmp(ib))
+            })
             .map(|(&id, _)| id);
         let Some(id) = target else {
             return false;
@@ -1150,9 +1169,46 @@ mod tests {
         // then the next biggest
         iso.decide(&o.window(800.0, 3.0, 2.0, &writes, None));
         assert_eq!(iso.shares()[2], (3, 1.0));
-        // relaxing goes to the job holding the least CPU
-        iso.decide(&o.window(100.0, 0.5, 2.0, &writes, Some((1.0, 1.0, 0))));
-        assert_eq!(iso.shares()[1], (2, 1.0));
+        // relaxing goes first to the job whose cores cost the PM least (job
+        // 1), the biggest writer (job 2) last, although it holds the least
+        let relax = |iso: &mut Isolation, o: &mut Obs| {
+            iso.decide(&o.window(100.0, 0.5, 2.0, &writes, Some((1.0, 1.0, 0))));
+            iso.shares()
+        };
+        assert_eq!(relax(&mut iso, &mut o), vec![(1, 3.0), (2, 0.0), (3, 1.0)]);
+        assert_eq!(relax(&mut iso, &mut o), vec![(1, 4.0), (2, 0.0), (3, 1.0)]);
+        // job 1 has all its threads' cores: next the second lightest
+        assert_eq!(relax(&mut iso, &mut o)[2], (3, 2.0));
+        assert_eq!(relax(&mut iso, &mut o)[1], (2, 0.0));
+    }
+
+    #[test]
+    fn the_job_writing_most_per_core_is_throttled_before_a_bigger_total() {
+        let mut o = Obs::new(2, 6);
+        let mut iso = dicio();
+        iso.decide(&o.quiet());
+        // unattributed congestion: the most CPU first, lower id on ties
+        for _ in 0..3 {
+            iso.decide(&o.window(800.0, 3.0, 2.0, &[], None));
+        }
+        assert_eq!(iso.shares(), vec![(1, 1.0), (2, 2.0)]);
+        // job 2 writes more in total (3000 on 2 cores), job 1 more per core
+        // (2000 on 1): taking job 1's core removes more PM traffic
+        iso.decide(&o.window(800.0, 3.0, 2.0, &[2_000, 3_000], None));
+        assert_eq!(iso.shares(), vec![(1, 0.0), (2, 2.0)]);
+    }
+
+    #[test]
+    fn without_attribution_relaxing_goes_to_the_job_with_least_cpu() {
+        let mut o = Obs::new(2, 6);
+        let mut iso = dicio();
+        iso.decide(&o.quiet());
+        for _ in 0..3 {
+            iso.decide(&o.window(800.0, 3.0, 2.0, &[], None));
+        }
+        assert_eq!(iso.shares(), vec![(1, 1.0), (2, 2.0)]);
+        iso.decide(&o.window(100.0, 0.5, 2.0, &[], Some((1.0, 1.0, 0))));
+        assert_eq!(iso.shares(), vec![(1, 2.0), (2, 2.0)]);
     }
 
     #[test]

@@ -1182,16 +1182,22 @@ mod tests {
         assert_eq!(relax(&mut iso, &mut o)[1], (2, 0.0));
     }
 
-    #[test]
-    fn the_job_writing_most_per_core_is_throttled_before_a_bigger_total() {
+    /// Two BE jobs of 6 threads on 6 pool CPUs, throttled three times
+    /// without attribution (the most CPU first, lower id on ties) to 1 + 2.
+    fn two_jobs_at_one_and_two_cores() -> (Obs, Isolation) {
         let mut o = Obs::new(2, 6);
         let mut iso = dicio();
         iso.decide(&o.quiet());
-        // unattributed congestion: the most CPU first, lower id on ties
         for _ in 0..3 {
             iso.decide(&o.window(800.0, 3.0, 2.0, &[], None));
         }
         assert_eq!(iso.shares(), vec![(1, 1.0), (2, 2.0)]);
+        (o, iso)
+    }
+
+    #[test]
+    fn the_job_writing_most_per_core_is_throttled_before_a_bigger_total() {
+        let (mut o, mut iso) = two_jobs_at_one_and_two_cores();
         // job 2 writes more in total (3000 on 2 cores), job 1 more per core
         // (2000 on 1): taking job 1's core removes more PM traffic
         iso.decide(&o.window(800.0, 3.0, 2.0, &[2_000, 3_000], None));
@@ -1200,13 +1206,7 @@ mod tests {
 
     #[test]
     fn without_attribution_relaxing_goes_to_the_job_with_least_cpu() {
-        let mut o = Obs::new(2, 6);
-        let mut iso = dicio();
-        iso.decide(&o.quiet());
-        for _ in 0..3 {
-            iso.decide(&o.window(800.0, 3.0, 2.0, &[], None));
-        }
-        assert_eq!(iso.shares(), vec![(1, 1.0), (2, 2.0)]);
+        let (mut o, mut iso) = two_jobs_at_one_and_two_cores();
         iso.decide(&o.window(100.0, 0.5, 2.0, &[], Some((1.0, 1.0, 0))));
         assert_eq!(iso.shares(), vec![(1, 2.0), (2, 2.0)]);
     }

@@ -1683,7 +1683,7 @@ impl Engine {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn schedule_kick(&mut self, c: u32, t: Ps) {
         let ch = &mut self.channels[c as usize];
         if ch.kick_at.is_some_and(|k| k <= t) {

@@ -12,7 +12,7 @@ use crate::config::{
 };
 use crate::event_queue::{Ev, EventQueue};
 use crate::histogram::Histogram;
-use crate::pmdimm::{DimmCounters, PmDimm};
+use crate::pmdimm::{DimmCounters, PmDimm, NO_REQ};
 use crate::rng::Rng;
 use crate::workload::{Generator, Op, Ps, NS, REGION_SHIFT};
 use memtamer_core::{
@@ -24,9 +24,6 @@ use std::collections::VecDeque;
 /// Threads start at a uniformly random time in [0, this): thread creation
 /// and first scheduling take tens of microseconds on Linux.
 pub const THREAD_START_SKEW: Ps = 20_000 * NS;
-
-/// Marks a DIMM write nobody waits for.
-const NO_REQ: u32 = u32::MAX;
 
 /// Requests below this size never wait at the PATS gate (PATS §IV).
 pub const GATE_BYPASS_BYTES: u64 = 256;
@@ -1620,7 +1617,14 @@ impl Engine {
             let t = self.now + self.ack_latency(&self.reqs[r as usize]);
             self.push(t, EvKind::Complete(r));
         }
-        self.kick(channel);
+        // mostly admitted by the bus scheduler itself, whose transfer just
+        // started: then only its end is (re)scheduled, as `kick` would
+        let busy_until = self.channels[c].bus_free;
+        if busy_until > self.now {
+            self.schedule_kick(channel, busy_until);
+        } else {
+            self.kick(channel);
+        }
     }
 
     #[inline(always)]
@@ -1655,18 +1659,22 @@ impl Engine {
     #[inline(always)]
     fn dimm_accepted(&mut self, d: u32) {
         let d = d as usize;
+        if self.dimms[d].accepted.is_empty() {
+            return;
+        }
         for i in 0..self.dimms[d].accepted.len() {
             let r = self.dimms[d].accepted[i];
-            if r != NO_REQ {
-                let t = self.now + self.ack_latency(&self.reqs[r as usize]);
-                self.push(t, EvKind::Complete(r));
-            }
+            let t = self.now + self.ack_latency(&self.reqs[r as usize]);
+            self.push(t, EvKind::Complete(r));
         }
         self.dimms[d].accepted.clear();
     }
 
     #[inline(always)]
     fn start_media(&mut self, d: u32) {
+        if self.dimms[d as usize].media_busy() {
+            return;
+        }
         if let Some(s) = self.dimms[d as usize].try_start_media(self.now) {
             self.push(s.busy_until, EvKind::MediaDone(d));
             if let Some((r, t)) = s.read_ready {
@@ -1675,7 +1683,7 @@ impl Engine {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn schedule_kick(&mut self, c: u32, t: Ps) {
         let ch = &mut self.channels[c as usize];
         if ch.kick_at.is_some_and(|k| k <= t) {

@@ -23,18 +23,22 @@ struct XpEntry {
 
 /// A media operation waiting for the media server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum MediaOp {
-    Read { req: u32, xpl: u64 },
-    Write { partial: bool, xpl: u64 },
+enum MediaKind {
+    Read { req: u32 },
+    Write { partial: bool },
 }
 
-impl MediaOp {
-    fn xpl(self) -> u64 {
-        match self {
-            MediaOp::Read { xpl, .. } | MediaOp::Write { xpl, .. } => xpl,
-        }
-    }
+/// A queued media operation with its XPLine's partition (computed once at
+/// enqueue: the scheduler looks it up for every queued op at every start).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct MediaOp {
+    kind: MediaKind,
+    part: u32,
 }
+
+/// Marks a write whose acceptance nobody waits for: it is not reported in
+/// [`PmDimm::accepted`].
+pub const NO_REQ: u32 = u32::MAX;
 
 /// What the engine must schedule after the media server started an op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,7 +75,15 @@ pub struct PmDimm {
     entries: Vec<XpEntry>,
     ways: usize,
     sets: u64,
+    /// `sets - 1` when `sets` is a power of two (every platform), else 0.
+    set_mask: u64,
     stamp: u64,
+    /// The input queue's first write waits for a media write-queue slot:
+    /// its set is full without its XPLine and the queue is full. Nothing but
+    /// a media write starting changes that, so arrivals do not retry it.
+    head_blocked: bool,
+    /// Index in `entries` of the XPLine the last write went to.
+    last: usize,
     media_writes_pending: u32,
     media_write_queue: u32,
     media_free_at: Ps,
@@ -94,14 +106,18 @@ impl PmDimm {
     pub fn new(p: &PmParams) -> PmDimm {
         let lines = (p.xpbuffer_bytes as u64 / XPLINE).max(1);
         let ways = p.xpbuffer_ways.max(1) as usize;
+        let sets = (lines / ways as u64).max(1);
         PmDimm {
             credits: p.ddrt_write_credits,
             inq: VecDeque::new(),
             accepted: Vec::new(),
             entries: vec![XpEntry::default(); lines as usize],
             ways,
-            sets: (lines / ways as u64).max(1),
+            sets,
+            set_mask: if sets.is_power_of_two() { sets - 1 } else { 0 },
             stamp: 0,
+            head_blocked: false,
+            last: 0,
             media_writes_pending: 0,
             media_write_queue: p.media_write_queue,
             media_free_at: 0,
@@ -125,58 +141,108 @@ impl PmDimm {
     /// many credits were returned to the iMC by accepting queued writes.
     pub fn write_arrive(&mut self, dev_addr: u64, req: u32) -> u32 {
         self.counters.request_write_bytes += 64;
+        if self.inq.is_empty() {
+            // nothing queued ahead (so nothing blocked): try it at once
+            if self.take(dev_addr) {
+                if req != NO_REQ {
+                    self.accepted.push(req);
+                }
+                self.credits += 1;
+                return 1;
+            }
+            self.inq.push_back((dev_addr, req));
+            return 0;
+        }
         self.inq.push_back((dev_addr, req));
         self.accept_writes()
     }
 
     /// Moves queued writes into the XPBuffer while possible; returns credits freed.
     fn accept_writes(&mut self) -> u32 {
+        if self.head_blocked {
+            // what the retry would do: take a stamp and give up
+            self.stamp += 1;
+            return 0;
+        }
         let mut freed = 0;
         while let Some(&(a, req)) = self.inq.front() {
-            let xpl = a / XPLINE;
-            let sub = ((a % XPLINE) / 64) as u8;
-            let set = self.set_of(xpl);
-            let ways = &mut self.entries[set * self.ways..(set + 1) * self.ways];
-            self.stamp += 1;
-            let stamp = self.stamp;
-            if let Some(e) = ways.iter_mut().find(|e| e.valid && e.xpl == xpl) {
-                e.mask |= 1 << sub;
-                e.stamp = stamp;
-            } else if let Some(e) = ways.iter_mut().find(|e| !e.valid) {
-                *e = XpEntry {
-                    valid: true,
-                    xpl,
-                    mask: 1 << sub,
-                    stamp,
-                };
-            } else {
-                if self.media_writes_pending >= self.media_write_queue {
-                    break; // back-pressure: the DDR-T credits stay consumed
-                }
-                let victim = ways
-                    .iter_mut()
-                    .min_by_key(|e| e.stamp)
-                    .expect("a set has at least one way");
-                let partial = victim.mask != 0b1111;
-                let evicted = victim.xpl;
-                *victim = XpEntry {
-                    valid: true,
-                    xpl,
-                    mask: 1 << sub,
-                    stamp,
-                };
-                self.media_writes_pending += 1;
-                self.media_q.push_back(MediaOp::Write {
-                    partial,
-                    xpl: evicted,
-                });
+            if !self.take(a) {
+                break;
             }
             self.inq.pop_front();
-            self.accepted.push(req);
+            if req != NO_REQ {
+                self.accepted.push(req);
+            }
             freed += 1;
         }
         self.credits += freed;
         freed
+    }
+
+    /// Takes the 64 B write to `a` into the XPBuffer (combining it into its
+    /// XPLine's entry, a free way, or the least recently used way, whose
+    /// XPLine goes to the media write queue). False, with the write not
+    /// taken and the head marked blocked, when that needs a victim and the
+    /// media write queue is full.
+    #[inline]
+    fn take(&mut self, a: u64) -> bool {
+        let xpl = a / XPLINE;
+        let bit = 1u8 << ((a % XPLINE) / 64);
+        self.stamp += 1;
+        let stamp = self.stamp;
+        // sequential writes mostly go to the entry the last one went to
+        let last = &mut self.entries[self.last];
+        if last.valid && last.xpl == xpl {
+            last.mask |= bit;
+            last.stamp = stamp;
+            return true;
+        }
+        let base = self.set_of(xpl) * self.ways;
+        let ways = &mut self.entries[base..base + self.ways];
+        let way = if let Some(w) = ways.iter().position(|e| e.valid && e.xpl == xpl) {
+            let e = &mut ways[w];
+            e.mask |= bit;
+            e.stamp = stamp;
+            w
+        } else if let Some(w) = ways.iter().position(|e| !e.valid) {
+            ways[w] = XpEntry {
+                valid: true,
+                xpl,
+                mask: bit,
+                stamp,
+            };
+            w
+        } else {
+            if self.media_writes_pending >= self.media_write_queue {
+                // back-pressure: the DDR-T credits stay consumed
+                self.head_blocked = true;
+                return false;
+            }
+            let mut w = 0;
+            for (i, e) in ways.iter().enumerate() {
+                if e.stamp < ways[w].stamp {
+                    w = i;
+                }
+            }
+            let victim = &mut ways[w];
+            let partial = victim.mask != 0b1111;
+            let evicted = victim.xpl;
+            *victim = XpEntry {
+                valid: true,
+                xpl,
+                mask: bit,
+                stamp,
+            };
+            self.media_writes_pending += 1;
+            let part = self.partition_of(evicted);
+            self.media_q.push_back(MediaOp {
+                kind: MediaKind::Write { partial },
+                part,
+            });
+            w
+        };
+        self.last = base + way;
+        true
     }
 
     /// A 64 B read arrives. Returns `Some(ready_time)` on a buffer hit; on a
@@ -203,7 +269,11 @@ impl PmDimm {
         } else if let Some(e) = self.read_buf.iter_mut().min_by_key(|e| e.1) {
             *e = (xpl, self.stamp);
         }
-        self.media_q.push_back(MediaOp::Read { req, xpl });
+        let part = self.partition_of(xpl);
+        self.media_q.push_back(MediaOp {
+            kind: MediaKind::Read { req },
+            part,
+        });
         None
     }
 
@@ -216,32 +286,38 @@ impl PmDimm {
             return None;
         }
         let partitions = self.partition_free.len() as u64;
-        let ready_at = |op: &MediaOp| self.partition_free[(op.xpl() % partitions) as usize];
         let pick = if partitions == 1 {
             0
         } else {
-            let earliest = self.media_q.iter().map(ready_at).min()?.max(now);
-            let ready = |op: &MediaOp| ready_at(op) <= earliest;
+            let free = &self.partition_free;
+            let earliest = self
+                .media_q
+                .iter()
+                .map(|op| free[op.part as usize])
+                .min()?
+                .max(now);
+            let ready = |op: &MediaOp| free[op.part as usize] <= earliest;
             self.media_q
                 .iter()
-                .position(|op| ready(op) && matches!(op, MediaOp::Read { .. }))
+                .position(|op| ready(op) && matches!(op.kind, MediaKind::Read { .. }))
                 .or_else(|| self.media_q.iter().position(ready))
                 .unwrap_or(0)
         };
         let op = self.media_q.remove(pick)?;
-        let part = (op.xpl() % partitions) as usize;
+        let part = op.part as usize;
         let start = now.max(self.media_free_at).max(self.partition_free[part]);
-        let (service, read_ready) = match op {
-            MediaOp::Read { req, .. } => {
+        let (service, read_ready) = match op.kind {
+            MediaKind::Read { req } => {
                 self.counters.media_read_bytes += XPLINE;
                 (
                     self.read_service,
                     Some((req, start + self.media_read_latency + self.controller)),
                 )
             }
-            MediaOp::Write { partial, .. } => {
+            MediaKind::Write { partial } => {
                 self.counters.media_write_bytes += XPLINE;
                 self.media_writes_pending -= 1;
+                self.head_blocked = false;
                 if partial {
                     self.counters.rmw += 1;
                     self.counters.media_read_bytes += XPLINE;
@@ -261,6 +337,13 @@ impl PmDimm {
         })
     }
 
+    /// Whether the media port is busy with an op ([`PmDimm::try_start_media`]
+    /// then starts nothing).
+    #[inline]
+    pub fn media_busy(&self) -> bool {
+        self.media_busy
+    }
+
     /// The media finished its op: returns credits freed by accepting queued writes.
     pub fn media_done(&mut self) -> u32 {
         self.media_busy = false;
@@ -276,11 +359,17 @@ impl PmDimm {
     /// every platform, where a mask spares a 64-bit division per access.
     #[inline]
     fn set_of(&self, xpl: u64) -> usize {
-        if self.sets.is_power_of_two() {
-            (xpl & (self.sets - 1)) as usize
+        if self.set_mask != 0 || self.sets == 1 {
+            (xpl & self.set_mask) as usize
         } else {
             (xpl % self.sets) as usize
         }
+    }
+
+    /// The media partition of XPLine `xpl`.
+    #[inline]
+    fn partition_of(&self, xpl: u64) -> u32 {
+        (xpl % self.partition_free.len() as u64) as u32
     }
 }
 
@@ -375,9 +464,10 @@ mod tests {
         });
         for &x in xpls {
             d.media_writes_pending += 1;
-            d.media_q.push_back(MediaOp::Write {
-                partial: false,
-                xpl: x,
+            let part = d.partition_of(x);
+            d.media_q.push_back(MediaOp {
+                kind: MediaKind::Write { partial: false },
+                part,
             });
         }
         drain(&mut d)

@@ -106,8 +106,6 @@ struct BeJob {
     flips: VecDeque<u64>,
     /// Threads in the job (more cores than threads are useless).
     threads: usize,
-    /// Smoothed estimated PM media bytes per second caused by the job.
-    media_estimate: f64,
     /// Estimated PM media bytes/s of the job while it runs on exactly one
     /// full core (sizes the duty cycle of Dicio's special case).
     one_core_estimate: f64,
@@ -278,7 +276,6 @@ impl Isolation {
                     duty_mode: false,
                     flips: VecDeque::new(),
                     threads,
-                    media_estimate: 0.0,
                     one_core_estimate: 0.0,
                     intensity: 0.0,
                     attributed: false,
@@ -338,10 +335,10 @@ impl Isolation {
         for j in self.jobs.values_mut() {
             if j.attributed {
                 let now = j.window_bytes / secs;
-                // EMA over ~8 windows: enough to rank jobs, quick to follow phases
-                j.media_estimate = 0.875 * j.media_estimate + 0.125 * now;
                 let share = j.share();
                 if share > 0.0 {
+                    // EMA over ~8 windows: enough to rank jobs, quick to
+                    // follow phases
                     let per_core = now / share;
                     j.intensity = if j.intensity == 0.0 {
                         per_core

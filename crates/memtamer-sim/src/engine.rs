@@ -1784,8 +1784,7 @@ impl Engine {
                 r
             };
             self.channels[ci].rpq_used -= 1;
-            let q = &self.reqs[r as usize];
-            let back = self.cha_to_imc + self.uncore_to_core + if q.remote { self.link } else { 0 };
+            let back = self.ack_latency(&self.reqs[r as usize]);
             self.push(end + back, EvKind::Complete(r));
             self.admit_waiters(ci, true);
             if self.channel_has_work(ci) {

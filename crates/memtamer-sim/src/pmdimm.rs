@@ -160,8 +160,6 @@ impl PmDimm {
     /// Moves queued writes into the XPBuffer while possible; returns credits freed.
     fn accept_writes(&mut self) -> u32 {
         if self.head_blocked {
-            // what the retry would do: take a stamp and give up
-            self.stamp += 1;
             return 0;
         }
         let mut freed = 0;

@@ -447,12 +447,10 @@ fn real_proc_self() {
     assert!(classify(&scan.processes, &[sel]).contains(&(me, 0)));
 }
 
-#[test]
-fn cached_scan_rereads_only_stat_until_an_exec_or_new_thread() {
-    use memtamer_control::procfs::ScanCache;
-    let tmp = TempDir::new();
+/// Process 300, `fio`, one thread: the process the cached-scan tests watch.
+fn write_fio_300(root: &Path) {
     write_proc(
-        &tmp.0,
+        root,
         &FakeProc {
             pid: 300,
             comm: "fio",
@@ -460,6 +458,22 @@ fn cached_scan_rereads_only_stat_until_an_exec_or_new_thread() {
             ..Default::default()
         },
     );
+}
+
+/// Process 300 execs: its stat now names `fio-worker`.
+fn exec_fio_300_as_worker(root: &Path) {
+    fs::write(
+        root.join("300/stat"),
+        stat_text(300, "fio-worker", 1, 4194560, 5000),
+    )
+    .unwrap();
+}
+
+#[test]
+fn cached_scan_rereads_only_stat_until_an_exec_or_new_thread() {
+    use memtamer_control::procfs::ScanCache;
+    let tmp = TempDir::new();
+    write_fio_300(&tmp.0);
     write_proc(
         &tmp.0,
         &FakeProc {
@@ -488,11 +502,7 @@ fn cached_scan_rereads_only_stat_until_an_exec_or_new_thread() {
     );
     // an exec changes the comm in stat: an unwatched process is not even
     // stat'ed before its full refresh, a watched one is read in full again
-    fs::write(
-        tmp.0.join("300/stat"),
-        stat_text(300, "fio-worker", 1, 4194560, 5000),
-    )
-    .unwrap();
+    exec_fio_300_as_worker(&tmp.0);
     let unwatched = fs_.scan_cached(&mut cache, |_| false).unwrap();
     assert_eq!(unwatched.processes[0].comm, "fio");
     let third = fs_.scan_cached(&mut cache, |_| true).unwrap();
@@ -512,15 +522,7 @@ fn a_cached_scan_reads_only_its_parts_and_checks_them_at_the_refresh() {
     use memtamer_control::procfs::{Parts, ScanCache};
     use std::time::Duration;
     let tmp = TempDir::new();
-    write_proc(
-        &tmp.0,
-        &FakeProc {
-            pid: 300,
-            comm: "fio",
-            threads: &[300],
-            ..Default::default()
-        },
-    );
+    write_fio_300(&tmp.0);
     // a child of kthreadd that is a user process (a usermode helper) ...
     write_proc(
         &tmp.0,
@@ -568,11 +570,7 @@ fn a_cached_scan_reads_only_its_parts_and_checks_them_at_the_refresh() {
     );
     // at each refresh (here every scan) an unwatched process's stat is
     // read again: an exec shows
-    fs::write(
-        tmp.0.join("300/stat"),
-        stat_text(300, "fio-worker", 1, 4194560, 5000),
-    )
-    .unwrap();
+    exec_fio_300_as_worker(&tmp.0);
     let second = fs_
         .scan_cached(&mut cache, |p| p.comm == "fio-worker")
         .unwrap();

@@ -1123,3 +1123,26 @@ fn remote_writers_hurt_the_home_socket_only_with_home_tracking() {
     assert!(local > 0.8, "{local}");
     assert!(requester > 0.95, "{requester}");
 }
+
+/// The foundation issue's acceptance line: every platform file's idle
+/// latencies and peak bandwidths are within 10% of the sources they cite.
+#[test]
+fn platform_files_match_their_cited_sources_within_10_percent() {
+    let checks = memtamer_sim::validate::platform_checks().expect("platform probes run");
+    assert!(checks.len() >= 30, "only {} platform checks", checks.len());
+    let off: Vec<String> = checks
+        .iter()
+        .filter(|c| c.error().abs() > 0.10)
+        .map(|c| {
+            format!(
+                "{} {}: published {} simulated {} ({:+.1}%)",
+                c.platform,
+                c.metric,
+                c.expected,
+                c.simulated,
+                c.error() * 100.0
+            )
+        })
+        .collect();
+    assert!(off.is_empty(), "outside 10%: {off:#?}");
+}

@@ -3,7 +3,9 @@
 mod common;
 
 use common::{cpu_share, is_root, state, wait_until, ChildGuard, TempDir};
-use memtamer_actuate::cgroup::{CgroupLayout, CgroupMode, DEFAULT_QUOTA_PERIOD, MEMTAMER_DIR};
+use memtamer_actuate::cgroup::{
+    quota_us, CgroupLayout, CgroupMode, DEFAULT_QUOTA_PERIOD, MEMTAMER_DIR,
+};
 use memtamer_actuate::{Change, Journal, ManagedCgroup, ProcessKey};
 use memtamer_core::CpuSet;
 use std::fs;
@@ -198,10 +200,61 @@ fn v2_freeze_and_remove() {
         "{}",
         proc_cgroup(pid)
     );
+    let allowed = |pid: i32| {
+        fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:\t").map(str::to_string))
+            .unwrap_or_default()
+    };
+    let allowed_before = allowed(pid);
     if v2.controllers.iter().any(|c| c == "cpuset") {
         mc.set_cpus(&CpuSet::parse_list("0").unwrap()).unwrap();
+        assert!(
+            wait_until(Duration::from_millis(500), || allowed(pid) == "0"),
+            "cpuset.cpus = 0 not applied: Cpus_allowed_list {}",
+            allowed(pid)
+        );
     } else {
         eprintln!("note: cgroup2 has no cpuset controller here; not tested");
+    }
+    if v2.controllers.iter().any(|c| c == "cpu") {
+        mc.set_cpu_quota(Some(0.2), DEFAULT_QUOTA_PERIOD).unwrap();
+        let cpu_max = fs::read_to_string(job_dir.join("cpu.max")).unwrap();
+        assert_eq!(
+            cpu_max.split_whitespace().next(),
+            Some(
+                quota_us(0.2, DEFAULT_QUOTA_PERIOD.as_micros() as u64)
+                    .unwrap()
+                    .to_string()
+                    .as_str()
+            ),
+            "cpu.max {cpu_max}"
+        );
+        // the kernel says it is enforcing it (a share alone would be
+        // confounded by other load on a shared machine)
+        let throttled = || {
+            fs::read_to_string(job_dir.join("cpu.stat"))
+                .unwrap_or_default()
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("nr_throttled ")
+                        .map(|v| v.trim().parse::<u64>().unwrap_or(0))
+                })
+                .unwrap_or(0)
+        };
+        assert!(
+            wait_until(Duration::from_secs(2), || throttled() > 0),
+            "burner never throttled under a 0.2-core cpu.max"
+        );
+        let share = cpu_share(pid, Duration::from_millis(500));
+        eprintln!("burner under a 0.2-core cpu.max: {:.1}%", share * 100.0);
+        assert!(share < 0.35, "cpu.max not applied: {share}");
+        mc.set_cpu_quota(None, DEFAULT_QUOTA_PERIOD).unwrap();
+        let cpu_max = fs::read_to_string(job_dir.join("cpu.max")).unwrap();
+        assert!(cpu_max.starts_with("max "), "cpu.max {cpu_max}");
+    } else {
+        eprintln!("note: cgroup2 has no cpu controller here; cpu.max not tested");
     }
     mc.freeze().unwrap();
     assert!(wait_until(Duration::from_secs(2), || mc
@@ -209,12 +262,32 @@ fn v2_freeze_and_remove() {
         .unwrap_or(false)));
     let share = cpu_share(pid, Duration::from_millis(300));
     assert!(share < 0.05, "frozen task still ran: {share}");
+    mc.thaw().unwrap();
+    assert!(!mc.is_frozen().unwrap());
+    let share = cpu_share(pid, Duration::from_millis(300));
+    assert!(share > 0.3, "thawed task does not run: {share}");
+    mc.freeze().unwrap();
     let report = mc.remove().unwrap();
     assert!(report.is_ok(), "{report}");
     assert_eq!(proc_cgroup(pid), before);
+    assert_eq!(allowed(pid), allowed_before);
     assert!(!job_dir.exists());
     assert!(wait_until(Duration::from_millis(500), || state(pid) == 'R'));
+
+    // Crash path: set it up again and let the journal (as the guard would)
+    // undo it: back in its cgroup, its CPUs back, thawed, directory gone.
+    let mc = ManagedCgroup::create(&layout, &job, journal.clone()).unwrap();
+    mc.add_process(ProcessKey::of(pid).unwrap()).unwrap();
+    if v2.controllers.iter().any(|c| c == "cpuset") {
+        mc.set_cpus(&CpuSet::parse_list("0").unwrap()).unwrap();
+    }
+    mc.freeze().unwrap();
+    drop(mc);
     let report = journal.restore_all().unwrap();
     assert!(report.is_ok(), "{report}");
     assert!(journal.pending().is_empty());
+    assert_eq!(proc_cgroup(pid), before);
+    assert_eq!(allowed(pid), allowed_before);
+    assert!(!job_dir.exists());
+    assert!(wait_until(Duration::from_millis(500), || state(pid) == 'R'));
 }

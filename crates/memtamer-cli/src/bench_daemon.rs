@@ -96,6 +96,7 @@ pub fn run(seconds: f64, threads: usize, period_us: u64) -> Result<String, Strin
              {:<28} {:>9.2}% {:>9.2}s\n\
              {:<28} {:>9.2}% {:>9.2}s\n\
              daemon / empty loop CPU: {:.1}x; daemon CPU above the empty loop: {:.2}% of one core (target < 2%)\n\
+             sleeping and waking costs this host {:.1} µs of CPU per wake-up (the empty loop's share / its rate)\n\
              per iteration: mean {:.1} µs, max {:.1} µs, {} overruns; {} actions; \
              {} /proc rescans of {:.0} µs each; observe {:.1} µs, decide {:.1} µs\n",
             "", "CPU/core", "wall",
@@ -103,6 +104,7 @@ pub fn run(seconds: f64, threads: usize, period_us: u64) -> Result<String, Strin
             "daemon", daemon_cpu * 100.0, daemon_wall,
             daemon_cpu / idle_cpu.max(1e-9),
             (daemon_cpu - idle_cpu).max(0.0) * 100.0,
+            idle_cpu * idle_wall / iterations.max(1) as f64 * 1e6,
             s.stats.mean_us,
             s.stats.max_us,
             s.stats.overruns,

@@ -39,6 +39,39 @@ fn job_name(tag: &str) -> String {
     format!("test-{tag}-{}", std::process::id())
 }
 
+/// `Cpus_allowed_list` of a process, as /proc/PID/status shows it.
+fn cpus_allowed(pid: i32) -> String {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:\t").map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Asserts that the kernel enforces the 0.2-core CFS limit just set on the
+/// cgroup in `cpu_dir`: `nr_throttled` in its `cpu.stat` rises (a share
+/// measurement alone would be confounded by other load on a shared VM) and
+/// the burner `pid` gets well under a core.
+fn assert_throttled_to_a_fifth(cpu_dir: &Path, pid: i32, knob: &str) {
+    let throttled = || {
+        fs::read_to_string(cpu_dir.join("cpu.stat"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("nr_throttled ")
+                    .map(|v| v.trim().parse::<u64>().unwrap_or(0))
+            })
+            .unwrap_or(0)
+    };
+    assert!(
+        wait_until(Duration::from_secs(2), || throttled() > 0),
+        "burner never throttled under a 0.2-core {knob}"
+    );
+    let share = cpu_share(pid, Duration::from_millis(500));
+    eprintln!("burner under a 0.2-core {knob}: {:.1}%", share * 100.0);
+    assert!(share < 0.35, "{knob} not applied: {share}");
+}
+
 #[test]
 fn v1_cpuset_quota_freeze_and_remove() {
     if !is_root() {
@@ -89,11 +122,7 @@ fn v1_cpuset_quota_freeze_and_remove() {
         Change::CgroupMove { pid: p, hierarchy, .. } if *p == pid && *hierarchy == cpuset_mount)));
 
     mc.set_cpus(&CpuSet::parse_list("0").unwrap()).unwrap();
-    assert!(wait_until(Duration::from_millis(500), || {
-        fs::read_to_string(format!("/proc/{pid}/status"))
-            .map(|s| s.contains("Cpus_allowed_list:\t0\n"))
-            .unwrap_or(false)
-    }));
+    assert!(wait_until(Duration::from_millis(500), || cpus_allowed(pid) == "0"));
     mc.set_cpu_quota(Some(0.2), DEFAULT_QUOTA_PERIOD).unwrap();
     let cpu_dir = dirs
         .iter()
@@ -105,25 +134,7 @@ fn v1_cpuset_quota_freeze_and_remove() {
             .trim(),
         "20000"
     );
-    // The kernel says it is enforcing it (a share measurement alone would
-    // be confounded by other load on a shared VM).
-    let throttled = || {
-        fs::read_to_string(cpu_dir.join("cpu.stat"))
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix("nr_throttled ")
-                    .map(|v| v.trim().parse::<u64>().unwrap_or(0))
-            })
-            .unwrap_or(0)
-    };
-    assert!(
-        wait_until(Duration::from_secs(2), || throttled() > 0),
-        "burner never throttled under a 0.2-core quota"
-    );
-    let share = cpu_share(pid, Duration::from_millis(500));
-    eprintln!("burner under a 0.2-core quota: {:.1}%", share * 100.0);
-    assert!(share < 0.35, "quota not applied: {share}");
+    assert_throttled_to_a_fifth(cpu_dir, pid, "quota");
     mc.set_cpu_quota(None, DEFAULT_QUOTA_PERIOD).unwrap();
 
     mc.freeze().unwrap();
@@ -200,20 +211,13 @@ fn v2_freeze_and_remove() {
         "{}",
         proc_cgroup(pid)
     );
-    let allowed = |pid: i32| {
-        fs::read_to_string(format!("/proc/{pid}/status"))
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("Cpus_allowed_list:\t").map(str::to_string))
-            .unwrap_or_default()
-    };
-    let allowed_before = allowed(pid);
+    let allowed_before = cpus_allowed(pid);
     if v2.controllers.iter().any(|c| c == "cpuset") {
         mc.set_cpus(&CpuSet::parse_list("0").unwrap()).unwrap();
         assert!(
-            wait_until(Duration::from_millis(500), || allowed(pid) == "0"),
+            wait_until(Duration::from_millis(500), || cpus_allowed(pid) == "0"),
             "cpuset.cpus = 0 not applied: Cpus_allowed_list {}",
-            allowed(pid)
+            cpus_allowed(pid)
         );
     } else {
         eprintln!("note: cgroup2 has no cpuset controller here; not tested");
@@ -231,25 +235,7 @@ fn v2_freeze_and_remove() {
             ),
             "cpu.max {cpu_max}"
         );
-        // the kernel says it is enforcing it (a share alone would be
-        // confounded by other load on a shared machine)
-        let throttled = || {
-            fs::read_to_string(job_dir.join("cpu.stat"))
-                .unwrap_or_default()
-                .lines()
-                .find_map(|l| {
-                    l.strip_prefix("nr_throttled ")
-                        .map(|v| v.trim().parse::<u64>().unwrap_or(0))
-                })
-                .unwrap_or(0)
-        };
-        assert!(
-            wait_until(Duration::from_secs(2), || throttled() > 0),
-            "burner never throttled under a 0.2-core cpu.max"
-        );
-        let share = cpu_share(pid, Duration::from_millis(500));
-        eprintln!("burner under a 0.2-core cpu.max: {:.1}%", share * 100.0);
-        assert!(share < 0.35, "cpu.max not applied: {share}");
+        assert_throttled_to_a_fifth(&job_dir, pid, "cpu.max");
         mc.set_cpu_quota(None, DEFAULT_QUOTA_PERIOD).unwrap();
         let cpu_max = fs::read_to_string(job_dir.join("cpu.max")).unwrap();
         assert!(cpu_max.starts_with("max "), "cpu.max {cpu_max}");
@@ -270,7 +256,7 @@ fn v2_freeze_and_remove() {
     let report = mc.remove().unwrap();
     assert!(report.is_ok(), "{report}");
     assert_eq!(proc_cgroup(pid), before);
-    assert_eq!(allowed(pid), allowed_before);
+    assert_eq!(cpus_allowed(pid), allowed_before);
     assert!(!job_dir.exists());
     assert!(wait_until(Duration::from_millis(500), || state(pid) == 'R'));
 
@@ -287,7 +273,7 @@ fn v2_freeze_and_remove() {
     assert!(report.is_ok(), "{report}");
     assert!(journal.pending().is_empty());
     assert_eq!(proc_cgroup(pid), before);
-    assert_eq!(allowed(pid), allowed_before);
+    assert_eq!(cpus_allowed(pid), allowed_before);
     assert!(!job_dir.exists());
     assert!(wait_until(Duration::from_millis(500), || state(pid) == 'R'));
 }

@@ -5,6 +5,7 @@
 //! [`Observation`] for one window; a [`Policy`] maps it to a [`Decision`];
 //! actuators (simulated or real) apply the decision.
 
+pub mod actuators;
 pub mod compose;
 pub mod core_spec;
 pub mod cpuset;
@@ -19,6 +20,7 @@ pub mod pm_load;
 pub mod policy;
 pub mod topology;
 
+pub use actuators::{Actuators, ApplyReport, Ignored, Knob};
 pub use cpuset::CpuSet;
 pub use decision::{CoreBudget, Decision, GateLimit, Migration};
 pub use observation::{

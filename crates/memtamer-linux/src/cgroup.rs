@@ -93,6 +93,19 @@ mod tests {
     }
 
     #[test]
+    fn named_hierarchy_and_colons_in_v1_paths() {
+        let text =
+            "9:name=systemd:/\n4:memory:/process_api/x:y\n2:cpu,cpuacct:/a\n0::/user.slice\n";
+        let lines = parse(text).unwrap();
+        assert_eq!(path_for(&lines, Some("cpu")), Some("/a"));
+        assert_eq!(path_for(&lines, Some("cpuacct")), Some("/a"));
+        assert_eq!(path_for(&lines, Some("memory")), Some("/process_api/x:y"));
+        assert_eq!(path_for(&lines, None), Some("/user.slice"));
+        assert_eq!(path_for(&lines, Some("cpuset")), None);
+        assert_eq!(path_for(&lines, Some("name=systemd")), Some("/"));
+    }
+
+    #[test]
     fn pure_v1_has_no_v2_path() {
         let c = parse("4:cpu,cpuacct:/a\n3:freezer:/\n").unwrap();
         assert_eq!(path_for(&c, None), None);

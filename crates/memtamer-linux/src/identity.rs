@@ -17,6 +17,19 @@ pub struct ProcessKey {
 }
 
 impl ProcessKey {
+    /// Identifies the process now running as `pid` on this host (the live
+    /// `/proc`; [`crate::ProcRoot::process_key`] reads another root).
+    pub fn of(pid: i32) -> Result<ProcessKey, crate::Error> {
+        crate::ProcRoot::default().process_key(pid)
+    }
+
+    /// Whether this very process still exists on this host (same pid and
+    /// start time) and is not a zombie, which can no longer be changed or
+    /// restored ([`crate::ProcRoot::is_alive`] reads another root).
+    pub fn is_alive(&self) -> bool {
+        crate::ProcRoot::default().is_alive(*self)
+    }
+
     /// The identity of the process a `stat` was read from.
     pub fn of_stat(stat: &Stat) -> ProcessKey {
         ProcessKey {
@@ -57,6 +70,19 @@ mod tests {
         assert!(!key.matches_live(&reused), "same pid, another process");
         let other = parse_stat(&format!("6 (a b) S {TAIL}")).unwrap();
         assert!(!key.matches_live(&other));
+    }
+
+    #[test]
+    fn own_process() {
+        let pid = std::process::id() as i32;
+        let key = ProcessKey::of(pid).unwrap();
+        assert!(key.is_alive());
+        let other = ProcessKey {
+            pid,
+            start_time: key.start_time + 1,
+        };
+        assert!(!other.is_alive());
+        assert!(ProcessKey::of(i32::MAX).unwrap_err().is_gone());
     }
 
     /// Keys order by pid, then start time (the daemon keeps them in sets).

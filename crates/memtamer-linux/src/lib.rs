@@ -92,12 +92,15 @@ pub enum ParseError {
 pub enum Error {
     /// The process exited (or its pid was reused) while being read. Expected
     /// and harmless; scans skip it.
-    #[error("process {pid} is gone ({})", path.display())]
+    #[error("process {pid} is gone ({}: {source})", path.display())]
     Gone {
         /// The pid that was being read.
         pid: i32,
         /// The file that had vanished.
         path: PathBuf,
+        /// The OS error (`ENOENT` or `ESRCH`).
+        #[source]
+        source: io::Error,
     },
     /// Reading a proc file or directory failed for another reason.
     #[error("{}: {source}", path.display())]

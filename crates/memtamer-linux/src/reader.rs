@@ -57,6 +57,7 @@ pub fn gone_or_io(pid: Option<i32>, path: &Path, source: io::Error) -> Error {
         Some(pid) if gone => Error::Gone {
             pid,
             path: path.to_path_buf(),
+            source,
         },
         _ => Error::Io {
             path: path.to_path_buf(),

@@ -2,7 +2,8 @@
 //!
 //! The daemon pins individual threads, so affinity is always read and set per
 //! tid. Because pids are recycled, a process is identified by a
-//! [`ProcessKey`] (pid + start time, field 22 of `/proc/PID/stat`), and
+//! [`ProcessKey`] (pid + start time, field 22 of `/proc/PID/stat`, from
+//! `memtamer-linux`, which also reads the thread lists), and
 //! signals go through a [`ProcHandle`] (a pidfd where the kernel has them) so
 //! that they can never reach a different process that inherited the pid.
 
@@ -10,117 +11,28 @@ use crate::journal::{Change, ChangeKey, Journal};
 use crate::{last_os_error, Error, Result};
 use memtamer_core::cpuset::MAX_CPUS;
 use memtamer_core::CpuSet;
-use serde::{Deserialize, Serialize};
-use std::fs;
+pub use memtamer_linux::ProcessKey;
+use memtamer_linux::{ProcRoot, Stat};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
 
-/// A process identity that survives pid reuse: the pid plus its start time in
-/// clock ticks since boot. Two processes can share a pid over time, never both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct ProcessKey {
-    /// The process id (thread-group id).
-    pub pid: i32,
-    /// Field 22 of `/proc/PID/stat`.
-    pub start_time: u64,
-}
-
-impl ProcessKey {
-    /// Identifies the process currently running as `pid`.
-    pub fn of(pid: i32) -> Result<ProcessKey> {
-        Ok(ProcessKey {
-            pid,
-            start_time: process_start_time(pid)?,
+/// Returns `Ok(())` if the process `key` still exists (same pid and start
+/// time, not a zombie), else [`Error::ProcessGone`]: checked before every
+/// change so that a recycled pid is never changed.
+pub fn check_alive(key: ProcessKey) -> Result<()> {
+    if key.is_alive() {
+        Ok(())
+    } else {
+        Err(Error::ProcessGone {
+            pid: key.pid,
+            start_time: key.start_time,
         })
     }
-
-    /// Whether this very process still exists (same pid and start time). A
-    /// zombie counts as gone: it can no longer be changed or restored.
-    pub fn is_alive(&self) -> bool {
-        match read_proc_stat(self.pid) {
-            Ok(st) => st.start_time == self.start_time && st.state != 'Z' && st.state != 'X',
-            Err(_) => false,
-        }
-    }
-
-    /// Returns `Ok(())` if the process is still this one, else [`Error::ProcessGone`].
-    pub fn check(&self) -> Result<()> {
-        if self.is_alive() {
-            Ok(())
-        } else {
-            Err(Error::ProcessGone {
-                pid: self.pid,
-                start_time: self.start_time,
-            })
-        }
-    }
 }
 
-/// The few fields of `/proc/PID/stat` the actuators need.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcStat {
-    /// Field 3: R, S, D, T, t, Z, X, I...
-    pub state: char,
-    /// Field 14: user CPU time in clock ticks.
-    pub utime: u64,
-    /// Field 15: system CPU time in clock ticks.
-    pub stime: u64,
-    /// Field 22: start time in clock ticks since boot.
-    pub start_time: u64,
-}
-
-/// Parses the text of `/proc/PID/stat` (or `/proc/PID/task/TID/stat`).
-///
-/// Exists as a pure function because `comm` (field 2) may contain spaces and
-/// parentheses: the only safe split point is the LAST `)`.
-pub fn parse_stat(text: &str) -> std::result::Result<ProcStat, String> {
-    let close = text
-        .rfind(')')
-        .ok_or_else(|| "no `)` closing the command name".to_string())?;
-    let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
-    // rest[0] is field 3 (state); field N is rest[N - 3].
-    let field = |n: usize| -> std::result::Result<&str, String> {
-        rest.get(n - 3)
-            .copied()
-            .ok_or_else(|| format!("only {} fields after the command name", rest.len()))
-    };
-    let num = |n: usize| -> std::result::Result<u64, String> {
-        let f = field(n)?;
-        f.parse::<u64>()
-            .map_err(|_| format!("field {n} (`{f}`) is not a number"))
-    };
-    let state = field(3)?
-        .chars()
-        .next()
-        .ok_or_else(|| "empty state field".to_string())?;
-    Ok(ProcStat {
-        state,
-        utime: num(14)?,
-        stime: num(15)?,
-        start_time: num(22)?,
-    })
-}
-
-fn proc_path(pid: i32, rest: &str) -> PathBuf {
-    PathBuf::from(format!("/proc/{pid}/{rest}"))
-}
-
-fn read_text(path: &Path) -> Result<String> {
-    fs::read_to_string(path).map_err(|source| Error::Read {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// Reads and parses `/proc/PID/stat`.
-pub fn read_proc_stat(pid: i32) -> Result<ProcStat> {
-    let path = proc_path(pid, "stat");
-    let text = read_text(&path)?;
-    parse_stat(&text).map_err(|reason| Error::Parse {
-        what: path.display().to_string(),
-        reason,
-    })
+/// Reads and parses `/proc/PID/stat` (`memtamer_linux::stat`).
+pub fn read_proc_stat(pid: i32) -> Result<Stat> {
+    Ok(ProcRoot::default().stat(pid)?)
 }
 
 /// The start time of `pid` (field 22 of `/proc/PID/stat`), the second half of
@@ -132,29 +44,13 @@ pub fn process_start_time(pid: i32) -> Result<u64> {
 /// The thread ids of `pid`, ascending, from `/proc/PID/task`. Needed because
 /// affinity is per thread and a process may create threads at any time.
 pub fn list_threads(pid: i32) -> Result<Vec<i32>> {
-    let dir = proc_path(pid, "task");
-    let entries = fs::read_dir(&dir).map_err(|source| Error::Read {
-        path: dir.clone(),
-        source,
-    })?;
-    let mut tids = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|source| Error::Read {
-            path: dir.clone(),
-            source,
-        })?;
-        if let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) {
-            tids.push(tid);
-        }
-    }
-    tids.sort_unstable();
-    Ok(tids)
+    Ok(ProcRoot::default().tasks(pid)?)
 }
 
 /// Whether `tid` is (still) a thread of `pid`: guards against restoring the
 /// affinity of a tid that has since been reused by another process.
 pub fn thread_belongs_to(pid: i32, tid: i32) -> bool {
-    proc_path(pid, &format!("task/{tid}")).exists()
+    ProcRoot::default().task_exists(pid, tid)
 }
 
 fn to_cpu_set_t(cpus: &CpuSet) -> libc::cpu_set_t {
@@ -222,7 +118,7 @@ pub fn pin_thread(journal: &Journal, key: ProcessKey, tid: i32, cpus: &CpuSet) -
     if cpus.is_empty() {
         return Err(Error::Invalid(format!("empty CPU set for thread {tid}")));
     }
-    key.check()?;
+    check_alive(key)?;
     if !thread_belongs_to(key.pid, tid) {
         return Err(Error::Invalid(format!(
             "thread {tid} is not a thread of process {}",
@@ -314,7 +210,7 @@ impl ProcHandle {
         };
         // Checking after opening pins the identity: if the start time still
         // matches, the pidfd refers to exactly this process.
-        key.check()?;
+        check_alive(key)?;
         Ok(ProcHandle { key, pidfd })
     }
 
@@ -340,7 +236,7 @@ impl ProcHandle {
                 }
             }
             None => {
-                self.key.check()?;
+                check_alive(self.key)?;
                 // SAFETY: plain kill(2).
                 unsafe { libc::kill(self.key.pid, sig) as libc::c_long }
             }
@@ -367,33 +263,6 @@ impl ProcHandle {
 mod tests {
     use super::*;
 
-    const SAMPLE: &str = "1234 (my (weird) proc) S 1 1234 1234 0 -1 4194560 100 0 0 0 \
-        17 4 0 0 20 0 1 0 987654 12345678 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
-
-    #[test]
-    fn stat_with_spaces_and_parens_in_comm() {
-        let st = parse_stat(SAMPLE).unwrap();
-        assert_eq!(st.state, 'S');
-        assert_eq!(st.utime, 17);
-        assert_eq!(st.stime, 4);
-        assert_eq!(st.start_time, 987654);
-    }
-
-    #[test]
-    fn stat_comm_with_close_paren_and_digits() {
-        let st = parse_stat(&SAMPLE.replace("my (weird) proc", ") R 1 2 3 (")).unwrap();
-        assert_eq!(st.start_time, 987654);
-        assert_eq!(st.state, 'S');
-    }
-
-    #[test]
-    fn bad_stat_is_an_error_not_a_panic() {
-        assert!(parse_stat("").is_err());
-        assert!(parse_stat("12 (x").is_err());
-        assert!(parse_stat("12 (x) S 1 2").is_err());
-        assert!(parse_stat("12 (x) S 1 2 3 4 5 6 7 8 9 10 abc 0 0 0 0 0 0 0 0").is_err());
-    }
-
     #[test]
     fn own_process_identity() {
         let pid = std::process::id() as i32;
@@ -404,7 +273,7 @@ mod tests {
             start_time: key.start_time + 1,
         };
         assert!(!other.is_alive());
-        assert!(matches!(other.check(), Err(Error::ProcessGone { .. })));
+        assert!(matches!(check_alive(other), Err(Error::ProcessGone { .. })));
         assert!(matches!(
             ProcHandle::open(other),
             Err(Error::ProcessGone { .. })

@@ -9,10 +9,11 @@
 //! [`ManagedCgroup::remove`], [`crate::Journal::restore_all`] or the guard
 //! can put everything back.
 
-use crate::affinity::ProcessKey;
+use crate::affinity::{check_alive, ProcessKey};
 use crate::journal::{Change, Journal, RestoreReport};
 use crate::{Error, Result};
 use memtamer_core::CpuSet;
+use memtamer_linux::{cgroup, ProcRoot};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -39,10 +40,10 @@ pub struct MountEntry {
     pub super_options: Vec<String>,
 }
 
-/// Pure: parses mountinfo text (`memtamer_core::mountinfo`). Malformed
+/// Pure: parses mountinfo text (`memtamer_linux::mountinfo`). Malformed
 /// lines are skipped (skipping beats failing discovery on one odd mount).
 pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
-    memtamer_core::mountinfo::parse(text)
+    memtamer_linux::mountinfo::parse(text)
         .into_iter()
         .map(|m| MountEntry {
             root: m.root,
@@ -192,53 +193,6 @@ impl CgroupLayout {
             None
         }
     }
-}
-
-/// One line of `/proc/PID/cgroup`: `ID:CONTROLLERS:PATH`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcCgroup {
-    /// Hierarchy id (0 for v2).
-    pub hierarchy_id: u32,
-    /// Controllers of a v1 hierarchy (may include "name=systemd"); empty for v2.
-    pub controllers: Vec<String>,
-    /// Cgroup path relative to the hierarchy root, e.g. "/" or "/user.slice".
-    pub path: String,
-}
-
-/// Pure: parses `/proc/PID/cgroup` (v1 lines and the v2 `0::/path` line).
-pub fn parse_proc_cgroup(text: &str) -> std::result::Result<Vec<ProcCgroup>, String> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|line| {
-            let mut parts = line.splitn(3, ':');
-            let (id, ctrl, path) = match (parts.next(), parts.next(), parts.next()) {
-                (Some(a), Some(b), Some(c)) => (a, b, c),
-                _ => return Err(format!("line `{line}` is not ID:CONTROLLERS:PATH")),
-            };
-            Ok(ProcCgroup {
-                hierarchy_id: id
-                    .parse()
-                    .map_err(|_| format!("bad hierarchy id in `{line}`"))?,
-                controllers: ctrl
-                    .split(',')
-                    .filter(|c| !c.is_empty())
-                    .map(str::to_string)
-                    .collect(),
-                path: path.to_string(),
-            })
-        })
-        .collect()
-}
-
-/// Pure: the cgroup path for `controller` (v1), or the v2 path when `None`.
-pub fn cgroup_path_for<'a>(lines: &'a [ProcCgroup], controller: Option<&str>) -> Option<&'a str> {
-    lines
-        .iter()
-        .find(|l| match controller {
-            Some(c) => l.controllers.iter().any(|x| x == c),
-            None => l.hierarchy_id == 0 && l.controllers.is_empty(),
-        })
-        .map(|l| l.path.as_str())
 }
 
 /// Pure: the directory under `mount_point` for cgroup `path`, given the
@@ -548,19 +502,16 @@ impl ManagedCgroup {
     /// Moves process `key` (all its threads) into this cgroup, after
     /// journaling, per hierarchy, the cgroup it came from.
     pub fn add_process(&self, key: ProcessKey) -> Result<()> {
-        key.check()?;
-        let path = PathBuf::from(format!("/proc/{}/cgroup", key.pid));
-        let text = read_value(&path)?;
-        let lines = parse_proc_cgroup(&text).map_err(|reason| Error::Parse {
-            what: path.display().to_string(),
-            reason,
-        })?;
+        check_alive(key)?;
+        let proc_root = ProcRoot::default();
+        let path = proc_root.path(key.pid, "cgroup");
+        let lines = proc_root.cgroup(key.pid)?;
         for d in &self.dirs {
             let lookup = match self.mode {
                 CgroupMode::V2 => None,
                 CgroupMode::V1 => d.controllers.first().map(String::as_str),
             };
-            let original = cgroup_path_for(&lines, lookup)
+            let original = cgroup::path_for(&lines, lookup)
                 .and_then(|p| cgroup_dir(&d.mount_point, &d.mount_root, p))
                 .ok_or_else(|| Error::Parse {
                     what: path.display().to_string(),
@@ -777,23 +728,6 @@ bad line without separator
             vec!["cpu", "cpuacct"]
         );
         assert_eq!(CgroupLayout::from_mountinfo("").mode(), None);
-    }
-
-    #[test]
-    fn proc_cgroup_lines() {
-        let text =
-            "9:name=systemd:/\n4:memory:/process_api/x:y\n2:cpu,cpuacct:/a\n0::/user.slice\n";
-        let lines = parse_proc_cgroup(text).unwrap();
-        assert_eq!(cgroup_path_for(&lines, Some("cpu")), Some("/a"));
-        assert_eq!(cgroup_path_for(&lines, Some("cpuacct")), Some("/a"));
-        assert_eq!(
-            cgroup_path_for(&lines, Some("memory")),
-            Some("/process_api/x:y")
-        );
-        assert_eq!(cgroup_path_for(&lines, None), Some("/user.slice"));
-        assert_eq!(cgroup_path_for(&lines, Some("cpuset")), None);
-        assert!(parse_proc_cgroup("garbage").is_err());
-        assert!(parse_proc_cgroup("x:cpu:/").is_err());
     }
 
     #[test]

@@ -62,10 +62,8 @@ pub fn wait_for_exit(pid: i32, timeout: Option<Duration>) -> Result<bool> {
     }
     let key = match ProcessKey::of(pid) {
         Ok(k) => k,
-        Err(Error::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(true); // already gone
-        }
-        Err(e) => return Err(e),
+        Err(e) if e.is_gone() => return Ok(true), // already gone
+        Err(e) => return Err(e.into()),
     };
     let fd = match pidfd_open(pid) {
         Ok(Some(fd)) => fd,

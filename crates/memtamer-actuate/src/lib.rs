@@ -106,6 +106,22 @@ pub enum Error {
     },
 }
 
+/// A proc file could not be read: reported as before the parsers moved to
+/// `memtamer-linux` — a vanished or unreadable file as [`Error::Read`], bad
+/// content as [`Error::Parse`] naming the file.
+impl From<memtamer_linux::Error> for Error {
+    fn from(e: memtamer_linux::Error) -> Error {
+        match e {
+            memtamer_linux::Error::Gone { path, source, .. }
+            | memtamer_linux::Error::Io { path, source } => Error::Read { path, source },
+            memtamer_linux::Error::Parse { path, source } => Error::Parse {
+                what: path.display().to_string(),
+                reason: source.to_string(),
+            },
+        }
+    }
+}
+
 /// Result alias used throughout the crate.
 pub type Result<T> = std::result::Result<T, Error>;
 

@@ -11,7 +11,6 @@ pub mod core_spec;
 pub mod cpuset;
 pub mod decision;
 pub mod isolation;
-pub mod mountinfo;
 pub mod observation;
 pub mod pats;
 pub mod pats_adaptive;

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use crate::maps::{self, Region};
+use memtamer_linux::ProcRoot;
 
 /// A window's results, taken with [`Attributor::take_window`].
 #[derive(Clone, Debug, Default)]
@@ -97,7 +98,7 @@ struct ProcMaps {
 /// Attributes samples; one per sensing thread.
 pub struct Attributor {
     classifier: PmClassifier,
-    maps_root: std::path::PathBuf,
+    proc_root: ProcRoot,
     procs: HashMap<u32, ProcMaps>,
     clock: u64,
     /// PM samples per (pid, tid).
@@ -124,7 +125,7 @@ impl Attributor {
     pub fn with_root(classifier: PmClassifier, root: impl Into<std::path::PathBuf>) -> Attributor {
         Attributor {
             classifier,
-            maps_root: root.into(),
+            proc_root: ProcRoot::new(root),
             procs: HashMap::new(),
             clock: 0,
             threads: HashMap::new(),
@@ -145,15 +146,16 @@ impl Attributor {
 
     fn load(&mut self, pid: u32) -> bool {
         self.maps_reads += 1;
-        let text = match std::fs::read_to_string(self.maps_root.join(pid.to_string()).join("maps"))
-        {
-            Ok(t) => t,
+        let regions = match self.proc_root.maps(pid as i32) {
+            Ok(r) => r,
+            // readable but not understood: no mapping known (samples count
+            // as unmapped), as before the parser moved to memtamer-linux
+            Err(memtamer_linux::Error::Parse { .. }) => Vec::new(),
             Err(_) => {
                 self.procs.remove(&pid);
                 return false;
             }
         };
-        let regions = maps::parse(&text).unwrap_or_default();
         let kinds = regions
             .iter()
             .map(|r| self.classifier.classify(&r.path))

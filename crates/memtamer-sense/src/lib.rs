@@ -13,7 +13,9 @@
 pub mod attribute;
 pub mod bench;
 pub mod decode;
-pub mod maps;
+/// `/proc/PID/maps` parsing lives in `memtamer-linux`; re-exported so that
+/// `memtamer_sense::maps` keeps naming it.
+pub use memtamer_linux::maps;
 pub mod media;
 pub mod metrics;
 pub mod mounts;

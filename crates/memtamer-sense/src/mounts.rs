@@ -2,6 +2,9 @@
 //! `/proc/self/mountinfo`, device-DAX character devices, and configured
 //! paths (a /dev/shm file standing in for PM on machines without it).
 
+use memtamer_linux::mountinfo::{self, MountLine};
+use memtamer_linux::ProcRoot;
+
 /// One mount from mountinfo.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mount {
@@ -24,18 +27,24 @@ impl Mount {
     }
 }
 
-/// Parses mountinfo text (`memtamer_core::mountinfo`); malformed lines are
-/// skipped (the kernel's format is fixed, and one odd line must not blind
-/// the sensor to the rest).
-pub fn parse(text: &str) -> Vec<Mount> {
-    memtamer_core::mountinfo::parse(text)
-        .into_iter()
-        .map(|m| Mount {
+impl From<MountLine> for Mount {
+    fn from(m: MountLine) -> Mount {
+        Mount {
             point: m.mount_point,
             fstype: m.fs_type,
             source: m.source,
             options: format!("{},{}", m.mount_options, m.super_options),
-        })
+        }
+    }
+}
+
+/// Parses mountinfo text (`memtamer_linux::mountinfo`); malformed lines are
+/// skipped (the kernel's format is fixed, and one odd line must not blind
+/// the sensor to the rest).
+pub fn parse(text: &str) -> Vec<Mount> {
+    mountinfo::parse(text)
+        .into_iter()
+        .map(Mount::from)
         .collect()
 }
 
@@ -65,7 +74,12 @@ pub struct PmClassifier {
 impl PmClassifier {
     /// From mountinfo text and extra path prefixes that count as PM.
     pub fn new(mountinfo: &str, prefixes: &[String]) -> PmClassifier {
-        let mut mounts: Vec<(String, bool)> = parse(mountinfo)
+        PmClassifier::from_mounts(parse(mountinfo), prefixes)
+    }
+
+    /// From parsed mounts and extra path prefixes that count as PM.
+    pub fn from_mounts(mounts: Vec<Mount>, prefixes: &[String]) -> PmClassifier {
+        let mut mounts: Vec<(String, bool)> = mounts
             .into_iter()
             .map(|m| {
                 let dax = m.is_dax();
@@ -83,8 +97,13 @@ impl PmClassifier {
 
     /// Reads `/proc/self/mountinfo` (no DAX mount if it cannot be read).
     pub fn from_system(prefixes: &[String]) -> PmClassifier {
-        let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        PmClassifier::new(&text, prefixes)
+        let mounts = ProcRoot::default()
+            .self_mountinfo()
+            .unwrap_or_default()
+            .into_iter()
+            .map(Mount::from)
+            .collect();
+        PmClassifier::from_mounts(mounts, prefixes)
     }
 
     /// Also counts pages on these NUMA nodes as PM (the slow tier exposed as

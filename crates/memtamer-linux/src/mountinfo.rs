@@ -1,5 +1,5 @@
-//! `/proc/PID/mountinfo` lines, parsed once for every consumer (PM mount
-//! classification in sensing, cgroup discovery in the actuators).
+//! `/proc/PID/mountinfo` lines (proc(5)), parsed once for every consumer
+//! (PM mount classification in sensing, cgroup discovery in the actuators).
 
 /// One mountinfo line (proc(5)): the fields memtamer uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,5 +87,39 @@ mod tests {
         assert_eq!(m[1].super_options, "rw,cpu,cpuacct");
         assert_eq!(unescape("a\\134b\\011"), "a\\b\t");
         assert_eq!(unescape("\\999"), "\\999");
+    }
+
+    #[test]
+    fn cgroup_mounts_no_optional_fields_and_short_lines() {
+        let text = "\
+25 21 0:22 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n\
+26 25 0:23 /docker/abc /sys/fs/cgroup/cpu\\054cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n\
+27 25 0:24 / /x rw - tmpfs\n\
+28 25 0:25 / /y rw - tmpfs none\n\
+29 25 0:26 / /z rw -\n\
+1 2 3 4 - ext4 /dev/sda rw\n";
+        let m = parse(text);
+        assert_eq!(m.len(), 3, "{m:?}");
+        assert_eq!(m[0].fs_type, "cgroup2");
+        assert_eq!(m[0].super_options, "rw,nsdelegate");
+        assert_eq!(m[1].root, "/docker/abc");
+        assert_eq!(m[1].mount_point, "/sys/fs/cgroup/cpu,cpuacct");
+        assert_eq!(m[2].mount_point, "/y");
+        assert_eq!(
+            m[2].super_options, "",
+            "no super options is empty, not an error"
+        );
+    }
+
+    #[test]
+    fn escapes() {
+        assert_eq!(unescape("/mnt/a\\040b"), "/mnt/a b");
+        assert_eq!(unescape("a\\012b"), "a\nb");
+        assert_eq!(unescape("\\134"), "\\");
+        // too short, not octal, or at the end: kept as is
+        assert_eq!(unescape("a\\04"), "a\\04");
+        assert_eq!(unescape("a\\08x"), "a\\08x");
+        assert_eq!(unescape("a\\"), "a\\");
+        assert_eq!(unescape(""), "");
     }
 }

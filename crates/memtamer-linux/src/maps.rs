@@ -1,4 +1,4 @@
-//! `/proc/PID/maps`: which mapping an address falls in.
+//! `/proc/PID/maps`: which mapping an address falls in (proc(5)).
 
 /// One line of `/proc/PID/maps`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,7 +19,7 @@ pub struct Region {
 }
 
 /// A parse failure: the line (1-based) and what was wrong.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 #[error("maps line {line}: {what}")]
 pub struct MapsError {
     /// Line number.
@@ -103,6 +103,34 @@ mod tests {
         assert_eq!(find(&r, 0x7f1c2e000000).map(|x| x.path.as_str()), Some(""));
         assert!(find(&r, 0x10).is_none());
         assert!(find(&r, 0x7f1c2e021000).is_none());
+    }
+
+    #[test]
+    fn heap_vdso_and_unsorted_input() {
+        let text = "\
+7ffd1a5f0000-7ffd1a5f2000 r-xp 00000000 00:00 0                          [vdso]
+55d0cb000000-55d0cb021000 rw-p 00000000 00:00 0                          [heap]
+7f00000000-7f00001000 rw-s 00001000 103:02 77 /mnt/pmem0/a  b
+";
+        let r = parse(text).unwrap();
+        assert_eq!(r.len(), 3);
+        // sorted by start whatever the input order
+        assert_eq!(r[0].path, "/mnt/pmem0/a  b", "inner spaces are kept");
+        assert_eq!(r[0].offset, 0x1000);
+        assert_eq!(r[1].path, "[heap]");
+        assert_eq!(r[1].inode, 0);
+        assert_eq!(r[2].path, "[vdso]");
+        assert_eq!(
+            find(&r, 0x55d0cb000000).map(|x| x.path.as_str()),
+            Some("[heap]")
+        );
+        assert_eq!(parse("").unwrap(), vec![]);
+        assert_eq!(
+            parse("10-20 r--p 0 0:0 0\n10-20 r--p 0 0:0 x\n")
+                .unwrap_err()
+                .to_string(),
+            "maps line 2: bad inode"
+        );
     }
 
     #[test]

@@ -19,7 +19,17 @@ use std::time::{Duration, Instant};
 
 use memtamer_gate::{Collector, Gate, GateOptions, PolicySpec};
 
-use crate::gate::{ns_per_op, shim_path};
+use super::super::gate::shim_path;
+use crate::error::CliError;
+
+/// Mean wall-clock ns per call of `f` over `iters` calls.
+fn ns_per_op(iters: u64, mut f: impl FnMut()) -> f64 {
+    let t0 = Instant::now();
+    for _ in 0..iters {
+        f();
+    }
+    t0.elapsed().as_nanos() as f64 / iters as f64
+}
 
 fn median(v: Vec<f64>) -> f64 {
     quantile(v, 0.5)
@@ -53,7 +63,7 @@ impl Drop for TempGate {
     }
 }
 
-fn temp_gate(tag: &str, limit: u32) -> Result<TempGate, String> {
+fn temp_gate(tag: &str, limit: u32) -> Result<TempGate, CliError> {
     let options = GateOptions {
         name: format!("bench-{}-{tag}", std::process::id()),
         initial_limit: limit,
@@ -61,13 +71,16 @@ fn temp_gate(tag: &str, limit: u32) -> Result<TempGate, String> {
     };
     Gate::open(&options)
         .map(TempGate)
-        .map_err(|e| e.to_string())
+        .map_err(CliError::gate("opening the benchmark's gate"))
 }
 
 /// Uncontended begin+end, ns, and a 4 KiB memcpy, ns.
-fn begin_end() -> Result<(f64, f64), String> {
+fn begin_end() -> Result<(f64, f64), CliError> {
     let gate = temp_gate("begin-end", 4)?;
-    let me = gate.0.register().map_err(|e| e.to_string())?;
+    let me = gate
+        .0
+        .register()
+        .map_err(CliError::gate("registering with the benchmark's gate"))?;
     let iters = 2_000_000;
     let mut gate_ns = Vec::new();
     let mut copy_ns = Vec::new();
@@ -101,7 +114,7 @@ fn process_gated() -> f64 {
 
 /// The collector's on-CPU share of its wall time while 8 threads issue
 /// gated requests (from /proc/self/task/TID/schedstat, nanoseconds).
-fn collector_cpu() -> Result<f64, String> {
+fn collector_cpu() -> Result<f64, CliError> {
     let gate = temp_gate("collector", 2)?;
     let stop = Arc::new(AtomicBool::new(false));
     let workers: Vec<_> = (0..8)
@@ -123,12 +136,12 @@ fn collector_cpu() -> Result<f64, String> {
         PolicySpec::Pats { t_mc: 0.2 }.build(1),
         Duration::from_millis(10),
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(CliError::io("cannot start the collector thread"))?;
     std::thread::sleep(Duration::from_millis(50));
     let tid = task_ids()
         .into_iter()
         .find(|t| !before.contains(t) && task_name(*t).starts_with("memtamer-collec"))
-        .ok_or("collector thread not found")?;
+        .ok_or_else(|| CliError::Bench("collector thread not found".into()))?;
     let cpu0 = on_cpu_ns(tid)?;
     let t0 = Instant::now();
     std::thread::sleep(Duration::from_secs(2));
@@ -158,13 +171,14 @@ fn task_name(tid: u32) -> String {
         .to_string()
 }
 
-fn on_cpu_ns(tid: u32) -> Result<u64, String> {
+fn on_cpu_ns(tid: u32) -> Result<u64, CliError> {
     let path = format!("/proc/self/task/{tid}/schedstat");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    let text =
+        std::fs::read_to_string(&path).map_err(CliError::io(format!("cannot read {path}")))?;
     text.split_whitespace()
         .next()
         .and_then(|v| v.parse().ok())
-        .ok_or_else(|| format!("{path}: unexpected contents {text:?}"))
+        .ok_or_else(|| CliError::Bench(format!("{path}: unexpected contents {text:?}")))
 }
 
 /// What one run of the shim worker measured.
@@ -180,8 +194,8 @@ struct ShimRun {
 }
 
 /// One timed run of the shim worker, pinned to `cpu`.
-fn shim_run(with_shim: bool, file: &str, iters: u64, cpu: usize) -> Result<ShimRun, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+fn shim_run(with_shim: bool, file: &str, iters: u64, cpu: usize) -> Result<ShimRun, CliError> {
+    let exe = std::env::current_exe().map_err(CliError::io("cannot locate memtamer"))?;
     let mut cmd = Command::new(exe);
     cmd.args([
         "bench",
@@ -203,14 +217,16 @@ fn shim_run(with_shim: bool, file: &str, iters: u64, cpu: usize) -> Result<ShimR
     if with_shim {
         cmd.arg("--alternate").env("LD_PRELOAD", shim_path()?);
     }
-    let out = cmd.output().map_err(|e| format!("shim worker: {e}"))?;
+    let out = cmd
+        .output()
+        .map_err(CliError::io("cannot start the shim worker"))?;
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     if !out.status.success() {
-        return Err(format!(
+        return Err(CliError::Bench(format!(
             "shim worker failed: {}{}",
             text,
             String::from_utf8_lossy(&out.stderr)
-        ));
+        )));
     }
     let mut ns = None;
     let mut in_process_ratio = None;
@@ -227,7 +243,7 @@ fn shim_run(with_shim: bool, file: &str, iters: u64, cpu: usize) -> Result<ShimR
         }
     }
     Ok(ShimRun {
-        ns: ns.ok_or("shim worker printed no timing")?,
+        ns: ns.ok_or_else(|| CliError::Bench("shim worker printed no timing".into()))?,
         in_process_ratio,
         lib,
     })
@@ -249,7 +265,7 @@ pub fn shim_worker(
     iters: u64,
     alternate: bool,
     cpu: Option<usize>,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     type MapFile = unsafe extern "C" fn(
         *const c_char,
         usize,
@@ -263,7 +279,9 @@ pub fn shim_worker(
     let handle =
         unsafe { libc::dlopen(c"libpmem.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
     if handle.is_null() {
-        return Err("libpmem.so.1 not found (apt-get install libpmem1)".into());
+        return Err(CliError::Bench(
+            "libpmem.so.1 not found (apt-get install libpmem1)".into(),
+        ));
     }
     // SAFETY: symbol lookups; null is checked.
     let (map, copy, direct) = unsafe {
@@ -274,7 +292,9 @@ pub fn shim_worker(
         )
     };
     if map.is_null() || copy.is_null() || direct.is_null() {
-        return Err("libpmem lacks pmem_map_file or pmem_memcpy_persist".into());
+        return Err(CliError::Bench(
+            "libpmem lacks pmem_map_file or pmem_memcpy_persist".into(),
+        ));
     }
     // SAFETY: the symbols have these C signatures (libpmem.h).
     let (map, copy, direct): (MapFile, Copy, Copy) = unsafe {
@@ -292,13 +312,18 @@ pub fn shim_worker(
         println!("resolved_in {}", name.to_string_lossy());
     }
     let region: usize = 64 << 20;
-    let path = std::ffi::CString::new(file).map_err(|_| "bad file name")?;
+    let path = std::ffi::CString::new(file).map_err(|_| CliError::Usage {
+        arg: format!("--file {file:?}"),
+        expected: "a path without NUL bytes".into(),
+    })?;
     let mut mapped = 0usize;
     let mut is_pmem: c_int = 0;
     // SAFETY: PMEM_FILE_CREATE (1) with a valid path and out-pointers.
     let base = unsafe { map(path.as_ptr(), region, 1, 0o600, &mut mapped, &mut is_pmem) };
     if base.is_null() {
-        return Err(format!("pmem_map_file({file}) failed"));
+        return Err(CliError::io(format!("pmem_map_file({file}) failed"))(
+            std::io::Error::last_os_error(),
+        ));
     }
     // fault the pages in first: page faults are not what is measured
     // SAFETY: base..base+mapped is the mapping just created.
@@ -355,16 +380,21 @@ pub fn shim_worker(
 }
 
 /// Pins the calling thread (and threads it starts later) to `cpu`.
-fn pin_to(cpu: usize) -> Result<(), String> {
+fn pin_to(cpu: usize) -> Result<(), CliError> {
     if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(format!("--cpu {cpu}: out of range"));
+        return Err(CliError::Usage {
+            arg: format!("--cpu {cpu}"),
+            expected: format!("a CPU number below {}", libc::CPU_SETSIZE),
+        });
     }
     // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET is in range.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     unsafe { libc::CPU_SET(cpu, &mut set) };
     // SAFETY: pid 0 is the calling thread; `set` is a valid cpu_set_t.
     if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
-        return Err(format!("--cpu {cpu}: {}", std::io::Error::last_os_error()));
+        return Err(CliError::io(format!("cannot pin to CPU {cpu}"))(
+            std::io::Error::last_os_error(),
+        ));
     }
     Ok(())
 }
@@ -390,7 +420,7 @@ fn allowed_cpus() -> Vec<usize> {
 
 /// 4 KiB pmem_memcpy_persist with the shim against without it: the report
 /// lines.
-fn shim_overhead(quick: bool) -> Result<String, String> {
+fn shim_overhead(quick: bool) -> Result<String, CliError> {
     let mut out = String::new();
     let file = format!("/dev/shm/memtamer-bench-pmem-{}", std::process::id());
     let cleanup = RemoveOnDrop(vec![
@@ -416,10 +446,10 @@ fn shim_overhead(quick: bool) -> Result<String, String> {
             (w, shim_run(false, &file, iters, cpu)?)
         };
         if !w.lib.contains("memtamer_pmem_shim") {
-            return Err(format!(
+            return Err(CliError::Bench(format!(
                 "the shim run resolved pmem_memcpy_persist in {:?}, not the shim",
                 w.lib
-            ));
+            )));
         }
         ratios.push(w.ns / wo.ns);
         in_process.extend(w.in_process_ratio);
@@ -447,7 +477,7 @@ fn shim_overhead(quick: bool) -> Result<String, String> {
 }
 
 /// Runs the benchmarks and returns the report.
-pub fn run(quick: bool) -> Result<String, String> {
+pub fn run(quick: bool) -> Result<String, CliError> {
     let mut out =
         String::from("memtamer bench gate (ratios against baselines measured in this run)\n\n");
     let (gate_ns, copy_ns) = begin_end()?;

@@ -4,6 +4,8 @@
 
 use memtamer_control::config::DaemonConfig;
 use memtamer_control::daemon::Daemon;
+
+use crate::error::CliError;
 use std::time::{Duration, Instant};
 
 /// CPU seconds (user + system) this process has used.
@@ -17,7 +19,7 @@ fn cpu_seconds() -> f64 {
 }
 
 /// CPU share of one core used by `f` over its wall time.
-fn measure(f: impl FnOnce() -> Result<(), String>) -> Result<(f64, f64), String> {
+fn measure(f: impl FnOnce() -> Result<(), CliError>) -> Result<(f64, f64), CliError> {
     let (c0, w0) = (cpu_seconds(), Instant::now());
     f()?;
     let wall = w0.elapsed().as_secs_f64();
@@ -37,15 +39,16 @@ pub fn worker(threads: usize) -> ! {
 }
 
 /// Runs the benchmark and returns its report.
-pub fn run(seconds: f64, threads: usize, period_us: u64) -> Result<String, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+pub fn run(seconds: f64, threads: usize, period_us: u64) -> Result<String, CliError> {
+    let exe = std::env::current_exe().map_err(CliError::io("cannot locate memtamer"))?;
     let mut child = std::process::Command::new(exe)
         .args(["bench", "daemon-worker", "--threads", &threads.to_string()])
         .spawn()
-        .map_err(|e| format!("cannot start the worker: {e}"))?;
+        .map_err(CliError::io("cannot start the worker"))?;
     let dir = std::env::temp_dir().join(format!("memtamer-bench-daemon-{}", std::process::id()));
-    let result = (|| {
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let result = (|| -> Result<String, CliError> {
+        std::fs::create_dir_all(&dir)
+            .map_err(CliError::io(format!("cannot create {}", dir.display())))?;
         // wait until the worker has all its threads
         let t0 = Instant::now();
         while std::fs::read_dir(format!("/proc/{}/task", child.id()))
@@ -54,7 +57,9 @@ pub fn run(seconds: f64, threads: usize, period_us: u64) -> Result<String, Strin
             < threads
         {
             if t0.elapsed() > Duration::from_secs(10) {
-                return Err("the worker did not start its threads".into());
+                return Err(CliError::Bench(
+                    "the worker did not start its threads".into(),
+                ));
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -65,7 +70,7 @@ pub fn run(seconds: f64, threads: usize, period_us: u64) -> Result<String, Strin
             d = dir.display(),
             pid = child.id()
         );
-        let cfg = DaemonConfig::parse(&text, "bench.toml").map_err(|e| e.to_string())?;
+        let cfg = DaemonConfig::parse(&text, "bench.toml")?;
         let iterations = (seconds * 1e6 / period_us as f64) as u64;
         // the baseline: a loop that only sleeps to the same deadlines
         let (idle_cpu, idle_wall) = measure(|| {
@@ -80,15 +85,16 @@ pub fn run(seconds: f64, threads: usize, period_us: u64) -> Result<String, Strin
             }
             Ok(())
         })?;
-        let sources = memtamer_sense::sources::SourceConfig::from_env()?;
-        let daemon = Daemon::start(cfg, std::path::Path::new("/proc"), &sources)
-            .map_err(|e| e.to_string())?;
+        let sources = memtamer_sense::sources::SourceConfig::from_env()
+            .map_err(CliError::sense("sensing settings"))?;
+        let daemon = Daemon::start(cfg, std::path::Path::new("/proc"), &sources)?;
         let mut summary = None;
         let (daemon_cpu, daemon_wall) = measure(|| {
-            summary = Some(daemon.run(Some(iterations)).map_err(|e| e.to_string())?);
+            summary = Some(daemon.run(Some(iterations))?);
             Ok(())
         })?;
-        let s = summary.ok_or("no summary")?;
+        let s =
+            summary.ok_or_else(|| CliError::Bench("the daemon loop returned no summary".into()))?;
         Ok(format!(
             "daemon loop: {iterations} iterations at {period_us} µs, {threads} managed threads \
              (1 BE job, Dicio + core specialization)\n\

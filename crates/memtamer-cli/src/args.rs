@@ -1,0 +1,372 @@
+//! The command line as clap definitions: every subcommand, flag and default
+//! of `memtamer`. Only declarations live here; `cmd::*` does the work, so the
+//! interface can be read in one place (scripts/ and README use these spellings).
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "memtamer",
+    version,
+    about = "Tame DRAM/PM contention: simulate, sense, decide, act."
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Cmd {
+    /// Show DRAM throughput collapsing as PM writers are added (simulated PATS platform).
+    Demo {
+        /// Also write an HTML report with plots into this directory.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
+    /// The memory-system simulator.
+    Sim {
+        #[command(subcommand)]
+        cmd: SimCmd,
+    },
+    /// Measure a platform's contention knee (PATS T_S per request mix) in the simulator,
+    /// or on this host with --host, and write a model file for `pats-calibrated:FILE`
+    /// (simulator) or MEMTAMER_GATE_POLICY=calibrated:FILE (gate library).
+    Calibrate(CalibrateArgs),
+    /// Benchmarks that print ratios measured in the same run.
+    Bench {
+        #[command(subcommand)]
+        cmd: BenchCmd,
+    },
+    /// What the sensors see on this host: which sources are active (and why the others are
+    /// not), then one Observation per interval.
+    Stat {
+        /// Gate whose library reports to read (MEMTAMER_GATE of the programs).
+        #[arg(long, default_value = "default")]
+        gate: String,
+        /// Interval between observations, milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        interval_ms: u64,
+        /// Observations to print (0: until interrupted).
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+        /// Print JSON (one object per line: sources first, then observations).
+        #[arg(long)]
+        json: bool,
+    },
+    /// The scheduling-domain tree of this host (NUMA node, LLC, SMT core) and its memory-only
+    /// NUMA nodes (PM or CXL as memory tiers), from sysfs.
+    Topology {
+        /// sysfs root (a fake one for tests).
+        #[arg(long, default_value = "/sys/devices/system")]
+        sysfs: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A live view: per thread, PM read/write bandwidth, request size, gate wait and state,
+    /// with the host's DRAM, WPQ and media figures where counters exist.
+    Top {
+        /// Gate whose library reports to read.
+        #[arg(long, default_value = "default")]
+        gate: String,
+        /// Refresh interval, milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        interval_ms: u64,
+        /// Sort rows by this column.
+        #[arg(long, value_enum, default_value_t = TopSort::Write)]
+        sort: TopSort,
+        /// Print one frame and exit (for scripts).
+        #[arg(long)]
+        once: bool,
+    },
+    /// Serve Prometheus metrics (sensing sources, per-thread PM bandwidth, DRAM, WPQ delay,
+    /// media, gate) over HTTP at /metrics.
+    ServeMetrics {
+        /// Address to listen on (localhost by default).
+        #[arg(long, default_value = "127.0.0.1:9464")]
+        listen: String,
+        /// Gate whose library reports to read.
+        #[arg(long, default_value = "default")]
+        gate: String,
+        /// Window over which rates are computed, milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        interval_ms: u64,
+    },
+    /// The daemon (foreground): Dicio LC/BE isolation and core specialization on the
+    /// processes a config selects; undoes every change on exit (and via a guard after SIGKILL).
+    Run {
+        /// The config (TOML; see docs/control.md).
+        #[arg(long, default_value = "/etc/memtamer/memtamer.toml")]
+        config: PathBuf,
+        /// proc root (a fake one for tests).
+        #[arg(long, default_value = "/proc")]
+        proc_root: PathBuf,
+        /// Stop after this many iterations (tests, benchmarks).
+        #[arg(long)]
+        iterations: Option<u64>,
+        /// Do not start the guard process (only for tests of the guard itself).
+        #[arg(long, hide = true)]
+        no_guard: bool,
+    },
+    /// Jobs, classes, policy state and the last decisions of a running daemon.
+    Status {
+        /// The daemon's control socket.
+        #[arg(long, default_value = "/run/memtamer/control.sock")]
+        socket: PathBuf,
+        /// Print the raw JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// (started by `memtamer run`) wait for the daemon PID to die, then undo its journal.
+    Guard {
+        /// The daemon's pid.
+        #[arg(long)]
+        pid: i32,
+        /// The daemon's journal.
+        #[arg(long)]
+        journal: PathBuf,
+    },
+    /// Undo every change recorded in a daemon journal (e.g. systemd ExecStopPost).
+    Restore {
+        /// The journal.
+        #[arg(long, default_value = "/run/memtamer/journal")]
+        journal: PathBuf,
+    },
+    /// The system-wide PATS gate: statistics, limit, and running programs under the libpmem shim.
+    Gate {
+        #[command(subcommand)]
+        cmd: GateCmd,
+    },
+}
+
+// the options of `memtamer calibrate`
+#[derive(clap::Args)]
+pub(crate) struct CalibrateArgs {
+    /// Platform (built-in name or file).
+    #[arg(long, default_value = "pats")]
+    pub(crate) platform: String,
+    /// Tolerated loss of DRAM throughput (0.05 = 5%).
+    #[arg(long, default_value_t = 0.05)]
+    pub(crate) max_loss: f64,
+    /// Request sizes to measure, bytes.
+    #[arg(long, value_delimiter = ',', default_value = "256,512,1024,4096")]
+    pub(crate) sizes: Vec<u64>,
+    /// Write the model (TOML) here.
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    /// Measure this host instead of a simulated platform: real PM threads copy into
+    /// --pm-file through a gate fixed at N = 1, 2, ... beside a DRAM memcpy probe.
+    #[arg(long)]
+    pub(crate) host: bool,
+    /// (--host) The PM file to create and write (on a DAX file system for real PM).
+    #[arg(long, default_value = "/dev/shm/memtamer-calibrate")]
+    pub(crate) pm_file: PathBuf,
+    /// (--host) PM threads, the largest N tried (default: cores - 1).
+    #[arg(long)]
+    pub(crate) threads: Option<u32>,
+    /// (--host) Measurement time per limit, milliseconds.
+    #[arg(long, default_value_t = 500)]
+    pub(crate) point_ms: u64,
+    /// (--host) PMs in the interleave set, for the Eq. 1 column.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) interleave: u32,
+}
+
+// which gate a `gate` subcommand works on
+#[derive(clap::Args)]
+pub(crate) struct GateWhich {
+    /// Gate name (the MEMTAMER_GATE of the programs using it).
+    #[arg(long, default_value = "default")]
+    pub(crate) name: String,
+    /// Directory of the gate file.
+    #[arg(long, default_value = "/dev/shm")]
+    pub(crate) dir: PathBuf,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum GateCmd {
+    /// Show the limit, the Serving-Thread count, the peak, and per-thread request statistics
+    /// (slots of dead threads are freed first).
+    Stats {
+        #[command(flatten)]
+        which: GateWhich,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = GateFormat::Table)]
+        format: GateFormat,
+        /// Redraw every SECONDS (a live view).
+        #[arg(long, value_name = "SECONDS")]
+        watch: Option<f64>,
+    },
+    /// Set the limit T_S (a number, or `unlimited`). The collector may change it again
+    /// unless the programs run with MEMTAMER_GATE_POLICY=external.
+    SetLimit {
+        #[command(flatten)]
+        which: GateWhich,
+        /// New limit.
+        limit: String,
+    },
+    /// Forget the recorded peak (start a new measurement).
+    ResetPeak {
+        #[command(flatten)]
+        which: GateWhich,
+    },
+    /// Remove the gate file (refused while live threads use it).
+    Remove {
+        #[command(flatten)]
+        which: GateWhich,
+    },
+    /// Run an unmodified libpmem program with the shim preloaded:
+    /// `memtamer gate exec --policy fixed:2 -- fio job.fio`.
+    Exec {
+        /// Gate name (MEMTAMER_GATE).
+        #[arg(long)]
+        name: Option<String>,
+        /// pats | pats:T_MC | fixed:N | calibrated:MODEL.toml | external (MEMTAMER_GATE_POLICY).
+        #[arg(long)]
+        policy: Option<String>,
+        /// PMs in the interleave set (MEMTAMER_PM_INTERLEAVE).
+        #[arg(long)]
+        interleave: Option<u32>,
+        /// The program and its arguments.
+        #[arg(last = true, required = true)]
+        cmd: Vec<String>,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TopSort {
+    Write,
+    Read,
+    Wait,
+    Pid,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum GateFormat {
+    Table,
+    Json,
+    Prometheus,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum SimCmd {
+    /// List built-in platforms and scenarios.
+    List,
+    /// Run a scenario (built-in name or a .toml file).
+    Run {
+        /// Scenario name or path.
+        scenario: String,
+        /// Override a key: `job.NAME.threads=4`, `duration_ms=10`, `platform.memory.wpq_entries=64`.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Sweep a key over values (replaces the scenario's sweeps): `job.fio.threads=0,2,4`.
+        #[arg(long = "sweep", value_name = "KEY=V1,V2,...")]
+        sweeps: Vec<String>,
+        /// Seed (0 ..= 2^63-1).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
+        seed: Option<u64>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Write an HTML report with SVG plots into this directory.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Worker threads (default: all cores).
+        #[arg(long, default_value_t = 0)]
+        jobs: usize,
+    },
+    /// Run every built-in reproduction and platform check; print paper vs simulated.
+    Validate {
+        /// Print the validation tables as Markdown (for docs/simulator.md).
+        #[arg(long)]
+        markdown: bool,
+        /// Write an HTML report with every figure into this directory.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
+    /// Compare Baseline, PATS (Eq. 1), calibrated and adaptive PATS on several platforms
+    /// and request mixes; print Markdown tables and where each wins.
+    ComparePats {
+        /// Platforms (built-in names or files).
+        #[arg(long, value_delimiter = ',', default_value = "pats,pats-3pm,dicio,ahn")]
+        platforms: Vec<String>,
+    },
+    /// Ahn Table 2 against a brute-force optimum: every static layout of N SPEC-like and N
+    /// fio-like tasks over the two sockets, plus the `placement` policy; prints the Markdown
+    /// table of docs/placement.md.
+    Placement {
+        /// SPEC-like profiles.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "xalancbmk,perlbench,x264,mcf,omnetpp,fotonik3d"
+        )]
+        profiles: Vec<String>,
+        /// Tasks of each type (even, at most 8).
+        #[arg(long = "n", value_delimiter = ',', default_value = "2,4,8")]
+        ns: Vec<u32>,
+        /// Worker threads (default: all cores).
+        #[arg(long, default_value_t = 0)]
+        jobs: usize,
+    },
+    /// Measure the simulated PEBS sampler's accounting error against ground truth.
+    Sampler {
+        /// Sampling periods to test.
+        #[arg(long, value_delimiter = ',', default_value = "2503,5107,9973,20011")]
+        periods: Vec<u64>,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum BenchCmd {
+    /// Simulated memory requests per second of wall time on one core.
+    Sim,
+    /// The PATS gate: begin+end cost, libpmem shim overhead, collector CPU.
+    Gate {
+        /// Fewer iterations (a smoke run).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Sensing: perf-sample attribution throughput (samples/s on one core).
+    Sense,
+    /// The daemon: CPU use of its loop with many managed threads, against an empty loop.
+    Daemon {
+        /// Seconds to run each loop.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// Managed threads (one worker process).
+        #[arg(long, default_value_t = 100)]
+        threads: usize,
+        /// Loop period, microseconds.
+        #[arg(long, default_value_t = 1000)]
+        period_us: u64,
+    },
+    /// (internal) the managed worker process of `bench daemon`.
+    #[command(hide = true)]
+    DaemonWorker {
+        #[arg(long)]
+        threads: usize,
+    },
+    /// (internal) the child process of `bench gate` that times pmem_memcpy_persist.
+    #[command(hide = true)]
+    ShimWorker {
+        #[arg(long)]
+        file: String,
+        #[arg(long)]
+        iters: u64,
+        /// Also time blocks straight to libpmem, alternated with the others.
+        #[arg(long)]
+        alternate: bool,
+        /// Pin the worker to this CPU.
+        #[arg(long)]
+        cpu: Option<usize>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum Format {
+    Table,
+    Json,
+    Csv,
+}

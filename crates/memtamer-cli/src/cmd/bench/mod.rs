@@ -1,0 +1,36 @@
+//! `memtamer bench ...`: benchmarks that print ratios against baselines
+//! measured in the same run (never absolute pass/fail on wall-clock time).
+
+use crate::args::BenchCmd;
+use crate::error::{CliError, Outcome};
+
+mod daemon;
+mod gate;
+
+/// Runs one `bench` subcommand.
+pub fn run(cmd: BenchCmd) -> Result<Outcome, CliError> {
+    match cmd {
+        BenchCmd::Sim => print!("{}", memtamer_sim::validate::speed_bench()?),
+        BenchCmd::Gate { quick } => print!("{}", gate::run(quick)?),
+        BenchCmd::Sense => print!(
+            "{}",
+            memtamer_sense::bench::run(2_000_000).map_err(CliError::sense("sensing benchmark"))?
+        ),
+        BenchCmd::Daemon {
+            seconds,
+            threads,
+            period_us,
+        } => print!(
+            "{}",
+            daemon::run(seconds, threads.max(1), period_us.max(10))?
+        ),
+        BenchCmd::DaemonWorker { threads } => daemon::worker(threads.max(1)),
+        BenchCmd::ShimWorker {
+            file,
+            iters,
+            alternate,
+            cpu,
+        } => gate::shim_worker(&file, iters.max(1), alternate, cpu)?,
+    }
+    Ok(Outcome::Success)
+}

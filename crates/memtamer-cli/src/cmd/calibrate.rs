@@ -1,0 +1,87 @@
+//! `memtamer calibrate`: measure the contention knee (PATS T_S per request
+//! mix) of a simulated platform or of this host, and write the model file
+//! that `pats-calibrated:FILE` / `calibrated:FILE` read.
+
+use crate::args::CalibrateArgs;
+use crate::error::{CliError, Outcome};
+
+/// Runs the calibration, prints T_S beside PATS Eq. 1, writes or prints the model.
+pub fn run(a: CalibrateArgs) -> Result<Outcome, CliError> {
+    let (model, n_pm) = if a.host {
+        let defaults = memtamer_gate::host_calibrate::HostCalibration::default();
+        let spec = memtamer_gate::host_calibrate::HostCalibration {
+            pm_file: a.pm_file,
+            threads: a.threads.unwrap_or(defaults.threads),
+            request_sizes: a.sizes,
+            per_point: std::time::Duration::from_millis(a.point_ms.max(1)),
+            max_dram_loss: a.max_loss,
+            ..defaults
+        };
+        let model =
+            memtamer_gate::host_calibrate::calibrate_host(&spec, |line| eprintln!("{line}"))
+                .map_err(CliError::gate("host calibration"))?;
+        (model, a.interleave.max(1))
+    } else {
+        let spec = memtamer_sim::calibrate::CalibrationSpec {
+            platform: a.platform,
+            max_dram_loss: a.max_loss,
+            request_sizes: a.sizes,
+            progress: true,
+            ..Default::default()
+        };
+        let model = memtamer_sim::calibrate::calibrate(&spec)?;
+        let n_pm = memtamer_sim::experiment::pm_interleave(
+            &memtamer_sim::experiment::load_platform(&model.platform, &Default::default())?,
+        );
+        (model, n_pm)
+    };
+    println!(
+        "calibrated T_S on {} (memcpy keeps >= {:.0}% of its throughput alone):",
+        model.platform,
+        (1.0 - model.max_dram_loss) * 100.0
+    );
+    println!(
+        "  {:<6} {:>8} {:>6} {:>14}",
+        "mix", "request", "T_S", "PATS Eq. 1"
+    );
+    for p in &model.points {
+        // PATS Eq. 1 at the paper's T_MC = 0.2, for comparison
+        let eq1 = memtamer_core::pats::threshold(&memtamer_core::pats::ModelInput {
+            t_mc: 0.2,
+            n_pm,
+            avg_request_bytes: p.request_bytes as f64,
+            write_ratio: p.write_ratio,
+        });
+        let mix = if p.write_ratio >= 0.5 {
+            "write"
+        } else {
+            "read"
+        };
+        println!(
+            "  {mix:<6} {:>7}B {:>6} {:>14}",
+            p.request_bytes, p.t_s, eq1
+        );
+    }
+    let text = toml::to_string(&model)?;
+    match a.out {
+        Some(path) => {
+            std::fs::write(&path, text)
+                .map_err(CliError::io(format!("cannot write {}", path.display())))?;
+            if a.host {
+                eprintln!(
+                    "model: {} (use MEMTAMER_GATE_POLICY=calibrated:{})",
+                    path.display(),
+                    path.display()
+                );
+            } else {
+                eprintln!(
+                    "model: {} (use --set policy=pats-calibrated:{})",
+                    path.display(),
+                    path.display()
+                );
+            }
+        }
+        None => print!("\n{text}"),
+    }
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,120 @@
+//! `memtamer run`, `status`, `guard` and `restore`: the daemon's commands.
+
+use memtamer_control::config::DaemonConfig;
+use memtamer_control::daemon::{self, Daemon};
+use std::path::Path;
+
+use crate::error::{CliError, Outcome};
+
+/// `memtamer run --config FILE`: the foreground daemon.
+pub fn run(
+    config: &Path,
+    proc_root: &Path,
+    iterations: Option<u64>,
+    no_guard: bool,
+) -> Result<Outcome, CliError> {
+    let cfg = DaemonConfig::load(config)?;
+    let mut sources = memtamer_sense::sources::SourceConfig {
+        media_period: std::time::Duration::from_millis(cfg.daemon.media_period_ms),
+        ..memtamer_sense::sources::SourceConfig::from_env()
+            .map_err(CliError::sense("sensing settings"))?
+    };
+    // library reports come from the gate the shim and libmemtamer use
+    if let Ok(name) = std::env::var("MEMTAMER_GATE") {
+        sources.gate.name = name;
+    }
+    let journal = cfg.daemon.journal.clone();
+    let socket = cfg.daemon.socket.clone();
+    daemon::install_stop_handlers();
+    let d = Daemon::start(cfg, proc_root, &sources)?;
+    // the guard restores the journal if this process dies without doing it
+    let _guard = if no_guard {
+        None
+    } else {
+        let exe = std::env::current_exe().map_err(CliError::io("cannot find own executable"))?;
+        Some(
+            daemon::guard_command(&exe, std::process::id(), &journal)
+                .stdin(std::process::Stdio::null())
+                .spawn()
+                .map_err(CliError::io("cannot start the guard process"))?,
+        )
+    };
+    eprintln!(
+        "memtamer: running; status with `memtamer status --socket {}`",
+        socket.display()
+    );
+    let summary = d.run(iterations)?;
+    eprintln!(
+        "memtamer: stopped after {} iterations (mean {:.1} µs, max {:.1} µs, {} overruns); \
+         {} actions, {} failed; restored {} changes ({} already gone, {} failed)",
+        summary.stats.iterations,
+        summary.stats.mean_us,
+        summary.stats.max_us,
+        summary.stats.overruns,
+        summary.stats.actions,
+        summary.stats.failed_actions,
+        summary.restored,
+        summary.restore_skipped,
+        summary.restore_failed
+    );
+    Ok(Outcome::check(summary.restore_failed == 0))
+}
+
+/// `memtamer status`: asks the daemon over its control socket.
+pub fn status(socket: &Path, json: bool) -> Result<Outcome, CliError> {
+    let v = memtamer_control::socket::request_status(socket)?;
+    if json {
+        println!("{v:#}");
+        return Ok(Outcome::Success);
+    }
+    print!("{}", crate::view::status::text(&v));
+    Ok(Outcome::Success)
+}
+
+/// "restored N changes (M already gone, K failed)" and the outcome: a
+/// failed check when anything could not be undone.
+fn report_restore(report: &memtamer_actuate::journal::RestoreReport) -> (String, Outcome) {
+    let line = format!(
+        "restored {} changes ({} already gone, {} failed)",
+        report.restored(),
+        report.skipped(),
+        report.failed()
+    );
+    (line, Outcome::check(report.is_ok()))
+}
+
+/// `memtamer guard --pid P --journal F`: waits for the daemon to die and
+/// undoes whatever its journal still lists.
+pub fn guard(pid: i32, journal: &Path) -> Result<Outcome, CliError> {
+    memtamer_actuate::guard::detach_from_terminal().map_err(|source| CliError::Actuate {
+        context: "guard: detaching from the terminal".into(),
+        source,
+    })?;
+    let report =
+        memtamer_actuate::guard::run_guard(pid, journal).map_err(|source| CliError::Actuate {
+            context: format!("guard of daemon {pid}"),
+            source,
+        })?;
+    let (line, code) = report_restore(&report);
+    if report.restored() + report.failed() > 0 {
+        eprintln!("memtamer guard: daemon {pid} died; {line}");
+    }
+    Ok(code)
+}
+
+/// `memtamer restore --journal F`: undoes a journal by hand (or from
+/// systemd's ExecStopPost).
+pub fn restore(journal: &Path) -> Result<Outcome, CliError> {
+    if !journal.exists() {
+        println!("nothing to restore: {} does not exist", journal.display());
+        return Ok(Outcome::Success);
+    }
+    let report =
+        memtamer_actuate::journal::restore_all(journal).map_err(|source| CliError::Actuate {
+            context: format!("restoring {}", journal.display()),
+            source,
+        })?;
+    let (line, code) = report_restore(&report);
+    println!("{line}");
+    Ok(code)
+}

@@ -1,0 +1,22 @@
+//! `memtamer demo`: the simulated PATS platform, DRAM throughput collapsing
+//! as PM writers are added, under each policy.
+
+use crate::error::{CliError, Outcome};
+use memtamer_sim::experiment::{self, load_scenario, RunOptions};
+use std::path::Path;
+
+/// Runs the `demo` scenario and prints its pivot (and an HTML report into `report`).
+pub fn run(report: Option<&Path>) -> Result<Outcome, CliError> {
+    let s = load_scenario("demo")?;
+    let opts = RunOptions {
+        progress: true,
+        ..Default::default()
+    };
+    let r = experiment::run_scenario(&s, &opts)?;
+    print!("{}", crate::view::demo::pivot(&r));
+    println!("\nTry: memtamer sim run pats-fig10 · memtamer sim validate --report report/ · memtamer gate exec -- <libpmem program>");
+    if let Some(d) = report {
+        super::write_report(d, "memtamer demo", &[r])?;
+    }
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,176 @@
+//! `memtamer gate ...`: inspect and steer the system-wide PATS gate, and run
+//! programs under the libpmem shim.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use memtamer_gate::{Gate, GateConfig, GateOptions};
+
+use crate::args::{GateCmd, GateFormat};
+use crate::error::{CliError, Outcome};
+use crate::view::gate::table;
+
+/// Runs one `gate` subcommand.
+pub fn run(cmd: GateCmd) -> Result<Outcome, CliError> {
+    match cmd {
+        GateCmd::Stats {
+            which,
+            format,
+            watch,
+        } => {
+            let g = open_existing(&which.name, &which.dir)?;
+            // show live threads only: free the slots of dead ones first
+            g.reap(true);
+            if let Some(secs) = watch {
+                if !(secs.is_finite() && secs > 0.0) {
+                    return Err(CliError::Usage {
+                        arg: format!("--watch {secs}"),
+                        expected: "a positive number of seconds".into(),
+                    });
+                }
+                redraw_forever(&g, Duration::from_secs_f64(secs));
+            }
+            let snap = g.snapshot();
+            match format {
+                GateFormat::Table => print!("{}", table(&snap)),
+                GateFormat::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&snap)
+                        .map_err(CliError::json("the gate snapshot"))?
+                ),
+                GateFormat::Prometheus => print!("{}", snap.prometheus()),
+            }
+            Ok(Outcome::Success)
+        }
+        GateCmd::SetLimit { which, limit } => {
+            let value = match limit.trim() {
+                "unlimited" => None,
+                n => Some(
+                    n.parse::<u32>()
+                        .ok()
+                        .filter(|n| *n >= 1 && *n < u32::MAX)
+                        .ok_or_else(|| CliError::Usage {
+                            arg: format!("limit {n:?}"),
+                            expected: "a whole number >= 1 or `unlimited`".into(),
+                        })?,
+                ),
+            };
+            open_existing(&which.name, &which.dir)?.set_limit(value);
+            Ok(Outcome::Success)
+        }
+        GateCmd::ResetPeak { which } => {
+            open_existing(&which.name, &which.dir)?.reset_peak();
+            Ok(Outcome::Success)
+        }
+        GateCmd::Remove { which } => {
+            remove(&which.name, &which.dir)?;
+            Ok(Outcome::Success)
+        }
+        GateCmd::Exec {
+            name,
+            policy,
+            interleave,
+            cmd,
+        } => {
+            let mut env = Vec::new();
+            if let Some(n) = name {
+                env.push(("MEMTAMER_GATE".to_string(), n));
+            }
+            if let Some(p) = policy {
+                env.push(("MEMTAMER_GATE_POLICY".to_string(), p));
+            }
+            if let Some(n) = interleave {
+                env.push(("MEMTAMER_PM_INTERLEAVE".to_string(), n.to_string()));
+            }
+            exec(&env, &cmd)
+        }
+    }
+}
+
+/// Opens an existing gate (never creates one: a typo must not make a new gate).
+fn open_existing(name: &str, dir: &Path) -> Result<std::sync::Arc<Gate>, CliError> {
+    let options = GateOptions {
+        name: name.to_string(),
+        dir: dir.to_path_buf(),
+        ..GateOptions::default()
+    };
+    let path = options.path();
+    if !path.exists() {
+        return Err(CliError::NoGate {
+            name: name.to_string(),
+            path,
+        });
+    }
+    Gate::open(&options).map_err(CliError::gate(format!("opening gate {name:?}")))
+}
+
+/// Where the shim library is: next to the memtamer binary (cargo's target dir).
+pub fn shim_path() -> Result<PathBuf, CliError> {
+    let exe = std::env::current_exe().map_err(CliError::io("cannot locate memtamer"))?;
+    let dir = exe.parent().unwrap_or(Path::new("/"));
+    for candidate in [
+        dir.join("libmemtamer_pmem_shim.so"),
+        dir.join("../lib/libmemtamer_pmem_shim.so"),
+    ] {
+        if candidate.exists() {
+            return Ok(candidate);
+        }
+    }
+    Err(CliError::ShimMissing { exe })
+}
+
+/// `memtamer gate exec`: runs a program with the shim preloaded.
+fn exec(env: &[(String, String)], cmd: &[String]) -> Result<Outcome, CliError> {
+    let (program, args) = cmd.split_first().ok_or_else(|| CliError::Usage {
+        arg: "gate exec".into(),
+        expected: "a command after --".into(),
+    })?;
+    let shim = shim_path()?;
+    let preload = match std::env::var("LD_PRELOAD") {
+        Ok(old) if !old.is_empty() => format!("{}:{old}", shim.display()),
+        _ => shim.display().to_string(),
+    };
+    // check the settings here, where the error can name them
+    let lookup = |k: &str| {
+        env.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(k).ok())
+    };
+    GateConfig::from_lookup(lookup).map_err(CliError::gate("gate exec settings"))?;
+    let status = std::process::Command::new(program)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("LD_PRELOAD", preload)
+        .status()
+        .map_err(CliError::io(format!("cannot run {program}")))?;
+    // the program's own status (1 when a signal ended it)
+    Ok(Outcome::Child(
+        status.code().unwrap_or(1).clamp(0, 255) as u8
+    ))
+}
+
+/// `memtamer gate stats --watch`: redraws every `every` until interrupted.
+fn redraw_forever(gate: &Gate, every: Duration) -> ! {
+    loop {
+        print!("\x1b[H\x1b[2J{}", table(&gate.snapshot()));
+        std::thread::sleep(every);
+    }
+}
+
+/// Removes a gate file, refusing while live threads use it.
+fn remove(name: &str, dir: &Path) -> Result<(), CliError> {
+    let gate = open_existing(name, dir)?;
+    gate.reap(true);
+    let live = gate.snapshot().threads.len();
+    if live > 0 {
+        return Err(CliError::GateBusy {
+            name: name.to_string(),
+            live,
+        });
+    }
+    std::fs::remove_file(gate.path()).map_err(CliError::io(format!(
+        "cannot remove {}",
+        gate.path().display()
+    )))
+}

@@ -1,0 +1,123 @@
+//! The exit code of each class of ending, through the built binary: 0 ok,
+//! 1 a check failed, 2 usage error, 3 runtime error. Scripts branch on these.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn memtamer(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_memtamer"))
+        .args(args)
+        .output()
+        .expect("the memtamer binary runs")
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("exited, not killed by a signal")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A fresh directory of this test process.
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("memtamer-exit-codes-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn success_is_0() {
+    let out = memtamer(&["sim", "list"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("scenarios:"));
+    let dir = temp_dir("ok");
+    let journal = dir.join("journal");
+    let out = memtamer(&["restore", "--journal", journal.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_failed_check_is_1() {
+    // a journal whose one change cannot be undone: the "cgroup file" is a
+    // directory, so writing the original value back fails
+    let dir = temp_dir("failed");
+    let target = dir.join("not-a-file");
+    std::fs::create_dir(&target).unwrap();
+    let journal = dir.join("journal");
+    std::fs::write(
+        &journal,
+        format!(
+            "{{\"record\":{{\"kind\":\"CgroupValue\",\"file\":{:?},\"original\":\"1\"}}}}\n",
+            target.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let out = memtamer(&["restore", "--journal", journal.to_str().unwrap()]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 failed"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn usage_errors_are_2() {
+    // clap's own
+    let out = memtamer(&["sim", "run", "--no-such-flag"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let out = memtamer(&["no-such-command"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    // parsed by clap, rejected by the command
+    let out = memtamer(&["sim", "run", "demo", "--set", "duration_ms"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("expected KEY=VALUE"),
+        "{}",
+        stderr(&out)
+    );
+    let out = memtamer(&["sim", "run", "no-such-scenario"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unknown scenario"),
+        "{}",
+        stderr(&out)
+    );
+    let out = memtamer(&["gate", "set-limit", "--dir", "/nonexistent", "many"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+}
+
+#[test]
+fn runtime_errors_are_3() {
+    let dir = temp_dir("runtime");
+    let d = dir.to_str().unwrap();
+    let out = memtamer(&["gate", "stats", "--name", "absent", "--dir", d]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no gate named \"absent\""),
+        "{}",
+        stderr(&out)
+    );
+    let config = dir.join("missing.toml");
+    let out = memtamer(&["run", "--config", config.to_str().unwrap()]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains("missing.toml"), "{}", stderr(&out));
+    let socket = dir.join("control.sock");
+    let out = memtamer(&["status", "--socket", socket.to_str().unwrap()]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let report = dir.join("report-is-a-file");
+    std::fs::write(&report, "").unwrap();
+    let out = memtamer(&[
+        "sim",
+        "run",
+        "demo",
+        "--set",
+        "duration_ms=1",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot create"), "{}", stderr(&out));
+    std::fs::remove_dir_all(dir).unwrap();
+}

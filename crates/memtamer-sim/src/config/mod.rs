@@ -1,0 +1,52 @@
+//! Platform and scenario files (TOML), their schema, validation and overrides.
+//!
+//! A *platform* describes a machine with physical parameters, each with a
+//! cited source in its `[sources]` table. A *scenario* names a platform, jobs
+//! (workloads, threads, CPUs), a policy, a duration, sweeps, the paper's
+//! reference points and pass/fail checks. Both formats are documented in
+//! `docs/scenarios.md`.
+//!
+//! Layout: [`platform`] (the machine), [`scenario`] (jobs, sweeps, checks),
+//! [`workload_spec`] (what a job's threads run), [`profiles`] (the SPEC-like
+//! CPU profiles a `cpu` workload may name) and [`overrides`] (`--set`). The
+//! items are re-exported here, so `crate::config::X` names every one of them.
+//! This module imports nothing from the simulator itself (no `workload`, no
+//! `engine`): the schema is a leaf the rest of the crate builds on.
+
+pub mod overrides;
+pub mod platform;
+pub mod profiles;
+pub mod scenario;
+pub mod workload_spec;
+
+pub use overrides::{apply_override, parse_value, set_dotted};
+pub use platform::{
+    ChannelSpec, CpuParams, DramParams, Expectation, MemKind, MemoryParams, Platform, PmParams,
+    PmWriteCompletion, RegionSpec, RemoteTracking, UncoreParams, LOCAL_DRAM, LOCAL_DRAM_INDEX,
+};
+pub use profiles::{cpu_profile, CpuProfile, CPU_PROFILES, PROFILE_CLOCK_GHZ};
+pub use scenario::{Check, JobSpec, PaperPoint, PlotSpec, Scenario, SweepSpec};
+pub use workload_spec::{CpuWork, KvOp, MbwMode, Pattern, Rw, StoreKind, WorkloadSpec};
+
+use crate::error::{line_col, line_of_key, SimError};
+
+fn parse_toml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, SimError> {
+    toml::from_str::<T>(text).map_err(|e| {
+        let (line, column) = e.span().map_or((0, 0), |s| line_col(text, s.start));
+        SimError::Parse {
+            file: file.to_string(),
+            line,
+            column,
+            message: e.message().trim().to_string(),
+        }
+    })
+}
+
+fn invalid(file: &str, text: &str, key: &str, message: impl Into<String>) -> SimError {
+    SimError::Invalid {
+        file: file.to_string(),
+        line: line_of_key(text, key),
+        key: key.to_string(),
+        message: message.into(),
+    }
+}

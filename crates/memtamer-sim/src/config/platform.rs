@@ -1,0 +1,463 @@
+//! The platform file: a machine's CPU, uncore, memory-controller, DRAM and
+//! Optane parameters, its channels and regions, each with a cited source
+//! (`docs/scenarios.md`), and its validation.
+
+use super::{invalid, parse_toml, set_dotted};
+use crate::error::SimError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Reserved region name: per request, the first DRAM region whose channels
+/// all lie on the socket of the core issuing it (first-touch allocation with
+/// NUMA balancing keeping a task's pages on its node; see docs/simulator.md).
+pub const LOCAL_DRAM: &str = "local-dram";
+
+/// Region index that addresses carry for [`LOCAL_DRAM`] (the engine resolves
+/// it per request); real regions use the indices below it.
+pub const LOCAL_DRAM_INDEX: u8 = u8::MAX;
+
+/// CPU and core-side parameters.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CpuParams {
+    /// Sockets.
+    pub sockets: u32,
+    /// Physical cores per socket.
+    pub cores_per_socket: u32,
+    /// Hardware threads per core (1 or 2).
+    pub threads_per_core: u32,
+    /// L1D fill buffers per core: the limit on outstanding misses, shared by SMT siblings.
+    pub fill_buffers: u32,
+    /// Per-core buffers for dirty-line write-backs awaiting the memory controller.
+    pub writeback_buffers: u32,
+    /// Per-core L2 miss-queue entries the L2 streamer may use for prefetched
+    /// stream loads (shared by SMT siblings).
+    pub l2_prefetch_slots: u32,
+    /// Factor by which compute stretches while the SMT sibling also computes.
+    pub smt_slowdown: f64,
+    /// Latency from an L2 miss to the caching agent (LLC lookup included), ns.
+    pub core_to_uncore_ns: f64,
+    /// Latency of a response from the caching agent back to the core, ns.
+    pub uncore_to_core_ns: f64,
+    /// Scheduler time slice, microseconds.
+    pub time_slice_us: f64,
+    /// Period of a job's duty cycle (`CoreBudget::duty_cycle` < 1), microseconds:
+    /// the job's threads run during the first `duty x period` of every period
+    /// and are descheduled for the rest (Dicio §4.2, Caladan-style core grants).
+    #[serde(default = "default_duty_period_us")]
+    pub duty_period_us: f64,
+}
+
+fn default_duty_period_us() -> f64 {
+    100.0
+}
+
+/// Shared uncore structures.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct UncoreParams {
+    /// Socket-wide request table entries: every memory request holds one from
+    /// the caching agent until its memory controller accepts it (write) or
+    /// returns data (read).
+    pub request_table: u32,
+    /// Caching agent to memory controller latency, ns.
+    pub cha_to_imc_ns: f64,
+    /// One-way socket-link (UPI) latency, ns.
+    pub numa_link_ns: f64,
+    /// Which socket's request table tracks a remote request from its arrival
+    /// at the caching agents until its completion: that of the memory it goes
+    /// to (`home`, the default: the home agent holds the request and its
+    /// memory-controller credit until the completion has crossed the link
+    /// back, Ahn §2) or the issuing socket's (`requester`, an ablation).
+    #[serde(default, skip_serializing_if = "RemoteTracking::is_home")]
+    pub remote_tracking: RemoteTracking,
+}
+
+/// Where a remote request holds its request-table entry (see
+/// [`UncoreParams::remote_tracking`]).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RemoteTracking {
+    /// The issuing socket's table, across the link and back (ablation: with
+    /// it, remote writers leave the home socket's DRAM traffic alone).
+    Requester,
+    /// The table of the socket whose memory it accesses (its home agent).
+    #[default]
+    Home,
+}
+
+impl RemoteTracking {
+    fn is_home(&self) -> bool {
+        *self == RemoteTracking::Home
+    }
+}
+
+/// Memory-controller parameters, per channel.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryParams {
+    /// Memory-controller clock used for occupancy counters, MHz.
+    pub imc_clock_mhz: f64,
+    /// Read pending queue entries per channel, shared by DRAM and PM.
+    pub rpq_entries: u32,
+    /// Write pending queue entries per channel, shared by DRAM and PM.
+    pub wpq_entries: u32,
+    /// WPQ occupancy at which the channel switches to draining writes.
+    pub write_drain_high: u32,
+    /// WPQ occupancy at which the channel returns to serving reads.
+    pub write_drain_low: u32,
+}
+
+/// DRAM timing.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DramParams {
+    /// Channel data-bus bandwidth, GB/s (10^9 B/s).
+    pub bus_gbps: f64,
+    /// Activate + CAS latency of an access, ns.
+    pub access_ns: f64,
+    /// Read/write bus turnaround, ns.
+    pub turnaround_ns: f64,
+}
+
+/// Optane DIMM parameters.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PmParams {
+    /// Writes the iMC may have in flight to one DIMM before it accepts them (DDR-T credits).
+    pub ddrt_write_credits: u32,
+    /// DIMM controller latency per request (DDR-T protocol + address indirection), ns.
+    pub controller_ns: f64,
+    /// Media read latency of one 256 B XPLine, ns.
+    pub media_read_ns: f64,
+    /// Media read bandwidth of one DIMM, GB/s.
+    pub media_read_gbps: f64,
+    /// Media write bandwidth of one DIMM, GB/s.
+    pub media_write_gbps: f64,
+    /// XPBuffer (write-combining) capacity, bytes.
+    pub xpbuffer_bytes: u32,
+    /// XPBuffer associativity (ways per set).
+    pub xpbuffer_ways: u32,
+    /// Read buffer (prefetched XPLines) capacity in XPLines.
+    pub read_buffer_lines: u32,
+    /// XPLine write-backs the DIMM can queue for the media.
+    pub media_write_queue: u32,
+    /// Independent media partitions of one DIMM: an XPLine operation occupies
+    /// its partition (XPLine address modulo this) for this many media service
+    /// times, so the DIMM reaches its bandwidth only while the operations it
+    /// starts in order spread over the partitions. 1 = a single server.
+    pub media_partitions: u32,
+    /// Delay before media counters can be read (ACPI), ms.
+    pub media_counter_delay_ms: f64,
+    /// When the core sees a PM write complete: at WPQ acceptance (`wpq`), when
+    /// it leaves the WPQ over DDR-T into the DIMM (`ddrt`), or only once the
+    /// XPBuffer takes it (`xpbuffer`).
+    pub write_completion: PmWriteCompletion,
+}
+
+/// The point at which a PM write completes for the core.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PmWriteCompletion {
+    /// When the iMC's WPQ accepts the write (the ADR persistence point), as for DRAM.
+    Wpq,
+    /// When the write crosses DDR-T into the DIMM's write queue (consumes a credit).
+    Ddrt,
+    /// When the DIMM's XPBuffer accepts it.
+    Xpbuffer,
+}
+
+/// One memory channel and what sits on it.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelSpec {
+    /// Channel name, e.g. "A".
+    pub name: String,
+    /// Socket.
+    pub socket: u32,
+    /// Memory controller within the socket.
+    pub imc: u32,
+    /// Whether a DRAM DIMM is on the channel.
+    #[serde(default)]
+    pub dram: bool,
+    /// Whether an Optane DIMM is on the channel.
+    #[serde(default)]
+    pub pm: bool,
+}
+
+/// What a region is backed by.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MemKind {
+    /// DRAM.
+    Dram,
+    /// Persistent memory.
+    Pm,
+}
+
+/// An address range interleaved over channels (DRAM) or PM DIMMs.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RegionSpec {
+    /// Region name used by jobs.
+    pub name: String,
+    /// DRAM or PM.
+    pub kind: MemKind,
+    /// Names of the channels (for PM: of the channels holding the DIMMs) it interleaves over.
+    pub channels: Vec<String>,
+    /// Interleave granularity, bytes.
+    pub interleave_bytes: u64,
+}
+
+/// A machine.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Platform {
+    /// Short name.
+    pub name: String,
+    /// What machine this is and where it is described.
+    pub description: String,
+    /// CPU.
+    pub cpu: CpuParams,
+    /// Uncore.
+    pub uncore: UncoreParams,
+    /// Memory controllers.
+    pub memory: MemoryParams,
+    /// DRAM.
+    pub dram: DramParams,
+    /// PM DIMMs.
+    pub pm: PmParams,
+    /// Channels.
+    #[serde(rename = "channel")]
+    pub channels: Vec<ChannelSpec>,
+    /// Regions.
+    #[serde(rename = "region")]
+    pub regions: Vec<RegionSpec>,
+    /// Citation for each parameter, keyed by dotted path.
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+    /// Published values this platform should reproduce, for validation.
+    #[serde(default)]
+    pub expect: Vec<Expectation>,
+}
+
+/// A published idle latency or peak bandwidth the platform must reproduce.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Expectation {
+    /// Which probe: `dram_idle_ns`, `pm_idle_random_ns`, `pm_idle_seq_ns`,
+    /// `dram_peak_read_gbps`, `pm_peak_read_gbps`, `pm_peak_write_gbps`.
+    pub metric: String,
+    /// Published value.
+    pub value: f64,
+    /// Where it is published.
+    pub source: String,
+}
+
+impl Platform {
+    /// Parses and validates a platform file.
+    pub fn parse(file: &str, text: &str) -> Result<Platform, SimError> {
+        let p: Platform = parse_toml(file, text)?;
+        p.validate(file, text)?;
+        Ok(p)
+    }
+
+    /// Parses with dotted-key overrides applied before validation.
+    pub fn parse_with(
+        file: &str,
+        text: &str,
+        overrides: &BTreeMap<String, toml::Value>,
+    ) -> Result<Platform, SimError> {
+        if overrides.is_empty() {
+            return Self::parse(file, text);
+        }
+        let mut value: toml::Value = parse_toml(file, text)?;
+        for (k, v) in overrides {
+            set_dotted(&mut value, k, v.clone()).map_err(|m| SimError::Override {
+                arg: format!("platform.{k}"),
+                message: m,
+            })?;
+        }
+        let p: Platform = value
+            .try_into()
+            .map_err(|e: toml::de::Error| SimError::Parse {
+                file: file.to_string(),
+                line: 0,
+                column: 0,
+                message: format!("after overrides: {}", e.message().trim()),
+            })?;
+        p.validate(file, text)?;
+        Ok(p)
+    }
+
+    fn validate(&self, file: &str, text: &str) -> Result<(), SimError> {
+        let positive = [
+            ("cpu.sockets", self.cpu.sockets as f64),
+            ("cpu.cores_per_socket", self.cpu.cores_per_socket as f64),
+            ("cpu.fill_buffers", self.cpu.fill_buffers as f64),
+            ("cpu.writeback_buffers", self.cpu.writeback_buffers as f64),
+            ("cpu.l2_prefetch_slots", self.cpu.l2_prefetch_slots as f64),
+            ("cpu.smt_slowdown", self.cpu.smt_slowdown),
+            ("cpu.time_slice_us", self.cpu.time_slice_us),
+            ("cpu.duty_period_us", self.cpu.duty_period_us),
+            ("uncore.request_table", self.uncore.request_table as f64),
+            ("memory.imc_clock_mhz", self.memory.imc_clock_mhz),
+            ("memory.rpq_entries", self.memory.rpq_entries as f64),
+            ("memory.wpq_entries", self.memory.wpq_entries as f64),
+            ("dram.bus_gbps", self.dram.bus_gbps),
+            ("pm.ddrt_write_credits", self.pm.ddrt_write_credits as f64),
+            ("pm.media_read_gbps", self.pm.media_read_gbps),
+            ("pm.media_write_gbps", self.pm.media_write_gbps),
+            ("pm.xpbuffer_ways", self.pm.xpbuffer_ways as f64),
+            ("pm.media_write_queue", self.pm.media_write_queue as f64),
+            ("pm.media_partitions", self.pm.media_partitions as f64),
+            ("pm.read_buffer_lines", self.pm.read_buffer_lines as f64),
+        ];
+        for (k, v) in positive {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(invalid(file, text, k, format!("must be > 0, got {v}")));
+            }
+        }
+        let non_negative = [
+            ("cpu.core_to_uncore_ns", self.cpu.core_to_uncore_ns),
+            ("cpu.uncore_to_core_ns", self.cpu.uncore_to_core_ns),
+            ("uncore.cha_to_imc_ns", self.uncore.cha_to_imc_ns),
+            ("uncore.numa_link_ns", self.uncore.numa_link_ns),
+            ("dram.access_ns", self.dram.access_ns),
+            ("dram.turnaround_ns", self.dram.turnaround_ns),
+            ("pm.controller_ns", self.pm.controller_ns),
+            ("pm.media_read_ns", self.pm.media_read_ns),
+            ("pm.media_counter_delay_ms", self.pm.media_counter_delay_ms),
+        ];
+        for (k, v) in non_negative {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(invalid(file, text, k, format!("must be >= 0, got {v}")));
+            }
+        }
+        if !(1..=2).contains(&self.cpu.threads_per_core) {
+            return Err(invalid(
+                file,
+                text,
+                "cpu.threads_per_core",
+                "must be 1 or 2",
+            ));
+        }
+        let cpus = self.cpu.sockets * self.cpu.cores_per_socket * self.cpu.threads_per_core;
+        if cpus as usize > memtamer_core::cpuset::MAX_CPUS {
+            return Err(invalid(
+                file,
+                text,
+                "cpu.cores_per_socket",
+                "too many logical CPUs",
+            ));
+        }
+        let lines = self.pm.xpbuffer_bytes / 256;
+        if lines == 0 || !lines.is_multiple_of(self.pm.xpbuffer_ways) {
+            return Err(invalid(
+                file,
+                text,
+                "pm.xpbuffer_ways",
+                "xpbuffer_bytes/256 must be a positive multiple of xpbuffer_ways",
+            ));
+        }
+        if self.memory.write_drain_low >= self.memory.write_drain_high
+            || self.memory.write_drain_high > self.memory.wpq_entries
+        {
+            return Err(invalid(
+                file,
+                text,
+                "memory.write_drain_high",
+                "need write_drain_low < write_drain_high <= wpq_entries",
+            ));
+        }
+        for c in &self.channels {
+            if c.socket >= self.cpu.sockets {
+                return Err(invalid(
+                    file,
+                    text,
+                    "socket",
+                    format!("channel {} is on a socket that does not exist", c.name),
+                ));
+            }
+        }
+        if self.regions.is_empty() {
+            return Err(invalid(
+                file,
+                text,
+                "region",
+                "at least one region is needed",
+            ));
+        }
+        for r in &self.regions {
+            if r.channels.is_empty() {
+                return Err(invalid(
+                    file,
+                    text,
+                    "channels",
+                    format!("region {} lists no channel", r.name),
+                ));
+            }
+            if r.interleave_bytes < 64 || !r.interleave_bytes.is_power_of_two() {
+                return Err(invalid(
+                    file,
+                    text,
+                    "interleave_bytes",
+                    format!("region {}: must be a power of two >= 64", r.name),
+                ));
+            }
+            if r.name == LOCAL_DRAM {
+                return Err(invalid(
+                    file,
+                    text,
+                    "name",
+                    format!("region name `{LOCAL_DRAM}` is reserved (the DRAM of the issuing core's socket)"),
+                ));
+            }
+            // a region may span sockets (PM interleaved over every node): a
+            // request is remote or local by the socket of the channel it reaches
+            for cname in &r.channels {
+                let Some(c) = self.channels.iter().find(|c| &c.name == cname) else {
+                    return Err(invalid(
+                        file,
+                        text,
+                        "channels",
+                        format!("region {}: no channel named {cname}", r.name),
+                    ));
+                };
+                let has = match r.kind {
+                    MemKind::Dram => c.dram,
+                    MemKind::Pm => c.pm,
+                };
+                if !has {
+                    return Err(invalid(
+                        file,
+                        text,
+                        "channels",
+                        format!(
+                            "region {}: channel {cname} has no {:?} DIMM",
+                            r.name, r.kind
+                        ),
+                    ));
+                }
+            }
+        }
+        if self.regions.len() >= LOCAL_DRAM_INDEX as usize {
+            return Err(invalid(
+                file,
+                text,
+                "region",
+                format!("at most {} regions", LOCAL_DRAM_INDEX),
+            ));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        if let Some(r) = self.regions.iter().find(|r| !names.insert(r.name.as_str())) {
+            return Err(invalid(
+                file,
+                text,
+                "name",
+                format!("region name `{}` is used twice", r.name),
+            ));
+        }
+        Ok(())
+    }
+}

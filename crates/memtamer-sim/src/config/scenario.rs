@@ -1,0 +1,398 @@
+//! The scenario file: jobs on a platform, a policy, a duration, sweeps, the
+//! paper's reference points, pass/fail checks and plots; its parsing,
+//! overrides and validation (`docs/scenarios.md`).
+
+use super::{apply_override, invalid, parse_toml, WorkloadSpec};
+use crate::error::{line_of_key, SimError};
+use memtamer_core::CpuSet;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A job: threads running one workload.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// Unique name, used in metric paths (`NAME.gbps`) and overrides (`job.NAME.threads`).
+    pub name: String,
+    /// Service class.
+    #[serde(default)]
+    pub class: memtamer_core::JobClass,
+    /// Number of threads (0 disables the job).
+    pub threads: u32,
+    /// Allowed CPUs in Linux list format; threads are placed round-robin over them.
+    pub cpus: Option<String>,
+    /// Where the threads start (round-robin), when that differs from where
+    /// they may run: a placement policy then has room to move them (Ahn
+    /// Table 2 "ours" starts from the separated layout). Must lie in `cpus`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_cpus: Option<String>,
+    /// Jobs with the same group also report summed metrics under the group's
+    /// name (`GROUP.kops`, `GROUP.gbps`, `GROUP.pm_write_gbps`, ...), e.g. one
+    /// group for the per-socket jobs of one task type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The workload.
+    pub workload: WorkloadSpec,
+}
+
+/// A paper reference point shown beside the simulated value.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PaperPoint {
+    /// Figure, e.g. "PATS Fig. 4b".
+    pub figure: String,
+    /// Metric path, e.g. `memcpy.gbps`.
+    pub metric: String,
+    /// X value of the point (the swept key's value).
+    pub x: f64,
+    /// Published value (in the metric's unit, or a ratio when `relative_to` is set).
+    pub value: f64,
+    /// If set, the value is relative to the metric at this x.
+    pub relative_to: Option<f64>,
+    /// Where the number comes from (quote or section).
+    pub source: String,
+    /// Only points whose other swept keys have these values.
+    #[serde(default)]
+    pub with: BTreeMap<String, toml::Value>,
+    /// If set, the value is divided by the metric at `relative_to` (or the
+    /// same x) on the points whose swept keys match `with` overridden by
+    /// these, e.g. `{ policy = "baseline" }` for "PATS over Baseline".
+    #[serde(default)]
+    pub relative_with: BTreeMap<String, toml::Value>,
+}
+
+/// A pass/fail condition on the results (the issue's "done when" lines).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    /// What is checked, in words.
+    pub name: String,
+    /// Metric path.
+    pub metric: String,
+    /// X value (point) to check.
+    pub at: f64,
+    /// If set, the checked value is metric(at) / metric(relative_to).
+    pub relative_to: Option<f64>,
+    /// Inclusive lower bound.
+    pub min: Option<f64>,
+    /// Inclusive upper bound.
+    pub max: Option<f64>,
+    /// Only points whose other swept keys have these values.
+    #[serde(default)]
+    pub with: BTreeMap<String, toml::Value>,
+    /// If set, the value is divided by the metric at `relative_to` (or the
+    /// same x) on the points whose swept keys match `with` overridden by
+    /// these, e.g. `{ policy = "baseline" }` for "PATS over Baseline".
+    #[serde(default)]
+    pub relative_with: BTreeMap<String, toml::Value>,
+}
+
+/// A plot in the report.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PlotSpec {
+    /// Title.
+    pub title: String,
+    /// Metric paths on the y axis.
+    pub y: Vec<String>,
+    /// Y axis label.
+    pub y_label: String,
+    /// Normalize each series to its value at this x.
+    pub normalize_at: Option<f64>,
+}
+
+/// A scenario: the unit `memtamer sim run` executes.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name.
+    pub name: String,
+    /// Title for reports.
+    pub title: String,
+    /// Platform name (built-in) or path to a platform file.
+    pub platform: String,
+    /// Measured duration, ms of simulated time.
+    pub duration_ms: f64,
+    /// Warm-up before measuring, ms.
+    #[serde(default = "default_warmup")]
+    pub warmup_ms: f64,
+    /// Seed.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Policy name.
+    #[serde(default = "default_policy")]
+    pub policy: String,
+    /// Policy window, microseconds.
+    #[serde(default = "default_window")]
+    pub policy_window_us: f64,
+    /// Jobs.
+    #[serde(rename = "job")]
+    pub jobs: Vec<JobSpec>,
+    /// Swept keys and their values; the first is the x axis.
+    #[serde(default)]
+    pub sweep: Vec<SweepSpec>,
+    /// Platform overrides, dotted keys (e.g. `memory.wpq_entries`).
+    #[serde(default)]
+    pub platform_set: BTreeMap<String, toml::Value>,
+    /// Named groups of overrides, `[variant.KEY.VALUE]` tables of `--set`
+    /// keys: a sweep over `KEY` (or `--set KEY=VALUE`) applies group `VALUE`,
+    /// e.g. a placement that moves two jobs at once.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub variant: BTreeMap<String, BTreeMap<String, BTreeMap<String, toml::Value>>>,
+    /// Paper reference points.
+    #[serde(default)]
+    pub paper: Vec<PaperPoint>,
+    /// Pass/fail checks.
+    #[serde(default)]
+    pub check: Vec<Check>,
+    /// Plots.
+    #[serde(default)]
+    pub plot: Vec<PlotSpec>,
+}
+
+/// One swept key.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    /// Dotted key, as for `--set`.
+    pub key: String,
+    /// Values.
+    pub values: Vec<toml::Value>,
+}
+
+fn default_warmup() -> f64 {
+    1.0
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_policy() -> String {
+    "baseline".into()
+}
+fn default_window() -> f64 {
+    1000.0
+}
+
+impl Scenario {
+    /// A scenario built in code: `jobs` on `platform` for 1 ms after 0.2 ms of
+    /// warm-up, seed 1, baseline policy, no sweep; callers adjust the fields.
+    pub fn with_jobs(name: &str, platform: &str, jobs: Vec<JobSpec>) -> Scenario {
+        Scenario {
+            name: name.into(),
+            title: String::new(),
+            platform: platform.into(),
+            duration_ms: 1.0,
+            warmup_ms: 0.2,
+            seed: default_seed(),
+            policy: default_policy(),
+            policy_window_us: default_window(),
+            jobs,
+            sweep: vec![],
+            platform_set: BTreeMap::new(),
+            variant: BTreeMap::new(),
+            paper: vec![],
+            check: vec![],
+            plot: vec![],
+        }
+    }
+
+    /// Parses and validates a scenario file.
+    pub fn parse(file: &str, text: &str) -> Result<Scenario, SimError> {
+        let s: Scenario = parse_toml(file, text)?;
+        s.validate(file, text)?;
+        Ok(s)
+    }
+
+    /// Applies `key=value` overrides (see docs/scenarios.md for key syntax).
+    pub fn with_overrides(&self, sets: &[(String, toml::Value)]) -> Result<Scenario, SimError> {
+        if sets.is_empty() {
+            return Ok(self.clone());
+        }
+        let mut value = toml::Value::try_from(self).map_err(|e| SimError::Override {
+            arg: String::new(),
+            message: e.to_string(),
+        })?;
+        for (k, v) in sets {
+            apply_override(&mut value, k, v.clone()).map_err(|m| SimError::Override {
+                arg: format!("{k}={v}"),
+                message: m,
+            })?;
+        }
+        let s: Scenario = value
+            .try_into()
+            .map_err(|e: toml::de::Error| SimError::Override {
+                arg: sets
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                message: e.message().trim().to_string(),
+            })?;
+        s.validate("<overrides>", "")?;
+        Ok(s)
+    }
+
+    fn validate(&self, file: &str, text: &str) -> Result<(), SimError> {
+        if !(self.duration_ms.is_finite() && self.duration_ms > 0.0 && self.duration_ms <= 60_000.0)
+        {
+            return Err(invalid(file, text, "duration_ms", "must be in (0, 60000]"));
+        }
+        if !(self.warmup_ms.is_finite() && self.warmup_ms >= 0.0 && self.warmup_ms <= 60_000.0) {
+            return Err(invalid(file, text, "warmup_ms", "must be in [0, 60000]"));
+        }
+        if self.warmup_ms + self.duration_ms > 15_000.0 {
+            return Err(invalid(
+                file,
+                text,
+                "duration_ms",
+                "warmup_ms + duration_ms must be <= 15000 (15 s of simulated time)",
+            ));
+        }
+        if self.seed > i64::MAX as u64 {
+            return Err(invalid(
+                file,
+                text,
+                "seed",
+                "must be <= 9223372036854775807",
+            ));
+        }
+        if !(self.policy_window_us.is_finite() && self.policy_window_us >= 1.0) {
+            return Err(invalid(file, text, "policy_window_us", "must be >= 1"));
+        }
+        for (key, groups) in &self.variant {
+            const FIELDS: &[&str] = &[
+                "name",
+                "title",
+                "platform",
+                "duration_ms",
+                "warmup_ms",
+                "seed",
+                "policy",
+                "policy_window_us",
+                "job",
+                "sweep",
+                "platform_set",
+                "variant",
+                "paper",
+                "check",
+                "plot",
+            ];
+            if key.is_empty() || key.contains('.') || FIELDS.contains(&key.as_str()) {
+                return Err(invalid(
+                    file,
+                    text,
+                    "variant",
+                    format!("variant `{key}`: a variant key is a plain name that is not a scenario field"),
+                ));
+            }
+            if groups.is_empty() {
+                return Err(invalid(
+                    file,
+                    text,
+                    "variant",
+                    format!("variant `{key}` has no values"),
+                ));
+            }
+            for (value, sets) in groups {
+                if let Some(k) = sets.keys().find(|k| self.variant.contains_key(k.as_str())) {
+                    return Err(invalid(
+                        file,
+                        text,
+                        "variant",
+                        format!("variant `{key}.{value}` sets variant `{k}`: variants do not nest"),
+                    ));
+                }
+            }
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for j in &self.jobs {
+            if !names.insert(j.name.as_str()) {
+                return Err(invalid(
+                    file,
+                    text,
+                    "name",
+                    format!("job name `{}` is used twice", j.name),
+                ));
+            }
+            if let Some(g) = &j.group {
+                if g.is_empty() || self.jobs.iter().any(|o| &o.name == g) {
+                    return Err(invalid(
+                        file,
+                        text,
+                        "group",
+                        format!("job {}: group `{g}` is empty or a job's name", j.name),
+                    ));
+                }
+            }
+            if j.threads > 256 {
+                return Err(invalid(
+                    file,
+                    text,
+                    "threads",
+                    format!("job {}: at most 256 threads", j.name),
+                ));
+            }
+            if let Some(c) = &j.cpus {
+                let set = CpuSet::parse_list(c)
+                    .map_err(|e| invalid(file, text, "cpus", format!("job {}: {e}", j.name)))?;
+                if set.is_empty() {
+                    return Err(invalid(
+                        file,
+                        text,
+                        "cpus",
+                        format!("job {}: empty CPU list", j.name),
+                    ));
+                }
+            }
+            j.workload.validate().map_err(|(key, m)| {
+                let path = format!("job.{}.workload.{key}", j.name);
+                SimError::Invalid {
+                    file: file.to_string(),
+                    line: line_of_job_key(text, &j.name, key),
+                    key: path,
+                    message: format!("job {}: {m}", j.name),
+                }
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// The 1-based line where `key` is assigned inside job `job` (inline
+/// `workload = { .. }` tables included), else where the job's `workload` is,
+/// else 0.
+fn line_of_job_key(text: &str, job: &str, key: &str) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    let assigns = |line: &str, k: &str| {
+        line.match_indices(k).any(|(i, _)| {
+            let before = line[..i].chars().next_back();
+            let after = line[i + k.len()..].trim_start();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_') && after.starts_with('=')
+        })
+    };
+    // the job's block starts at its `name = "JOB"` line (or the [[job]] header before it)
+    let name_line = lines.iter().position(|l| {
+        let t = l.trim();
+        t.strip_prefix("name")
+            .map(|r| r.trim_start())
+            .and_then(|r| r.strip_prefix('='))
+            .is_some_and(|r| r.trim().trim_matches('"') == job)
+    });
+    let Some(start) = name_line else {
+        return line_of_key(text, key);
+    };
+    let start = lines[..start]
+        .iter()
+        .rposition(|l| l.trim() == "[[job]]")
+        .unwrap_or(start);
+    let end = lines[start + 1..]
+        .iter()
+        .position(|l| l.trim() == "[[job]]" || l.trim_start().starts_with("[[sweep"))
+        .map_or(lines.len(), |e| start + 1 + e);
+    for k in [key, "workload"] {
+        if let Some(i) = (start..end).find(|&i| assigns(lines[i], k)) {
+            return i + 1;
+        }
+    }
+    0
+}

@@ -1,0 +1,499 @@
+//! The `workload` table of a job: which request generator its threads run
+//! (MBW, memcached, fio-like PM streams, Dicio's antagonist, latency probe,
+//! CPU-bound profiles, latency-critical servers) and its value checks.
+
+use super::profiles::{cpu_profile, CPU_PROFILES};
+use serde::{Deserialize, Serialize};
+
+/// Store instruction flavour used by a writer.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreKind {
+    /// Non-temporal stores (movnt*), as libpmem uses for large copies.
+    Nt,
+    /// Regular stores: read-for-ownership, then a dirty write-back.
+    Temporal,
+}
+
+/// Read or write.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    /// Reads.
+    Read,
+    /// Writes.
+    Write,
+}
+
+/// Access pattern.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    /// Sequential.
+    Seq,
+    /// Uniformly random, request-aligned.
+    Rand,
+    /// Dicio's stride: one 64 B line in each 256 B XPLine.
+    Stride,
+}
+
+/// MBW operations (PATS §III-A).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MbwMode {
+    /// memcpy() of the whole array: loads + non-temporal stores.
+    Memcpy,
+    /// b[i] = a[i] element loop: loads + temporal stores.
+    Dumb,
+    /// memcpy() in 256 KiB blocks.
+    Mcblock,
+}
+
+/// Memcached-like operation.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum KvOp {
+    /// GET.
+    Get,
+    /// SET.
+    Set,
+}
+
+/// A workload: a request generator for each thread of a job.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WorkloadSpec {
+    /// MBW (single-threaded memory benchmark).
+    Mbw {
+        /// Operation.
+        mode: MbwMode,
+        /// Copy block for mcblock, bytes.
+        #[serde(default = "default_mcblock")]
+        block_bytes: u64,
+        /// Per-call overhead of memcpy() (mcblock pays it per block), ns.
+        #[serde(default = "default_call_ns")]
+        call_ns: f64,
+        /// Region.
+        #[serde(default = "default_dram")]
+        region: String,
+    },
+    /// Single-threaded memcached-like server loop: hash, dependent lookups, value copy.
+    Memcached {
+        /// GET or SET.
+        op: KvOp,
+        /// Value size, bytes.
+        #[serde(default = "default_value")]
+        value_bytes: u64,
+        /// Dependent lookups per operation (bucket, item header).
+        #[serde(default = "default_lookups")]
+        lookups: u32,
+        /// Compute per operation (hashing, parsing), ns.
+        #[serde(default = "default_kv_compute")]
+        compute_ns: f64,
+        /// Region.
+        #[serde(default = "default_dram")]
+        region: String,
+    },
+    /// fio-like PM reader/writer with libpmem semantics (NT stores, fence per request).
+    PmStream {
+        /// Read or write.
+        rw: Rw,
+        /// Pattern.
+        #[serde(default = "default_seq")]
+        pattern: Pattern,
+        /// Request size, bytes (64..=8192 typical).
+        request_bytes: u64,
+        /// Store flavour for writes.
+        #[serde(default = "default_nt")]
+        store: StoreKind,
+        /// Per-request software overhead (fio + libpmem call), ns.
+        #[serde(default = "default_req_ns")]
+        per_request_ns: f64,
+        /// Whether requests pass through the PATS gate when one is active.
+        #[serde(default = "default_true")]
+        gated: bool,
+        /// Region.
+        #[serde(default = "default_pm")]
+        region: String,
+    },
+    /// Dicio's antagonist: 64 B accesses in stream or stride pattern, rate-limited with nops.
+    ///
+    /// Optional schedules (Dicio §5.1 PMantagonist, §5.2 MEMantagonist) change
+    /// the behaviour over *simulated* time (from t = 0, warm-up included): value
+    /// `i` of a schedule holds during `[i*period, (i+1)*period)`, cycling.
+    Antagonist {
+        /// Read or write.
+        rw: Rw,
+        /// `seq` (stream) or `stride`.
+        pattern: Pattern,
+        /// Nop time between accesses, ns.
+        #[serde(default)]
+        gap_ns: f64,
+        /// Nop times between accesses cycled every `gap_period_ms` (replaces `gap_ns`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gap_ns_schedule: Option<Vec<f64>>,
+        /// Period of `gap_ns_schedule`, ms of simulated time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gap_period_ms: Option<f64>,
+        /// Target write amplification in [1, 4] (needs `pattern = "seq"`): each
+        /// 64 B access goes to a fresh XPLine (stride-style) with probability
+        /// (WA-1)/3, else continues the sequential stream; the DIMMs' XPBuffer
+        /// combining then produces the amplification.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        write_amplification: Option<f64>,
+        /// Write amplifications cycled every `wa_period_ms` (replaces `write_amplification`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wa_schedule: Option<Vec<f64>>,
+        /// Period of `wa_schedule`, ms of simulated time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wa_period_ms: Option<f64>,
+        /// Fraction in [0, 1] of accesses that go to a sequential stream in
+        /// `dram_region` instead of `region`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dram_fraction: Option<f64>,
+        /// DRAM fractions cycled every `dram_period_ms` (replaces `dram_fraction`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dram_fraction_schedule: Option<Vec<f64>>,
+        /// Period of `dram_fraction_schedule`, ms of simulated time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dram_period_ms: Option<f64>,
+        /// Region of the DRAM stream (default `dram`; used only with a DRAM fraction).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dram_region: Option<String>,
+        /// Region.
+        region: String,
+    },
+    /// lmbench-like dependent-load latency probe (random pointer chase).
+    LatencyProbe {
+        /// Region.
+        #[serde(default = "default_dram")]
+        region: String,
+        /// Sequential chase (`seq`) or random (`rand`).
+        #[serde(default = "default_rand")]
+        pattern: Pattern,
+    },
+    /// CPU-bound task with a compute/memory mix (sysbench prime, SPEC-like
+    /// profiles): each iteration computes, then loads `mem_lines` lines and
+    /// waits for them (one work unit per iteration).
+    Cpu {
+        /// Compute per iteration, ns (required unless `profile` gives it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        compute_ns: Option<f64>,
+        /// DRAM line loads per iteration (default: the profile's, else 0).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mem_lines: Option<u32>,
+        /// `rand` (default): independent demand misses to random lines, each
+        /// holding a fill buffer; `seq`: the next lines of a sequential stream,
+        /// fetched by the L2 streamer (a streaming kernel such as a stencil).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pattern: Option<Pattern>,
+        /// A named SPEC CPU2017-like profile (`crate::config::CPU_PROFILES`:
+        /// xalancbmk, perlbench, x264, mcf, omnetpp, fotonik3d) that gives
+        /// `compute_ns`, `mem_lines` and `pattern`; keys set here override it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        profile: Option<String>,
+        /// Region (`local-dram`: the DRAM of the issuing core's socket).
+        #[serde(default = "default_dram")]
+        region: String,
+    },
+    /// Open-loop latency-critical server: Poisson arrivals, FIFO service.
+    LcServer {
+        /// Offered load per thread, thousands of requests per second.
+        rate_kops: f64,
+        /// Compute per request, ns.
+        compute_ns: f64,
+        /// Dependent DRAM loads per request.
+        #[serde(default)]
+        dram_lines: u32,
+        /// PM lines read per request.
+        #[serde(default)]
+        pm_read_lines: u32,
+        /// PM lines written (NT + fence) per request.
+        #[serde(default)]
+        pm_write_lines: u32,
+        /// If set, a request is a SET (its `pm_write_lines` writes, no PM reads)
+        /// with this probability and otherwise a GET (its `pm_read_lines` reads)
+        /// — memcached-pmem under YCSB-A is 0.5. If unset, every request does
+        /// both its PM reads and its PM writes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        write_fraction: Option<f64>,
+        /// DRAM region.
+        #[serde(default = "default_dram")]
+        dram_region: String,
+        /// PM region.
+        #[serde(default = "default_pm")]
+        pm_region: String,
+    },
+}
+
+fn default_mcblock() -> u64 {
+    262_144
+}
+fn default_call_ns() -> f64 {
+    20.0
+}
+fn default_dram() -> String {
+    "dram".into()
+}
+fn default_pm() -> String {
+    "pm".into()
+}
+fn default_value() -> u64 {
+    1024
+}
+fn default_lookups() -> u32 {
+    3
+}
+fn default_kv_compute() -> f64 {
+    400.0
+}
+fn default_seq() -> Pattern {
+    Pattern::Seq
+}
+fn default_rand() -> Pattern {
+    Pattern::Rand
+}
+fn default_nt() -> StoreKind {
+    StoreKind::Nt
+}
+fn default_req_ns() -> f64 {
+    150.0
+}
+fn default_true() -> bool {
+    true
+}
+
+/// The resolved parameters of a `cpu` workload (its profile, if any, with
+/// the keys set beside it applied on top).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuWork {
+    /// Compute per iteration, ns.
+    pub compute_ns: f64,
+    /// DRAM line loads per iteration.
+    pub mem_lines: u32,
+    /// `rand` or `seq`.
+    pub pattern: Pattern,
+}
+
+impl WorkloadSpec {
+    /// For a `cpu` workload: its profile (if named) overridden by the keys
+    /// set beside it. An error names an unknown profile or a missing
+    /// `compute_ns`; other workloads give an error too.
+    pub fn cpu_params(&self) -> Result<CpuWork, String> {
+        let WorkloadSpec::Cpu {
+            compute_ns,
+            mem_lines,
+            pattern,
+            profile,
+            ..
+        } = self
+        else {
+            return Err("not a cpu workload".into());
+        };
+        let base = match profile {
+            Some(name) => {
+                let p = cpu_profile(name).ok_or_else(|| {
+                    format!(
+                        "unknown profile `{name}` (known: {})",
+                        CPU_PROFILES
+                            .iter()
+                            .map(|p| p.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })?;
+                Some(CpuWork {
+                    compute_ns: p.compute_ns,
+                    mem_lines: p.mem_lines,
+                    pattern: p.pattern,
+                })
+            }
+            None => None,
+        };
+        let compute_ns = compute_ns
+            .or(base.map(|b| b.compute_ns))
+            .ok_or("compute_ns is required (or a profile)")?;
+        Ok(CpuWork {
+            compute_ns,
+            mem_lines: mem_lines.or(base.map(|b| b.mem_lines)).unwrap_or(0),
+            pattern: pattern.or(base.map(|b| b.pattern)).unwrap_or(Pattern::Rand),
+        })
+    }
+
+    /// Checks value ranges; on error, the offending field and why.
+    pub(super) fn validate(&self) -> Result<(), (&'static str, String)> {
+        let check = |name: &'static str, v: f64, min: f64| {
+            if v.is_finite() && v >= min {
+                Ok(())
+            } else {
+                Err((name, format!("{name} must be >= {min}, got {v}")))
+            }
+        };
+        match self {
+            WorkloadSpec::Mbw {
+                block_bytes,
+                call_ns,
+                ..
+            } => {
+                check("block_bytes", *block_bytes as f64, 64.0)?;
+                check("call_ns", *call_ns, 0.0)
+            }
+            WorkloadSpec::Memcached {
+                value_bytes,
+                compute_ns,
+                ..
+            } => {
+                check("value_bytes", *value_bytes as f64, 1.0)?;
+                check("compute_ns", *compute_ns, 0.0)
+            }
+            WorkloadSpec::PmStream {
+                request_bytes,
+                per_request_ns,
+                ..
+            } => {
+                check("request_bytes", *request_bytes as f64, 1.0)?;
+                if *request_bytes > 1 << 24 {
+                    return Err(("request_bytes", "request_bytes must be <= 16 MiB".into()));
+                }
+                check("per_request_ns", *per_request_ns, 0.0)
+            }
+            WorkloadSpec::Antagonist {
+                pattern,
+                gap_ns,
+                gap_ns_schedule,
+                gap_period_ms,
+                write_amplification,
+                wa_schedule,
+                wa_period_ms,
+                dram_fraction,
+                dram_fraction_schedule,
+                dram_period_ms,
+                ..
+            } => {
+                check("gap_ns", *gap_ns, 0.0)?;
+                if *gap_ns != 0.0 && gap_ns_schedule.is_some() {
+                    return Err((
+                        "gap_ns_schedule",
+                        "give gap_ns or gap_ns_schedule, not both".into(),
+                    ));
+                }
+                check_schedule(
+                    ("gap_ns", None),
+                    ("gap_ns_schedule", gap_ns_schedule),
+                    ("gap_period_ms", *gap_period_ms),
+                    (0.0, 1e9),
+                )?;
+                check_schedule(
+                    ("write_amplification", *write_amplification),
+                    ("wa_schedule", wa_schedule),
+                    ("wa_period_ms", *wa_period_ms),
+                    (1.0, 4.0),
+                )?;
+                if (write_amplification.is_some() || wa_schedule.is_some())
+                    && *pattern != Pattern::Seq
+                {
+                    return Err((
+                        "pattern",
+                        "write_amplification / wa_schedule need pattern = \"seq\" (the stream the stride-style accesses are mixed into)".into(),
+                    ));
+                }
+                check_schedule(
+                    ("dram_fraction", *dram_fraction),
+                    ("dram_fraction_schedule", dram_fraction_schedule),
+                    ("dram_period_ms", *dram_period_ms),
+                    (0.0, 1.0),
+                )
+            }
+            WorkloadSpec::LatencyProbe { .. } => Ok(()),
+            WorkloadSpec::Cpu { .. } => {
+                let c = self.cpu_params().map_err(|m| {
+                    let key = if m.starts_with("compute_ns") {
+                        "compute_ns"
+                    } else {
+                        "profile"
+                    };
+                    (key, m)
+                })?;
+                check("compute_ns", c.compute_ns, 1.0)?;
+                if c.pattern == Pattern::Stride {
+                    return Err((
+                        "pattern",
+                        "a cpu workload's pattern is rand or seq".to_string(),
+                    ));
+                }
+                Ok(())
+            }
+            WorkloadSpec::LcServer {
+                rate_kops,
+                compute_ns,
+                write_fraction,
+                ..
+            } => {
+                check("rate_kops", *rate_kops, 0.001)?;
+                check("compute_ns", *compute_ns, 0.0)?;
+                match write_fraction {
+                    Some(f) if !(f.is_finite() && (0.0..=1.0).contains(f)) => Err((
+                        "write_fraction",
+                        format!("write_fraction must be in [0, 1], got {f}"),
+                    )),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// Checks an optional `(value, schedule, period)` triple of an antagonist:
+/// value and schedule are exclusive, a schedule is non-empty and needs a
+/// period > 0, and every value lies in `range`.
+fn check_schedule(
+    value: (&'static str, Option<f64>),
+    schedule: (&'static str, &Option<Vec<f64>>),
+    period: (&'static str, Option<f64>),
+    range: (f64, f64),
+) -> Result<(), (&'static str, String)> {
+    let in_range = |v: f64| v.is_finite() && v >= range.0 && v <= range.1;
+    if let Some(v) = value.1 {
+        if !in_range(v) {
+            return Err((
+                value.0,
+                format!("{} must be in [{}, {}], got {v}", value.0, range.0, range.1),
+            ));
+        }
+        if schedule.1.is_some() {
+            return Err((
+                schedule.0,
+                format!("give {} or {}, not both", value.0, schedule.0),
+            ));
+        }
+    }
+    match (schedule.1, period.1) {
+        (Some(s), p) => {
+            if s.is_empty() {
+                return Err((schedule.0, format!("{} must not be empty", schedule.0)));
+            }
+            if let Some(v) = s.iter().find(|v| !in_range(**v)) {
+                return Err((
+                    schedule.0,
+                    format!(
+                        "{} values must be in [{}, {}], got {v}",
+                        schedule.0, range.0, range.1
+                    ),
+                ));
+            }
+            match p {
+                Some(p) if p.is_finite() && p > 0.0 => Ok(()),
+                Some(p) => Err((period.0, format!("{} must be > 0, got {p}", period.0))),
+                None => Err((
+                    period.0,
+                    format!("{} needs {} (ms of simulated time)", schedule.0, period.0),
+                )),
+            }
+        }
+        (None, Some(_)) => Err((
+            period.0,
+            format!("{} is set but {} is not", period.0, schedule.0),
+        )),
+        (None, None) => Ok(()),
+    }
+}

@@ -1,0 +1,208 @@
+//! Locality-aware allocation in 64 B lines (thesis §5.4.4), pure
+//! bookkeeping: which lines are free. Writing and zeroing object headers is
+//! the transaction layer's job.
+//!
+//! * one **sorted global free list** for fresh space, taken in segments
+//!   into **per-thread portions** (per TxState slot here: a slot is owned by
+//!   one thread for a transaction), allocated first-fit so that consecutive
+//!   requests get adjacent lines (Principle B, "contiguous allocation");
+//! * frees go to the owner's **deallocation list**; the GC step moves them,
+//!   headers zeroed, into the **sorted recycle list**, which refills the
+//!   global list when that runs dry;
+//! * objects above [`LARGE_LINES`] take the **large-object path**: best fit
+//!   straight from the global list (the thesis's "regular path").
+
+use std::collections::BTreeMap;
+
+/// Objects of more lines than this bypass the per-thread portions.
+pub const LARGE_LINES: u32 = 64;
+
+/// A sorted, coalescing set of free line extents.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FreeList {
+    map: BTreeMap<u32, u32>,
+    total: u64,
+}
+
+impl FreeList {
+    /// Free lines in total.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+    /// Number of extents.
+    pub fn extents(&self) -> usize {
+        self.map.len()
+    }
+    /// Extents in address order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.map.iter().map(|(a, n)| (*a, *n))
+    }
+
+    /// Adds `start..start+n`, merging with neighbours. Panics (debug) on
+    /// overlap, which would be a double free.
+    pub fn insert(&mut self, start: u32, n: u32) {
+        if n == 0 {
+            return;
+        }
+        let mut s = start;
+        let mut len = n;
+        if let Some((&ps, &pn)) = self.map.range(..start).next_back() {
+            debug_assert!(ps + pn <= start, "double free at line {start}");
+            if ps + pn == start {
+                self.map.remove(&ps);
+                s = ps;
+                len += pn;
+            }
+        }
+        if let Some(&nn) = self.map.get(&(start + n)) {
+            self.map.remove(&(start + n));
+            len += nn;
+        }
+        debug_assert!(
+            self.map.range(start..start + n).next().is_none(),
+            "double free at line {start}"
+        );
+        self.map.insert(s, len);
+        self.total += u64::from(n);
+    }
+
+    /// First fit: the lowest extent with at least `n` lines.
+    pub fn take_first(&mut self, n: u32) -> Option<u32> {
+        let (&s, &len) = self.map.iter().find(|(_, l)| **l >= n)?;
+        self.split(s, len, n);
+        Some(s)
+    }
+
+    /// Best fit: the smallest extent with at least `n` lines (large path).
+    pub fn take_best(&mut self, n: u32) -> Option<u32> {
+        let (&s, &len) = self
+            .map
+            .iter()
+            .filter(|(_, l)| **l >= n)
+            .min_by_key(|(s, l)| (**l, **s))?;
+        self.split(s, len, n);
+        Some(s)
+    }
+
+    /// Takes up to `want` lines (at least `min`) from the lowest extent that
+    /// has `min`: a segment for a per-thread portion.
+    pub fn take_segment(&mut self, min: u32, want: u32) -> Option<(u32, u32)> {
+        let (&s, &len) = self.map.iter().find(|(_, l)| **l >= min)?;
+        let n = len.min(want.max(min));
+        self.split(s, len, n);
+        Some((s, n))
+    }
+
+    fn split(&mut self, s: u32, len: u32, n: u32) {
+        self.map.remove(&s);
+        if len > n {
+            self.map.insert(s + n, len - n);
+        }
+        self.total -= u64::from(n);
+    }
+
+    /// Moves everything from `other` into `self`.
+    pub fn absorb(&mut self, other: &mut FreeList) {
+        for (s, n) in std::mem::take(&mut other.map) {
+            self.insert(s, n);
+        }
+        other.total = 0;
+    }
+}
+
+/// One slot's allocation list (its portion of the global list).
+#[derive(Debug, Default)]
+pub struct Portion {
+    /// Free extents held by this slot.
+    pub free: FreeList,
+}
+
+impl Portion {
+    /// First fit inside the portion (thesis §5.4.4 step 1).
+    pub fn alloc(&mut self, n: u32) -> Option<u32> {
+        self.free.take_first(n)
+    }
+}
+
+/// A block waiting for GC: its header must be zeroed before reuse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dealloc {
+    /// First line.
+    pub line: u32,
+    /// Lines.
+    pub lines: u32,
+    /// Deletion record: zero only after the copies it hides (phase 2).
+    pub tombstone: bool,
+}
+
+/// Splits a deallocation batch into GC's two zeroing phases: ordinary
+/// copies first, then tombstones, so a crash between the phases never
+/// resurrects a deleted object's older copy.
+pub fn gc_phases(list: &[Dealloc]) -> (Vec<Dealloc>, Vec<Dealloc>) {
+    list.iter().partition(|d| !d.tombstone)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_coalesces_and_first_fit_is_lowest() {
+        let mut f = FreeList::default();
+        f.insert(10, 5);
+        f.insert(20, 5);
+        f.insert(15, 5);
+        assert_eq!(f.iter().collect::<Vec<_>>(), vec![(10, 15)]);
+        assert_eq!(f.take_first(3), Some(10));
+        assert_eq!(f.take_first(3), Some(13));
+        assert_eq!(f.total(), 9);
+        f.insert(100, 2);
+        assert_eq!(f.take_best(2), Some(100));
+        assert_eq!(f.take_first(100), None);
+    }
+
+    #[test]
+    fn segments_are_capped_and_contiguous() {
+        let mut f = FreeList::default();
+        f.insert(0, 1000);
+        assert_eq!(f.take_segment(1, 256), Some((0, 256)));
+        assert_eq!(f.take_segment(1, 256), Some((256, 256)));
+        assert_eq!(f.total(), 488);
+        let mut p = Portion::default();
+        p.free.insert(0, 256);
+        let a = p.alloc(1).unwrap();
+        let b = p.alloc(2).unwrap();
+        assert_eq!(b, a + 1, "consecutive requests get adjacent lines");
+    }
+
+    #[test]
+    fn absorb_merges_sorted() {
+        let mut a = FreeList::default();
+        let mut b = FreeList::default();
+        a.insert(0, 4);
+        b.insert(4, 4);
+        b.insert(20, 1);
+        a.absorb(&mut b);
+        assert_eq!(a.iter().collect::<Vec<_>>(), vec![(0, 8), (20, 1)]);
+        assert_eq!(b.total(), 0);
+    }
+
+    #[test]
+    fn gc_zeroes_tombstones_last() {
+        let l = [
+            Dealloc {
+                line: 1,
+                lines: 1,
+                tombstone: true,
+            },
+            Dealloc {
+                line: 2,
+                lines: 3,
+                tombstone: false,
+            },
+        ];
+        let (a, b) = gc_phases(&l);
+        assert_eq!(a, vec![l[1]]);
+        assert_eq!(b, vec![l[0]]);
+    }
+}

@@ -1,0 +1,616 @@
+//! Pool lifecycle: create, open + full-scan recovery (thesis §5.4.5), the
+//! TxState slots, allocation glue and the GC step.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::alloc::{gc_phases, Dealloc, FreeList, Portion, LARGE_LINES};
+use crate::error::{PoolError, TxError};
+use crate::layout::{
+    self, HeaderFault, ObjHeader, PoolHeader, SlotState, LINE, OBJ_HDR, SLOTS_OFF,
+};
+use crate::region::{self, PersistHook, PersistMode, PersistStats, Region};
+use crate::table::Table;
+
+/// How to create a pool.
+#[derive(Clone)]
+pub struct PoolOptions {
+    /// Pool file size in bytes.
+    pub size: u64,
+    /// TxState slots = most concurrent transactions.
+    pub slots: u32,
+    /// Root object payload size.
+    pub root_size: u32,
+    /// Persistence by cache flush even if the file is not DAX; `None`
+    /// reads `PMEM_IS_PMEM_FORCE` / `MEMTAMER_PMEM_FORCE`.
+    pub force_pmem: Option<bool>,
+    /// Lines a slot takes from the global free list at once (the thesis
+    /// uses 2 GB segments on 1.5 TB; default 256 KB here).
+    pub segment_lines: u32,
+    /// Deallocation-list length that triggers the GC step.
+    pub gc_batch: usize,
+    /// Test persistence domain (crash-state enumerator).
+    pub hook: Option<Arc<dyn PersistHook>>,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions {
+            size: 64 << 20,
+            slots: 64,
+            root_size: 256,
+            force_pmem: None,
+            segment_lines: 4096,
+            gc_batch: 64,
+            hook: None,
+        }
+    }
+}
+
+/// What recovery found when the pool was opened.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Live objects rebuilt into the lookup table.
+    pub objects: u64,
+    /// Copies dropped because their transaction never committed.
+    pub uncommitted: u64,
+    /// Older committed copies dropped (a newer one exists).
+    pub stale: u64,
+    /// Deletion records applied and dropped.
+    pub tombstones: u64,
+    /// Free lines after recovery.
+    pub free_lines: u64,
+    /// Transactions found unfinished in the TxState slots.
+    pub unfinished_tx: u64,
+}
+
+/// Cumulative counters (bench and `memtamer stat`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Committed transactions with writes.
+    pub commits: u64,
+    /// Committed read-only transactions.
+    pub ro_commits: u64,
+    /// Aborted transactions.
+    pub aborts: u64,
+    /// Cache lines flushed.
+    pub flushed_lines: u64,
+    /// Fences.
+    pub fences: u64,
+    /// Bytes flushed.
+    pub persisted_bytes: u64,
+    /// Bytes flushed in contiguous runs >= 256 B per fence epoch.
+    pub bytes_in_big_runs: u64,
+}
+
+/// Deliberate persistence bugs, to prove the crash tests notice them.
+#[doc(hidden)]
+#[derive(Default)]
+pub struct Faults {
+    /// Skip flushing new copies at commit.
+    pub skip_copy_flush: AtomicBool,
+    /// Skip the fence between the copies and the commit record.
+    pub skip_commit_fence: AtomicBool,
+}
+
+/// DRAM mirror of a TxState slot, read by other transactions.
+#[repr(align(64))]
+#[derive(Default)]
+pub(crate) struct SlotDram {
+    /// `txid << 2 | dram state` (see `tx::DS_*`).
+    pub word: AtomicU64,
+    /// CommitID once committed.
+    pub commit: AtomicU64,
+}
+
+/// What a slot owns while a transaction runs in it (per-thread state).
+#[derive(Default)]
+pub(crate) struct SlotCtx {
+    pub portion: Portion,
+    pub dealloc: Vec<Dealloc>,
+    pub free_ids: Vec<u32>,
+    pub stats: PersistStats,
+}
+
+/// An open ArchTM pool.
+pub struct Pool {
+    pub(crate) region: Region,
+    pub(crate) hdr: PoolHeader,
+    pub(crate) table: Table,
+    pub(crate) clock: AtomicU64,
+    pub(crate) states: Box<[SlotDram]>,
+    pub(crate) slots: Box<[Mutex<SlotCtx>]>,
+    pub(crate) global: Mutex<FreeList>,
+    pub(crate) recycle: Mutex<FreeList>,
+    pub(crate) next_id: AtomicU32,
+    pub(crate) spare_ids: Mutex<Vec<u32>>,
+    pub(crate) segment_lines: u32,
+    pub(crate) gc_batch: usize,
+    pub(crate) totals: Mutex<PoolStats>,
+    recovery: RecoveryReport,
+    /// Fault injection (tests only).
+    #[doc(hidden)]
+    pub faults: Faults,
+}
+
+fn header_error(path: &Path, f: HeaderFault, file_len: u64) -> PoolError {
+    let path = path.to_path_buf();
+    match f {
+        HeaderFault::Short(_) => PoolError::Truncated {
+            path,
+            found: file_len,
+            needed: layout::HEADER_LEN as u64,
+        },
+        HeaderFault::Magic(found) => PoolError::BadMagic { path, found },
+        HeaderFault::Version(found) => PoolError::Version {
+            path,
+            found,
+            supported: layout::VERSION,
+        },
+        HeaderFault::Checksum(stored, computed) => PoolError::HeaderChecksum {
+            path,
+            stored,
+            computed,
+        },
+        HeaderFault::Field("pool_len", why) => {
+            let needed = why
+                .split(' ')
+                .next()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            PoolError::Truncated {
+                path,
+                found: file_len,
+                needed,
+            }
+        }
+        HeaderFault::Field(field, why) => PoolError::BadHeader { path, field, why },
+    }
+}
+
+fn random_salt() -> u64 {
+    let mut x = 0u64;
+    // SAFETY: getrandom into an 8-byte local.
+    let n = unsafe { libc::getrandom(&mut x as *mut u64 as *mut _, 8, 0) };
+    if n != 8 {
+        x = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1);
+    }
+    x | 1
+}
+
+impl Pool {
+    /// Creates a new pool file (fails if it exists) with an empty root.
+    pub fn create(path: impl AsRef<Path>, o: &PoolOptions) -> Result<Pool, PoolError> {
+        let path = path.as_ref();
+        let hdr = layout::plan(o.size, o.slots, random_salt(), o.root_size)
+            .map_err(PoolError::Options)?;
+        let (file, _) = region::open_file(path, Some(o.size))?;
+        let force = o.force_pmem.unwrap_or_else(region::env_force_pmem);
+        let mut region = Region::map_file(file, path, o.size as usize, force)?;
+        if let Some(h) = &o.hook {
+            region.set_hook(h.clone());
+        }
+        Self::format(region, hdr, o)
+    }
+
+    /// Creates a pool in anonymous memory (tests, crash enumeration).
+    pub fn create_in_memory(o: &PoolOptions) -> Result<Pool, PoolError> {
+        let hdr = layout::plan(o.size, o.slots, random_salt(), o.root_size)
+            .map_err(PoolError::Options)?;
+        let mut region = Region::from_bytes(&vec![0u8; o.size as usize])?;
+        if let Some(h) = &o.hook {
+            region.set_hook(h.clone());
+        }
+        Self::format(region, hdr, o)
+    }
+
+    fn format(region: Region, hdr: PoolHeader, o: &PoolOptions) -> Result<Pool, PoolError> {
+        let mut st = PersistStats::default();
+        // Root object at line 0, TxID 1, zero payload; then the header last,
+        // so a crash during creation leaves no valid pool.
+        let root = ObjHeader {
+            id: hdr.root_id,
+            size: hdr.root_size,
+            txid: 1,
+        };
+        let off = hdr.data_off as usize;
+        region.write(off, &layout::encode_obj(hdr.salt, 0, &root));
+        region.flush(off, OBJ_HDR + hdr.root_size as usize, &mut st);
+        region.flush(SLOTS_OFF as usize, hdr.nslots as usize * LINE, &mut st);
+        region.fence(&mut st);
+        region.write(0, &layout::encode_header(&hdr));
+        region.persist(0, layout::HEADER_LEN, &mut st);
+        Self::recover(region, hdr, o)
+    }
+
+    /// Opens an existing pool and recovers it.
+    pub fn open(path: impl AsRef<Path>, o: &PoolOptions) -> Result<Pool, PoolError> {
+        let path = path.as_ref();
+        let (file, len) = region::open_file(path, None)?;
+        if len < layout::HEADER_LEN as u64 {
+            return Err(PoolError::Truncated {
+                path: path.into(),
+                found: len,
+                needed: layout::HEADER_LEN as u64,
+            });
+        }
+        let force = o.force_pmem.unwrap_or_else(region::env_force_pmem);
+        let mut region = Region::map_file(file, path, len as usize, force)?;
+        let hdr = layout::decode_header(region.bytes(0, layout::HEADER_LEN), len)
+            .map_err(|f| header_error(path, f, len))?;
+        if let Some(h) = &o.hook {
+            region.set_hook(h.clone());
+        }
+        Self::recover(region, hdr, o)
+    }
+
+    /// Opens a pool image held in memory (a crash state), recovering it.
+    pub fn open_image(bytes: &[u8], o: &PoolOptions) -> Result<Pool, PoolError> {
+        let path = Path::new("<memory>");
+        let hdr = layout::decode_header(bytes, bytes.len() as u64)
+            .map_err(|f| header_error(path, f, bytes.len() as u64))?;
+        let mut region = Region::from_bytes(bytes)?;
+        if let Some(h) = &o.hook {
+            region.set_hook(h.clone());
+        }
+        Self::recover(region, hdr, o)
+    }
+
+    /// A copy of the whole pool image.
+    pub fn image(&self) -> Vec<u8> {
+        self.region.bytes(0, self.region.len()).to_vec()
+    }
+
+    fn slot_off(&self, s: usize) -> usize {
+        SLOTS_OFF as usize + s * LINE
+    }
+
+    pub(crate) fn line_off(&self, line: u32) -> usize {
+        self.hdr.data_off as usize + line as usize * LINE
+    }
+
+    /// Full recovery (thesis §5.4.5): unfinished TxIDs from the slots, scan
+    /// every object header, keep the newest committed copy per id, drop the
+    /// rest, rebuild the lookup table and the free list.
+    fn recover(region: Region, hdr: PoolHeader, o: &PoolOptions) -> Result<Pool, PoolError> {
+        let corrupt = |offset: u64, why: String| PoolError::Corrupted {
+            path: region.path().into(),
+            offset,
+            why,
+        };
+        let mut rep = RecoveryReport::default();
+        let mut max_ts = 1u64;
+        let mut unfinished = std::collections::HashSet::new();
+        for s in 0..hdr.nslots as usize {
+            let b = region.bytes(SLOTS_OFF as usize + s * LINE, 16);
+            let w = u64::from_le_bytes(b[0..8].try_into().unwrap_or([0; 8]));
+            let c = u64::from_le_bytes(b[8..16].try_into().unwrap_or([0; 8]));
+            let (txid, st) = layout::slot_unpack(w);
+            max_ts = max_ts.max(txid).max(c);
+            if matches!(st, SlotState::Begin | SlotState::Abort) {
+                unfinished.insert(txid);
+            }
+        }
+        rep.unfinished_tx = unfinished.len() as u64;
+        let nlines = (hdr.data_len / LINE as u64) as u32;
+        let mut best: HashMap<u32, (u32, ObjHeader)> = HashMap::new();
+        let mut drop_copies: Vec<(u32, u32)> = Vec::new();
+        let mut drop_tombs: Vec<(u32, u32)> = Vec::new();
+        let mut line = 0u32;
+        while line < nlines {
+            let off = hdr.data_off as usize + line as usize * LINE;
+            let Some(h) = layout::decode_obj(hdr.salt, line, region.bytes(off, OBJ_HDR)) else {
+                line += 1;
+                continue;
+            };
+            let n = h.lines();
+            if u64::from(line) + u64::from(n) > u64::from(nlines) {
+                return Err(corrupt(
+                    u64::from(line) * LINE as u64,
+                    format!("object {} of {} lines runs past the data area", h.id, n),
+                ));
+            }
+            max_ts = max_ts.max(h.txid);
+            if unfinished.contains(&h.txid) {
+                rep.uncommitted += 1;
+                drop_copies.push((line, n));
+            } else {
+                match best.get(&h.id) {
+                    Some((_, b)) if b.txid == h.txid => {
+                        return Err(corrupt(
+                            u64::from(line) * LINE as u64,
+                            format!("object {} has two copies from TxID {}", h.id, h.txid),
+                        ));
+                    }
+                    Some((bl, b)) if b.txid > h.txid => {
+                        rep.stale += 1;
+                        push_drop(&mut drop_copies, &mut drop_tombs, line, &h);
+                        let _ = bl;
+                    }
+                    prev => {
+                        if let Some((pl, ph)) = prev.copied() {
+                            rep.stale += 1;
+                            push_drop(&mut drop_copies, &mut drop_tombs, pl, &ph);
+                        }
+                        best.insert(h.id, (line, h));
+                    }
+                }
+            }
+            line += n;
+        }
+        // Tombstones that won: the object is deleted; drop the record last.
+        best.retain(|_, (l, h)| {
+            if h.is_tombstone() {
+                rep.tombstones += 1;
+                drop_tombs.push((*l, h.lines()));
+                false
+            } else {
+                true
+            }
+        });
+        if !best.contains_key(&hdr.root_id) {
+            return Err(corrupt(0, format!("root object {} missing", hdr.root_id)));
+        }
+        let mut st = PersistStats::default();
+        let zeros = [0u8; OBJ_HDR];
+        for phase in [&drop_copies, &drop_tombs] {
+            for (l, _) in phase {
+                let off = hdr.data_off as usize + *l as usize * LINE;
+                region.write(off, &zeros);
+                region.flush(off, OBJ_HDR, &mut st);
+            }
+            region.fence(&mut st);
+        }
+        for s in 0..hdr.nslots as usize {
+            let off = SLOTS_OFF as usize + s * LINE;
+            let w = u64::from_le_bytes(region.bytes(off, 8).try_into().unwrap_or([0; 8]));
+            let (txid, state) = layout::slot_unpack(w);
+            if matches!(state, SlotState::Begin | SlotState::Abort) {
+                region.write(off, &layout::slot_word(txid, SlotState::End).to_le_bytes());
+                region.flush(off, 8, &mut st);
+            }
+        }
+        region.fence(&mut st);
+
+        let cap = nlines.saturating_add(2).min(u32::MAX - 1);
+        let table = Table::new(cap).map_err(|source| PoolError::Io {
+            path: region.path().into(),
+            op: "mmap lookup table",
+            source,
+        })?;
+        let mut used: Vec<(u32, u32)> = Vec::with_capacity(best.len());
+        let mut max_id = hdr.root_id;
+        for (id, (l, h)) in &best {
+            let e = table.get(*id).ok_or_else(|| {
+                corrupt(
+                    u64::from(*l) * LINE as u64,
+                    format!("object id {id} beyond table capacity {cap}"),
+                )
+            })?;
+            e.old.store(l + 1, Ordering::Relaxed);
+            used.push((*l, h.lines()));
+            max_id = max_id.max(*id);
+        }
+        used.sort_unstable();
+        let mut free = FreeList::default();
+        let mut cur = 0u32;
+        for (l, n) in &used {
+            free.insert(cur, l - cur);
+            cur = l + n;
+        }
+        free.insert(cur, nlines - cur);
+        rep.objects = best.len() as u64;
+        rep.free_lines = free.total();
+        let spare: Vec<u32> = (1..=max_id)
+            .rev()
+            .filter(|id| !best.contains_key(id))
+            .collect();
+
+        let nslots = hdr.nslots as usize;
+        Ok(Pool {
+            hdr,
+            table,
+            clock: AtomicU64::new(max_ts + 1),
+            states: (0..nslots).map(|_| SlotDram::default()).collect(),
+            slots: (0..nslots)
+                .map(|_| Mutex::new(SlotCtx::default()))
+                .collect(),
+            global: Mutex::new(free),
+            recycle: Mutex::new(FreeList::default()),
+            next_id: AtomicU32::new(max_id + 1),
+            spare_ids: Mutex::new(spare),
+            segment_lines: o.segment_lines.max(1),
+            gc_batch: o.gc_batch.max(1),
+            totals: Mutex::new(PoolStats::default()),
+            recovery: rep,
+            faults: Faults::default(),
+            region,
+        })
+    }
+
+    /// What recovery did at open.
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+    /// The root object's id.
+    pub fn root_id(&self) -> u32 {
+        self.hdr.root_id
+    }
+    /// How stores are made durable on this pool.
+    pub fn persist_mode(&self) -> PersistMode {
+        self.region.mode()
+    }
+    /// Counters so far.
+    pub fn stats(&self) -> PoolStats {
+        lock(&self.totals).clone()
+    }
+    /// DRAM bytes the lookup table spends per object.
+    pub fn lookup_bytes_per_object(&self) -> usize {
+        Table::bytes_per_entry()
+    }
+    /// Free lines in the global and recycle lists (not in slot portions).
+    pub fn free_lines_global(&self) -> u64 {
+        lock(&self.global).total() + lock(&self.recycle).total()
+    }
+
+    pub(crate) fn write_slot(
+        &self,
+        s: usize,
+        word: u64,
+        commit: Option<u64>,
+        st: &mut PersistStats,
+        persist: bool,
+    ) {
+        let off = self.slot_off(s);
+        if let Some(c) = commit {
+            self.region.write(off + 8, &c.to_le_bytes());
+        }
+        self.region.write(off, &word.to_le_bytes());
+        if persist {
+            self.region.persist(off, 16, st);
+        }
+    }
+
+    /// Allocates `n` lines for slot `ctx` (thesis §5.4.4 allocation steps).
+    pub(crate) fn alloc_lines(
+        &self,
+        me: usize,
+        ctx: &mut SlotCtx,
+        n: u32,
+        bytes: usize,
+    ) -> Result<u32, TxError> {
+        for attempt in 0..3 {
+            if n <= LARGE_LINES {
+                if let Some(l) = ctx.portion.alloc(n) {
+                    return Ok(l);
+                }
+                let seg = lock(&self.global).take_segment(n, self.segment_lines);
+                if let Some((s, len)) = seg {
+                    ctx.portion.free.insert(s, len);
+                    continue;
+                }
+            } else if let Some(l) = lock(&self.global).take_best(n) {
+                return Ok(l);
+            }
+            // Refill from the recycle list (step 3), then from idle slots.
+            match attempt {
+                0 => {
+                    self.gc(ctx);
+                    let mut r = lock(&self.recycle);
+                    lock(&self.global).absorb(&mut r);
+                }
+                _ => {
+                    let mut g = lock(&self.global);
+                    g.absorb(&mut ctx.portion.free);
+                    for (i, s) in self.slots.iter().enumerate() {
+                        if i == me {
+                            continue;
+                        }
+                        if let Ok(mut other) = s.try_lock() {
+                            g.absorb(&mut other.portion.free);
+                        }
+                    }
+                }
+            }
+        }
+        Err(TxError::PoolFull { bytes })
+    }
+
+    /// The GC step: zero the headers of deallocated blocks (copies, then
+    /// tombstones), persist, and move them to the sorted recycle list.
+    pub(crate) fn gc(&self, ctx: &mut SlotCtx) {
+        if ctx.dealloc.is_empty() {
+            return;
+        }
+        let list = std::mem::take(&mut ctx.dealloc);
+        let (copies, tombs) = gc_phases(&list);
+        let zeros = [0u8; OBJ_HDR];
+        for phase in [&copies, &tombs] {
+            if phase.is_empty() {
+                continue;
+            }
+            for d in phase.iter() {
+                let off = self.line_off(d.line);
+                self.region.write(off, &zeros);
+                self.region.flush(off, OBJ_HDR, &mut ctx.stats);
+            }
+            self.region.fence(&mut ctx.stats);
+        }
+        let mut r = lock(&self.recycle);
+        for d in &list {
+            r.insert(d.line, d.lines);
+        }
+    }
+
+    /// Runs the GC step on every idle slot (for `close` and accounting).
+    pub fn collect(&self) {
+        for s in self.slots.iter() {
+            if let Ok(mut c) = s.try_lock() {
+                self.gc(&mut c);
+            }
+        }
+    }
+
+    pub(crate) fn new_id(&self, ctx: &mut SlotCtx) -> Option<u32> {
+        if let Some(id) = ctx.free_ids.pop() {
+            return Some(id);
+        }
+        if let Some(id) = lock(&self.spare_ids).pop() {
+            return Some(id);
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if id < self.table.cap() {
+            Some(id)
+        } else {
+            self.next_id.fetch_sub(1, Ordering::Relaxed);
+            None
+        }
+    }
+
+    pub(crate) fn add_totals(&self, st: &mut PersistStats, commit: bool, ro: bool, abort: bool) {
+        let mut t = lock(&self.totals);
+        t.commits += u64::from(commit && !ro);
+        t.ro_commits += u64::from(commit && ro);
+        t.aborts += u64::from(abort);
+        t.flushed_lines += st.lines;
+        t.fences += st.fences;
+        t.persisted_bytes += st.bytes;
+        t.bytes_in_big_runs += st.bytes_in_big_runs;
+        st.lines = 0;
+        st.fences = 0;
+        st.bytes = 0;
+        st.bytes_in_big_runs = 0;
+    }
+
+    /// Every live object id (the lookup table's non-empty entries).
+    pub fn live_ids(&self) -> Vec<u32> {
+        let max = self.next_id.load(Ordering::Relaxed).min(self.table.cap());
+        (1..max)
+            .filter(|id| {
+                self.table
+                    .get(*id)
+                    .map(|e| e.snap().old != 0)
+                    .unwrap_or(false)
+            })
+            .collect()
+    }
+}
+
+fn push_drop(copies: &mut Vec<(u32, u32)>, tombs: &mut Vec<(u32, u32)>, line: u32, h: &ObjHeader) {
+    if h.is_tombstone() {
+        tombs.push((line, h.lines()));
+    } else {
+        copies.push((line, h.lines()));
+    }
+}
+
+/// Locks a mutex, recovering from poisoning (a panicked holder leaves only
+/// volatile bookkeeping, which stays usable).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,602 @@
+//! Transactions, exactly as thesis Algorithms 1-2 (snapshot isolation,
+//! logless copy-on-write), with the text issues of the digest fixed:
+//!
+//! * Alg. 1 lines 13/20 lack "and": both conditions are required here;
+//! * Alg. 1 sets `obj.new` twice (ALLOC then DUPLICATE): one block the size
+//!   of `old` is allocated and `old` copied into it;
+//! * Alg. 2 nulls `writer` before unlocking it: unlocking *is* clearing the
+//!   writer word, done in the same seqlocked update that folds new into old;
+//! * a reader that meets a writer between taking its CommitID and
+//!   publishing COMMITTED waits for it (the thesis leaves this window open:
+//!   a snapshot could see half of that writer's objects);
+//! * an aborted transaction zeroes its copies' headers before it leaves its
+//!   slot, so recovery never mistakes them for committed data.
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering;
+use std::sync::MutexGuard;
+
+use crate::alloc::Dealloc;
+use crate::error::TxError;
+use crate::layout::{self, ObjHeader, SlotState, MAX_OBJ, OBJ_HDR, TOMBSTONE};
+use crate::pool::{Pool, SlotCtx};
+
+/// DRAM slot states (the persistent ones are `layout::SlotState`).
+pub(crate) const DS_END: u64 = 0;
+pub(crate) const DS_ACTIVE: u64 = 1;
+pub(crate) const DS_COMMITTED: u64 = 2;
+pub(crate) const DS_COMMITTING: u64 = 3;
+
+thread_local! {
+    static IN_TX: Cell<bool> = const { Cell::new(false) };
+    static SLOT_HINT: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// A running transaction. Dropping it without `commit` aborts it.
+pub struct Tx<'p> {
+    pool: &'p Pool,
+    ctx: MutexGuard<'p, SlotCtx>,
+    slot: usize,
+    txid: u64,
+    begun: bool,
+    write_set: Vec<u32>,
+    /// Blocks written in this tx and superseded in it (header zeroed,
+    /// flushed with the write set).
+    dropped: Vec<(u32, u32)>,
+    done: bool,
+}
+
+impl Pool {
+    /// `APT_TX_BEGIN` (Alg. 1): claim a TxState slot, take TxID from the
+    /// global timestamp. The (TxID, BEGIN) record is persisted lazily before
+    /// the first copy is written: a read-only transaction flushes nothing.
+    pub fn begin(&self) -> Result<Tx<'_>, TxError> {
+        if IN_TX.with(|c| c.replace(true)) {
+            return Err(TxError::Nested);
+        }
+        let n = self.slots.len();
+        let hint = SLOT_HINT.with(|h| h.get());
+        let start = if hint < n { hint } else { thread_index() % n };
+        let mut spins = 0u32;
+        let (slot, ctx) = loop {
+            let got = (0..n)
+                .map(|i| (start + i) % n)
+                .find_map(|i| self.slots[i].try_lock().ok().map(|g| (i, g)));
+            if let Some(g) = got {
+                break g;
+            }
+            spins += 1;
+            if spins > 64 {
+                std::thread::yield_now();
+            }
+        };
+        SLOT_HINT.with(|h| h.set(slot));
+        let txid = self.clock.fetch_add(1, Ordering::SeqCst);
+        self.states[slot]
+            .word
+            .store(txid << 2 | DS_ACTIVE, Ordering::SeqCst);
+        Ok(Tx {
+            pool: self,
+            ctx,
+            slot,
+            txid,
+            begun: false,
+            write_set: Vec::new(),
+            dropped: Vec::new(),
+            done: false,
+        })
+    }
+
+    /// Runs `f` in a transaction, retrying on write conflicts
+    /// (Alg. 1 `ABORT_AND_RETRY`); any other error aborts and is returned.
+    pub fn transaction<R>(
+        &self,
+        mut f: impl FnMut(&mut Tx<'_>) -> Result<R, TxError>,
+    ) -> Result<R, TxError> {
+        let mut backoff = 1u32;
+        loop {
+            let mut tx = self.begin()?;
+            match f(&mut tx) {
+                Ok(r) => {
+                    tx.commit();
+                    return Ok(r);
+                }
+                Err(TxError::Conflict { .. }) => {
+                    tx.abort();
+                    for _ in 0..backoff {
+                        std::hint::spin_loop();
+                    }
+                    if backoff >= 1024 {
+                        std::thread::yield_now();
+                    } else {
+                        backoff *= 2;
+                    }
+                }
+                Err(e) => {
+                    tx.abort();
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+fn thread_index() -> usize {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    thread_local!(static IDX: usize = NEXT.fetch_add(1, Ordering::Relaxed));
+    IDX.with(|i| *i)
+}
+
+impl<'p> Tx<'p> {
+    /// This transaction's TxID.
+    pub fn txid(&self) -> u64 {
+        self.txid
+    }
+
+    fn me(&self) -> u32 {
+        self.slot as u32 + 1
+    }
+
+    fn hdr_at(&self, loc: u32) -> ObjHeader {
+        let b = self.pool.region.bytes(self.pool.line_off(loc - 1), OBJ_HDR);
+        ObjHeader {
+            id: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            size: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            txid: u64::from_le_bytes([b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]]),
+        }
+    }
+
+    /// `APT_TX_READ` (Alg. 1, lock-free): the object's payload as of this
+    /// transaction's snapshot.
+    pub fn read(&self, id: u32) -> Result<&[u8], TxError> {
+        let loc = self.visible(id)?;
+        let h = self.hdr_at(loc);
+        if h.is_tombstone() {
+            return Err(TxError::NoSuchObject { id });
+        }
+        Ok(self
+            .pool
+            .region
+            .bytes(self.pool.line_off(loc - 1) + OBJ_HDR, h.payload()))
+    }
+
+    fn visible(&self, id: u32) -> Result<u32, TxError> {
+        let e = self
+            .pool
+            .table
+            .get(id)
+            .ok_or(TxError::NoSuchObject { id })?;
+        loop {
+            let s = e.snap();
+            let pick = if s.new == 0 {
+                s.old
+            } else if s.writer == self.me() {
+                s.new
+            } else if s.writer == 0 {
+                s.old
+            } else {
+                let st = &self.pool.states[(s.writer - 1) as usize];
+                let w = st.word.load(Ordering::Acquire);
+                match w & 3 {
+                    DS_COMMITTING => {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    DS_COMMITTED if st.commit.load(Ordering::Acquire) <= self.txid => s.new,
+                    _ => s.old,
+                }
+            };
+            // The writer may have folded this entry (and its slot moved on)
+            // between the snapshot and the state read: re-validate.
+            if e.changed_since(&s) {
+                continue;
+            }
+            return if pick == 0 {
+                Err(TxError::NoSuchObject { id })
+            } else {
+                Ok(pick)
+            };
+        }
+    }
+
+    /// Persists (TxID, BEGIN) once, before any copy of ours can reach PM.
+    fn ensure_begun(&mut self) {
+        if !self.begun {
+            let w = layout::slot_word(self.txid, SlotState::Begin);
+            self.pool
+                .write_slot(self.slot, w, None, &mut self.ctx.stats, true);
+            self.begun = true;
+        }
+    }
+
+    fn new_block(&mut self, id: u32, size: u32) -> Result<u32, TxError> {
+        self.ensure_begun();
+        let payload = (size & !TOMBSTONE) as usize;
+        let n = layout::block_lines(payload);
+        let slot = self.slot;
+        let line = self.pool.alloc_lines(slot, &mut self.ctx, n, payload)?;
+        let h = ObjHeader {
+            id,
+            size,
+            txid: self.txid,
+        };
+        self.pool.region.write(
+            self.pool.line_off(line),
+            &layout::encode_obj(self.pool.hdr.salt, line, &h),
+        );
+        Ok(line + 1)
+    }
+
+    fn lock(&self, id: u32) -> Result<crate::table::Snap, TxError> {
+        let e = self
+            .pool
+            .table
+            .get(id)
+            .ok_or(TxError::NoSuchObject { id })?;
+        if !e.try_lock(self.me()) {
+            return Err(TxError::Conflict { id });
+        }
+        Ok(e.snap())
+    }
+
+    /// `APT_TX_WRITE` (Alg. 1): the first write copies the object out of
+    /// place under its write lock; later writes reuse the copy.
+    pub fn write(&mut self, id: u32) -> Result<&mut [u8], TxError> {
+        let e = self
+            .pool
+            .table
+            .get(id)
+            .ok_or(TxError::NoSuchObject { id })?;
+        let s = e.snap();
+        let loc = if s.new != 0 && s.writer == self.me() {
+            s.new
+        } else {
+            let s = self.lock(id)?;
+            if s.old == 0 {
+                e.update(0, 0, true);
+                return Err(TxError::NoSuchObject { id });
+            }
+            let oh = self.hdr_at(s.old);
+            if oh.is_tombstone() {
+                e.update(0, s.old, true);
+                return Err(TxError::NoSuchObject { id });
+            }
+            let n = match self.new_block(id, oh.size) {
+                Ok(n) => n,
+                Err(err) => {
+                    e.update(0, s.old, true);
+                    return Err(err);
+                }
+            };
+            let src = self.pool.line_off(s.old - 1) + OBJ_HDR;
+            let dst = self.pool.line_off(n - 1) + OBJ_HDR;
+            // SAFETY: both blocks are in bounds (checked by ptr) and distinct.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    self.pool.region.ptr(src, oh.payload()),
+                    self.pool.region.ptr(dst, oh.payload()),
+                    oh.payload(),
+                )
+            };
+            e.update(n, s.old, false);
+            self.write_set.push(id);
+            n
+        };
+        let h = self.hdr_at(loc);
+        if h.is_tombstone() {
+            return Err(TxError::NoSuchObject { id });
+        }
+        let off = self.pool.line_off(loc - 1) + OBJ_HDR;
+        // SAFETY: the block is ours (write-locked, not yet visible to others
+        // as committed) and `&mut self` keeps this the only live borrow.
+        Ok(unsafe {
+            std::slice::from_raw_parts_mut(self.pool.region.ptr(off, h.payload()), h.payload())
+        })
+    }
+
+    /// Writes `data` at `offset` of object `id` (copying it first if needed).
+    pub fn write_at(&mut self, id: u32, offset: usize, data: &[u8]) -> Result<(), TxError> {
+        let b = self.write(id)?;
+        let size = b.len();
+        let dst = b
+            .get_mut(offset..offset + data.len())
+            .ok_or(TxError::OutOfBounds {
+                id,
+                offset,
+                len: data.len(),
+                size,
+            })?;
+        dst.copy_from_slice(data);
+        Ok(())
+    }
+
+    /// Copies `out.len()` bytes at `offset` of object `id` into `out`.
+    pub fn read_at(&self, id: u32, offset: usize, out: &mut [u8]) -> Result<(), TxError> {
+        let b = self.read(id)?;
+        let src = b
+            .get(offset..offset + out.len())
+            .ok_or(TxError::OutOfBounds {
+                id,
+                offset,
+                len: out.len(),
+                size: b.len(),
+            })?;
+        out.copy_from_slice(src);
+        Ok(())
+    }
+
+    /// Allocates a zeroed object of `size` bytes; its id is private to this
+    /// transaction until commit.
+    pub fn alloc(&mut self, size: usize) -> Result<u32, TxError> {
+        if size == 0 || size > MAX_OBJ {
+            return Err(TxError::TooLarge {
+                bytes: size,
+                max: MAX_OBJ,
+            });
+        }
+        let id = self
+            .pool
+            .new_id(&mut self.ctx)
+            .ok_or(TxError::PoolFull { bytes: size })?;
+        let e = self
+            .pool
+            .table
+            .get(id)
+            .ok_or(TxError::PoolFull { bytes: size })?;
+        if !e.try_lock(self.me()) {
+            return Err(TxError::Conflict { id });
+        }
+        let n = match self.new_block(id, size as u32) {
+            Ok(n) => n,
+            Err(err) => {
+                e.update(0, 0, true);
+                self.ctx.free_ids.push(id);
+                return Err(err);
+            }
+        };
+        let off = self.pool.line_off(n - 1) + OBJ_HDR;
+        // SAFETY: fresh block of `size` payload bytes.
+        unsafe { std::ptr::write_bytes(self.pool.region.ptr(off, size), 0, size) };
+        e.update(n, 0, false);
+        self.write_set.push(id);
+        Ok(id)
+    }
+
+    /// Frees object `id` at commit: a one-line deletion record (tombstone)
+    /// becomes its new version, so recovery sees the deletion.
+    pub fn free(&mut self, id: u32) -> Result<(), TxError> {
+        if id == self.pool.root_id() {
+            return Err(TxError::Aborted("the root object cannot be freed".into()));
+        }
+        let e = self
+            .pool
+            .table
+            .get(id)
+            .ok_or(TxError::NoSuchObject { id })?;
+        let s = e.snap();
+        let (old, mine) = if s.new != 0 && s.writer == self.me() {
+            if self.hdr_at(s.new).is_tombstone() {
+                return Err(TxError::NoSuchObject { id });
+            }
+            self.supersede(s.new);
+            (s.old, true)
+        } else {
+            let s = self.lock(id)?;
+            if s.old == 0 || self.hdr_at(s.old).is_tombstone() {
+                e.update(0, s.old, true);
+                return Err(TxError::NoSuchObject { id });
+            }
+            (s.old, false)
+        };
+        if old == 0 {
+            // Allocated in this transaction: nothing older to hide.
+            e.update(0, 0, false);
+            return Ok(());
+        }
+        let t = match self.new_block(id, TOMBSTONE) {
+            Ok(t) => t,
+            Err(err) => {
+                if !mine {
+                    e.update(0, old, true);
+                }
+                return Err(err);
+            }
+        };
+        e.update(t, old, false);
+        if !mine {
+            self.write_set.push(id);
+        }
+        Ok(())
+    }
+
+    fn supersede(&mut self, loc: u32) {
+        let lines = self.hdr_at(loc).lines();
+        let off = self.pool.line_off(loc - 1);
+        self.pool.region.write(off, &[0u8; OBJ_HDR]);
+        self.dropped.push((loc, lines));
+    }
+
+    /// `APT_TX_ON_COMMIT` + `APT_TX_POST_COMMIT` (Alg. 2).
+    pub fn commit(mut self) {
+        self.finish_commit();
+    }
+
+    fn finish_commit(&mut self) {
+        let pool = self.pool;
+        if self.write_set.is_empty() {
+            self.end(true, true);
+            return;
+        }
+        let faults = &pool.faults;
+        // Persist every new copy (Alg. 2 line 4), then one fence.
+        if !faults.skip_copy_flush.load(Ordering::Relaxed) {
+            let mut locs: Vec<(usize, usize)> = Vec::with_capacity(self.write_set.len());
+            for id in &self.write_set {
+                if let Some(e) = pool.table.get(*id) {
+                    let n = e.snap().new;
+                    if n != 0 {
+                        let h = self.hdr_at(n);
+                        locs.push((pool.line_off(n - 1), OBJ_HDR + h.payload()));
+                    }
+                }
+            }
+            locs.extend(
+                self.dropped
+                    .iter()
+                    .map(|(l, _)| (pool.line_off(l - 1), OBJ_HDR)),
+            );
+            locs.sort_unstable();
+            for (off, len) in locs {
+                pool.region.flush(off, len, &mut self.ctx.stats);
+            }
+        }
+        if !faults.skip_commit_fence.load(Ordering::Relaxed) {
+            pool.region.fence(&mut self.ctx.stats);
+        }
+        // CommitID and the COMMITTED record (Alg. 2 lines 6-7).
+        let st = &pool.states[self.slot];
+        st.word
+            .store(self.txid << 2 | DS_COMMITTING, Ordering::SeqCst);
+        let cid = pool.clock.fetch_add(1, Ordering::SeqCst);
+        let w = layout::slot_word(self.txid, SlotState::Committed);
+        pool.write_slot(self.slot, w, Some(cid), &mut self.ctx.stats, true);
+        st.commit.store(cid, Ordering::Release);
+        st.word
+            .store(self.txid << 2 | DS_COMMITTED, Ordering::SeqCst);
+        self.post_commit(cid);
+        self.end(true, false);
+    }
+
+    /// `APT_TX_POST_COMMIT` (Alg. 2): wait for transactions that started
+    /// before our CommitID (they may still read the old copies), then fold
+    /// new into old, unlock, and free the old copies.
+    fn post_commit(&mut self, cid: u64) {
+        let pool = self.pool;
+        for (i, st) in pool.states.iter().enumerate() {
+            if i == self.slot {
+                continue;
+            }
+            let mut spins = 0u32;
+            loop {
+                let w = st.word.load(Ordering::Acquire);
+                if w & 3 != DS_ACTIVE || w >> 2 >= cid {
+                    break;
+                }
+                spins += 1;
+                if spins > 128 {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        for id in std::mem::take(&mut self.write_set) {
+            let Some(e) = pool.table.get(id) else {
+                continue;
+            };
+            let s = e.snap();
+            if s.new == 0 {
+                // allocated and freed in this transaction
+                e.update(0, 0, true);
+                self.ctx.free_ids.push(id);
+                continue;
+            }
+            let nh = self.hdr_at(s.new);
+            if s.old != 0 {
+                let oh = self.hdr_at(s.old);
+                self.ctx.dealloc.push(Dealloc {
+                    line: s.old - 1,
+                    lines: oh.lines(),
+                    tombstone: oh.is_tombstone(),
+                });
+            }
+            if nh.is_tombstone() {
+                e.update(0, 0, true);
+                self.ctx.dealloc.push(Dealloc {
+                    line: s.new - 1,
+                    lines: 1,
+                    tombstone: true,
+                });
+                self.ctx.free_ids.push(id);
+            } else {
+                e.update(0, s.new, true);
+            }
+        }
+        for (l, lines) in std::mem::take(&mut self.dropped) {
+            // header already zeroed and persisted with the write set
+            self.ctx.dealloc.push(Dealloc {
+                line: l - 1,
+                lines,
+                tombstone: false,
+            });
+        }
+        if self.ctx.dealloc.len() >= pool.gc_batch {
+            pool.gc(&mut self.ctx);
+        }
+    }
+
+    /// Aborts: zero and persist our copies' headers, release the locks,
+    /// return the blocks and fresh ids.
+    pub fn abort(mut self) {
+        self.do_abort();
+    }
+
+    fn do_abort(&mut self) {
+        let pool = self.pool;
+        let mut blocks = Vec::new();
+        for id in std::mem::take(&mut self.write_set) {
+            let Some(e) = pool.table.get(id) else {
+                continue;
+            };
+            let s = e.snap();
+            if s.new != 0 {
+                let h = self.hdr_at(s.new);
+                let off = pool.line_off(s.new - 1);
+                pool.region.write(off, &[0u8; OBJ_HDR]);
+                pool.region.flush(off, OBJ_HDR, &mut self.ctx.stats);
+                blocks.push((s.new - 1, h.lines()));
+            }
+            e.update(0, s.old, true);
+            if s.old == 0 {
+                self.ctx.free_ids.push(id);
+            }
+        }
+        for (l, lines) in std::mem::take(&mut self.dropped) {
+            let off = pool.line_off(l - 1);
+            pool.region.flush(off, OBJ_HDR, &mut self.ctx.stats);
+            blocks.push((l - 1, lines));
+        }
+        if self.begun {
+            pool.region.fence(&mut self.ctx.stats);
+        }
+        for (l, n) in blocks {
+            // headers zeroed and fenced: immediately reusable
+            self.ctx.portion.free.insert(l, n);
+        }
+        self.end(false, false);
+    }
+
+    fn end(&mut self, committed: bool, ro: bool) {
+        let pool = self.pool;
+        if self.begun {
+            // (END, INF), not flushed: recovery treats COMMITTED like END,
+            // and after an abort only zeroed (fenced) copies remain.
+            let w = layout::slot_word(self.txid, SlotState::End);
+            pool.write_slot(self.slot, w, None, &mut self.ctx.stats, false);
+        }
+        pool.states[self.slot]
+            .word
+            .store(self.txid << 2 | DS_END, Ordering::SeqCst);
+        pool.add_totals(&mut self.ctx.stats, committed, ro, !committed);
+        self.done = true;
+        IN_TX.with(|c| c.set(false));
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.do_abort();
+        }
+    }
+}

@@ -7,7 +7,16 @@
 //! store addresses early; a coalescing allocator places a value and its
 //! key in the same cache lines.
 
+pub mod bandwidth;
 pub mod controller;
+mod error;
+mod flusher;
+pub mod proactive;
 mod queue;
+mod runtime;
 
+pub use error::{RibbonError, MAX_APP_THREADS, MAX_FLUSHERS, MAX_FLUSH_LEN, MAX_QUEUE_ENTRIES};
 pub use queue::Request;
+pub use runtime::{
+    check_range, hardware_threads, Config, Executor, Flushers, Producer, Ribbon, Stats,
+};

@@ -137,11 +137,6 @@ impl Batch<'_> {
         })
     }
 
-    /// Number of requests.
-    pub(crate) fn len(&self) -> usize {
-        self.end - self.start
-    }
-
     /// Marks the batch executed and fenced: the caller must have run every
     /// flush and then a store fence. Frees the slots and wakes fences.
     pub(crate) fn complete(self) {

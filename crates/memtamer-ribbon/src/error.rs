@@ -53,7 +53,7 @@ pub enum RibbonError {
         source: std::io::Error,
     },
     /// `ribbon_alloc` with a zero or absurd size.
-    #[error("ribbon_alloc: len = {0}; need 1..={max}", max = 1usize << 30)]
+    #[error("ribbon_alloc: len = {0}; need 1..={max}", max = crate::alloc::MAX_ALLOC)]
     AllocSize(usize),
     /// `ribbon_alloc` with an unknown type.
     #[error("ribbon_alloc: type = {0}; need RIBBON_KEY (0) or RIBBON_VALUE (1)")]

@@ -7,6 +7,7 @@
 //! store addresses early; a coalescing allocator places a value and its
 //! key in the same cache lines.
 
+pub mod alloc;
 pub mod bandwidth;
 pub mod controller;
 mod error;

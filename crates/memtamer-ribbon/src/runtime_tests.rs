@@ -258,24 +258,57 @@ fn adaptive_mode_reports_its_bandwidth_source_and_falls_back() {
     assert_eq!(r.stats().bandwidth_source, crate::bandwidth::FLUSHED_BYTES);
 }
 
+/// Yields its batches only after `open` is set (so the test can declare
+/// the allowed range first).
+struct Gated {
+    open: Arc<AtomicBool>,
+    inner: crate::proactive::Recorded,
+}
+
+impl crate::proactive::StoreSampler for Gated {
+    fn drain(&mut self, out: &mut Vec<u64>) {
+        if self.open.load(Ordering::Acquire) {
+            self.inner.drain(out);
+        }
+    }
+}
+
 #[test]
 fn proactive_flushes_sampled_lines_inside_allowed_ranges_only() {
     let buf = vec![0u8; 4096];
     let base = buf.as_ptr() as u64;
-    let samples = vec![vec![base, base + 100, base + 70], vec![base + 4000, 0x10]];
+    let samples = vec![
+        vec![base, base + 100, base + 70],
+        vec![base + 4000, 0x10, base + 5000],
+    ];
+    let allowed = [(buf.as_ptr() as usize, buf.len())];
+    let want: usize = samples
+        .iter()
+        .map(|b| crate::proactive::lines_to_flush(b, &allowed).len())
+        .sum();
+    assert!(want >= 3);
+    let open = Arc::new(AtomicBool::new(false));
     let mut c = Config::new(1, 16);
     c.flushers = Flushers::Fixed(1);
-    c.sampler = Some(Box::new(crate::proactive::Recorded::new(samples)));
+    c.sampler = Some(Box::new(Gated {
+        open: open.clone(),
+        inner: crate::proactive::Recorded::new(samples),
+    }));
     let r = Ribbon::start(c).unwrap();
-    r.allow_proactive(buf.as_ptr() as usize, buf.len());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while r.stats().proactive_bytes < 4 * 64 && Instant::now() < deadline {
+    r.allow_proactive(allowed[0].0, allowed[0].1);
+    open.store(true, Ordering::Release);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while r.stats().proactive_bytes < (want * 64) as u64 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
-    r.forbid_proactive(buf.as_ptr() as usize, buf.len());
+    std::thread::sleep(Duration::from_millis(5));
+    r.forbid_proactive(allowed[0].0, allowed[0].1);
     let st = r.stats();
     r.stop();
-    // the first batch may have been drained before allow_proactive ran;
-    // what was flushed lies in the buffer (0x10 never is)
-    assert!(st.proactive_bytes <= 4 * 64, "{st:?}");
+    assert!(st.proactive);
+    assert_eq!(
+        st.proactive_bytes,
+        (want * 64) as u64,
+        "each allowed sampled line once, nothing outside"
+    );
 }

@@ -52,6 +52,16 @@ pub enum RibbonError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// An environment variable has a value Ribbon cannot use.
+    #[error("{var}={value:?}: {why}")]
+    Env {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What was expected.
+        why: &'static str,
+    },
     /// `ribbon_alloc` with a zero or absurd size.
     #[error("ribbon_alloc: len = {0}; need 1..={max}", max = crate::alloc::MAX_ALLOC)]
     AllocSize(usize),

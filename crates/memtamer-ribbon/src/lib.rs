@@ -9,9 +9,11 @@
 
 pub mod alloc;
 pub mod bandwidth;
+pub mod capi;
 pub mod controller;
 mod error;
 mod flusher;
+pub mod global;
 pub mod proactive;
 mod queue;
 mod runtime;

@@ -1,0 +1,673 @@
+//! The control thread's policy as a pure state machine (thesis §6.3.1,
+//! "four-point search"; digest §3.2): no threads, no clocks, no counters.
+//! The runtime feeds it the time and a cumulative byte counter and applies
+//! the flusher count and the proactive switch it answers.
+//!
+//! Sample points: P1 = flushers that saturate write bandwidth (4 on
+//! Optane), P2 = P1 + 1, P3 = cores − 1, P4 = cores. After measuring the
+//! bandwidth at each point for one probe window, [`decide`] applies the
+//! digest's table, including the case the thesis leaves out. In the steady
+//! state the bandwidth is sampled every T (1 s) and a change of more than
+//! 20% (a phase change) starts a new search.
+
+use std::time::Duration;
+
+/// The controller's knobs (thesis defaults).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControlConfig {
+    /// Flushers that saturate write bandwidth: P1 (thesis: 4 on Optane).
+    pub p1: usize,
+    /// Hardware threads: P4 (thesis: 24).
+    pub cores: usize,
+    /// Relative bandwidth change that starts a new search (thesis: 20%).
+    pub change_threshold: f64,
+    /// Steady-state sampling interval T (thesis: 1 s, Table 6.5).
+    pub interval: Duration,
+    /// How long each of the four points is measured.
+    pub probe: Duration,
+    /// Relative difference below which two bandwidths count as equal:
+    /// equal means "one more flusher did not help", so the smaller count wins.
+    pub tolerance: f64,
+}
+
+impl ControlConfig {
+    /// The thesis's settings for a machine with `cores` hardware threads.
+    pub fn thesis(cores: usize) -> ControlConfig {
+        ControlConfig {
+            p1: 4,
+            cores,
+            change_threshold: 0.20,
+            interval: Duration::from_secs(1),
+            probe: Duration::from_millis(100),
+            tolerance: 0.02,
+        }
+    }
+}
+
+/// P1..P4, clamped so that 1 <= P1 <= P2 <= P4, P1 <= P3 <= P4.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Points {
+    /// Flushers that saturate bandwidth.
+    pub p1: usize,
+    /// P1 + 1.
+    pub p2: usize,
+    /// Cores − 1.
+    pub p3: usize,
+    /// Cores.
+    pub p4: usize,
+}
+
+impl Points {
+    /// The four sample points (thesis §6.3.1) on `cores` hardware threads.
+    pub fn new(p1: usize, cores: usize) -> Points {
+        let p4 = cores.max(1);
+        let p1 = p1.clamp(1, p4);
+        Points {
+            p1,
+            p2: (p1 + 1).min(p4),
+            p3: p4.saturating_sub(1).max(p1),
+            p4,
+        }
+    }
+
+    /// The points in probe order.
+    pub fn all(&self) -> [usize; 4] {
+        [self.p1, self.p2, self.p3, self.p4]
+    }
+}
+
+/// Which row of the decision table applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Case {
+    /// BW2 > BW1 and BW4 > BW3: no contention even at P4, use P4.
+    NoContention,
+    /// BW2 > BW1 and BW4 <= BW3: the peak lies between P2 and P3, use the
+    /// intersection of line P1-P2 with line P3-P4.
+    PeakBetween,
+    /// BW2 <= BW1 and BW4 <= BW3: contention already past P1, use P1.
+    ContentionPastP1,
+    /// BW2 <= BW1 and BW4 > BW3: the case the thesis leaves out (digest
+    /// §3.2 [Text issue]): bandwidth falls after P1 but rises again toward
+    /// P4, so the curve has two local maxima at the ends. Both were
+    /// measured; the higher of BW1 and BW4 wins, P1 on a tie (fewer
+    /// threads cost less and add no contention).
+    DipThenRise,
+}
+
+/// `a` is meaningfully larger than `b` (by more than `tol` of the larger).
+fn greater(a: f64, b: f64, tol: f64) -> bool {
+    a > b + tol * a.abs().max(b.abs())
+}
+
+/// The decision table (digest §3.2) on the bandwidths measured at P1..P4.
+pub fn decide(pts: Points, bw: [f64; 4], tol: f64) -> (usize, Case) {
+    let [b1, b2, b3, b4] = bw;
+    let rises_early = greater(b2, b1, tol);
+    let rises_late = greater(b4, b3, tol);
+    match (rises_early, rises_late) {
+        (true, true) => (pts.p4, Case::NoContention),
+        (true, false) => (intersection(pts, bw), Case::PeakBetween),
+        (false, false) => (pts.p1, Case::ContentionPastP1),
+        (false, true) => {
+            if greater(b4, b1, tol) {
+                (pts.p4, Case::DipThenRise)
+            } else {
+                (pts.p1, Case::DipThenRise)
+            }
+        }
+    }
+}
+
+/// Where the rising line through (P1,BW1),(P2,BW2) meets the falling line
+/// through (P3,BW3),(P4,BW4) (thesis §6.3.1), rounded and clamped to
+/// [P2, P3]; degenerate point sets fall back to the better measured point.
+fn intersection(pts: Points, bw: [f64; 4]) -> usize {
+    let [b1, b2, b3, b4] = bw;
+    let (x1, x2, x3, x4) = (pts.p1 as f64, pts.p2 as f64, pts.p3 as f64, pts.p4 as f64);
+    let best_measured = || {
+        let mut best = 0;
+        for i in 1..4 {
+            if bw[i] > bw[best] {
+                best = i;
+            }
+        }
+        pts.all()[best]
+    };
+    if x2 <= x1 || x4 <= x3 {
+        return best_measured();
+    }
+    let a1 = (b2 - b1) / (x2 - x1);
+    let a2 = (b4 - b3) / (x4 - x3);
+    if a1 - a2 <= 0.0 || !(a1 - a2).is_finite() {
+        return best_measured();
+    }
+    // b1 + a1 (x - x1) = b3 + a2 (x - x3)
+    let x = (b3 - b1 + a1 * x1 - a2 * x3) / (a1 - a2);
+    let lo = pts.p2.min(pts.p3);
+    let hi = pts.p3.max(pts.p2);
+    if !x.is_finite() {
+        return best_measured();
+    }
+    (x.round().max(lo as f64).min(hi as f64)) as usize
+}
+
+/// What the runtime should do now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// Flusher threads to run; 0 means application threads flush
+    /// themselves (no idle hardware thread, thesis §6.3.1).
+    pub flushers: usize,
+    /// Whether proactive flushing may run (off whenever concurrency was
+    /// lowered, thesis §6.3.2 step 4).
+    pub proactive: bool,
+    /// What happened at this step, for statistics and logs.
+    pub event: Event,
+}
+
+/// Why the decision is what it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Nothing changed.
+    Hold,
+    /// Measuring point `index` (0..4) of a search.
+    Probing { index: usize },
+    /// A search ended.
+    Decided { case: Case },
+    /// The bandwidth moved more than the threshold: a new search starts.
+    PhaseChange,
+    /// No idle hardware thread: concurrency control is off.
+    NoIdleCores,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum State {
+    Probing { index: usize, bws: [f64; 4] },
+    Steady { reference: Option<f64> },
+    Inline,
+}
+
+/// The four-point-search controller (thesis §6.3.1). Feed it with
+/// [`Controller::observe`] at least every `probe` period.
+#[derive(Clone, Debug)]
+pub struct Controller {
+    cfg: ControlConfig,
+    pts: Points,
+    state: State,
+    flushers: usize,
+    /// Proactive flushing configured at all (a sampler exists).
+    proactive_allowed: bool,
+    /// Proactive flushing switched on by the last decision.
+    proactive: bool,
+    /// Flushers chosen by the previous search (P1 before the first).
+    prev_steady: usize,
+    window_start: Duration,
+    window_bytes: u64,
+    searches: u64,
+}
+
+impl Controller {
+    /// A controller that starts by probing P1, with proactive flushing
+    /// allowed if `proactive` (it is switched off during a search so the
+    /// probe measures the flushers alone).
+    pub fn new(cfg: ControlConfig, now: Duration, bytes: u64, proactive: bool) -> Controller {
+        let pts = Points::new(cfg.p1, cfg.cores);
+        Controller {
+            pts,
+            state: State::Probing {
+                index: 0,
+                bws: [0.0; 4],
+            },
+            flushers: pts.p1,
+            proactive_allowed: proactive,
+            proactive: true,
+            prev_steady: pts.p1,
+            window_start: now,
+            window_bytes: bytes,
+            searches: 1,
+            cfg,
+        }
+    }
+
+    /// The sample points in use.
+    pub fn points(&self) -> Points {
+        self.pts
+    }
+
+    /// Searches started so far (the first one included).
+    pub fn searches(&self) -> u64 {
+        self.searches
+    }
+
+    /// The current decision without advancing time.
+    pub fn current(&self) -> Decision {
+        Decision {
+            flushers: self.flushers,
+            proactive: self.proactive_now(),
+            event: Event::Hold,
+        }
+    }
+
+    fn proactive_now(&self) -> bool {
+        self.proactive_allowed && self.proactive && matches!(self.state, State::Steady { .. })
+    }
+
+    fn restart_window(&mut self, now: Duration, bytes: u64) {
+        self.window_start = now;
+        self.window_bytes = bytes;
+    }
+
+    fn start_search(&mut self, now: Duration, bytes: u64) {
+        self.searches += 1;
+        self.state = State::Probing {
+            index: 0,
+            bws: [0.0; 4],
+        };
+        self.flushers = self.pts.p1;
+        self.restart_window(now, bytes);
+    }
+
+    /// Advances to `now`, given the cumulative bytes written back so far
+    /// and the number of application threads currently flushing.
+    pub fn observe(&mut self, now: Duration, bytes: u64, app_threads: usize) -> Decision {
+        let decision = |c: &Controller, event| Decision {
+            flushers: c.flushers,
+            proactive: c.proactive_now(),
+            event,
+        };
+        // Thesis §6.3.1: without idle hardware threads control turns off.
+        if app_threads >= self.cfg.cores {
+            if self.state != State::Inline {
+                self.state = State::Inline;
+                self.flushers = 0;
+            }
+            self.restart_window(now, bytes);
+            return decision(self, Event::NoIdleCores);
+        }
+        if self.state == State::Inline {
+            self.start_search(now, bytes);
+            return decision(self, Event::Probing { index: 0 });
+        }
+        let elapsed = now.saturating_sub(self.window_start);
+        let window = match self.state {
+            State::Probing { .. } => self.cfg.probe,
+            _ => self.cfg.interval,
+        };
+        if elapsed < window || elapsed.is_zero() {
+            return decision(self, Event::Hold);
+        }
+        let bw = bytes.saturating_sub(self.window_bytes) as f64 / elapsed.as_secs_f64();
+        self.restart_window(now, bytes);
+        match self.state.clone() {
+            State::Probing { index, mut bws } => {
+                bws[index] = bw;
+                if index + 1 < 4 {
+                    self.state = State::Probing {
+                        index: index + 1,
+                        bws,
+                    };
+                    self.flushers = self.pts.all()[index + 1];
+                    return decision(self, Event::Probing { index: index + 1 });
+                }
+                let (m, case) = decide(self.pts, bws, self.cfg.tolerance);
+                let before = self.prev_steady;
+                if m < before {
+                    self.proactive = false;
+                } else if m > before {
+                    self.proactive = true;
+                }
+                self.prev_steady = m;
+                self.flushers = m;
+                self.state = State::Steady { reference: None };
+                decision(self, Event::Decided { case })
+            }
+            State::Steady { reference: None } => {
+                self.state = State::Steady {
+                    reference: Some(bw),
+                };
+                decision(self, Event::Hold)
+            }
+            State::Steady { reference: Some(r) } => {
+                let change = (bw - r).abs() / r.max(1.0);
+                if change > self.cfg.change_threshold {
+                    self.start_search(now, bytes);
+                    decision(self, Event::PhaseChange)
+                } else {
+                    decision(self, Event::Hold)
+                }
+            }
+            State::Inline => decision(self, Event::NoIdleCores),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOL: f64 = 0.02;
+
+    fn pts(p1: usize, cores: usize) -> Points {
+        Points::new(p1, cores)
+    }
+
+    #[test]
+    fn points_follow_the_thesis_and_clamp() {
+        assert_eq!(
+            pts(4, 24),
+            Points {
+                p1: 4,
+                p2: 5,
+                p3: 23,
+                p4: 24
+            }
+        );
+        assert_eq!(
+            pts(4, 2),
+            Points {
+                p1: 2,
+                p2: 2,
+                p3: 2,
+                p4: 2
+            }
+        );
+        assert_eq!(
+            pts(4, 5),
+            Points {
+                p1: 4,
+                p2: 5,
+                p3: 4,
+                p4: 5
+            }
+        );
+        assert_eq!(
+            pts(0, 0),
+            Points {
+                p1: 1,
+                p2: 1,
+                p3: 1,
+                p4: 1
+            }
+        );
+        for cores in 1..40 {
+            for p1 in 0..45 {
+                let p = pts(p1, cores);
+                assert!(1 <= p.p1 && p.p1 <= p.p2 && p.p2 <= p.p4, "{p:?}");
+                assert!(p.p1 <= p.p3 && p.p3 <= p.p4, "{p:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn table_row_no_contention_takes_p4() {
+        assert_eq!(
+            decide(pts(4, 24), [4.0, 5.0, 9.0, 10.0], TOL),
+            (24, Case::NoContention)
+        );
+    }
+
+    #[test]
+    fn table_row_contention_past_p1_takes_p1() {
+        assert_eq!(
+            decide(pts(4, 24), [10.0, 9.0, 6.0, 5.0], TOL),
+            (4, Case::ContentionPastP1)
+        );
+        // flat everywhere: more flushers do not help, the fewest win
+        assert_eq!(
+            decide(pts(4, 24), [10.0, 10.0, 10.0, 10.0], TOL),
+            (4, Case::ContentionPastP1)
+        );
+    }
+
+    #[test]
+    fn table_row_peak_between_intersects_the_two_lines() {
+        // rising 1 GB/s per flusher from (4,4); falling 1 per flusher to (24,4):
+        // lines y = x and y = 28 - x meet at x = 14
+        let (m, case) = decide(pts(4, 24), [4.0, 5.0, 5.0, 4.0], TOL);
+        assert_eq!((m, case), (14, Case::PeakBetween));
+        // asymmetric: y = 2x - 4 and y = 21.5 - 0.5x meet at x = 10.2 -> 10
+        assert_eq!(decide(pts(4, 24), [4.0, 6.0, 10.0, 9.5], TOL).0, 10);
+        // an intersection beyond P3 is clamped to P3
+        assert_eq!(decide(pts(4, 24), [1.0, 2.0, 30.0, 29.99], TOL * 0.0).0, 23);
+    }
+
+    #[test]
+    fn the_case_the_thesis_leaves_out_picks_the_better_end() {
+        // falls after P1 and rises again toward P4
+        assert_eq!(
+            decide(pts(4, 24), [10.0, 8.0, 6.0, 12.0], TOL),
+            (24, Case::DipThenRise)
+        );
+        assert_eq!(
+            decide(pts(4, 24), [10.0, 8.0, 6.0, 7.0], TOL),
+            (4, Case::DipThenRise)
+        );
+        // a tie keeps the cheaper P1
+        assert_eq!(
+            decide(pts(4, 24), [10.0, 8.0, 6.0, 10.1], TOL),
+            (4, Case::DipThenRise)
+        );
+    }
+
+    #[test]
+    fn tolerance_turns_noise_into_no_gain() {
+        // +1% is noise at 2% tolerance: no real rise after P1
+        assert_eq!(
+            decide(pts(4, 24), [10.0, 10.1, 9.0, 8.0], TOL).1,
+            Case::ContentionPastP1
+        );
+        assert_eq!(
+            decide(pts(4, 24), [10.0, 10.5, 9.0, 8.0], TOL).1,
+            Case::PeakBetween
+        );
+    }
+
+    #[test]
+    fn decision_is_always_a_valid_count() {
+        // exhaustive over small machines and every ordering of four levels
+        let levels = [1.0, 2.0, 3.0, 4.0];
+        for cores in 1..=12 {
+            for p1 in 1..=6 {
+                let p = pts(p1, cores);
+                for a in levels {
+                    for b in levels {
+                        for c in levels {
+                            for d in levels {
+                                let (m, case) = decide(p, [a, b, c, d], TOL);
+                                assert!(m >= 1 && m <= cores, "{p:?} {a} {b} {c} {d} -> {m}");
+                                match case {
+                                    Case::NoContention => assert_eq!(m, p.p4),
+                                    Case::ContentionPastP1 => assert_eq!(m, p.p1),
+                                    Case::DipThenRise => assert!(m == p.p1 || m == p.p4),
+                                    Case::PeakBetween => {
+                                        assert!(m >= p.p1.min(p.p2) && m <= p.p3.max(p.p2))
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs the controller against a bandwidth curve bw(m) (bytes/s at m
+    /// flushers), stepping 10 ms at a time; returns the final decision.
+    fn run(
+        c: &mut Controller,
+        curve: &dyn Fn(usize) -> f64,
+        from: Duration,
+        until: Duration,
+        bytes: &mut f64,
+    ) -> Decision {
+        let step = Duration::from_millis(10);
+        let mut t = from;
+        let mut d = c.current();
+        while t < until {
+            *bytes += curve(d.flushers) * step.as_secs_f64();
+            t += step;
+            d = c.observe(t, *bytes as u64, 2);
+        }
+        d
+    }
+
+    fn cfg() -> ControlConfig {
+        ControlConfig::thesis(24)
+    }
+
+    #[test]
+    fn search_probes_the_four_points_in_order_then_settles() {
+        let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+        let mut seen = vec![c.current().flushers];
+        let mut bytes = 0.0;
+        let curve = |m: usize| (m.min(14) as f64) * 1e9 - (m.saturating_sub(14) as f64) * 1e9;
+        let mut t = Duration::ZERO;
+        for _ in 0..50 {
+            bytes += curve(c.current().flushers) * 0.01;
+            t += Duration::from_millis(10);
+            let d = c.observe(t, bytes as u64, 2);
+            if seen.last() != Some(&d.flushers) {
+                seen.push(d.flushers);
+            }
+            assert!(
+                !d.proactive || matches!(c.state, State::Steady { .. }),
+                "no proactive during a search"
+            );
+        }
+        assert_eq!(seen, vec![4, 5, 23, 24, 14]);
+        assert_eq!(c.current().flushers, 14);
+    }
+
+    #[test]
+    fn steady_state_holds_within_threshold_and_researches_above_it() {
+        let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+        let mut bytes = 0.0;
+        let flat = |_m: usize| 1e9;
+        let d = run(
+            &mut c,
+            &flat,
+            Duration::ZERO,
+            Duration::from_secs(3),
+            &mut bytes,
+        );
+        assert_eq!(d.flushers, 4);
+        assert_eq!(c.searches(), 1);
+        // +15%: below the 20% threshold, no new search
+        let up15 = |_m: usize| 1.15e9;
+        run(
+            &mut c,
+            &up15,
+            Duration::from_secs(3),
+            Duration::from_secs(6),
+            &mut bytes,
+        );
+        assert_eq!(c.searches(), 1);
+        // +40%: a phase change
+        let up = |_m: usize| 1.4e9;
+        run(
+            &mut c,
+            &up,
+            Duration::from_secs(6),
+            Duration::from_secs(9),
+            &mut bytes,
+        );
+        assert_eq!(c.searches(), 2);
+    }
+
+    #[test]
+    fn steady_samples_every_interval_not_faster() {
+        let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+        let mut bytes = 0.0;
+        run(
+            &mut c,
+            &|_| 1e9,
+            Duration::ZERO,
+            Duration::from_millis(450),
+            &mut bytes,
+        );
+        let s = c.searches();
+        // a burst shorter than T inside one interval window is averaged out
+        bytes += 5e6;
+        let d = c.observe(Duration::from_millis(460), bytes as u64, 2);
+        assert_eq!(d.event, Event::Hold);
+        assert_eq!(c.searches(), s);
+    }
+
+    #[test]
+    fn proactive_goes_off_when_concurrency_drops_and_on_when_it_rises() {
+        let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+        let mut bytes = 0.0;
+        let scaling = |m: usize| m as f64 * 1e9;
+        let d = run(
+            &mut c,
+            &scaling,
+            Duration::ZERO,
+            Duration::from_secs(2),
+            &mut bytes,
+        );
+        assert_eq!(d.flushers, 24);
+        assert!(d.proactive, "raised concurrency: proactive on");
+        // contention appears: bandwidth peaks at 4 and falls off (also a >20% change)
+        let contended = |m: usize| if m <= 4 { 40e9 } else { 40e9 - m as f64 * 1e9 };
+        let d = run(
+            &mut c,
+            &contended,
+            Duration::from_secs(2),
+            Duration::from_secs(5),
+            &mut bytes,
+        );
+        assert_eq!(d.flushers, 4);
+        assert!(!d.proactive, "lowered concurrency: proactive off");
+        let d = run(
+            &mut c,
+            &scaling,
+            Duration::from_secs(5),
+            Duration::from_secs(9),
+            &mut bytes,
+        );
+        assert_eq!(d.flushers, 24);
+        assert!(d.proactive, "raised again: proactive back on");
+    }
+
+    #[test]
+    fn proactive_stays_off_without_a_sampler() {
+        let mut c = Controller::new(cfg(), Duration::ZERO, 0, false);
+        let mut bytes = 0.0;
+        let d = run(
+            &mut c,
+            &|m| m as f64 * 1e9,
+            Duration::ZERO,
+            Duration::from_secs(2),
+            &mut bytes,
+        );
+        assert_eq!(d.flushers, 24);
+        assert!(!d.proactive);
+    }
+
+    #[test]
+    fn no_idle_cores_means_application_threads_flush() {
+        let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+        let d = c.observe(Duration::from_millis(5), 0, 24);
+        assert_eq!(
+            (d.flushers, d.proactive, d.event),
+            (0, false, Event::NoIdleCores)
+        );
+        // cores free again: a new search from P1
+        let d = c.observe(Duration::from_millis(10), 0, 3);
+        assert_eq!((d.flushers, d.event), (4, Event::Probing { index: 0 }));
+    }
+
+    #[test]
+    fn an_idle_application_does_not_trigger_searches() {
+        let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+        let mut bytes = 0.0;
+        run(
+            &mut c,
+            &|_| 0.0,
+            Duration::ZERO,
+            Duration::from_secs(10),
+            &mut bytes,
+        );
+        assert_eq!(c.searches(), 1);
+        assert_eq!(c.current().flushers, 4);
+    }
+}

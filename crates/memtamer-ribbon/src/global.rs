@@ -1,0 +1,219 @@
+//! The process-wide Ribbon instance behind the C ABI and the libpmem shim:
+//! one [`Ribbon`], and per thread a lazily registered [`Producer`] (a
+//! thread's first flush gives it a queue; its exit fences and frees it).
+//!
+//! Every refusal keeps the data safe: a flush that cannot be queued runs
+//! on the calling thread before the error is returned, and a fence always
+//! ends with a store fence.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::RwLock;
+
+use crate::error::RibbonError;
+use crate::runtime::{check_range, Config, Flushers, Producer, Ribbon, Stats};
+
+static GLOBAL: RwLock<Option<Ribbon>> = RwLock::new(None);
+/// Bumped on every start and stop: a thread's cached producer from an
+/// older generation is replaced.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static LOCAL: RefCell<Option<(u64, Producer)>> = const { RefCell::new(None) };
+}
+
+/// Env var: the flusher count, `auto` (four-point search, default) or a
+/// number (0 = application threads flush themselves).
+pub const ENV_FLUSHERS: &str = "MEMTAMER_RIBBON_FLUSHERS";
+/// Env var: P1, the flusher count that saturates write bandwidth (default 4).
+pub const ENV_P1: &str = "MEMTAMER_RIBBON_P1";
+
+/// `Config::new(app_threads, queue_entries)` adjusted by
+/// `MEMTAMER_RIBBON_FLUSHERS` and `MEMTAMER_RIBBON_P1`.
+pub fn config_from_env(app_threads: usize, queue_entries: usize) -> Result<Config, RibbonError> {
+    let mut cfg = Config::new(app_threads, queue_entries);
+    if let Ok(v) = std::env::var(ENV_FLUSHERS) {
+        let t = v.trim();
+        if t.is_empty() || t == "auto" {
+            cfg.flushers = Flushers::Adaptive;
+        } else {
+            let m = t.parse().map_err(|_| RibbonError::Env {
+                var: ENV_FLUSHERS,
+                value: v.clone(),
+                why: "expected `auto` or a flusher count",
+            })?;
+            cfg.flushers = Flushers::Fixed(m);
+        }
+    }
+    if let Ok(v) = std::env::var(ENV_P1) {
+        cfg.control.p1 = v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&p| p >= 1)
+            .ok_or(RibbonError::Env {
+                var: ENV_P1,
+                value: v.clone(),
+                why: "expected a flusher count >= 1",
+            })?;
+    }
+    Ok(cfg)
+}
+
+/// Starts the process-wide instance (thesis `ribbon_start`).
+pub fn start(cfg: Config) -> Result<(), RibbonError> {
+    let mut g = GLOBAL.write().map_err(|_| RibbonError::AlreadyStarted)?;
+    if g.is_some() {
+        return Err(RibbonError::AlreadyStarted);
+    }
+    *g = Some(Ribbon::start(cfg)?);
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+    Ok(())
+}
+
+/// Drains and stops the process-wide instance (thesis `ribbon_stop`);
+/// returns its final statistics.
+pub fn stop() -> Result<Stats, RibbonError> {
+    let ribbon = {
+        let mut g = GLOBAL.write().map_err(|_| RibbonError::NotStarted)?;
+        let r = g.take().ok_or(RibbonError::NotStarted)?;
+        GENERATION.fetch_add(1, Ordering::AcqRel);
+        r
+    };
+    let stats = ribbon.stats();
+    ribbon.stop();
+    Ok(stats)
+}
+
+/// Whether the process-wide instance runs.
+pub fn running() -> bool {
+    GLOBAL.read().map(|g| g.is_some()).unwrap_or(false)
+}
+
+/// Statistics of the running instance.
+pub fn stats() -> Option<Stats> {
+    GLOBAL.read().ok()?.as_ref().map(Ribbon::stats)
+}
+
+/// Runs `f` on this thread's producer of the running instance, or returns
+/// None when Ribbon is not running (or this thread is exiting).
+fn with_producer<R>(f: impl FnOnce(&mut Producer) -> R) -> Option<R> {
+    let gen = GENERATION.load(Ordering::Acquire);
+    LOCAL
+        .try_with(|cell| {
+            let mut local = cell.try_borrow_mut().ok()?;
+            let fresh = matches!(&*local, Some((g, p)) if *g == gen && !p.is_stale());
+            if !fresh {
+                let old = local.take();
+                drop(old); // fences and frees the old queue
+                let g = GLOBAL.read().ok()?;
+                let p = g.as_ref()?.producer();
+                *local = Some((gen, p));
+            }
+            local.as_mut().map(|(_, p)| f(p))
+        })
+        .ok()
+        .flatten()
+}
+
+/// Queues a flush of `addr..addr+len` on the calling thread's FIFO
+/// (thesis `ribbon_flush`). Not started: flushes here and says so.
+///
+/// # Safety
+/// The range must stay mapped until the thread's next [`fence`].
+pub unsafe fn flush(addr: *const u8, len: usize) -> Result<(), RibbonError> {
+    check_range(addr as usize, len)?;
+    // SAFETY: forwarded.
+    match with_producer(|p| unsafe { p.flush(addr, len) }) {
+        Some(r) => r,
+        None => {
+            // SAFETY: forwarded from the caller.
+            unsafe { memtamer_pmem::flush(addr, len) };
+            Err(RibbonError::NotStarted)
+        }
+    }
+}
+
+/// Blocks until the calling thread's queued flushes are executed and
+/// fenced (thesis `ribbon_fence`). Not started: a plain store fence, and
+/// the error says so.
+pub fn fence() -> Result<(), RibbonError> {
+    match with_producer(|p| p.fence()) {
+        Some(()) => Ok(()),
+        None => {
+            memtamer_pmem::fence();
+            Err(RibbonError::NotStarted)
+        }
+    }
+}
+
+/// Serialises tests that use the process-wide instance.
+#[cfg(test)]
+pub(crate) static TEST_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_started_flushes_inline_and_reports_it() {
+        let _l = TEST_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let buf = [1u8; 256];
+        // SAFETY: buf is mapped.
+        let r = unsafe { flush(buf.as_ptr(), buf.len()) };
+        assert!(matches!(r, Err(RibbonError::NotStarted)));
+        assert!(matches!(fence(), Err(RibbonError::NotStarted)));
+        assert!(matches!(stop(), Err(RibbonError::NotStarted)));
+    }
+
+    #[test]
+    fn start_flush_fence_stop_and_restart() {
+        let _l = TEST_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let buf = vec![3u8; 8192];
+        for round in 0..2 {
+            let mut cfg = Config::new(4, 64);
+            cfg.flushers = Flushers::Fixed(1);
+            start(cfg).unwrap();
+            assert!(matches!(
+                start(Config::new(4, 64)),
+                Err(RibbonError::AlreadyStarted)
+            ));
+            std::thread::scope(|s| {
+                for t in 0..3 {
+                    let buf = &buf;
+                    s.spawn(move || {
+                        for i in 0..100 {
+                            let off = (t * 2048 + i * 16) % 8000;
+                            // SAFETY: buf is mapped for the whole test.
+                            unsafe { flush(buf.as_ptr().add(off), 64).unwrap() };
+                            fence().unwrap();
+                        }
+                    });
+                }
+            });
+            let st = stop().unwrap();
+            assert_eq!(st.requests, 300, "round {round}: {st:?}");
+            assert_eq!(st.fences, 300 + 3, "300 fences and one per exiting thread");
+        }
+    }
+
+    #[test]
+    fn env_overrides_are_parsed_and_bad_values_named() {
+        let _l = TEST_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        std::env::set_var(ENV_FLUSHERS, "3");
+        std::env::set_var(ENV_P1, "2");
+        let c = config_from_env(2, 8).unwrap();
+        assert_eq!((c.flushers, c.control.p1), (Flushers::Fixed(3), 2));
+        std::env::set_var(ENV_FLUSHERS, "lots");
+        let e = config_from_env(2, 8)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains(ENV_FLUSHERS) && e.contains("lots"), "{e}");
+        std::env::set_var(ENV_FLUSHERS, "auto");
+        std::env::set_var(ENV_P1, "0");
+        assert!(config_from_env(2, 8).is_err());
+        std::env::remove_var(ENV_FLUSHERS);
+        std::env::remove_var(ENV_P1);
+    }
+}

@@ -1,0 +1,638 @@
+//! The Ribbon runtime (thesis §6.3.1, "decoupled concurrency control"):
+//! per-application-thread flush queues, M flusher threads, fences as
+//! deadlines, and the fallback to application-thread flushing.
+//!
+//! Mapping: with N registered queues and M flushers, flusher `i` serves
+//! the queues at ranks `i, i+M, i+2M, ...` of the active list, so each
+//! serves at most ⌊N/M⌋ + 1 queues. When M > N flusher 0 becomes the
+//! dispatcher: it takes each queue's batch and splits its cache lines over
+//! the other flushers' job rings, so no queue has two consumers.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::thread::{JoinHandle, Thread};
+use std::time::Duration;
+
+use crate::bandwidth::BandwidthSource;
+use crate::controller::{Case, ControlConfig};
+use crate::error::{RibbonError, MAX_APP_THREADS, MAX_FLUSHERS, MAX_FLUSH_LEN, MAX_QUEUE_ENTRIES};
+use crate::proactive::StoreSampler;
+use crate::queue::{Batch, Queue, Request};
+
+/// How flushes and fences are executed. Production uses
+/// [`Executor::pmem`]; tests and benchmarks substitute recording or
+/// counting functions.
+#[derive(Clone, Copy, Debug)]
+pub struct Executor {
+    /// Writes back `addr..addr+len` without ordering.
+    pub flush: unsafe fn(*const u8, usize),
+    /// Orders every earlier flush of this thread (sfence).
+    pub fence: fn(),
+}
+
+impl Executor {
+    /// CLWB/CLFLUSHOPT/CLFLUSH + SFENCE from `memtamer-pmem`.
+    pub fn pmem() -> Executor {
+        Executor {
+            flush: memtamer_pmem::flush,
+            fence: memtamer_pmem::fence,
+        }
+    }
+}
+
+/// How many flusher threads run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flushers {
+    /// Exactly this many (0: application threads flush themselves).
+    Fixed(usize),
+    /// Chosen by the four-point search (thesis §6.3.1).
+    Adaptive,
+}
+
+/// Everything `Ribbon::start` needs. `Config::new` gives the thesis's
+/// defaults for `ribbon_start(numAppT, eleFQueue)`.
+pub struct Config {
+    /// Queues to preallocate (`numAppT`); more threads flush inline.
+    pub app_threads: usize,
+    /// Entries per queue (`eleFQueue`), rounded up to a power of two.
+    pub queue_entries: usize,
+    /// Flusher policy.
+    pub flushers: Flushers,
+    /// Hardware threads available (P4 of the search).
+    pub cores: usize,
+    /// The controller's settings (used with `Flushers::Adaptive`).
+    pub control: ControlConfig,
+    /// The flush and fence instructions.
+    pub executor: Executor,
+    /// Where the controller reads write bandwidth; None = the runtime's
+    /// own flushed-bytes rate.
+    pub bandwidth: Option<Box<dyn BandwidthSource>>,
+    /// Store-address sampler for proactive flushing; None = off.
+    pub sampler: Option<Box<dyn StoreSampler>>,
+    /// Test-only: publish a batch as done before executing it (the bug
+    /// the fence-ordering test must catch).
+    #[cfg(test)]
+    pub broken_publish_early: bool,
+}
+
+/// Hardware threads of this process (its CPU affinity), at least 1.
+pub fn hardware_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+impl Config {
+    /// `ribbon_start(app_threads, queue_entries)` with adaptive flushers
+    /// on this machine's hardware threads.
+    pub fn new(app_threads: usize, queue_entries: usize) -> Config {
+        let cores = hardware_threads();
+        Config {
+            app_threads,
+            queue_entries,
+            flushers: Flushers::Adaptive,
+            cores,
+            control: ControlConfig::thesis(cores),
+            executor: Executor::pmem(),
+            bandwidth: None,
+            sampler: None,
+            #[cfg(test)]
+            broken_publish_early: false,
+        }
+    }
+
+    fn validate(&self) -> Result<(), RibbonError> {
+        if self.app_threads == 0 || self.app_threads > MAX_APP_THREADS {
+            return Err(RibbonError::AppThreads(self.app_threads));
+        }
+        if self.queue_entries == 0 || self.queue_entries > MAX_QUEUE_ENTRIES {
+            return Err(RibbonError::QueueEntries(self.queue_entries));
+        }
+        if let Flushers::Fixed(m) = self.flushers {
+            if m > MAX_FLUSHERS {
+                return Err(RibbonError::Flushers(m));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Counters shared by every thread of one Ribbon instance.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) requests: AtomicU64,
+    pub(crate) flushed_bytes: AtomicU64,
+    pub(crate) proactive_bytes: AtomicU64,
+    pub(crate) fences: AtomicU64,
+    pub(crate) inline_requests: AtomicU64,
+    pub(crate) self_drains: AtomicU64,
+    pub(crate) dispatched_jobs: AtomicU64,
+    pub(crate) searches: AtomicU64,
+    pub(crate) last_case: AtomicUsize,
+}
+
+/// A snapshot of a Ribbon instance's activity (for `memtamer stat`, logs,
+/// benchmarks).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// `flush` calls accepted.
+    pub requests: u64,
+    /// Bytes written back by flushes (whole cache lines).
+    pub flushed_bytes: u64,
+    /// Bytes written back by proactive flushes.
+    pub proactive_bytes: u64,
+    /// `fence` calls.
+    pub fences: u64,
+    /// Requests executed on the application thread (no queue, no
+    /// flusher, or Ribbon stopping).
+    pub inline_requests: u64,
+    /// Times a producer drained its own queue (full queue or inline mode).
+    pub self_drains: u64,
+    /// Jobs the dispatcher handed to other flushers (M > N).
+    pub dispatched_jobs: u64,
+    /// Flushers running now (0 = application threads flush).
+    pub flushers: usize,
+    /// Queues registered now.
+    pub queues: usize,
+    /// Whether proactive flushing is on now.
+    pub proactive: bool,
+    /// Four-point searches started.
+    pub searches: u64,
+    /// The decision-table row of the last search, if any.
+    pub last_case: Option<Case>,
+    /// The bandwidth signal the controller reads.
+    pub bandwidth_source: &'static str,
+}
+
+const CASES: [Option<Case>; 5] = [
+    None,
+    Some(Case::NoContention),
+    Some(Case::PeakBetween),
+    Some(Case::ContentionPastP1),
+    Some(Case::DipThenRise),
+];
+
+pub(crate) fn case_code(c: Case) -> usize {
+    CASES.iter().position(|x| *x == Some(c)).unwrap_or(0)
+}
+
+/// State shared by the application threads, the flushers and the control
+/// and proactive threads.
+pub(crate) struct Shared {
+    pub(crate) exec: Executor,
+    pub(crate) queues: Box<[Queue]>,
+    slot_used: Box<[AtomicBool]>,
+    /// Active slots, compact: ranks 0..active_len.
+    pub(crate) active: Box<[AtomicUsize]>,
+    pub(crate) active_len: AtomicUsize,
+    registry: Mutex<()>,
+    /// Flushers serving now (0: application threads flush).
+    pub(crate) m: AtomicUsize,
+    pub(crate) max_flushers: usize,
+    pub(crate) stopping: AtomicBool,
+    pub(crate) sleeping: Box<[AtomicBool]>,
+    /// Active flushers asleep (producers wake them only if nonzero).
+    pub(crate) sleepers: AtomicUsize,
+    pub(crate) threads: OnceLock<Vec<Thread>>,
+    /// Job ring of each flusher (filled by the dispatcher only).
+    pub(crate) jobs: Box<[Queue]>,
+    pub(crate) proactive_on: AtomicBool,
+    pub(crate) proactive_regions: RwLock<Vec<(usize, usize)>>,
+    pub(crate) counters: Counters,
+    pub(crate) source_name: Mutex<&'static str>,
+    #[cfg(test)]
+    pub(crate) broken: bool,
+}
+
+impl Shared {
+    /// Executes a batch on the calling thread: every flush, one fence,
+    /// then publishes it (the queue's head moves, fences may return).
+    pub(crate) fn execute(&self, batch: Batch<'_>) {
+        self.execute_counted(batch, true)
+    }
+
+    /// Executes a job handed over by the dispatcher (which counts its bytes).
+    pub(crate) fn execute_job(&self, batch: Batch<'_>) {
+        self.execute_counted(batch, false)
+    }
+
+    fn execute_counted(&self, batch: Batch<'_>, count: bool) {
+        #[cfg(test)]
+        if self.broken {
+            batch.publish_early();
+        }
+        let mut bytes = 0u64;
+        for r in batch.requests() {
+            // SAFETY: the producer promised the range is mapped (ribbon_flush contract).
+            unsafe { (self.exec.flush)(r.addr as *const u8, r.len) };
+            bytes +=
+                (memtamer_pmem::lines_covered(r.addr, r.len) * memtamer_pmem::CACHE_LINE) as u64;
+        }
+        (self.exec.fence)();
+        if count {
+            self.counters
+                .flushed_bytes
+                .fetch_add(bytes, Ordering::Relaxed);
+        }
+        batch.complete();
+    }
+
+    /// Wakes every sleeping flusher below `m`.
+    pub(crate) fn wake_active(&self) {
+        let m = self.m.load(Ordering::Relaxed).min(self.max_flushers);
+        for i in 0..m {
+            self.wake(i);
+        }
+    }
+
+    /// Wakes flusher `i` if it sleeps.
+    pub(crate) fn wake(&self, i: usize) {
+        if self.sleeping[i].swap(false, Ordering::SeqCst) {
+            if let Some(t) = self.threads.get().and_then(|t| t.get(i)) {
+                t.unpark();
+            }
+        }
+    }
+
+    /// True when any queue or job ring holds work.
+    pub(crate) fn any_work(&self, id: usize) -> bool {
+        self.jobs[id].has_work() || self.queues.iter().any(Queue::has_work)
+    }
+
+    fn register(&self) -> Option<usize> {
+        let _g = self.registry.lock().ok()?;
+        let slot = self.slot_used.iter().position(|u| {
+            u.compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        })?;
+        let n = self.active_len.load(Ordering::Relaxed);
+        self.active[n].store(slot, Ordering::Relaxed);
+        self.active_len.store(n + 1, Ordering::Release);
+        Some(slot)
+    }
+
+    fn unregister(&self, slot: usize) {
+        let Ok(_g) = self.registry.lock() else { return };
+        let n = self.active_len.load(Ordering::Relaxed);
+        if let Some(rank) = (0..n).find(|&r| self.active[r].load(Ordering::Relaxed) == slot) {
+            let last = self.active[n - 1].load(Ordering::Relaxed);
+            self.active[rank].store(last, Ordering::Relaxed);
+            self.active_len.store(n - 1, Ordering::Release);
+        }
+        self.slot_used[slot].store(false, Ordering::Release);
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let c = &self.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Stats {
+            requests: l(&c.requests),
+            flushed_bytes: l(&c.flushed_bytes),
+            proactive_bytes: l(&c.proactive_bytes),
+            fences: l(&c.fences),
+            inline_requests: l(&c.inline_requests),
+            self_drains: l(&c.self_drains),
+            dispatched_jobs: l(&c.dispatched_jobs),
+            flushers: self.m.load(Ordering::Relaxed),
+            queues: self.active_len.load(Ordering::Relaxed),
+            proactive: self.proactive_on.load(Ordering::Relaxed),
+            searches: l(&c.searches),
+            last_case: CASES
+                .get(c.last_case.load(Ordering::Relaxed))
+                .copied()
+                .flatten(),
+            bandwidth_source: self.source_name.lock().map(|s| *s).unwrap_or("unknown"),
+        }
+    }
+}
+
+/// Checks a flush range (no wrap-around, not absurdly long).
+pub fn check_range(addr: usize, len: usize) -> Result<(), RibbonError> {
+    if len > MAX_FLUSH_LEN || addr.checked_add(len).is_none() {
+        return Err(RibbonError::Range { addr, len });
+    }
+    Ok(())
+}
+
+/// A running Ribbon instance. Stopping (or dropping) it drains every
+/// queue, then joins its threads.
+pub struct Ribbon {
+    shared: Arc<Shared>,
+    handles: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Ribbon {
+    /// Validates `cfg`, creates the queues and starts the flusher, control
+    /// and proactive threads (thesis Table 6.2, `ribbon_start`).
+    pub fn start(cfg: Config) -> Result<Ribbon, RibbonError> {
+        cfg.validate()?;
+        let cap = cfg.queue_entries.next_power_of_two().max(2);
+        let max_flushers = match cfg.flushers {
+            Flushers::Fixed(m) => m,
+            Flushers::Adaptive => cfg.cores.max(1),
+        };
+        let initial = match cfg.flushers {
+            Flushers::Fixed(m) => m,
+            Flushers::Adaptive => crate::controller::Points::new(cfg.control.p1, cfg.cores).p1,
+        };
+        let shared = Arc::new(Shared {
+            exec: cfg.executor,
+            queues: (0..cfg.app_threads).map(|_| Queue::new(cap)).collect(),
+            slot_used: (0..cfg.app_threads)
+                .map(|_| AtomicBool::new(false))
+                .collect(),
+            active: (0..cfg.app_threads).map(|_| AtomicUsize::new(0)).collect(),
+            active_len: AtomicUsize::new(0),
+            registry: Mutex::new(()),
+            m: AtomicUsize::new(initial),
+            max_flushers,
+            stopping: AtomicBool::new(false),
+            sleeping: (0..max_flushers).map(|_| AtomicBool::new(false)).collect(),
+            sleepers: AtomicUsize::new(0),
+            threads: OnceLock::new(),
+            jobs: (0..max_flushers).map(|_| Queue::new(256)).collect(),
+            proactive_on: AtomicBool::new(false),
+            proactive_regions: RwLock::new(Vec::new()),
+            counters: Counters::default(),
+            source_name: Mutex::new(crate::bandwidth::FLUSHED_BYTES),
+            #[cfg(test)]
+            broken: cfg.broken_publish_early,
+        });
+        let ribbon = Ribbon {
+            shared: shared.clone(),
+            handles: Mutex::new(Vec::new()),
+        };
+        let mut handles = Vec::new();
+        let mut threads = Vec::new();
+        for id in 0..max_flushers {
+            let s = shared.clone();
+            let h = spawn("ribbon-flusher", move || crate::flusher::run(&s, id))?;
+            threads.push(h.thread().clone());
+            handles.push(h);
+        }
+        let _ = shared.threads.set(threads);
+        if cfg.flushers == Flushers::Adaptive {
+            let s = shared.clone();
+            let (control, source) = (cfg.control.clone(), cfg.bandwidth);
+            let proactive = cfg.sampler.is_some();
+            handles.push(spawn("ribbon-control", move || {
+                crate::flusher::control(&s, control, source, proactive)
+            })?);
+        } else {
+            shared
+                .proactive_on
+                .store(cfg.sampler.is_some(), Ordering::Relaxed);
+        }
+        if let Some(sampler) = cfg.sampler {
+            let s = shared.clone();
+            handles.push(spawn("ribbon-proactive", move || {
+                crate::proactive::run(&s, sampler)
+            })?);
+        }
+        if let Ok(mut h) = ribbon.handles.lock() {
+            *h = handles;
+        }
+        Ok(ribbon)
+    }
+
+    /// A queue for the calling thread (thesis: one FIFO per application
+    /// thread). If all `app_threads` queues are taken the producer flushes
+    /// on its own thread (correct, just not offloaded).
+    pub fn producer(&self) -> Producer {
+        let slot = self.shared.register();
+        Producer {
+            shared: self.shared.clone(),
+            slot,
+            self_flushed: false,
+        }
+    }
+
+    /// Activity counters now.
+    pub fn stats(&self) -> Stats {
+        self.shared.stats()
+    }
+
+    /// Sets the flusher count by hand (benchmarks, `Flushers::Fixed`);
+    /// clamped to the threads started. An adaptive controller overrides it.
+    pub fn set_flushers(&self, m: usize) {
+        self.shared
+            .m
+            .store(m.min(self.shared.max_flushers), Ordering::Release);
+        for i in 0..self.shared.max_flushers {
+            self.shared.wake(i);
+        }
+    }
+
+    /// Allows proactive flushes inside `addr..addr+len` (memory that stays
+    /// mapped until [`Ribbon::forbid_proactive`]); a sampled address outside
+    /// every allowed range is never touched.
+    pub fn allow_proactive(&self, addr: usize, len: usize) {
+        if let Ok(mut r) = self.shared.proactive_regions.write() {
+            r.push((addr, len));
+        }
+    }
+
+    /// Removes a range; when this returns no proactive flush touches it
+    /// (call it before unmapping).
+    pub fn forbid_proactive(&self, addr: usize, len: usize) {
+        if let Ok(mut r) = self.shared.proactive_regions.write() {
+            r.retain(|x| *x != (addr, len));
+        }
+    }
+
+    /// Drains every queue and joins all threads (thesis `ribbon_stop`).
+    pub fn stop(self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        for i in 0..self.shared.max_flushers {
+            self.shared.wake(i);
+            if let Some(t) = self.shared.threads.get().and_then(|t| t.get(i)) {
+                t.unpark();
+            }
+        }
+        let handles = self
+            .handles
+            .lock()
+            .map(|mut h| std::mem::take(&mut *h))
+            .unwrap_or_default();
+        for h in handles {
+            let _ = h.join();
+        }
+        // Whatever a producer enqueued while the flushers exited.
+        for q in self.shared.queues.iter() {
+            while let Some(b) = q.take() {
+                self.shared.execute(b);
+            }
+        }
+    }
+}
+
+impl Drop for Ribbon {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn spawn(
+    what: &'static str,
+    f: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle<()>, RibbonError> {
+    std::thread::Builder::new()
+        .name(what.into())
+        .spawn(f)
+        .map_err(|source| RibbonError::Spawn { what, source })
+}
+
+/// Spins this many rounds before yielding while waiting for a fence.
+const SPINS: u32 = 256;
+
+/// One application thread's handle: its FIFO and the fence on it. Not
+/// `Sync`: only the owning thread enqueues (single producer).
+pub struct Producer {
+    shared: Arc<Shared>,
+    slot: Option<usize>,
+    /// Flushes ran on this thread since the last fence (they need our sfence).
+    self_flushed: bool,
+}
+
+impl Producer {
+    /// Enqueues a flush of `addr..addr+len` (thesis `ribbon_flush`). Runs
+    /// it here instead when there is no flusher (M = 0, stopping, no free
+    /// queue); when the queue is full, waits for the flusher and then
+    /// drains the queue itself: never drops a request.
+    ///
+    /// # Safety
+    /// The range must stay mapped until the next [`Producer::fence`].
+    pub unsafe fn flush(&mut self, addr: *const u8, len: usize) -> Result<(), RibbonError> {
+        check_range(addr as usize, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let s = &*self.shared;
+        s.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let queue = match self.slot {
+            Some(slot)
+                if s.m.load(Ordering::Relaxed) > 0 && !s.stopping.load(Ordering::Relaxed) =>
+            {
+                &s.queues[slot]
+            }
+            _ => {
+                drain_own(s, self.slot);
+                // SAFETY: forwarded from the caller.
+                unsafe { (s.exec.flush)(addr, len) };
+                let bytes =
+                    memtamer_pmem::lines_covered(addr as usize, len) * memtamer_pmem::CACHE_LINE;
+                s.counters
+                    .flushed_bytes
+                    .fetch_add(bytes as u64, Ordering::Relaxed);
+                s.counters.inline_requests.fetch_add(1, Ordering::Relaxed);
+                self.self_flushed = true;
+                return Ok(());
+            }
+        };
+        let req = Request {
+            addr: addr as usize,
+            len,
+        };
+        let mut tries = 0u32;
+        // SAFETY: this Producer owns the slot: it is the queue's only producer.
+        while !unsafe { queue.push(req) } {
+            std::sync::atomic::fence(Ordering::SeqCst);
+            s.wake_active();
+            tries += 1;
+            if tries > SPINS {
+                if let Some(b) = queue.take() {
+                    s.counters.self_drains.fetch_add(1, Ordering::Relaxed);
+                    s.execute(b);
+                    continue;
+                }
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        if s.sleepers.load(Ordering::Relaxed) > 0 {
+            s.wake_active();
+        }
+        Ok(())
+    }
+
+    /// Blocks until every flush this thread enqueued before the call was
+    /// executed and fenced (thesis `ribbon_fence`: a fence is a deadline).
+    pub fn fence(&mut self) {
+        let s = &*self.shared;
+        s.counters.fences.fetch_add(1, Ordering::Relaxed);
+        if let Some(slot) = self.slot {
+            let q = &s.queues[slot];
+            let target = q.tail();
+            std::sync::atomic::fence(Ordering::SeqCst);
+            if s.sleepers.load(Ordering::Relaxed) > 0 {
+                s.wake_active();
+            }
+            let mut spins = 0u32;
+            while (target.wrapping_sub(q.head()) as isize) > 0 {
+                if s.m.load(Ordering::Relaxed) == 0 || s.stopping.load(Ordering::Relaxed) {
+                    drain_own(s, self.slot);
+                    continue;
+                }
+                spins += 1;
+                if spins < SPINS {
+                    std::hint::spin_loop();
+                } else {
+                    if spins & 63 == 0 {
+                        s.wake_active();
+                    }
+                    std::thread::yield_now();
+                }
+            }
+        }
+        if self.self_flushed || self.slot.is_none() {
+            (s.exec.fence)();
+            self.self_flushed = false;
+        }
+    }
+
+    /// Whether this thread got a queue (false: it flushes inline).
+    pub fn has_queue(&self) -> bool {
+        self.slot.is_some()
+    }
+
+    /// The runtime this producer belongs to is stopping or stopped.
+    pub fn is_stale(&self) -> bool {
+        self.shared.stopping.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.fence();
+        if let Some(slot) = self.slot.take() {
+            self.shared.unregister(slot);
+        }
+    }
+}
+
+/// Executes whatever queue `slot` still holds on the calling thread (its
+/// producer, when no flusher will).
+fn drain_own(s: &Shared, slot: Option<usize>) {
+    let Some(slot) = slot else { return };
+    let q = &s.queues[slot];
+    while q.has_work() {
+        if let Some(b) = q.take() {
+            s.counters.self_drains.fetch_add(1, Ordering::Relaxed);
+            s.execute(b);
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// How long an idle flusher sleeps before looking again on its own.
+pub(crate) const PARK: Duration = Duration::from_micros(500);
+
+#[cfg(test)]
+#[path = "runtime_tests.rs"]
+mod tests;

@@ -1,0 +1,314 @@
+//! Runtime tests with a recording executor: "addresses" are indexes into
+//! a table of counters, never dereferenced.
+
+use super::*;
+use std::sync::atomic::AtomicU32;
+use std::time::Instant;
+
+const LINES: usize = 1 << 20;
+static EXECUTED: [AtomicU32; LINES] = [const { AtomicU32::new(0) }; LINES];
+static NEXT: AtomicUsize = AtomicUsize::new(1);
+
+/// Reserves `n` fresh fake lines for one test; returns the first index.
+fn lines(n: usize) -> usize {
+    let first = NEXT.fetch_add(n, Ordering::Relaxed);
+    assert!(first + n < LINES, "test line table exhausted");
+    first
+}
+
+fn addr(line: usize) -> *const u8 {
+    (line * 64) as *const u8
+}
+
+fn executed(line: usize) -> u32 {
+    EXECUTED[line].load(Ordering::Acquire)
+}
+
+/// Records each line of the range as flushed, slowly (it sleeps 50 us,
+/// leaving the CPU to the producer even on a busy 2-core machine), so that
+/// an early fence has a window to be caught in.
+unsafe fn slow_record(a: *const u8, len: usize) {
+    std::thread::sleep(Duration::from_micros(50));
+    record(a, len);
+}
+
+unsafe fn fast_record(a: *const u8, len: usize) {
+    record(a, len);
+}
+
+fn record(a: *const u8, len: usize) {
+    let first = a as usize / 64;
+    let last = (a as usize + len - 1) / 64;
+    for line in &EXECUTED[first..=last] {
+        line.fetch_add(1, Ordering::Release);
+    }
+}
+
+fn no_fence() {
+    std::sync::atomic::fence(Ordering::SeqCst);
+}
+
+fn config(apps: usize, entries: usize, flushers: usize, slow: bool) -> Config {
+    let mut c = Config::new(apps, entries);
+    c.flushers = Flushers::Fixed(flushers);
+    c.executor = Executor {
+        flush: if slow { slow_record } else { fast_record },
+        fence: no_fence,
+    };
+    c
+}
+
+/// Runs `threads` producers, each doing `rounds` of (enqueue `k` fresh
+/// lines, fence, check): returns how many lines were found not executed
+/// right after the fence that should have covered them.
+fn fence_violations(cfg: Config, threads: usize, rounds: usize, k: usize) -> usize {
+    let ribbon = Ribbon::start(cfg).unwrap();
+    let bad = AtomicUsize::new(0);
+    std::thread::scope(|sc| {
+        for _ in 0..threads {
+            sc.spawn(|| {
+                let mut p = ribbon.producer();
+                for _ in 0..rounds {
+                    let first = lines(k);
+                    for i in 0..k {
+                        // SAFETY: the recording executor never dereferences.
+                        unsafe { p.flush(addr(first + i), 1).unwrap() };
+                    }
+                    p.fence();
+                    let missing = (0..k).filter(|i| executed(first + i) == 0).count();
+                    bad.fetch_add(missing, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    ribbon.stop();
+    bad.into_inner()
+}
+
+#[test]
+fn a_fence_never_returns_before_its_flushes_executed() {
+    assert_eq!(fence_violations(config(4, 64, 2, true), 3, 100, 8), 0);
+}
+
+#[test]
+fn the_fence_test_catches_a_runtime_that_publishes_early() {
+    let mut cfg = config(4, 64, 1, true);
+    cfg.broken_publish_early = true;
+    let bad = fence_violations(cfg, 1, 100, 8);
+    assert!(
+        bad > 0,
+        "the deliberately broken runtime must be caught (saw {bad} violations)"
+    );
+}
+
+#[test]
+fn fences_hold_when_the_dispatcher_splits_batches_over_flushers() {
+    // M = 3 > N = 1: flusher 0 dispatches to flushers 1 and 2
+    let ribbon_cfg = config(2, 256, 3, true);
+    assert_eq!(fence_violations(ribbon_cfg, 1, 30, 64), 0);
+}
+
+#[test]
+fn the_dispatcher_really_hands_out_jobs() {
+    let ribbon = Ribbon::start(config(2, 256, 3, false)).unwrap();
+    let mut p = ribbon.producer();
+    let first = lines(64 * 20);
+    for r in 0..20 {
+        // SAFETY: recording executor.
+        unsafe { p.flush(addr(first + r * 64), 64 * 64).unwrap() };
+        p.fence();
+    }
+    drop(p);
+    let st = ribbon.stats();
+    ribbon.stop();
+    assert!(st.dispatched_jobs > 0, "{st:?}");
+    assert!(
+        (first..first + 64 * 20).all(|l| executed(l) == 1),
+        "each line exactly once"
+    );
+    assert_eq!(
+        st.flushed_bytes,
+        64 * 64 * 20,
+        "20 fences of 64 lines of 64 B"
+    );
+}
+
+#[test]
+fn every_request_runs_exactly_once_under_overflow_inline_and_stop() {
+    // 3 queues for 6 threads (3 flush inline), 2-entry rings (full often),
+    // and the last requests are not fenced: stop must drain them.
+    let ribbon = Ribbon::start(config(3, 2, 2, false)).unwrap();
+    let per = 3000;
+    let firsts: Vec<usize> = (0..6).map(|_| lines(per)).collect();
+    std::thread::scope(|sc| {
+        for &first in &firsts {
+            let ribbon = &ribbon;
+            sc.spawn(move || {
+                let mut p = ribbon.producer();
+                for i in 0..per {
+                    // SAFETY: recording executor.
+                    unsafe { p.flush(addr(first + i), 1).unwrap() };
+                    if i % 97 == 0 {
+                        p.fence();
+                    }
+                }
+                std::mem::forget(p); // no final fence, no unregister
+            });
+        }
+    });
+    let st = ribbon.stats();
+    ribbon.stop();
+    for &first in &firsts {
+        for l in first..first + per {
+            assert_eq!(executed(l), 1, "line {l}");
+        }
+    }
+    assert_eq!(st.requests, 6 * per as u64);
+    assert!(st.inline_requests >= 3 * per as u64, "{st:?}");
+}
+
+#[test]
+fn zero_flushers_means_the_application_thread_flushes_at_once() {
+    let ribbon = Ribbon::start(config(2, 16, 0, false)).unwrap();
+    let mut p = ribbon.producer();
+    let first = lines(4);
+    // SAFETY: recording executor.
+    unsafe { p.flush(addr(first), 256).unwrap() };
+    assert!(
+        (first..first + 4).all(|l| executed(l) == 1),
+        "ran inline before returning"
+    );
+    p.fence();
+    assert_eq!(ribbon.stats().inline_requests, 1);
+}
+
+#[test]
+fn flushes_after_stop_still_run() {
+    let ribbon = Ribbon::start(config(2, 16, 1, false)).unwrap();
+    let mut p = ribbon.producer();
+    ribbon.stop();
+    assert!(p.is_stale());
+    let first = lines(1);
+    // SAFETY: recording executor.
+    unsafe { p.flush(addr(first), 1).unwrap() };
+    p.fence();
+    assert_eq!(executed(first), 1);
+}
+
+#[test]
+fn bad_configuration_is_refused_with_the_value() {
+    let e = |c: Config| {
+        Ribbon::start(c)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    assert!(e(config(0, 16, 1, false)).contains("numAppT = 0"));
+    assert!(e(config(MAX_APP_THREADS + 1, 16, 1, false)).contains("numAppT"));
+    assert!(e(config(1, 0, 1, false)).contains("eleFQueue = 0"));
+    assert!(e(config(1, usize::MAX, 1, false)).contains("eleFQueue"));
+    assert!(e(config(1, 4, MAX_FLUSHERS + 1, false)).contains("flushers"));
+}
+
+#[test]
+fn absurd_ranges_are_refused_and_zero_length_is_a_no_op() {
+    let ribbon = Ribbon::start(config(1, 16, 1, false)).unwrap();
+    let mut p = ribbon.producer();
+    // SAFETY: refused before any flush.
+    assert!(matches!(
+        unsafe { p.flush(usize::MAX as *const u8, 2) },
+        Err(RibbonError::Range { .. })
+    ));
+    // SAFETY: as above.
+    assert!(unsafe { p.flush(64 as *const u8, MAX_FLUSH_LEN + 1) }.is_err());
+    // SAFETY: zero bytes are never touched.
+    assert!(unsafe { p.flush(std::ptr::null(), 0) }.is_ok());
+    assert_eq!(ribbon.stats().requests, 0);
+}
+
+#[test]
+fn adaptive_mode_reports_its_bandwidth_source_and_falls_back() {
+    let mut c = config(2, 64, 0, false);
+    c.flushers = Flushers::Adaptive;
+    c.cores = 4;
+    c.control = ControlConfig {
+        probe: Duration::from_millis(4),
+        ..ControlConfig::thesis(4)
+    };
+    c.bandwidth = Some(Box::new(crate::bandwidth::FnSource::new(
+        "fake-imc",
+        || Some(7),
+    )));
+    let r = Ribbon::start(c).unwrap();
+    std::thread::sleep(Duration::from_millis(60));
+    let st = r.stats();
+    r.stop();
+    assert_eq!(st.bandwidth_source, "fake-imc");
+    assert!(st.last_case.is_some(), "a search finished: {st:?}");
+
+    let mut c = config(2, 64, 0, false);
+    c.flushers = Flushers::Adaptive;
+    c.cores = 4;
+    c.bandwidth = Some(Box::new(crate::bandwidth::FnSource::new(
+        "absent-imc",
+        || None,
+    )));
+    let r = Ribbon::start(c).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(r.stats().bandwidth_source, crate::bandwidth::FLUSHED_BYTES);
+}
+
+/// Yields its batches only after `open` is set (so the test can declare
+/// the allowed range first).
+struct Gated {
+    open: Arc<AtomicBool>,
+    inner: crate::proactive::Recorded,
+}
+
+impl crate::proactive::StoreSampler for Gated {
+    fn drain(&mut self, out: &mut Vec<u64>) {
+        if self.open.load(Ordering::Acquire) {
+            self.inner.drain(out);
+        }
+    }
+}
+
+#[test]
+fn proactive_flushes_sampled_lines_inside_allowed_ranges_only() {
+    let buf = vec![0u8; 4096];
+    let base = buf.as_ptr() as u64;
+    let samples = vec![
+        vec![base, base + 100, base + 70],
+        vec![base + 4000, 0x10, base + 5000],
+    ];
+    let allowed = [(buf.as_ptr() as usize, buf.len())];
+    let want: usize = samples
+        .iter()
+        .map(|b| crate::proactive::lines_to_flush(b, &allowed).len())
+        .sum();
+    assert!(want >= 3);
+    let open = Arc::new(AtomicBool::new(false));
+    let mut c = Config::new(1, 16);
+    c.flushers = Flushers::Fixed(1);
+    c.sampler = Some(Box::new(Gated {
+        open: open.clone(),
+        inner: crate::proactive::Recorded::new(samples),
+    }));
+    let r = Ribbon::start(c).unwrap();
+    r.allow_proactive(allowed[0].0, allowed[0].1);
+    open.store(true, Ordering::Release);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while r.stats().proactive_bytes < (want * 64) as u64 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(5));
+    r.forbid_proactive(allowed[0].0, allowed[0].1);
+    let st = r.stats();
+    r.stop();
+    assert!(st.proactive);
+    assert_eq!(
+        st.proactive_bytes,
+        (want * 64) as u64,
+        "each allowed sampled line once, nothing outside"
+    );
+}

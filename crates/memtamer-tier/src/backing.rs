@@ -1,0 +1,223 @@
+//! The two backings of an object, as thin wrappers over the system calls.
+//!
+//! * DRAM: an anonymous private mapping (`mmap(MAP_ANONYMOUS)`).
+//! * Slow tier, file mode: a `MAP_SHARED` mapping of an unlinked file in a
+//!   DAX mount or `/dev/shm`, as memkind's PMEM kind backs its heap with a
+//!   temporary file on a DAX file system.
+//! * Slow tier, NUMA mode: an anonymous mapping bound to the CPU-less node
+//!   with `mbind`; moving it is `move_pages` of its pages.
+//!
+//! [`move_into_place`] is the step that keeps user pointers valid: the new
+//! copy, mapped at a temporary address, is moved with
+//! `mremap(MREMAP_FIXED)` onto the object's virtual address, which replaces
+//! the old mapping atomically under the kernel's mmap lock.
+
+use crate::TierError;
+use std::ffi::CString;
+use std::path::Path;
+
+/// Maps `len` bytes of anonymous DRAM, read-write.
+pub(crate) fn map_dram(len: usize, name: &str) -> Result<usize, TierError> {
+    // SAFETY: a fresh anonymous mapping at a kernel-chosen address.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(TierError::last_os(format!(
+            "mmap DRAM {len} B for '{name}'"
+        )));
+    }
+    Ok(p as usize)
+}
+
+/// Maps `len` bytes backed by a fresh unlinked file in `dir`, `MAP_SHARED`.
+/// The file lives as long as the mapping; nothing is left behind on exit.
+pub(crate) fn map_file(dir: &Path, len: usize, name: &str) -> Result<usize, TierError> {
+    let what = |call: &str| format!("{call} slow-tier file in {} for '{name}'", dir.display());
+    let cdir = CString::new(dir.as_os_str().as_encoded_bytes()).map_err(|_| TierError::Os {
+        what: what("path"),
+        source: std::io::Error::other("NUL in path"),
+    })?;
+    // SAFETY: open with O_TMPFILE creates an unnamed file; fd checked below.
+    let fd = unsafe {
+        libc::open(
+            cdir.as_ptr(),
+            libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        return Err(TierError::last_os(what("open(O_TMPFILE)")));
+    }
+    // SAFETY: fd is ours; closed on every path.
+    unsafe {
+        if libc::ftruncate(fd, len as libc::off_t) != 0 {
+            let e = TierError::last_os(what("ftruncate"));
+            libc::close(fd);
+            return Err(e);
+        }
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        );
+        let e = (p == libc::MAP_FAILED).then(|| TierError::last_os(what("mmap")));
+        libc::close(fd);
+        match e {
+            Some(e) => Err(e),
+            None => Ok(p as usize),
+        }
+    }
+}
+
+/// Maps anonymous memory and binds it to NUMA `node` before first touch.
+pub(crate) fn map_numa(len: usize, node: u32, name: &str) -> Result<usize, TierError> {
+    let p = map_dram(len, name)?;
+    if let Err(e) = bind(p, len, node, name) {
+        unmap(p, len);
+        return Err(e);
+    }
+    Ok(p)
+}
+
+const MPOL_BIND: libc::c_long = 2;
+const MPOL_MF_MOVE: libc::c_long = 1 << 1;
+
+/// Sets the range's policy to `node` (future faults) without moving pages.
+fn bind(addr: usize, len: usize, node: u32, name: &str) -> Result<(), TierError> {
+    let mut mask = [0u64; 16];
+    let (w, b) = (node as usize / 64, node as usize % 64);
+    if w >= mask.len() {
+        return Err(TierError::Os {
+            what: format!("mbind '{name}' to node {node}"),
+            source: std::io::Error::other("node number above 1023"),
+        });
+    }
+    mask[w] |= 1 << b;
+    // SAFETY: mbind reads `mask` (1024 bits) and changes policy of our range.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            addr,
+            len,
+            MPOL_BIND,
+            mask.as_ptr(),
+            1024usize,
+            0 as libc::c_long,
+        )
+    };
+    if r != 0 {
+        return Err(TierError::last_os(format!("mbind '{name}' to node {node}")));
+    }
+    Ok(())
+}
+
+/// Moves a NUMA-bound object to `node`: the policy first (so later faults
+/// land there), then `move_pages` for the pages already resident. Returns the
+/// number of pages the kernel reports on `node` afterwards.
+pub(crate) fn move_to_node(
+    addr: usize,
+    len: usize,
+    node: u32,
+    page: usize,
+    name: &str,
+) -> Result<usize, TierError> {
+    bind(addr, len, node, name)?;
+    let n = len / page;
+    let pages: Vec<*mut libc::c_void> = (0..n)
+        .map(|i| (addr + i * page) as *mut libc::c_void)
+        .collect();
+    let nodes = vec![node as libc::c_int; n];
+    let mut status = vec![0 as libc::c_int; n];
+    // SAFETY: the three arrays have n entries; pid 0 is this process.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0 as libc::c_long,
+            n as libc::c_ulong,
+            pages.as_ptr(),
+            nodes.as_ptr(),
+            status.as_mut_ptr(),
+            MPOL_MF_MOVE,
+        )
+    };
+    if r < 0 {
+        return Err(TierError::last_os(format!(
+            "move_pages '{name}' ({n} pages) to node {node}"
+        )));
+    }
+    Ok(status.iter().filter(|&&s| s == node as libc::c_int).count())
+}
+
+/// Changes protection of `[addr, addr+len)`.
+pub(crate) fn protect(
+    addr: usize,
+    len: usize,
+    prot: libc::c_int,
+    name: &str,
+) -> Result<(), TierError> {
+    // SAFETY: the range is a mapping the registry owns.
+    if unsafe { libc::mprotect(addr as *mut libc::c_void, len, prot) } != 0 {
+        return Err(TierError::last_os(format!("mprotect {len} B of '{name}'")));
+    }
+    Ok(())
+}
+
+/// Moves the mapping at `from` onto `to` (same length), replacing whatever
+/// was mapped at `to`; pointers into `to` stay valid and see the new pages.
+pub(crate) fn move_into_place(
+    from: usize,
+    to: usize,
+    len: usize,
+    name: &str,
+) -> Result<(), TierError> {
+    // SAFETY: both ranges are mappings the registry owns; MREMAP_FIXED
+    // atomically unmaps the old object mapping at `to`.
+    let p = unsafe {
+        libc::mremap(
+            from as *mut libc::c_void,
+            len,
+            len,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+            to as *mut libc::c_void,
+        )
+    };
+    if p == libc::MAP_FAILED || p as usize != to {
+        return Err(TierError::last_os(format!(
+            "mremap '{name}' onto its address {to:#x}"
+        )));
+    }
+    Ok(())
+}
+
+/// Unmaps a range (errors ignored: only called on ranges we mapped).
+pub(crate) fn unmap(addr: usize, len: usize) {
+    // SAFETY: the range is a mapping the registry owns and no longer hands out.
+    unsafe { libc::munmap(addr as *mut libc::c_void, len) };
+}
+
+/// Total physical memory, to refuse budgets larger than the machine.
+pub fn machine_bytes() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    if pages > 0 && size > 0 {
+        pages as usize * size as usize
+    } else {
+        usize::MAX
+    }
+}

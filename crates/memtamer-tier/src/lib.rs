@@ -1,0 +1,183 @@
+//! memtamer-tier: the two-tier data-object layer shared by Unimem (thesis
+//! ch. 3, MPI phases) and Tahoe (ch. 4, tasks).
+//!
+//! * [`TierRuntime`]: a registry of named objects, each in DRAM or in the slow
+//!   tier (a CPU-less NUMA node, else a file-backed mapping in a DAX mount or
+//!   `/dev/shm`), moved by a helper thread at a *fixed virtual address* so
+//!   user pointers never change (protocol in [`registry`]).
+//! * [`profiler`]: PMU-free access sampling by protection faults.
+//! * [`unimem`]: the pure placement core (models, knapsack, schedule).
+//! * [`capi`]: `mt_tier_malloc` / `mt_tier_free` and friends for C and Fortran.
+
+pub mod backing;
+pub mod capi;
+pub mod error;
+pub mod guard;
+pub mod migrator;
+pub mod numa;
+pub mod profiler;
+pub mod registry;
+pub mod unimem;
+
+pub use error::TierError;
+pub use migrator::{MigrationStats, Migrator};
+pub use registry::{MoveReport, ObjectView, Registry, SlowTier, TierConfig};
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// The two memory tiers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Tier {
+    /// Fast, small: DRAM.
+    Dram,
+    /// Slow, large: NVM / CXL / emulated.
+    Slow,
+}
+
+impl Tier {
+    /// Lower-case name for logs and the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Dram => "dram",
+            Tier::Slow => "slow",
+        }
+    }
+}
+
+/// The registry behind a mutex plus the condition "a move finished".
+#[derive(Debug)]
+pub struct Shared {
+    reg: Mutex<Registry>,
+    pub(crate) cv: Condvar,
+}
+
+impl Shared {
+    /// Locks the registry (a poisoned lock is still usable: the registry's
+    /// invariants are restored before any call that can panic).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Registry> {
+        self.reg.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One process's tiering runtime: registry + helper thread + profiler state.
+pub struct TierRuntime {
+    shared: Arc<Shared>,
+    migrator: Migrator,
+    profiler: Mutex<profiler::Profiler>,
+}
+
+impl TierRuntime {
+    /// Starts a runtime (and its helper thread) with `cfg`.
+    pub fn new(cfg: TierConfig) -> Result<Self, TierError> {
+        let shared = Arc::new(Shared {
+            reg: Mutex::new(Registry::new(cfg)?),
+            cv: Condvar::new(),
+        });
+        let migrator = Migrator::start(shared.clone())?;
+        Ok(TierRuntime {
+            shared,
+            migrator,
+            profiler: Mutex::new(profiler::Profiler::new(0x5eed)),
+        })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> TierConfig {
+        self.shared.lock().config().clone()
+    }
+
+    /// Allocates a named object in `tier`; its address never changes.
+    pub fn alloc(&self, size: usize, name: &str, tier: Tier) -> Result<*mut u8, TierError> {
+        Ok(self.shared.lock().alloc(size, name, tier)? as *mut u8)
+    }
+
+    /// Frees an object, first waiting for a move of it that is in flight.
+    pub fn free(&self, ptr: *mut u8) -> Result<(), TierError> {
+        let addr = ptr as usize;
+        let _ = self.migrator.wait(addr);
+        let mut reg = self.shared.lock();
+        while reg.is_migrating(addr) {
+            reg = self.shared.cv.wait(reg).unwrap_or_else(|e| e.into_inner());
+        }
+        reg.free(addr)
+    }
+
+    /// Moves an object now, on the calling thread (all of it exposed).
+    pub fn migrate_now(&self, ptr: *mut u8, to: Tier) -> Result<MoveReport, TierError> {
+        let r = registry::migrate(&self.shared, ptr as usize, to)?;
+        self.migrator.record_sync(r.bytes, r.copy_ns);
+        Ok(r)
+    }
+
+    /// Queues a move for the helper thread; returns at once.
+    pub fn request(&self, ptr: *mut u8, to: Tier) -> Result<(), TierError> {
+        let addr = ptr as usize;
+        if !self.shared.lock().objects.contains_key(&addr) {
+            return Err(TierError::UnknownObject { addr });
+        }
+        self.migrator.request(addr, to)
+    }
+
+    /// Waits for the queued moves of one object (exposed time).
+    pub fn wait(&self, ptr: *mut u8) -> Result<(), String> {
+        self.migrator.wait(ptr as usize)
+    }
+
+    /// Waits for every queued move (exposed time).
+    pub fn wait_all(&self) {
+        self.migrator.wait_all()
+    }
+
+    /// Migration totals, including time writers were blocked.
+    pub fn stats(&self) -> MigrationStats {
+        let mut s = self.migrator.stats();
+        let reg = self.shared.lock();
+        s.fault_blocked_ns += reg
+            .objects
+            .values()
+            .map(|o| {
+                guard::SLOTS[o.slot]
+                    .blocked_ns
+                    .load(std::sync::atomic::Ordering::SeqCst)
+            })
+            .sum::<u64>();
+        s
+    }
+
+    /// Snapshot of every object.
+    pub fn objects(&self) -> Vec<ObjectView> {
+        self.shared.lock().objects()
+    }
+
+    /// DRAM bytes in use or reserved.
+    pub fn dram_used(&self) -> usize {
+        self.shared.lock().dram_used()
+    }
+
+    /// Ends the current profiling interval and arms `pages_per_object` fresh
+    /// random pages of every object (see [`profiler`]).
+    pub fn profile_tick(&self, pages_per_object: usize) {
+        let mut reg = self.shared.lock();
+        self.profiler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .tick(&mut reg, pages_per_object);
+    }
+
+    /// Ends profiling (disarms every page) and returns the estimate per
+    /// object since the last [`TierRuntime::profile_reset`].
+    pub fn profile_take(&self) -> Vec<profiler::ObjectEstimate> {
+        let mut reg = self.shared.lock();
+        let mut p = self.profiler.lock().unwrap_or_else(|e| e.into_inner());
+        p.tick(&mut reg, 0);
+        p.estimates(&reg)
+    }
+
+    /// Forgets accumulated samples (start of a new profiling window).
+    pub fn profile_reset(&self) {
+        self.profiler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .reset();
+    }
+}

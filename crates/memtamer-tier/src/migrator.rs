@@ -1,0 +1,204 @@
+//! The helper thread that moves objects while the application computes.
+//!
+//! As in the thesis prototype (§3.5), the main thread only enqueues requests
+//! into a FIFO; the helper copies and marks a request done when its copy is
+//! complete; at a phase start the main thread waits only for the moves that
+//! phase needs ([`Migrator::wait`]). Unlike the prototype, the copy really
+//! overlaps with computation: the time the application is *exposed* to a
+//! move is only (a) its waits here and (b) writes that hit the object while
+//! it is write-protected (counted by the fault handler). Everything else of
+//! the copy time was overlapped.
+
+use crate::guard::SLOTS;
+use crate::registry::migrate;
+use crate::{Shared, Tier, TierError};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// Totals over every move the helper (or a synchronous call) made.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MigrationStats {
+    /// Completed moves.
+    pub moves: u64,
+    /// Moves that failed and were rolled back (data kept in the old tier).
+    pub failed: u64,
+    /// Bytes copied by completed moves.
+    pub bytes_moved: u64,
+    /// Nanoseconds spent copying (write-protect to remap), summed.
+    pub copy_ns: u64,
+    /// Nanoseconds application threads waited in [`Migrator::wait`].
+    pub wait_ns: u64,
+    /// Nanoseconds writers were blocked by write protection during copies.
+    pub fault_blocked_ns: u64,
+}
+
+impl MigrationStats {
+    /// Copy time the application waited for: waits plus blocked writes.
+    pub fn exposed_ns(&self) -> u64 {
+        self.wait_ns + self.fault_blocked_ns
+    }
+
+    /// Copy time hidden behind computation.
+    pub fn overlapped_ns(&self) -> u64 {
+        self.copy_ns.saturating_sub(self.exposed_ns())
+    }
+
+    /// Fraction of copy time overlapped (1.0 when nothing was copied).
+    pub fn overlapped_fraction(&self) -> f64 {
+        if self.copy_ns == 0 {
+            1.0
+        } else {
+            self.overlapped_ns() as f64 / self.copy_ns as f64
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    /// Requests not yet done, per object address.
+    pending: BTreeMap<usize, u32>,
+    stats: MigrationStats,
+    /// Last error per object (so a failed prefetch is visible, not silent).
+    errors: BTreeMap<usize, String>,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    done: Condvar,
+}
+
+/// The helper thread and its queue.
+pub struct Migrator {
+    tx: Option<Sender<(usize, Tier)>>,
+    inner: Arc<Inner>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Migrator {
+    /// Starts the helper thread for `shared`'s registry.
+    pub(crate) fn start(shared: Arc<Shared>) -> Result<Self, TierError> {
+        let inner = Arc::new(Inner {
+            state: Mutex::new(State::default()),
+            done: Condvar::new(),
+        });
+        let (tx, rx) = channel::<(usize, Tier)>();
+        let inner2 = inner.clone();
+        let handle = std::thread::Builder::new()
+            .name("mt-tier-migrate".into())
+            .spawn(move || {
+                for (addr, to) in rx {
+                    let r = migrate(&shared, addr, to);
+                    let blocked = shared
+                        .lock()
+                        .objects
+                        .get(&addr)
+                        .map(|o| SLOTS[o.slot].blocked_ns.swap(0, SeqCst))
+                        .unwrap_or(0);
+                    let mut st = inner2.state.lock().unwrap_or_else(|e| e.into_inner());
+                    st.stats.fault_blocked_ns += blocked;
+                    match r {
+                        Ok(rep) => {
+                            st.stats.moves += 1;
+                            st.stats.bytes_moved += rep.bytes as u64;
+                            st.stats.copy_ns += rep.copy_ns;
+                            st.errors.remove(&addr);
+                        }
+                        // Already there is not a failure: the plan raced a sync move.
+                        Err(TierError::AlreadyThere { .. }) => {}
+                        Err(e) => {
+                            st.stats.failed += 1;
+                            st.errors.insert(addr, e.to_string());
+                        }
+                    }
+                    if let Some(n) = st.pending.get_mut(&addr) {
+                        *n -= 1;
+                        if *n == 0 {
+                            st.pending.remove(&addr);
+                        }
+                    }
+                    inner2.done.notify_all();
+                }
+            })
+            .map_err(|e| TierError::Os {
+                what: "spawn migration helper thread".into(),
+                source: e,
+            })?;
+        Ok(Migrator {
+            tx: Some(tx),
+            inner,
+            handle: Some(handle),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a move of the object at `addr` to `to`; returns at once.
+    pub fn request(&self, addr: usize, to: Tier) -> Result<(), TierError> {
+        let tx = self.tx.as_ref().ok_or(TierError::HelperGone)?;
+        *self.state().pending.entry(addr).or_insert(0) += 1;
+        tx.send((addr, to)).map_err(|_| TierError::HelperGone)
+    }
+
+    /// Blocks until every queued move of `addr` is done; the wait counts as
+    /// exposed time. Returns the last error of that object's moves, if any.
+    pub fn wait(&self, addr: usize) -> Result<(), String> {
+        let t0 = Instant::now();
+        let mut st = self.state();
+        let waited = st.pending.contains_key(&addr);
+        while st.pending.contains_key(&addr) {
+            st = self.inner.done.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        if waited {
+            st.stats.wait_ns += t0.elapsed().as_nanos() as u64;
+        }
+        st.errors.get(&addr).map_or(Ok(()), |e| Err(e.clone()))
+    }
+
+    /// Blocks until the queue is empty (counted as exposed time).
+    pub fn wait_all(&self) {
+        let t0 = Instant::now();
+        let mut st = self.state();
+        let waited = !st.pending.is_empty();
+        while !st.pending.is_empty() {
+            st = self.inner.done.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        if waited {
+            st.stats.wait_ns += t0.elapsed().as_nanos() as u64;
+        }
+    }
+
+    /// Whether a move of `addr` is queued or running.
+    pub fn is_pending(&self, addr: usize) -> bool {
+        self.state().pending.contains_key(&addr)
+    }
+
+    /// Totals so far.
+    pub fn stats(&self) -> MigrationStats {
+        self.state().stats.clone()
+    }
+
+    /// Adds a synchronous move's report (made on the caller's thread: all
+    /// of its copy time is exposed).
+    pub(crate) fn record_sync(&self, bytes: usize, copy_ns: u64) {
+        let mut st = self.state();
+        st.stats.moves += 1;
+        st.stats.bytes_moved += bytes as u64;
+        st.stats.copy_ns += copy_ns;
+        st.stats.wait_ns += copy_ns;
+    }
+}
+
+impl Drop for Migrator {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}

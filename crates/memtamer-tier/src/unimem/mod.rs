@@ -1,0 +1,1 @@
+//! The pure Unimem placement core (thesis ch. 3): see submodules.

@@ -25,15 +25,27 @@ pub fn response(request: &str, metrics: &str) -> String {
     )
 }
 
+/// The request head (up to the blank line, at most 1 KiB): a request may
+/// arrive in several segments, and answering the first alone would misroute it.
+fn read_head(stream: &mut impl Read) -> String {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while head.len() < 1024 && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
 /// Answers connections on `listener` forever; a client that misbehaves
 /// only loses its own connection.
 pub fn serve(listener: &TcpListener, page: &Page) {
     for stream in listener.incoming() {
         let Ok(mut stream) = stream else { continue };
         let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-        let mut req = [0u8; 1024];
-        let n = stream.read(&mut req).unwrap_or(0);
-        let req = String::from_utf8_lossy(&req[..n]);
+        let req = read_head(&mut stream);
         let text = page.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let _ = stream.write_all(response(&req, &text).as_bytes());
     }
@@ -63,7 +75,11 @@ mod tests {
         std::thread::spawn(move || serve(&listener, &served));
         let get = |path: &str| {
             let mut s = std::net::TcpStream::connect(addr).unwrap();
-            write!(s, "GET {path} HTTP/1.1\r\n\r\n").unwrap();
+            // in two segments, as a slow client may send it
+            s.write_all(format!("GET {path}").as_bytes()).unwrap();
+            s.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            s.write_all(b" HTTP/1.1\r\n\r\n").unwrap();
             let mut out = String::new();
             s.read_to_string(&mut out).unwrap();
             out

@@ -86,6 +86,8 @@ fn usage_errors_are_2() {
     );
     let out = memtamer(&["gate", "set-limit", "--dir", "/nonexistent", "many"]);
     assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let out = memtamer(&["gate", "stats", "--dir", "/nonexistent", "--watch", "0"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
 }
 
 #[test]

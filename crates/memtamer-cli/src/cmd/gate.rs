@@ -18,17 +18,21 @@ pub fn run(cmd: GateCmd) -> Result<Outcome, CliError> {
             format,
             watch,
         } => {
-            let g = open_existing(&which.name, &which.dir)?;
-            // show live threads only: free the slots of dead ones first
-            g.reap(true);
-            if let Some(secs) = watch {
-                if !(secs.is_finite() && secs > 0.0) {
+            // the arguments first: a usage error whether or not the gate exists
+            let every = match watch {
+                Some(secs) if !(secs.is_finite() && secs > 0.0) => {
                     return Err(CliError::Usage {
                         arg: format!("--watch {secs}"),
                         expected: "a positive number of seconds".into(),
-                    });
+                    })
                 }
-                redraw_forever(&g, Duration::from_secs_f64(secs));
+                other => other.map(Duration::from_secs_f64),
+            };
+            let g = open_existing(&which.name, &which.dir)?;
+            // show live threads only: free the slots of dead ones first
+            g.reap(true);
+            if let Some(every) = every {
+                redraw_forever(&g, every);
             }
             let snap = g.snapshot();
             match format {

@@ -99,3 +99,34 @@ pub fn text(v: &serde_json::Value) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_jobs_sources_loop_and_decisions() {
+        let v = serde_json::json!({
+            "pid": 42, "uptime_s": 12.4, "policy": "dicio", "period_us": 1000, "dry_run": true,
+            "isolation": {"policy": "dicio", "state": "throttling", "write_amplification": 1.5},
+            "core_spec": null,
+            "jobs": [{"name": "redis", "class": "lc", "pids": [7, 8], "threads": 9,
+                      "cpus": "0-1", "duty_cycle": null}],
+            "sources": [{"source": "iMC counters", "active": false, "detail": "VM"}],
+            "loop": {"iterations": 100, "mean_us": 12.0, "max_us": 40.0, "overruns": 0,
+                     "actions": 3, "failed_actions": 0},
+            "journal": {"pending": 2},
+            "last_decisions": [{"at_ms": 5, "reasons": ["throttle BE"]}]
+        });
+        let t = text(&v);
+        assert!(
+            t.starts_with("memtamer pid 42  up 12 s  policy dicio  period 1000 µs  (dry run)\n")
+        );
+        assert!(t.contains("isolation: dicio state throttling  write amplification 1.50\n"));
+        assert!(!t.contains("core specialization"));
+        assert!(t.contains("redis            lc              2        9 0-1              -  7,8\n"));
+        assert!(t.contains("  iMC counters           no   VM\n"));
+        assert!(t.contains("journal 2 pending"));
+        assert!(t.contains("  +       5 ms  throttle BE\n"));
+    }
+}

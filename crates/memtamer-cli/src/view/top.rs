@@ -32,12 +32,14 @@ impl HostRates {
     }
 }
 
-/// One frame of `memtamer top`.
+/// One frame of `memtamer top`; `comm(pid, tid)` names a thread (the caller
+/// reads /proc, so the frame stays a pure function of its inputs).
 pub fn frame(
     obs: &memtamer_core::Observation,
     snap: Option<&memtamer_gate::GateSnapshot>,
     sources: &[memtamer_sense::sources::SourceStatus],
     sort: TopSort,
+    comm: impl Fn(u32, u32) -> String,
 ) -> String {
     let secs = (obs.duration_ns as f64 / 1e9).max(1e-9);
     let active: Vec<&str> = sources
@@ -114,9 +116,7 @@ pub fn frame(
             Row {
                 pid: t.job,
                 tid: t.tid,
-                comm: std::fs::read_to_string(format!("/proc/{}/task/{}/comm", t.job, t.tid))
-                    .map(|c| c.trim().to_string())
-                    .unwrap_or_else(|_| "?".into()),
+                comm: comm(t.job, t.tid),
                 read: pm.read_bytes as f64 / secs / 1e6,
                 write: pm.write_bytes as f64 / secs / 1e6,
                 avg: pm.average_request_bytes(),
@@ -167,4 +167,95 @@ pub fn frame(
         out += "  (no thread issued PM requests in this window)\n";
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memtamer_core::{AccessStats, ChannelObs, GateObs, Observation, ThreadObs};
+    use memtamer_sense::sources::SourceStatus;
+
+    fn thread(job: u32, tid: u32, read: u64, write: u64, wait: Option<u64>) -> ThreadObs {
+        ThreadObs {
+            tid,
+            job,
+            pm: Some(AccessStats {
+                read_bytes: read,
+                write_bytes: write,
+                writes_by_size: [0, 0, 0, write / 4096],
+                ..Default::default()
+            }),
+            gate_wait_ns: wait,
+            ..Default::default()
+        }
+    }
+
+    fn window() -> Observation {
+        Observation {
+            duration_ns: 1_000_000_000,
+            threads: vec![
+                thread(10, 11, 5_000_000, 1_000_000, None),
+                thread(20, 21, 0, 8_192_000, Some(250_000_000)),
+            ],
+            channels: vec![ChannelObs {
+                cas_reads: Some(10_000_000),
+                cas_writes: Some(5_625_000),
+                pmm_wpq_occupancy: Some(900),
+                pmm_wpq_inserts: Some(10),
+                ..Default::default()
+            }],
+            gate: Some(GateObs {
+                limit: Some(2),
+                admitted: 1,
+                waiting: 3,
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn host_rates_are_per_second_and_unknown_when_missing() {
+        let r = HostRates::of(&window());
+        // (10e6 + 5.625e6) CAS * 64 B over 1 s
+        assert!((r.dram_gbps.unwrap() - 1.0).abs() < 1e-9);
+        assert_eq!(r.wpq_cycles, vec![90.0]);
+        assert_eq!(r.media_write_gbps, None);
+        let empty = HostRates::of(&Observation::default());
+        assert_eq!(empty.dram_gbps, None);
+        assert!(empty.wpq_cycles.is_empty());
+    }
+
+    #[test]
+    fn frame_sorts_rows_and_names_sources() {
+        let sources = [
+            SourceStatus {
+                source: "library reports",
+                active: true,
+                detail: String::new(),
+            },
+            SourceStatus {
+                source: "iMC counters",
+                active: false,
+                detail: String::new(),
+            },
+        ];
+        let comm = |pid: u32, _tid: u32| format!("job{pid}");
+        let text = frame(&window(), None, &sources, TopSort::Write, comm);
+        assert!(text.contains("sources: library reports · missing: iMC counters"));
+        assert!(text.contains("gate: T_S 2  in use 1  waiting 3"));
+        assert!(text.contains("DRAM 1.00 GB/s · WPQ delay 90 cycles"));
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains(" job")).collect();
+        assert_eq!(rows.len(), 2);
+        // most PM writes first; the gated thread waited 25% of the window
+        assert!(
+            rows[0].contains("job20") && rows[0].contains("25.0") && rows[0].ends_with("library")
+        );
+        assert!(rows[1].contains("job10") && rows[1].ends_with("pebs"));
+        let by_read = frame(&window(), None, &sources, TopSort::Read, comm);
+        let first = by_read.lines().find(|l| l.contains(" job")).unwrap();
+        assert!(first.contains("job10"));
+        let idle = frame(&Observation::default(), None, &[], TopSort::Pid, comm);
+        assert!(idle.contains("(no thread issued PM requests in this window)"));
+        assert!(idle.contains("gate: unknown"));
+    }
 }

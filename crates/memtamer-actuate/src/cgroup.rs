@@ -9,13 +9,16 @@
 //! [`ManagedCgroup::remove`], [`crate::Journal::restore_all`] or the guard
 //! can put everything back.
 
-use crate::affinity::{check_alive, ProcessKey};
-use crate::journal::{Change, Journal, RestoreReport};
+pub use crate::cgroupfs::parse_controller_list;
+use crate::cgroupfs::{read_procs, read_value, write_value};
+use crate::change::{Change, ChangeKey, RestoreReport};
+use crate::journal::Journal;
+use crate::process::{check_alive, ProcessKey};
 use crate::{Error, Result};
 use memtamer_core::CpuSet;
 use memtamer_linux::{cgroup, ProcRoot};
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,12 +105,6 @@ pub struct CgroupLayout {
 
 /// The v1 controllers a managed cgroup uses.
 const V1_CONTROLLERS: [&str; 3] = ["cpuset", "cpu", "freezer"];
-
-/// Pure: splits a controller list as found in `cgroup.controllers` and
-/// `cgroup.subtree_control` (space separated).
-pub fn parse_controller_list(text: &str) -> Vec<String> {
-    text.split_whitespace().map(str::to_string).collect()
-}
 
 impl CgroupLayout {
     /// Pure: the layout described by mountinfo text. v2 controllers are left
@@ -259,40 +256,6 @@ pub fn valid_job_name(job: &str) -> bool {
         && job
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'))
-}
-
-/// Reads a (cgroup) file as text.
-pub(crate) fn read_value(path: &Path) -> Result<String> {
-    fs::read_to_string(path).map_err(|source| Error::Read {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// Writes `value` to an EXISTING (cgroup) file in one write(2), as the
-/// kernel expects. Never creates the file: on a real cgroupfs a missing file
-/// means a missing controller, which must be an error.
-pub(crate) fn write_value(path: &Path, value: &str) -> Result<()> {
-    let err = |source: io::Error| Error::Write {
-        path: path.to_path_buf(),
-        value: value.to_string(),
-        source,
-    };
-    let mut f = OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(path)
-        .map_err(err)?;
-    f.write_all(value.as_bytes()).map_err(err)
-}
-
-/// The pids in a cgroup directory's `cgroup.procs`.
-pub(crate) fn read_procs(dir: &Path) -> Result<Vec<i32>> {
-    let path = dir.join("cgroup.procs");
-    Ok(read_value(&path)?
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect())
 }
 
 /// The directory of one hierarchy that a managed cgroup occupies.
@@ -625,7 +588,7 @@ impl ManagedCgroup {
     pub fn thaw(&self) -> Result<()> {
         let (file, _, off) = self.freeze_file()?;
         write_value(&file, off)?;
-        self.journal.forget(&crate::journal::ChangeKey::Frozen {
+        self.journal.forget(&ChangeKey::Frozen {
             cgroup: self.freezer_dir()?,
         })
     }

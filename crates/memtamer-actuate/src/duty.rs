@@ -15,8 +15,9 @@
 //! so a guard SIGCONTs it if the daemon dies. Only the registered pids are
 //! stopped, not children they fork later; use a cgroup freezer for those.
 
-use crate::affinity::{ProcHandle, ProcessKey};
-use crate::journal::{Change, ChangeKey, Journal};
+use crate::change::{Change, ChangeKey};
+use crate::journal::Journal;
+use crate::process::{ProcHandle, ProcessKey};
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -8,8 +8,9 @@
 //! with [`crate::journal::restore_all`]. If the daemon exits cleanly it has
 //! already emptied the journal and the guard finds nothing to do.
 
-use crate::affinity::{pidfd_open, ProcessKey};
-use crate::journal::{restore_all, RestoreReport};
+use crate::change::RestoreReport;
+use crate::journal::restore_all;
+use crate::process::{pidfd_open, ProcessKey};
 use crate::{last_os_error, Error, Result};
 use std::os::fd::AsRawFd;
 use std::path::Path;

@@ -6,24 +6,40 @@
 //! process back as it was.
 //!
 //! Processes are identified by [`ProcessKey`] (pid plus the start time from
-//! `/proc/PID/stat`), never by a bare pid, so that a recycled pid is never
-//! mistaken for the process that was changed.
+//! `/proc/PID/stat`, read by `memtamer-linux`), never by a bare pid, so that
+//! a recycled pid is never mistaken for the process that was changed.
+//!
+//! Modules, each importing only those listed before it (no import circles):
+//! * [`change`]: what is journaled ([`Change`], [`ChangeKey`]) and restore
+//!   outcomes ([`RestoreReport`]), plain data;
+//! * [`process`], [`sched`], [`cgroupfs`]: unjournaled primitives (process
+//!   identity and signals, affinity system calls, cgroup file I/O);
+//! * [`undo`]: puts one journaled change back, using only the primitives;
+//! * [`journal`]: the write-ahead file, replay and restore (calls [`undo`]);
+//! * [`affinity`], [`cgroup`], [`duty`], [`guard`]: the actuators and the
+//!   guard, which journal before they change anything.
 
 #![warn(missing_docs)]
 
 pub mod affinity;
 pub mod cgroup;
+pub mod cgroupfs;
+pub mod change;
 pub mod duty;
 pub mod guard;
 pub mod journal;
+pub mod process;
+pub mod sched;
+pub mod undo;
 
 #[cfg(test)]
 mod test_util;
 
-pub use affinity::{ProcHandle, ProcessKey};
 pub use cgroup::{CgroupLayout, ManagedCgroup};
+pub use change::{Change, ChangeKey, RestoreReport};
 pub use duty::DutyCycler;
-pub use journal::{Change, ChangeKey, Journal, RestoreReport};
+pub use journal::Journal;
+pub use process::{ProcHandle, ProcessKey};
 
 use std::io;
 use std::path::PathBuf;

@@ -5,55 +5,30 @@
 //!
 //! Processes vanish at any moment: a read failing with `ENOENT`/`ESRCH`
 //! means the process is gone ([`ProcError::Gone`]), which a scan skips
-//! silently. The text parsers are pure functions, tested exhaustively.
+//! silently. The text parsers live in `memtamer-linux` (one parser per proc
+//! file for the whole workspace, tested exhaustively there); this module adds
+//! what only the daemon needs: which parts of a process to read, the
+//! consistency check across files, and the scan cache.
 
 use memtamer_core::cpuset::CpuListError;
 use memtamer_core::CpuSet;
-use std::fs;
+use memtamer_linux::stat::PF_KTHREAD;
+use memtamer_linux::{status, ParseError, ProcRoot};
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// The usual mount point of procfs.
-pub const DEFAULT_PROC_ROOT: &str = "/proc";
+pub use memtamer_linux::reader::parse_pid;
+pub use memtamer_linux::CgroupEntry;
+pub use memtamer_linux::DEFAULT_PROC_ROOT;
 
-/// `PF_KTHREAD` from the kernel's `include/linux/sched.h`: set in the `flags`
-/// field of `/proc/PID/stat` for kernel threads.
-const PF_KTHREAD: u32 = 0x0020_0000;
-
-/// Why the text of a proc file could not be understood. Kept separate from
-/// I/O errors so pure parsers can be tested without a filesystem.
+/// Why the text of a proc file could not be understood: a proc file's own
+/// format (`memtamer_linux::ParseError`, naming the field or line), or a
+/// CPU list the daemon's [`CpuSet`] cannot hold.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProcParseError {
-    /// `stat` lacks the `(comm)` part.
-    #[error("no '(comm)' in stat line")]
-    StatNoComm,
-    /// `stat` has fewer fields than needed (field 22, start time).
-    #[error("stat has {found} fields after comm, need at least {needed}")]
-    StatTooShort {
-        /// Fields found after the comm.
-        found: usize,
-        /// Fields required after the comm.
-        needed: usize,
-    },
-    /// A numeric or character field did not parse.
-    #[error("field {field}: cannot parse {value:?}")]
-    BadField {
-        /// Name of the field.
-        field: &'static str,
-        /// Its text.
-        value: String,
-    },
-    /// A `cgroup` line is not `ID:CONTROLLERS:PATH`.
-    #[error("cgroup line {line_no}: expected ID:CONTROLLERS:PATH, got {line:?}")]
-    CgroupLine {
-        /// 1-based line number.
-        line_no: usize,
-        /// The line.
-        line: String,
-    },
-    /// A required `status` field is absent.
-    #[error("status has no {0} line")]
-    MissingStatusField(&'static str),
+    /// The text does not have the kernel's format.
+    #[error(transparent)]
+    Text(#[from] ParseError),
     /// `Cpus_allowed_list` did not parse (e.g. CPUs beyond the supported maximum).
     #[error("Cpus_allowed_list: {0}")]
     CpuList(#[from] CpuListError),
@@ -96,16 +71,17 @@ impl ProcError {
     }
 }
 
-/// One line of `/proc/PID/cgroup`: `hierarchy-ID:controller-list:path`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CgroupEntry {
-    /// Hierarchy id; 0 is the cgroup v2 unified hierarchy.
-    pub hierarchy_id: u32,
-    /// Controllers bound to the hierarchy (`cpu`, `cpuset`, `name=systemd`);
-    /// empty for cgroup v2.
-    pub controllers: Vec<String>,
-    /// Path of the process's cgroup relative to the hierarchy's mount.
-    pub path: String,
+impl From<memtamer_linux::Error> for ProcError {
+    fn from(e: memtamer_linux::Error) -> ProcError {
+        match e {
+            memtamer_linux::Error::Gone { pid, .. } => ProcError::Gone { pid },
+            memtamer_linux::Error::Io { path, source } => ProcError::Io { path, source },
+            memtamer_linux::Error::Parse { path, source } => ProcError::Parse {
+                path,
+                source: source.into(),
+            },
+        }
+    }
 }
 
 /// What the daemon needs to know about a process to select and act on it.
@@ -148,109 +124,6 @@ impl ProcessInfo {
     }
 }
 
-/// The fields of `/proc/PID/stat` the daemon uses.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StatFields {
-    /// Field 1.
-    pub pid: i32,
-    /// Field 2, without the parentheses.
-    pub comm: String,
-    /// Field 3.
-    pub state: char,
-    /// Field 4.
-    pub ppid: i32,
-    /// Field 9 (`PF_*` flags).
-    pub flags: u32,
-    /// Field 20, threads in the process.
-    pub num_threads: u32,
-    /// Field 22, clock ticks since boot.
-    pub start_time: u64,
-}
-
-fn field<T: std::str::FromStr>(name: &'static str, s: &str) -> Result<T, ProcParseError> {
-    s.parse().map_err(|_| ProcParseError::BadField {
-        field: name,
-        value: s.to_string(),
-    })
-}
-
-/// The fields of a `stat` line after the comm, which ends at byte `close`
-/// (the LAST `)`); at least `needed` of them.
-fn stat_fields_after(text: &str, close: usize, needed: usize) -> Result<Vec<&str>, ProcParseError> {
-    let rest: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
-    if rest.len() < needed {
-        return Err(ProcParseError::StatTooShort {
-            found: rest.len(),
-            needed,
-        });
-    }
-    Ok(rest)
-}
-
-/// Parses `/proc/PID/stat`. The comm may contain spaces and `)`, so it spans
-/// from the first `(` to the LAST `)`; the rest is split on whitespace.
-pub fn parse_stat(text: &str) -> Result<StatFields, ProcParseError> {
-    let open = text.find('(').ok_or(ProcParseError::StatNoComm)?;
-    let close = text.rfind(')').ok_or(ProcParseError::StatNoComm)?;
-    if close < open {
-        return Err(ProcParseError::StatNoComm);
-    }
-    let pid = field("pid", text[..open].trim())?;
-    let comm = text[open + 1..close].to_string();
-    // rest[0] is field 3; field 22 is rest[19].
-    let rest = stat_fields_after(text, close, 20)?;
-    let mut state_chars = rest[0].chars();
-    let state = match (state_chars.next(), state_chars.next()) {
-        (Some(c), None) => c,
-        _ => {
-            return Err(ProcParseError::BadField {
-                field: "state",
-                value: rest[0].to_string(),
-            })
-        }
-    };
-    Ok(StatFields {
-        pid,
-        comm,
-        state,
-        ppid: field("ppid", rest[1])?,
-        flags: field("flags", rest[6])?,
-        num_threads: field("num_threads", rest[17])?,
-        start_time: field("starttime", rest[19])?,
-    })
-}
-
-/// Parses `/proc/PID/cgroup`. Paths may contain `:`, so each line is split
-/// at its first two colons only. Blank lines are ignored.
-pub fn parse_cgroup(text: &str) -> Result<Vec<CgroupEntry>, ProcParseError> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let bad = || ProcParseError::CgroupLine {
-            line_no: i + 1,
-            line: line.to_string(),
-        };
-        let mut parts = line.splitn(3, ':');
-        let (Some(id), Some(ctl), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(bad());
-        };
-        let hierarchy_id = id.parse().map_err(|_| bad())?;
-        out.push(CgroupEntry {
-            hierarchy_id,
-            controllers: ctl
-                .split(',')
-                .filter(|c| !c.is_empty())
-                .map(String::from)
-                .collect(),
-            path: path.to_string(),
-        });
-    }
-    Ok(out)
-}
-
-/// Extracts `Cpus_allowed_list` from `/proc/PID/status`.
 /// Where a thread runs and how much CPU it has used: what placement needs
 /// (Ahn §3.3 balances by CPU load and places by current CPU).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,41 +137,20 @@ pub struct ThreadSched {
     pub run_ns: Option<u64>,
 }
 
-/// Parses `/proc/PID/task/TID/schedstat`: run time (ns), wait time (ns),
-/// timeslices; returns the run time.
-pub fn parse_schedstat(text: &str) -> Result<u64, ProcParseError> {
-    field("run_ns", text.split_ascii_whitespace().next().unwrap_or(""))
-}
-
-/// Parses the scheduling fields of `/proc/PID/task/TID/stat`.
+/// Parses the scheduling fields of `/proc/PID/task/TID/stat`
+/// (`memtamer_linux::stat::parse_task_sched`); the run time is left out.
 pub fn parse_thread_sched(text: &str) -> Result<ThreadSched, ProcParseError> {
-    let close = text.rfind(')').ok_or(ProcParseError::StatNoComm)?;
-    // rest[0] is field 3: utime (14) is rest[11], stime (15) rest[12],
-    // processor (39) rest[36]
-    let rest = stat_fields_after(text, close, 37)?;
-    let utime: u64 = field("utime", rest[11])?;
-    let stime: u64 = field("stime", rest[12])?;
+    let t = memtamer_linux::stat::parse_task_sched(text)?;
     Ok(ThreadSched {
-        cpu: field("processor", rest[36])?,
-        cpu_ticks: utime.saturating_add(stime),
+        cpu: t.processor,
+        cpu_ticks: t.utime.saturating_add(t.stime),
         run_ns: None,
     })
 }
 
+/// Extracts `Cpus_allowed_list` from `/proc/PID/status`.
 pub fn parse_status_cpus_allowed(text: &str) -> Result<CpuSet, ProcParseError> {
-    let value = text
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .ok_or(ProcParseError::MissingStatusField("Cpus_allowed_list"))?;
-    Ok(CpuSet::parse_list(value.trim())?)
-}
-
-/// Whether a directory entry name is a pid (all ASCII digits, fits `i32`, > 0).
-pub fn parse_pid(name: &str) -> Option<i32> {
-    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    name.parse().ok().filter(|p| *p > 0)
+    Ok(CpuSet::parse_list(status::cpus_allowed_list(text)?)?)
 }
 
 /// The result of scanning all processes: what could be read, plus per-process
@@ -314,7 +166,7 @@ pub struct Scan {
 /// A proc filesystem at some root; tests point it at a fake tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcFs {
-    root: PathBuf,
+    proc: ProcRoot,
 }
 
 impl Default for ProcFs {
@@ -322,26 +174,6 @@ impl Default for ProcFs {
     fn default() -> Self {
         ProcFs::new(DEFAULT_PROC_ROOT)
     }
-}
-
-/// Reads a small proc file as text (invalid UTF-8 replaced). Unlike
-/// `fs::read` it does not ask for the file's size first (proc files report
-/// 0) nor grow its buffer from a small probe: open, two reads, close.
-fn read_text(path: &Path) -> io::Result<String> {
-    use std::io::Read;
-    let mut f = fs::File::open(path)?;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        match f.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(String::from_utf8(buf)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 /// Which of the optional parts of a process a read takes: each is one more
@@ -366,37 +198,17 @@ impl Parts {
     };
 }
 
-fn gone_or_io(pid: Option<i32>, path: &Path, source: io::Error) -> ProcError {
-    let gone = source.kind() == io::ErrorKind::NotFound
-        || source.raw_os_error() == Some(libc::ESRCH)
-        || source.raw_os_error() == Some(libc::ENOENT);
-    match pid {
-        Some(pid) if gone => ProcError::Gone { pid },
-        _ => ProcError::Io {
-            path: path.to_path_buf(),
-            source,
-        },
-    }
-}
-
 impl ProcFs {
     /// A proc filesystem mounted at `root`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        ProcFs { root: root.into() }
+        ProcFs {
+            proc: ProcRoot::new(root),
+        }
     }
 
     /// The root directory.
     pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    fn pid_path(&self, pid: i32, file: &str) -> PathBuf {
-        self.root.join(pid.to_string()).join(file)
-    }
-
-    fn read(&self, pid: i32, file: &str) -> Result<String, ProcError> {
-        let path = self.pid_path(pid, file);
-        read_text(&path).map_err(|e| gone_or_io(Some(pid), &path, e))
+        self.proc.root()
     }
 
     fn parsed<T>(
@@ -405,9 +217,9 @@ impl ProcFs {
         file: &str,
         parse: impl FnOnce(&str) -> Result<T, ProcParseError>,
     ) -> Result<T, ProcError> {
-        let text = self.read(pid, file)?;
+        let text = self.proc.read(pid, file)?;
         parse(&text).map_err(|source| ProcError::Parse {
-            path: self.pid_path(pid, file),
+            path: self.proc.path(pid, file),
             source,
         })
     }
@@ -415,11 +227,7 @@ impl ProcFs {
     /// All pids (numeric entries of the root), ascending. Fails only if the
     /// root itself cannot be listed.
     pub fn pids(&self) -> Result<Vec<i32>, ProcError> {
-        Ok(self
-            .pid_entries()?
-            .into_iter()
-            .map(|(pid, _)| pid)
-            .collect())
+        Ok(self.proc.pids()?)
     }
 
     /// All pids with the inode number of their directory, ascending. The
@@ -427,35 +235,12 @@ impl ProcFs {
     /// new directory inode, so a scan can tell a new process from a known
     /// one without reading its files.
     pub fn pid_entries(&self) -> Result<Vec<(i32, u64)>, ProcError> {
-        use std::os::unix::fs::DirEntryExt;
-        let io_err = |source| ProcError::Io {
-            path: self.root.clone(),
-            source,
-        };
-        let mut pids = Vec::new();
-        for entry in fs::read_dir(&self.root).map_err(io_err)? {
-            let entry = entry.map_err(io_err)?;
-            if let Some(pid) = entry.file_name().to_str().and_then(parse_pid) {
-                pids.push((pid, entry.ino()));
-            }
-        }
-        pids.sort_unstable();
-        Ok(pids)
+        Ok(self.proc.pid_entries()?)
     }
 
     /// Thread ids of `pid`, ascending.
     pub fn threads(&self, pid: i32) -> Result<Vec<i32>, ProcError> {
-        let path = self.pid_path(pid, "task");
-        let mut tids = Vec::new();
-        let entries = fs::read_dir(&path).map_err(|e| gone_or_io(Some(pid), &path, e))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| gone_or_io(Some(pid), &path, e))?;
-            if let Some(tid) = entry.file_name().to_str().and_then(parse_pid) {
-                tids.push(tid);
-            }
-        }
-        tids.sort_unstable();
-        Ok(tids)
+        Ok(self.proc.tasks(pid)?)
     }
 
     /// Reads one process. [`ProcError::Gone`] if it exits during the read,
@@ -476,15 +261,11 @@ impl ProcFs {
         parts: Parts,
         want_threads: impl FnOnce(&ProcessInfo) -> bool,
     ) -> Result<ProcessInfo, ProcError> {
-        let stat = self.parsed(pid, "stat", parse_stat)?;
+        let stat = self.proc.stat(pid)?;
         let read_exe = parts.exe || (stat.ppid == 2 && stat.flags & PF_KTHREAD == 0);
-        let exe = if read_exe {
-            fs::read_link(self.pid_path(pid, "exe")).ok()
-        } else {
-            None
-        };
+        let exe = if read_exe { self.proc.exe(pid) } else { None };
         let cgroups = if parts.cgroups {
-            self.parsed(pid, "cgroup", parse_cgroup)?
+            self.proc.cgroup(pid)?
         } else {
             Vec::new()
         };
@@ -513,7 +294,7 @@ impl ProcFs {
         }
         // more than `stat` read: make sure it all came from one process
         if read_exe || parts.cgroups || parts.cpus_allowed || threads {
-            let again = self.parsed(pid, "stat", parse_stat)?;
+            let again = self.proc.stat(pid)?;
             if again.start_time != stat.start_time {
                 return Err(ProcError::Gone { pid });
             }
@@ -524,9 +305,7 @@ impl ProcFs {
     /// Reads where thread `tid` of `pid` runs and its CPU time.
     pub fn thread_sched(&self, pid: i32, tid: i32) -> Result<ThreadSched, ProcError> {
         let mut s = self.parsed(pid, &format!("task/{tid}/stat"), parse_thread_sched)?;
-        s.run_ns = self
-            .parsed(pid, &format!("task/{tid}/schedstat"), parse_schedstat)
-            .ok();
+        s.run_ns = self.proc.task_run_ns(pid, tid).ok();
         Ok(s)
     }
 
@@ -614,17 +393,13 @@ impl ProcFs {
     /// every new process and thread takes one, so while it stays the same
     /// nothing was created. It counts in the reader's pid namespace.
     pub fn last_pid(&self) -> Option<u64> {
-        let text = read_text(&self.root.join("loadavg")).ok()?;
-        text.split_ascii_whitespace().last()?.parse().ok()
+        self.proc.last_pid()
     }
 
     /// Whether this proc filesystem shows our own pid namespace (`self`
     /// names our pid), so that [`ProcFs::last_pid`] counts its tasks.
     fn is_own_namespace(&self) -> bool {
-        fs::read_link(self.root.join("self"))
-            .ok()
-            .and_then(|t| t.to_str().and_then(|t| t.parse::<u32>().ok()))
-            == Some(std::process::id())
+        self.proc.self_pid() == Some(std::process::id())
     }
 
     /// Like [`ProcFs::scan`], but reuses what `cache` knows, and reads only
@@ -700,7 +475,7 @@ impl ProcFs {
                 }
                 continue;
             }
-            let stat = match self.parsed(pid, "stat", parse_stat) {
+            let stat = match self.proc.stat(pid).map_err(ProcError::from) {
                 Ok(s) => s,
                 Err(e) if e.is_gone() => {
                     cache.entries.remove(&pid);
@@ -800,11 +575,8 @@ impl ProcFs {
     /// read that fails counts as a change: the full read reports it).
     fn parts_unchanged(&self, p: &ProcessInfo, parts: Parts) -> bool {
         let pid = p.pid;
-        (!parts.exe || fs::read_link(self.pid_path(pid, "exe")).ok() == p.exe)
-            && (!parts.cgroups
-                || self
-                    .parsed(pid, "cgroup", parse_cgroup)
-                    .is_ok_and(|c| c == p.cgroups))
+        (!parts.exe || self.proc.exe(pid) == p.exe)
+            && (!parts.cgroups || self.proc.cgroup(pid).is_ok_and(|c| c == p.cgroups))
             && (!parts.cpus_allowed
                 || self
                     .parsed(pid, "status", parse_status_cpus_allowed)
@@ -815,6 +587,7 @@ impl ProcFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn thread_sched_reads_processor_and_cpu_time() {
@@ -825,7 +598,7 @@ mod tests {
         assert_eq!(s.cpu, 3);
         assert!(matches!(
             parse_thread_sched("1 (x) S 1 2 3"),
-            Err(ProcParseError::StatTooShort { .. })
+            Err(ProcParseError::Text(ParseError::StatTooShort { .. }))
         ));
         assert!(parse_thread_sched("no comm").is_err());
         let bad = stat_line("42", "x", &TAIL.replace(" 17 3 0", " 17 x 0"));
@@ -836,9 +609,6 @@ mod tests {
         let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
         let live = me.thread_sched(pid, tid).expect("own thread");
         assert!((live.cpu as usize) < memtamer_core::cpuset::MAX_CPUS);
-        assert_eq!(parse_schedstat("167579456 9725208 399\n"), Ok(167579456));
-        assert!(parse_schedstat("").is_err());
-        assert!(parse_schedstat("x 1 2").is_err());
     }
 
     fn stat_line(pid: &str, comm: &str, tail: &str) -> String {
@@ -846,141 +616,6 @@ mod tests {
     }
     // Fields 3..=22 and a few more, as the kernel prints them.
     const TAIL: &str = "S 1 1234 1234 0 -1 4194560 1000 0 0 0 12 34 0 0 20 0 3 0 987654 123456 789 18446744073709551615 1 1 0 0 0 0 0 4096 1 0 0 0 17 3 0 0 0 0 0";
-
-    #[test]
-    fn stat_plain() {
-        let s = parse_stat(&stat_line("42", "memcached", TAIL)).unwrap();
-        assert_eq!(
-            s,
-            StatFields {
-                pid: 42,
-                comm: "memcached".into(),
-                state: 'S',
-                ppid: 1,
-                flags: 4194560,
-                num_threads: 3,
-                start_time: 987654
-            }
-        );
-    }
-
-    #[test]
-    fn stat_comm_with_spaces_and_parens() {
-        for comm in [
-            "a b",
-            "x) S 9 9",
-            "(",
-            ")",
-            "()",
-            ") (",
-            "",
-            "tmux: server",
-            "a\nb",
-        ] {
-            let s = parse_stat(&stat_line("7", comm, TAIL)).unwrap();
-            assert_eq!(s.comm, comm);
-            assert_eq!(s.ppid, 1, "{comm:?}");
-            assert_eq!(s.start_time, 987654, "{comm:?}");
-        }
-    }
-
-    #[test]
-    fn stat_kernel_thread_flags() {
-        let tail = TAIL.replacen("4194560", "2129984", 1); // PF_KTHREAD | ...
-        let s = parse_stat(&stat_line("3", "rcu_gp", &tail)).unwrap();
-        assert_ne!(s.flags & PF_KTHREAD, 0);
-    }
-
-    #[test]
-    fn stat_trailing_newline_and_exact_length() {
-        let exact: Vec<&str> = TAIL.split(' ').take(20).collect();
-        let s = parse_stat(&format!("1 (init) {}\n", exact.join(" "))).unwrap();
-        assert_eq!(s.start_time, 987654);
-    }
-
-    #[test]
-    fn stat_errors() {
-        assert_eq!(parse_stat(""), Err(ProcParseError::StatNoComm));
-        assert_eq!(parse_stat("1 init S 0"), Err(ProcParseError::StatNoComm));
-        assert_eq!(parse_stat("1 )x( S"), Err(ProcParseError::StatNoComm));
-        assert_eq!(
-            parse_stat("1 (x) S 0 1"),
-            Err(ProcParseError::StatTooShort {
-                found: 3,
-                needed: 20
-            })
-        );
-        let short: Vec<&str> = TAIL.split(' ').take(19).collect();
-        assert!(matches!(
-            parse_stat(&stat_line("1", "x", &short.join(" "))),
-            Err(ProcParseError::StatTooShort { found: 19, .. })
-        ));
-        assert!(matches!(
-            parse_stat(&stat_line("x", "x", TAIL)),
-            Err(ProcParseError::BadField { field: "pid", .. })
-        ));
-        assert!(matches!(
-            parse_stat(&stat_line("1", "x", &TAIL.replacen("S 1", "SS 1", 1))),
-            Err(ProcParseError::BadField { field: "state", .. })
-        ));
-        assert!(matches!(
-            parse_stat(&stat_line("1", "x", &TAIL.replacen("S 1", "S -", 1))),
-            Err(ProcParseError::BadField { field: "ppid", .. })
-        ));
-        assert!(matches!(
-            parse_stat(&stat_line("1", "x", &TAIL.replace("987654", "-5"))),
-            Err(ProcParseError::BadField {
-                field: "starttime",
-                ..
-            })
-        ));
-        assert!(matches!(
-            parse_stat(&stat_line("1", "x", &TAIL.replace("4194560", "x"))),
-            Err(ProcParseError::BadField { field: "flags", .. })
-        ));
-    }
-
-    #[test]
-    fn cgroup_v1_v2_hybrid() {
-        let text = "12:cpuset:/c\n11:cpu,cpuacct:/system.slice/a.service\n1:name=systemd:/system.slice/a.service\n0::/system.slice/a.service\n";
-        let c = parse_cgroup(text).unwrap();
-        assert_eq!(c.len(), 4);
-        assert_eq!(c[1].hierarchy_id, 11);
-        assert_eq!(c[1].controllers, vec!["cpu", "cpuacct"]);
-        assert_eq!(c[2].controllers, vec!["name=systemd"]);
-        assert_eq!(c[3].hierarchy_id, 0);
-        assert!(c[3].controllers.is_empty());
-        assert_eq!(c[3].path, "/system.slice/a.service");
-    }
-
-    #[test]
-    fn cgroup_path_with_colons_and_blank_lines() {
-        let c = parse_cgroup("0::/a:b:c\n\n").unwrap();
-        assert_eq!(
-            c,
-            vec![CgroupEntry {
-                hierarchy_id: 0,
-                controllers: vec![],
-                path: "/a:b:c".into()
-            }]
-        );
-        assert_eq!(parse_cgroup("").unwrap(), vec![]);
-        assert_eq!(parse_cgroup("0::").unwrap()[0].path, "");
-    }
-
-    #[test]
-    fn cgroup_errors() {
-        assert_eq!(
-            parse_cgroup("0::/\nbogus\n"),
-            Err(ProcParseError::CgroupLine {
-                line_no: 2,
-                line: "bogus".into()
-            })
-        );
-        assert!(parse_cgroup("0:/x").is_err());
-        assert!(parse_cgroup("x::/x").is_err());
-        assert!(parse_cgroup("-1::/x").is_err());
-    }
 
     #[test]
     fn status_cpus() {
@@ -992,7 +627,9 @@ mod tests {
         );
         assert_eq!(
             parse_status_cpus_allowed("Name:\tx\n"),
-            Err(ProcParseError::MissingStatusField("Cpus_allowed_list"))
+            Err(ProcParseError::Text(ParseError::MissingStatusField(
+                "Cpus_allowed_list"
+            )))
         );
         assert!(matches!(
             parse_status_cpus_allowed("Cpus_allowed_list:\t0-999\n"),
@@ -1001,40 +638,42 @@ mod tests {
     }
 
     #[test]
-    fn pid_names() {
-        assert_eq!(parse_pid("1"), Some(1));
-        assert_eq!(parse_pid("4194304"), Some(4194304));
-        for bad in ["", "self", "0", "-1", "+1", "1a", " 1", "99999999999"] {
-            assert_eq!(parse_pid(bad), None, "{bad:?}");
-        }
-    }
-
-    #[test]
     fn error_messages_name_the_file() {
         let e = ProcError::Parse {
             path: PathBuf::from("/proc/1/stat"),
-            source: ProcParseError::StatNoComm,
+            source: ParseError::StatNoComm.into(),
         };
         assert_eq!(e.to_string(), "/proc/1/stat: no '(comm)' in stat line");
         assert!(!e.is_gone());
         assert!(ProcError::Gone { pid: 3 }.is_gone());
-        assert!(gone_or_io(
-            Some(1),
-            Path::new("x"),
-            io::Error::from_raw_os_error(libc::ESRCH)
-        )
-        .is_gone());
-        assert!(!gone_or_io(
-            Some(1),
-            Path::new("x"),
-            io::Error::from_raw_os_error(libc::EACCES)
-        )
-        .is_gone());
-        assert!(!gone_or_io(
-            None,
-            Path::new("x"),
-            io::Error::from_raw_os_error(libc::ENOENT)
-        )
-        .is_gone());
+    }
+
+    #[test]
+    fn linux_errors_keep_their_kind_and_file() {
+        let tmp = std::env::temp_dir().join(format!("memtamer-procfs-unit-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir_all(tmp.join("5")).unwrap();
+        fs::write(tmp.join("5/stat"), "5 no comm\n").unwrap();
+        fs::write(tmp.join("5/cgroup"), "0::/\nbogus\n").unwrap();
+        let proc = ProcRoot::new(&tmp);
+        let e = ProcError::from(proc.stat(5).unwrap_err());
+        assert!(matches!(
+            &e,
+            ProcError::Parse { path, source: ProcParseError::Text(ParseError::StatNoComm) }
+                if path == &tmp.join("5/stat")
+        ));
+        let e = ProcError::from(proc.cgroup(5).unwrap_err());
+        assert!(
+            e.to_string()
+                .ends_with("cgroup line 2: expected ID:CONTROLLERS:PATH, got \"bogus\""),
+            "{e}"
+        );
+        assert!(matches!(
+            ProcError::from(proc.stat(6).unwrap_err()),
+            ProcError::Gone { pid: 6 }
+        ));
+        let e = ProcError::from(ProcRoot::new(tmp.join("none")).pids().unwrap_err());
+        assert!(matches!(e, ProcError::Io { .. }));
+        let _ = fs::remove_dir_all(&tmp);
     }
 }

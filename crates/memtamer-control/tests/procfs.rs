@@ -4,6 +4,7 @@
 use memtamer_control::config::JobMatch;
 use memtamer_control::procfs::{ProcError, ProcFs, ProcParseError};
 use memtamer_control::select::{classify, classify_keyed, diff, ProcessKey, Selector};
+use memtamer_linux::ParseError;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -215,7 +216,7 @@ fn bad_content_is_a_parse_error_naming_the_file() {
     match &err {
         ProcError::Parse { path, source } => {
             assert_eq!(path, &tmp.0.join("5/stat"));
-            assert_eq!(source, &ProcParseError::StatNoComm);
+            assert_eq!(source, &ProcParseError::Text(ParseError::StatNoComm));
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -314,7 +315,7 @@ fn scan_skips_kernel_threads_and_gone_and_collects_errors() {
     assert!(matches!(
         &scan.errors[0],
         ProcError::Parse {
-            source: ProcParseError::MissingStatusField(_),
+            source: ProcParseError::Text(ParseError::MissingStatusField(_)),
             ..
         }
     ));

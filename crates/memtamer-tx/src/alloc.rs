@@ -8,7 +8,8 @@
 //!   requests get adjacent lines (Principle B, "contiguous allocation");
 //! * frees go to the owner's **deallocation list**; the GC step moves them,
 //!   headers zeroed, into the **sorted recycle list**, which refills the
-//!   global list when that runs dry;
+//!   global list when that runs dry (deletion records wait for a global GC
+//!   generation, see `Pool::reap`);
 //! * objects above [`LARGE_LINES`] take the **large-object path**: best fit
 //!   straight from the global list (the thesis's "regular path").
 
@@ -131,15 +132,6 @@ pub struct Dealloc {
     pub line: u32,
     /// Lines.
     pub lines: u32,
-    /// Deletion record: zero only after the copies it hides (phase 2).
-    pub tombstone: bool,
-}
-
-/// Splits a deallocation batch into GC's two zeroing phases: ordinary
-/// copies first, then tombstones, so a crash between the phases never
-/// resurrects a deleted object's older copy.
-pub fn gc_phases(list: &[Dealloc]) -> (Vec<Dealloc>, Vec<Dealloc>) {
-    list.iter().partition(|d| !d.tombstone)
 }
 
 #[cfg(test)]
@@ -185,24 +177,5 @@ mod tests {
         a.absorb(&mut b);
         assert_eq!(a.iter().collect::<Vec<_>>(), vec![(0, 8), (20, 1)]);
         assert_eq!(b.total(), 0);
-    }
-
-    #[test]
-    fn gc_zeroes_tombstones_last() {
-        let l = [
-            Dealloc {
-                line: 1,
-                lines: 1,
-                tombstone: true,
-            },
-            Dealloc {
-                line: 2,
-                lines: 3,
-                tombstone: false,
-            },
-        ];
-        let (a, b) = gc_phases(&l);
-        assert_eq!(a, vec![l[1]]);
-        assert_eq!(b, vec![l[0]]);
     }
 }

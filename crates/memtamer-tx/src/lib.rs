@@ -20,8 +20,10 @@
 
 pub mod alloc;
 pub mod error;
+pub mod kv;
 pub mod layout;
 pub mod pool;
+pub mod rbtree;
 pub mod region;
 pub mod table;
 pub mod tx;

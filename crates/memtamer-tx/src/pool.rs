@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::alloc::{gc_phases, Dealloc, FreeList, Portion, LARGE_LINES};
+use crate::alloc::{Dealloc, FreeList, Portion, LARGE_LINES};
 use crate::error::{PoolError, TxError};
 use crate::layout::{
     self, HeaderFault, ObjHeader, PoolHeader, SlotState, LINE, OBJ_HDR, SLOTS_OFF,
@@ -103,6 +103,9 @@ pub(crate) struct SlotDram {
     pub word: AtomicU64,
     /// CommitID once committed.
     pub commit: AtomicU64,
+    /// GC generation at the start of this slot's last GC step: every block
+    /// it deallocated before that generation has a zeroed header on PM.
+    pub zeroed_gen: AtomicU64,
 }
 
 /// What a slot owns while a transaction runs in it (per-thread state).
@@ -129,6 +132,8 @@ pub struct Pool {
     pub(crate) segment_lines: u32,
     pub(crate) gc_batch: usize,
     pub(crate) totals: Mutex<PoolStats>,
+    pub(crate) gen: AtomicU64,
+    pub(crate) tombs: Mutex<Vec<(Dealloc, u64)>>,
     recovery: RecoveryReport,
     /// Fault injection (tests only).
     #[doc(hidden)]
@@ -427,6 +432,8 @@ impl Pool {
             segment_lines: o.segment_lines.max(1),
             gc_batch: o.gc_batch.max(1),
             totals: Mutex::new(PoolStats::default()),
+            gen: AtomicU64::new(1),
+            tombs: Mutex::new(Vec::new()),
             recovery: rep,
             faults: Faults::default(),
             region,
@@ -500,7 +507,7 @@ impl Pool {
             // Refill from the recycle list (step 3), then from idle slots.
             match attempt {
                 0 => {
-                    self.gc(ctx);
+                    self.gc(me, ctx);
                     let mut r = lock(&self.recycle);
                     lock(&self.global).absorb(&mut r);
                 }
@@ -521,39 +528,88 @@ impl Pool {
         Err(TxError::PoolFull { bytes })
     }
 
-    /// The GC step: zero the headers of deallocated blocks (copies, then
-    /// tombstones), persist, and move them to the sorted recycle list.
-    pub(crate) fn gc(&self, ctx: &mut SlotCtx) {
-        if ctx.dealloc.is_empty() {
-            return;
-        }
+    /// The GC step: zero the headers of this slot's deallocated copies,
+    /// persist, move them to the sorted recycle list, and record the GC
+    /// generation it started at.
+    pub(crate) fn gc(&self, me: usize, ctx: &mut SlotCtx) {
+        let g = self.gen.fetch_add(1, Ordering::SeqCst);
         let list = std::mem::take(&mut ctx.dealloc);
-        let (copies, tombs) = gc_phases(&list);
-        let zeros = [0u8; OBJ_HDR];
-        for phase in [&copies, &tombs] {
-            if phase.is_empty() {
-                continue;
-            }
-            for d in phase.iter() {
+        if !list.is_empty() {
+            let zeros = [0u8; OBJ_HDR];
+            for d in &list {
                 let off = self.line_off(d.line);
                 self.region.write(off, &zeros);
                 self.region.flush(off, OBJ_HDR, &mut ctx.stats);
             }
             self.region.fence(&mut ctx.stats);
+            let mut r = lock(&self.recycle);
+            for d in &list {
+                r.insert(d.line, d.lines);
+            }
         }
+        self.states[me].zeroed_gen.store(g, Ordering::SeqCst);
+    }
+
+    /// Queues a deletion record. It may be zeroed only once every older
+    /// copy of its object is zeroed, and those sit in any slot's
+    /// deallocation list: so it waits until every slot has run a GC step
+    /// that started after it was queued (the thesis's GC zeroes blocks
+    /// without this order, which can resurrect a deleted object).
+    pub(crate) fn queue_tombstone(&self, d: Dealloc) {
+        let g = self.gen.fetch_add(1, Ordering::SeqCst);
+        lock(&self.tombs).push((d, g));
+    }
+
+    /// Zeroes and recycles the deletion records every slot has caught up
+    /// with, running the GC step on idle slots that lag behind.
+    pub(crate) fn reap(&self, me: Option<usize>, st: &mut PersistStats) {
+        let need = match lock(&self.tombs).iter().map(|(_, g)| *g).max() {
+            Some(g) => g,
+            None => return,
+        };
+        let mut min_gen = u64::MAX;
+        for (i, s) in self.states.iter().enumerate() {
+            let mut z = s.zeroed_gen.load(Ordering::SeqCst);
+            if z <= need && Some(i) != me {
+                if let Ok(mut c) = self.slots[i].try_lock() {
+                    self.gc(i, &mut c);
+                    z = s.zeroed_gen.load(Ordering::SeqCst);
+                }
+            }
+            min_gen = min_gen.min(z);
+        }
+        let ready: Vec<Dealloc> = {
+            let mut t = lock(&self.tombs);
+            let (ready, keep): (Vec<_>, Vec<_>) = t.drain(..).partition(|(_, g)| *g < min_gen);
+            *t = keep;
+            ready.into_iter().map(|(d, _)| d).collect()
+        };
+        if ready.is_empty() {
+            return;
+        }
+        let zeros = [0u8; OBJ_HDR];
+        for d in &ready {
+            let off = self.line_off(d.line);
+            self.region.write(off, &zeros);
+            self.region.flush(off, OBJ_HDR, st);
+        }
+        self.region.fence(st);
         let mut r = lock(&self.recycle);
-        for d in &list {
+        for d in &ready {
             r.insert(d.line, d.lines);
         }
     }
 
-    /// Runs the GC step on every idle slot (for `close` and accounting).
+    /// Runs the GC step on every idle slot and reaps deletion records.
     pub fn collect(&self) {
-        for s in self.slots.iter() {
+        for (i, s) in self.slots.iter().enumerate() {
             if let Ok(mut c) = s.try_lock() {
-                self.gc(&mut c);
+                self.gc(i, &mut c);
             }
         }
+        let mut st = PersistStats::default();
+        self.reap(None, &mut st);
+        self.add_totals(&mut st, false, false, false);
     }
 
     pub(crate) fn new_id(&self, ctx: &mut SlotCtx) -> Option<u32> {
@@ -613,4 +669,23 @@ fn push_drop(copies: &mut Vec<(u32, u32)>, tombs: &mut Vec<(u32, u32)>, line: u3
 /// volatile bookkeeping, which stays usable).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Pool {
+    /// Ids whose entry is write-locked or holds an unfolded copy; empty
+    /// whenever no transaction runs (a test invariant).
+    pub fn locked_ids(&self) -> Vec<u32> {
+        let max = self.next_id.load(Ordering::Relaxed).min(self.table.cap());
+        (1..max)
+            .filter(|id| {
+                self.table
+                    .get(*id)
+                    .map(|e| {
+                        let s = e.snap();
+                        s.new != 0 || s.writer != 0
+                    })
+                    .unwrap_or(false)
+            })
+            .collect()
+    }
 }

@@ -19,7 +19,7 @@ use std::sync::MutexGuard;
 use crate::alloc::Dealloc;
 use crate::error::TxError;
 use crate::layout::{self, ObjHeader, SlotState, MAX_OBJ, OBJ_HDR, TOMBSTONE};
-use crate::pool::{Pool, SlotCtx};
+use crate::pool::{lock, Pool, SlotCtx};
 
 /// DRAM slot states (the persistent ones are `layout::SlotState`).
 pub(crate) const DS_END: u64 = 0;
@@ -71,6 +71,14 @@ impl Pool {
             }
         };
         SLOT_HINT.with(|h| h.set(slot));
+        // Announce the slot as active with a lower bound of our TxID before
+        // taking it: a committer that takes its CommitID after this store
+        // must see us in its post-commit wait (Alg. 2 line 10), or it could
+        // fold a version between our snapshot reads (a lost update).
+        let lower = self.clock.load(Ordering::SeqCst);
+        self.states[slot]
+            .word
+            .store(lower << 2 | DS_ACTIVE, Ordering::SeqCst);
         let txid = self.clock.fetch_add(1, Ordering::SeqCst);
         self.states[slot]
             .word
@@ -507,15 +515,13 @@ impl<'p> Tx<'p> {
                 self.ctx.dealloc.push(Dealloc {
                     line: s.old - 1,
                     lines: oh.lines(),
-                    tombstone: oh.is_tombstone(),
                 });
             }
             if nh.is_tombstone() {
                 e.update(0, 0, true);
-                self.ctx.dealloc.push(Dealloc {
+                pool.queue_tombstone(Dealloc {
                     line: s.new - 1,
                     lines: 1,
-                    tombstone: true,
                 });
                 self.ctx.free_ids.push(id);
             } else {
@@ -524,14 +530,14 @@ impl<'p> Tx<'p> {
         }
         for (l, lines) in std::mem::take(&mut self.dropped) {
             // header already zeroed and persisted with the write set
-            self.ctx.dealloc.push(Dealloc {
-                line: l - 1,
-                lines,
-                tombstone: false,
-            });
+            self.ctx.dealloc.push(Dealloc { line: l - 1, lines });
         }
         if self.ctx.dealloc.len() >= pool.gc_batch {
-            pool.gc(&mut self.ctx);
+            pool.gc(self.slot, &mut self.ctx);
+        }
+        if lock(&pool.tombs).len() >= pool.gc_batch {
+            pool.gc(self.slot, &mut self.ctx);
+            pool.reap(Some(self.slot), &mut self.ctx.stats);
         }
     }
 

@@ -7,8 +7,15 @@
 //! Reads from PM are plain loads in libpmem programs, so the shim cannot
 //! see them; pmem_drain (a fence) moves no data and is left alone. Nested
 //! calls (libpmem calling its own exported functions) are gated once.
+//!
+//! With `MEMTAMER_RIBBON=1` the flushes and fences go through Ribbon's
+//! queues and flusher threads instead (see [`ribbon`] and docs/ribbon.md).
+
+pub mod ribbon;
 
 use std::ffi::{c_int, c_uint, c_void, CStr};
+
+use ribbon::{CopyFlags, SetFlags};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memtamer_gate::process;
@@ -16,7 +23,7 @@ use memtamer_gate::process;
 /// The next definition of `name` (the real libpmem's), resolved on the
 /// first call and cached: afterwards one load.
 #[inline(always)]
-fn real(cache: &AtomicUsize, name: &CStr) -> usize {
+pub(crate) fn real(cache: &AtomicUsize, name: &CStr) -> usize {
     let cached = cache.load(Ordering::Relaxed);
     if cached != 0 {
         return cached;
@@ -53,37 +60,138 @@ fn gated<R>(len: usize, call: impl FnOnce() -> R) -> R {
     process::gated(len as u64, true, call)
 }
 
-/// Defines `$name` with libpmem's signature: admitted by the gate as a PM
-/// write of `$len` bytes, then forwarded to the real libpmem function.
-macro_rules! gated_fn {
-    ($(#[$doc:meta])* $name:ident, $sym:literal, ($($arg:ident: $ty:ty),*) -> $ret:ty, $len:ident) => {
+type Dst = *mut c_void;
+type Src = *const c_void;
+
+/// The real libpmem function `$sym` as a value of type `$ty`.
+macro_rules! real_fn {
+    ($sym:literal, $ty:ty) => {{
+        static REAL: AtomicUsize = AtomicUsize::new(0);
+        let f = real(&REAL, $sym);
+        // SAFETY: `f` is libpmem's function of this exact signature.
+        unsafe { std::mem::transmute::<usize, $ty>(f) }
+    }};
+}
+
+/// Defines a copy with libpmem's signature: in Ribbon mode run as a
+/// no-flush copy whose range is enqueued on Ribbon (`$nodrain`: no fence
+/// after); otherwise gated and forwarded unchanged.
+macro_rules! copy_fn {
+    ($(#[$doc:meta])* $name:ident, $sym:literal, $flags_sym:literal, $flags_ty:ty, ($dst:ident: Dst, $a:ident: $at:ty, $len:ident: usize), $nodrain:expr) => {
         $(#[$doc])*
         ///
         /// # Safety
         /// As for libpmem's function of the same name.
         #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
-            static REAL: AtomicUsize = AtomicUsize::new(0);
-            let f = real(&REAL, $sym);
-            // SAFETY: `f` is libpmem's function with this exact signature.
-            let f = unsafe { std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*) -> $ret>(f) };
+        pub unsafe extern "C" fn $name($dst: Dst, $a: $at, $len: usize) -> Dst {
+            if ribbon::enabled() {
+                let f = real_fn!($flags_sym, $flags_ty);
+                // SAFETY: the copy writes dst..dst+len only, as the caller allowed.
+                return unsafe { ribbon::copy_then_flush($dst, $len, $nodrain, |fl| f($dst, $a, $len, fl)) };
+            }
+            let f = real_fn!($sym, unsafe extern "C" fn(Dst, $at, usize) -> Dst);
             // SAFETY: the caller's arguments are forwarded unchanged.
-            gated($len, || unsafe { f($($arg),*) })
+            gated($len, || unsafe { f($dst, $a, $len) })
         }
     };
 }
 
-type Dst = *mut c_void;
-type Src = *const c_void;
+/// Defines a flag-taking copy: in Ribbon mode, unless the caller asked for
+/// no flush, a no-flush copy plus a Ribbon flush (and fence unless
+/// PMEM_F_MEM_NODRAIN); otherwise gated and forwarded unchanged.
+macro_rules! copy_flags_fn {
+    ($(#[$doc:meta])* $name:ident, $sym:literal, $ty:ty, ($dst:ident: Dst, $a:ident: $at:ty, $len:ident: usize, $flags:ident: c_uint)) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As for libpmem's function of the same name.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($dst: Dst, $a: $at, $len: usize, $flags: c_uint) -> Dst {
+            let f = real_fn!($sym, $ty);
+            if ribbon::enabled() && ribbon::reroutes($flags) {
+                let (with, nodrain) = ribbon::plan($flags);
+                // SAFETY: the copy writes dst..dst+len only, as the caller allowed.
+                return unsafe { ribbon::copy_then_flush($dst, $len, nodrain, |fl| f($dst, $a, $len, with | fl)) };
+            }
+            // SAFETY: the caller's arguments are forwarded unchanged.
+            gated($len, || unsafe { f($dst, $a, $len, $flags) })
+        }
+    };
+}
 
-gated_fn!(/** Gated copy to PM, persisted. */ pmem_memcpy_persist, c"pmem_memcpy_persist", (dst: Dst, src: Src, len: usize) -> Dst, len);
-gated_fn!(/** Gated copy to PM, not drained. */ pmem_memcpy_nodrain, c"pmem_memcpy_nodrain", (dst: Dst, src: Src, len: usize) -> Dst, len);
-gated_fn!(/** Gated move to PM, persisted. */ pmem_memmove_persist, c"pmem_memmove_persist", (dst: Dst, src: Src, len: usize) -> Dst, len);
-gated_fn!(/** Gated move to PM, not drained. */ pmem_memmove_nodrain, c"pmem_memmove_nodrain", (dst: Dst, src: Src, len: usize) -> Dst, len);
-gated_fn!(/** Gated copy to PM with flags. */ pmem_memcpy, c"pmem_memcpy", (dst: Dst, src: Src, len: usize, flags: c_uint) -> Dst, len);
-gated_fn!(/** Gated move to PM with flags. */ pmem_memmove, c"pmem_memmove", (dst: Dst, src: Src, len: usize, flags: c_uint) -> Dst, len);
-gated_fn!(/** Gated fill of PM, persisted. */ pmem_memset_persist, c"pmem_memset_persist", (dst: Dst, c: c_int, len: usize) -> Dst, len);
-gated_fn!(/** Gated fill of PM, not drained. */ pmem_memset_nodrain, c"pmem_memset_nodrain", (dst: Dst, c: c_int, len: usize) -> Dst, len);
-gated_fn!(/** Gated fill of PM with flags. */ pmem_memset, c"pmem_memset", (dst: Dst, c: c_int, len: usize, flags: c_uint) -> Dst, len);
-gated_fn!(/** Gated flush and fence of stores made earlier. */ pmem_persist, c"pmem_persist", (addr: Src, len: usize) -> (), len);
-gated_fn!(/** Gated flush of stores made earlier. */ pmem_flush, c"pmem_flush", (addr: Src, len: usize) -> (), len);
+copy_fn!(/** Copy to PM, persisted. */ pmem_memcpy_persist, c"pmem_memcpy_persist", c"pmem_memcpy", CopyFlags, (dst: Dst, src: Src, len: usize), false);
+copy_fn!(/** Copy to PM, not drained. */ pmem_memcpy_nodrain, c"pmem_memcpy_nodrain", c"pmem_memcpy", CopyFlags, (dst: Dst, src: Src, len: usize), true);
+copy_fn!(/** Move to PM, persisted. */ pmem_memmove_persist, c"pmem_memmove_persist", c"pmem_memmove", CopyFlags, (dst: Dst, src: Src, len: usize), false);
+copy_fn!(/** Move to PM, not drained. */ pmem_memmove_nodrain, c"pmem_memmove_nodrain", c"pmem_memmove", CopyFlags, (dst: Dst, src: Src, len: usize), true);
+copy_flags_fn!(/** Copy to PM with flags. */ pmem_memcpy, c"pmem_memcpy", CopyFlags, (dst: Dst, src: Src, len: usize, flags: c_uint));
+copy_flags_fn!(/** Move to PM with flags. */ pmem_memmove, c"pmem_memmove", CopyFlags, (dst: Dst, src: Src, len: usize, flags: c_uint));
+copy_fn!(/** Fill of PM, persisted. */ pmem_memset_persist, c"pmem_memset_persist", c"pmem_memset", SetFlags, (dst: Dst, c: c_int, len: usize), false);
+copy_fn!(/** Fill of PM, not drained. */ pmem_memset_nodrain, c"pmem_memset_nodrain", c"pmem_memset", SetFlags, (dst: Dst, c: c_int, len: usize), true);
+copy_flags_fn!(/** Fill of PM with flags. */ pmem_memset, c"pmem_memset", SetFlags, (dst: Dst, c: c_int, len: usize, flags: c_uint));
+
+/// Flush and fence of stores made earlier: Ribbon flush + fence in Ribbon
+/// mode, else gated and forwarded.
+///
+/// # Safety
+/// As for libpmem's pmem_persist.
+#[no_mangle]
+pub unsafe extern "C" fn pmem_persist(addr: Src, len: usize) {
+    if ribbon::enabled() {
+        // SAFETY: forwarded.
+        unsafe { ribbon::flush(addr, len) };
+        ribbon::drain();
+        return;
+    }
+    let f = real_fn!(c"pmem_persist", unsafe extern "C" fn(Src, usize));
+    // SAFETY: the caller's arguments are forwarded unchanged.
+    gated(len, || unsafe { f(addr, len) })
+}
+
+/// Flush of stores made earlier: queued on Ribbon in Ribbon mode, else
+/// gated and forwarded.
+///
+/// # Safety
+/// As for libpmem's pmem_flush.
+#[no_mangle]
+pub unsafe extern "C" fn pmem_flush(addr: Src, len: usize) {
+    if ribbon::enabled() {
+        // SAFETY: forwarded.
+        unsafe { ribbon::flush(addr, len) };
+        return;
+    }
+    let f = real_fn!(c"pmem_flush", unsafe extern "C" fn(Src, usize));
+    // SAFETY: the caller's arguments are forwarded unchanged.
+    gated(len, || unsafe { f(addr, len) })
+}
+
+/// Fence: a Ribbon fence in Ribbon mode (blocks until the thread's queue
+/// drained), else forwarded (it moves no data, so it is not gated).
+///
+/// # Safety
+/// As for libpmem's pmem_drain.
+#[no_mangle]
+pub unsafe extern "C" fn pmem_drain() {
+    if ribbon::enabled() {
+        ribbon::drain();
+        return;
+    }
+    let f = real_fn!(c"pmem_drain", unsafe extern "C" fn());
+    // SAFETY: no arguments.
+    unsafe { f() }
+}
+
+/// `munmap` of the program (and of libpmem's `pmem_unmap`): in Ribbon mode
+/// every queued flush runs first, so no flusher touches unmapped memory;
+/// then the real munmap.
+///
+/// # Safety
+/// As for munmap(2).
+#[no_mangle]
+pub unsafe extern "C" fn munmap(addr: *mut c_void, len: usize) -> c_int {
+    if ribbon::enabled() {
+        ribbon::before_unmap();
+    }
+    let f = real_fn!(c"munmap", unsafe extern "C" fn(*mut c_void, usize) -> c_int);
+    // SAFETY: the caller's arguments are forwarded unchanged.
+    unsafe { f(addr, len) }
+}

@@ -85,6 +85,30 @@ pub fn stop() -> Result<Stats, RibbonError> {
     Ok(stats)
 }
 
+/// In a fork child: the parent's flusher threads do not exist here, so
+/// its instance is marked stopping (threads holding its queues drain them
+/// themselves) and leaked; the next [`start`] makes a fresh one.
+/// Call from a `pthread_atfork` child handler.
+pub fn forget_after_fork() {
+    if let Ok(mut g) = GLOBAL.try_write() {
+        if let Some(r) = g.take() {
+            r.mark_stopping();
+            std::mem::forget(r);
+        }
+    }
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Waits until every queued flush of the running instance has executed
+/// (call before unmapping memory that may have been flushed).
+pub fn drain_all() {
+    if let Ok(g) = GLOBAL.read() {
+        if let Some(r) = g.as_ref() {
+            r.drain_all();
+        }
+    }
+}
+
 /// Whether the process-wide instance runs.
 pub fn running() -> bool {
     GLOBAL.read().map(|g| g.is_some()).unwrap_or(false)

@@ -9,6 +9,7 @@
 
 pub mod alloc;
 pub mod bandwidth;
+pub mod bench;
 pub mod capi;
 pub mod controller;
 mod error;

@@ -440,6 +440,46 @@ impl Ribbon {
         }
     }
 
+    /// Blocks until every flush enqueued on any queue before the call was
+    /// executed and fenced: what must happen before memory is unmapped
+    /// (a queued flush of unmapped memory would fault in a flusher). A
+    /// no-op on a Ribbon thread (it would wait for itself).
+    pub fn drain_all(&self) {
+        if IS_RIBBON_THREAD.with(|t| t.get()) {
+            return;
+        }
+        let s = &*self.shared;
+        let targets: Vec<usize> = s.queues.iter().map(Queue::tail).collect();
+        std::sync::atomic::fence(Ordering::SeqCst);
+        s.wake_active();
+        for (q, &target) in s.queues.iter().zip(&targets) {
+            let mut spins = 0u32;
+            while (target.wrapping_sub(q.head()) as isize) > 0 {
+                if s.m.load(Ordering::Relaxed) == 0 || s.stopping.load(Ordering::Relaxed) {
+                    if let Some(b) = q.take() {
+                        s.execute(b);
+                    }
+                    continue;
+                }
+                spins += 1;
+                if spins < SPINS {
+                    std::hint::spin_loop();
+                } else {
+                    if spins & 63 == 0 {
+                        s.wake_active();
+                    }
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    /// Makes every producer flush on its own thread from now on (used in
+    /// a fork child, where the flusher threads do not exist).
+    pub fn mark_stopping(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+    }
+
     /// Drains every queue and joins all threads (thesis `ribbon_stop`).
     pub fn stop(self) {
         self.shutdown();
@@ -476,13 +516,21 @@ impl Drop for Ribbon {
     }
 }
 
+thread_local! {
+    /// Set on Ribbon's own threads (flushers, control, proactive).
+    static IS_RIBBON_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 fn spawn(
     what: &'static str,
     f: impl FnOnce() + Send + 'static,
 ) -> Result<JoinHandle<()>, RibbonError> {
     std::thread::Builder::new()
         .name(what.into())
-        .spawn(f)
+        .spawn(move || {
+            IS_RIBBON_THREAD.with(|t| t.set(true));
+            f()
+        })
         .map_err(|source| RibbonError::Spawn { what, source })
 }
 

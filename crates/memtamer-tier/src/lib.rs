@@ -17,6 +17,7 @@ pub mod migrator;
 pub mod numa;
 pub mod profiler;
 pub mod registry;
+pub mod synthetic;
 pub mod unimem;
 
 pub use error::TierError;

@@ -1,1 +1,22 @@
-//! The pure Unimem placement core (thesis ch. 3): see submodules.
+//! The pure Unimem placement core (thesis ch. 3; digest
+//! `thesis-unimem-tahoe.md` §2): no OS calls, so every decision is unit
+//! tested and the same code can drive the simulator and the MPI runtime.
+//!
+//! * [`model`]: the sensitivity models (Eq. 3.1, 3.2, the unnumbered latency
+//!   benefit, Eq. 3.3 with the Fig. 3.5 overlap window, Eq. 3.4).
+//! * [`knapsack`]: 0/1 knapsack by dynamic programming.
+//! * [`plan`]: phase-local and cross-phase global search, keeping the
+//!   better; initial placement; the 10% drift check (§3.4.2).
+//! * [`schedule`]: the proactive migration schedule that issues each move
+//!   as early as the object's and its victims' last uses allow.
+
+pub mod knapsack;
+pub mod model;
+pub mod plan;
+pub mod schedule;
+
+#[cfg(test)]
+pub(crate) use plan::tests as plan_tests_support;
+
+/// Index of an object in the problem's object table.
+pub type ObjId = usize;

@@ -1,0 +1,267 @@
+//! Unimem's performance models (thesis §3.4, Step 2).
+
+use super::ObjId;
+use std::collections::BTreeMap;
+
+/// What the models need to know about the machine. Bandwidths in B/s,
+/// latencies in seconds. The constant factors are measured offline per
+/// platform (STREAM for `cf_bw`, a pointer chaser for `cf_lat`), as
+/// measured/predicted time (the digest's reading of the thesis's ratio).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Platform {
+    /// DRAM bandwidth.
+    pub dram_bw: f64,
+    /// Slow-tier bandwidth.
+    pub slow_bw: f64,
+    /// DRAM load latency.
+    pub dram_lat: f64,
+    /// Slow-tier load latency.
+    pub slow_lat: f64,
+    /// Cache-line size in bytes.
+    pub cacheline: f64,
+    /// Bandwidth of a tier-to-tier copy by the helper thread.
+    pub copy_bw: f64,
+    /// STREAM peak measured through Eq. 3.1 (classification threshold base).
+    pub bw_peak: f64,
+    /// Constant factor of the bandwidth benefit.
+    pub cf_bw: f64,
+    /// Constant factor of the latency benefit.
+    pub cf_lat: f64,
+    /// Bandwidth-sensitive above this fraction of `bw_peak` (thesis t1 = 80%).
+    pub t1: f64,
+    /// Latency-sensitive below this fraction of `bw_peak` (thesis t2 = 10%).
+    pub t2: f64,
+}
+
+impl Platform {
+    /// The thesis's emulated platform: slow tier with `bw_div`× less
+    /// bandwidth and `lat_mul`× the latency of DRAM (§3.6: 1/2 bandwidth,
+    /// 4× latency), constant factors 1, t1 = 80%, t2 = 10%.
+    pub fn emulated(dram_bw: f64, dram_lat: f64, bw_div: f64, lat_mul: f64) -> Self {
+        let slow_bw = dram_bw / bw_div;
+        Platform {
+            dram_bw,
+            slow_bw,
+            dram_lat,
+            slow_lat: dram_lat * lat_mul,
+            cacheline: 64.0,
+            copy_bw: slow_bw,
+            bw_peak: dram_bw,
+            cf_bw: 1.0,
+            cf_lat: 1.0,
+            t1: 0.8,
+            t2: 0.1,
+        }
+    }
+}
+
+/// One object's profile in one phase.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjPhase {
+    /// `#data_access`: main-memory accesses (cache lines) in the phase.
+    pub accesses: f64,
+    /// `#samples_with_data_accesses`: samples that saw the object.
+    pub samples: f64,
+}
+
+/// One phase's profile.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct PhaseProfile {
+    /// Phase execution time (s).
+    pub time: f64,
+    /// `#samples` taken in the phase.
+    pub samples: f64,
+    /// The objects the phase touched (the knapsack candidates).
+    pub objs: BTreeMap<ObjId, ObjPhase>,
+}
+
+/// How an object reacts to the slow tier (§3.4 classification).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sensitivity {
+    /// Demand ≥ t1 of peak: benefit is the bandwidth one.
+    Bandwidth,
+    /// Demand < t2 of peak: benefit is the latency one.
+    Latency,
+    /// In between: the larger of the two.
+    Both,
+}
+
+/// Eq. 3.1: the object's bandwidth demand, bytes accessed over the time
+/// spent accessing it (its share of samples times the phase time).
+pub fn bw_demand(accesses: f64, cacheline: f64, obj_samples: f64, samples: f64, time: f64) -> f64 {
+    let t = if samples > 0.0 {
+        obj_samples / samples * time
+    } else {
+        0.0
+    };
+    if t <= 0.0 {
+        0.0
+    } else {
+        accesses * cacheline / t
+    }
+}
+
+/// Classification by demand against `bw_peak` (t1/t2, §3.4; the thesis
+/// text's "between t1% and t1%" means t2 and t1).
+pub fn classify(demand: f64, p: &Platform) -> Sensitivity {
+    if demand >= p.t1 * p.bw_peak {
+        Sensitivity::Bandwidth
+    } else if demand < p.t2 * p.bw_peak {
+        Sensitivity::Latency
+    } else {
+        Sensitivity::Both
+    }
+}
+
+/// Eq. 3.2: time saved by serving the bytes from DRAM instead of the slow tier.
+pub fn benefit_bw(accesses: f64, p: &Platform) -> f64 {
+    let bytes = accesses * p.cacheline;
+    (bytes / p.slow_bw - bytes / p.dram_bw) * p.cf_bw
+}
+
+/// The latency benefit (thesis "Equation 3.4.1", unnumbered next to Eq. 3.2).
+pub fn benefit_lat(accesses: f64, p: &Platform) -> f64 {
+    (accesses * p.slow_lat - accesses * p.dram_lat) * p.cf_lat
+}
+
+/// `BFT_data_obj`: the benefit of the object being in DRAM in this phase,
+/// with its classification.
+pub fn benefit(o: &ObjPhase, phase: &PhaseProfile, p: &Platform) -> (Sensitivity, f64) {
+    let s = classify(
+        bw_demand(
+            o.accesses,
+            p.cacheline,
+            o.samples,
+            phase.samples,
+            phase.time,
+        ),
+        p,
+    );
+    let b = match s {
+        Sensitivity::Bandwidth => benefit_bw(o.accesses, p),
+        Sensitivity::Latency => benefit_lat(o.accesses, p),
+        Sensitivity::Both => benefit_bw(o.accesses, p).max(benefit_lat(o.accesses, p)),
+    };
+    (s, b.max(0.0))
+}
+
+/// Number of phases just before phase `i` (cyclically: the program
+/// iterates) that do not reference `obj` (Fig. 3.5: the copy can start at
+/// the beginning of phase `i - d`). 0 when phase `i - 1` uses it; `n - 1`
+/// when only phase `i` does.
+pub fn free_phases_before(uses: &[bool], i: usize) -> usize {
+    let n = uses.len();
+    (1..n).take_while(|d| !uses[(i + n - d) % n]).count()
+}
+
+/// `mem_comp_overlap` (Fig. 3.5): execution time of the `d` phases before
+/// phase `i` in which the copy can run.
+pub fn overlap_time(times: &[f64], i: usize, d: usize) -> f64 {
+    let n = times.len();
+    (1..=d).map(|k| times[(i + n - k) % n]).sum()
+}
+
+/// Eq. 3.3: the exposed part of a copy of `size` bytes.
+pub fn move_cost(size: f64, copy_bw: f64, overlap: f64) -> f64 {
+    (size / copy_bw - overlap).max(0.0)
+}
+
+/// Eq. 3.4: the knapsack value of bringing an object into DRAM.
+pub fn weight(bft: f64, cost: f64, extra_cost: f64) -> f64 {
+    bft - cost - extra_cost
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plat() -> Platform {
+        Platform::emulated(10e9, 100e-9, 2.0, 4.0)
+    }
+
+    #[test]
+    fn eq_3_1_worked_example() {
+        // Digest §2.5: a 10 s phase, 1e7 samples, 1e5 of them on the object:
+        // 0.1 s of access time. 1e8 lines of 64 B in 0.1 s = 64 GB/s.
+        let bw = bw_demand(1e8, 64.0, 1e5, 1e7, 10.0);
+        assert!((bw - 64e9).abs() < 1.0);
+        assert_eq!(bw_demand(1e8, 64.0, 0.0, 1e7, 10.0), 0.0);
+        assert_eq!(bw_demand(1e8, 64.0, 5.0, 0.0, 10.0), 0.0);
+    }
+
+    #[test]
+    fn classification_thresholds() {
+        let p = plat();
+        assert_eq!(classify(8e9, &p), Sensitivity::Bandwidth);
+        assert_eq!(classify(7.99e9, &p), Sensitivity::Both);
+        assert_eq!(classify(1e9, &p), Sensitivity::Both);
+        assert_eq!(classify(0.99e9, &p), Sensitivity::Latency);
+    }
+
+    #[test]
+    fn benefits() {
+        let p = plat();
+        // 1e6 lines = 64 MB: 12.8 ms at 5 GB/s vs 6.4 ms at 10 GB/s.
+        assert!((benefit_bw(1e6, &p) - 6.4e-3).abs() < 1e-12);
+        // 1e6 accesses at 400 ns vs 100 ns.
+        assert!((benefit_lat(1e6, &p) - 0.3).abs() < 1e-12);
+        let ph = PhaseProfile {
+            time: 1.0,
+            samples: 1000.0,
+            objs: Default::default(),
+        };
+        // Low demand -> latency benefit.
+        let (s, b) = benefit(
+            &ObjPhase {
+                accesses: 1e6,
+                samples: 1000.0,
+            },
+            &ph,
+            &p,
+        );
+        assert_eq!(s, Sensitivity::Latency);
+        assert!((b - 0.3).abs() < 1e-12);
+        // 64 MB in 1 ms of access time = 64 GB/s: bandwidth.
+        let (s, b) = benefit(
+            &ObjPhase {
+                accesses: 1e6,
+                samples: 1.0,
+            },
+            &ph,
+            &p,
+        );
+        assert_eq!(s, Sensitivity::Bandwidth);
+        assert!((b - 6.4e-3).abs() < 1e-12);
+        // In between: the max (latency dominates here).
+        let (s, b) = benefit(
+            &ObjPhase {
+                accesses: 1e6,
+                samples: 20.0,
+            },
+            &ph,
+            &p,
+        );
+        assert_eq!((s, b), (Sensitivity::Both, benefit_lat(1e6, &p)));
+    }
+
+    #[test]
+    fn overlap_window_fig_3_5() {
+        // Object used in phases 0 and 3 of 5.
+        let uses = [true, false, false, true, false];
+        assert_eq!(free_phases_before(&uses, 3), 2); // phases 1, 2
+        assert_eq!(free_phases_before(&uses, 0), 1); // phase 4 (wraps)
+        assert_eq!(free_phases_before(&[true, true], 1), 0);
+        assert_eq!(free_phases_before(&[false, false, true], 2), 2);
+        let times = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(overlap_time(&times, 3, 2), 5.0);
+        assert_eq!(overlap_time(&times, 0, 1), 5.0);
+        assert_eq!(overlap_time(&times, 0, 0), 0.0);
+    }
+
+    #[test]
+    fn eq_3_3_and_3_4() {
+        assert_eq!(move_cost(10e9, 5e9, 0.5), 1.5);
+        assert_eq!(move_cost(10e9, 5e9, 3.0), 0.0);
+        assert_eq!(weight(2.0, 0.5, 0.25), 1.25);
+    }
+}

@@ -1,0 +1,297 @@
+//! Deciding placements (thesis §3.4 Step 3 and §3.4.2).
+//!
+//! * *Phase-local search*: one knapsack per phase, decided in phase order
+//!   so each decision knows what the previous one left in DRAM; values are
+//!   Eq. 3.4 weights (benefit − exposed copy − eviction cost). We run the
+//!   pass twice and keep the second: the program iterates, so phase 0's
+//!   decision must start from what the last phase left (steady state).
+//! * *Cross-phase global search*: one knapsack, one placement for all
+//!   phases, nothing moves inside the loop.
+//! * [`decide`] keeps the one with the smaller predicted time over the
+//!   remaining iterations ([`predict`]).
+
+use super::knapsack::{granule_for, solve, Item};
+use super::model::{benefit, free_phases_before, move_cost, overlap_time, PhaseProfile, Platform};
+use super::ObjId;
+use std::collections::BTreeSet;
+
+/// Everything a decision depends on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    /// Object sizes in bytes (index = [`ObjId`]).
+    pub sizes: Vec<u64>,
+    /// Profile of each phase of one iteration, in order.
+    pub phases: Vec<PhaseProfile>,
+    /// The machine.
+    pub platform: Platform,
+    /// DRAM bytes this process may use.
+    pub capacity: u64,
+    /// Iterations still to run (one-time moves are amortised over them).
+    pub iterations: f64,
+}
+
+/// Which search produced a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Search {
+    /// One knapsack per phase.
+    Local,
+    /// One knapsack for the whole iteration.
+    Global,
+}
+
+/// A placement per phase, with its predicted cost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// The search that produced it.
+    pub search: Search,
+    /// Objects in DRAM during each phase (steady state).
+    pub dram: Vec<BTreeSet<ObjId>>,
+    /// Predicted seconds lost to the slow tier and to exposed copies over
+    /// the remaining iterations, including the one-time moves from the
+    /// current placement.
+    pub predicted: f64,
+}
+
+impl Problem {
+    /// Whether phase `i` references `obj`.
+    pub fn uses(&self, obj: ObjId) -> Vec<bool> {
+        self.phases
+            .iter()
+            .map(|p| p.objs.contains_key(&obj))
+            .collect()
+    }
+
+    /// `BFT` of `obj` in phase `i` (0 if the phase does not touch it).
+    pub fn bft(&self, i: usize, obj: ObjId) -> f64 {
+        let ph = &self.phases[i];
+        ph.objs
+            .get(&obj)
+            .map_or(0.0, |o| benefit(o, ph, &self.platform).1)
+    }
+
+    fn times(&self) -> Vec<f64> {
+        self.phases.iter().map(|p| p.time).collect()
+    }
+
+    fn size_of(&self, set: &BTreeSet<ObjId>) -> u64 {
+        set.iter().map(|&o| self.sizes[o]).sum()
+    }
+
+    /// Exposed cost (Eq. 3.3) of a copy of `obj` that must be complete at
+    /// the start of phase `i`, overlapped with the phases before `i` that do
+    /// not use it (Fig. 3.5).
+    pub fn exposed_copy(&self, obj: ObjId, i: usize) -> f64 {
+        let d = free_phases_before(&self.uses(obj), i);
+        move_cost(
+            self.sizes[obj] as f64,
+            self.platform.copy_bw,
+            overlap_time(&self.times(), i, d),
+        )
+    }
+
+    fn one_time(&self, obj: ObjId) -> f64 {
+        self.sizes[obj] as f64 / self.platform.copy_bw
+    }
+}
+
+/// Victims for `need` bytes among `pool` (thesis §3.4 Step 3: "a set of
+/// resident objects whose combined size just exceeds what the newcomer
+/// needs"): the smallest single object that suffices, else the largest ones
+/// until the need is covered (all of `pool` if it cannot be).
+pub fn pick_victims(sizes: &[u64], pool: &BTreeSet<ObjId>, need: u64) -> Vec<ObjId> {
+    if need == 0 {
+        return Vec::new();
+    }
+    if let Some(&one) = pool
+        .iter()
+        .filter(|&&o| sizes[o] >= need)
+        .min_by_key(|&&o| (sizes[o], o))
+    {
+        return vec![one];
+    }
+    let mut by_size: Vec<ObjId> = pool.iter().copied().collect();
+    by_size.sort_by_key(|&o| (std::cmp::Reverse(sizes[o]), o));
+    let mut got = 0;
+    let mut out = Vec::new();
+    for o in by_size {
+        if got >= need {
+            break;
+        }
+        got += sizes[o];
+        out.push(o);
+    }
+    out
+}
+
+fn local_pass(p: &Problem, start: &BTreeSet<ObjId>) -> Vec<BTreeSet<ObjId>> {
+    let g = granule_for(p.capacity, 4096);
+    let mut d = start.clone();
+    let mut out = Vec::with_capacity(p.phases.len());
+    for i in 0..p.phases.len() {
+        let cands: Vec<ObjId> = p.phases[i]
+            .objs
+            .keys()
+            .copied()
+            .filter(|&o| o < p.sizes.len())
+            .collect();
+        let keep: BTreeSet<ObjId> = d.iter().copied().filter(|o| !cands.contains(o)).collect();
+        let free = p.capacity.saturating_sub(p.size_of(&d));
+        let items: Vec<Item> = cands
+            .iter()
+            .map(|&a| {
+                let bft = p.bft(i, a);
+                let value = if d.contains(&a) {
+                    bft
+                } else {
+                    let need = p.sizes[a].saturating_sub(free);
+                    let extra: f64 = pick_victims(&p.sizes, &keep, need)
+                        .iter()
+                        .map(|&v| p.one_time(v))
+                        .sum();
+                    super::model::weight(bft, p.exposed_copy(a, i), extra)
+                };
+                Item {
+                    value,
+                    size: p.sizes[a],
+                }
+            })
+            .collect();
+        let mut next: BTreeSet<ObjId> = solve(&items, p.capacity, g)
+            .into_iter()
+            .map(|k| cands[k])
+            .collect();
+        let chosen = p.size_of(&next);
+        let mut keep = keep;
+        let over = (chosen + p.size_of(&keep)).saturating_sub(p.capacity);
+        for v in pick_victims(&p.sizes, &keep, over) {
+            keep.remove(&v);
+        }
+        next.extend(keep);
+        out.push(next.clone());
+        d = next;
+    }
+    out
+}
+
+/// Phase-local search in steady state (second pass over the iteration).
+pub fn local_search(p: &Problem, start: &BTreeSet<ObjId>) -> Vec<BTreeSet<ObjId>> {
+    if p.phases.is_empty() {
+        return Vec::new();
+    }
+    let first = local_pass(p, start);
+    let entry = first.last().cloned().unwrap_or_default();
+    local_pass(p, &entry)
+}
+
+/// Cross-phase global search: value of an object is its benefit summed over
+/// the phases and the remaining iterations, minus its one-time copy.
+pub fn global_search(p: &Problem, start: &BTreeSet<ObjId>) -> BTreeSet<ObjId> {
+    let items: Vec<Item> = (0..p.sizes.len())
+        .map(|o| {
+            let bft: f64 = (0..p.phases.len()).map(|i| p.bft(i, o)).sum();
+            let cost = if start.contains(&o) {
+                0.0
+            } else {
+                p.one_time(o)
+            };
+            Item {
+                value: bft * p.iterations - cost,
+                size: p.sizes[o],
+            }
+        })
+        .collect();
+    solve(&items, p.capacity, granule_for(p.capacity, 4096))
+        .into_iter()
+        .collect()
+}
+
+/// Seconds per iteration lost to the slow tier (benefits forgone) and to
+/// exposed copies between consecutive phases (cyclic).
+pub fn per_iteration(p: &Problem, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
+    let n = p.phases.len();
+    let mut lost = 0.0;
+    let mut moves = 0.0;
+    for i in 0..n {
+        for &o in p.phases[i].objs.keys() {
+            if o < p.sizes.len() && !dram[i].contains(&o) {
+                lost += p.bft(i, o);
+            }
+        }
+        let prev = &dram[(i + n - 1) % n];
+        for &o in dram[i].difference(prev) {
+            moves += p.exposed_copy(o, i);
+        }
+        for &o in prev.difference(&dram[i]) {
+            moves += p.exposed_copy(o, i);
+        }
+    }
+    (lost, moves)
+}
+
+/// Predicted seconds over the remaining iterations for a placement, plus
+/// the one-time moves from `start` to its first phase.
+pub fn predict(p: &Problem, dram: &[BTreeSet<ObjId>], start: &BTreeSet<ObjId>) -> f64 {
+    if dram.is_empty() {
+        return 0.0;
+    }
+    let (lost, moves) = per_iteration(p, dram);
+    let first: f64 = dram[0]
+        .symmetric_difference(start)
+        .map(|&o| p.one_time(o))
+        .sum();
+    p.iterations * (lost + moves) + first
+}
+
+/// Both searches; the plan with the smaller prediction wins (global on a tie:
+/// it moves less).
+pub fn decide(p: &Problem, start: &BTreeSet<ObjId>) -> Plan {
+    let g = global_search(p, start);
+    let global = vec![g; p.phases.len()];
+    let local = local_search(p, start);
+    let (pg, pl) = (predict(p, &global, start), predict(p, &local, start));
+    if pl < pg {
+        Plan {
+            search: Search::Local,
+            dram: local,
+            predicted: pl,
+        }
+    } else {
+        Plan {
+            search: Search::Global,
+            dram: global,
+            predicted: pg,
+        }
+    }
+}
+
+/// Initial placement (§3.4.2 opt. 2): the objects with the most memory
+/// references, in that order, as long as they fit.
+pub fn initial_placement(sizes: &[u64], refs: &[f64], capacity: u64) -> BTreeSet<ObjId> {
+    let mut order: Vec<ObjId> = (0..sizes.len().min(refs.len()))
+        .filter(|&o| refs[o] > 0.0)
+        .collect();
+    order.sort_by(|&a, &b| refs[b].total_cmp(&refs[a]).then(a.cmp(&b)));
+    let mut used = 0;
+    let mut out = BTreeSet::new();
+    for o in order {
+        if used + sizes[o] <= capacity {
+            used += sizes[o];
+            out.insert(o);
+        }
+    }
+    out
+}
+
+/// Iteration drift (§3.4.2 opt. 1): some phase's time moved by more than
+/// `tol` (thesis: 10%) from the profiled one, so re-profile and re-decide.
+pub fn drifted(profiled: &[f64], now: &[f64], tol: f64) -> bool {
+    profiled.len() != now.len()
+        || profiled
+            .iter()
+            .zip(now)
+            .any(|(&a, &b)| (b - a).abs() > tol * a.abs())
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+pub(crate) mod tests;

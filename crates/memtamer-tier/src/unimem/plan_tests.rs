@@ -1,0 +1,230 @@
+use super::*;
+use crate::unimem::model::ObjPhase;
+
+/// Latency-bound phase: every object takes all the samples, so demand is
+/// accesses·64/time, far below the peak of the test platform.
+pub(crate) fn phase(time: f64, objs: &[(ObjId, f64)]) -> PhaseProfile {
+    PhaseProfile {
+        time,
+        samples: 1e6,
+        objs: objs
+            .iter()
+            .map(|&(o, a)| {
+                (
+                    o,
+                    ObjPhase {
+                        accesses: a,
+                        samples: 1e6,
+                    },
+                )
+            })
+            .collect(),
+    }
+}
+
+pub(crate) fn platform(copy_bw: f64) -> Platform {
+    let mut p = Platform::emulated(100e9, 100e-9, 2.0, 4.0);
+    p.copy_bw = copy_bw;
+    p
+}
+
+fn set(v: &[ObjId]) -> BTreeSet<ObjId> {
+    v.iter().copied().collect()
+}
+
+/// Fig. 3.6-like: 3 equal objects, 5 phases, DRAM for 2; each phase uses
+/// two of them, a different pair than the phase before.
+fn fig36(copy_bw: f64) -> Problem {
+    let a = 1e6; // 1e6 accesses * 300 ns = 0.3 s benefit per phase and object
+    Problem {
+        sizes: vec![100, 100, 100],
+        phases: vec![
+            phase(1.0, &[(0, a), (1, a)]),
+            phase(1.0, &[(1, a), (2, a)]),
+            phase(1.0, &[(0, a), (2, a)]),
+            phase(1.0, &[(0, a), (1, a)]),
+            phase(1.0, &[(1, a), (2, a)]),
+        ],
+        platform: platform(copy_bw),
+        capacity: 200,
+        iterations: 100.0,
+    }
+}
+
+fn moves_per_iteration(dram: &[BTreeSet<ObjId>]) -> usize {
+    let n = dram.len();
+    (0..n)
+        .map(|i| dram[i].symmetric_difference(&dram[(i + n - 1) % n]).count())
+        .sum()
+}
+
+#[test]
+fn fig_3_6_local_moves_global_does_not() {
+    // Copies cost 1 s for 100 B: moving is never worth it.
+    let slow = fig36(100.0);
+    let plan = decide(&slow, &BTreeSet::new());
+    assert_eq!(plan.search, Search::Global);
+    assert_eq!(moves_per_iteration(&plan.dram), 0);
+    assert_eq!(plan.dram[0].len(), 2);
+    assert!(
+        plan.dram[0].contains(&1),
+        "object 1 is used in 4 of 5 phases"
+    );
+    // Copies are free-ish: per-phase placement wins and moves.
+    let fast = fig36(1e12);
+    let plan = decide(&fast, &BTreeSet::new());
+    assert_eq!(plan.search, Search::Local);
+    assert!(moves_per_iteration(&plan.dram) > 0);
+    for (i, d) in plan.dram.iter().enumerate() {
+        let want: BTreeSet<ObjId> = fast.phases[i].objs.keys().copied().collect();
+        assert_eq!(d, &want, "phase {i}");
+    }
+    assert!(
+        plan.predicted
+            < predict(
+                &fast,
+                &vec![global_search(&fast, &BTreeSet::new()); 5],
+                &BTreeSet::new()
+            )
+    );
+}
+
+#[test]
+fn overlap_makes_a_move_free() {
+    // Object 1 is used only in phase 2; phases 0-1 (2 s) hide its 1 s copy.
+    let p = Problem {
+        sizes: vec![100, 100],
+        phases: vec![
+            phase(1.0, &[(0, 1e6)]),
+            phase(1.0, &[(0, 1e6)]),
+            phase(1.0, &[(1, 1e6)]),
+        ],
+        platform: platform(100.0),
+        capacity: 100,
+        iterations: 10.0,
+    };
+    assert_eq!(p.exposed_copy(1, 2), 0.0);
+    assert_eq!(p.exposed_copy(0, 0), 0.0); // phase 2 does not use 0
+    assert_eq!(p.exposed_copy(0, 1), 1.0); // phase 0 does
+}
+
+#[test]
+fn victims_just_exceed_the_need() {
+    let sizes = [10, 30, 50, 70];
+    let pool = set(&[0, 1, 2, 3]);
+    assert_eq!(pick_victims(&sizes, &pool, 0), Vec::<ObjId>::new());
+    assert_eq!(pick_victims(&sizes, &pool, 25), vec![1]);
+    assert_eq!(pick_victims(&sizes, &pool, 60), vec![3]);
+    assert_eq!(pick_victims(&sizes, &pool, 100), vec![3, 2]);
+    assert_eq!(pick_victims(&sizes, &set(&[0]), 100), vec![0]);
+}
+
+#[test]
+fn initial_placement_by_references() {
+    let sizes = [50, 60, 30, 10];
+    let refs = [5.0, 9.0, 1.0, 0.0];
+    assert_eq!(initial_placement(&sizes, &refs, 100), set(&[1, 2]));
+    assert_eq!(initial_placement(&sizes, &refs, 200), set(&[0, 1, 2]));
+    assert!(initial_placement(&sizes, &refs, 5).is_empty());
+}
+
+#[test]
+fn drift_over_ten_percent() {
+    assert!(!drifted(&[1.0, 2.0], &[1.05, 1.85], 0.1));
+    assert!(drifted(&[1.0, 2.0], &[1.2, 2.0], 0.1));
+    assert!(drifted(&[1.0], &[1.0, 1.0], 0.1));
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self, m: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % m
+    }
+}
+
+fn random_problem(r: &mut Rng) -> Problem {
+    let n_obj = 1 + r.next(6) as usize;
+    let n_ph = 1 + r.next(5) as usize;
+    let sizes: Vec<u64> = (0..n_obj).map(|_| 1 + r.next(100)).collect();
+    let phases = (0..n_ph)
+        .map(|_| {
+            let mut objs: Vec<(ObjId, f64)> = Vec::new();
+            for o in 0..n_obj {
+                if r.next(2) == 0 {
+                    objs.push((o, 1e3 * (1 + r.next(1000)) as f64));
+                }
+            }
+            phase(0.001 * (1 + r.next(100)) as f64, &objs)
+        })
+        .collect();
+    Problem {
+        sizes,
+        phases,
+        platform: platform(1e3 * (1 + r.next(1000)) as f64),
+        capacity: r.next(300),
+        iterations: (1 + r.next(50)) as f64,
+    }
+}
+
+#[test]
+fn random_plans_fit_and_keep_the_better() {
+    let mut r = Rng(0xfeed);
+    for _ in 0..500 {
+        let p = random_problem(&mut r);
+        let start = initial_placement(&p.sizes, &vec![1.0; p.sizes.len()], p.capacity);
+        let local = local_search(&p, &start);
+        let global = global_search(&p, &start);
+        assert_eq!(local.len(), p.phases.len());
+        for d in local.iter().chain(std::iter::once(&global)) {
+            assert!(
+                d.iter().map(|&o| p.sizes[o]).sum::<u64>() <= p.capacity,
+                "{p:?}"
+            );
+        }
+        let plan = decide(&p, &start);
+        let pl = predict(&p, &local, &start);
+        let pg = predict(&p, &vec![global.clone(); p.phases.len()], &start);
+        assert!((plan.predicted - pl.min(pg)).abs() < 1e-12);
+    }
+}
+
+/// From an empty DRAM, the global knapsack is the best static placement
+/// (brute force over every subset that fits).
+#[test]
+fn global_is_the_best_static_placement() {
+    let mut r = Rng(0xbeef);
+    for _ in 0..300 {
+        let p = random_problem(&mut r);
+        let empty = BTreeSet::new();
+        let n = p.phases.len();
+        let got = predict(&p, &vec![global_search(&p, &empty); n], &empty);
+        for m in 0u32..1 << p.sizes.len() {
+            let s: BTreeSet<ObjId> = (0..p.sizes.len()).filter(|o| m >> o & 1 == 1).collect();
+            if s.iter().map(|&o| p.sizes[o]).sum::<u64>() <= p.capacity {
+                let other = predict(&p, &vec![s; n], &empty);
+                assert!(
+                    got <= other + 1e-9 * other.abs().max(1.0),
+                    "{got} > {other} for {p:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn everything_fits_nothing_is_lost() {
+    let mut p = fig36(1e12);
+    p.capacity = 300;
+    let plan = decide(&p, &BTreeSet::new());
+    assert_eq!(per_iteration(&p, &plan.dram).0, 0.0);
+    // An object no phase touches never enters DRAM.
+    p.sizes.push(50);
+    p.capacity = 350;
+    assert!(!decide(&p, &BTreeSet::new())
+        .dram
+        .iter()
+        .any(|d| d.contains(&3)));
+}

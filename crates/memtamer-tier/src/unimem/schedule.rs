@@ -1,0 +1,247 @@
+//! The proactive migration schedule (thesis §3.4 "Enforcement" and §3.5:
+//! at the start of each phase the main thread asks the helper to perform
+//! moves for *upcoming* phases). Each move is issued as early as possible:
+//! a move into DRAM for phase `i` right after the object's last use before
+//! `i` (Fig. 3.5), but not before the evictions that make room for it can
+//! start (right after each victim's last use). The helper's FIFO then
+//! finishes evictions before the copy that needs their space.
+
+use super::ObjId;
+use crate::Tier;
+use std::collections::BTreeSet;
+
+/// One scheduled move.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Move {
+    /// Phase at whose start it is enqueued.
+    pub issue: usize,
+    /// Destination tier.
+    pub to: Tier,
+    /// The object.
+    pub obj: ObjId,
+    /// Phase at whose start it must be done.
+    pub needed_by: usize,
+}
+
+/// Phases immediately before `i` (cyclically) that do not use the object.
+fn free_before(uses: &[bool], i: usize) -> usize {
+    super::model::free_phases_before(uses, i)
+}
+
+/// Moves that turn the cyclic placement `dram` (one set per phase) into
+/// reality, each issued as early as its object's and victims' uses allow.
+/// `uses[o][i]`: phase `i` references object `o`.
+pub fn schedule(dram: &[BTreeSet<ObjId>], uses: &[Vec<bool>]) -> Vec<Move> {
+    schedule_with(dram, uses, true)
+}
+
+/// [`schedule`], checked by [`replay`] against `capacity`; if issuing early
+/// could ever overfill DRAM or miss a phase, every move is issued at the
+/// start of the phase that needs it instead (always feasible: evictions
+/// run first, and each phase's set fits). The flag says which was kept.
+pub fn schedule_checked(
+    dram: &[BTreeSet<ObjId>],
+    uses: &[Vec<bool>],
+    sizes: &[u64],
+    capacity: u64,
+) -> (Vec<Move>, bool) {
+    let early = schedule_with(dram, uses, true);
+    match replay(dram, &early, sizes, 3) {
+        Ok(peak) if peak <= capacity => (early, true),
+        _ => (schedule_with(dram, uses, false), false),
+    }
+}
+
+fn schedule_with(dram: &[BTreeSet<ObjId>], uses: &[Vec<bool>], early: bool) -> Vec<Move> {
+    let n = dram.len();
+    let mut out = Vec::new();
+    let unused = |o: ObjId| uses.get(o).map_or(vec![false; n], |u| u.clone());
+    for i in 0..n {
+        let prev = &dram[(i + n - 1) % n];
+        let outs: Vec<ObjId> = prev.difference(&dram[i]).copied().collect();
+        let ins: Vec<ObjId> = dram[i].difference(prev).copied().collect();
+        // An eviction can start right after the victim's last use; a
+        // promotion no earlier than every eviction of its transition.
+        let mut earliest_room = n - 1;
+        for &o in &outs {
+            let d = if early { free_before(&unused(o), i) } else { 0 };
+            earliest_room = earliest_room.min(d);
+            out.push(Move {
+                issue: (i + n - d) % n,
+                to: Tier::Slow,
+                obj: o,
+                needed_by: i,
+            });
+        }
+        for &o in &ins {
+            let mut d = if early { free_before(&unused(o), i) } else { 0 };
+            if !outs.is_empty() {
+                d = d.min(earliest_room);
+            }
+            out.push(Move {
+                issue: (i + n - d) % n,
+                to: Tier::Dram,
+                obj: o,
+                needed_by: i,
+            });
+        }
+    }
+    // Issue order; evictions before promotions of the same phase.
+    out.sort_by_key(|m| (m.issue, m.to == Tier::Dram, m.needed_by, m.obj));
+    out
+}
+
+/// Replays a schedule over `cycles` iterations from the placement left by
+/// the last phase, applying each phase's moves at its start (evictions
+/// first) as if copies were instant, and returns the highest DRAM use seen
+/// from the second cycle on, or the first phase whose objects were not all
+/// in DRAM when it started. `moves` must be in [`schedule`]'s order.
+pub fn replay(
+    dram: &[BTreeSet<ObjId>],
+    moves: &[Move],
+    sizes: &[u64],
+    cycles: usize,
+) -> Result<u64, (usize, usize)> {
+    let n = dram.len();
+    let mut resident = dram.last().cloned().unwrap_or_default();
+    let mut peak = 0;
+    for c in 0..cycles {
+        for (i, want) in dram.iter().enumerate() {
+            for m in moves.iter().filter(|m| m.issue == i) {
+                match m.to {
+                    Tier::Slow => resident.remove(&m.obj),
+                    Tier::Dram => resident.insert(m.obj),
+                };
+                if c > 0 {
+                    peak = peak.max(resident.iter().map(|&o| sizes[o]).sum());
+                }
+            }
+            if c > 0 && !want.is_subset(&resident) {
+                return Err((c, i));
+            }
+        }
+    }
+    let _ = n;
+    Ok(peak)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(v: &[ObjId]) -> BTreeSet<ObjId> {
+        v.iter().copied().collect()
+    }
+
+    #[test]
+    fn promotion_issued_after_last_use() {
+        // Object 1 used only in phase 3 of 4; object 0 everywhere but 3.
+        let uses = vec![
+            vec![true, true, true, false],
+            vec![false, false, false, true],
+        ];
+        let dram = vec![set(&[0]), set(&[0]), set(&[0]), set(&[1])];
+        let m = schedule(&dram, &uses);
+        // 1 in for phase 3: room only after 0's last use (phase 2) -> issue 3.
+        assert!(m.contains(&Move {
+            issue: 3,
+            to: Tier::Dram,
+            obj: 1,
+            needed_by: 3
+        }));
+        assert!(m.contains(&Move {
+            issue: 3,
+            to: Tier::Slow,
+            obj: 0,
+            needed_by: 3
+        }));
+        // 0 back for phase 0: 1 unused in 0..=2, so its eviction can start at
+        // phase 0 only after phase 3 used it: issue 0.
+        assert!(m.contains(&Move {
+            issue: 0,
+            to: Tier::Dram,
+            obj: 0,
+            needed_by: 0
+        }));
+        assert_eq!(replay(&dram, &m, &[10, 10], 3), Ok(10));
+    }
+
+    #[test]
+    fn early_issue_when_room_is_free() {
+        // Capacity holds both; object 1 used only in phase 2 and evicted
+        // after it: its promotion starts right after phase 2 (issue 0).
+        let uses = vec![vec![true, true, true], vec![false, false, true]];
+        let dram = vec![set(&[0]), set(&[0]), set(&[0, 1])];
+        let m = schedule(&dram, &uses);
+        assert!(m.contains(&Move {
+            issue: 0,
+            to: Tier::Dram,
+            obj: 1,
+            needed_by: 2
+        }));
+        assert!(m.contains(&Move {
+            issue: 0,
+            to: Tier::Slow,
+            obj: 1,
+            needed_by: 0
+        }));
+    }
+
+    /// Plans from random problems: the checked schedule never overfills
+    /// DRAM and every phase finds its objects resident.
+    #[test]
+    fn random_plans_schedule_feasibly() {
+        use crate::unimem::plan::{decide, Problem};
+        use crate::unimem::plan_tests_support::{phase, platform};
+        let mut x = 0x5eedu64;
+        let mut r = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let mut early = 0;
+        for _ in 0..500 {
+            let n_obj = 1 + r(6) as usize;
+            let n_ph = 1 + r(6) as usize;
+            let sizes: Vec<u64> = (0..n_obj).map(|_| 1 + r(100)).collect();
+            let mut phases = Vec::new();
+            for _ in 0..n_ph {
+                let mut objs = Vec::new();
+                for o in 0..n_obj {
+                    if r(2) == 0 {
+                        objs.push((o, 1e3 * (1 + r(1000)) as f64));
+                    }
+                }
+                phases.push(phase(0.001 * (1 + r(100)) as f64, &objs));
+            }
+            let p = Problem {
+                sizes,
+                phases,
+                platform: platform(1e6 * (1 + r(1000)) as f64),
+                capacity: r(300),
+                iterations: 50.0,
+            };
+            let plan = decide(&p, &BTreeSet::new());
+            let uses: Vec<Vec<bool>> = (0..n_obj).map(|o| p.uses(o)).collect();
+            let (m, was_early) = schedule_checked(&plan.dram, &uses, &p.sizes, p.capacity);
+            early += was_early as usize;
+            let peak = replay(&plan.dram, &m, &p.sizes, 3).unwrap();
+            assert!(
+                peak <= p.capacity,
+                "peak {peak} > {} for {plan:?}",
+                p.capacity
+            );
+            for mv in &m {
+                assert!(plan.dram[mv.needed_by].contains(&mv.obj) == (mv.to == Tier::Dram));
+            }
+        }
+        assert!(early > 400, "early issue kept in only {early} of 500");
+    }
+
+    #[test]
+    fn static_placement_needs_no_moves() {
+        let dram = vec![set(&[0, 2]); 4];
+        assert!(schedule(&dram, &[vec![true; 4], vec![true; 4], vec![false; 4]]).is_empty());
+    }
+}

@@ -59,6 +59,11 @@ fn a_failed_check_is_1() {
     let out = memtamer(&["restore", "--journal", journal.to_str().unwrap()]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("1 failed"));
+    assert!(
+        stderr(&out).contains("could not undo {\"kind\":\"CgroupValue\""),
+        "{}",
+        stderr(&out)
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -116,5 +116,24 @@ pub fn restore(journal: &Path) -> Result<Outcome, CliError> {
         })?;
     let (line, code) = report_restore(&report);
     println!("{line}");
+    for failure in failures(&report) {
+        eprintln!("memtamer: {failure}");
+    }
     Ok(code)
+}
+
+/// One line per change that could not be undone: the journal record and why.
+fn failures(report: &memtamer_actuate::journal::RestoreReport) -> Vec<String> {
+    use memtamer_actuate::journal::Outcome as Undo;
+    report
+        .entries
+        .iter()
+        .filter_map(|(change, outcome)| match outcome {
+            Undo::Failed(why) => Some(format!(
+                "could not undo {}: {why}",
+                serde_json::to_string(change).unwrap_or_else(|_| format!("{change:?}"))
+            )),
+            _ => None,
+        })
+        .collect()
 }

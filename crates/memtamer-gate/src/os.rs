@@ -199,13 +199,12 @@ pub fn alive(pid: u32, tid: u32, thorough: bool) -> bool {
         return exists;
     }
     let task = if tid == 0 { pid } else { tid };
-    match std::fs::read_to_string(format!("/proc/{pid}/task/{task}/stat")) {
-        // the state follows the parenthesised comm, which may contain spaces
-        Ok(stat) => !matches!(
-            stat.rsplit_once(')')
-                .and_then(|(_, rest)| rest.trim_start().chars().next()),
-            Some('Z') | Some('X')
-        ),
+    // the state follows the parenthesised comm, which may contain spaces
+    // (memtamer_linux::stat::parse_state); a task whose stat cannot be read
+    // is gone, one whose stat shows no state is not known to be dead
+    match memtamer_linux::ProcRoot::default().task_state(pid as i32, task as i32) {
+        Ok(state) => !matches!(state, 'Z' | 'X'),
+        Err(memtamer_linux::Error::Parse { .. }) => true,
         Err(_) => false,
     }
 }

@@ -122,6 +122,12 @@ impl ProcRoot {
         self.parsed(pid, "stat", stat::parse_stat)
     }
 
+    /// The state (`R`, `S`, `Z`...) of thread `tid` of `pid`, from
+    /// `/proc/PID/task/TID/stat` (see [`stat::parse_state`]).
+    pub fn task_state(&self, pid: i32, tid: i32) -> Result<char, Error> {
+        self.parsed(pid, &format!("task/{tid}/stat"), stat::parse_state)
+    }
+
     /// The scheduling fields of `/proc/PID/task/TID/stat`.
     pub fn task_sched(&self, pid: i32, tid: i32) -> Result<TaskSched, Error> {
         self.parsed(pid, &format!("task/{tid}/stat"), stat::parse_task_sched)
@@ -310,6 +316,8 @@ mod tests {
         assert_eq!(r.tasks(42).unwrap(), vec![42, 43]);
         assert!(r.task_exists(42, 43) && !r.task_exists(42, 44));
         assert_eq!(r.task_sched(42, 43).unwrap().processor, 5);
+        assert_eq!(r.task_state(42, 43).unwrap(), 'R');
+        assert!(r.task_state(42, 44).unwrap_err().is_gone());
         assert_eq!(r.task_run_ns(42, 43).unwrap(), 1000);
         let maps = r.maps(42).unwrap();
         assert_eq!(maps[1].path, "/x (deleted)");

@@ -99,6 +99,20 @@ pub fn parse_stat(text: &str) -> Result<Stat, ParseError> {
     })
 }
 
+/// Only the state (field 3) of a `stat` line: the first character after the
+/// LAST `)`. For liveness checks that need nothing else (a zombie `Z` or
+/// dead `X` task is gone), so it asks nothing of the other fields.
+pub fn parse_state(text: &str) -> Result<char, ParseError> {
+    let (_, rest) = text.rsplit_once(')').ok_or(ParseError::StatNoComm)?;
+    rest.trim_start()
+        .chars()
+        .next()
+        .ok_or(ParseError::StatTooShort {
+            found: 0,
+            needed: 1,
+        })
+}
+
 /// Where a thread runs and how much CPU it has used: what placement needs
 /// (Ahn §3.3 balances by CPU load and places by current CPU).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,6 +271,18 @@ mod tests {
         assert!(matches!(
             bad(" 12 34 ", " abc 34 ", 1),
             Err(ParseError::BadField { field: "utime", .. })
+        ));
+    }
+
+    #[test]
+    fn state_alone() {
+        assert_eq!(parse_state("5 (a) b) Z"), Ok('Z'));
+        assert_eq!(parse_state(&stat_line("7", ") R 1 (", TAIL)), Ok('S'));
+        assert_eq!(parse_state("5 (x)\tX 1"), Ok('X'));
+        assert_eq!(parse_state("5 (x"), Err(ParseError::StatNoComm));
+        assert!(matches!(
+            parse_state("5 (x)  "),
+            Err(ParseError::StatTooShort { found: 0, .. })
         ));
     }
 

@@ -15,6 +15,8 @@
 //! the `DEFAULT_*` constants.
 
 use crate::select::{Selector, SelectorError};
+use memtamer_core::isolation::IsolationParams;
+use memtamer_core::registry::{self, PolicyName, RegistryError};
 use memtamer_core::{CpuSet, JobClass};
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -44,19 +46,6 @@ pub const DEFAULT_SOCKET: &str = "/run/memtamer/control.sock";
 /// Default `daemon.journal`: where the restore journal lives (under /run so
 /// it does not survive a reboot, which also resets what it restores).
 pub const DEFAULT_JOURNAL: &str = "/run/memtamer/journal";
-/// Default `isolation.media_write_gbps` (Dicio's T_mediawrite), GB/s.
-pub const DEFAULT_MEDIA_WRITE_GBPS: f64 = 6.0;
-/// Default `isolation.media_read_gbps` (Dicio's T_mediaread), GB/s.
-pub const DEFAULT_MEDIA_READ_GBPS: f64 = 10.0;
-/// Default `isolation.dram_gbps`: DRAM thresholds when PM media use is below
-/// 0.4, below 0.8, and at least 0.8 of T_media, GB/s.
-pub const DEFAULT_DRAM_GBPS: [f64; 3] = [30.0, 15.0, 5.0];
-/// Default `isolation.wpq_delay_cycles` (Dicio's T_WPQ), memory-controller cycles.
-pub const DEFAULT_WPQ_DELAY_CYCLES: f64 = 700.0;
-/// Default `isolation.predict_factor` for throttle-by-prediction.
-pub const DEFAULT_PREDICT_FACTOR: f64 = 1.2;
-/// Default `isolation.request_write_gbps` (the caladan-pm threshold), GB/s.
-pub const DEFAULT_REQUEST_WRITE_GBPS: f64 = 2.0;
 /// Default `isolation.duty_period_us` for duty-cycling a single-thread BE job.
 pub const DEFAULT_DUTY_PERIOD_US: u64 = 1000;
 /// Default `core_spec.pm_cpus`: a PM core group of two CPUs.
@@ -258,28 +247,24 @@ pub struct DaemonSection {
     pub dry_run: bool,
 }
 
+/// The registry names `[isolation] policy` accepts.
+pub const ISOLATION_POLICIES: [&str; 4] = ["dicio", "caladan-pm", "pm-counter-only", "off"];
+
 /// `[isolation]`: Dicio's LC/BE isolation thresholds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IsolationConfig {
-    /// `policy`, default `"dicio"`: one of `dicio`, `caladan-pm`,
-    /// `pm-counter-only`, `off`.
+    /// `policy`, default `"dicio"`: a registry name (docs/policy.md
+    /// "Policy names") among [`ISOLATION_POLICIES`].
     pub policy: IsolationPolicy,
-    /// `media_write_gbps`, default 6.0: T_mediawrite, GB/s (10^9 B/s), > 0.
-    pub media_write_gbps: f64,
-    /// `media_read_gbps`, default 10.0: T_mediaread, GB/s, > 0.
-    pub media_read_gbps: f64,
-    /// `dram_gbps`, default `[30.0, 15.0, 5.0]`: DRAM bandwidth threshold,
-    /// GB/s, when PM media use is < 0.4, < 0.8 and >= 0.8 of T_media; three
-    /// values > 0, non-increasing.
-    pub dram_gbps: [f64; 3],
-    /// `wpq_delay_cycles`, default 700.0: T_WPQ, average WPQ delay in
-    /// memory-controller cycles, > 0.
-    pub wpq_delay_cycles: f64,
-    /// `predict_factor`, default 1.2: factor for throttle-by-prediction, > 0.
-    pub predict_factor: f64,
-    /// `request_write_gbps`, default 2.0: the caladan-pm request-level PM
-    /// write threshold, GB/s, > 0.
-    pub request_write_gbps: f64,
+    /// The thresholds, one TOML key per field of
+    /// `memtamer_core::isolation::IsolationParams` (defaults and range
+    /// checks are declared there, once): `media_write_gbps` (T_mediawrite,
+    /// GB/s), `media_read_gbps` (T_mediaread), `dram_gbps` (three values,
+    /// non-increasing: DRAM thresholds when PM media use is below 0.4, below
+    /// 0.8 and at least 0.8 of T_media), `wpq_delay_cycles` (T_WPQ),
+    /// `predict_factor`, `request_write_gbps` (the caladan-pm threshold;
+    /// also `policy = "caladan-pm:PM_GBPS[:DRAM_GBPS]"`).
+    pub params: IsolationParams,
     /// `duty_period_us`, default 1000: duty-cycle period for throttling a
     /// single-thread BE job, microseconds, at least 10.
     pub duty_period_us: u64,
@@ -596,7 +581,7 @@ struct RawIsolation {
     dram_gbps: Vec<f64>,
     wpq_delay_cycles: f64,
     predict_factor: f64,
-    request_write_gbps: f64,
+    request_write_gbps: Option<f64>,
     duty_period_us: u64,
     be_cpus: String,
     actuator: String,
@@ -604,14 +589,15 @@ struct RawIsolation {
 
 impl Default for RawIsolation {
     fn default() -> Self {
+        let p = IsolationParams::default();
         RawIsolation {
             policy: "dicio".into(),
-            media_write_gbps: DEFAULT_MEDIA_WRITE_GBPS,
-            media_read_gbps: DEFAULT_MEDIA_READ_GBPS,
-            dram_gbps: DEFAULT_DRAM_GBPS.to_vec(),
-            wpq_delay_cycles: DEFAULT_WPQ_DELAY_CYCLES,
-            predict_factor: DEFAULT_PREDICT_FACTOR,
-            request_write_gbps: DEFAULT_REQUEST_WRITE_GBPS,
+            media_write_gbps: p.media_write_gbps,
+            media_read_gbps: p.media_read_gbps,
+            dram_gbps: p.dram_gbps.to_vec(),
+            wpq_delay_cycles: p.wpq_delay_cycles,
+            predict_factor: p.predict_factor,
+            request_write_gbps: None,
             duty_period_us: DEFAULT_DUTY_PERIOD_US,
             be_cpus: "all".into(),
             actuator: "affinity".into(),
@@ -758,6 +744,42 @@ fn non_empty_path(path: KeyPath, p: PathBuf) -> Result<PathBuf, Invalid> {
     }
 }
 
+/// caladan-pm's registry arguments: PM and DRAM thresholds, GB/s.
+type CaladanArgs = (Option<f64>, Option<f64>);
+
+/// `[isolation] policy` through the registry: the policy, and the
+/// caladan-pm arguments (PM and DRAM thresholds, GB/s) if written.
+fn isolation_policy(i: &KeyPath, text: &str) -> Result<(IsolationPolicy, CaladanArgs), Invalid> {
+    let at = || i.key("policy");
+    let parsed = registry::parse(text).map_err(|e| match e {
+        RegistryError::Unknown { name, .. } => (
+            at(),
+            format!(
+                "unknown policy {name:?}, expected one of {}",
+                registry::describe(&ISOLATION_POLICIES)
+            ),
+        ),
+        e => (at(), e.to_string()),
+    })?;
+    registry::check_allowed(&parsed.parts, &ISOLATION_POLICIES, "in [isolation]")
+        .map_err(|e| (at(), e.to_string()))?;
+    match parsed.parts.as_slice() {
+        [PolicyName::Dicio] => Ok((IsolationPolicy::Dicio, (None, None))),
+        [PolicyName::CaladanPm { pm_gbps, dram_gbps }] => {
+            Ok((IsolationPolicy::CaladanPm, (*pm_gbps, *dram_gbps)))
+        }
+        [PolicyName::PmCounterOnly] => Ok((IsolationPolicy::PmCounterOnly, (None, None))),
+        [PolicyName::Off] => Ok((IsolationPolicy::Off, (None, None))),
+        _ => Err((
+            at(),
+            format!(
+                "one isolation policy, not a composition; expected one of {} (core_spec and placement have their own sections)",
+                registry::describe(&ISOLATION_POLICIES)
+            ),
+        )),
+    }
+}
+
 fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
     let d = root().key("daemon");
     let daemon = DaemonSection {
@@ -771,21 +793,7 @@ fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
 
     let i = root().key("isolation");
     let ri = raw.isolation;
-    let policy = IsolationPolicy::ALL
-        .iter()
-        .find(|(n, _)| *n == ri.policy)
-        .map(|(_, p)| *p)
-        .ok_or_else(|| {
-            let names: Vec<&str> = IsolationPolicy::ALL.iter().map(|(n, _)| *n).collect();
-            (
-                i.key("policy"),
-                format!(
-                    "unknown policy {:?}, expected one of {}",
-                    ri.policy,
-                    names.join(", ")
-                ),
-            )
-        })?;
+    let (policy, policy_params) = isolation_policy(&i, &ri.policy)?;
     let dram_path = i.key("dram_gbps");
     let dram_gbps: [f64; 3] = ri.dram_gbps.as_slice().try_into().map_err(|_| {
         (
@@ -796,18 +804,33 @@ fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
             ),
         )
     })?;
-    for (n, v) in dram_gbps.iter().enumerate() {
-        positive(dram_path.index(n), *v)?;
-        if n > 0 && *v > dram_gbps[n - 1] {
+    let request_write_gbps = match (ri.request_write_gbps, policy_params.0) {
+        (Some(key), Some(arg)) if key != arg => {
             return Err((
-                dram_path.index(n),
+                i.key("request_write_gbps"),
                 format!(
-                    "thresholds must not increase with PM media use: {v} > {}",
-                    dram_gbps[n - 1]
+                    "{key} contradicts policy = {:?}; set it in one place",
+                    ri.policy
                 ),
-            ));
+            ))
         }
-    }
+        (Some(v), _) | (None, Some(v)) => v,
+        (None, None) => IsolationParams::default().request_write_gbps,
+    };
+    let params = IsolationParams {
+        media_write_gbps: ri.media_write_gbps,
+        media_read_gbps: ri.media_read_gbps,
+        dram_gbps,
+        wpq_delay_cycles: ri.wpq_delay_cycles,
+        predict_factor: ri.predict_factor,
+        request_write_gbps,
+        caladan_dram_gbps: policy_params.1,
+        ..IsolationParams::default()
+    };
+    params.validate().map_err(|e| {
+        let path = i.key(e.key);
+        (e.index.map_or(path.clone(), |n| path.index(n)), e.message)
+    })?;
     let be_cpus = if ri.be_cpus == "all" {
         CpuChoice::All
     } else {
@@ -820,12 +843,7 @@ fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
     };
     let isolation = IsolationConfig {
         policy,
-        media_write_gbps: positive(i.key("media_write_gbps"), ri.media_write_gbps)?,
-        media_read_gbps: positive(i.key("media_read_gbps"), ri.media_read_gbps)?,
-        dram_gbps,
-        wpq_delay_cycles: positive(i.key("wpq_delay_cycles"), ri.wpq_delay_cycles)?,
-        predict_factor: positive(i.key("predict_factor"), ri.predict_factor)?,
-        request_write_gbps: positive(i.key("request_write_gbps"), ri.request_write_gbps)?,
+        params,
         duty_period_us: at_least(i.key("duty_period_us"), ri.duty_period_us, MIN_PERIOD_US)?,
         be_cpus,
         actuator: match ri.actuator.as_str() {
@@ -1446,12 +1464,7 @@ mod tests {
         assert_eq!(c.daemon.journal, PathBuf::from(DEFAULT_JOURNAL));
         assert!(!c.daemon.dry_run);
         assert_eq!(c.isolation.policy, IsolationPolicy::Dicio);
-        assert_eq!(c.isolation.media_write_gbps, DEFAULT_MEDIA_WRITE_GBPS);
-        assert_eq!(c.isolation.media_read_gbps, DEFAULT_MEDIA_READ_GBPS);
-        assert_eq!(c.isolation.dram_gbps, DEFAULT_DRAM_GBPS);
-        assert_eq!(c.isolation.wpq_delay_cycles, DEFAULT_WPQ_DELAY_CYCLES);
-        assert_eq!(c.isolation.predict_factor, DEFAULT_PREDICT_FACTOR);
-        assert_eq!(c.isolation.request_write_gbps, DEFAULT_REQUEST_WRITE_GBPS);
+        assert_eq!(c.isolation.params, IsolationParams::default());
         assert_eq!(c.isolation.duty_period_us, DEFAULT_DUTY_PERIOD_US);
         assert_eq!(c.isolation.be_cpus, CpuChoice::All);
         assert!(!c.core_spec.enabled);
@@ -1468,6 +1481,7 @@ mod tests {
     fn policy_names_round_trip() {
         for (n, p) in IsolationPolicy::ALL {
             assert_eq!(p.name(), n);
+            assert!(ISOLATION_POLICIES.contains(&n), "{n} is a registry name");
         }
     }
 

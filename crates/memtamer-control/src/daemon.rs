@@ -20,7 +20,7 @@ use memtamer_actuate::duty::DutyCycler;
 use memtamer_actuate::journal::{Change, Journal};
 use memtamer_core::compose::{Composite, Hints};
 use memtamer_core::core_spec::{CoreSpec, CoreSpecParams};
-use memtamer_core::isolation::{Isolation, IsolationKind, IsolationParams};
+use memtamer_core::isolation::{Isolation, IsolationKind};
 use memtamer_core::placement::Placement;
 use memtamer_core::{CpuObs, CpuSet, Decision, JobClass, JobObs, Observation, Policy, ThreadObs};
 use memtamer_sense::sources::{Sensors, SourceConfig};
@@ -197,15 +197,7 @@ pub fn build_policy_on(
     topology: Result<memtamer_core::topology::Topology, String>,
 ) -> Result<Composite, DaemonError> {
     let iso = &cfg.isolation;
-    let params = IsolationParams {
-        media_write_gbps: iso.media_write_gbps,
-        media_read_gbps: iso.media_read_gbps,
-        dram_gbps: iso.dram_gbps,
-        wpq_delay_cycles: iso.wpq_delay_cycles,
-        predict_factor: iso.predict_factor,
-        request_write_gbps: iso.request_write_gbps,
-        ..IsolationParams::default()
-    };
+    let params = iso.params.clone();
     let mut lc = CpuSet::empty();
     for j in cfg.jobs.iter().filter(|j| j.class == JobClass::Lc) {
         for c in j.cpus.iter().flat_map(|s| s.iter()) {

@@ -403,7 +403,7 @@ fn unknown_policy() {
         &base_with("policy = \"dicio\"", "policy = \"caladan\""),
         4,
         "isolation.policy",
-        "unknown policy \"caladan\", expected one of dicio, caladan-pm, pm-counter-only, off",
+        "unknown policy \"caladan\", expected one of dicio, caladan-pm[:PM_GBPS[:DRAM_GBPS]], pm-counter-only, off",
     );
 }
 
@@ -417,6 +417,42 @@ fn every_policy_parses() {
         .unwrap();
         assert_eq!(c.isolation.policy, p);
     }
+}
+
+#[test]
+fn policy_names_come_from_the_registry() {
+    // caladan-pm's registry arguments set the thresholds of the core params
+    let c = parse(&base_with(
+        "policy = \"dicio\"",
+        "policy = \"caladan-pm:2.5:25\"",
+    ))
+    .unwrap();
+    assert_eq!(c.isolation.policy, IsolationPolicy::CaladanPm);
+    assert_eq!(c.isolation.params.request_write_gbps, 2.5);
+    assert_eq!(c.isolation.params.caladan_dram_gbps, Some(25.0));
+    // a registry name that is not an isolation policy names the valid ones
+    expect_err(
+        &base_with("policy = \"dicio\"", "policy = \"pats\""),
+        4,
+        "isolation.policy",
+        "not available in [isolation]; valid there: dicio, caladan-pm",
+    );
+    expect_err(
+        &base_with("policy = \"dicio\"", "policy = \"caladan-pm:0\""),
+        4,
+        "isolation.policy",
+        "thresholds must be GB/s > 0",
+    );
+    // the same threshold written twice, differently
+    expect_err(
+        &base_with(
+            "policy = \"dicio\"",
+            "policy = \"caladan-pm:2.5\"\nrequest_write_gbps = 3.0",
+        ),
+        5,
+        "isolation.request_write_gbps",
+        "contradicts policy",
+    );
 }
 
 #[test]
@@ -501,7 +537,7 @@ fn dram_gbps_non_increasing() {
         "must not increase",
     );
     let c = parse(&base_with("[30.0, 15.0, 5.0]", "[10, 10, 10]")).unwrap();
-    assert_eq!(c.isolation.dram_gbps, [10.0; 3]);
+    assert_eq!(c.isolation.params.dram_gbps, [10.0; 3]);
 }
 
 #[test]

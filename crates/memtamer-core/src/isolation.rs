@@ -71,6 +71,71 @@ impl Default for IsolationParams {
     }
 }
 
+/// An [`IsolationParams`] value out of range: the field (which is also the
+/// daemon's `[isolation]` key), the index for `dram_gbps`, and why.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{key}{}: {message}", index.map(|i| format!("[{i}]")).unwrap_or_default())]
+pub struct ParamError {
+    /// The field name.
+    pub key: &'static str,
+    /// The element of an array field.
+    pub index: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl IsolationParams {
+    /// Checks every threshold once, for every consumer (the daemon's TOML,
+    /// the simulator's policy arguments): thresholds are finite and > 0,
+    /// the DRAM thresholds do not increase with PM media use (Dicio §4.3),
+    /// the smallest duty cycle is in (0, 1].
+    pub fn validate(&self) -> Result<(), ParamError> {
+        let err = |key, index, message: String| {
+            Err(ParamError {
+                key,
+                index,
+                message,
+            })
+        };
+        let positive = |key: &'static str, index: Option<usize>, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                err(key, index, format!("must be a finite number > 0, got {v}"))
+            }
+        };
+        for (n, v) in self.dram_gbps.iter().enumerate() {
+            positive("dram_gbps", Some(n), *v)?;
+            if n > 0 && *v > self.dram_gbps[n - 1] {
+                return err(
+                    "dram_gbps",
+                    Some(n),
+                    format!(
+                        "thresholds must not increase with PM media use: {v} > {}",
+                        self.dram_gbps[n - 1]
+                    ),
+                );
+            }
+        }
+        positive("media_write_gbps", None, self.media_write_gbps)?;
+        positive("media_read_gbps", None, self.media_read_gbps)?;
+        positive("wpq_delay_cycles", None, self.wpq_delay_cycles)?;
+        positive("predict_factor", None, self.predict_factor)?;
+        positive("request_write_gbps", None, self.request_write_gbps)?;
+        if let Some(d) = self.caladan_dram_gbps {
+            positive("caladan_dram_gbps", None, d)?;
+        }
+        if !(self.min_duty > 0.0 && self.min_duty <= 1.0) {
+            return err(
+                "min_duty",
+                None,
+                format!("must be in (0, 1], got {}", self.min_duty),
+            );
+        }
+        Ok(())
+    }
+}
+
 /// Which controller decides when to throttle and relax.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IsolationKind {
@@ -1277,5 +1342,36 @@ mod tests {
         let d = iso.decide(&o.quiet());
         assert_eq!(iso.shares(), vec![(1, 4.0)]);
         assert_eq!(d.job_budgets[0].1.cpus, CpuSet::parse_list("2-5").unwrap());
+    }
+
+    #[test]
+    fn params_validate_names_the_field() {
+        assert_eq!(IsolationParams::default().validate(), Ok(()));
+        let bad = IsolationParams {
+            media_read_gbps: f64::NAN,
+            ..IsolationParams::default()
+        };
+        assert_eq!(bad.validate().expect_err("nan").key, "media_read_gbps");
+        let bad = IsolationParams {
+            dram_gbps: [30.0, 15.0, 16.0],
+            ..IsolationParams::default()
+        };
+        let e = bad.validate().expect_err("increasing");
+        assert_eq!((e.key, e.index), ("dram_gbps", Some(2)));
+        assert!(
+            e.to_string()
+                .starts_with("dram_gbps[2]: thresholds must not increase"),
+            "{e}"
+        );
+        let bad = IsolationParams {
+            caladan_dram_gbps: Some(0.0),
+            ..IsolationParams::default()
+        };
+        assert_eq!(bad.validate().expect_err("zero").key, "caladan_dram_gbps");
+        let bad = IsolationParams {
+            min_duty: 0.0,
+            ..IsolationParams::default()
+        };
+        assert_eq!(bad.validate().expect_err("zero").key, "min_duty");
     }
 }

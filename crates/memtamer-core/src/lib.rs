@@ -17,6 +17,7 @@ pub mod pats_adaptive;
 pub mod placement;
 pub mod pm_load;
 pub mod policy;
+pub mod registry;
 pub mod topology;
 
 pub use actuators::{Actuators, ApplyReport, Ignored, Knob};

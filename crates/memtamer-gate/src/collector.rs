@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use memtamer_core::{GateLimit, Observation, Policy};
+use memtamer_core::{Actuators, ApplyReport, Decision, GateLimit, Knob, Observation, Policy};
 
 use crate::gate::Gate;
 use crate::os;
@@ -61,13 +61,36 @@ impl CollectorCore {
                 .store((wr + 1.0).to_bits(), Ordering::Relaxed);
         }
         let decision = self.policy.decide(&obs);
+        // a gate policy decides nothing else; were it composed with one that
+        // does, the report would say what the gate left undone
+        let _report = GateActuator(gate).apply(&decision);
+        (obs, decision.gate_limit)
+    }
+}
+
+/// The gate as an [`Actuators`]: it owns `Decision::gate_limit` only (one
+/// owner per knob, SYSTEM.md) and reports every other knob as ignored. The
+/// collector applies its policy's decisions through it, and so does the
+/// daemon when its `[gate]` section names a gate.
+pub struct GateActuator<'a>(pub &'a Gate);
+
+/// Why the gate leaves a knob alone.
+pub const NOT_A_GATE_KNOB: &str = "the gate owns only gate_limit";
+
+impl Actuators for GateActuator<'_> {
+    fn apply(&mut self, decision: &Decision) -> ApplyReport {
+        let mut report = ApplyReport::default();
         if let Some(limit) = decision.gate_limit {
-            gate.set_limit(match limit {
+            self.0.set_limit(match limit {
                 GateLimit::Unlimited => None,
                 GateLimit::Limit(n) => Some(n),
             });
+            report.applied(Knob::GateLimit, 1);
         }
-        (obs, decision.gate_limit)
+        for knob in [Knob::ThreadCpus, Knob::JobBudgets, Knob::Migrations] {
+            report.ignore_knob(decision, knob, NOT_A_GATE_KNOB);
+        }
+        report
     }
 }
 

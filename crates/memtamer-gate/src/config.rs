@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use memtamer_core::pats::{threshold, CalibratedModel, ModelInput, Pats, PatsCalibrated};
+use memtamer_core::registry::{self, PolicyName};
 use memtamer_core::{FixedGate, Policy};
 
 use crate::gate::GateOptions;
@@ -32,42 +33,61 @@ pub enum PolicySpec {
     External,
 }
 
+/// The registry names the gate's collector runs (docs/policy.md "Policy
+/// names"); `fixed:N` and `calibrated:FILE` are deprecated aliases.
+pub const GATE_POLICIES: [&str; 4] = ["pats", "gate", "pats-calibrated", "external"];
+
 impl PolicySpec {
-    /// Parses `pats`, `pats:T_MC`, `fixed:N`, `calibrated:FILE` or
-    /// `external`; `key` names the setting in errors.
+    /// Parses a registry name the gate runs (`pats[:T_MC]`, `gate:N`,
+    /// `pats-calibrated:FILE`, `external`); `key` names the setting in
+    /// errors. Deprecated spellings parse; [`PolicySpec::parse_warn`] also
+    /// returns the warning.
     pub fn parse(key: &str, value: &str) -> Result<PolicySpec, GateError> {
-        let bad = |expected: &str| GateError::BadSetting {
+        Self::parse_warn(key, value).map(|(spec, _)| spec)
+    }
+
+    /// [`PolicySpec::parse`], with the deprecation warnings of the aliases used.
+    pub fn parse_warn(key: &str, value: &str) -> Result<(PolicySpec, Vec<String>), GateError> {
+        let bad = |expected: String| GateError::BadSetting {
             key: key.into(),
             value: value.into(),
-            expected: expected.into(),
+            expected,
         };
-        let known =
-            "expected pats, pats:T_MC (0..=1), fixed:N (N >= 1), calibrated:MODEL.toml or external";
-        match value.trim().split_once(':') {
-            None => match value.trim() {
-                "pats" => Ok(PolicySpec::Pats { t_mc: 0.2 }),
-                "external" => Ok(PolicySpec::External),
-                _ => Err(bad(known)),
-            },
-            Some(("pats", t)) => t
-                .parse::<f64>()
-                .ok()
-                .filter(|t| (0.0..=1.0).contains(t))
-                .map(|t_mc| PolicySpec::Pats { t_mc })
-                .ok_or_else(|| bad("T_MC must be a number in [0, 1]")),
-            Some(("fixed", n)) => n
-                .parse::<u32>()
-                .ok()
-                .filter(|n| *n >= 1 && *n != UNLIMITED)
-                .map(PolicySpec::Fixed)
-                .ok_or_else(|| bad("N must be a whole number >= 1")),
-            Some(("calibrated", file)) => {
-                let path = PathBuf::from(file);
-                let model = load_model(&path)?;
-                Ok(PolicySpec::Calibrated { path, model })
+        let parsed = registry::parse(value).map_err(|e| bad(e.to_string()))?;
+        registry::check_allowed(&parsed.parts, &GATE_POLICIES, "in the gate")
+            .map_err(|e| bad(e.to_string()))?;
+        let warnings = parsed
+            .deprecated
+            .iter()
+            .map(|d| format!("{key}: {d}"))
+            .collect();
+        let spec = match parsed.parts.as_slice() {
+            [PolicyName::Pats { t_mc }] => PolicySpec::Pats { t_mc: *t_mc },
+            [PolicyName::Gate(n)] => PolicySpec::Fixed(*n),
+            [PolicyName::PatsCalibrated { model: Some(path) }] => {
+                let model = registry::load_model(path).map_err(|source| GateError::Model {
+                    key: key.into(),
+                    source,
+                })?;
+                PolicySpec::Calibrated {
+                    path: path.clone(),
+                    model,
+                }
             }
-            _ => Err(bad(known)),
-        }
+            [PolicyName::PatsCalibrated { model: None }] => {
+                return Err(bad(
+                    "pats-calibrated needs its model file here: pats-calibrated:MODEL.toml".into(),
+                ))
+            }
+            [PolicyName::External] => PolicySpec::External,
+            _ => {
+                return Err(bad(format!(
+                    "one policy, not a composition; valid: {}",
+                    registry::describe(&GATE_POLICIES)
+                )))
+            }
+        };
+        Ok((spec, warnings))
     }
 
     /// The policy object the collector runs (None for `External`).
@@ -99,19 +119,6 @@ impl PolicySpec {
     }
 }
 
-/// Loads a model written by `memtamer calibrate`.
-pub fn load_model(path: &Path) -> Result<CalibratedModel, GateError> {
-    let text = std::fs::read_to_string(path).map_err(|source| GateError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    CalibratedModel::parse(&text).map_err(|e| GateError::Model {
-        path: path.to_path_buf(),
-        line: e.line,
-        message: e.message,
-    })
-}
-
 /// Everything a process needs to join a gate and, if it wins the lease, run
 /// its collector.
 #[derive(Clone, Debug)]
@@ -124,6 +131,9 @@ pub struct GateConfig {
     pub n_pm: u32,
     /// Collector window.
     pub window: Duration,
+    /// Deprecated spellings met while reading the settings, one line each:
+    /// [`GateConfig::from_env`] prints them on stderr.
+    pub warnings: Vec<String>,
 }
 
 impl Default for GateConfig {
@@ -133,6 +143,7 @@ impl Default for GateConfig {
             policy: PolicySpec::Pats { t_mc: 0.2 },
             n_pm: 1,
             window: Duration::from_millis(10),
+            warnings: Vec::new(),
         }
     }
 }
@@ -149,7 +160,7 @@ pub const ENV_VARS: [(&str, &str); 6] = [
     ),
     (
         "MEMTAMER_GATE_POLICY",
-        "pats | pats:T_MC | fixed:N | calibrated:MODEL.toml | external (default: pats)",
+        "pats | pats:T_MC | gate:N | pats-calibrated:MODEL.toml | external (default: pats; fixed:N and calibrated:FILE are deprecated aliases)",
     ),
     (
         "MEMTAMER_PM_INTERLEAVE",
@@ -168,7 +179,11 @@ pub const ENV_VARS: [(&str, &str); 6] = [
 impl GateConfig {
     /// Reads the `MEMTAMER_*` variables of [`ENV_VARS`].
     pub fn from_env() -> Result<GateConfig, GateError> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        let c = Self::from_lookup(|k| std::env::var(k).ok())?;
+        for w in &c.warnings {
+            eprintln!("memtamer: warning: {w}");
+        }
+        Ok(c)
     }
 
     /// Like `from_env` with any variable source (for tests).
@@ -227,7 +242,9 @@ impl GateConfig {
             c.window = Duration::from_millis(ms);
         }
         if let Some(v) = get("MEMTAMER_GATE_POLICY") {
-            c.policy = PolicySpec::parse("MEMTAMER_GATE_POLICY", &v)?;
+            let (policy, warnings) = PolicySpec::parse_warn("MEMTAMER_GATE_POLICY", &v)?;
+            c.policy = policy;
+            c.warnings = warnings;
         }
         c.options.initial_limit = c.policy.initial_limit(c.n_pm);
         Ok(c)
@@ -269,8 +286,15 @@ mod tests {
         assert_eq!(c.options.name, "db-1");
         assert_eq!(c.policy, PolicySpec::Fixed(3));
         assert_eq!(c.options.initial_limit, 3);
+        assert_eq!(
+            c.warnings,
+            vec!["MEMTAMER_GATE_POLICY: policy name `fixed` is deprecated, write `gate`"]
+        );
         assert_eq!(c.n_pm, 6);
         assert_eq!(c.window, Duration::from_millis(50));
+        let c = env(&[("MEMTAMER_GATE_POLICY", "gate:3")]).expect("valid");
+        assert_eq!(c.policy, PolicySpec::Fixed(3));
+        assert!(c.warnings.is_empty());
         let c = env(&[("MEMTAMER_GATE_POLICY", "pats:0.5")]).expect("valid");
         assert_eq!(c.options.initial_limit, 4); // PATS §III-C example
         let c = env(&[("MEMTAMER_GATE_POLICY", "external")]).expect("valid");
@@ -287,14 +311,17 @@ mod tests {
             ("MEMTAMER_GATE_POLICY", "pats:2"),
             ("MEMTAMER_GATE_POLICY", "magic"),
             ("MEMTAMER_GATE_POLICY", "calibrated:/nonexistent/model.toml"),
+            ("MEMTAMER_GATE_POLICY", "pats-calibrated"),
+            ("MEMTAMER_GATE_POLICY", "dicio"),
+            ("MEMTAMER_GATE_POLICY", "pats+core-spec"),
+            ("MEMTAMER_GATE_POLICY", "gate:4294967295"),
             ("MEMTAMER_PM_INTERLEAVE", "0"),
             ("MEMTAMER_GATE_BYPASS", "-1"),
             ("MEMTAMER_GATE_WINDOW_MS", "0"),
             ("MEMTAMER_GATE_DIR", "/nonexistent"),
         ] {
             let err = env(&[(k, v)]).expect_err(v).to_string();
-            let named = err.contains(k) || err.contains("model.toml");
-            assert!(named, "{err}");
+            assert!(err.contains(k), "{err}");
         }
     }
 
@@ -310,12 +337,17 @@ mod tests {
         .expect("write");
         let spec = PolicySpec::parse("K", &format!("calibrated:{}", good.display())).expect("ok");
         assert_eq!(spec.initial_limit(1), 3);
+        let canonical = format!("pats-calibrated:{}", good.display());
+        assert_eq!(PolicySpec::parse("K", &canonical).expect("ok"), spec);
         let bad = dir.join("bad.toml");
         std::fs::write(&bad, "platform = \"x\"\nmax_dram_loss = \"high\"\n").expect("write");
         let err = PolicySpec::parse("K", &format!("calibrated:{}", bad.display()))
             .expect_err("bad")
             .to_string();
-        assert!(err.contains("bad.toml:2"), "{err}");
+        assert!(
+            err.contains("bad.toml:2") && err.starts_with("K: "),
+            "{err}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

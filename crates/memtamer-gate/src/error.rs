@@ -40,13 +40,11 @@ pub enum GateError {
         expected: String,
     },
     /// A calibrated model file could not be used.
-    #[error("model file {path}:{line}: {message}")]
+    #[error("{key}: model file {source}")]
     Model {
-        /// The file.
-        path: PathBuf,
-        /// Line (0 when unknown).
-        line: usize,
-        /// What is wrong.
-        message: String,
+        /// The variable or key that named the file.
+        key: String,
+        /// What is wrong, with the file and line.
+        source: memtamer_core::registry::ModelLoadError,
     },
 }

@@ -32,8 +32,8 @@ pub mod process;
 mod shm;
 mod stats;
 
-pub use collector::{Collector, CollectorCore};
-pub use config::{load_model, GateConfig, PolicySpec, ENV_VARS};
+pub use collector::{Collector, CollectorCore, GateActuator, NOT_A_GATE_KNOB};
+pub use config::{GateConfig, PolicySpec, ENV_VARS, GATE_POLICIES};
 pub use error::GateError;
 pub use gate::{Admission, Gate, GateOptions, GateThread, Permit};
 pub use shm::SLOTS;

@@ -488,3 +488,33 @@ fn two_processes_together_respect_the_limit() {
     assert!(snap.peak_serving <= 2);
     assert_eq!(snap.serving, 0);
 }
+
+#[test]
+fn the_gate_actuator_applies_the_limit_and_reports_the_rest_ignored() {
+    use memtamer_core::{Actuators, CpuSet, Decision, GateLimit, Knob, Migration};
+    use memtamer_gate::{GateActuator, NOT_A_GATE_KNOB};
+    let (gate, _c) = open("actuator", 100);
+    let d = Decision {
+        gate_limit: Some(GateLimit::Limit(3)),
+        thread_cpus: vec![(1, CpuSet::first_n(1))],
+        migrations: vec![Migration { tid: 1, to_cpu: 0 }],
+        ..Default::default()
+    };
+    let report = GateActuator(&gate).apply(&d);
+    assert_eq!(gate.limit(), Some(3));
+    assert_eq!(report.applied_count(Knob::GateLimit), 1);
+    assert_eq!(report.ignored_count(Knob::ThreadCpus), 1);
+    assert_eq!(report.ignored_count(Knob::Migrations), 1);
+    assert!(report.ignored.iter().all(|i| i.reason == NOT_A_GATE_KNOB));
+    let report = GateActuator(&gate).apply(&Decision {
+        gate_limit: Some(GateLimit::Unlimited),
+        ..Default::default()
+    });
+    assert_eq!(gate.limit(), None);
+    assert!(report.is_complete());
+    // no gate_limit: the limit stays
+    gate.set_limit(Some(5));
+    let report = GateActuator(&gate).apply(&Decision::default());
+    assert_eq!(gate.limit(), Some(5));
+    assert_eq!(report, Default::default());
+}

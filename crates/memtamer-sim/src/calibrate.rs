@@ -209,15 +209,6 @@ pub fn model_for(platform: &str) -> Result<CalibratedModel, SimError> {
     Ok(model)
 }
 
-/// Reads a model file written by `memtamer calibrate`.
-pub fn load_model(path: &str) -> Result<CalibratedModel, SimError> {
-    let text = std::fs::read_to_string(path).map_err(|source| SimError::Io {
-        path: path.to_string(),
-        source,
-    })?;
-    parse_model(path, &text)
-}
-
 /// Parses model text, naming `file` in errors.
 fn parse_model(file: &str, text: &str) -> Result<CalibratedModel, SimError> {
     CalibratedModel::parse(text).map_err(|e| match e.key {

@@ -48,6 +48,12 @@ pub enum SimError {
         /// Why it cannot be applied.
         message: String,
     },
+    /// A policy name the registry refuses (memtamer_core::registry).
+    #[error(transparent)]
+    Policy(#[from] memtamer_core::registry::RegistryError),
+    /// A calibrated model file that cannot be loaded.
+    #[error(transparent)]
+    Model(#[from] memtamer_core::registry::ModelLoadError),
     /// Reading a file failed.
     #[error("cannot read {path}: {source}")]
     Io {

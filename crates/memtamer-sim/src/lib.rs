@@ -16,6 +16,7 @@ pub mod experiment;
 pub mod histogram;
 pub mod placement_eval;
 pub mod pmdimm;
+pub mod policies;
 pub mod report;
 pub mod rng;
 pub mod topology;

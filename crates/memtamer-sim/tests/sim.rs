@@ -402,7 +402,8 @@ fn pats_policy_keeps_memcpy_near_its_no_pm_value() {
 
 #[test]
 fn calibration_finds_the_knee_and_its_model_drives_the_gate() {
-    use memtamer_sim::calibrate::{calibrate, load_model, CalibrationSpec};
+    use memtamer_core::registry::load_model;
+    use memtamer_sim::calibrate::{calibrate, CalibrationSpec};
     let spec = CalibrationSpec {
         request_sizes: vec![4096],
         duration_ms: 1.0,
@@ -421,7 +422,7 @@ fn calibration_finds_the_knee_and_its_model_drives_the_gate() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("model.toml");
     std::fs::write(&path, toml::to_string(&model).unwrap()).unwrap();
-    let loaded = load_model(path.to_str().unwrap()).unwrap();
+    let loaded = load_model(&path).unwrap();
     assert_eq!(loaded, model);
     let mut s = demo_point(14);
     s.policy = format!("pats-calibrated:{}", path.display());
@@ -435,12 +436,12 @@ fn calibration_finds_the_knee_and_its_model_drives_the_gate() {
         "platform = \"x\"\nmax_dram_loss = 0.05\npoints = []\n",
     )
     .unwrap();
-    let err = load_model(path.to_str().unwrap()).unwrap_err().to_string();
+    let err = load_model(&path).unwrap_err().to_string();
     assert!(
         err.contains("model.toml") && err.contains("points"),
         "{err}"
     );
-    assert!(load_model("/nonexistent/model.toml").is_err());
+    assert!(load_model(std::path::Path::new("/nonexistent/model.toml")).is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

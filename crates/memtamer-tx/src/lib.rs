@@ -19,6 +19,7 @@
 //! ```
 
 pub mod alloc;
+pub mod crash;
 pub mod error;
 pub mod kv;
 pub mod layout;

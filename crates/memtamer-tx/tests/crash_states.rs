@@ -99,7 +99,7 @@ fn run(kind: Kind, ops: u64, fault: impl Fn(&Pool), eo: &EnumOptions) -> CrashRe
     fault(&pool);
     for i in 1..=ops {
         let key = rnd() % 64;
-        let del = rnd() % 3 == 0;
+        let del = rnd().is_multiple_of(3);
         let mut v = [0u8; 16];
         v[..8].copy_from_slice(&i.to_le_bytes());
         pool.run(true, &mut |t| apply(kind, &ht, &rb, t, key, &v, del))

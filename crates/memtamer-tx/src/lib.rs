@@ -19,6 +19,7 @@
 //! ```
 
 pub mod alloc;
+pub mod capi;
 pub mod crash;
 pub mod error;
 pub mod kv;

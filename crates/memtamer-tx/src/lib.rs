@@ -19,9 +19,14 @@
 //! ```
 
 pub mod alloc;
+pub mod bench;
+pub mod capi;
+pub mod crash;
 pub mod error;
 pub mod kv;
 pub mod layout;
+#[cfg(has_pmdk)]
+pub mod pmdk;
 pub mod pool;
 pub mod rbtree;
 pub mod region;

@@ -1,0 +1,34 @@
+//! Runs `memtamer_tx::bench::run` until the CLI wires `memtamer bench tx`.
+//! Usage: bench_tx [--secs S] [--threads 1,2] [--updates 5,50,80]
+//!                 [--hash-preload N] [--rb-preload N] [--dir D] [--no-pmdk]
+use memtamer_tx::bench::{run, BenchOptions};
+
+fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
+    s.split(',').map(|x| x.trim().parse().map_err(|_| format!("bad list item {x:?}"))).collect()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut o = BenchOptions::default();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < args.len() {
+        let val = || args.get(i + 1).cloned().ok_or_else(|| format!("{} needs a value", args[i]));
+        match args[i].as_str() {
+            "--secs" => o.secs = val()?.parse()?,
+            "--threads" => o.threads = list(&val()?)?,
+            "--updates" => o.updates = list(&val()?)?,
+            "--hash-preload" => o.hash_preload = val()?.parse()?,
+            "--rb-preload" => o.rb_preload = val()?.parse()?,
+            "--dir" => o.dir = val()?.into(),
+            "--no-pmdk" => {
+                o.pmdk = false;
+                i += 1;
+                continue;
+            }
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+        i += 2;
+    }
+    print!("{}", run(&o)?);
+    Ok(())
+}

@@ -1,0 +1,454 @@
+//! The ArchTM vs libpmemobj comparison (thesis §5.5 microbenchmarks): hash
+//! table and red-black tree, 8 B keys / 16 B values, x% updates, 1..N
+//! threads, both engines on pools in the same directory in the same run,
+//! ratios printed. The CLI wires it as `memtamer bench tx`.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::error::TxError;
+use crate::kv::{Engine, HashTable, RbTree, TxOps, Val};
+use crate::pool::{Pool, PoolOptions, PoolStats};
+
+/// Which structure a cell runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Structure {
+    /// Chained hash table.
+    Hash,
+    /// Red-black tree.
+    RbTree,
+}
+
+/// Bench parameters (defaults: the thesis's, scaled to a small machine).
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// Directory for the pools (PM mount, /dev/shm, any directory).
+    pub dir: PathBuf,
+    /// Thread counts.
+    pub threads: Vec<usize>,
+    /// Update percentages.
+    pub updates: Vec<u32>,
+    /// Seconds per cell.
+    pub secs: f64,
+    /// Hash buckets (thesis: 10K).
+    pub buckets: usize,
+    /// Pairs preloaded into the hash table (thesis: 100K).
+    pub hash_preload: u64,
+    /// Pairs preloaded into the tree (thesis: 1M).
+    pub rb_preload: u64,
+    /// Structures to run.
+    pub structures: Vec<Structure>,
+    /// Also run PMDK libpmemobj (when linked).
+    pub pmdk: bool,
+    /// Cache-flush persistence on non-DAX files (sets PMEM_IS_PMEM_FORCE
+    /// for libpmemobj too, so both engines persist the same way).
+    pub force_pmem: bool,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            dir: PathBuf::from("/dev/shm"),
+            threads: vec![1, 2],
+            updates: vec![5, 50, 80],
+            secs: 1.0,
+            buckets: 10_000,
+            hash_preload: 100_000,
+            rb_preload: 1_000_000,
+            structures: vec![Structure::Hash, Structure::RbTree],
+            pmdk: true,
+            force_pmem: true,
+        }
+    }
+}
+
+/// Why the bench could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// ArchTM pool problem.
+    #[error(transparent)]
+    Pool(#[from] crate::error::PoolError),
+    /// A transaction failed.
+    #[error("{structure:?} on {engine}: {source}")]
+    Tx {
+        /// Structure.
+        structure: Structure,
+        /// Engine.
+        engine: &'static str,
+        /// The error.
+        source: TxError,
+    },
+    /// libpmemobj failed.
+    #[error("{0}")]
+    Pmdk(String),
+    /// Bad options.
+    #[error("invalid bench options: {0}")]
+    Options(String),
+}
+
+/// One measured cell.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    /// Structure.
+    pub structure: Structure,
+    /// Engine name.
+    pub engine: &'static str,
+    /// Threads.
+    pub threads: usize,
+    /// Update percentage.
+    pub updates: u32,
+    /// Operations (= transactions) completed.
+    pub ops: u64,
+    /// Operations per second.
+    pub ops_per_s: f64,
+    /// ArchTM persistence counters over the cell (None for PMDK).
+    pub persist: Option<PoolStats>,
+}
+
+/// All cells plus the memory figure.
+#[derive(Clone, Debug, Default)]
+pub struct BenchReport {
+    /// Measured cells in run order.
+    pub cells: Vec<Cell>,
+    /// DRAM lookup-table bytes per object.
+    pub lookup_bytes_per_object: usize,
+    /// Whether libpmemobj ran.
+    pub pmdk_ran: bool,
+    /// Notes (missing engine etc.).
+    pub notes: Vec<String>,
+}
+
+fn key_val(x: u64) -> (u64, Val) {
+    let mut v = [0u8; 16];
+    v[..8].copy_from_slice(&x.to_le_bytes());
+    v[8..].copy_from_slice(&(!x).to_le_bytes());
+    (x, v)
+}
+
+enum Ds {
+    H(HashTable),
+    R(RbTree),
+}
+
+impl Ds {
+    fn put(&self, t: &mut dyn TxOps, k: u64, v: &Val) -> Result<(), TxError> {
+        match self {
+            Ds::H(h) => h.put(t, k, v).map(drop),
+            Ds::R(r) => r.put(t, k, v).map(drop),
+        }
+    }
+    fn remove(&self, t: &mut dyn TxOps, k: u64) -> Result<(), TxError> {
+        match self {
+            Ds::H(h) => h.remove(t, k).map(drop),
+            Ds::R(r) => r.remove(t, k).map(drop),
+        }
+    }
+    fn get(&self, t: &mut dyn TxOps, k: u64) -> Result<(), TxError> {
+        match self {
+            Ds::H(h) => h.get(t, k).map(drop),
+            Ds::R(r) => r.get(t, k).map(drop),
+        }
+    }
+}
+
+fn preload(e: &dyn Engine, s: Structure, o: &BenchOptions) -> Result<(Ds, u64), TxError> {
+    let (ds, n) = match s {
+        Structure::Hash => (Ds::H(HashTable::create(e, 0, o.buckets)?), o.hash_preload),
+        Structure::RbTree => (Ds::R(RbTree::create(e, 8)?), o.rb_preload),
+    };
+    // even keys present, odd ones absent; inserted in a scrambled order
+    let mut i = 0;
+    while i < n {
+        let end = (i + 256).min(n);
+        e.run(true, &mut |t| {
+            for j in i..end {
+                let x = (crate::kv::hash(j) % n) * 2;
+                let (k, v) = key_val(x);
+                ds.put(t, k, &v)?;
+            }
+            Ok(())
+        })?;
+        i = end;
+    }
+    Ok((ds, n * 2))
+}
+
+fn cell(
+    e: &dyn Engine,
+    ds: &Ds,
+    space: u64,
+    threads: usize,
+    upd: u32,
+    secs: f64,
+) -> Result<u64, TxError> {
+    let stop = AtomicBool::new(false);
+    let total = AtomicU64::new(0);
+    let err = std::sync::Mutex::new(None);
+    std::thread::scope(|sc| {
+        for t in 0..threads {
+            let (stop, total, err) = (&stop, &total, &err);
+            sc.spawn(move || {
+                let mut x = crate::kv::hash(t as u64 + 77);
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    x = crate::kv::hash(x);
+                    let (k, v) = key_val(x % space.max(1));
+                    let kind = (x >> 40) % 200;
+                    let r = if kind < u64::from(upd) * 2 {
+                        if kind.is_multiple_of(2) {
+                            e.run(true, &mut |tx| ds.put(tx, k, &v))
+                        } else {
+                            e.run(true, &mut |tx| ds.remove(tx, k))
+                        }
+                    } else {
+                        e.run(false, &mut |tx| ds.get(tx, k))
+                    };
+                    if let Err(e) = r {
+                        *err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        stop.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                    n += 1;
+                }
+                total.fetch_add(n, Ordering::Relaxed);
+            });
+        }
+        std::thread::sleep(Duration::from_secs_f64(secs));
+        stop.store(true, Ordering::Relaxed);
+    });
+    if let Some(e) = err.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    Ok(total.load(Ordering::Relaxed))
+}
+
+fn stats_delta(a: &PoolStats, b: &PoolStats) -> PoolStats {
+    PoolStats {
+        commits: b.commits - a.commits,
+        ro_commits: b.ro_commits - a.ro_commits,
+        aborts: b.aborts - a.aborts,
+        flushed_lines: b.flushed_lines - a.flushed_lines,
+        fences: b.fences - a.fences,
+        persisted_bytes: b.persisted_bytes - a.persisted_bytes,
+        bytes_in_big_runs: b.bytes_in_big_runs - a.bytes_in_big_runs,
+    }
+}
+
+/// Runs the comparison.
+pub fn run(o: &BenchOptions) -> Result<BenchReport, BenchError> {
+    if o.threads.is_empty()
+        || o.threads.contains(&0)
+        || o.updates.iter().any(|u| *u > 100)
+        || o.secs <= 0.0
+    {
+        return Err(BenchError::Options(
+            "threads >= 1, updates in 0..=100, secs > 0".into(),
+        ));
+    }
+    if o.force_pmem {
+        // libpmemobj reads it when it first maps a pool
+        std::env::set_var("PMEM_IS_PMEM_FORCE", "1");
+    }
+    let mut rep = BenchReport {
+        lookup_bytes_per_object: crate::table::Table::bytes_per_entry(),
+        ..BenchReport::default()
+    };
+    let tag = format!(
+        "{}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    );
+    let maxt = o.threads.iter().copied().max().unwrap_or(1) as u32;
+    for &s in &o.structures {
+        let n = match s {
+            Structure::Hash => o.hash_preload,
+            Structure::RbTree => o.rb_preload,
+        };
+        let size = (n * 64 * 4 + (o.buckets as u64) * 16 + (64 << 20)).next_power_of_two();
+        let ap = o.dir.join(format!("memtamer-bench-archtm-{tag}-{s:?}"));
+        let txe = |engine: &'static str| {
+            move |source| BenchError::Tx {
+                structure: s,
+                engine,
+                source,
+            }
+        };
+        {
+            let pool = Pool::create(
+                &ap,
+                &PoolOptions {
+                    size,
+                    slots: (maxt * 2).max(8),
+                    force_pmem: Some(o.force_pmem),
+                    ..PoolOptions::default()
+                },
+            )?;
+            let res = (|| {
+                let (ds, space) = preload(&pool, s, o).map_err(txe("ArchTM"))?;
+                pool.collect();
+                for &u in &o.updates {
+                    for &t in &o.threads {
+                        let before = pool.stats();
+                        let start = Instant::now();
+                        let ops = cell(&pool, &ds, space, t, u, o.secs).map_err(txe("ArchTM"))?;
+                        let el = start.elapsed().as_secs_f64();
+                        let d = stats_delta(&before, &pool.stats());
+                        rep.cells.push(Cell {
+                            structure: s,
+                            engine: "ArchTM",
+                            threads: t,
+                            updates: u,
+                            ops,
+                            ops_per_s: ops as f64 / el,
+                            persist: Some(d),
+                        });
+                    }
+                }
+                Ok::<(), BenchError>(())
+            })();
+            drop(pool);
+            let _ = std::fs::remove_file(&ap);
+            res?;
+        }
+        if o.pmdk {
+            #[cfg(has_pmdk)]
+            {
+                let pp = o.dir.join(format!("memtamer-bench-pmdk-{tag}-{s:?}"));
+                let pm = crate::pmdk::Pmdk::create(&pp, size.min((1 << 32) - (1 << 20)))
+                    .map_err(BenchError::Pmdk)?;
+                let res = (|| {
+                    let (ds, space) = preload(&pm, s, o).map_err(txe("PMDK"))?;
+                    for &u in &o.updates {
+                        for &t in &o.threads {
+                            let start = Instant::now();
+                            let ops = cell(&pm, &ds, space, t, u, o.secs).map_err(txe("PMDK"))?;
+                            let el = start.elapsed().as_secs_f64();
+                            rep.cells.push(Cell {
+                                structure: s,
+                                engine: "PMDK",
+                                threads: t,
+                                updates: u,
+                                ops,
+                                ops_per_s: ops as f64 / el,
+                                persist: None,
+                            });
+                        }
+                    }
+                    Ok::<(), BenchError>(())
+                })();
+                drop(pm);
+                let _ = std::fs::remove_file(&pp);
+                res?;
+                rep.pmdk_ran = true;
+            }
+        }
+    }
+    if o.pmdk && !rep.pmdk_ran {
+        rep.notes.push("libpmemobj was not linked at build time (apt-get install libpmemobj-dev, rebuild): ArchTM only".into());
+    }
+    Ok(rep)
+}
+
+impl fmt::Display for BenchReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "memtamer-tx bench: ArchTM vs PMDK libpmemobj (same pool directory, same run)"
+        )?;
+        writeln!(
+            f,
+            "{:<8} {:>4} {:>3} {:>12} {:>12} {:>7} {:>9} {:>9} {:>8}",
+            "struct",
+            "upd%",
+            "thr",
+            "ArchTM op/s",
+            "PMDK op/s",
+            "ratio",
+            "lines/utx",
+            "fence/utx",
+            ">=256B"
+        )?;
+        for c in self.cells.iter().filter(|c| c.engine == "ArchTM") {
+            let p = self.cells.iter().find(|d| {
+                d.engine == "PMDK"
+                    && d.structure == c.structure
+                    && d.threads == c.threads
+                    && d.updates == c.updates
+            });
+            let (pm, ratio) = match p {
+                Some(p) if p.ops_per_s > 0.0 => (
+                    format!("{:.0}", p.ops_per_s),
+                    format!("{:.2}x", c.ops_per_s / p.ops_per_s),
+                ),
+                _ => ("-".into(), "-".into()),
+            };
+            let (lines, fences, big) = match &c.persist {
+                Some(s) if s.commits > 0 => (
+                    format!("{:.2}", s.flushed_lines as f64 / s.commits as f64),
+                    format!("{:.2}", s.fences as f64 / s.commits as f64),
+                    format!(
+                        "{:.0}%",
+                        100.0 * s.bytes_in_big_runs as f64 / s.persisted_bytes.max(1) as f64
+                    ),
+                ),
+                _ => ("-".into(), "-".into(), "-".into()),
+            };
+            let name = match c.structure {
+                Structure::Hash => "hash",
+                Structure::RbTree => "rbtree",
+            };
+            writeln!(
+                f,
+                "{:<8} {:>4} {:>3} {:>12.0} {:>12} {:>7} {:>9} {:>9} {:>8}",
+                name, c.updates, c.threads, c.ops_per_s, pm, ratio, lines, fences, big
+            )?;
+        }
+        writeln!(f, "lines/utx, fence/utx: ArchTM cache lines flushed and fences per update transaction; >=256B: share of ArchTM's persisted bytes in contiguous runs of >= 256 B per fence epoch (libpmemobj's flushes need the libpmem shim trace: not measured here)")?;
+        writeln!(
+            f,
+            "DRAM lookup table: {} bytes per object",
+            self.lookup_bytes_per_object
+        )?;
+        for n in &self.notes {
+            writeln!(f, "note: {n}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_bench_runs_both_engines_and_prints_ratios() {
+        let o = BenchOptions {
+            threads: vec![1, 2],
+            updates: vec![50],
+            secs: 0.1,
+            buckets: 64,
+            hash_preload: 500,
+            rb_preload: 500,
+            ..BenchOptions::default()
+        };
+        let r = run(&o).unwrap();
+        let text = r.to_string();
+        assert!(r
+            .cells
+            .iter()
+            .filter(|c| c.engine == "ArchTM")
+            .all(|c| c.ops > 0));
+        assert!(text.contains("bytes per object"), "{text}");
+        if r.pmdk_ran {
+            assert!(text.contains('x'), "{text}");
+            assert_eq!(r.cells.len(), 8);
+        }
+        assert!(run(&BenchOptions {
+            threads: vec![0],
+            ..o
+        })
+        .is_err());
+    }
+}

@@ -1,0 +1,254 @@
+//! The C ABI (`include/memtamer_tx.h`). Every function matches a
+//! declaration there; none panics across the boundary. Status codes:
+//! 0 success, -1 error (text from `mtx_last_error`), -2 write conflict
+//! (abort the transaction and run it again).
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+
+use crate::{Pool, PoolOptions, Tx, TxError};
+
+thread_local! {
+    static LAST: RefCell<Option<CString>> = const { RefCell::new(None) };
+}
+
+fn set_err(msg: String) {
+    let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    LAST.with(|l| *l.borrow_mut() = Some(c));
+}
+
+fn code(e: TxError) -> c_int {
+    let conflict = matches!(e, TxError::Conflict { .. });
+    set_err(e.to_string());
+    if conflict {
+        -2
+    } else {
+        -1
+    }
+}
+
+/// The calling thread's last error message, or NULL.
+#[no_mangle]
+pub extern "C" fn mtx_last_error() -> *const c_char {
+    LAST.with(|l| l.borrow().as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
+}
+
+fn path_of(p: *const c_char) -> Option<std::path::PathBuf> {
+    if p.is_null() {
+        set_err("path is NULL".into());
+        return None;
+    }
+    // SAFETY: the caller passes a NUL-terminated string.
+    let s = unsafe { CStr::from_ptr(p) };
+    match s.to_str() {
+        Ok(s) => Some(s.into()),
+        Err(_) => {
+            set_err("path is not UTF-8".into());
+            None
+        }
+    }
+}
+
+/// Creates a pool file of `size` bytes with a root of `root_size` bytes.
+///
+/// # Safety
+/// `path` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mtx_pool_create(
+    path: *const c_char,
+    size: u64,
+    root_size: u32,
+) -> *mut Pool {
+    let Some(p) = path_of(path) else {
+        return std::ptr::null_mut();
+    };
+    match Pool::create(
+        &p,
+        &PoolOptions {
+            size,
+            root_size,
+            ..PoolOptions::default()
+        },
+    ) {
+        Ok(pool) => Box::into_raw(Box::new(pool)),
+        Err(e) => {
+            set_err(e.to_string());
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Opens (and recovers) a pool file.
+///
+/// # Safety
+/// `path` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mtx_pool_open(path: *const c_char) -> *mut Pool {
+    let Some(p) = path_of(path) else {
+        return std::ptr::null_mut();
+    };
+    match Pool::open(&p, &PoolOptions::default()) {
+        Ok(pool) => Box::into_raw(Box::new(pool)),
+        Err(e) => {
+            set_err(e.to_string());
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Closes a pool (no transaction of it may be running).
+///
+/// # Safety
+/// `pool` comes from `mtx_pool_create`/`mtx_pool_open` and is closed once.
+#[no_mangle]
+pub unsafe extern "C" fn mtx_pool_close(pool: *mut Pool) {
+    if !pool.is_null() {
+        // SAFETY: per the contract, a live pool box.
+        let p = unsafe { Box::from_raw(pool) };
+        p.collect();
+    }
+}
+
+/// The root object's id.
+///
+/// # Safety
+/// `pool` is a live pool.
+#[no_mangle]
+pub unsafe extern "C" fn mtx_root(pool: *const Pool) -> u32 {
+    // SAFETY: per the contract.
+    unsafe { pool.as_ref() }.map_or(0, |p| p.root_id())
+}
+
+/// An opaque running transaction.
+pub struct MtxTx(Tx<'static>);
+
+/// Begins a transaction on this thread (NULL on error).
+///
+/// # Safety
+/// `pool` is a live pool that outlives the transaction.
+#[no_mangle]
+pub unsafe extern "C" fn mtx_tx_begin(pool: *const Pool) -> *mut MtxTx {
+    // SAFETY: per the contract the pool outlives the transaction, which is
+    // what the 'static lifetime stands for here.
+    let Some(p) = (unsafe { pool.as_ref::<'static>() }) else {
+        set_err("pool is NULL".into());
+        return std::ptr::null_mut();
+    };
+    match p.begin() {
+        Ok(tx) => Box::into_raw(Box::new(MtxTx(tx))),
+        Err(e) => {
+            code(e);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+fn with_tx<R>(
+    tx: *mut MtxTx,
+    f: impl FnOnce(&mut Tx<'static>) -> Result<R, TxError>,
+) -> Result<R, c_int> {
+    // SAFETY: the caller passes a live transaction from mtx_tx_begin.
+    let Some(t) = (unsafe { tx.as_mut() }) else {
+        set_err("transaction is NULL".into());
+        return Err(-1);
+    };
+    f(&mut t.0).map_err(code)
+}
+
+/// Copies `len` bytes at `off` of object `id` into `out`.
+///
+/// # Safety
+/// `tx` is live; `out` is valid for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mtx_tx_read(
+    tx: *mut MtxTx,
+    id: u32,
+    off: usize,
+    out: *mut c_void,
+    len: usize,
+) -> c_int {
+    if out.is_null() && len > 0 {
+        set_err("out is NULL".into());
+        return -1;
+    }
+    // SAFETY: per the contract.
+    let buf = unsafe { std::slice::from_raw_parts_mut(out as *mut u8, len) };
+    with_tx(tx, |t| t.read_at(id, off, buf)).map_or_else(|c| c, |_| 0)
+}
+
+/// Writes `len` bytes from `data` at `off` of object `id` (copy-on-write).
+///
+/// # Safety
+/// `tx` is live; `data` is valid for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mtx_tx_write(
+    tx: *mut MtxTx,
+    id: u32,
+    off: usize,
+    data: *const c_void,
+    len: usize,
+) -> c_int {
+    if data.is_null() && len > 0 {
+        set_err("data is NULL".into());
+        return -1;
+    }
+    // SAFETY: per the contract.
+    let buf = unsafe { std::slice::from_raw_parts(data as *const u8, len) };
+    with_tx(tx, |t| t.write_at(id, off, buf)).map_or_else(|c| c, |_| 0)
+}
+
+/// Allocates a zeroed object; writes its id to `*id`.
+///
+/// # Safety
+/// `tx` is live; `id` is a valid pointer.
+#[no_mangle]
+pub unsafe extern "C" fn mtx_tx_alloc(tx: *mut MtxTx, size: usize, id: *mut u32) -> c_int {
+    match with_tx(tx, |t| t.alloc(size)) {
+        Ok(v) => {
+            if !id.is_null() {
+                // SAFETY: per the contract.
+                unsafe { *id = v };
+            }
+            0
+        }
+        Err(c) => c,
+    }
+}
+
+/// Frees object `id` when the transaction commits.
+///
+/// # Safety
+/// `tx` is live.
+#[no_mangle]
+pub unsafe extern "C" fn mtx_tx_free(tx: *mut MtxTx, id: u32) -> c_int {
+    with_tx(tx, |t| t.free(id)).map_or_else(|c| c, |_| 0)
+}
+
+/// Commits and ends the transaction (the handle is consumed).
+///
+/// # Safety
+/// `tx` is live and not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn mtx_tx_commit(tx: *mut MtxTx) -> c_int {
+    if tx.is_null() {
+        set_err("transaction is NULL".into());
+        return -1;
+    }
+    // SAFETY: per the contract.
+    let t = unsafe { Box::from_raw(tx) };
+    t.0.commit();
+    0
+}
+
+/// Aborts and ends the transaction (the handle is consumed).
+///
+/// # Safety
+/// `tx` is live and not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn mtx_tx_abort(tx: *mut MtxTx) {
+    if !tx.is_null() {
+        // SAFETY: per the contract.
+        let t = unsafe { Box::from_raw(tx) };
+        t.0.abort();
+    }
+}

@@ -234,14 +234,27 @@ pub(crate) fn control(
     let mut ctl = Controller::new(cfg.clone(), Duration::ZERO, bytes, proactive);
     s.counters.searches.store(ctl.searches(), Ordering::Relaxed);
     let tick = (cfg.probe / 4).clamp(Duration::from_millis(1), Duration::from_millis(50));
+    // Hardware threads left by other processes, over windows of >= 100 ms.
+    let cores = cfg.cores;
+    let mut avail = cores as f64;
+    let mut last = crate::idle::sample();
+    let mut last_at = Instant::now();
     while !s.stopping.load(Ordering::Acquire) {
         std::thread::sleep(tick);
         let (bytes, name) = read(s);
         if let Ok(mut n) = s.source_name.lock() {
             *n = name;
         }
+        if last_at.elapsed() >= Duration::from_millis(100) {
+            let now = crate::idle::sample();
+            if let (Some(a), Some(b)) = (last, now) {
+                avail = crate::idle::available(cores, a, b).unwrap_or(avail);
+            }
+            last = now;
+            last_at = Instant::now();
+        }
         let apps = s.active_len.load(Ordering::Relaxed);
-        let d = ctl.observe(t0.elapsed(), bytes, apps);
+        let d = ctl.observe(t0.elapsed(), bytes, apps, avail);
         if let Event::Decided { case } = d.event {
             s.counters
                 .last_case

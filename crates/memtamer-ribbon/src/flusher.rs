@@ -158,6 +158,11 @@ fn dispatch(s: &Shared, m: usize, n: usize, pieces: &mut Vec<Vec<Request>>) -> b
                 spins += 1;
                 if spins < 256 {
                     std::hint::spin_loop();
+                } else if let Some(b) = s.jobs[w].take() {
+                    // The worker is slow, descheduled, or gone (it may have
+                    // exited on stop before these jobs arrived): run its
+                    // jobs here. The ring's consumer flag keeps one consumer.
+                    s.execute_job(b);
                 } else {
                     s.wake(w);
                     std::thread::yield_now();

@@ -345,3 +345,24 @@ fn drain_all_waits_for_every_threads_queue() {
         }
     });
 }
+
+#[test]
+fn stopping_while_the_dispatcher_is_busy_never_hangs_or_loses_a_flush() {
+    for _ in 0..20 {
+        let ribbon = Ribbon::start(config(2, 256, 3, false)).unwrap();
+        let first = lines(64 * 64);
+        std::thread::scope(|sc| {
+            let r = &ribbon;
+            sc.spawn(move || {
+                let mut p = r.producer();
+                for i in 0..64 {
+                    // SAFETY: recording executor.
+                    unsafe { p.flush(addr(first + i * 64), 64 * 64).unwrap() };
+                }
+                std::mem::forget(p);
+            });
+        });
+        ribbon.stop();
+        assert!((first..first + 64 * 64).all(|l| executed(l) == 1));
+    }
+}

@@ -241,7 +241,9 @@ mod tests {
             });
             let st = stop().unwrap();
             assert_eq!(st.requests, 300, "round {round}: {st:?}");
-            assert_eq!(st.fences, 300 + 3, "300 fences and one per exiting thread");
+            // each exiting thread's queue fences once more in its TLS destructor,
+            // which may run after the scope has joined: 300 to 303
+            assert!((300..=303).contains(&st.fences), "round {round}: {st:?}");
         }
     }
 

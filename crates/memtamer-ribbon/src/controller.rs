@@ -266,16 +266,33 @@ impl Controller {
         self.restart_window(now, bytes);
     }
 
-    /// Advances to `now`, given the cumulative bytes written back so far
-    /// and the number of application threads currently flushing.
-    pub fn observe(&mut self, now: Duration, bytes: u64, app_threads: usize) -> Decision {
+    /// Advances to `now`, given the cumulative bytes written back so far,
+    /// the number of application threads currently flushing, and the
+    /// hardware threads this process may use (cores minus what other
+    /// processes keep busy; [`crate::idle`] measures it).
+    pub fn observe(
+        &mut self,
+        now: Duration,
+        bytes: u64,
+        app_threads: usize,
+        available: f64,
+    ) -> Decision {
         let decision = |c: &Controller, event| Decision {
             flushers: c.flushers,
             proactive: c.proactive_now(),
             event,
         };
         // Thesis §6.3.1: without idle hardware threads control turns off.
-        if app_threads >= self.cfg.cores {
+        // A flusher needs one whole hardware thread beyond the application
+        // threads; leaving inline mode needs half a thread more
+        // (hysteresis against flapping on a noisy load signal).
+        let needed = app_threads as f64
+            + if self.state == State::Inline {
+                1.5
+            } else {
+                1.0
+            };
+        if app_threads >= self.cfg.cores || available < needed {
             if self.state != State::Inline {
                 self.state = State::Inline;
                 self.flushers = 0;
@@ -505,7 +522,7 @@ mod tests {
         while t < until {
             *bytes += curve(d.flushers) * step.as_secs_f64();
             t += step;
-            d = c.observe(t, *bytes as u64, 2);
+            d = c.observe(t, *bytes as u64, 2, 24.0);
         }
         d
     }
@@ -524,7 +541,7 @@ mod tests {
         for _ in 0..50 {
             bytes += curve(c.current().flushers) * 0.01;
             t += Duration::from_millis(10);
-            let d = c.observe(t, bytes as u64, 2);
+            let d = c.observe(t, bytes as u64, 2, 24.0);
             if seen.last() != Some(&d.flushers) {
                 seen.push(d.flushers);
             }
@@ -587,7 +604,7 @@ mod tests {
         let s = c.searches();
         // a burst shorter than T inside one interval window is averaged out
         bytes += 5e6;
-        let d = c.observe(Duration::from_millis(460), bytes as u64, 2);
+        let d = c.observe(Duration::from_millis(460), bytes as u64, 2, 24.0);
         assert_eq!(d.event, Event::Hold);
         assert_eq!(c.searches(), s);
     }
@@ -646,14 +663,33 @@ mod tests {
     #[test]
     fn no_idle_cores_means_application_threads_flush() {
         let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
-        let d = c.observe(Duration::from_millis(5), 0, 24);
+        let d = c.observe(Duration::from_millis(5), 0, 24, 24.0);
         assert_eq!(
             (d.flushers, d.proactive, d.event),
             (0, false, Event::NoIdleCores)
         );
         // cores free again: a new search from P1
-        let d = c.observe(Duration::from_millis(10), 0, 3);
+        let d = c.observe(Duration::from_millis(10), 0, 3, 24.0);
         assert_eq!((d.flushers, d.event), (4, Event::Probing { index: 0 }));
+    }
+
+    #[test]
+    fn other_processes_using_the_cores_also_mean_inline() {
+        let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+        // 2 application threads, only 2.5 hardware threads left by others
+        let d = c.observe(Duration::from_millis(5), 0, 2, 2.5);
+        assert_eq!((d.flushers, d.event), (0, Event::NoIdleCores));
+        // 3.2 available: room for one flusher, but not past the hysteresis
+        let d = c.observe(Duration::from_millis(10), 0, 2, 3.2);
+        assert_eq!(d.flushers, 0);
+        // 3.6 available: leave inline mode, search from P1
+        let d = c.observe(Duration::from_millis(15), 0, 2, 3.6);
+        assert_eq!((d.flushers, d.event), (4, Event::Probing { index: 0 }));
+        // 3.2 now keeps the flushers (entering inline needs < 3.0)
+        let d = c.observe(Duration::from_millis(20), 0, 2, 3.2);
+        assert_ne!(d.flushers, 0);
+        let d = c.observe(Duration::from_millis(25), 0, 2, 2.9);
+        assert_eq!(d.flushers, 0);
     }
 
     #[test]

@@ -48,14 +48,12 @@ pub(crate) fn run(s: &Shared, id: usize) {
                     did |= dispatch(s, m, n, &mut pieces);
                 }
             } else {
-                let mut rank = id;
-                while rank < n {
+                for rank in ranks_of(id, m, n) {
                     let slot = s.active[rank].load(Ordering::Relaxed);
                     if let Some(b) = s.queues.get(slot).and_then(|q| q.take()) {
                         s.execute(b);
                         did = true;
                     }
-                    rank += m;
                 }
             }
         }
@@ -73,6 +71,14 @@ pub(crate) fn run(s: &Shared, id: usize) {
             idle = IDLE_SPIN;
         }
     }
+}
+
+/// The ranks (positions in the active-queue list) flusher `id` of `m`
+/// serves among `n` queues: `id, id+m, id+2m, ...`, so each flusher gets
+/// ⌊n/m⌋ or ⌊n/m⌋+1 queues and each queue exactly one flusher (thesis
+/// §6.3.1: "each flusher serves at most ⌊N/M⌋ + 1 queues").
+pub(crate) fn ranks_of(id: usize, m: usize, n: usize) -> impl Iterator<Item = usize> {
+    (id..n).step_by(m.max(1))
 }
 
 /// Parks flusher `id` until woken or `PARK` passes. Only active flushers
@@ -152,6 +158,11 @@ fn dispatch(s: &Shared, m: usize, n: usize, pieces: &mut Vec<Vec<Request>>) -> b
                 spins += 1;
                 if spins < 256 {
                     std::hint::spin_loop();
+                } else if let Some(b) = s.jobs[w].take() {
+                    // The worker is slow, descheduled, or gone (it may have
+                    // exited on stop before these jobs arrived): run its
+                    // jobs here. The ring's consumer flag keeps one consumer.
+                    s.execute_job(b);
                 } else {
                     s.wake(w);
                     std::thread::yield_now();
@@ -228,14 +239,27 @@ pub(crate) fn control(
     let mut ctl = Controller::new(cfg.clone(), Duration::ZERO, bytes, proactive);
     s.counters.searches.store(ctl.searches(), Ordering::Relaxed);
     let tick = (cfg.probe / 4).clamp(Duration::from_millis(1), Duration::from_millis(50));
+    // Hardware threads left by other processes, over windows of >= 100 ms.
+    let cores = cfg.cores;
+    let mut avail = cores as f64;
+    let mut last = crate::idle::sample();
+    let mut last_at = Instant::now();
     while !s.stopping.load(Ordering::Acquire) {
         std::thread::sleep(tick);
         let (bytes, name) = read(s);
         if let Ok(mut n) = s.source_name.lock() {
             *n = name;
         }
+        if last_at.elapsed() >= Duration::from_millis(100) {
+            let now = crate::idle::sample();
+            if let (Some(a), Some(b)) = (last, now) {
+                avail = crate::idle::available(cores, a, b).unwrap_or(avail);
+            }
+            last = now;
+            last_at = Instant::now();
+        }
         let apps = s.active_len.load(Ordering::Relaxed);
-        let d = ctl.observe(t0.elapsed(), bytes, apps);
+        let d = ctl.observe(t0.elapsed(), bytes, apps, avail);
         if let Event::Decided { case } = d.event {
             s.counters
                 .last_case
@@ -255,6 +279,27 @@ pub(crate) fn control(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_queue_has_one_flusher_and_none_serves_more_than_floor_plus_one() {
+        for n in 0..40 {
+            for m in 1..=n.max(1) {
+                let mut owner = vec![0usize; n];
+                for id in 0..m {
+                    let mine: Vec<usize> = ranks_of(id, m, n).collect();
+                    assert!(
+                        mine.len() <= n / m + 1,
+                        "n {n} m {m} id {id}: {}",
+                        mine.len()
+                    );
+                    for r in mine {
+                        owner[r] += 1;
+                    }
+                }
+                assert!(owner.iter().all(|&c| c == 1), "n {n} m {m}: {owner:?}");
+            }
+        }
+    }
 
     #[test]
     fn split_covers_every_byte_once_in_line_aligned_pieces() {

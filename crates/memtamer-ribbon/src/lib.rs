@@ -15,6 +15,7 @@ pub mod controller;
 mod error;
 mod flusher;
 pub mod global;
+pub mod idle;
 pub mod proactive;
 mod queue;
 mod runtime;

@@ -312,3 +312,57 @@ fn proactive_flushes_sampled_lines_inside_allowed_ranges_only() {
         "each allowed sampled line once, nothing outside"
     );
 }
+
+#[test]
+fn drain_all_waits_for_every_threads_queue() {
+    let ribbon = Ribbon::start(config(4, 64, 1, true)).unwrap();
+    let firsts: Vec<usize> = (0..3).map(|_| lines(16)).collect();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|sc| {
+        for &first in &firsts {
+            let (ribbon, tx) = (&ribbon, tx.clone());
+            sc.spawn(move || {
+                let mut p = ribbon.producer();
+                for i in 0..16 {
+                    // SAFETY: recording executor.
+                    unsafe { p.flush(addr(first + i), 1).unwrap() };
+                }
+                tx.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(50));
+                std::mem::forget(p); // never fences
+            });
+        }
+        for _ in 0..3 {
+            rx.recv().unwrap();
+        }
+        // another thread (say, one unmapping memory) waits for all queues
+        ribbon.drain_all();
+        for &first in &firsts {
+            assert!(
+                (first..first + 16).all(|l| executed(l) == 1),
+                "drain_all returned early"
+            );
+        }
+    });
+}
+
+#[test]
+fn stopping_while_the_dispatcher_is_busy_never_hangs_or_loses_a_flush() {
+    for _ in 0..20 {
+        let ribbon = Ribbon::start(config(2, 256, 3, false)).unwrap();
+        let first = lines(64 * 64);
+        std::thread::scope(|sc| {
+            let r = &ribbon;
+            sc.spawn(move || {
+                let mut p = r.producer();
+                for i in 0..64 {
+                    // SAFETY: recording executor.
+                    unsafe { p.flush(addr(first + i * 64), 64 * 64).unwrap() };
+                }
+                std::mem::forget(p);
+            });
+        });
+        ribbon.stop();
+        assert!((first..first + 64 * 64).all(|l| executed(l) == 1));
+    }
+}

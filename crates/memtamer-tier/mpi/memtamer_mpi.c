@@ -150,3 +150,6 @@ void mpi_finalize_(int *e) {
     }
     if (pmpi_finalize_) pmpi_finalize_(e);
 }
+
+/* Fortran: call mt_tier_iteration() at the top of the main loop. */
+void mt_tier_iteration_(void) { mt_tier_iteration(); }

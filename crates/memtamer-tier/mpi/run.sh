@@ -15,6 +15,12 @@ for n in 1 2 4; do
   echo "$out" | grep -q VERIFIED || { echo "FAIL: $n ranks"; fail=1; }
   [ "$(echo "$out" | grep -c 'memtamer\[')" = "$n" ] || { echo "FAIL: $n ranks, report lines missing"; fail=1; }
 done
+if [ -x target/release/mt_phases_f ]; then
+  out=$($MPIRUN -np 2 target/release/mt_phases_f 2>&1) || true
+  echo "$out" | grep -E '^(fortran|memtamer)'
+  echo "$out" | grep -q "fortran VERIFIED" || { echo "FAIL: fortran result"; fail=1; }
+  [ "$(echo "$out" | grep -c 'phases 3 ')" = 2 ] || { echo "FAIL: fortran phases not seen by the interposer"; fail=1; }
+fi
 out=$(MEMTAMER_NODE_DRAM=0 $MPIRUN -np 2 target/release/mt_cg 64 64 2 2>&1) && { echo "FAIL: budget 0 accepted"; fail=1; }
 echo "$out" | grep -q "DRAM budget of 0 B" || { echo "FAIL: no clear message for budget 0"; fail=1; }
 out=$(MEMTAMER_DRAM_BUDGET=999999G $MPIRUN -np 1 target/release/mt_cg 64 64 2 2>&1) && { echo "FAIL: huge budget accepted"; fail=1; }

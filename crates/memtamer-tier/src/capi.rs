@@ -6,7 +6,8 @@
 //! Configuration comes from the environment when [`mt_tier_init`] gets 0:
 //! `MEMTAMER_DRAM_BUDGET` (bytes, K/M/G suffix), `MEMTAMER_TIER_DIR`,
 //! `MEMTAMER_TIER_TICK_US`, `MEMTAMER_TIER_PAGES`, `MEMTAMER_ITERS`,
-//! `MEMTAMER_SLOW_BW_DIV`, `MEMTAMER_SLOW_LAT_MUL`, `MEMTAMER_DRIFT`.
+//! `MEMTAMER_SLOW_BW_DIV`, `MEMTAMER_SLOW_LAT_MUL`, `MEMTAMER_DRIFT`,
+//! `MEMTAMER_UNIMEM=0` (no profiling or moves: the baseline).
 
 use crate::driver::{Driver, DriverConfig};
 use crate::registry::parse_bytes;
@@ -82,9 +83,15 @@ fn init(budget: usize) -> Result<&'static Arc<TierRuntime>, TierError> {
         budget
     };
     let rt = Arc::new(TierRuntime::new(TierConfig::detect(budget)?)?);
-    let drv = Driver::new(rt.clone(), driver_config()?);
+    // MEMTAMER_UNIMEM=0: objects stay where they are allocated (the
+    // slow-tier-only baseline of `mpi/run.sh`), no profiling, no moves.
+    let drv = if std::env::var("MEMTAMER_UNIMEM").is_ok_and(|v| v.trim() == "0") {
+        None
+    } else {
+        Some(Driver::new(rt.clone(), driver_config()?))
+    };
     let rt = RT.get_or_init(|| rt);
-    *DRIVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(drv);
+    *DRIVER.lock().unwrap_or_else(|e| e.into_inner()) = drv;
     Ok(rt)
 }
 
@@ -176,7 +183,11 @@ pub extern "C" fn mt_tier_phase_boundary() {
 #[no_mangle]
 pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
     let Some(rt) = RT.get() else { return -1 };
-    let mut line = String::new();
+    let st = rt.stats();
+    let mut line = format!(
+        "unimem off; moves {} bytes_moved {}",
+        st.moves, st.bytes_moved
+    );
     with_driver(|d| {
         d.finish();
         let s = d.stats();

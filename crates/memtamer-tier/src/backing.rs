@@ -159,6 +159,34 @@ pub(crate) fn move_to_node(
     Ok(status.iter().filter(|&&s| s == node as libc::c_int).count())
 }
 
+/// The NUMA node of each page of `[addr, addr+len)` (`move_pages` with no
+/// target nodes only queries; a negative entry is an errno, e.g. -ENOENT
+/// for a page not yet touched). For checks and the `tier` status.
+pub fn nodes_of_pages(addr: usize, len: usize) -> Result<Vec<i32>, TierError> {
+    let page = crate::guard::page_size();
+    let n = len.div_ceil(page);
+    let pages: Vec<*mut libc::c_void> = (0..n)
+        .map(|i| (addr + i * page) as *mut libc::c_void)
+        .collect();
+    let mut status = vec![0 as libc::c_int; n];
+    // SAFETY: arrays of n entries; a NULL node list makes this a query.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0 as libc::c_long,
+            n as libc::c_ulong,
+            pages.as_ptr(),
+            std::ptr::null::<libc::c_int>(),
+            status.as_mut_ptr(),
+            0 as libc::c_long,
+        )
+    };
+    if r < 0 {
+        return Err(TierError::last_os(format!("move_pages query of {n} pages")));
+    }
+    Ok(status)
+}
+
 /// Changes protection of `[addr, addr+len)`.
 pub(crate) fn protect(
     addr: usize,

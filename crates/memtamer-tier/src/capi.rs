@@ -1,1 +1,224 @@
-//! C ABI placeholder (filled below).
+//! The C ABI (`include/memtamer_tier.h`): the thesis's Table 3.1 API under
+//! memtamer names. Errors never crash the caller: a function returns NULL
+//! or -1 and [`mt_tier_last_error`] says why (an unknown pointer freed, a
+//! budget of 0, no space in the slow-tier directory).
+//!
+//! Configuration comes from the environment when [`mt_tier_init`] gets 0:
+//! `MEMTAMER_DRAM_BUDGET` (bytes, K/M/G suffix), `MEMTAMER_TIER_DIR`,
+//! `MEMTAMER_TIER_TICK_US`, `MEMTAMER_TIER_PAGES`, `MEMTAMER_ITERS`,
+//! `MEMTAMER_SLOW_BW_DIV`, `MEMTAMER_SLOW_LAT_MUL`, `MEMTAMER_DRIFT`,
+//! `MEMTAMER_UNIMEM=0` (no profiling or moves: the baseline).
+
+use crate::driver::{Driver, DriverConfig};
+use crate::registry::parse_bytes;
+use crate::unimem::model::Platform;
+use crate::{Tier, TierConfig, TierError, TierRuntime};
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+static RT: OnceLock<Arc<TierRuntime>> = OnceLock::new();
+static DRIVER: Mutex<Option<Driver>> = Mutex::new(None);
+
+thread_local! {
+    static LAST: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_err(e: impl std::fmt::Display) {
+    let s = CString::new(e.to_string().replace('\0', " ")).unwrap_or_default();
+    LAST.with(|l| *l.borrow_mut() = s);
+}
+
+fn env_num(key: &'static str, default: f64) -> Result<f64, TierError> {
+    match std::env::var(key) {
+        Err(_) => Ok(default),
+        Ok(v) => v
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .ok_or(TierError::BadEnv {
+                key,
+                value: v,
+                why: "not a non-negative number".into(),
+            }),
+    }
+}
+
+fn budget_from_env() -> Result<usize, TierError> {
+    match std::env::var("MEMTAMER_DRAM_BUDGET") {
+        Ok(v) => parse_bytes(&v).ok_or(TierError::BadEnv {
+            key: "MEMTAMER_DRAM_BUDGET",
+            value: v,
+            why: "expected bytes with optional K/M/G".into(),
+        }),
+        Err(_) => Ok(crate::backing::machine_bytes() / 4),
+    }
+}
+
+fn driver_config() -> Result<DriverConfig, TierError> {
+    let platform = Platform::emulated(
+        env_num("MEMTAMER_DRAM_BW", 10e9)?,
+        100e-9,
+        env_num("MEMTAMER_SLOW_BW_DIV", 2.0)?.max(1.0),
+        env_num("MEMTAMER_SLOW_LAT_MUL", 4.0)?.max(1.0),
+    );
+    Ok(DriverConfig {
+        tick: Duration::from_micros(env_num("MEMTAMER_TIER_TICK_US", 1000.0)? as u64),
+        pages_per_tick: env_num("MEMTAMER_TIER_PAGES", 16.0)? as usize,
+        platform,
+        iterations: env_num("MEMTAMER_ITERS", 100.0)?,
+        drift: env_num("MEMTAMER_DRIFT", 0.1)?,
+    })
+}
+
+fn init(budget: usize) -> Result<&'static Arc<TierRuntime>, TierError> {
+    if let Some(rt) = RT.get() {
+        return Ok(rt);
+    }
+    let budget = if budget == 0 {
+        budget_from_env()?
+    } else {
+        budget
+    };
+    let rt = Arc::new(TierRuntime::new(TierConfig::detect(budget)?)?);
+    // MEMTAMER_UNIMEM=0: objects stay where they are allocated (the
+    // slow-tier-only baseline of `mpi/run.sh`), no profiling, no moves.
+    let drv = if std::env::var("MEMTAMER_UNIMEM").is_ok_and(|v| v.trim() == "0") {
+        None
+    } else {
+        Some(Driver::new(rt.clone(), driver_config()?))
+    };
+    let rt = RT.get_or_init(|| rt);
+    *DRIVER.lock().unwrap_or_else(|e| e.into_inner()) = drv;
+    Ok(rt)
+}
+
+/// Starts the runtime with a DRAM budget for this process (0: from
+/// `MEMTAMER_DRAM_BUDGET`, default a quarter of the machine). Returns 0, or
+/// -1 with [`mt_tier_last_error`] set. A second call is a no-op.
+#[no_mangle]
+pub extern "C" fn mt_tier_init(dram_budget: usize) -> c_int {
+    match init(dram_budget) {
+        Ok(_) => 0,
+        Err(e) => {
+            set_err(e);
+            -1
+        }
+    }
+}
+
+/// Allocates a named object in the slow tier (thesis: everything starts in
+/// NVM; the first decision promotes). NULL on error.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mt_tier_malloc(size: usize, name: *const c_char) -> *mut c_void {
+    let name = if name.is_null() {
+        "anon".into()
+    } else {
+        CStr::from_ptr(name).to_string_lossy().into_owned()
+    };
+    match init(0).and_then(|rt| rt.alloc(size, &name, Tier::Slow)) {
+        Ok(p) => p as *mut c_void,
+        Err(e) => {
+            set_err(e);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Frees an object; an unknown pointer returns -1 (never a crash).
+#[no_mangle]
+pub extern "C" fn mt_tier_free(ptr: *mut c_void) -> c_int {
+    if ptr.is_null() {
+        return 0;
+    }
+    match RT
+        .get()
+        .ok_or(TierError::UnknownObject { addr: ptr as usize })
+        .and_then(|rt| rt.free(ptr as *mut u8))
+    {
+        Ok(()) => 0,
+        Err(e) => {
+            set_err(e);
+            -1
+        }
+    }
+}
+
+/// The calling thread's last error message ("" if none). Valid until the
+/// thread's next failing call.
+#[no_mangle]
+pub extern "C" fn mt_tier_last_error() -> *const c_char {
+    LAST.with(|l| l.borrow().as_ptr())
+}
+
+fn with_driver(f: impl FnOnce(&mut Driver)) {
+    if let Some(d) = DRIVER.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        f(d);
+    }
+}
+
+/// Top of the main loop, each iteration (the thesis's `unimem_start`).
+#[no_mangle]
+pub extern "C" fn mt_tier_iteration() {
+    with_driver(|d| d.iteration());
+}
+
+/// A phase boundary; called by the MPI wrappers.
+#[no_mangle]
+pub extern "C" fn mt_tier_phase_boundary() {
+    with_driver(|d| d.boundary());
+}
+
+/// Stops sampling, waits for moves, and writes a one-line report (bytes
+/// moved, exposed/overlapped copy time, overhead) into `buf`. Returns the
+/// report's length, or -1 if the runtime never started.
+///
+/// # Safety
+/// `buf` points to `len` writable bytes (or is NULL with `len` 0).
+#[no_mangle]
+pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
+    let Some(rt) = RT.get() else { return -1 };
+    let st = rt.stats();
+    let mut line = format!(
+        "unimem off; moves {} bytes_moved {}",
+        st.moves, st.bytes_moved
+    );
+    with_driver(|d| {
+        d.finish();
+        let s = d.stats();
+        let st = rt.stats();
+        let plan = s
+            .last_plan
+            .clone()
+            .map_or("none".into(), |(k, p)| format!("{k} (predicted {p:.4} s)"));
+        line = format!(
+            "iterations {} phases {} decisions {} reprofiles {} recalibrations {} plan {} moves {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} dram_used {} of {}",
+            s.iterations,
+            s.phases,
+            s.decisions,
+            s.reprofiles,
+            s.recalibrations,
+            plan,
+            st.moves,
+            st.bytes_moved,
+            st.copy_ns as f64 / 1e6,
+            st.exposed_ns() as f64 / 1e6,
+            100.0 * st.overlapped_fraction(),
+            s.wait_s * 1e3,
+            s.overhead_s * 1e3,
+            rt.dram_used(),
+            rt.config().dram_budget
+        );
+    });
+    if !buf.is_null() && len > 0 {
+        let n = line.len().min(len - 1);
+        std::ptr::copy_nonoverlapping(line.as_ptr(), buf as *mut u8, n);
+        *buf.add(n) = 0;
+    }
+    line.len() as c_int
+}

@@ -11,6 +11,7 @@
 
 pub mod backing;
 pub mod capi;
+pub mod driver;
 pub mod error;
 pub mod guard;
 pub mod migrator;

@@ -209,3 +209,46 @@ fn wild_fault_still_crashes() {
         );
     }
 }
+
+/// The NUMA backing: runs where the host has two memory nodes (a CPU-less
+/// one is preferred as the slow tier); this 1-node development host skips it.
+#[test]
+fn numa_moves_pages_between_nodes() {
+    let nodes = memtamer_tier::numa::read_nodes(std::path::Path::new("/sys/devices/system/node"));
+    let mem: Vec<_> = nodes.iter().filter(|n| n.mem_bytes > 0).collect();
+    if mem.len() < 2 {
+        eprintln!("skipped: {} memory node(s) on this host", mem.len());
+        return;
+    }
+    let slow = memtamer_tier::numa::slow_nodes(&nodes)
+        .first()
+        .copied()
+        .unwrap_or(mem[1].id);
+    let dram = mem.iter().find(|n| n.id != slow).unwrap().id;
+    let rt = TierRuntime::new(
+        TierConfig::new(
+            16 << 20,
+            SlowTier::Numa {
+                dram_node: dram,
+                slow_node: slow,
+            },
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let n = 4 << 20;
+    let p = rt.alloc(n, "numa", Tier::Slow).unwrap();
+    fill(p, n, 5);
+    let on = |node: u32| {
+        memtamer_tier::backing::nodes_of_pages(p as usize, n)
+            .unwrap()
+            .iter()
+            .filter(|&&s| s == node as i32)
+            .count()
+    };
+    assert_eq!(on(slow), n / 4096);
+    rt.migrate_now(p, Tier::Dram).unwrap();
+    assert!(check(p, n, 5));
+    assert_eq!(on(dram), n / 4096);
+    rt.free(p).unwrap();
+}

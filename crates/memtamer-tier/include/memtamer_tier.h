@@ -1,0 +1,25 @@
+/* memtamer-tier: two-tier data objects for MPI programs (Unimem, thesis ch. 3).
+ * Link with -lmemtamer_mpi (which also interposes MPI through PMPI). */
+#ifndef MEMTAMER_TIER_H
+#define MEMTAMER_TIER_H
+#include <stddef.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* DRAM budget of this process in bytes; 0 = from MEMTAMER_DRAM_BUDGET. 0 ok, -1 error. */
+int mt_tier_init(size_t dram_budget);
+/* A named object, in the slow tier until Unimem promotes it. NULL on error. */
+void *mt_tier_malloc(size_t size, const char *name);
+/* 0 ok; -1 for a pointer mt_tier_malloc never returned (see mt_tier_last_error). */
+int mt_tier_free(void *ptr);
+const char *mt_tier_last_error(void);
+/* Call at the top of every main-loop iteration (thesis unimem_start). */
+void mt_tier_iteration(void);
+/* A phase boundary; the MPI wrappers call it for you. */
+void mt_tier_phase_boundary(void);
+/* Stop, wait for moves, write a one-line report. Returns its length or -1. */
+int mt_tier_finish(char *buf, size_t len);
+#ifdef __cplusplus
+}
+#endif
+#endif

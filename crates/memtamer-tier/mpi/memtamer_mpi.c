@@ -1,0 +1,155 @@
+/* PMPI interposer of memtamer-tier (Unimem, thesis §3.5 / Fig. 3.7).
+ *
+ * Every blocking MPI call ends a phase: the wrapper tells the tier runtime
+ * (mt_tier_phase_boundary) and then calls the PMPI entry point. Non-blocking
+ * starts (MPI_Isend/Irecv) are merged into the following phase, as in the
+ * thesis; their completion (MPI_Wait*) is a boundary. Fortran programs call
+ * the mpi_*_ symbols, which Open MPI's Fortran layer would otherwise route
+ * straight to PMPI_*, so they are wrapped too (pmpi_*_ are weak: a C-only
+ * program without the Fortran MPI library still loads).
+ *
+ * MPI_Init splits the node's DRAM budget (MEMTAMER_NODE_DRAM, bytes with
+ * K/M/G) among the ranks of the node (MPI_Comm_split_type with
+ * MPI_COMM_TYPE_SHARED) unless MEMTAMER_DRAM_BUDGET sets this rank's share.
+ * A budget of 0 or one larger than the machine aborts the job with a message
+ * naming the variable (nothing has been allocated yet, so nothing is lost).
+ * MPI_Finalize prints one report line per rank on stderr. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../include/memtamer_tier.h"
+
+static int mt_on = 0;
+
+static size_t parse_bytes(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v < 0) return 0;
+    switch (*end) {
+    case 'k': case 'K': v *= 1024.0; break;
+    case 'm': case 'M': v *= 1024.0 * 1024; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    default: break;
+    }
+    return (size_t)v;
+}
+
+static void mt_start(void) {
+    MPI_Comm node;
+    int local = 1, lrank = 0, wrank = 0;
+    size_t budget = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        PMPI_Comm_size(node, &local);
+        PMPI_Comm_rank(node, &lrank);
+        PMPI_Comm_free(&node);
+    }
+    const char *nd = getenv("MEMTAMER_NODE_DRAM");
+    if (!getenv("MEMTAMER_DRAM_BUDGET") && nd) {
+        size_t b = parse_bytes(nd);
+        budget = local > 0 ? b / (size_t)local : b;
+        if (budget == 0) {
+            fprintf(stderr, "memtamer[%d]: MEMTAMER_NODE_DRAM=%s gives a DRAM budget of 0 B for each of %d local ranks; aborting\n", wrank, nd, local);
+            PMPI_Abort(MPI_COMM_WORLD, 3);
+        }
+    }
+    if (mt_tier_init(budget) != 0) {
+        fprintf(stderr, "memtamer[%d]: %s; aborting\n", wrank, mt_tier_last_error());
+        PMPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    mt_on = 1;
+}
+
+static void mt_phase(void) {
+    if (mt_on) mt_tier_phase_boundary();
+}
+
+static void mt_prepare_env(void) {
+    /* Open MPI's single-copy path (CMA, process_vm_readv) reads user buffers
+     * in the kernel, where a sampled (PROT_NONE) or write-protected page gives
+     * EFAULT instead of a fault we can handle: use copy-in/copy-out. */
+    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+}
+
+int MPI_Init(int *argc, char ***argv) {
+    mt_prepare_env();
+    int r = PMPI_Init(argc, argv);
+    if (r == MPI_SUCCESS) mt_start();
+    return r;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+    mt_prepare_env();
+    int r = PMPI_Init_thread(argc, argv, required, provided);
+    if (r == MPI_SUCCESS) mt_start();
+    return r;
+}
+
+int MPI_Finalize(void) {
+    if (mt_on) {
+        char line[512];
+        int rank = 0;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (mt_tier_finish(line, sizeof line) >= 0) fprintf(stderr, "memtamer[%d]: %s\n", rank, line);
+        mt_on = 0;
+    }
+    return PMPI_Finalize();
+}
+
+#define PHASE(call) do { mt_phase(); return call; } while (0)
+
+int MPI_Barrier(MPI_Comm c) { PHASE(PMPI_Barrier(c)); }
+int MPI_Bcast(void *b, int n, MPI_Datatype t, int root, MPI_Comm c) { PHASE(PMPI_Bcast(b, n, t, root, c)); }
+int MPI_Reduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, int root, MPI_Comm c) { PHASE(PMPI_Reduce(s, r, n, t, o, root, c)); }
+int MPI_Allreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c) { PHASE(PMPI_Allreduce(s, r, n, t, o, c)); }
+int MPI_Alltoall(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, MPI_Comm c) { PHASE(PMPI_Alltoall(s, sn, st, r, rn, rt, c)); }
+int MPI_Allgather(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, MPI_Comm c) { PHASE(PMPI_Allgather(s, sn, st, r, rn, rt, c)); }
+int MPI_Send(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c) { PHASE(PMPI_Send(b, n, t, d, tag, c)); }
+int MPI_Recv(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Status *st) { PHASE(PMPI_Recv(b, n, t, s, tag, c, st)); }
+int MPI_Sendrecv(const void *sb, int sn, MPI_Datatype st, int d, int stag, void *rb, int rn, MPI_Datatype rt, int s, int rtag, MPI_Comm c, MPI_Status *status) {
+    PHASE(PMPI_Sendrecv(sb, sn, st, d, stag, rb, rn, rt, s, rtag, c, status));
+}
+int MPI_Wait(MPI_Request *q, MPI_Status *s) { PHASE(PMPI_Wait(q, s)); }
+int MPI_Waitall(int n, MPI_Request *q, MPI_Status *s) { PHASE(PMPI_Waitall(n, q, s)); }
+
+/* Fortran bindings: all arguments by reference; pass them through. */
+#define FWRAP(name, pname, params, args)                      \
+    extern void pname params __attribute__((weak));           \
+    void name params {                                        \
+        mt_phase();                                           \
+        if (pname) pname args;                                \
+    }
+FWRAP(mpi_barrier_, pmpi_barrier_, (void *c, void *e), (c, e))
+FWRAP(mpi_bcast_, pmpi_bcast_, (void *b, void *n, void *t, void *r, void *c, void *e), (b, n, t, r, c, e))
+FWRAP(mpi_reduce_, pmpi_reduce_, (void *s, void *r, void *n, void *t, void *o, void *root, void *c, void *e), (s, r, n, t, o, root, c, e))
+FWRAP(mpi_allreduce_, pmpi_allreduce_, (void *s, void *r, void *n, void *t, void *o, void *c, void *e), (s, r, n, t, o, c, e))
+FWRAP(mpi_alltoall_, pmpi_alltoall_, (void *s, void *sn, void *st, void *r, void *rn, void *rt, void *c, void *e), (s, sn, st, r, rn, rt, c, e))
+FWRAP(mpi_send_, pmpi_send_, (void *b, void *n, void *t, void *d, void *tag, void *c, void *e), (b, n, t, d, tag, c, e))
+FWRAP(mpi_recv_, pmpi_recv_, (void *b, void *n, void *t, void *s, void *tag, void *c, void *st, void *e), (b, n, t, s, tag, c, st, e))
+FWRAP(mpi_wait_, pmpi_wait_, (void *q, void *s, void *e), (q, s, e))
+FWRAP(mpi_waitall_, pmpi_waitall_, (void *n, void *q, void *s, void *e), (n, q, s, e))
+FWRAP(mpi_sendrecv_, pmpi_sendrecv_,
+      (void *sb, void *sn, void *st, void *d, void *stag, void *rb, void *rn, void *rt, void *s, void *rtag, void *c, void *status, void *e),
+      (sb, sn, st, d, stag, rb, rn, rt, s, rtag, c, status, e))
+
+extern void pmpi_init_(void *e) __attribute__((weak));
+extern void pmpi_finalize_(void *e) __attribute__((weak));
+void mpi_init_(int *e) {
+    mt_prepare_env();
+    if (pmpi_init_) pmpi_init_(e);
+    if (*e == MPI_SUCCESS) mt_start();
+}
+void mpi_finalize_(int *e) {
+    if (mt_on) {
+        char line[512];
+        int rank = 0;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (mt_tier_finish(line, sizeof line) >= 0) fprintf(stderr, "memtamer[%d]: %s\n", rank, line);
+        mt_on = 0;
+    }
+    if (pmpi_finalize_) pmpi_finalize_(e);
+}
+
+/* Fortran: call mt_tier_iteration() at the top of the main loop. */
+void mt_tier_iteration_(void) { mt_tier_iteration(); }

@@ -1,0 +1,415 @@
+//! The Unimem runtime loop (imperative shell around [`crate::unimem`]):
+//! iteration 1 is profiled, its end decides, later iterations enforce
+//! (thesis §3.3 workflow). Phase boundaries come from the MPI interposer
+//! (`mpi/memtamer_mpi.c`) through [`Driver::boundary`]; the main-loop
+//! top from [`Driver::iteration`] (the thesis's `unimem_start`).
+//!
+//! Profiling runs a sampler thread that ticks the protection-fault
+//! profiler every `tick`; each phase's samples become a
+//! [`PhaseProfile`]: page visits × (page / cache line) stand for
+//! `#data_access` (a streaming assumption), faults for samples.
+
+use crate::unimem::model::{ObjPhase, PhaseProfile, Platform};
+use crate::unimem::plan::{decide, drifted, Plan, Problem};
+use crate::unimem::schedule::{schedule_checked, Move};
+use crate::{Tier, TierRuntime};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Knobs of the loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DriverConfig {
+    /// Sampler period.
+    pub tick: Duration,
+    /// Pages armed per object per tick.
+    pub pages_per_tick: usize,
+    /// Machine model for the decisions.
+    pub platform: Platform,
+    /// Iterations expected after the decision (amortises one-time moves).
+    pub iterations: f64,
+    /// Relative phase-time change that triggers re-profiling (thesis 10%).
+    pub drift: f64,
+}
+
+/// What the loop did, for the report at `MPI_Finalize`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DriverStats {
+    /// Iterations seen.
+    pub iterations: u64,
+    /// Phases per iteration in the last profile.
+    pub phases: usize,
+    /// Decisions made (1 + re-profilings).
+    pub decisions: u64,
+    /// The last plan's search ("local"/"global") and predicted seconds.
+    pub last_plan: Option<(String, f64)>,
+    /// Re-profilings triggered by drift or a changed phase count.
+    pub reprofiles: u64,
+    /// Re-decisions because copies ran slower than the model assumed.
+    pub recalibrations: u64,
+    /// Moves requested from the helper.
+    pub moves_requested: u64,
+    /// Seconds spent in profiling, decisions and enforcement calls on the
+    /// application thread, not counting waits for copies (runtime overhead).
+    pub overhead_s: f64,
+    /// Seconds the application thread waited for copies (exposed moves).
+    pub wait_s: f64,
+}
+
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<()>,
+}
+
+enum Mode {
+    Idle,
+    Profiling,
+    Enforcing,
+}
+
+/// The per-process Unimem loop.
+pub struct Driver {
+    rt: Arc<TierRuntime>,
+    cfg: DriverConfig,
+    mode: Mode,
+    phase: usize,
+    phase_start: Instant,
+    profile: Vec<PhaseProfile>,
+    times: Vec<f64>,
+    times_now: Vec<f64>,
+    reference: Option<Vec<f64>>,
+    drift_run: u32,
+    copy_bw_used: f64,
+    last_copy_ns: u64,
+    last_wait_s: f64,
+    addrs: Vec<usize>,
+    plan: Option<Plan>,
+    moves: Vec<Move>,
+    sampler: Option<Sampler>,
+    stats: DriverStats,
+}
+
+impl Driver {
+    /// A loop over `rt`'s objects.
+    pub fn new(rt: Arc<TierRuntime>, cfg: DriverConfig) -> Self {
+        Driver {
+            rt,
+            cfg,
+            mode: Mode::Idle,
+            phase: 0,
+            phase_start: Instant::now(),
+            profile: Vec::new(),
+            times: Vec::new(),
+            times_now: Vec::new(),
+            reference: None,
+            drift_run: 0,
+            copy_bw_used: f64::INFINITY,
+            last_copy_ns: 0,
+            last_wait_s: 0.0,
+            addrs: Vec::new(),
+            plan: None,
+            moves: Vec::new(),
+            sampler: None,
+            stats: DriverStats::default(),
+        }
+    }
+
+    /// Totals so far.
+    pub fn stats(&self) -> DriverStats {
+        self.stats.clone()
+    }
+
+    /// The plan in force, if any.
+    pub fn plan(&self) -> Option<&Plan> {
+        self.plan.as_ref()
+    }
+
+    fn start_sampler(&mut self) {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (rt, s2, tick, k) = (
+            self.rt.clone(),
+            stop.clone(),
+            self.cfg.tick,
+            self.cfg.pages_per_tick,
+        );
+        self.rt.profile_tick(0);
+        self.rt.profile_reset();
+        let handle = std::thread::Builder::new()
+            .name("mt-tier-sample".into())
+            .spawn(move || {
+                while !s2.load(Ordering::SeqCst) {
+                    rt.profile_tick(k);
+                    std::thread::sleep(tick);
+                }
+                rt.profile_tick(0);
+            });
+        // No sampler thread: profiling yields no samples and the plan keeps
+        // everything where it is (honest degradation, not an abort).
+        if let Ok(handle) = handle {
+            self.sampler = Some(Sampler { stop, handle });
+        }
+    }
+
+    fn stop_sampler(&mut self) {
+        if let Some(s) = self.sampler.take() {
+            s.stop.store(true, Ordering::SeqCst);
+            let _ = s.handle.join();
+        }
+    }
+
+    fn close_profiled_phase(&mut self) {
+        let time = self.phase_start.elapsed().as_secs_f64();
+        let est = self.rt.profile_take();
+        self.rt.profile_reset();
+        let lines_per_page = crate::guard::page_size() as f64 / self.cfg.platform.cacheline;
+        let total: f64 = est.iter().map(|e| e.faults as f64).sum();
+        let mut ph = PhaseProfile {
+            time,
+            samples: total,
+            objs: Default::default(),
+        };
+        for e in est.iter().filter(|e| e.faults > 0) {
+            if let Some(id) = self.addrs.iter().position(|&a| a == e.addr) {
+                ph.objs.insert(
+                    id,
+                    ObjPhase {
+                        accesses: e.visits * lines_per_page,
+                        samples: e.faults as f64,
+                    },
+                );
+            }
+        }
+        self.profile.push(ph);
+    }
+
+    fn begin_profiling(&mut self) {
+        self.addrs = self.rt.objects().iter().map(|o| o.addr).collect();
+        self.profile.clear();
+        self.plan = None;
+        self.moves.clear();
+        self.mode = Mode::Profiling;
+        self.start_sampler();
+    }
+
+    fn decide_now(&mut self) {
+        self.stop_sampler();
+        let objs = self.rt.objects();
+        let sizes: Vec<u64> = self
+            .addrs
+            .iter()
+            .map(|a| {
+                objs.iter()
+                    .find(|o| o.addr == *a)
+                    .map_or(0, |o| o.size as u64)
+            })
+            .collect();
+        let start: BTreeSet<usize> = self
+            .addrs
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| objs.iter().any(|o| o.addr == **a && o.tier == Tier::Dram))
+            .map(|(i, _)| i)
+            .collect();
+        // Once copies have been made, the measured copy bandwidth replaces
+        // the configured one (the helper may share its core with ranks).
+        let mut platform = self.cfg.platform.clone();
+        let st = self.rt.stats();
+        if st.bytes_moved > 0 && st.copy_ns > 0 {
+            platform.copy_bw = st.bytes_moved as f64 / (st.copy_ns as f64 * 1e-9);
+        }
+        self.copy_bw_used = platform.copy_bw;
+        let problem = Problem {
+            sizes,
+            phases: self.profile.clone(),
+            platform,
+            capacity: self.rt.config().dram_budget as u64,
+            iterations: self.cfg.iterations,
+        };
+        let plan = decide(&problem, &start);
+        let uses: Vec<Vec<bool>> = (0..problem.sizes.len()).map(|o| problem.uses(o)).collect();
+        let (moves, _) = schedule_checked(&plan.dram, &uses, &problem.sizes, problem.capacity);
+        // One-time moves from the current placement to phase 0's set,
+        // issued at once (evictions first).
+        let first = plan.dram.first().cloned().unwrap_or_default();
+        let mut once: Vec<Move> = start
+            .difference(&first)
+            .map(|&o| Move {
+                issue: usize::MAX,
+                to: Tier::Slow,
+                obj: o,
+                needed_by: 0,
+            })
+            .collect();
+        once.extend(first.difference(&start).map(|&o| Move {
+            issue: usize::MAX,
+            to: Tier::Dram,
+            obj: o,
+            needed_by: 0,
+        }));
+        for m in &once {
+            self.request(m);
+        }
+        self.stats.decisions += 1;
+        self.stats.phases = self.profile.len();
+        self.stats.last_plan = Some((
+            if plan.search == crate::unimem::plan::Search::Local {
+                "local"
+            } else {
+                "global"
+            }
+            .into(),
+            plan.predicted,
+        ));
+        // Phase times of a profiled iteration include the sampling faults;
+        // the drift reference is the first enforced iteration instead.
+        self.times = self.profile.iter().map(|p| p.time).collect();
+        self.reference = None;
+        self.drift_run = 0;
+        self.plan = Some(plan);
+        self.moves = moves;
+        self.mode = Mode::Enforcing;
+    }
+
+    fn request(&mut self, m: &Move) {
+        if let Some(&a) = self.addrs.get(m.obj) {
+            let here = self
+                .rt
+                .objects()
+                .iter()
+                .find(|o| o.addr == a)
+                .map(|o| o.tier);
+            if here.is_some() && here != Some(m.to) && self.rt.request(a as *mut u8, m.to).is_ok() {
+                self.stats.moves_requested += 1;
+            }
+        }
+    }
+
+    fn enforce(&mut self, i: usize) {
+        let issue: Vec<Move> = self
+            .moves
+            .iter()
+            .filter(|m| m.issue == i)
+            .cloned()
+            .collect();
+        for m in &issue {
+            self.request(m);
+        }
+        let need: Vec<usize> = self
+            .moves
+            .iter()
+            .filter(|m| m.needed_by == i && m.to == Tier::Dram)
+            .filter_map(|m| self.addrs.get(m.obj).copied())
+            .collect();
+        let t0 = Instant::now();
+        for a in need {
+            let _ = self.rt.wait(a as *mut u8);
+        }
+        self.stats.wait_s += t0.elapsed().as_secs_f64();
+    }
+
+    /// Top of a main-loop iteration.
+    pub fn iteration(&mut self) {
+        let (t0, w0) = (Instant::now(), self.stats.wait_s);
+        self.stats.iterations += 1;
+        match self.mode {
+            Mode::Idle => self.begin_profiling(),
+            Mode::Profiling => {
+                self.close_profiled_phase();
+                self.decide_now();
+            }
+            Mode::Enforcing => {
+                let t = self.phase_start.elapsed().as_secs_f64();
+                if let Some(x) = self.times_now.get_mut(self.phase) {
+                    *x = t;
+                }
+                let now = std::mem::take(&mut self.times_now);
+                // Phases under 1 ms are all jitter: they do not count.
+                // An iteration during which copies ran is not a timing
+                // sample: the copies themselves slow it down, and re-deciding
+                // on that would feed back into more copies.
+                let copy_ns = self.rt.stats().copy_ns;
+                let busy = copy_ns != self.last_copy_ns || self.stats.wait_s != self.last_wait_s;
+                self.last_copy_ns = copy_ns;
+                self.last_wait_s = self.stats.wait_s;
+                let moved = match &self.reference {
+                    _ if busy => false,
+                    None => {
+                        self.reference = Some(now.clone());
+                        false
+                    }
+                    Some(r) => {
+                        let long: Vec<usize> = (0..r.len()).filter(|&k| r[k] >= 1e-3).collect();
+                        let (a, b): (Vec<f64>, Vec<f64>) = long
+                            .iter()
+                            .map(|&k| (r[k], now.get(k).copied().unwrap_or(0.0)))
+                            .unzip();
+                        // Three drifting iterations in a row, so that one
+                        // noisy iteration (a shared machine) does not
+                        // trigger a re-profile and a new set of moves.
+                        if self.cfg.drift > 0.0 && drifted(&a, &b, self.cfg.drift) {
+                            self.drift_run += 1;
+                        } else {
+                            self.drift_run = 0;
+                        }
+                        self.drift_run >= 3
+                    }
+                };
+                // Copies slower than the model assumed (the helper shares a
+                // core with the ranks, say): decide again on the same
+                // profile with the measured copy bandwidth.
+                let st = self.rt.stats();
+                if busy && st.copy_ns > 0 && !moved {
+                    let measured = st.bytes_moved as f64 / (st.copy_ns as f64 * 1e-9);
+                    if measured < 0.5 * self.copy_bw_used {
+                        self.stats.recalibrations += 1;
+                        self.decide_now();
+                    }
+                }
+                if self.phase + 1 != self.times.len() || moved {
+                    // Re-profile this iteration (thesis §3.4.2 opt. 1).
+                    let t1 = Instant::now();
+                    self.rt.wait_all();
+                    self.stats.wait_s += t1.elapsed().as_secs_f64();
+                    self.stats.reprofiles += 1;
+                    self.begin_profiling();
+                }
+            }
+        }
+        self.phase = 0;
+        self.times_now = vec![0.0; self.times.len()];
+        if matches!(self.mode, Mode::Enforcing) {
+            self.enforce(0);
+        }
+        self.stats.overhead_s += t0.elapsed().as_secs_f64() - (self.stats.wait_s - w0);
+        self.phase_start = Instant::now();
+    }
+
+    /// A phase boundary (an MPI call).
+    pub fn boundary(&mut self) {
+        let (t0, w0) = (Instant::now(), self.stats.wait_s);
+        match self.mode {
+            Mode::Idle => {}
+            Mode::Profiling => self.close_profiled_phase(),
+            Mode::Enforcing => {
+                let t = self.phase_start.elapsed().as_secs_f64();
+                if let Some(x) = self.times_now.get_mut(self.phase) {
+                    *x = t;
+                }
+            }
+        }
+        self.phase += 1;
+        if matches!(self.mode, Mode::Enforcing) {
+            self.enforce(self.phase);
+        }
+        self.stats.overhead_s += t0.elapsed().as_secs_f64() - (self.stats.wait_s - w0);
+        self.phase_start = Instant::now();
+    }
+
+    /// Stops sampling and waits for queued moves.
+    pub fn finish(&mut self) {
+        self.stop_sampler();
+        self.rt.wait_all();
+    }
+}

@@ -18,7 +18,7 @@ pub fn parse_controller_list(text: &str) -> Vec<String> {
 }
 
 /// Reads a (cgroup) file as text.
-pub fn read_value(path: &Path) -> Result<String> {
+pub(crate) fn read_value(path: &Path) -> Result<String> {
     fs::read_to_string(path).map_err(|source| Error::Read {
         path: path.to_path_buf(),
         source,
@@ -28,7 +28,7 @@ pub fn read_value(path: &Path) -> Result<String> {
 /// Writes `value` to an EXISTING (cgroup) file in one write(2), as the
 /// kernel expects. Never creates the file: on a real cgroupfs a missing file
 /// means a missing controller, which must be an error.
-pub fn write_value(path: &Path, value: &str) -> Result<()> {
+pub(crate) fn write_value(path: &Path, value: &str) -> Result<()> {
     let err = |source: io::Error| Error::Write {
         path: path.to_path_buf(),
         value: value.to_string(),
@@ -43,7 +43,7 @@ pub fn write_value(path: &Path, value: &str) -> Result<()> {
 }
 
 /// The pids in a cgroup directory's `cgroup.procs`.
-pub fn read_procs(dir: &Path) -> Result<Vec<i32>> {
+pub(crate) fn read_procs(dir: &Path) -> Result<Vec<i32>> {
     let path = dir.join("cgroup.procs");
     Ok(read_value(&path)?
         .lines()
@@ -53,7 +53,7 @@ pub fn read_procs(dir: &Path) -> Result<Vec<i32>> {
 
 /// rmdir with a short retry: right after its last task leaves, a cgroup can
 /// still report EBUSY for a moment.
-pub fn remove_cgroup_dir(path: &Path) -> Result<()> {
+pub(crate) fn remove_cgroup_dir(path: &Path) -> Result<()> {
     let deadline = Instant::now() + Duration::from_millis(500);
     loop {
         match fs::remove_dir(path) {

@@ -269,6 +269,8 @@ pub fn undo_order(changes: &[Change]) -> Vec<&Change> {
     first
 }
 
+/// Serializes a [`CpuSet`] as its human-readable list ("0-3,8") so journals
+/// can be read and fixed by hand.
 mod cpu_list {
     use memtamer_core::CpuSet;
     use serde::{Deserialize, Deserializer, Serializer};

@@ -413,8 +413,6 @@ impl Journal {
     }
 }
 
-/// Serializes a [`CpuSet`] as its human-readable list ("0-3,8") so journals
-/// can be read and fixed by hand.
 #[cfg(test)]
 mod tests {
     use super::*;

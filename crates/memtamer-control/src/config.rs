@@ -402,6 +402,37 @@ pub struct JobConfig {
     pub selector: Selector,
 }
 
+/// `[gate]`: the shared PATS gate whose limit the daemon owns (optional;
+/// without it a decision's `gate_limit` has no owner in the daemon and is
+/// counted as ignored). Validated by the gate library's own rules
+/// (`memtamer_gate::GateConfig`), so a name the gate refuses is refused here.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateSection {
+    /// `name`, required: the gate's name, as `MEMTAMER_GATE` of the
+    /// processes that share it.
+    pub name: String,
+    /// `dir`, default `/dev/shm`: directory of the shared file.
+    pub dir: PathBuf,
+    /// `policy`, default `"pats"`: who sets T_S, a registry name among
+    /// `memtamer_gate::GATE_POLICIES` (`pats[:T_MC]`, `gate:N`,
+    /// `pats-calibrated:FILE`, `external`: the daemon writes no limit).
+    pub policy: memtamer_gate::PolicySpec,
+    /// `pm_interleave`, default 1: PMs in the interleave set (N of PATS Eq. 3).
+    pub pm_interleave: u32,
+}
+
+impl GateSection {
+    /// How to open (or create) the gate.
+    pub fn options(&self) -> memtamer_gate::GateOptions {
+        memtamer_gate::GateOptions {
+            name: self.name.clone(),
+            dir: self.dir.clone(),
+            initial_limit: self.policy.initial_limit(self.pm_interleave),
+            ..memtamer_gate::GateOptions::default()
+        }
+    }
+}
+
 /// The whole daemon configuration, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DaemonConfig {
@@ -413,8 +444,13 @@ pub struct DaemonConfig {
     pub core_spec: CoreSpecConfig,
     /// `[placement]`.
     pub placement: PlacementConfig,
+    /// `[gate]`, if present.
+    pub gate: Option<GateSection>,
     /// `[[job]]`, in config order (first match wins).
     pub jobs: Vec<JobConfig>,
+    /// Deprecated spellings met (e.g. `gate.policy = "fixed:2"`), one line
+    /// each: the daemon prints them at start.
+    pub warnings: Vec<String>,
 }
 
 impl DaemonConfig {
@@ -545,7 +581,18 @@ struct RawConfig {
     #[serde(default)]
     placement: RawPlacement,
     #[serde(default)]
+    gate: Option<RawGate>,
+    #[serde(default)]
     job: Vec<RawJob>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGate {
+    name: String,
+    dir: Option<String>,
+    policy: Option<String>,
+    pm_interleave: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -923,13 +970,74 @@ fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
         }
     }
 
+    let (gate, warnings) = match raw.gate {
+        Some(g) => {
+            let (g, w) = validate_gate(g)?;
+            (Some(g), w)
+        }
+        None => (None, Vec::new()),
+    };
+
     Ok(DaemonConfig {
         daemon,
         isolation,
         core_spec,
         placement,
+        gate,
         jobs,
+        warnings,
     })
+}
+
+/// `[gate]` through the gate library's own validation
+/// (`memtamer_gate::GateConfig::from_lookup`), its variables renamed to the
+/// section's keys in errors and warnings.
+fn validate_gate(g: RawGate) -> Result<(GateSection, Vec<String>), Invalid> {
+    const KEYS: [(&str, &str); 4] = [
+        ("MEMTAMER_GATE", "name"),
+        ("MEMTAMER_GATE_DIR", "dir"),
+        ("MEMTAMER_GATE_POLICY", "policy"),
+        ("MEMTAMER_PM_INTERLEAVE", "pm_interleave"),
+    ];
+    let at = |var: &str| {
+        let key = KEYS
+            .iter()
+            .find(|(v, _)| *v == var)
+            .map_or("name", |(_, k)| *k);
+        root().key("gate").key(key)
+    };
+    let value = |var: &str| -> Option<String> {
+        match var {
+            "MEMTAMER_GATE" => Some(g.name.clone()),
+            "MEMTAMER_GATE_DIR" => g.dir.clone(),
+            "MEMTAMER_GATE_POLICY" => g.policy.clone(),
+            "MEMTAMER_PM_INTERLEAVE" => g.pm_interleave.map(|n| n.to_string()),
+            _ => None,
+        }
+    };
+    let c = memtamer_gate::GateConfig::from_lookup(value).map_err(|e| match e {
+        memtamer_gate::GateError::BadSetting {
+            key,
+            value,
+            expected,
+        } => (at(&key), format!("{value:?}: {expected}")),
+        memtamer_gate::GateError::Model { key, source } => (at(&key), source.to_string()),
+        other => (at("MEMTAMER_GATE"), other.to_string()),
+    })?;
+    let warnings = c
+        .warnings
+        .iter()
+        .map(|w| w.replacen("MEMTAMER_GATE_POLICY", "gate.policy", 1))
+        .collect();
+    Ok((
+        GateSection {
+            name: c.options.name,
+            dir: c.options.dir,
+            policy: c.policy,
+            pm_interleave: c.n_pm,
+        },
+        warnings,
+    ))
 }
 
 fn valid_name(name: &str) -> bool {

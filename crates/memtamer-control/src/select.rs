@@ -19,7 +19,6 @@
 //!   systemd escapes characters in unit and cgroup names as `\x2d`. Write a
 //!   literal metacharacter as a one-character class: `[*]`, `[?]`, `[[]`.
 
-use crate::config::JobMatch;
 use crate::procfs::{Parts, ProcessInfo};
 use std::collections::HashMap;
 use std::fmt;
@@ -265,6 +264,24 @@ pub enum SelectorError {
         #[source]
         source: GlobError,
     },
+}
+
+/// `[job.match]`: which processes form a job. A process matches if ANY given
+/// selector matches; at least one is required.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobMatch {
+    /// `cgroup`: glob on the process's cgroup path (v2 path, else v1
+    /// `name=systemd`, else v1 `cpuset`).
+    pub cgroup: Option<String>,
+    /// `unit`: glob on the systemd unit, i.e. the cgroup path's last
+    /// `*.service`/`*.scope` component, suffix included.
+    pub unit: Option<String>,
+    /// `comm`: glob on `/proc/PID/comm`.
+    pub comm: Option<String>,
+    /// `exe`: glob on the `/proc/PID/exe` link target.
+    pub exe: Option<String>,
+    /// `pid`: exact pids (each > 0); an empty list selects nothing.
+    pub pid: Vec<i32>,
 }
 
 /// A job's compiled match table: a process belongs to the job if ANY of the

@@ -959,3 +959,64 @@ fn actuator_is_affinity_by_default_cgroup_on_request_and_nothing_else() {
         "unknown actuator \"freezer\", expected one of affinity, cgroup",
     );
 }
+
+#[test]
+fn gate_section_is_validated_by_the_gate_rules_and_names_its_keys() {
+    let with = |s: &str| format!("{BASE}\n[gate]\n{s}\n");
+    let c = parse(&with("name = \"db\"")).unwrap();
+    let g = c.gate.expect("gate");
+    assert_eq!(g.name, "db");
+    assert_eq!(g.dir, std::path::PathBuf::from("/dev/shm"));
+    assert_eq!(g.policy, memtamer_gate::PolicySpec::Pats { t_mc: 0.2 });
+    assert_eq!(g.pm_interleave, 1);
+    assert!(c.warnings.is_empty());
+    assert!(parse(BASE).unwrap().gate.is_none());
+    // a deprecated alias parses, with a warning naming the key
+    let c = parse(&with(
+        "name = \"db\"\npolicy = \"fixed:2\"\npm_interleave = 6",
+    ))
+    .unwrap();
+    let g = c.gate.expect("gate");
+    assert_eq!(g.policy, memtamer_gate::PolicySpec::Fixed(2));
+    assert_eq!(g.pm_interleave, 6);
+    assert_eq!(
+        c.warnings,
+        vec!["gate.policy: policy name `fixed` is deprecated, write `gate`"]
+    );
+    for (text, key, needle) in [
+        ("name = \"../etc\"", "gate.name", "1-64 characters"),
+        (
+            "name = \"db\"\npolicy = \"dicio\"",
+            "gate.policy",
+            "not available in the gate",
+        ),
+        (
+            "name = \"db\"\npolicy = \"gate:0\"",
+            "gate.policy",
+            "N must be a whole number",
+        ),
+        (
+            "name = \"db\"\npm_interleave = 0",
+            "gate.pm_interleave",
+            "1..=64",
+        ),
+        (
+            "name = \"db\"\ndir = \"/nonexistent-dir\"",
+            "gate.dir",
+            "an existing directory",
+        ),
+        (
+            "name = \"db\"\npolicy = \"pats-calibrated:/nonexistent/m.toml\"",
+            "gate.policy",
+            "/nonexistent/m.toml",
+        ),
+        ("policy = \"pats\"", "gate", "missing field `name`"),
+        ("name = \"db\"\nlimit = 3", "gate", "unknown field `limit`"),
+    ] {
+        let e = parse(&with(text)).expect_err(text).to_string();
+        assert!(
+            e.contains(&format!(": {key}")) && e.contains(needle),
+            "{text}: {e}"
+        );
+    }
+}

@@ -5,13 +5,24 @@
 //!   own thread), mapped onto the jobs the config selects.
 //! * **Decide**: one [`Composite`] of the pure policies in `memtamer-core`
 //!   (isolation, core specialization), exactly the code the simulator runs.
-//! * **Act**: per-thread affinity and duty cycles, each change journaled
-//!   before it is made ([`memtamer_actuate::journal`]), so that exit, a
-//!   panic, or the guard process after a SIGKILL can put everything back.
+//! * **Act**: the daemon is an [`memtamer_core::Actuators`] (`act.rs`): the
+//!   gate limit to the shared gate of `[gate]`, per-thread affinity,
+//!   migrations, duty cycles or cgroups, each change journaled before it is
+//!   made ([`memtamer_actuate::journal`]), so that exit, a panic, or the
+//!   guard process after a SIGKILL can put everything back; what it does
+//!   not apply is counted (`loop.ignored` in status) and logged once.
 //!
 //! The daemon never touches a process that no job selects.
 
-use crate::config::{Actuator, CpuChoice, DaemonConfig, IsolationPolicy, PmCpus};
+mod act;
+mod build;
+
+pub use act::{
+    DRY_RUN, FAILED, NOT_BE, NOT_MANAGED, NO_DUTY, NO_GATE, OUTSIDE_AFFINITY, UNMANAGED_JOB,
+};
+pub use build::{build_policy, build_policy_on, online_cpus};
+
+use crate::config::{Actuator, DaemonConfig, IsolationPolicy};
 use crate::procfs::ProcFs;
 use crate::select::{self, ProcessKey, Selector};
 use memtamer_actuate::affinity;
@@ -19,10 +30,9 @@ use memtamer_actuate::cgroup::{CgroupLayout, ManagedCgroup};
 use memtamer_actuate::duty::DutyCycler;
 use memtamer_actuate::journal::{Change, Journal};
 use memtamer_core::compose::{Composite, Hints};
-use memtamer_core::core_spec::{CoreSpec, CoreSpecParams};
-use memtamer_core::isolation::{Isolation, IsolationKind};
-use memtamer_core::placement::Placement;
-use memtamer_core::{CpuObs, CpuSet, Decision, JobClass, JobObs, Observation, Policy, ThreadObs};
+use memtamer_core::{
+    Actuators, CpuObs, CpuSet, Decision, JobClass, JobObs, Observation, Policy, ThreadObs,
+};
 use memtamer_sense::sources::{Sensors, SourceConfig};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -126,6 +136,8 @@ pub struct LoopStats {
     pub observe_mean_us: f64,
     /// Mean time of the policies' decide, microseconds.
     pub decide_mean_us: f64,
+    /// Decision parts not applied, per `"knob: reason"` (see `act.rs`).
+    pub ignored: BTreeMap<String, u64>,
 }
 
 /// The running daemon.
@@ -170,98 +182,8 @@ pub struct Daemon {
     sched: BTreeMap<i32, SchedSample>,
     last_sched: Option<Instant>,
     published: Arc<crate::socket::StatusBoard>,
-}
-
-/// Online CPUs of this host.
-pub fn online_cpus() -> CpuSet {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|t| CpuSet::parse_list(t.trim()).ok())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| CpuSet::first_n(1))
-}
-
-/// Builds the composed policy the config asks for.
-pub fn build_policy(cfg: &DaemonConfig, online: &CpuSet) -> Result<Composite, DaemonError> {
-    let topology = memtamer_sense::topology::read_topology(Path::new("/sys/devices/system"))
-        .map_err(|e| format!("/sys/devices/system: {e}"));
-    build_policy_on(cfg, online, topology)
-}
-
-/// [`build_policy`] on a given CPU topology, or why it could not be read
-/// (placement then cannot run, and BE CPUs are handed out in numeric order).
-/// Tests use it with fake topologies.
-pub fn build_policy_on(
-    cfg: &DaemonConfig,
-    online: &CpuSet,
-    topology: Result<memtamer_core::topology::Topology, String>,
-) -> Result<Composite, DaemonError> {
-    let iso = &cfg.isolation;
-    let params = iso.params.clone();
-    let mut lc = CpuSet::empty();
-    for j in cfg.jobs.iter().filter(|j| j.class == JobClass::Lc) {
-        for c in j.cpus.iter().flat_map(|s| s.iter()) {
-            lc.insert(c);
-        }
-    }
-    let pool_set = cfg.be_cpu_pool(online);
-    // SMT-aware: whole cores first, LC cores' siblings last (numeric order
-    // if sysfs cannot be read)
-    let pool: Vec<u32> = match &topology {
-        Ok(t) => memtamer_core::topology::be_pool_order(t, &pool_set, &lc),
-        Err(_) => pool_set.iter().map(|c| c as u32).collect(),
-    };
-    let isolation = match iso.policy {
-        IsolationPolicy::Off => None,
-        IsolationPolicy::Dicio => Some(Isolation::new(IsolationKind::Dicio, params, Some(pool))),
-        IsolationPolicy::CaladanPm => {
-            Some(Isolation::new(IsolationKind::CaladanPm, params, Some(pool)))
-        }
-        IsolationPolicy::PmCounterOnly => Some(Isolation::new(
-            IsolationKind::PmCounterOnly,
-            params,
-            Some(pool),
-        )),
-    };
-    let concurrency = if cfg.core_spec.enabled {
-        let general = match &cfg.isolation.be_cpus {
-            CpuChoice::All => *online,
-            CpuChoice::List(s) => s.intersect(online),
-        };
-        let pm = match &cfg.core_spec.pm_cpus {
-            PmCpus::List(s) => s.intersect(online),
-            // the last N CPUs: CPU 0 takes most interrupts and housekeeping
-            PmCpus::Count(n) => {
-                let all: Vec<usize> = general.iter().collect();
-                let mut s = CpuSet::empty();
-                for &c in all.iter().rev().take(*n) {
-                    s.insert(c);
-                }
-                s
-            }
-        };
-        if pm.is_empty() {
-            return Err(DaemonError::Config(
-                "core_spec.pm_cpus: none of these CPUs is online".into(),
-            ));
-        }
-        let mut p = CoreSpecParams::new(pm, general);
-        p.pm_expiry_ns = cfg.core_spec.pm_expiry_ms * 1_000_000;
-        p.general_expiry_ns = cfg.core_spec.general_expiry_ms * 1_000_000;
-        Some(CoreSpec::new(p))
-    } else {
-        None
-    };
-    let placement: Option<Box<dyn Policy>> = match (cfg.placement.enabled, topology) {
-        (false, _) => None,
-        (true, Ok(t)) => Some(Box::new(Placement::new(t, cfg.placement.params()))),
-        (true, Err(e)) => {
-            return Err(DaemonError::Config(format!(
-                "placement.enabled: cannot read the CPU topology: {e}"
-            )))
-        }
-    };
-    Ok(Composite::new(isolation, placement, concurrency, None))
+    /// The shared gate of `[gate]`, whose limit the daemon owns.
+    gate: Option<Arc<memtamer_gate::Gate>>,
 }
 
 impl Daemon {
@@ -282,8 +204,23 @@ impl Daemon {
                 report.failed()
             );
         }
+        for w in &cfg.warnings {
+            eprintln!("memtamer: warning: {w}");
+        }
         let online = online_cpus();
         let policy = build_policy(&cfg, &online)?;
+        // `[gate]`: open (or create) the gate; the sensors read the same one
+        let mut sources = sources.clone();
+        let gate = match &cfg.gate {
+            Some(g) => {
+                sources.gate = g.options();
+                Some(
+                    memtamer_gate::Gate::open(&sources.gate)
+                        .map_err(|e| DaemonError::Config(format!("gate.name: {e}")))?,
+                )
+            }
+            None => None,
+        };
         let cgroup_layout = if cfg.isolation.actuator == Actuator::Cgroup {
             let layout =
                 CgroupLayout::discover(Path::new("/proc/self/mountinfo")).map_err(|e| {
@@ -315,7 +252,8 @@ impl Daemon {
             procfs: ProcFs::new(proc_root),
             scan_cache: crate::procfs::ScanCache::new(select::parts_read_by(&selectors)),
             selectors,
-            sensors: Sensors::open(sources),
+            sensors: Sensors::open(&sources),
+            gate,
             policy,
             journal,
             duty,
@@ -672,156 +610,6 @@ impl Daemon {
         }
     }
 
-    /// Applies a decision; returns (applied, failed).
-    fn act(&mut self, d: &Decision) -> (u64, u64) {
-        if self.cfg.daemon.dry_run {
-            return (0, 0);
-        }
-        // a cgroup's cpuset resets its tasks' affinity: budgets go first there,
-        // and the per-thread narrowing after
-        let cgroup = self.cgroup_layout.is_some();
-        let (mut ok, mut failed) = if cgroup {
-            self.act_budgets_cgroup(d)
-        } else {
-            (0, 0)
-        };
-        for (tid, set) in &d.thread_cpus {
-            let tid = *tid as i32;
-            let Some(tr) = self.threads.get_mut(&tid) else {
-                continue;
-            };
-            // never touch a thread of an unmanaged job
-            if self.cfg.jobs.get(tr.job).map(|j| j.class) == Some(JobClass::Unmanaged) {
-                continue;
-            }
-            let change = Change::ThreadAffinity {
-                pid: tr.key.pid,
-                tid,
-                start_time: tr.key.start_time,
-                original: tr.original,
-            };
-            if self.journal.record(change).is_err() {
-                failed += 1;
-                continue;
-            }
-            match affinity::set_thread_affinity(tid, set) {
-                Ok(()) => {
-                    tr.allowed = *set;
-                    ok += 1;
-                    self.obs_stale = true;
-                }
-                Err(_) => failed += 1,
-            }
-        }
-        if !cgroup {
-            let (o2, f2) = self.act_budgets_duty(d);
-            ok += o2;
-            failed += f2;
-        }
-        (ok, failed)
-    }
-
-    /// The decision's budgets for BE jobs (a policy never budgets anything
-    /// else, but the daemon does not rely on it).
-    fn be_budgets(&self, d: &Decision) -> Vec<(usize, memtamer_core::CoreBudget)> {
-        d.job_budgets
-            .iter()
-            .map(|(job, b)| (*job as usize, *b))
-            .filter(|(job, _)| self.cfg.jobs.get(*job).map(|j| j.class) == Some(JobClass::Be))
-            .collect()
-    }
-
-    /// Budgets through the duty cycler (the CPUs come with the per-thread
-    /// affinities the composed policy emitted).
-    fn act_budgets_duty(&mut self, d: &Decision) -> (u64, u64) {
-        let (mut ok, mut failed) = (0, 0);
-        for (job, budget) in self.be_budgets(d) {
-            let (Some(duty), Some(jc)) = (&self.duty, self.cfg.jobs.get(job)) else {
-                continue;
-            };
-            let want = budget.duty_cycle;
-            let res = if want >= 1.0 {
-                duty.clear(&jc.name)
-            } else {
-                duty.set(&jc.name, self.job_processes(job), want)
-                    .map(|_| ())
-            };
-            match res {
-                Ok(()) => {
-                    self.duties.insert(job, want);
-                    ok += 1;
-                }
-                Err(_) => failed += 1,
-            }
-        }
-        (ok, failed)
-    }
-
-    /// Budgets through a cgroup per BE job: cpuset for the cores, CFS quota
-    /// for a duty cycle, the freezer for a stopped job.
-    fn act_budgets_cgroup(&mut self, d: &Decision) -> (u64, u64) {
-        let (mut ok, mut failed) = (0, 0);
-        for (job, budget) in self.be_budgets(d) {
-            if let Err(()) = self.ensure_cgroup(job) {
-                failed += 1;
-                continue;
-            }
-            let Some(cg) = self.cgroups.get(&job) else {
-                continue;
-            };
-            let period = Duration::from_micros(self.cfg.isolation.duty_period_us.max(1000));
-            let mut res = cg.set_cpus(&budget.cpus);
-            if budget.duty_cycle <= 0.0 {
-                res = res.and_then(|()| cg.freeze());
-            } else {
-                if cg.is_frozen().unwrap_or(false) {
-                    res = res.and_then(|()| cg.thaw());
-                }
-                let cores = (budget.duty_cycle < 1.0)
-                    .then(|| budget.duty_cycle * budget.cpus.len().max(1) as f64);
-                res = res.and_then(|()| cg.set_cpu_quota(cores, period));
-            }
-            match res {
-                Ok(()) => {
-                    ok += 1;
-                    self.duties.insert(job, budget.duty_cycle);
-                }
-                Err(_) => failed += 1,
-            }
-            // a cpuset change resets its tasks' affinity: read it back
-            for (&tid, tr) in self.threads.iter_mut().filter(|(_, t)| t.job == job) {
-                if let Ok(now) = affinity::thread_affinity(tid) {
-                    tr.allowed = now;
-                }
-            }
-            self.obs_stale = true;
-        }
-        (ok, failed)
-    }
-
-    /// Creates job `job`'s cgroup if needed and moves in every managed
-    /// process of the job not yet in it.
-    fn ensure_cgroup(&mut self, job: usize) -> Result<(), ()> {
-        let (Some(layout), Some(jc)) = (&self.cgroup_layout, self.cfg.jobs.get(job)) else {
-            return Err(());
-        };
-        if !self.cgroups.contains_key(&job) {
-            let cg =
-                ManagedCgroup::create(layout, &jc.name, self.journal.clone()).map_err(|_| ())?;
-            self.cgroups.insert(job, cg);
-        }
-        let members = self.job_processes(job);
-        let Some(cg) = self.cgroups.get(&job) else {
-            return Err(());
-        };
-        for k in members {
-            if !self.cgroup_members.contains(&k) && cg.add_process(k).is_ok() {
-                self.cgroup_members.insert(k);
-            }
-        }
-        Ok(())
-    }
-
     /// One iteration: rescan if due, sense, decide, act, publish.
     pub fn step(&mut self) -> Result<(), DaemonError> {
         let t0 = Instant::now();
@@ -876,9 +664,8 @@ impl Daemon {
             self.reserve_lc_cpus(&mut d);
         }
         let t3 = Instant::now();
-        let (ok, failed) = self.act(&d);
-        self.stats.actions += ok;
-        self.stats.failed_actions += failed;
+        let report = self.apply(&d);
+        self.account(&report);
         if !d.reasons.is_empty() {
             self.shown.push_back(Shown {
                 at_ms: self.started.elapsed().as_millis() as u64,

@@ -1,0 +1,407 @@
+//! Raw config to [`DaemonConfig`]: every check names the key path it
+//! concerns.
+
+use super::error::{root, KeyPath};
+use super::raw::*;
+use super::types::*;
+use crate::select::{JobMatch, Selector, SelectorError};
+use memtamer_core::isolation::IsolationParams;
+use memtamer_core::registry::{self, PolicyName, RegistryError};
+use memtamer_core::{CpuSet, JobClass};
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+// ---------------------------------------------------------------------------
+// Validation
+
+pub(super) type Invalid = (KeyPath, String);
+
+pub(super) fn positive(path: KeyPath, v: f64) -> Result<f64, Invalid> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err((path, format!("must be a finite number > 0, got {v}")))
+    }
+}
+
+pub(super) fn at_least(path: KeyPath, v: u64, min: u64) -> Result<u64, Invalid> {
+    if v >= min {
+        Ok(v)
+    } else {
+        Err((path, format!("must be at least {min}, got {v}")))
+    }
+}
+
+pub(super) fn cpu_list(path: KeyPath, s: &str) -> Result<CpuSet, Invalid> {
+    match CpuSet::parse_list(s) {
+        Ok(set) if set.is_empty() => Err((path, format!("empty CPU list {s:?}"))),
+        Ok(set) => Ok(set),
+        Err(e) => Err((path, format!("bad CPU list {s:?}: {e}"))),
+    }
+}
+
+pub(super) fn non_empty_path(path: KeyPath, p: PathBuf) -> Result<PathBuf, Invalid> {
+    if p.as_os_str().is_empty() {
+        Err((path, "must not be empty".into()))
+    } else {
+        Ok(p)
+    }
+}
+
+/// caladan-pm's registry arguments: PM and DRAM thresholds, GB/s.
+pub(super) type CaladanArgs = (Option<f64>, Option<f64>);
+
+/// `[isolation] policy` through the registry: the policy, and the
+/// caladan-pm arguments (PM and DRAM thresholds, GB/s) if written.
+pub(super) fn isolation_policy(
+    i: &KeyPath,
+    text: &str,
+) -> Result<(IsolationPolicy, CaladanArgs), Invalid> {
+    let at = || i.key("policy");
+    let parsed = registry::parse(text).map_err(|e| match e {
+        RegistryError::Unknown { name, .. } => (
+            at(),
+            format!(
+                "unknown policy {name:?}, expected one of {}",
+                registry::describe(&ISOLATION_POLICIES)
+            ),
+        ),
+        e => (at(), e.to_string()),
+    })?;
+    registry::check_allowed(&parsed.parts, &ISOLATION_POLICIES, "in [isolation]")
+        .map_err(|e| (at(), e.to_string()))?;
+    match parsed.parts.as_slice() {
+        [PolicyName::Dicio] => Ok((IsolationPolicy::Dicio, (None, None))),
+        [PolicyName::CaladanPm { pm_gbps, dram_gbps }] => {
+            Ok((IsolationPolicy::CaladanPm, (*pm_gbps, *dram_gbps)))
+        }
+        [PolicyName::PmCounterOnly] => Ok((IsolationPolicy::PmCounterOnly, (None, None))),
+        [PolicyName::Off] => Ok((IsolationPolicy::Off, (None, None))),
+        _ => Err((
+            at(),
+            format!(
+                "one isolation policy, not a composition; expected one of {} (core_spec and placement have their own sections)",
+                registry::describe(&ISOLATION_POLICIES)
+            ),
+        )),
+    }
+}
+
+pub(super) fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
+    let d = root().key("daemon");
+    let daemon = DaemonSection {
+        period_us: at_least(d.key("period_us"), raw.daemon.period_us, MIN_PERIOD_US)?,
+        media_period_ms: at_least(d.key("media_period_ms"), raw.daemon.media_period_ms, 1)?,
+        rescan_ms: at_least(d.key("rescan_ms"), raw.daemon.rescan_ms, 10)?,
+        socket: non_empty_path(d.key("socket"), raw.daemon.socket)?,
+        journal: non_empty_path(d.key("journal"), raw.daemon.journal)?,
+        dry_run: raw.daemon.dry_run,
+    };
+
+    let i = root().key("isolation");
+    let ri = raw.isolation;
+    let (policy, policy_params) = isolation_policy(&i, &ri.policy)?;
+    let dram_path = i.key("dram_gbps");
+    let dram_gbps: [f64; 3] = ri.dram_gbps.as_slice().try_into().map_err(|_| {
+        (
+            dram_path.clone(),
+            format!(
+                "expected 3 values (for PM media use < 0.4, < 0.8, >= 0.8 of T_media), got {}",
+                ri.dram_gbps.len()
+            ),
+        )
+    })?;
+    let request_write_gbps = match (ri.request_write_gbps, policy_params.0) {
+        (Some(key), Some(arg)) if key != arg => {
+            return Err((
+                i.key("request_write_gbps"),
+                format!(
+                    "{key} contradicts policy = {:?}; set it in one place",
+                    ri.policy
+                ),
+            ))
+        }
+        (Some(v), _) | (None, Some(v)) => v,
+        (None, None) => IsolationParams::default().request_write_gbps,
+    };
+    let params = IsolationParams {
+        media_write_gbps: ri.media_write_gbps,
+        media_read_gbps: ri.media_read_gbps,
+        dram_gbps,
+        wpq_delay_cycles: ri.wpq_delay_cycles,
+        predict_factor: ri.predict_factor,
+        request_write_gbps,
+        caladan_dram_gbps: policy_params.1,
+        ..IsolationParams::default()
+    };
+    params.validate().map_err(|e| {
+        let path = i.key(e.key);
+        (e.index.map_or(path.clone(), |n| path.index(n)), e.message)
+    })?;
+    let be_cpus = if ri.be_cpus == "all" {
+        CpuChoice::All
+    } else {
+        CpuChoice::List(cpu_list(i.key("be_cpus"), &ri.be_cpus).map_err(|(p, m)| {
+            (
+                p,
+                format!("{m} (use \"all\" or a CPU list such as \"4-15\")"),
+            )
+        })?)
+    };
+    let isolation = IsolationConfig {
+        policy,
+        params,
+        duty_period_us: at_least(i.key("duty_period_us"), ri.duty_period_us, MIN_PERIOD_US)?,
+        be_cpus,
+        actuator: match ri.actuator.as_str() {
+            "affinity" => Actuator::Affinity,
+            "cgroup" => Actuator::Cgroup,
+            other => {
+                return Err((
+                    i.key("actuator"),
+                    format!("unknown actuator {other:?}, expected one of affinity, cgroup"),
+                ))
+            }
+        },
+    };
+
+    let c = root().key("core_spec");
+    let rc = raw.core_spec;
+    let pm_cpus = match rc.pm_cpus {
+        RawPmCpus::Count(n) if (1..=memtamer_core::cpuset::MAX_CPUS as i64).contains(&n) => {
+            PmCpus::Count(n as usize)
+        }
+        RawPmCpus::Count(n) => {
+            return Err((
+                c.key("pm_cpus"),
+                format!(
+                    "CPU count must be between 1 and {}, got {n}",
+                    memtamer_core::cpuset::MAX_CPUS
+                ),
+            ))
+        }
+        RawPmCpus::List(s) => PmCpus::List(cpu_list(c.key("pm_cpus"), &s)?),
+    };
+    let core_spec = CoreSpecConfig {
+        enabled: rc.enabled,
+        pm_cpus,
+        pm_expiry_ms: at_least(c.key("pm_expiry_ms"), rc.pm_expiry_ms, 1)?,
+        general_expiry_ms: at_least(c.key("general_expiry_ms"), rc.general_expiry_ms, 1)?,
+    };
+
+    let pl = root().key("placement");
+    let rp = raw.placement;
+    let pct = |k: &str, v: f64| -> Result<f64, Invalid> {
+        if v.is_finite() && (0.0..100.0).contains(&v) {
+            Ok(v)
+        } else {
+            Err((
+                pl.key(k),
+                format!("must be a percentage in [0, 100), got {v}"),
+            ))
+        }
+    };
+    let placement = PlacementConfig {
+        enabled: rp.enabled,
+        period_ms: at_least(pl.key("period_ms"), rp.period_ms, 1)?,
+        min_residency_ms: rp.min_residency_ms,
+        max_moves: at_least(pl.key("max_moves"), rp.max_moves, 2)?,
+        numa_imbalance_pct: pct("numa_imbalance_pct", rp.numa_imbalance_pct)?,
+        llc_imbalance_pct: pct("llc_imbalance_pct", rp.llc_imbalance_pct)?,
+        smt_imbalance_pct: pct("smt_imbalance_pct", rp.smt_imbalance_pct)?,
+        min_delta_cut_pct: pct("min_delta_cut_pct", rp.min_delta_cut_pct)?,
+        pm_task_min_load: positive(pl.key("pm_task_min_load"), rp.pm_task_min_load)?,
+        clock_ghz: positive(pl.key("clock_ghz"), rp.clock_ghz)?,
+    };
+
+    let jobs = validate_jobs(raw.job)?;
+    if let CpuChoice::List(be) = isolation.be_cpus {
+        let mut pool = be;
+        for j in jobs.iter().filter(|j| j.class == JobClass::Lc) {
+            for cpu in j.cpus.iter().flat_map(|s| s.iter()) {
+                pool.remove(cpu);
+            }
+        }
+        if pool.is_empty() && jobs.iter().any(|j| j.class == JobClass::Be) {
+            return Err((
+                i.key("be_cpus"),
+                format!("every CPU in {be} is reserved by an LC job; BE jobs could never run"),
+            ));
+        }
+    }
+
+    let (gate, warnings) = match raw.gate {
+        Some(g) => {
+            let (g, w) = validate_gate(g)?;
+            (Some(g), w)
+        }
+        None => (None, Vec::new()),
+    };
+
+    Ok(DaemonConfig {
+        daemon,
+        isolation,
+        core_spec,
+        placement,
+        gate,
+        jobs,
+        warnings,
+    })
+}
+
+/// `[gate]` through the gate library's own validation
+/// (`memtamer_gate::GateConfig::from_lookup`), its variables renamed to the
+/// section's keys in errors and warnings.
+pub(super) fn validate_gate(g: RawGate) -> Result<(GateSection, Vec<String>), Invalid> {
+    const KEYS: [(&str, &str); 4] = [
+        ("MEMTAMER_GATE", "name"),
+        ("MEMTAMER_GATE_DIR", "dir"),
+        ("MEMTAMER_GATE_POLICY", "policy"),
+        ("MEMTAMER_PM_INTERLEAVE", "pm_interleave"),
+    ];
+    let at = |var: &str| {
+        let key = KEYS
+            .iter()
+            .find(|(v, _)| *v == var)
+            .map_or("name", |(_, k)| *k);
+        root().key("gate").key(key)
+    };
+    let value = |var: &str| -> Option<String> {
+        match var {
+            "MEMTAMER_GATE" => Some(g.name.clone()),
+            "MEMTAMER_GATE_DIR" => g.dir.clone(),
+            "MEMTAMER_GATE_POLICY" => g.policy.clone(),
+            "MEMTAMER_PM_INTERLEAVE" => g.pm_interleave.map(|n| n.to_string()),
+            _ => None,
+        }
+    };
+    let c = memtamer_gate::GateConfig::from_lookup(value).map_err(|e| match e {
+        memtamer_gate::GateError::BadSetting {
+            key,
+            value,
+            expected,
+        } => (at(&key), format!("{value:?}: {expected}")),
+        memtamer_gate::GateError::Model { key, source } => (at(&key), source.to_string()),
+        other => (at("MEMTAMER_GATE"), other.to_string()),
+    })?;
+    let warnings = c
+        .warnings
+        .iter()
+        .map(|w| w.replacen("MEMTAMER_GATE_POLICY", "gate.policy", 1))
+        .collect();
+    Ok((
+        GateSection {
+            name: c.options.name,
+            dir: c.options.dir,
+            policy: c.policy,
+            pm_interleave: c.n_pm,
+        },
+        warnings,
+    ))
+}
+
+pub(super) fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
+}
+
+pub(super) fn validate_jobs(raw: Vec<RawJob>) -> Result<Vec<JobConfig>, Invalid> {
+    if raw.is_empty() {
+        return Err((
+            root().key("job"),
+            "no [[job]] given; at least one job is required".into(),
+        ));
+    }
+    let mut names = HashSet::new();
+    let mut jobs: Vec<JobConfig> = Vec::with_capacity(raw.len());
+    for (n, rj) in raw.into_iter().enumerate() {
+        let p = root().key("job").index(n);
+        if !valid_name(&rj.name) {
+            return Err((
+                p.key("name"),
+                format!(
+                    "invalid job name {:?}: must be non-empty and use only A-Z a-z 0-9 _ . -",
+                    rj.name
+                ),
+            ));
+        }
+        if !names.insert(rj.name.clone()) {
+            return Err((p.key("name"), format!("duplicate job name {:?}", rj.name)));
+        }
+        let class = match rj.class.as_str() {
+            "lc" => JobClass::Lc,
+            "be" => JobClass::Be,
+            "unmanaged" => JobClass::Unmanaged,
+            other => {
+                return Err((
+                    p.key("class"),
+                    format!("unknown class {other:?}, expected one of lc, be, unmanaged"),
+                ))
+            }
+        };
+        let cpus = rj
+            .cpus
+            .as_deref()
+            .map(|s| cpu_list(p.key("cpus"), s))
+            .transpose()?;
+        if cpus.is_some() && class == JobClass::Unmanaged {
+            return Err((
+                p.key("cpus"),
+                "an unmanaged job is never acted upon, so cpus has no effect; remove it".into(),
+            ));
+        }
+        let mp = p.key("match");
+        let rm = rj.matcher;
+        let mut pid = Vec::new();
+        for (k, v) in rm.pid.unwrap_or_default().into_iter().enumerate() {
+            match i32::try_from(v) {
+                Ok(v) if v > 0 => pid.push(v),
+                _ => return Err((mp.key("pid").index(k), format!("not a valid pid: {v}"))),
+            }
+        }
+        let matcher = JobMatch {
+            cgroup: rm.cgroup,
+            unit: rm.unit,
+            comm: rm.comm,
+            exe: rm.exe,
+            pid,
+        };
+        let selector = Selector::compile(&matcher).map_err(|e| match e {
+            SelectorError::NoSelector => (mp.clone(), e.to_string()),
+            SelectorError::Glob { field, source } => (mp.key(field), source.to_string()),
+        })?;
+        if let Some(mine) = cpus {
+            for (m, other) in jobs.iter().enumerate() {
+                let Some(theirs) = other.cpus else { continue };
+                let overlap = mine.intersect(&theirs);
+                if overlap.is_empty() {
+                    continue;
+                }
+                let why = match (class, other.class) {
+                    (JobClass::Lc, JobClass::Lc) => "LC jobs' reserved CPUs must not overlap",
+                    (JobClass::Lc, JobClass::Be) | (JobClass::Be, JobClass::Lc) => {
+                        "BE jobs may not be allowed on an LC job's reserved CPUs"
+                    }
+                    _ => continue,
+                };
+                return Err((
+                    p.key("cpus"),
+                    format!(
+                        "CPUs {overlap} are also in job[{m}] ({:?}): {why}",
+                        other.name
+                    ),
+                ));
+            }
+        }
+        jobs.push(JobConfig {
+            name: rj.name,
+            class,
+            cpus,
+            matcher,
+            selector,
+        });
+    }
+    Ok(jobs)
+}

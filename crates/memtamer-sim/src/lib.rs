@@ -15,7 +15,7 @@ mod event_queue;
 pub mod experiment;
 pub mod histogram;
 pub mod placement_eval;
-pub mod pmdimm;
+pub use engine::pmdimm;
 pub mod policies;
 pub mod report;
 pub mod rng;

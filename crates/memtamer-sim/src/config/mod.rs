@@ -21,8 +21,9 @@ pub mod workload_spec;
 
 pub use overrides::{apply_override, parse_value, set_dotted};
 pub use platform::{
-    ChannelSpec, CpuParams, DramParams, Expectation, MemKind, MemoryParams, Platform, PmParams,
-    PmWriteCompletion, RegionSpec, RemoteTracking, UncoreParams, LOCAL_DRAM, LOCAL_DRAM_INDEX,
+    BusSchedulerKind, ChannelSpec, CpuParams, DramParams, Expectation, MemKind, MemoryParams,
+    Platform, PmParams, PmWriteCompletion, RegionSpec, RemoteTracking, UncoreParams, LOCAL_DRAM,
+    LOCAL_DRAM_INDEX,
 };
 pub use profiles::{cpu_profile, CpuProfile, CPU_PROFILES, PROFILE_CLOCK_GHZ};
 pub use scenario::{Check, JobSpec, PaperPoint, PlotSpec, Scenario, SweepSpec};

@@ -106,6 +106,31 @@ pub struct MemoryParams {
     pub write_drain_high: u32,
     /// WPQ occupancy at which the channel returns to serving reads.
     pub write_drain_low: u32,
+    /// Which bus scheduler drives each channel's data bus: `watermark` (the
+    /// default: write-drain mode between `write_drain_high` and
+    /// `write_drain_low`) or `read-first` (an ablation: writes only when no
+    /// read is ready). See `engine/bus.rs`.
+    #[serde(default, skip_serializing_if = "BusSchedulerKind::is_default")]
+    pub bus_scheduler: BusSchedulerKind,
+}
+
+/// The channel bus scheduler a platform names (see
+/// [`MemoryParams::bus_scheduler`]).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum BusSchedulerKind {
+    /// Reads first until the WPQ reaches its high watermark, then writes
+    /// until it is down to the low one.
+    #[default]
+    Watermark,
+    /// Reads always first; a write goes only when no read is ready.
+    ReadFirst,
+}
+
+impl BusSchedulerKind {
+    fn is_default(&self) -> bool {
+        *self == BusSchedulerKind::default()
+    }
 }
 
 /// DRAM timing.

@@ -67,8 +67,11 @@ pub struct DimmCounters {
 /// One Optane DIMM.
 #[derive(Clone, Debug)]
 pub struct PmDimm {
-    /// DDR-T write credits the iMC still has for this DIMM.
-    pub credits: u32,
+    /// DDR-T write credits the iMC still has for this DIMM. The DIMM owns
+    /// them: a write arriving over DDR-T takes one ([`PmDimm::write_arrive`]),
+    /// the XPBuffer accepting it gives it back; the channel only asks
+    /// [`PmDimm::has_credit`] before it sends a write.
+    credits: u32,
     inq: VecDeque<(u64, u32)>,
     /// Requests accepted into the XPBuffer since the engine last looked.
     pub accepted: Vec<u32>,
@@ -135,11 +138,26 @@ impl PmDimm {
         }
     }
 
-    /// A 64 B write arrives over DDR-T (it consumed one credit); `req` is the
-    /// engine's request id, reported in [`PmDimm::accepted`] once the XPBuffer
-    /// takes it (that is when the DIMM acknowledges the write). Returns how
-    /// many credits were returned to the iMC by accepting queued writes.
+    /// Whether the iMC holds a DDR-T write credit for this DIMM, i.e. may
+    /// send it a write.
+    #[inline]
+    pub fn has_credit(&self) -> bool {
+        self.credits > 0
+    }
+
+    /// DDR-T write credits the iMC holds for this DIMM.
+    pub fn credits(&self) -> u32 {
+        self.credits
+    }
+
+    /// A 64 B write arrives over DDR-T and takes one credit (the caller
+    /// checked [`PmDimm::has_credit`]); `req` is the engine's request id,
+    /// reported in [`PmDimm::accepted`] once the XPBuffer takes it (that is
+    /// when the DIMM acknowledges the write). Returns how many credits were
+    /// returned to the iMC by accepting queued writes.
     pub fn write_arrive(&mut self, dev_addr: u64, req: u32) -> u32 {
+        debug_assert!(self.credits > 0, "a DDR-T write without a credit");
+        self.credits = self.credits.saturating_sub(1);
         self.counters.request_write_bytes += 64;
         if self.inq.is_empty() {
             // nothing queued ahead (so nothing blocked): try it at once
@@ -440,16 +458,23 @@ mod tests {
     #[test]
     fn back_pressure_holds_credits() {
         let mut d = PmDimm::new(&params());
-        // fill more than the buffer with partial lines without running the media
+        // send partial lines while credits last, without running the media:
+        // the buffer and the media write queue fill, then the credits run out
+        let mut sent = 0u32;
         let mut freed = 0;
-        for i in 0..200u64 {
-            freed += d.write_arrive(i * 256, i as u32);
+        while d.has_credit() && sent < 1000 {
+            freed += d.write_arrive(sent as u64 * 256, sent);
+            sent += 1;
         }
+        assert!(!d.has_credit());
         assert!(d.queued_writes() > 0);
-        assert_eq!(freed as usize + d.queued_writes(), 200);
+        // every credit is either back (write accepted) or held by a queued write
+        assert_eq!(freed as usize + d.queued_writes(), sent as usize);
+        assert_eq!(d.credits() as usize + d.queued_writes(), 8);
         // running the media frees them
         drain(&mut d);
         assert_eq!(d.queued_writes(), 0);
+        assert_eq!(d.credits(), 8);
     }
 
     /// Media time to write back, in eviction order, the full XPLines `xpls`

@@ -1,0 +1,298 @@
+//! The uncore: regions interleaved over channels (routing), the socket's
+//! request table (overflow buffer, head-of-line stall of the caching agents'
+//! ingress) and the NUMA link, with remote requests tracked at home or at
+//! the requester (`uncore.remote_tracking`).
+
+use super::fill::{Req, ReqKind};
+use super::Engine;
+use crate::config::{MemKind, WorkloadSpec, LOCAL_DRAM_INDEX};
+use crate::workload::{Ps, REGION_SHIFT};
+
+/// An address range interleaved over channels. A request is local or remote
+/// by the socket of the channel it is routed to (a region may span sockets).
+pub(super) struct Region {
+    pub(super) kind: MemKind,
+    pub(super) targets: Vec<u32>,
+    pub(super) gran: u64,
+    /// log2 of `gran` (a power of two, validated).
+    pub(super) gran_shift: u32,
+    /// Divides a chunk number by the number of targets.
+    pub(super) per_target: DivBy,
+}
+
+/// Division by a fixed `n` as a multiply and shifts (Granlund and
+/// Montgomery, PLDI'94, Thm. 4.2), exact for every dividend below
+/// 2^[`REGION_SHIFT`] (region offsets). Every request is routed, and a 64-bit
+/// `div` costs tens of cycles.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct DivBy {
+    pub(super) n: u64,
+    /// floor(2^(REGION_SHIFT + log) / n) + 1 < 2^(REGION_SHIFT + 1)
+    pub(super) magic: u64,
+    /// ceil(log2 n)
+    pub(super) log: u32,
+}
+
+impl DivBy {
+    pub(super) fn new(n: u64) -> DivBy {
+        let n = n.max(1);
+        let log = 64 - (n - 1).leading_zeros();
+        let magic = ((1u128 << (REGION_SHIFT + log)) / n as u128 + 1) as u64;
+        DivBy { n, magic, log }
+    }
+
+    /// `(x / n, x % n)` for `x < 2^REGION_SHIFT`.
+    #[inline]
+    pub(super) fn div_rem(self, x: u64) -> (u64, u64) {
+        debug_assert!(x < 1 << REGION_SHIFT);
+        // (x * magic) >> (REGION_SHIFT + log), as the high half of a
+        // 64 x 64-bit product (x shifted up to 64 bits) shifted by `log`
+        let wide = ((x << (64 - REGION_SHIFT)) as u128) * self.magic as u128;
+        let q = ((wide >> 64) as u64) >> self.log;
+        (q, x - q * self.n)
+    }
+}
+
+pub(super) fn workload_regions(w: &WorkloadSpec) -> Vec<String> {
+    match w {
+        WorkloadSpec::Antagonist {
+            region,
+            dram_region,
+            dram_fraction,
+            dram_fraction_schedule,
+            ..
+        } => {
+            let mut v = vec![region.clone()];
+            if dram_fraction.is_some() || dram_fraction_schedule.is_some() {
+                v.push(dram_region.clone().unwrap_or_else(|| "dram".into()));
+            }
+            v
+        }
+        WorkloadSpec::Mbw { region, .. }
+        | WorkloadSpec::Memcached { region, .. }
+        | WorkloadSpec::PmStream { region, .. }
+        | WorkloadSpec::LatencyProbe { region, .. }
+        | WorkloadSpec::Cpu { region, .. } => vec![region.clone()],
+        WorkloadSpec::LcServer {
+            dram_region,
+            pm_region,
+            pm_read_lines,
+            pm_write_lines,
+            ..
+        } => {
+            let mut v = vec![dram_region.clone()];
+            if pm_read_lines + pm_write_lines > 0 {
+                v.push(pm_region.clone());
+            }
+            v
+        }
+    }
+}
+
+impl Engine {
+    /// Channel, DIMM, device address, PM?, and the channel's socket of a line
+    /// issued from socket `src` (which `local-dram` resolves by).
+    #[inline(always)]
+    pub(super) fn route(&self, addr: u64, src: u32) -> (u32, u32, u64, bool, u32) {
+        let mut idx = (addr >> REGION_SHIFT) as usize;
+        if idx == LOCAL_DRAM_INDEX as usize {
+            // validated at construction: every socket has one
+            idx = self
+                .local_dram
+                .get(src as usize)
+                .copied()
+                .flatten()
+                .unwrap_or(0);
+        }
+        let r = &self.regions[if idx < self.regions.len() { idx } else { 0 }];
+        let off = addr & ((1 << REGION_SHIFT) - 1);
+        // interleave granularities are powers of two (validated)
+        let shift = r.gran_shift;
+        let (round, target) = r.per_target.div_rem(off >> shift);
+        let (ch, dev) = (
+            r.targets[target as usize],
+            (round << shift) | (off & (r.gran - 1)),
+        );
+        let c = &self.channels[ch as usize];
+        (
+            ch,
+            c.dimm.unwrap_or(u32::MAX),
+            dev,
+            r.kind == MemKind::Pm,
+            c.socket,
+        )
+    }
+
+    /// Whether a request from socket `src` to a channel on `socket` is
+    /// remote, and which socket's request table tracks it (the issuing one,
+    /// or with `uncore.remote_tracking = "home"` the channel's).
+    #[inline]
+    pub(super) fn tracking(&self, src: u32, socket: u32) -> (bool, u32) {
+        let remote = socket != src;
+        (
+            remote,
+            if remote && self.remote_home {
+                socket
+            } else {
+                src
+            },
+        )
+    }
+
+    #[inline]
+    pub(super) fn at_imc(&mut self, r: u32) {
+        let s = self.reqs[r as usize].ts as usize;
+        if self.stalled[s].is_empty() {
+            self.try_enter(r);
+        } else {
+            // head-of-line: the caching agents' ingress is stuck behind a request
+            // whose memory queue and the shared overflow buffer are both full
+            self.stalled[s].push_back(r);
+        }
+    }
+
+    /// Enters the channel queue, or waits for it in the socket's overflow
+    /// buffer, or (when that is full too) stalls the socket's ingress.
+    #[inline(always)]
+    pub(super) fn try_enter(&mut self, r: u32) {
+        let q = self.reqs[r as usize];
+        let c = q.channel as usize;
+        let s = q.ts as usize;
+        if q.remote && !q.holds {
+            // a remote request is tracked at home until it completes
+            if self.overflow_used[s] < self.overflow_cap {
+                self.overflow_used[s] += 1;
+                self.reqs[r as usize].holds = true;
+            } else {
+                self.stalled[s].push_back(r);
+                return;
+            }
+        }
+        let holds = self.reqs[r as usize].holds;
+        let ch = &self.channels[c];
+        let (used, cap, waiting) = if q.kind == ReqKind::Read {
+            (ch.rpq_used, self.rpq_cap, !ch.rpq_wait.is_empty())
+        } else {
+            (ch.wpq_used, self.wpq_cap, !ch.wpq_wait.is_empty())
+        };
+        if used < cap && !waiting {
+            if q.kind == ReqKind::Read {
+                self.admit_read(r);
+            } else {
+                self.admit_write(r);
+            }
+        } else if holds || self.overflow_used[s] < self.overflow_cap {
+            if !holds {
+                self.overflow_used[s] += 1;
+            }
+            let ch = &mut self.channels[c];
+            if q.kind == ReqKind::Read {
+                ch.rpq_wait.push_back(r);
+            } else {
+                ch.wpq_wait.push_back(r);
+            }
+        } else {
+            self.stalled[s].push_back(r);
+        }
+    }
+
+    /// A waiter left the overflow buffer: let stalled requests in.
+    #[inline]
+    pub(super) fn release_overflow(&mut self, socket: u32) {
+        let s = socket as usize;
+        self.overflow_used[s] -= 1;
+        while self.overflow_used[s] < self.overflow_cap {
+            let Some(r) = self.stalled[s].pop_front() else {
+                break;
+            };
+            self.try_enter(r);
+        }
+    }
+
+    #[inline]
+    pub(super) fn ack_latency(&self, q: &Req) -> Ps {
+        self.cha_to_imc + self.uncore_to_core + if q.remote { self.link } else { 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Platform, Scenario};
+    use crate::engine::EngineConfig;
+    use crate::experiment::load_platform;
+    use crate::rng::Rng;
+    use crate::workload::{addr, NS};
+
+    fn ahn_engine() -> Engine {
+        let p = load_platform("ahn", &Default::default()).unwrap();
+        let s = Scenario::with_jobs("t", "ahn", vec![]);
+        let cfg = EngineConfig {
+            seed: 1,
+            warmup: 0,
+            duration: NS,
+            window: 1000 * NS,
+            sampler: None,
+        };
+        Engine::new(&p, &s, &cfg).unwrap()
+    }
+
+    fn region(p: &Platform, name: &str) -> u8 {
+        p.regions.iter().position(|r| r.name == name).unwrap() as u8
+    }
+
+    #[test]
+    fn div_by_matches_integer_division() {
+        let mut rng = Rng::new(3, 0);
+        for n in (1..=64u64).chain([96, 1000, 4095, 1 << 20, (1 << 32) + 7]) {
+            let d = DivBy::new(n);
+            let top = (1u64 << REGION_SHIFT) - 1;
+            let edges = [0, 1, n - 1, n, n + 1, top, top - 1, top - n, top / n * n];
+            for x in edges
+                .into_iter()
+                .chain((0..2000).map(|_| rng.below(top + 1)))
+            {
+                assert_eq!(d.div_rem(x), (x / n, x % n), "{x} / {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_region_over_both_sockets_is_remote_by_the_channel_reached() {
+        let e = ahn_engine();
+        let p = load_platform("ahn", &Default::default()).unwrap();
+        let all = region(&p, "pm-all");
+        // 4 KB chunks go round-robin over A0..F0, A1..F1
+        for chunk in 0..24u64 {
+            let a = addr(all, 0, chunk * 4096 + 64);
+            let (ch, _, _, pm, socket) = e.route(a, 0);
+            assert!(pm);
+            assert_eq!(ch as u64, chunk % 12);
+            assert_eq!(socket, if chunk % 12 < 6 { 0 } else { 1 }, "chunk {chunk}");
+        }
+        // single-socket regions keep their socket
+        let pm1 = region(&p, "pm1");
+        assert_eq!(e.route(addr(pm1, 0, 0), 0).4, 1);
+        let pm = region(&p, "pm");
+        assert_eq!(e.route(addr(pm, 0, 0), 1).4, 0);
+    }
+
+    #[test]
+    fn local_dram_resolves_to_the_issuing_sockets_dram() {
+        let e = ahn_engine();
+        for src in 0..2u32 {
+            for off in [0u64, 256, 4096, 1 << 20] {
+                let (ch, dimm, _, pm, socket) = e.route(addr(LOCAL_DRAM_INDEX, 3, off), src);
+                assert!(!pm);
+                assert_eq!(socket, src);
+                assert_eq!(e.channels[ch as usize].socket, src);
+                // same channel choice as the socket's own DRAM region
+                let own = if src == 0 { 0 } else { 2 };
+                assert_eq!((ch, dimm), {
+                    let r = e.route(addr(own, 3, off), src);
+                    (r.0, r.1)
+                });
+            }
+        }
+    }
+}

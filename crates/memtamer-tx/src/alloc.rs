@@ -85,11 +85,19 @@ impl FreeList {
         Some(s)
     }
 
-    /// Takes up to `want` lines (at least `min`) from the lowest extent that
-    /// has `min`: a segment for a per-thread portion.
+    /// A segment for a per-thread portion: the lowest extent of at least
+    /// `want` lines among the first 64 (so a fragmented list does not hand
+    /// out one-line segments), else the lowest with `min`.
     pub fn take_segment(&mut self, min: u32, want: u32) -> Option<(u32, u32)> {
-        let (&s, &len) = self.map.iter().find(|(_, l)| **l >= min)?;
-        let n = len.min(want.max(min));
+        let want = want.max(min);
+        let pick = self
+            .map
+            .iter()
+            .take(64)
+            .find(|(_, l)| **l >= want)
+            .or_else(|| self.map.iter().find(|(_, l)| **l >= min));
+        let (&s, &len) = pick?;
+        let n = len.min(want);
         self.split(s, len, n);
         Some((s, n))
     }
@@ -111,17 +119,42 @@ impl FreeList {
     }
 }
 
-/// One slot's allocation list (its portion of the global list).
+/// One slot's allocation list (its portion of the global list): a bump
+/// range inside the current segment, so consecutive requests get adjacent
+/// lines in O(1), plus first-fit over returned extents.
 #[derive(Debug, Default)]
 pub struct Portion {
-    /// Free extents held by this slot.
+    /// Free extents held by this slot besides the bump range.
     pub free: FreeList,
+    bump: u32,
+    bump_end: u32,
 }
 
 impl Portion {
-    /// First fit inside the portion (thesis §5.4.4 step 1).
+    /// Bump first, then first fit (thesis §5.4.4 step 1).
     pub fn alloc(&mut self, n: u32) -> Option<u32> {
+        if self.bump_end - self.bump >= n {
+            let l = self.bump;
+            self.bump += n;
+            return Some(l);
+        }
         self.free.take_first(n)
+    }
+
+    /// Adopts a fresh segment as the bump range (the rest of the old one
+    /// goes to the extent list).
+    pub fn add_segment(&mut self, start: u32, n: u32) {
+        self.free.insert(self.bump, self.bump_end - self.bump);
+        self.bump = start;
+        self.bump_end = start + n;
+    }
+
+    /// Gives every free line back (to the global list).
+    pub fn drain_into(&mut self, g: &mut FreeList) {
+        g.insert(self.bump, self.bump_end - self.bump);
+        self.bump = 0;
+        self.bump_end = 0;
+        g.absorb(&mut self.free);
     }
 }
 
@@ -161,10 +194,17 @@ mod tests {
         assert_eq!(f.take_segment(1, 256), Some((256, 256)));
         assert_eq!(f.total(), 488);
         let mut p = Portion::default();
-        p.free.insert(0, 256);
+        p.add_segment(0, 256);
         let a = p.alloc(1).unwrap();
         let b = p.alloc(2).unwrap();
         assert_eq!(b, a + 1, "consecutive requests get adjacent lines");
+        p.free.insert(300, 1);
+        assert_eq!(p.alloc(300), None);
+        assert_eq!(p.alloc(1), Some(3));
+        let mut g = FreeList::default();
+        p.drain_into(&mut g);
+        assert_eq!(g.total(), 253);
+        assert_eq!(p.alloc(1), None);
     }
 
     #[test]

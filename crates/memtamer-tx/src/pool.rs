@@ -115,6 +115,8 @@ pub(crate) struct SlotCtx {
     pub dealloc: Vec<Dealloc>,
     pub free_ids: Vec<u32>,
     pub stats: PersistStats,
+    /// Cumulative counters of the transactions run in this slot.
+    pub totals: PoolStats,
 }
 
 /// An open ArchTM pool.
@@ -134,6 +136,7 @@ pub struct Pool {
     pub(crate) totals: Mutex<PoolStats>,
     pub(crate) gen: AtomicU64,
     pub(crate) tombs: Mutex<Vec<(Dealloc, u64)>>,
+    pub(crate) tombs_len: std::sync::atomic::AtomicUsize,
     recovery: RecoveryReport,
     /// Fault injection (tests only).
     #[doc(hidden)]
@@ -434,6 +437,7 @@ impl Pool {
             totals: Mutex::new(PoolStats::default()),
             gen: AtomicU64::new(1),
             tombs: Mutex::new(Vec::new()),
+            tombs_len: std::sync::atomic::AtomicUsize::new(0),
             recovery: rep,
             faults: Faults::default(),
             region,
@@ -452,9 +456,22 @@ impl Pool {
     pub fn persist_mode(&self) -> PersistMode {
         self.region.mode()
     }
-    /// Counters so far.
+    /// Counters so far (summed over the slots; waits for running
+    /// transactions to finish).
     pub fn stats(&self) -> PoolStats {
-        lock(&self.totals).clone()
+        let mut t = lock(&self.totals).clone();
+        for s in self.slots.iter() {
+            let c = lock(s);
+            let x = &c.totals;
+            t.commits += x.commits;
+            t.ro_commits += x.ro_commits;
+            t.aborts += x.aborts;
+            t.flushed_lines += x.flushed_lines;
+            t.fences += x.fences;
+            t.persisted_bytes += x.persisted_bytes;
+            t.bytes_in_big_runs += x.bytes_in_big_runs;
+        }
+        t
     }
     /// DRAM bytes the lookup table spends per object.
     pub fn lookup_bytes_per_object(&self) -> usize {
@@ -498,7 +515,7 @@ impl Pool {
                 }
                 let seg = lock(&self.global).take_segment(n, self.segment_lines);
                 if let Some((s, len)) = seg {
-                    ctx.portion.free.insert(s, len);
+                    ctx.portion.add_segment(s, len);
                     continue;
                 }
             } else if let Some(l) = lock(&self.global).take_best(n) {
@@ -513,13 +530,13 @@ impl Pool {
                 }
                 _ => {
                     let mut g = lock(&self.global);
-                    g.absorb(&mut ctx.portion.free);
+                    ctx.portion.drain_into(&mut g);
                     for (i, s) in self.slots.iter().enumerate() {
                         if i == me {
                             continue;
                         }
                         if let Ok(mut other) = s.try_lock() {
-                            g.absorb(&mut other.portion.free);
+                            other.portion.drain_into(&mut g);
                         }
                     }
                 }
@@ -542,9 +559,18 @@ impl Pool {
                 self.region.flush(off, OBJ_HDR, &mut ctx.stats);
             }
             self.region.fence(&mut ctx.stats);
+            let mut runs: Vec<(u32, u32)> = list.iter().map(|d| (d.line, d.lines)).collect();
+            runs.sort_unstable();
+            let mut merged: Vec<(u32, u32)> = Vec::with_capacity(runs.len());
+            for (l, n) in runs {
+                match merged.last_mut() {
+                    Some((ml, mn)) if *ml + *mn == l => *mn += n,
+                    _ => merged.push((l, n)),
+                }
+            }
             let mut r = lock(&self.recycle);
-            for d in &list {
-                r.insert(d.line, d.lines);
+            for (l, n) in merged {
+                r.insert(l, n);
             }
         }
         self.states[me].zeroed_gen.store(g, Ordering::SeqCst);
@@ -558,6 +584,7 @@ impl Pool {
     pub(crate) fn queue_tombstone(&self, d: Dealloc) {
         let g = self.gen.fetch_add(1, Ordering::SeqCst);
         lock(&self.tombs).push((d, g));
+        self.tombs_len.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Zeroes and recycles the deletion records every slot has caught up
@@ -582,6 +609,7 @@ impl Pool {
             let mut t = lock(&self.tombs);
             let (ready, keep): (Vec<_>, Vec<_>) = t.drain(..).partition(|(_, g)| *g < min_gen);
             *t = keep;
+            self.tombs_len.store(t.len(), Ordering::Relaxed);
             ready.into_iter().map(|(d, _)| d).collect()
         };
         if ready.is_empty() {
@@ -629,18 +657,7 @@ impl Pool {
     }
 
     pub(crate) fn add_totals(&self, st: &mut PersistStats, commit: bool, ro: bool, abort: bool) {
-        let mut t = lock(&self.totals);
-        t.commits += u64::from(commit && !ro);
-        t.ro_commits += u64::from(commit && ro);
-        t.aborts += u64::from(abort);
-        t.flushed_lines += st.lines;
-        t.fences += st.fences;
-        t.persisted_bytes += st.bytes;
-        t.bytes_in_big_runs += st.bytes_in_big_runs;
-        st.lines = 0;
-        st.fences = 0;
-        st.bytes = 0;
-        st.bytes_in_big_runs = 0;
+        fold_stats(&mut lock(&self.totals), st, commit, ro, abort);
     }
 
     /// Every live object id (the lookup table's non-empty entries).
@@ -655,6 +672,23 @@ impl Pool {
             })
             .collect()
     }
+}
+
+/// Moves a transaction's persistence counters into cumulative totals.
+pub(crate) fn fold_stats(
+    t: &mut PoolStats,
+    st: &mut PersistStats,
+    commit: bool,
+    ro: bool,
+    abort: bool,
+) {
+    t.commits += u64::from(commit && !ro);
+    t.ro_commits += u64::from(commit && ro);
+    t.aborts += u64::from(abort);
+    t.flushed_lines += std::mem::take(&mut st.lines);
+    t.fences += std::mem::take(&mut st.fences);
+    t.persisted_bytes += std::mem::take(&mut st.bytes);
+    t.bytes_in_big_runs += std::mem::take(&mut st.bytes_in_big_runs);
 }
 
 fn push_drop(copies: &mut Vec<(u32, u32)>, tombs: &mut Vec<(u32, u32)>, line: u32, h: &ObjHeader) {

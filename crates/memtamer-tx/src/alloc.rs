@@ -110,6 +110,35 @@ impl FreeList {
         self.total -= u64::from(n);
     }
 
+    /// Merges a batch of runs (any order, no overlaps) in one pass: sort,
+    /// coalesce, rebuild; O(n log n) once instead of a tree insert per run.
+    pub fn absorb_runs(&mut self, runs: &mut Vec<(u32, u32)>) {
+        if runs.is_empty() {
+            return;
+        }
+        let mut all: Vec<(u32, u32)> = std::mem::take(&mut self.map).into_iter().collect();
+        all.append(runs);
+        all.sort_unstable();
+        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(all.len());
+        let mut total = 0u64;
+        for (s, n) in all {
+            if n == 0 {
+                continue;
+            }
+            total += u64::from(n);
+            match merged.last_mut() {
+                Some((ms, mn)) if *ms + *mn == s => *mn += n,
+                Some((ms, mn)) => {
+                    debug_assert!(*ms + *mn < s, "double free at line {s}");
+                    merged.push((s, n));
+                }
+                None => merged.push((s, n)),
+            }
+        }
+        self.map = merged.into_iter().collect();
+        self.total = total;
+    }
+
     /// Moves everything from `other` into `self`.
     pub fn absorb(&mut self, other: &mut FreeList) {
         for (s, n) in std::mem::take(&mut other.map) {
@@ -205,6 +234,18 @@ mod tests {
         p.drain_into(&mut g);
         assert_eq!(g.total(), 253);
         assert_eq!(p.alloc(1), None);
+    }
+
+    #[test]
+    fn absorb_runs_sorts_and_coalesces() {
+        let mut a = FreeList::default();
+        a.insert(10, 2);
+        let mut runs = vec![(12, 3), (0, 5), (5, 1), (40, 1)];
+        a.absorb_runs(&mut runs);
+        assert!(runs.is_empty());
+        assert_eq!(a.iter().collect::<Vec<_>>(), vec![(0, 6), (10, 5), (40, 1)]);
+        assert_eq!(a.total(), 12);
+        assert_eq!(a.take_first(6), Some(0));
     }
 
     #[test]

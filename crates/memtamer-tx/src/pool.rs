@@ -128,7 +128,9 @@ pub struct Pool {
     pub(crate) states: Box<[SlotDram]>,
     pub(crate) slots: Box<[Mutex<SlotCtx>]>,
     pub(crate) global: Mutex<FreeList>,
-    pub(crate) recycle: Mutex<FreeList>,
+    /// Recycle list: zeroed runs, sorted and merged when they refill the
+    /// global list (they arrive nearly sorted, thesis §5.4.4).
+    pub(crate) recycle: Mutex<Vec<(u32, u32)>>,
     pub(crate) next_id: AtomicU32,
     pub(crate) spare_ids: Mutex<Vec<u32>>,
     pub(crate) segment_lines: u32,
@@ -429,7 +431,7 @@ impl Pool {
                 .map(|_| Mutex::new(SlotCtx::default()))
                 .collect(),
             global: Mutex::new(free),
-            recycle: Mutex::new(FreeList::default()),
+            recycle: Mutex::new(Vec::new()),
             next_id: AtomicU32::new(max_id + 1),
             spare_ids: Mutex::new(spare),
             segment_lines: o.segment_lines.max(1),
@@ -479,7 +481,11 @@ impl Pool {
     }
     /// Free lines in the global and recycle lists (not in slot portions).
     pub fn free_lines_global(&self) -> u64 {
-        lock(&self.global).total() + lock(&self.recycle).total()
+        lock(&self.global).total()
+            + lock(&self.recycle)
+                .iter()
+                .map(|(_, n)| u64::from(*n))
+                .sum::<u64>()
     }
 
     pub(crate) fn write_slot(
@@ -525,8 +531,8 @@ impl Pool {
             match attempt {
                 0 => {
                     self.gc(me, ctx);
-                    let mut r = lock(&self.recycle);
-                    lock(&self.global).absorb(&mut r);
+                    let mut runs = std::mem::take(&mut *lock(&self.recycle));
+                    lock(&self.global).absorb_runs(&mut runs);
                 }
                 _ => {
                     let mut g = lock(&self.global);
@@ -568,10 +574,7 @@ impl Pool {
                     _ => merged.push((l, n)),
                 }
             }
-            let mut r = lock(&self.recycle);
-            for (l, n) in merged {
-                r.insert(l, n);
-            }
+            lock(&self.recycle).extend(merged);
         }
         self.states[me].zeroed_gen.store(g, Ordering::SeqCst);
     }
@@ -622,10 +625,7 @@ impl Pool {
             self.region.flush(off, OBJ_HDR, st);
         }
         self.region.fence(st);
-        let mut r = lock(&self.recycle);
-        for d in &ready {
-            r.insert(d.line, d.lines);
-        }
+        lock(&self.recycle).extend(ready.iter().map(|d| (d.line, d.lines)));
     }
 
     /// Runs the GC step on every idle slot and reaps deletion records.

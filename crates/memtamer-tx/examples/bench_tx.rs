@@ -4,7 +4,9 @@
 use memtamer_tx::bench::{run, BenchOptions};
 
 fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
-    s.split(',').map(|x| x.trim().parse().map_err(|_| format!("bad list item {x:?}"))).collect()
+    s.split(',')
+        .map(|x| x.trim().parse().map_err(|_| format!("bad list item {x:?}")))
+        .collect()
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -12,7 +14,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < args.len() {
-        let val = || args.get(i + 1).cloned().ok_or_else(|| format!("{} needs a value", args[i]));
+        let val = || {
+            args.get(i + 1)
+                .cloned()
+                .ok_or_else(|| format!("{} needs a value", args[i]))
+        };
         match args[i].as_str() {
             "--secs" => o.secs = val()?.parse()?,
             "--threads" => o.threads = list(&val()?)?,

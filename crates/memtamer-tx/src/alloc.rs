@@ -85,11 +85,19 @@ impl FreeList {
         Some(s)
     }
 
-    /// Takes up to `want` lines (at least `min`) from the lowest extent that
-    /// has `min`: a segment for a per-thread portion.
+    /// A segment for a per-thread portion: the lowest extent of at least
+    /// `want` lines among the first 64 (so a fragmented list does not hand
+    /// out one-line segments), else the lowest with `min`.
     pub fn take_segment(&mut self, min: u32, want: u32) -> Option<(u32, u32)> {
-        let (&s, &len) = self.map.iter().find(|(_, l)| **l >= min)?;
-        let n = len.min(want.max(min));
+        let want = want.max(min);
+        let pick = self
+            .map
+            .iter()
+            .take(64)
+            .find(|(_, l)| **l >= want)
+            .or_else(|| self.map.iter().find(|(_, l)| **l >= min));
+        let (&s, &len) = pick?;
+        let n = len.min(want);
         self.split(s, len, n);
         Some((s, n))
     }
@@ -102,6 +110,35 @@ impl FreeList {
         self.total -= u64::from(n);
     }
 
+    /// Merges a batch of runs (any order, no overlaps) in one pass: sort,
+    /// coalesce, rebuild; O(n log n) once instead of a tree insert per run.
+    pub fn absorb_runs(&mut self, runs: &mut Vec<(u32, u32)>) {
+        if runs.is_empty() {
+            return;
+        }
+        let mut all: Vec<(u32, u32)> = std::mem::take(&mut self.map).into_iter().collect();
+        all.append(runs);
+        all.sort_unstable();
+        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(all.len());
+        let mut total = 0u64;
+        for (s, n) in all {
+            if n == 0 {
+                continue;
+            }
+            total += u64::from(n);
+            match merged.last_mut() {
+                Some((ms, mn)) if *ms + *mn == s => *mn += n,
+                Some((ms, mn)) => {
+                    debug_assert!(*ms + *mn < s, "double free at line {s}");
+                    merged.push((s, n));
+                }
+                None => merged.push((s, n)),
+            }
+        }
+        self.map = merged.into_iter().collect();
+        self.total = total;
+    }
+
     /// Moves everything from `other` into `self`.
     pub fn absorb(&mut self, other: &mut FreeList) {
         for (s, n) in std::mem::take(&mut other.map) {
@@ -111,17 +148,42 @@ impl FreeList {
     }
 }
 
-/// One slot's allocation list (its portion of the global list).
+/// One slot's allocation list (its portion of the global list): a bump
+/// range inside the current segment, so consecutive requests get adjacent
+/// lines in O(1), plus first-fit over returned extents.
 #[derive(Debug, Default)]
 pub struct Portion {
-    /// Free extents held by this slot.
+    /// Free extents held by this slot besides the bump range.
     pub free: FreeList,
+    bump: u32,
+    bump_end: u32,
 }
 
 impl Portion {
-    /// First fit inside the portion (thesis §5.4.4 step 1).
+    /// Bump first, then first fit (thesis §5.4.4 step 1).
     pub fn alloc(&mut self, n: u32) -> Option<u32> {
+        if self.bump_end - self.bump >= n {
+            let l = self.bump;
+            self.bump += n;
+            return Some(l);
+        }
         self.free.take_first(n)
+    }
+
+    /// Adopts a fresh segment as the bump range (the rest of the old one
+    /// goes to the extent list).
+    pub fn add_segment(&mut self, start: u32, n: u32) {
+        self.free.insert(self.bump, self.bump_end - self.bump);
+        self.bump = start;
+        self.bump_end = start + n;
+    }
+
+    /// Gives every free line back (to the global list).
+    pub fn drain_into(&mut self, g: &mut FreeList) {
+        g.insert(self.bump, self.bump_end - self.bump);
+        self.bump = 0;
+        self.bump_end = 0;
+        g.absorb(&mut self.free);
     }
 }
 
@@ -161,10 +223,29 @@ mod tests {
         assert_eq!(f.take_segment(1, 256), Some((256, 256)));
         assert_eq!(f.total(), 488);
         let mut p = Portion::default();
-        p.free.insert(0, 256);
+        p.add_segment(0, 256);
         let a = p.alloc(1).unwrap();
         let b = p.alloc(2).unwrap();
         assert_eq!(b, a + 1, "consecutive requests get adjacent lines");
+        p.free.insert(300, 1);
+        assert_eq!(p.alloc(300), None);
+        assert_eq!(p.alloc(1), Some(3));
+        let mut g = FreeList::default();
+        p.drain_into(&mut g);
+        assert_eq!(g.total(), 253);
+        assert_eq!(p.alloc(1), None);
+    }
+
+    #[test]
+    fn absorb_runs_sorts_and_coalesces() {
+        let mut a = FreeList::default();
+        a.insert(10, 2);
+        let mut runs = vec![(12, 3), (0, 5), (5, 1), (40, 1)];
+        a.absorb_runs(&mut runs);
+        assert!(runs.is_empty());
+        assert_eq!(a.iter().collect::<Vec<_>>(), vec![(0, 6), (10, 5), (40, 1)]);
+        assert_eq!(a.total(), 12);
+        assert_eq!(a.take_first(6), Some(0));
     }
 
     #[test]

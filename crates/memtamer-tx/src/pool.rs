@@ -115,6 +115,8 @@ pub(crate) struct SlotCtx {
     pub dealloc: Vec<Dealloc>,
     pub free_ids: Vec<u32>,
     pub stats: PersistStats,
+    /// Cumulative counters of the transactions run in this slot.
+    pub totals: PoolStats,
 }
 
 /// An open ArchTM pool.
@@ -126,7 +128,9 @@ pub struct Pool {
     pub(crate) states: Box<[SlotDram]>,
     pub(crate) slots: Box<[Mutex<SlotCtx>]>,
     pub(crate) global: Mutex<FreeList>,
-    pub(crate) recycle: Mutex<FreeList>,
+    /// Recycle list: zeroed runs, sorted and merged when they refill the
+    /// global list (they arrive nearly sorted, thesis §5.4.4).
+    pub(crate) recycle: Mutex<Vec<(u32, u32)>>,
     pub(crate) next_id: AtomicU32,
     pub(crate) spare_ids: Mutex<Vec<u32>>,
     pub(crate) segment_lines: u32,
@@ -134,6 +138,7 @@ pub struct Pool {
     pub(crate) totals: Mutex<PoolStats>,
     pub(crate) gen: AtomicU64,
     pub(crate) tombs: Mutex<Vec<(Dealloc, u64)>>,
+    pub(crate) tombs_len: std::sync::atomic::AtomicUsize,
     recovery: RecoveryReport,
     /// Fault injection (tests only).
     #[doc(hidden)]
@@ -426,7 +431,7 @@ impl Pool {
                 .map(|_| Mutex::new(SlotCtx::default()))
                 .collect(),
             global: Mutex::new(free),
-            recycle: Mutex::new(FreeList::default()),
+            recycle: Mutex::new(Vec::new()),
             next_id: AtomicU32::new(max_id + 1),
             spare_ids: Mutex::new(spare),
             segment_lines: o.segment_lines.max(1),
@@ -434,6 +439,7 @@ impl Pool {
             totals: Mutex::new(PoolStats::default()),
             gen: AtomicU64::new(1),
             tombs: Mutex::new(Vec::new()),
+            tombs_len: std::sync::atomic::AtomicUsize::new(0),
             recovery: rep,
             faults: Faults::default(),
             region,
@@ -452,9 +458,22 @@ impl Pool {
     pub fn persist_mode(&self) -> PersistMode {
         self.region.mode()
     }
-    /// Counters so far.
+    /// Counters so far (summed over the slots; waits for running
+    /// transactions to finish).
     pub fn stats(&self) -> PoolStats {
-        lock(&self.totals).clone()
+        let mut t = lock(&self.totals).clone();
+        for s in self.slots.iter() {
+            let c = lock(s);
+            let x = &c.totals;
+            t.commits += x.commits;
+            t.ro_commits += x.ro_commits;
+            t.aborts += x.aborts;
+            t.flushed_lines += x.flushed_lines;
+            t.fences += x.fences;
+            t.persisted_bytes += x.persisted_bytes;
+            t.bytes_in_big_runs += x.bytes_in_big_runs;
+        }
+        t
     }
     /// DRAM bytes the lookup table spends per object.
     pub fn lookup_bytes_per_object(&self) -> usize {
@@ -462,7 +481,11 @@ impl Pool {
     }
     /// Free lines in the global and recycle lists (not in slot portions).
     pub fn free_lines_global(&self) -> u64 {
-        lock(&self.global).total() + lock(&self.recycle).total()
+        lock(&self.global).total()
+            + lock(&self.recycle)
+                .iter()
+                .map(|(_, n)| u64::from(*n))
+                .sum::<u64>()
     }
 
     pub(crate) fn write_slot(
@@ -498,7 +521,7 @@ impl Pool {
                 }
                 let seg = lock(&self.global).take_segment(n, self.segment_lines);
                 if let Some((s, len)) = seg {
-                    ctx.portion.free.insert(s, len);
+                    ctx.portion.add_segment(s, len);
                     continue;
                 }
             } else if let Some(l) = lock(&self.global).take_best(n) {
@@ -508,18 +531,18 @@ impl Pool {
             match attempt {
                 0 => {
                     self.gc(me, ctx);
-                    let mut r = lock(&self.recycle);
-                    lock(&self.global).absorb(&mut r);
+                    let mut runs = std::mem::take(&mut *lock(&self.recycle));
+                    lock(&self.global).absorb_runs(&mut runs);
                 }
                 _ => {
                     let mut g = lock(&self.global);
-                    g.absorb(&mut ctx.portion.free);
+                    ctx.portion.drain_into(&mut g);
                     for (i, s) in self.slots.iter().enumerate() {
                         if i == me {
                             continue;
                         }
                         if let Ok(mut other) = s.try_lock() {
-                            g.absorb(&mut other.portion.free);
+                            other.portion.drain_into(&mut g);
                         }
                     }
                 }
@@ -542,10 +565,16 @@ impl Pool {
                 self.region.flush(off, OBJ_HDR, &mut ctx.stats);
             }
             self.region.fence(&mut ctx.stats);
-            let mut r = lock(&self.recycle);
-            for d in &list {
-                r.insert(d.line, d.lines);
+            let mut runs: Vec<(u32, u32)> = list.iter().map(|d| (d.line, d.lines)).collect();
+            runs.sort_unstable();
+            let mut merged: Vec<(u32, u32)> = Vec::with_capacity(runs.len());
+            for (l, n) in runs {
+                match merged.last_mut() {
+                    Some((ml, mn)) if *ml + *mn == l => *mn += n,
+                    _ => merged.push((l, n)),
+                }
             }
+            lock(&self.recycle).extend(merged);
         }
         self.states[me].zeroed_gen.store(g, Ordering::SeqCst);
     }
@@ -558,6 +587,7 @@ impl Pool {
     pub(crate) fn queue_tombstone(&self, d: Dealloc) {
         let g = self.gen.fetch_add(1, Ordering::SeqCst);
         lock(&self.tombs).push((d, g));
+        self.tombs_len.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Zeroes and recycles the deletion records every slot has caught up
@@ -582,6 +612,7 @@ impl Pool {
             let mut t = lock(&self.tombs);
             let (ready, keep): (Vec<_>, Vec<_>) = t.drain(..).partition(|(_, g)| *g < min_gen);
             *t = keep;
+            self.tombs_len.store(t.len(), Ordering::Relaxed);
             ready.into_iter().map(|(d, _)| d).collect()
         };
         if ready.is_empty() {
@@ -594,10 +625,7 @@ impl Pool {
             self.region.flush(off, OBJ_HDR, st);
         }
         self.region.fence(st);
-        let mut r = lock(&self.recycle);
-        for d in &ready {
-            r.insert(d.line, d.lines);
-        }
+        lock(&self.recycle).extend(ready.iter().map(|d| (d.line, d.lines)));
     }
 
     /// Runs the GC step on every idle slot and reaps deletion records.
@@ -629,18 +657,7 @@ impl Pool {
     }
 
     pub(crate) fn add_totals(&self, st: &mut PersistStats, commit: bool, ro: bool, abort: bool) {
-        let mut t = lock(&self.totals);
-        t.commits += u64::from(commit && !ro);
-        t.ro_commits += u64::from(commit && ro);
-        t.aborts += u64::from(abort);
-        t.flushed_lines += st.lines;
-        t.fences += st.fences;
-        t.persisted_bytes += st.bytes;
-        t.bytes_in_big_runs += st.bytes_in_big_runs;
-        st.lines = 0;
-        st.fences = 0;
-        st.bytes = 0;
-        st.bytes_in_big_runs = 0;
+        fold_stats(&mut lock(&self.totals), st, commit, ro, abort);
     }
 
     /// Every live object id (the lookup table's non-empty entries).
@@ -655,6 +672,23 @@ impl Pool {
             })
             .collect()
     }
+}
+
+/// Moves a transaction's persistence counters into cumulative totals.
+pub(crate) fn fold_stats(
+    t: &mut PoolStats,
+    st: &mut PersistStats,
+    commit: bool,
+    ro: bool,
+    abort: bool,
+) {
+    t.commits += u64::from(commit && !ro);
+    t.ro_commits += u64::from(commit && ro);
+    t.aborts += u64::from(abort);
+    t.flushed_lines += std::mem::take(&mut st.lines);
+    t.fences += std::mem::take(&mut st.fences);
+    t.persisted_bytes += std::mem::take(&mut st.bytes);
+    t.bytes_in_big_runs += std::mem::take(&mut st.bytes_in_big_runs);
 }
 
 fn push_drop(copies: &mut Vec<(u32, u32)>, tombs: &mut Vec<(u32, u32)>, line: u32, h: &ObjHeader) {

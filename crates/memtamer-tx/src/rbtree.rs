@@ -95,14 +95,26 @@ impl Cx<'_> {
         Ok(())
     }
 
+    /// Key and both children of `n` in one read.
+    fn step(&mut self, n: Ref) -> Result<(u64, Ref, Ref), TxError> {
+        let mut b = [0u8; 32];
+        self.t.get(n, 0, &mut b)?;
+        let w = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        Ok((
+            u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+            w(L),
+            w(R),
+        ))
+    }
+
     fn find(&mut self, key: u64) -> Result<Ref, TxError> {
         let mut x = self.root()?;
         while x != 0 {
-            let k = self.key(x)?;
+            let (k, l, r) = self.step(x)?;
             if k == key {
                 return Ok(x);
             }
-            x = self.f(x, if key < k { L } else { R })?;
+            x = if key < k { l } else { r };
         }
         Ok(0)
     }
@@ -241,13 +253,13 @@ impl RbTree {
         let mut less = false;
         while x != 0 {
             y = x;
-            let k = c.key(x)?;
+            let (k, l, r) = c.step(x)?;
             if k == key {
                 c.t.put(x, V, val)?;
                 return Ok(false);
             }
             less = key < k;
-            x = c.f(x, if less { L } else { R })?;
+            x = if less { l } else { r };
         }
         let z = c.t.alloc(NODE)?;
         let mut b = [0u8; NODE];

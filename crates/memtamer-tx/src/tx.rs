@@ -19,7 +19,7 @@ use std::sync::MutexGuard;
 use crate::alloc::Dealloc;
 use crate::error::TxError;
 use crate::layout::{self, ObjHeader, SlotState, MAX_OBJ, OBJ_HDR, TOMBSTONE};
-use crate::pool::{lock, Pool, SlotCtx};
+use crate::pool::{Pool, SlotCtx};
 
 /// DRAM slot states (the persistent ones are `layout::SlotState`).
 pub(crate) const DS_END: u64 = 0;
@@ -535,7 +535,7 @@ impl<'p> Tx<'p> {
         if self.ctx.dealloc.len() >= pool.gc_batch {
             pool.gc(self.slot, &mut self.ctx);
         }
-        if lock(&pool.tombs).len() >= pool.gc_batch {
+        if pool.tombs_len.load(Ordering::Relaxed) >= pool.gc_batch {
             pool.gc(self.slot, &mut self.ctx);
             pool.reap(Some(self.slot), &mut self.ctx.stats);
         }
@@ -593,7 +593,8 @@ impl<'p> Tx<'p> {
         pool.states[self.slot]
             .word
             .store(self.txid << 2 | DS_END, Ordering::SeqCst);
-        pool.add_totals(&mut self.ctx.stats, committed, ro, !committed);
+        let ctx = &mut *self.ctx;
+        crate::pool::fold_stats(&mut ctx.totals, &mut ctx.stats, committed, ro, !committed);
         self.done = true;
         IN_TX.with(|c| c.set(false));
     }

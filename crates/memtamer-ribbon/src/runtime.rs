@@ -403,7 +403,6 @@ impl Ribbon {
         Producer {
             shared: self.shared.clone(),
             slot,
-            self_flushed: false,
         }
     }
 
@@ -542,8 +541,6 @@ const SPINS: u32 = 256;
 pub struct Producer {
     shared: Arc<Shared>,
     slot: Option<usize>,
-    /// Flushes ran on this thread since the last fence (they need our sfence).
-    self_flushed: bool,
 }
 
 impl Producer {
@@ -577,7 +574,6 @@ impl Producer {
                     .flushed_bytes
                     .fetch_add(bytes as u64, Ordering::Relaxed);
                 s.counters.inline_requests.fetch_add(1, Ordering::Relaxed);
-                self.self_flushed = true;
                 return Ok(());
             }
         };
@@ -637,10 +633,10 @@ impl Producer {
                 }
             }
         }
-        if self.self_flushed || self.slot.is_none() {
-            (s.exec.fence)();
-            self.self_flushed = false;
-        }
+        // Always fence here too: it orders flushes this thread ran itself,
+        // and also this thread's own non-temporal stores (a libpmem copy
+        // may use them), which only an sfence on this thread drains.
+        (s.exec.fence)();
     }
 
     /// Whether this thread got a queue (false: it flushes inline).

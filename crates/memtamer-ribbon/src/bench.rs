@@ -70,6 +70,9 @@ pub struct Report {
     pub ribbon_ns: f64,
     /// Per-round ratios ribbon / eager.
     pub round_ratios: Vec<f64>,
+    /// Batches the application threads ran themselves in the M = N runs
+    /// because no flusher took them in time (share of all persists).
+    pub self_drain_share: f64,
     /// Median ns per persist through Ribbon with M = 0 (the application
     /// thread flushes; the layer's own cost without a hand-off).
     pub inline_ns: f64,
@@ -127,6 +130,11 @@ impl fmt::Display for Report {
             "  ratio ribbon/eager      {:>9.3}   (rounds: {})",
             self.ratio(),
             rr.join(" ")
+        )?;
+        writeln!(
+            f,
+            "  fences at M=N where the application ran its own batch (no flusher took it in time): {:.1}%",
+            100.0 * self.self_drain_share
         )?;
         writeln!(
             f,
@@ -225,6 +233,8 @@ pub fn run(opts: &Opts) -> Result<Report, BenchError> {
         rib.push(r);
         ratios.push(r / e);
     }
+    let st = ribbon.stats();
+    let self_drain_share = st.self_drains as f64 / st.fences.max(1) as f64;
     ribbon.stop();
     inline.stop();
     let (separate_lines, separate_ns) = inserts(opts.inserts, false);
@@ -235,6 +245,7 @@ pub fn run(opts: &Opts) -> Result<Report, BenchError> {
         ribbon_ns: median(&mut rib),
         round_ratios: ratios,
         inline_ns: median(&mut inl),
+        self_drain_share,
         separate_lines,
         coalesced_lines,
         separate_ns,

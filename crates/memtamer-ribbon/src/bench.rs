@@ -70,6 +70,12 @@ pub struct Report {
     pub ribbon_ns: f64,
     /// Per-round ratios ribbon / eager.
     pub round_ratios: Vec<f64>,
+    /// Batches the application threads ran themselves in the M = N runs
+    /// because no flusher took them in time (share of all persists).
+    pub self_drain_share: f64,
+    /// Median ns per persist through Ribbon with M = 0 (the application
+    /// thread flushes; the layer's own cost without a hand-off).
+    pub inline_ns: f64,
     /// Lines flushed per insert, key and value in separate malloc blocks.
     pub separate_lines: f64,
     /// Lines flushed per insert, coalesced block, one flush.
@@ -124,6 +130,17 @@ impl fmt::Display for Report {
             "  ratio ribbon/eager      {:>9.3}   (rounds: {})",
             self.ratio(),
             rr.join(" ")
+        )?;
+        writeln!(
+            f,
+            "  fences at M=N where the application ran its own batch (no flusher took it in time): {:.1}%",
+            100.0 * self.self_drain_share
+        )?;
+        writeln!(
+            f,
+            "  ribbon M=0 (inline)     {:>9.1} ns/persist   ratio {:.3}: the layer without the hand-off to a flusher",
+            self.inline_ns,
+            self.inline_ns / self.eager_ns
         )?;
         writeln!(
             f,
@@ -195,6 +212,10 @@ pub fn run(opts: &Opts) -> Result<Report, BenchError> {
     let mut cfg = Config::new(opts.threads, 1024);
     cfg.flushers = Flushers::Fixed(opts.threads);
     let ribbon = Ribbon::start(cfg)?;
+    let mut inline_cfg = Config::new(opts.threads, 1024);
+    inline_cfg.flushers = Flushers::Fixed(0);
+    let inline = Ribbon::start(inline_cfg)?;
+    let mut inl = Vec::new();
     let mut eager = Vec::new();
     let mut rib = Vec::new();
     let mut ratios = Vec::new();
@@ -207,11 +228,15 @@ pub fn run(opts: &Opts) -> Result<Report, BenchError> {
             let r = persist_round(opts, &buf, span, Some(&ribbon));
             (persist_round(opts, &buf, span, None), r)
         };
+        inl.push(persist_round(opts, &buf, span, Some(&inline)));
         eager.push(e);
         rib.push(r);
         ratios.push(r / e);
     }
+    let st = ribbon.stats();
+    let self_drain_share = st.self_drains as f64 / st.fences.max(1) as f64;
     ribbon.stop();
+    inline.stop();
     let (separate_lines, separate_ns) = inserts(opts.inserts, false);
     let (coalesced_lines, coalesced_ns) = inserts(opts.inserts, true);
     Ok(Report {
@@ -219,6 +244,8 @@ pub fn run(opts: &Opts) -> Result<Report, BenchError> {
         eager_ns: median(&mut eager),
         ribbon_ns: median(&mut rib),
         round_ratios: ratios,
+        inline_ns: median(&mut inl),
+        self_drain_share,
         separate_lines,
         coalesced_lines,
         separate_ns,
@@ -366,7 +393,7 @@ mod tests {
         assert!(r.eager_ns > 0.0 && r.ribbon_ns > 0.0 && r.round_ratios.len() == 2);
         let text = r.to_string();
         assert!(
-            text.contains("ratio ribbon/eager") && text.contains("fewer"),
+            text.contains("ratio ribbon/eager") && text.contains("M=0") && text.contains("fewer"),
             "{text}"
         );
     }

@@ -170,9 +170,15 @@ pub enum Event {
     /// Nothing changed.
     Hold,
     /// Measuring point `index` (0..4) of a search.
-    Probing { index: usize },
+    Probing {
+        /// Which point (0 = P1 .. 3 = P4).
+        index: usize,
+    },
     /// A search ended.
-    Decided { case: Case },
+    Decided {
+        /// The table row that applied.
+        case: Case,
+    },
     /// The bandwidth moved more than the threshold: a new search starts.
     PhaseChange,
     /// No idle hardware thread: concurrency control is off.

@@ -51,6 +51,7 @@ pub(crate) fn run(s: &Shared, id: usize) {
                 for rank in ranks_of(id, m, n) {
                     let slot = s.active[rank].load(Ordering::Relaxed);
                     if let Some(b) = s.queues.get(slot).and_then(|q| q.take()) {
+                        s.counters.flusher_batches.fetch_add(1, Ordering::Relaxed);
                         s.execute(b);
                         did = true;
                     }
@@ -119,6 +120,7 @@ fn dispatch(s: &Shared, m: usize, n: usize, pieces: &mut Vec<Vec<Request>>) -> b
             continue;
         };
         did = true;
+        s.counters.flusher_batches.fetch_add(1, Ordering::Relaxed);
         let lines: usize = batch
             .requests()
             .map(|r| memtamer_pmem::lines_covered(r.addr, r.len))

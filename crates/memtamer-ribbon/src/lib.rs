@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! Ribbon (thesis ch. 6; digest `shared/design/thesis-archtm-ribbon.md` §3):
 //! faster cache-line flushing by decoupling *who* flushes from the
 //! application. Application threads enqueue flush requests into private

@@ -127,6 +127,7 @@ pub(crate) struct Counters {
     pub(crate) inline_requests: AtomicU64,
     pub(crate) self_drains: AtomicU64,
     pub(crate) dispatched_jobs: AtomicU64,
+    pub(crate) flusher_batches: AtomicU64,
     pub(crate) searches: AtomicU64,
     pub(crate) last_case: AtomicUsize,
 }
@@ -150,6 +151,8 @@ pub struct Stats {
     pub self_drains: u64,
     /// Jobs the dispatcher handed to other flushers (M > N).
     pub dispatched_jobs: u64,
+    /// Queue batches executed by flusher threads (the offloaded work).
+    pub flusher_batches: u64,
     /// Flushers running now (0 = application threads flush).
     pub flushers: usize,
     /// Queues registered now.
@@ -293,6 +296,7 @@ impl Shared {
             inline_requests: l(&c.inline_requests),
             self_drains: l(&c.self_drains),
             dispatched_jobs: l(&c.dispatched_jobs),
+            flusher_batches: l(&c.flusher_batches),
             flushers: self.m.load(Ordering::Relaxed),
             queues: self.active_len.load(Ordering::Relaxed),
             proactive: self.proactive_on.load(Ordering::Relaxed),
@@ -403,7 +407,6 @@ impl Ribbon {
         Producer {
             shared: self.shared.clone(),
             slot,
-            self_flushed: false,
         }
     }
 
@@ -536,14 +539,15 @@ fn spawn(
 
 /// Spins this many rounds before yielding while waiting for a fence.
 const SPINS: u32 = 256;
+/// Spin rounds (~1-3 us) after which a fence runs its own untaken batch
+/// when M >= N; an active flusher takes a batch well within that.
+const HELP_AFTER: u32 = 32;
 
 /// One application thread's handle: its FIFO and the fence on it. Not
 /// `Sync`: only the owning thread enqueues (single producer).
 pub struct Producer {
     shared: Arc<Shared>,
     slot: Option<usize>,
-    /// Flushes ran on this thread since the last fence (they need our sfence).
-    self_flushed: bool,
 }
 
 impl Producer {
@@ -577,7 +581,6 @@ impl Producer {
                     .flushed_bytes
                     .fetch_add(bytes as u64, Ordering::Relaxed);
                 s.counters.inline_requests.fetch_add(1, Ordering::Relaxed);
-                self.self_flushed = true;
                 return Ok(());
             }
         };
@@ -627,20 +630,39 @@ impl Producer {
                     continue;
                 }
                 spins += 1;
+                if spins < HELP_AFTER {
+                    std::hint::spin_loop();
+                    continue;
+                }
+                // No flusher has taken the batch for a while (asleep, or
+                // descheduled on a busy machine). With exactly one flusher
+                // per queue (M = N) this thread may run its own batch: a
+                // queue has one consumer at a time, so at most N threads
+                // flush, as with M = N. Not with M < N (that would bypass
+                // the throttle) nor M > N (the dispatcher spreads the batch
+                // over several flushers, which one thread cannot match).
+                let m = s.m.load(Ordering::Relaxed);
+                if m == s.active_len.load(Ordering::Relaxed) {
+                    if let Some(b) = q.take() {
+                        s.counters.self_drains.fetch_add(1, Ordering::Relaxed);
+                        s.execute(b);
+                        continue;
+                    }
+                }
                 if spins < SPINS {
                     std::hint::spin_loop();
-                } else {
-                    if spins & 63 == 0 {
-                        s.wake_active();
-                    }
-                    std::thread::yield_now();
+                    continue;
                 }
+                if spins & 63 == 0 {
+                    s.wake_active();
+                }
+                std::thread::yield_now();
             }
         }
-        if self.self_flushed || self.slot.is_none() {
-            (s.exec.fence)();
-            self.self_flushed = false;
-        }
+        // Always fence here too: it orders flushes this thread ran itself,
+        // and also this thread's own non-temporal stores (a libpmem copy
+        // may use them), which only an sfence on this thread drains.
+        (s.exec.fence)();
     }
 
     /// Whether this thread got a queue (false: it flushes inline).

@@ -91,10 +91,18 @@ fn a_fence_never_returns_before_its_flushes_executed() {
 }
 
 #[test]
+fn fences_hold_when_producers_help_with_their_own_batches_at_m_equal_n() {
+    // M = N = 2: a producer whose batch no flusher took runs it itself
+    assert_eq!(fence_violations(config(4, 64, 2, true), 2, 100, 8), 0);
+}
+
+#[test]
 fn the_fence_test_catches_a_runtime_that_publishes_early() {
+    // M = 1 < N = 2: batches are run by the flusher, never by their own
+    // producer (which may help only when M = N)
     let mut cfg = config(4, 64, 1, true);
     cfg.broken_publish_early = true;
-    let bad = fence_violations(cfg, 1, 100, 8);
+    let bad = fence_violations(cfg, 2, 100, 8);
     assert!(
         bad > 0,
         "the deliberately broken runtime must be caught (saw {bad} violations)"

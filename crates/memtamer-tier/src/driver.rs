@@ -39,6 +39,8 @@ pub struct DriverConfig {
 pub struct DriverStats {
     /// Iterations seen.
     pub iterations: u64,
+    /// Phase boundaries (MPI calls) seen, in every mode.
+    pub boundaries: u64,
     /// Phases per iteration in the last profile.
     pub phases: usize,
     /// Decisions made (1 + re-profilings).
@@ -195,14 +197,20 @@ impl Driver {
 
     fn decide_now(&mut self) {
         self.stop_sampler();
+        // Decide from where objects really are: drain moves of an older plan.
+        let t0 = Instant::now();
+        self.rt.wait_all();
+        self.stats.wait_s += t0.elapsed().as_secs_f64();
         let objs = self.rt.objects();
+        // Page-rounded: the registry reserves whole pages of DRAM.
+        let page = crate::guard::page_size() as u64;
         let sizes: Vec<u64> = self
             .addrs
             .iter()
             .map(|a| {
                 objs.iter()
                     .find(|o| o.addr == *a)
-                    .map_or(0, |o| o.size as u64)
+                    .map_or(0, |o| (o.size as u64).div_ceil(page) * page)
             })
             .collect();
         let start: BTreeSet<usize> = self
@@ -272,15 +280,14 @@ impl Driver {
         self.mode = Mode::Enforcing;
     }
 
+    /// Queues a move even if the object already looks like it is there: a
+    /// move queued earlier may still change that, and the helper's FIFO
+    /// turns a move to where the object already is into a no-op. Skipping
+    /// on the current tier would drop an eviction whose object's promotion
+    /// is still queued, and the next promotion would find DRAM full.
     fn request(&mut self, m: &Move) {
         if let Some(&a) = self.addrs.get(m.obj) {
-            let here = self
-                .rt
-                .objects()
-                .iter()
-                .find(|o| o.addr == a)
-                .map(|o| o.tier);
-            if here.is_some() && here != Some(m.to) && self.rt.request(a as *mut u8, m.to).is_ok() {
+            if self.rt.request(a as *mut u8, m.to).is_ok() {
                 self.stats.moves_requested += 1;
             }
         }
@@ -389,6 +396,7 @@ impl Driver {
     /// A phase boundary (an MPI call).
     pub fn boundary(&mut self) {
         let (t0, w0) = (Instant::now(), self.stats.wait_s);
+        self.stats.boundaries += 1;
         match self.mode {
             Mode::Idle => {}
             Mode::Profiling => self.close_profiled_phase(),

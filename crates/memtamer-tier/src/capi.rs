@@ -70,6 +70,7 @@ fn driver_config() -> Result<DriverConfig, TierError> {
         platform,
         iterations: env_num("MEMTAMER_ITERS", 100.0)?,
         drift: env_num("MEMTAMER_DRIFT", 0.1)?,
+        recalibrate: true,
     })
 }
 

@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 /// Knobs of the loop.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DriverConfig {
-    /// Sampler period.
+    /// Sampler period; zero: no sampler thread, the caller ticks
+    /// ([`Driver::tick`]), which makes a profile reproducible.
     pub tick: Duration,
     /// Pages armed per object per tick.
     pub pages_per_tick: usize,
@@ -30,8 +31,11 @@ pub struct DriverConfig {
     pub platform: Platform,
     /// Iterations expected after the decision (amortises one-time moves).
     pub iterations: f64,
-    /// Relative phase-time change that triggers re-profiling (thesis 10%).
+    /// Relative phase-time change that triggers re-profiling (thesis 10%;
+    /// 0 disables).
     pub drift: f64,
+    /// Re-decide when copies run at under half the modelled bandwidth.
+    pub recalibrate: bool,
 }
 
 /// What the loop did, for the report at `MPI_Finalize`.
@@ -128,7 +132,20 @@ impl Driver {
         self.plan.as_ref()
     }
 
+    /// One profiling tick from the caller's thread (only while profiling).
+    pub fn tick(&mut self) {
+        if matches!(self.mode, Mode::Profiling) {
+            self.rt.profile_tick(self.cfg.pages_per_tick);
+        }
+    }
+
     fn start_sampler(&mut self) {
+        if self.cfg.tick.is_zero() {
+            self.rt.profile_tick(0);
+            self.rt.profile_reset();
+            self.rt.profile_tick(self.cfg.pages_per_tick);
+            return;
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let (rt, s2, tick, k) = (
             self.rt.clone(),
@@ -367,7 +384,7 @@ impl Driver {
                 // core with the ranks, say): decide again on the same
                 // profile with the measured copy bandwidth.
                 let st = self.rt.stats();
-                if busy && st.copy_ns > 0 && !moved {
+                if self.cfg.recalibrate && busy && st.copy_ns > 0 && !moved {
                     let measured = st.bytes_moved as f64 / (st.copy_ns as f64 * 1e-9);
                     if measured < 0.5 * self.copy_bw_used {
                         self.stats.recalibrations += 1;

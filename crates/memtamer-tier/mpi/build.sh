@@ -1,16 +1,21 @@
 #!/bin/sh
-# Builds target/release/libmemtamer_mpi.so (PMPI wrappers + the Rust tier
-# runtime as one shared library) and the CG kernel. Needs mpicc (Open MPI or
-# MPICH). usage: crates/memtamer-tier/mpi/build.sh   (from the repo root)
+# Builds libmemtamer_mpi.so (PMPI wrappers + the Rust tier runtime as one
+# shared library), the CG kernel and the Fortran client.
+#   crates/memtamer-tier/mpi/build.sh                    Open MPI (mpicc) -> target/release/
+#   MPI_FLAVOR=mpich crates/memtamer-tier/mpi/build.sh   MPICH (mpicc.mpich) -> target/release/mpich/
 set -e
 cd "$(dirname "$0")/../../.."
 nice -n 5 cargo build --release -p memtamer-tier
-out=target/release
-mpicc -O2 -fPIC -shared -o $out/libmemtamer_mpi.so crates/memtamer-tier/mpi/memtamer_mpi.c \
-  -Wl,--whole-archive $out/libmemtamer_tier.a -Wl,--no-whole-archive \
+case "${MPI_FLAVOR:-openmpi}" in
+  mpich) CC=mpicc.mpich; FC=mpif90.mpich; out=target/release/mpich ;;
+  *) CC=mpicc; FC=mpif90; out=target/release ;;
+esac
+mkdir -p $out
+$CC -O2 -fPIC -shared -o $out/libmemtamer_mpi.so crates/memtamer-tier/mpi/memtamer_mpi.c \
+  -Wl,--whole-archive target/release/libmemtamer_tier.a -Wl,--no-whole-archive \
   -Wl,--version-script=crates/memtamer-tier/mpi/exports.map -lpthread -ldl -lm
-mpicc -O2 -o $out/mt_cg crates/memtamer-tier/mpi/cg.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out" -lm
-if command -v mpif90 >/dev/null 2>&1; then
-  mpif90 -O2 -o $out/mt_phases_f crates/memtamer-tier/mpi/phases.f90 -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out"
+$CC -O2 -o $out/mt_cg crates/memtamer-tier/mpi/cg.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out" -lm
+if command -v $FC >/dev/null 2>&1; then
+  $FC -O2 -o $out/mt_phases_f crates/memtamer-tier/mpi/phases.f90 -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out"
 fi
 echo "built $out/libmemtamer_mpi.so $out/mt_cg"

@@ -21,6 +21,9 @@
 #include "../include/memtamer_tier.h"
 
 static int mt_on = 0;
+/* Set while a Fortran wrapper runs: MPICH's Fortran layer calls the C MPI_*
+ * (not PMPI_*), so the C wrapper must not count the same call again. */
+static __thread int mt_in_fortran = 0;
 
 static size_t parse_bytes(const char *s) {
     char *end;
@@ -62,7 +65,7 @@ static void mt_start(void) {
 }
 
 static void mt_phase(void) {
-    if (mt_on) mt_tier_phase_boundary();
+    if (mt_on && !mt_in_fortran) mt_tier_phase_boundary();
 }
 
 static void mt_prepare_env(void) {
@@ -118,7 +121,9 @@ int MPI_Waitall(int n, MPI_Request *q, MPI_Status *s) { PHASE(PMPI_Waitall(n, q,
     extern void pname params __attribute__((weak));           \
     void name params {                                        \
         mt_phase();                                           \
+        mt_in_fortran++;                                      \
         if (pname) pname args;                                \
+        mt_in_fortran--;                                      \
     }
 FWRAP(mpi_barrier_, pmpi_barrier_, (void *c, void *e), (c, e))
 FWRAP(mpi_bcast_, pmpi_bcast_, (void *b, void *n, void *t, void *r, void *c, void *e), (b, n, t, r, c, e))

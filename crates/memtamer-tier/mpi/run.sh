@@ -1,29 +1,34 @@
 #!/bin/sh
 # Runs the CG kernel under the interposer with 1, 2 and 4 ranks and checks
 # the verified result, plus the bad-budget errors. Needs Open MPI
-# (apt-get install openmpi-bin libopenmpi-dev). From the repo root:
-#   crates/memtamer-tier/mpi/run.sh [nx] [rows_per_rank] [iterations]
+# (apt-get install openmpi-bin libopenmpi-dev) or, with MPI_FLAVOR=mpich,
+# MPICH (apt-get install mpich libmpich-dev). From the repo root:
+#   [MPI_FLAVOR=mpich] crates/memtamer-tier/mpi/run.sh [nx] [rows_per_rank] [iterations]
 set -e
 cd "$(dirname "$0")/../../.."
 crates/memtamer-tier/mpi/build.sh >/dev/null
 NX=${1:-1024}; NY=${2:-512}; IT=${3:-40}
-MPIRUN="mpirun --allow-run-as-root --oversubscribe"
+if [ "${MPI_FLAVOR:-openmpi}" = mpich ]; then
+  MPIRUN="mpirun.mpich"; bin=target/release/mpich
+else
+  MPIRUN="mpirun --allow-run-as-root --oversubscribe"; bin=target/release
+fi
 fail=0
 for n in 1 2 4; do
-  out=$(MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M} $MPIRUN -np $n target/release/mt_cg $NX $NY $IT 2>&1) || true
+  out=$(MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M} $MPIRUN -np $n $bin/mt_cg $NX $NY $IT 2>&1) || true
   echo "$out" | grep -E '^(cg|memtamer)'
   echo "$out" | grep -q VERIFIED || { echo "FAIL: $n ranks"; fail=1; }
   [ "$(echo "$out" | grep -c 'memtamer\[')" = "$n" ] || { echo "FAIL: $n ranks, report lines missing"; fail=1; }
 done
-if [ -x target/release/mt_phases_f ]; then
-  out=$($MPIRUN -np 2 target/release/mt_phases_f 2>&1) || true
+if [ -x $bin/mt_phases_f ]; then
+  out=$($MPIRUN -np 2 $bin/mt_phases_f 2>&1) || true
   echo "$out" | grep -E '^(fortran|memtamer)'
   echo "$out" | grep -q "fortran VERIFIED" || { echo "FAIL: fortran result"; fail=1; }
   [ "$(echo "$out" | grep -c 'phases 3 ')" = 2 ] || { echo "FAIL: fortran phases not seen by the interposer"; fail=1; }
 fi
-out=$(MEMTAMER_NODE_DRAM=0 $MPIRUN -np 2 target/release/mt_cg 64 64 2 2>&1) && { echo "FAIL: budget 0 accepted"; fail=1; }
+out=$(MEMTAMER_NODE_DRAM=0 $MPIRUN -np 2 $bin/mt_cg 64 64 2 2>&1) && { echo "FAIL: budget 0 accepted"; fail=1; }
 echo "$out" | grep -q "DRAM budget of 0 B" || { echo "FAIL: no clear message for budget 0"; fail=1; }
-out=$(MEMTAMER_DRAM_BUDGET=999999G $MPIRUN -np 1 target/release/mt_cg 64 64 2 2>&1) && { echo "FAIL: huge budget accepted"; fail=1; }
+out=$(MEMTAMER_DRAM_BUDGET=999999G $MPIRUN -np 1 $bin/mt_cg 64 64 2 2>&1) && { echo "FAIL: huge budget accepted"; fail=1; }
 echo "$out" | grep -q "DRAM budget .* is invalid" || { echo "FAIL: no clear message for a huge budget"; fail=1; }
 [ $fail = 0 ] && echo "mpi checks: all passed"
 exit $fail

@@ -209,21 +209,32 @@ pub(crate) fn move_into_place(
     len: usize,
     name: &str,
 ) -> Result<(), TierError> {
+    // The raw system call, not libc's variadic wrapper: MPI libraries (UCX's
+    // memory hooks under MPICH) interpose `mremap` and may drop the fifth
+    // argument, which silently turns MREMAP_FIXED into "move anywhere".
     // SAFETY: both ranges are mappings the registry owns; MREMAP_FIXED
     // atomically unmaps the old object mapping at `to`.
     let p = unsafe {
-        libc::mremap(
+        libc::syscall(
+            libc::SYS_mremap,
             from as *mut libc::c_void,
             len,
             len,
-            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+            (libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED) as libc::c_long,
             to as *mut libc::c_void,
         )
     };
-    if p == libc::MAP_FAILED || p as usize != to {
+    if p == -1 {
         return Err(TierError::last_os(format!(
             "mremap '{name}' onto its address {to:#x}"
         )));
+    }
+    if p as usize != to {
+        unmap(p as usize, len);
+        return Err(TierError::Os {
+            what: format!("mremap '{name}' onto its address {to:#x}"),
+            source: std::io::Error::other(format!("kernel placed it at {p:#x}")),
+        });
     }
     Ok(())
 }

@@ -70,6 +70,7 @@ fn driver_config() -> Result<DriverConfig, TierError> {
         platform,
         iterations: env_num("MEMTAMER_ITERS", 100.0)?,
         drift: env_num("MEMTAMER_DRIFT", 0.1)?,
+        recalibrate: true,
     })
 }
 
@@ -197,7 +198,8 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             .clone()
             .map_or("none".into(), |(k, p)| format!("{k} (predicted {p:.4} s)"));
         line = format!(
-            "iterations {} phases {} decisions {} reprofiles {} recalibrations {} plan {} moves {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} dram_used {} of {}",
+            "boundaries {} iterations {} phases {} decisions {} reprofiles {} recalibrations {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} dram_used {} of {}",
+            s.boundaries,
             s.iterations,
             s.phases,
             s.decisions,
@@ -205,6 +207,7 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             s.recalibrations,
             plan,
             st.moves,
+            st.failed,
             st.bytes_moved,
             st.copy_ns as f64 / 1e6,
             st.exposed_ns() as f64 / 1e6,
@@ -214,6 +217,9 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             rt.dram_used(),
             rt.config().dram_budget
         );
+        if let Some(e) = rt.last_move_error() {
+            line.push_str(&format!(" last_move_error: {e}"));
+        }
     });
     if !buf.is_null() && len > 0 {
         let n = line.len().min(len - 1);

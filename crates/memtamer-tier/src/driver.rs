@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 /// Knobs of the loop.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DriverConfig {
-    /// Sampler period.
+    /// Sampler period; zero: no sampler thread, the caller ticks
+    /// ([`Driver::tick`]), which makes a profile reproducible.
     pub tick: Duration,
     /// Pages armed per object per tick.
     pub pages_per_tick: usize,
@@ -30,8 +31,11 @@ pub struct DriverConfig {
     pub platform: Platform,
     /// Iterations expected after the decision (amortises one-time moves).
     pub iterations: f64,
-    /// Relative phase-time change that triggers re-profiling (thesis 10%).
+    /// Relative phase-time change that triggers re-profiling (thesis 10%;
+    /// 0 disables).
     pub drift: f64,
+    /// Re-decide when copies run at under half the modelled bandwidth.
+    pub recalibrate: bool,
 }
 
 /// What the loop did, for the report at `MPI_Finalize`.
@@ -39,6 +43,8 @@ pub struct DriverConfig {
 pub struct DriverStats {
     /// Iterations seen.
     pub iterations: u64,
+    /// Phase boundaries (MPI calls) seen, in every mode.
+    pub boundaries: u64,
     /// Phases per iteration in the last profile.
     pub phases: usize,
     /// Decisions made (1 + re-profilings).
@@ -126,7 +132,20 @@ impl Driver {
         self.plan.as_ref()
     }
 
+    /// One profiling tick from the caller's thread (only while profiling).
+    pub fn tick(&mut self) {
+        if matches!(self.mode, Mode::Profiling) {
+            self.rt.profile_tick(self.cfg.pages_per_tick);
+        }
+    }
+
     fn start_sampler(&mut self) {
+        if self.cfg.tick.is_zero() {
+            self.rt.profile_tick(0);
+            self.rt.profile_reset();
+            self.rt.profile_tick(self.cfg.pages_per_tick);
+            return;
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let (rt, s2, tick, k) = (
             self.rt.clone(),
@@ -195,14 +214,20 @@ impl Driver {
 
     fn decide_now(&mut self) {
         self.stop_sampler();
+        // Decide from where objects really are: drain moves of an older plan.
+        let t0 = Instant::now();
+        self.rt.wait_all();
+        self.stats.wait_s += t0.elapsed().as_secs_f64();
         let objs = self.rt.objects();
+        // Page-rounded: the registry reserves whole pages of DRAM.
+        let page = crate::guard::page_size() as u64;
         let sizes: Vec<u64> = self
             .addrs
             .iter()
             .map(|a| {
                 objs.iter()
                     .find(|o| o.addr == *a)
-                    .map_or(0, |o| o.size as u64)
+                    .map_or(0, |o| (o.size as u64).div_ceil(page) * page)
             })
             .collect();
         let start: BTreeSet<usize> = self
@@ -272,15 +297,14 @@ impl Driver {
         self.mode = Mode::Enforcing;
     }
 
+    /// Queues a move even if the object already looks like it is there: a
+    /// move queued earlier may still change that, and the helper's FIFO
+    /// turns a move to where the object already is into a no-op. Skipping
+    /// on the current tier would drop an eviction whose object's promotion
+    /// is still queued, and the next promotion would find DRAM full.
     fn request(&mut self, m: &Move) {
         if let Some(&a) = self.addrs.get(m.obj) {
-            let here = self
-                .rt
-                .objects()
-                .iter()
-                .find(|o| o.addr == a)
-                .map(|o| o.tier);
-            if here.is_some() && here != Some(m.to) && self.rt.request(a as *mut u8, m.to).is_ok() {
+            if self.rt.request(a as *mut u8, m.to).is_ok() {
                 self.stats.moves_requested += 1;
             }
         }
@@ -360,7 +384,7 @@ impl Driver {
                 // core with the ranks, say): decide again on the same
                 // profile with the measured copy bandwidth.
                 let st = self.rt.stats();
-                if busy && st.copy_ns > 0 && !moved {
+                if self.cfg.recalibrate && busy && st.copy_ns > 0 && !moved {
                     let measured = st.bytes_moved as f64 / (st.copy_ns as f64 * 1e-9);
                     if measured < 0.5 * self.copy_bw_used {
                         self.stats.recalibrations += 1;
@@ -389,6 +413,7 @@ impl Driver {
     /// A phase boundary (an MPI call).
     pub fn boundary(&mut self) {
         let (t0, w0) = (Instant::now(), self.stats.wait_s);
+        self.stats.boundaries += 1;
         match self.mode {
             Mode::Idle => {}
             Mode::Profiling => self.close_profiled_phase(),

@@ -146,6 +146,11 @@ impl TierRuntime {
         s
     }
 
+    /// A recorded failure of a queued move (the data stayed where it was).
+    pub fn last_move_error(&self) -> Option<String> {
+        self.migrator.last_error()
+    }
+
     /// Snapshot of every object.
     pub fn objects(&self) -> Vec<ObjectView> {
         self.shared.lock().objects()

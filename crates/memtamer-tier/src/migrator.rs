@@ -178,6 +178,11 @@ impl Migrator {
         self.state().pending.contains_key(&addr)
     }
 
+    /// The most recent failure message of any object, if one is recorded.
+    pub fn last_error(&self) -> Option<String> {
+        self.state().errors.values().next_back().cloned()
+    }
+
     /// Totals so far.
     pub fn stats(&self) -> MigrationStats {
         self.state().stats.clone()

@@ -1,0 +1,124 @@
+//! The Unimem loop in one process without MPI: the test thread plays an
+//! iterative program with two phases, calls the boundaries itself and ticks
+//! the profiler itself, so the profile does not depend on timing.
+
+use memtamer_tier::driver::{Driver, DriverConfig};
+use memtamer_tier::unimem::model::Platform;
+use memtamer_tier::unimem::plan::Search;
+use memtamer_tier::{SlowTier, Tier, TierConfig, TierRuntime};
+use std::sync::Arc;
+use std::time::Duration;
+
+const MB: usize = 1 << 20;
+
+fn platform(copy_bw: f64) -> Platform {
+    let mut p = Platform::emulated(10e9, 100e-9, 2.0, 4.0);
+    p.copy_bw = copy_bw;
+    // Nothing is bandwidth-bound: the benefit is the latency one, so the
+    // decision does not depend on measured phase times.
+    p.t1 = f64::INFINITY;
+    p
+}
+
+fn sweep(p: *mut u8, n: usize, times: usize, drv: &mut Driver) {
+    for _ in 0..times {
+        for pg in 0..n / 4096 {
+            unsafe {
+                std::ptr::write_volatile(
+                    p.add(pg * 4096),
+                    std::ptr::read_volatile(p.add(pg * 4096)).wrapping_add(1),
+                )
+            };
+            if pg % 16 == 15 {
+                drv.tick();
+            }
+        }
+    }
+}
+
+fn tier_of(rt: &TierRuntime, p: *mut u8) -> Tier {
+    rt.objects()
+        .iter()
+        .find(|o| o.addr == p as usize)
+        .unwrap()
+        .tier
+}
+
+/// Phase 0 sweeps A 10 times, phase 1 sweeps B once; DRAM holds one of them.
+fn run(
+    copy_bw: f64,
+    iterations: usize,
+    mut check: impl FnMut(usize, usize, &TierRuntime, *mut u8, *mut u8),
+) -> (Arc<TierRuntime>, Driver, *mut u8, *mut u8) {
+    let rt = Arc::new(
+        TierRuntime::new(TierConfig::new(3 * MB, SlowTier::File("/dev/shm".into())).unwrap())
+            .unwrap(),
+    );
+    let (a, b) = (
+        rt.alloc(2 * MB, "A", Tier::Slow).unwrap(),
+        rt.alloc(2 * MB, "B", Tier::Slow).unwrap(),
+    );
+    let cfg = DriverConfig {
+        tick: Duration::ZERO,
+        pages_per_tick: 16,
+        platform: platform(copy_bw),
+        iterations: 100.0,
+        drift: 0.0,
+        recalibrate: false,
+    };
+    let mut drv = Driver::new(rt.clone(), cfg);
+    for it in 0..iterations {
+        drv.iteration();
+        check(it, 0, &rt, a, b);
+        sweep(a, 2 * MB, 10, &mut drv);
+        drv.boundary();
+        check(it, 1, &rt, a, b);
+        sweep(b, 2 * MB, 1, &mut drv);
+        drv.boundary();
+    }
+    drv.finish();
+    (rt, drv, a, b)
+}
+
+fn all_equal(p: *mut u8, n: usize, v: u8) -> bool {
+    (0..n / 4096).all(|pg| unsafe { *p.add(pg * 4096) } == v)
+}
+
+#[test]
+fn expensive_copies_keep_the_hot_object_in_dram() {
+    let (rt, drv, a, b) = run(1e6, 5, |_, _, _, _, _| {});
+    let plan = drv.plan().expect("a plan after the profiled iteration");
+    assert_eq!(plan.search, Search::Global);
+    assert_eq!(tier_of(&rt, a), Tier::Dram);
+    assert_eq!(tier_of(&rt, b), Tier::Slow);
+    assert_eq!(rt.stats().moves, 1);
+    // Every write of every iteration is there: 5 iterations x 10 sweeps.
+    assert!(all_equal(a, 2 * MB, 50));
+    assert!(all_equal(b, 2 * MB, 5));
+    assert_eq!(drv.stats().decisions, 1);
+}
+
+#[test]
+fn cheap_copies_follow_the_phases() {
+    let mut seen = Vec::new();
+    let (rt, drv, a, b) = run(1e15, 6, |it, ph, rt, a, b| {
+        // From the third iteration on (iteration 1 profiles, the end of it
+        // decides), each phase starts with its object in DRAM.
+        if it >= 2 {
+            seen.push((ph, tier_of(rt, a), tier_of(rt, b)));
+        }
+    });
+    assert_eq!(drv.plan().unwrap().search, Search::Local);
+    assert!(!seen.is_empty());
+    for (ph, ta, tb) in seen {
+        if ph == 0 {
+            assert_eq!(ta, Tier::Dram, "phase 0 needs A");
+        } else {
+            assert_eq!(tb, Tier::Dram, "phase 1 needs B");
+        }
+    }
+    assert!(rt.stats().moves >= 6, "{:?}", rt.stats());
+    assert!(rt.dram_used() <= 3 * MB);
+    assert!(all_equal(a, 2 * MB, 60));
+    assert!(all_equal(b, 2 * MB, 6));
+}

@@ -14,6 +14,7 @@
 //! * [`plan`]: proactive, batched migration planning over the ready queue.
 
 pub mod error;
+pub mod model;
 pub mod profile;
 pub mod task;
 

@@ -16,6 +16,8 @@
 pub mod error;
 pub mod model;
 pub mod profile;
+pub mod residency;
+pub mod split;
 pub mod task;
 
 pub use error::TahoeError;

@@ -15,6 +15,7 @@
 
 pub mod error;
 pub mod model;
+pub mod plan;
 pub mod profile;
 pub mod residency;
 pub mod split;

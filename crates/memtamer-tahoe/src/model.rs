@@ -7,6 +7,9 @@
 //!   a linear fallback in the access count: `T_dram = T_slow - beta * acc`.
 //! * Partial placement: the analytical interpolation T_p (Eq. 4.4).
 
+// Dense-layer maths reads clearest with explicit indices.
+#![allow(clippy::needless_range_loop)]
+
 use crate::error::TahoeError;
 use crate::profile::{Counters, TypeProfile};
 
@@ -281,7 +284,7 @@ pub enum CompleteModel {
     /// Eq. 4.3 on counters.
     Linear(LinearIpc),
     /// The ANN on counters (the thesis's choice, < 6% error there).
-    Ann(Ann),
+    Ann(Box<Ann>),
 }
 
 /// Predicts task times under any placement.
@@ -298,7 +301,12 @@ impl HybridModel {
     /// `T_dram = T_slow * ipc_slow / ipc_dram` (same instruction count);
     /// an IPC prediction that is not positive falls back to the linear model.
     pub fn t_dram(&self, p: &TypeProfile) -> f64 {
-        if let (Some(m), Some(Counters { ipc, llc_miss_rate, .. })) = (&self.counters, p.counters)
+        if let (
+            Some(m),
+            Some(Counters {
+                ipc, llc_miss_rate, ..
+            }),
+        ) = (&self.counters, p.counters)
         {
             let y = match m {
                 CompleteModel::Linear(l) => l.predict(ipc, llc_miss_rate),

@@ -141,7 +141,11 @@ impl TypeProfile {
                 per_page: 1.0,
             })
             .collect();
-        let total = rep.objects.iter().map(|o| o.pages(page).count() as f64).sum();
+        let total = rep
+            .objects
+            .iter()
+            .map(|o| o.pages(page).count() as f64)
+            .sum();
         TypeProfile {
             t_slow_ns,
             total_accesses: total,
@@ -156,11 +160,14 @@ impl TypeProfile {
     pub fn rebase(&self, task: &Task, page: u64) -> Result<Vec<(u64, f64)>, TahoeError> {
         let mut acc: HashMap<u64, f64> = HashMap::new();
         for r in &self.ranges {
-            let o = task.objects.get(r.arg).ok_or_else(|| TahoeError::BadArgument {
-                ty: task.task_type().to_string(),
-                arg: r.arg,
-                have: task.objects.len(),
-            })?;
+            let o = task
+                .objects
+                .get(r.arg)
+                .ok_or_else(|| TahoeError::BadArgument {
+                    ty: task.task_type().to_string(),
+                    arg: r.arg,
+                    have: task.objects.len(),
+                })?;
             if r.offset >= o.len.max(1) || r.len == 0 {
                 continue;
             }
@@ -287,7 +294,11 @@ mod tests {
         let short = task(2, &[(0, P)]);
         assert!(matches!(
             prof.rebase(&short, P),
-            Err(TahoeError::BadArgument { arg: 1, have: 1, .. })
+            Err(TahoeError::BadArgument {
+                arg: 1,
+                have: 1,
+                ..
+            })
         ));
         assert_eq!(
             TypeProfile::from_samples(&rep, &[], 3000, 1.0, None),

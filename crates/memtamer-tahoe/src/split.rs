@@ -99,7 +99,9 @@ mod tests {
     fn dp_matches_brute_force_on_many_cases() {
         let mut s = 12345u64;
         for _ in 0..200 {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let k = 1 + (s >> 60) as usize % 4;
             let cap = (s >> 50) as usize % 9;
             let mut curves = Vec::new();

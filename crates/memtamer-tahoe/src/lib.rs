@@ -14,6 +14,7 @@
 //! * [`plan`]: proactive, batched migration planning over the ready queue.
 
 pub mod error;
+pub mod extents;
 pub mod model;
 pub mod plan;
 pub mod profile;

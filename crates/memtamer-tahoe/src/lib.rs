@@ -1,0 +1,25 @@
+//! memtamer-tahoe: the pure Tahoe core (thesis ch. 4; digest
+//! `thesis-unimem-tahoe.md` §3). No OS calls here: the OMPT tool
+//! (`crates/memtamer-omp`) feeds it task events and carries out the
+//! migration batches it returns through `memtamer-tier`.
+//!
+//! * [`task`]: task types (code address + dependence sizes) and instances.
+//! * [`profile`]: representative profiles, memory groups, re-basing onto
+//!   sibling tasks, the profiling database.
+//! * [`model`]: the hybrid performance model (Eq. 4.3 linear, the ANN,
+//!   a PMU-free linear fallback, and the partial-placement Eq. 4.4).
+//! * [`split`]: DRAM split among co-running tasks by dynamic programming
+//!   (Eq. 4.1/4.2).
+//! * [`residency`]: DRAM residency with the 10-entry FIFO eviction list.
+//! * [`plan`]: proactive, batched migration planning over the ready queue.
+
+pub mod error;
+pub mod extents;
+pub mod model;
+pub mod plan;
+pub mod profile;
+pub mod residency;
+pub mod split;
+pub mod task;
+
+pub use error::TahoeError;

@@ -1,0 +1,437 @@
+//! The hybrid performance model (thesis §4.3.4).
+//!
+//! * Complete placement: predict the all-DRAM time of a task type from its
+//!   all-slow-tier profile. With counters, either multiple linear regression
+//!   on (IPC, LLC miss rate) (Eq. 4.3) or the small ANN (2 -> 10 -> 5 -> 1,
+//!   ReLU; digest §3.6 on the "10 input neurons" text issue). Without a PMU,
+//!   a linear fallback in the access count: `T_dram = T_slow - beta * acc`.
+//! * Partial placement: the analytical interpolation T_p (Eq. 4.4).
+
+// Dense-layer maths reads clearest with explicit indices.
+#![allow(clippy::needless_range_loop)]
+
+use crate::error::TahoeError;
+use crate::profile::{Counters, TypeProfile};
+
+/// Eq. 4.4: `T_p = (T_c_NVM - T_c_DRAM) * p_nvm_acc / tot_mem_acc + T_c_DRAM`,
+/// the partial-placement time as the all-slow/all-DRAM gap scaled by the
+/// share of accesses left in the slow tier. A zero total means the task
+/// touches no memory: no gap to close.
+pub fn t_partial(t_slow: f64, t_dram: f64, slow_acc: f64, total_acc: f64) -> f64 {
+    if total_acc <= 0.0 {
+        return t_slow;
+    }
+    let share = (slow_acc / total_acc).clamp(0.0, 1.0);
+    (t_slow - t_dram) * share + t_dram
+}
+
+/// Eq. 4.3: `y = b1*x1 + b2*x2 + eps`, x1 = IPC all-slow, x2 = LLC miss
+/// rate, y = IPC all-DRAM.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinearIpc {
+    /// Coefficient of IPC.
+    pub b1: f64,
+    /// Coefficient of the LLC miss rate.
+    pub b2: f64,
+    /// Intercept.
+    pub eps: f64,
+}
+
+/// Solves the 3x3 system `a x = b` by Gaussian elimination with partial
+/// pivoting; None if singular.
+fn solve3(mut a: [[f64; 3]; 3], mut b: [f64; 3]) -> Option<[f64; 3]> {
+    for c in 0..3 {
+        let p = (c..3).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
+        if a[p][c].abs() < 1e-12 {
+            return None;
+        }
+        a.swap(c, p);
+        b.swap(c, p);
+        for r in c + 1..3 {
+            let f = a[r][c] / a[c][c];
+            for k in c..3 {
+                a[r][k] -= f * a[c][k];
+            }
+            b[r] -= f * b[c];
+        }
+    }
+    let mut x = [0.0; 3];
+    for r in (0..3).rev() {
+        let s: f64 = (r + 1..3).map(|k| a[r][k] * x[k]).sum();
+        x[r] = (b[r] - s) / a[r][r];
+    }
+    Some(x)
+}
+
+impl LinearIpc {
+    /// Least-squares fit on (ipc_slow, miss_rate, ipc_dram) samples
+    /// (normal equations).
+    pub fn fit(samples: &[(f64, f64, f64)]) -> Result<Self, TahoeError> {
+        if samples.len() < 3 {
+            return Err(TahoeError::Fit {
+                model: "linear (Eq. 4.3)",
+                why: format!("needs >= 3 samples, got {}", samples.len()),
+            });
+        }
+        let mut a = [[0.0; 3]; 3];
+        let mut b = [0.0; 3];
+        for &(x1, x2, y) in samples {
+            let x = [x1, x2, 1.0];
+            for i in 0..3 {
+                for j in 0..3 {
+                    a[i][j] += x[i] * x[j];
+                }
+                b[i] += x[i] * y;
+            }
+        }
+        let [b1, b2, eps] = solve3(a, b).ok_or_else(|| TahoeError::Fit {
+            model: "linear (Eq. 4.3)",
+            why: "samples are collinear".into(),
+        })?;
+        Ok(LinearIpc { b1, b2, eps })
+    }
+
+    /// Predicted all-DRAM IPC.
+    pub fn predict(&self, ipc: f64, miss: f64) -> f64 {
+        self.b1 * ipc + self.b2 * miss + self.eps
+    }
+}
+
+/// PMU-free linear fallback: the all-DRAM time is the all-slow time minus
+/// a per-access saving `beta` (ns), the Unimem-style latency benefit
+/// (thesis Eq. 3.2, latency form) fitted on recorded runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinearAccess {
+    /// Nanoseconds saved per access moved to DRAM.
+    pub beta_ns: f64,
+}
+
+impl LinearAccess {
+    /// Least-squares fit through the origin of `t_slow - t_dram = beta *
+    /// acc` on (accesses, t_slow_ns, t_dram_ns) samples.
+    pub fn fit(samples: &[(f64, f64, f64)]) -> Result<Self, TahoeError> {
+        let sxx: f64 = samples.iter().map(|s| s.0 * s.0).sum();
+        if samples.is_empty() || sxx <= 0.0 {
+            return Err(TahoeError::Fit {
+                model: "linear fallback",
+                why: "needs a sample with accesses > 0".into(),
+            });
+        }
+        let sxy: f64 = samples.iter().map(|s| s.0 * (s.1 - s.2)).sum();
+        Ok(LinearAccess {
+            beta_ns: (sxy / sxx).max(0.0),
+        })
+    }
+
+    /// Predicted all-DRAM time; never below 0.
+    pub fn predict(&self, t_slow_ns: f64, accesses: f64) -> f64 {
+        (t_slow_ns - self.beta_ns * accesses).max(0.0)
+    }
+}
+
+/// Hidden widths of the thesis's ANN (digest §3.6: 2 -> 10 -> 5 -> 1).
+pub const ANN_H1: usize = 10;
+/// Second hidden layer width.
+pub const ANN_H2: usize = 5;
+
+/// The small fully connected network predicting all-DRAM IPC from
+/// (IPC, LLC miss rate) with ReLU hidden layers and a linear output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ann {
+    w1: [[f64; 2]; ANN_H1],
+    b1: [f64; ANN_H1],
+    w2: [[f64; ANN_H1]; ANN_H2],
+    b2: [f64; ANN_H2],
+    w3: [f64; ANN_H2],
+    b3: f64,
+}
+
+/// Deterministic xorshift for weight initialisation and shuffling.
+fn rng(s: &mut u64) -> f64 {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    (*s >> 11) as f64 / (1u64 << 53) as f64
+}
+
+struct Fwd {
+    h1: [f64; ANN_H1],
+    h2: [f64; ANN_H2],
+    y: f64,
+}
+
+impl Ann {
+    /// He-style random initialisation from `seed`.
+    pub fn new(seed: u64) -> Self {
+        let mut s = seed | 1;
+        let mut r = |scale: f64| (rng(&mut s) * 2.0 - 1.0) * scale;
+        let mut a = Ann {
+            w1: [[0.0; 2]; ANN_H1],
+            b1: [0.1; ANN_H1],
+            w2: [[0.0; ANN_H1]; ANN_H2],
+            b2: [0.1; ANN_H2],
+            w3: [0.0; ANN_H2],
+            b3: 0.0,
+        };
+        for w in a.w1.iter_mut().flatten() {
+            *w = r(1.0);
+        }
+        for w in a.w2.iter_mut().flatten() {
+            *w = r((2.0 / ANN_H1 as f64).sqrt());
+        }
+        for w in a.w3.iter_mut() {
+            *w = r((2.0 / ANN_H2 as f64).sqrt());
+        }
+        a
+    }
+
+    fn forward(&self, x: [f64; 2]) -> Fwd {
+        let mut h1 = [0.0; ANN_H1];
+        for (i, h) in h1.iter_mut().enumerate() {
+            *h = (self.w1[i][0] * x[0] + self.w1[i][1] * x[1] + self.b1[i]).max(0.0);
+        }
+        let mut h2 = [0.0; ANN_H2];
+        for (i, h) in h2.iter_mut().enumerate() {
+            let s: f64 = self.w2[i].iter().zip(&h1).map(|(w, v)| w * v).sum();
+            *h = (s + self.b2[i]).max(0.0);
+        }
+        let y = self.w3.iter().zip(&h2).map(|(w, v)| w * v).sum::<f64>() + self.b3;
+        Fwd { h1, h2, y }
+    }
+
+    /// Predicted all-DRAM IPC (75 weights: the thesis's inference cost).
+    pub fn predict(&self, ipc: f64, miss: f64) -> f64 {
+        self.forward([ipc, miss]).y
+    }
+
+    /// Trains by plain SGD on squared error over `epochs` shuffled passes
+    /// of (ipc_slow, miss_rate, ipc_dram) samples; returns the final mean
+    /// squared error on the training set.
+    pub fn train(
+        &mut self,
+        samples: &[(f64, f64, f64)],
+        epochs: usize,
+        lr: f64,
+        seed: u64,
+    ) -> Result<f64, TahoeError> {
+        if samples.len() < 2 {
+            return Err(TahoeError::Fit {
+                model: "ANN",
+                why: format!("needs >= 2 samples, got {}", samples.len()),
+            });
+        }
+        let mut s = seed | 1;
+        let mut idx: Vec<usize> = (0..samples.len()).collect();
+        for _ in 0..epochs {
+            for i in (1..idx.len()).rev() {
+                let j = (rng(&mut s) * (i + 1) as f64) as usize;
+                idx.swap(i, j.min(i));
+            }
+            for &k in &idx {
+                let (x1, x2, y) = samples[k];
+                self.step([x1, x2], y, lr);
+            }
+        }
+        let mse = samples
+            .iter()
+            .map(|&(a, b, y)| (self.predict(a, b) - y).powi(2))
+            .sum::<f64>()
+            / samples.len() as f64;
+        if !mse.is_finite() {
+            return Err(TahoeError::Fit {
+                model: "ANN",
+                why: format!("training diverged (learning rate {lr})"),
+            });
+        }
+        Ok(mse)
+    }
+
+    fn step(&mut self, x: [f64; 2], y: f64, lr: f64) {
+        let f = self.forward(x);
+        let d3 = f.y - y;
+        let mut d2 = [0.0; ANN_H2];
+        for i in 0..ANN_H2 {
+            d2[i] = if f.h2[i] > 0.0 { d3 * self.w3[i] } else { 0.0 };
+        }
+        let mut d1 = [0.0; ANN_H1];
+        for (j, d) in d1.iter_mut().enumerate() {
+            if f.h1[j] > 0.0 {
+                *d = (0..ANN_H2).map(|i| d2[i] * self.w2[i][j]).sum();
+            }
+        }
+        for i in 0..ANN_H2 {
+            self.w3[i] -= lr * d3 * f.h2[i];
+        }
+        self.b3 -= lr * d3;
+        for i in 0..ANN_H2 {
+            for j in 0..ANN_H1 {
+                self.w2[i][j] -= lr * d2[i] * f.h1[j];
+            }
+            self.b2[i] -= lr * d2[i];
+        }
+        for j in 0..ANN_H1 {
+            self.w1[j][0] -= lr * d1[j] * x[0];
+            self.w1[j][1] -= lr * d1[j] * x[1];
+            self.b1[j] -= lr * d1[j];
+        }
+    }
+}
+
+/// The hybrid model: the counter model where counters exist, the linear
+/// access fallback otherwise.
+#[derive(Clone, Debug)]
+pub enum CompleteModel {
+    /// Eq. 4.3 on counters.
+    Linear(LinearIpc),
+    /// The ANN on counters (the thesis's choice, < 6% error there).
+    Ann(Box<Ann>),
+}
+
+/// Predicts task times under any placement.
+#[derive(Clone, Debug)]
+pub struct HybridModel {
+    /// Counter model, used when the profile carries counters.
+    pub counters: Option<CompleteModel>,
+    /// PMU-free fallback.
+    pub fallback: LinearAccess,
+}
+
+impl HybridModel {
+    /// All-DRAM time of a task type (T_c_DRAM of Eq. 4.4). With counters,
+    /// `T_dram = T_slow * ipc_slow / ipc_dram` (same instruction count);
+    /// an IPC prediction that is not positive falls back to the linear model.
+    pub fn t_dram(&self, p: &TypeProfile) -> f64 {
+        if let (
+            Some(m),
+            Some(Counters {
+                ipc, llc_miss_rate, ..
+            }),
+        ) = (&self.counters, p.counters)
+        {
+            let y = match m {
+                CompleteModel::Linear(l) => l.predict(ipc, llc_miss_rate),
+                CompleteModel::Ann(a) => a.predict(ipc, llc_miss_rate),
+            };
+            if y > 0.0 && ipc > 0.0 {
+                return (p.t_slow_ns * ipc / y).min(p.t_slow_ns);
+            }
+        }
+        self.fallback.predict(p.t_slow_ns, p.total_accesses)
+    }
+
+    /// Eq. 4.4 for a placement leaving `slow_acc` accesses in the slow tier.
+    pub fn t_partial(&self, p: &TypeProfile, slow_acc: f64) -> f64 {
+        t_partial(p.t_slow_ns, self.t_dram(p), slow_acc, p.total_accesses)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eq_4_4_interpolates_between_the_two_complete_placements() {
+        assert_eq!(t_partial(10.0, 4.0, 0.0, 100.0), 4.0);
+        assert_eq!(t_partial(10.0, 4.0, 100.0, 100.0), 10.0);
+        assert_eq!(t_partial(10.0, 4.0, 50.0, 100.0), 7.0);
+        // Clamped share, zero total.
+        assert_eq!(t_partial(10.0, 4.0, 150.0, 100.0), 10.0);
+        assert_eq!(t_partial(10.0, 4.0, 5.0, 0.0), 10.0);
+        // Table 4.3 FFT ratio 0.48: 48% of the gap remains.
+        assert!((t_partial(2.0, 1.0, 5.7e7, 1.2e8) - 1.475).abs() < 1e-9);
+    }
+
+    #[test]
+    fn linear_ipc_recovers_exact_coefficients() {
+        let truth = LinearIpc {
+            b1: 1.5,
+            b2: -2.0,
+            eps: 0.3,
+        };
+        let mut s = Vec::new();
+        for i in 0..20 {
+            let x1 = 0.2 + 0.1 * i as f64;
+            let x2 = ((i * 7) % 11) as f64 / 11.0;
+            s.push((x1, x2, truth.predict(x1, x2)));
+        }
+        let f = LinearIpc::fit(&s).unwrap();
+        assert!((f.b1 - 1.5).abs() < 1e-9 && (f.b2 + 2.0).abs() < 1e-9);
+        assert!((f.eps - 0.3).abs() < 1e-9);
+        assert!(LinearIpc::fit(&s[..2]).is_err());
+        // Collinear: x2 = x1.
+        let col: Vec<_> = (0..5).map(|i| (i as f64, i as f64, 1.0)).collect();
+        assert!(matches!(LinearIpc::fit(&col), Err(TahoeError::Fit { .. })));
+    }
+
+    #[test]
+    fn linear_access_fallback_fits_saving_per_access() {
+        let s = [(100.0, 1000.0, 800.0), (200.0, 1500.0, 1100.0)];
+        let f = LinearAccess::fit(&s).unwrap();
+        assert!((f.beta_ns - 2.0).abs() < 1e-12);
+        assert_eq!(f.predict(1000.0, 100.0), 800.0);
+        assert_eq!(f.predict(10.0, 100.0), 0.0);
+        assert!(LinearAccess::fit(&[(0.0, 1.0, 1.0)]).is_err());
+    }
+
+    #[test]
+    fn ann_learns_a_nonlinear_map_better_than_linear() {
+        // ipc_dram = ipc * (1 + 3 * miss^2): non-linear in miss.
+        let f = |ipc: f64, m: f64| ipc * (1.0 + 3.0 * m * m);
+        let mut s = Vec::new();
+        for i in 0..12 {
+            for j in 0..12 {
+                let (ipc, m) = (0.3 + 0.1 * i as f64, j as f64 / 11.0);
+                s.push((ipc, m, f(ipc, m)));
+            }
+        }
+        let mut ann = Ann::new(7);
+        let mse = ann.train(&s, 800, 0.01, 3).unwrap();
+        let lin = LinearIpc::fit(&s).unwrap();
+        let lin_mse = s
+            .iter()
+            .map(|&(a, b, y)| (lin.predict(a, b) - y).powi(2))
+            .sum::<f64>()
+            / s.len() as f64;
+        assert!(mse < lin_mse / 3.0, "ann {mse} linear {lin_mse}");
+        assert!(ann.train(&s[..1], 1, 0.01, 1).is_err());
+        let mut bad = Ann::new(1);
+        assert!(bad.train(&s, 50, 1e6, 1).is_err());
+    }
+
+    #[test]
+    fn hybrid_uses_counters_when_present_else_fallback() {
+        let mut p = TypeProfile {
+            t_slow_ns: 1000.0,
+            total_accesses: 100.0,
+            counters: None,
+            ranges: vec![],
+        };
+        let h = HybridModel {
+            counters: Some(CompleteModel::Linear(LinearIpc {
+                b1: 2.0,
+                b2: 0.0,
+                eps: 0.0,
+            })),
+            fallback: LinearAccess { beta_ns: 3.0 },
+        };
+        assert_eq!(h.t_dram(&p), 700.0);
+        assert_eq!(h.t_partial(&p, 50.0), 850.0);
+        p.counters = Some(Counters {
+            instructions: 1e6,
+            ipc: 0.5,
+            llc_miss_rate: 0.2,
+        });
+        // IPC doubles in DRAM: half the time.
+        assert_eq!(h.t_dram(&p), 500.0);
+        // A model predicting a slowdown is capped at the slow time.
+        let slow = HybridModel {
+            counters: Some(CompleteModel::Linear(LinearIpc {
+                b1: 0.5,
+                b2: 0.0,
+                eps: 0.0,
+            })),
+            fallback: LinearAccess { beta_ns: 3.0 },
+        };
+        assert_eq!(slow.t_dram(&p), 1000.0);
+    }
+}

@@ -1,0 +1,200 @@
+//! DRAM residency and eviction (thesis §4.3.5): which pages are in DRAM,
+//! and a FIFO of the DRAM footprints of the last ten executed tasks; when
+//! DRAM is full, the oldest entry's pages are evicted (recency by task
+//! execution, not page use), skipping pages the next ready task will use.
+
+use std::collections::{BTreeSet, HashSet, VecDeque};
+
+/// FIFO length in the thesis.
+pub const FIFO_ENTRIES: usize = 10;
+
+/// DRAM state in pages.
+#[derive(Clone, Debug)]
+pub struct Residency {
+    capacity: usize,
+    resident: BTreeSet<u64>,
+    fifo: VecDeque<Vec<u64>>,
+    entries: usize,
+}
+
+impl Residency {
+    /// DRAM of `capacity` pages, all free, FIFO of `entries` (>= 1) slots.
+    pub fn new(capacity: usize, entries: usize) -> Self {
+        Residency {
+            capacity,
+            resident: BTreeSet::new(),
+            fifo: VecDeque::new(),
+            entries: entries.max(1),
+        }
+    }
+
+    /// Capacity in pages.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Pages in DRAM.
+    pub fn used(&self) -> usize {
+        self.resident.len()
+    }
+
+    /// Free DRAM pages.
+    pub fn free(&self) -> usize {
+        self.capacity.saturating_sub(self.resident.len())
+    }
+
+    /// Is page `p` in DRAM?
+    pub fn contains(&self, p: u64) -> bool {
+        self.resident.contains(&p)
+    }
+
+    /// Residency as (first page, page count) regions, the thesis's list
+    /// of contiguous DRAM ranges.
+    pub fn regions(&self) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for &p in &self.resident {
+            match out.last_mut() {
+                Some((s, n)) if *s + *n == p => *n += 1,
+                _ => out.push((p, 1)),
+            }
+        }
+        out
+    }
+
+    /// Marks pages resident (after a successful promotion); returns how
+    /// many were new. Never exceeds capacity: the excess is not admitted
+    /// and returned to the caller's accounting as not new.
+    pub fn admit(&mut self, pages: &[u64]) -> usize {
+        let mut n = 0;
+        for &p in pages {
+            if self.resident.len() >= self.capacity {
+                break;
+            }
+            if self.resident.insert(p) {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Forgets pages (a demotion, or a promotion that failed).
+    pub fn release(&mut self, pages: &[u64]) {
+        for p in pages {
+            self.resident.remove(p);
+        }
+        for e in &mut self.fifo {
+            e.retain(|p| !pages.contains(p));
+        }
+    }
+
+    /// A task finished: its DRAM-resident pages become one FIFO entry. On
+    /// overflow the two oldest entries merge, so no resident page is ever
+    /// lost from the eviction order.
+    pub fn executed(&mut self, footprint: &[u64]) {
+        let e: Vec<u64> = footprint
+            .iter()
+            .copied()
+            .filter(|p| self.resident.contains(p))
+            .collect();
+        if e.is_empty() {
+            return;
+        }
+        self.fifo.push_back(e);
+        while self.fifo.len() > self.entries {
+            if let Some(old) = self.fifo.pop_front() {
+                if let Some(next) = self.fifo.front_mut() {
+                    next.extend(old);
+                }
+            }
+        }
+    }
+
+    /// Pages evictable now (in the FIFO, resident, not guarded).
+    pub fn evictable(&self, guard: &HashSet<u64>) -> usize {
+        let mut seen = HashSet::new();
+        for e in &self.fifo {
+            for p in e {
+                if self.resident.contains(p) && !guard.contains(p) {
+                    seen.insert(*p);
+                }
+            }
+        }
+        seen.len()
+    }
+
+    /// Evicts oldest-first until `need` pages are free or the FIFO holds
+    /// nothing unguarded; returns the evicted pages (to demote, in order).
+    pub fn evict_for(&mut self, need: usize, guard: &HashSet<u64>) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while self.free() < need && i < self.fifo.len() {
+            let entry = std::mem::take(&mut self.fifo[i]);
+            let mut kept = Vec::new();
+            for p in entry {
+                if guard.contains(&p) || self.free() >= need {
+                    kept.push(p);
+                } else if self.resident.remove(&p) {
+                    out.push(p);
+                }
+            }
+            let empty = kept.is_empty();
+            self.fifo[i] = kept;
+            if empty {
+                self.fifo.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admit_respects_capacity_and_regions_merge() {
+        let mut r = Residency::new(4, FIFO_ENTRIES);
+        assert_eq!(r.admit(&[5, 6, 6, 9]), 3);
+        assert_eq!(r.admit(&[10, 11, 12]), 1);
+        assert_eq!(r.free(), 0);
+        assert_eq!(r.regions(), vec![(5, 2), (9, 2)]);
+        r.release(&[6]);
+        assert!(!r.contains(6) && r.contains(5));
+    }
+
+    #[test]
+    fn eviction_is_oldest_task_first_and_skips_guard() {
+        let mut r = Residency::new(6, FIFO_ENTRIES);
+        r.admit(&[1, 2, 3, 4, 5, 6]);
+        r.executed(&[1, 2, 99]); // 99 not resident: not recorded
+        r.executed(&[3, 4]);
+        r.executed(&[5, 6]);
+        let guard: HashSet<u64> = [2].into_iter().collect();
+        assert_eq!(r.evictable(&guard), 5);
+        let ev = r.evict_for(2, &guard);
+        // Oldest entry [1,2]: 1 goes, 2 is guarded; then 3 from the next.
+        assert_eq!(ev, vec![1, 3]);
+        assert_eq!(r.free(), 2);
+        // Nothing more needed: nothing evicted.
+        assert!(r.evict_for(2, &guard).is_empty());
+        // Everything but the guard can go.
+        let ev = r.evict_for(6, &guard);
+        assert_eq!(ev, vec![4, 5, 6]);
+        assert!(r.contains(2));
+    }
+
+    #[test]
+    fn fifo_overflow_merges_instead_of_forgetting() {
+        let mut r = Residency::new(100, 2);
+        r.admit(&(0..10).collect::<Vec<_>>());
+        r.executed(&[0]);
+        r.executed(&[1]);
+        r.executed(&[2]);
+        assert_eq!(r.fifo.len(), 2);
+        assert_eq!(r.evictable(&HashSet::new()), 3);
+        assert_eq!(r.evict_for(93, &HashSet::new()), vec![1, 0, 2]);
+        assert_eq!(r.evict_for(93, &HashSet::new()), Vec::<u64>::new());
+    }
+}

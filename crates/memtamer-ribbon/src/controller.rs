@@ -187,8 +187,18 @@ pub enum Event {
 
 #[derive(Clone, Debug, PartialEq)]
 enum State {
-    Probing { index: usize, bws: [f64; 4] },
-    Steady { reference: Option<f64> },
+    Probing {
+        index: usize,
+        bws: [f64; 4],
+    },
+    /// `expected`: the bandwidth the search measured at the chosen count,
+    /// when that count was a probe point (checked against the first
+    /// steady window, so a phase change during it is not taken as the
+    /// reference).
+    Steady {
+        reference: Option<f64>,
+        expected: Option<f64>,
+    },
     Inline,
 }
 
@@ -340,16 +350,38 @@ impl Controller {
                 }
                 self.prev_steady = m;
                 self.flushers = m;
-                self.state = State::Steady { reference: None };
+                // the last probe point measured at m (P4's window wins over
+                // P3's when both are m on a tiny machine)
+                let expected = (0..4)
+                    .rev()
+                    .find(|&i| self.pts.all()[i] == m)
+                    .map(|i| bws[i]);
+                self.state = State::Steady {
+                    reference: None,
+                    expected,
+                };
                 decision(self, Event::Decided { case })
             }
-            State::Steady { reference: None } => {
+            State::Steady {
+                reference: None,
+                expected,
+            } => {
+                if let Some(e) = expected {
+                    if (bw - e).abs() / e.max(1.0) > self.cfg.change_threshold {
+                        // the phase changed while the reference was taken
+                        self.start_search(now, bytes);
+                        return decision(self, Event::PhaseChange);
+                    }
+                }
                 self.state = State::Steady {
                     reference: Some(bw),
+                    expected,
                 };
                 decision(self, Event::Hold)
             }
-            State::Steady { reference: Some(r) } => {
+            State::Steady {
+                reference: Some(r), ..
+            } => {
                 let change = (bw - r).abs() / r.max(1.0);
                 if change > self.cfg.change_threshold {
                     self.start_search(now, bytes);
@@ -594,6 +626,36 @@ mod tests {
             &mut bytes,
         );
         assert_eq!(c.searches(), 2);
+    }
+
+    #[test]
+    fn a_phase_change_during_the_first_steady_window_is_not_taken_as_the_reference() {
+        let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+        let mut bytes = 0.0;
+        // scaling: the search ends at P4 = 24 at 0.4 s (4 probes of 100 ms)
+        let d = run(
+            &mut c,
+            &|m| m as f64 * 1e9,
+            Duration::ZERO,
+            Duration::from_millis(410),
+            &mut bytes,
+        );
+        assert_eq!((d.flushers, c.searches()), (24, 1));
+        // contention starts at once, inside the first steady window
+        let contended = |m: usize| if m <= 4 { 40e9 } else { 40e9 - m as f64 * 1e9 };
+        let d = run(
+            &mut c,
+            &contended,
+            Duration::from_millis(410),
+            Duration::from_secs(4),
+            &mut bytes,
+        );
+        assert_eq!(
+            c.searches(),
+            2,
+            "the first window disagreed with the probe at P4"
+        );
+        assert_eq!(d.flushers, 4);
     }
 
     #[test]

@@ -220,6 +220,7 @@ pub(crate) fn control(
     cfg: ControlConfig,
     mut source: Option<Box<dyn BandwidthSource>>,
     proactive: bool,
+    detect_idle: bool,
 ) {
     let own = |s: &Shared| {
         s.counters.flushed_bytes.load(Ordering::Relaxed)
@@ -252,7 +253,7 @@ pub(crate) fn control(
         if let Ok(mut n) = s.source_name.lock() {
             *n = name;
         }
-        if last_at.elapsed() >= Duration::from_millis(100) {
+        if detect_idle && last_at.elapsed() >= Duration::from_millis(100) {
             let now = crate::idle::sample();
             if let (Some(a), Some(b)) = (last, now) {
                 avail = crate::idle::available(cores, a, b).unwrap_or(avail);

@@ -69,6 +69,9 @@ pub struct Config {
     pub bandwidth: Option<Box<dyn BandwidthSource>>,
     /// Store-address sampler for proactive flushing; None = off.
     pub sampler: Option<Box<dyn StoreSampler>>,
+    /// Whether the control thread measures the hardware threads other
+    /// processes leave free (`idle.rs`); false assumes all `cores` free.
+    pub detect_idle: bool,
     /// Test-only: publish a batch as done before executing it (the bug
     /// the fence-ordering test must catch).
     #[cfg(test)]
@@ -96,6 +99,7 @@ impl Config {
             executor: Executor::pmem(),
             bandwidth: None,
             sampler: None,
+            detect_idle: true,
             #[cfg(test)]
             broken_publish_early: false,
         }
@@ -379,8 +383,9 @@ impl Ribbon {
             let s = shared.clone();
             let (control, source) = (cfg.control.clone(), cfg.bandwidth);
             let proactive = cfg.sampler.is_some();
+            let detect_idle = cfg.detect_idle;
             handles.push(spawn("ribbon-control", move || {
-                crate::flusher::control(&s, control, source, proactive)
+                crate::flusher::control(&s, control, source, proactive, detect_idle)
             })?);
         } else {
             shared

@@ -374,3 +374,83 @@ fn stopping_while_the_dispatcher_is_busy_never_hangs_or_loses_a_flush() {
         assert!((first..first + 64 * 64).all(|l| executed(l) == 1));
     }
 }
+
+/// The bandwidth curve a test switches while Ribbon runs.
+type Curve = Arc<std::sync::Mutex<fn(usize) -> f64>>;
+
+/// A bandwidth source following a curve bw(M) of the runtime's current
+/// flusher count, integrated over time: lets the real control thread run
+/// its search against a known machine.
+fn curve_source(
+    shared: Arc<std::sync::OnceLock<Arc<Shared>>>,
+    curve: Curve,
+) -> Box<dyn crate::bandwidth::BandwidthSource> {
+    let mut bytes = 0.0f64;
+    let mut last = Instant::now();
+    Box::new(crate::bandwidth::FnSource::new("curve", move || {
+        let m = shared
+            .get()
+            .map(|s| s.m.load(Ordering::Relaxed))
+            .unwrap_or(0);
+        let f = *curve.lock().unwrap();
+        let now = Instant::now();
+        bytes += f(m) * now.duration_since(last).as_secs_f64();
+        last = now;
+        Some(bytes as u64)
+    }))
+}
+
+#[test]
+fn the_control_thread_searches_applies_m_and_switches_proactive_off_when_lowering() {
+    fn scaling(m: usize) -> f64 {
+        m as f64 * 1e9
+    }
+    fn contended(m: usize) -> f64 {
+        if m <= 1 {
+            20e9
+        } else {
+            20e9 - m as f64 * 2e9
+        }
+    }
+    let cell = Arc::new(std::sync::OnceLock::new());
+    let curve: Curve = Arc::new(std::sync::Mutex::new(scaling));
+    let mut c = config(2, 64, 0, false);
+    c.flushers = Flushers::Adaptive;
+    c.cores = 4;
+    c.detect_idle = false;
+    c.control = ControlConfig {
+        p1: 1,
+        probe: Duration::from_millis(20),
+        interval: Duration::from_millis(60),
+        ..ControlConfig::thesis(4)
+    };
+    c.bandwidth = Some(curve_source(cell.clone(), curve.clone()));
+    c.sampler = Some(Box::new(crate::proactive::Recorded::new(Vec::new())));
+    let r = Ribbon::start(c).unwrap();
+    let _ = cell.set(r.shared.clone());
+    let wait_for = |what: &dyn Fn(&Stats) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !what(&r.stats()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        r.stats()
+    };
+    let st = wait_for(&|s| s.last_case == Some(Case::NoContention) && s.flushers == 4);
+    assert_eq!(
+        (st.flushers, st.last_case),
+        (4, Some(Case::NoContention)),
+        "{st:?}"
+    );
+    assert!(st.proactive, "raised to P4: proactive on ({st:?})");
+    assert_eq!(st.bandwidth_source, "curve");
+    *curve.lock().unwrap() = contended;
+    let st = wait_for(&|s| s.last_case == Some(Case::ContentionPastP1) && s.flushers == 1);
+    assert_eq!(
+        (st.flushers, st.last_case),
+        (1, Some(Case::ContentionPastP1)),
+        "{st:?}"
+    );
+    assert!(!st.proactive, "lowered to P1: proactive off ({st:?})");
+    assert!(st.searches >= 2);
+    r.stop();
+}

@@ -228,6 +228,14 @@ pub(crate) enum GateCmd {
         /// PMs in the interleave set (MEMTAMER_PM_INTERLEAVE).
         #[arg(long)]
         interleave: Option<u32>,
+        /// Route pmem_flush / pmem_drain / pmem_persist (and the flushing copies) through
+        /// Ribbon's adaptive flusher threads (MEMTAMER_RIBBON=1; docs/ribbon.md).
+        #[arg(long)]
+        ribbon: bool,
+        /// Ribbon flusher threads: `auto` (the four-point search) or a count, 0 = the
+        /// application threads flush (MEMTAMER_RIBBON_FLUSHERS; implies --ribbon).
+        #[arg(long)]
+        ribbon_flushers: Option<String>,
         /// The program and its arguments.
         #[arg(last = true, required = true)]
         cmd: Vec<String>,
@@ -341,6 +349,41 @@ pub(crate) enum BenchCmd {
         /// Loop period, microseconds.
         #[arg(long, default_value_t = 1000)]
         period_us: u64,
+    },
+    /// Ribbon: 4 KiB pmem_persist loop, eager flushing vs Ribbon at M = N and M = 0, and
+    /// flushed lines per key/value insert with and without the coalescing allocator.
+    Ribbon {
+        /// Application threads N (Ribbon runs M = N flushers).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Persists per thread per round.
+        #[arg(long, default_value_t = 20_000)]
+        iters: usize,
+        /// Alternating rounds (each runs every mode once; the median is reported).
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+    },
+    /// ArchTM (memtamer-tx) against PMDK libpmemobj: hash table and red-black tree,
+    /// transactions/s, flushes and fences per transaction, ratios in one run.
+    Tx {
+        /// Directory for both engines' pools (a DAX mount, /dev/shm, any directory).
+        #[arg(long, default_value = "/dev/shm")]
+        dir: PathBuf,
+        /// Thread counts.
+        #[arg(long, value_delimiter = ',', default_value = "1,2")]
+        threads: Vec<usize>,
+        /// Update percentages.
+        #[arg(long, value_delimiter = ',', default_value = "5,50,80")]
+        updates: Vec<u32>,
+        /// Seconds per cell.
+        #[arg(long, default_value_t = 1.0)]
+        secs: f64,
+        /// Smaller preloads (10K hash pairs, 100K tree pairs) for a smoke run.
+        #[arg(long)]
+        quick: bool,
+        /// Skip libpmemobj (ArchTM only).
+        #[arg(long)]
+        no_pmdk: bool,
     },
     /// (internal) the managed worker process of `bench daemon`.
     #[command(hide = true)]

@@ -74,6 +74,8 @@ pub fn run(cmd: GateCmd) -> Result<Outcome, CliError> {
             name,
             policy,
             interleave,
+            ribbon,
+            ribbon_flushers,
             cmd,
         } => {
             let mut env = Vec::new();
@@ -85,6 +87,12 @@ pub fn run(cmd: GateCmd) -> Result<Outcome, CliError> {
             }
             if let Some(n) = interleave {
                 env.push(("MEMTAMER_PM_INTERLEAVE".to_string(), n.to_string()));
+            }
+            if ribbon || ribbon_flushers.is_some() {
+                env.push(("MEMTAMER_RIBBON".to_string(), "1".to_string()));
+            }
+            if let Some(m) = ribbon_flushers {
+                env.push(("MEMTAMER_RIBBON_FLUSHERS".to_string(), m));
             }
             exec(&env, &cmd)
         }

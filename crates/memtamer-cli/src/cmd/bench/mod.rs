@@ -24,6 +24,45 @@ pub fn run(cmd: BenchCmd) -> Result<Outcome, CliError> {
             "{}",
             daemon::run(seconds, threads.max(1), period_us.max(10))?
         ),
+        BenchCmd::Ribbon {
+            threads,
+            iters,
+            rounds,
+        } => {
+            let opts = memtamer_ribbon::bench::Opts {
+                threads,
+                iters,
+                rounds,
+                ..memtamer_ribbon::bench::Opts::default()
+            };
+            let report =
+                memtamer_ribbon::bench::run(&opts).map_err(|e| CliError::Bench(e.to_string()))?;
+            print!("{report}");
+        }
+        BenchCmd::Tx {
+            dir,
+            threads,
+            updates,
+            secs,
+            quick,
+            no_pmdk,
+        } => {
+            let mut opts = memtamer_tx::bench::BenchOptions {
+                dir,
+                threads,
+                updates,
+                secs,
+                pmdk: !no_pmdk,
+                ..memtamer_tx::bench::BenchOptions::default()
+            };
+            if quick {
+                opts.hash_preload = 10_000;
+                opts.rb_preload = 100_000;
+            }
+            let report =
+                memtamer_tx::bench::run(&opts).map_err(|e| CliError::Bench(e.to_string()))?;
+            print!("{report}");
+        }
         BenchCmd::DaemonWorker { threads } => daemon::worker(threads.max(1)),
         BenchCmd::ShimWorker {
             file,

@@ -15,6 +15,7 @@ $CC -O2 -fPIC -shared -o $out/libmemtamer_mpi.so crates/memtamer-tier/mpi/memtam
   -Wl,--whole-archive target/release/libmemtamer_tier.a -Wl,--no-whole-archive \
   -Wl,--version-script=crates/memtamer-tier/mpi/exports.map -lpthread -ldl -lm
 $CC -O2 -o $out/mt_cg crates/memtamer-tier/mpi/cg.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out" -lm
+$CC -O2 -o $out/mt_ft crates/memtamer-tier/mpi/ft.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out"
 if command -v $FC >/dev/null 2>&1; then
   $FC -O2 -o $out/mt_phases_f crates/memtamer-tier/mpi/phases.f90 -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out"
 fi

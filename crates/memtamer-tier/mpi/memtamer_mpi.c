@@ -73,6 +73,11 @@ static void mt_prepare_env(void) {
      * in the kernel, where a sampled (PROT_NONE) or write-protected page gives
      * EFAULT instead of a fault we can handle: use copy-in/copy-out. */
     setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+    /* The same for MPICH over UCX: only the copy-in/copy-out shared-memory
+     * transports. CMA and TCP hand our pages to the kernel (EFAULT), and
+     * KNEM/XPMEM let peers map them. Single node only: a network transport
+     * registers or sends user pages directly (see docs/unimem.md). */
+    setenv("UCX_TLS", "self,posix,sysv", 0);
 }
 
 int MPI_Init(int *argc, char ***argv) {

@@ -20,6 +20,11 @@ for n in 1 2 4; do
   echo "$out" | grep -q VERIFIED || { echo "FAIL: $n ranks"; fail=1; }
   [ "$(echo "$out" | grep -c 'memtamer\[')" = "$n" ] || { echo "FAIL: $n ranks, report lines missing"; fail=1; }
 done
+for n in 1 2 4; do
+  out=$(MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M} $MPIRUN -np $n $bin/mt_ft 1024 20 2>&1) || true
+  echo "$out" | grep -E '^(ft|memtamer\[0\])'
+  echo "$out" | grep -q "ft .* VERIFIED" || { echo "FAIL: ft $n ranks"; fail=1; }
+done
 if [ -x $bin/mt_phases_f ]; then
   out=$($MPIRUN -np 2 $bin/mt_phases_f 2>&1) || true
   echo "$out" | grep -E '^(fortran|memtamer)'

@@ -58,6 +58,22 @@ pub(super) struct Channel {
     pub(super) counters: ChannelCounters,
 }
 
+/// Channel queue sizes and timing (from `[memory]` and `[dram]`), in ps.
+pub(super) struct ChannelParams {
+    /// RPQ entries.
+    pub(super) rpq_cap: u32,
+    /// WPQ entries.
+    pub(super) wpq_cap: u32,
+    /// One iMC clock cycle (occupancy counters).
+    pub(super) imc_cycle_ps: f64,
+    /// One 64 B transfer on the data bus.
+    pub(super) burst: Ps,
+    /// DRAM activate + CAS.
+    pub(super) dram_access: Ps,
+    /// Read/write bus turnaround.
+    pub(super) turnaround: Ps,
+}
+
 impl Channel {
     /// An empty channel on `socket`, with Optane DIMM `dimm` if it has one.
     pub(super) fn new(socket: u32, dimm: Option<u32>) -> Channel {
@@ -157,7 +173,8 @@ impl Engine {
                 None => self.start_media(dimm),
             }
         } else {
-            ch.dram_rq.push_back((self.now + self.dram_access, r));
+            ch.dram_rq
+                .push_back((self.now + self.chan_params.dram_access, r));
             self.kick(channel);
         }
     }
@@ -236,9 +253,13 @@ impl Engine {
                 ch.dram_wq.pop_front()
             };
             let Some(w) = w else { return };
-            let turn = if ch.last_write { 0 } else { self.turnaround };
+            let turn = if ch.last_write {
+                0
+            } else {
+                self.chan_params.turnaround
+            };
             ch.last_write = true;
-            let end = now + turn + self.burst;
+            let end = now + turn + self.chan_params.burst;
             ch.bus_free = end;
             if w.pm {
                 self.account_occupancy(ci);
@@ -268,9 +289,13 @@ impl Engine {
             return;
         }
         if read_now {
-            let turn = if ch.last_write { self.turnaround } else { 0 };
+            let turn = if ch.last_write {
+                self.chan_params.turnaround
+            } else {
+                0
+            };
             ch.last_write = false;
-            let end = now + turn + self.burst;
+            let end = now + turn + self.chan_params.burst;
             ch.bus_free = end;
             let r = if pm_ready {
                 let r = ch.pm_data.pop_front().unwrap_or(0);
@@ -326,9 +351,9 @@ impl Engine {
         loop {
             let ch = &mut self.channels[ci];
             let (used, cap, wait) = if reads {
-                (ch.rpq_used, self.rpq_cap, &mut ch.rpq_wait)
+                (ch.rpq_used, self.chan_params.rpq_cap, &mut ch.rpq_wait)
             } else {
-                (ch.wpq_used, self.wpq_cap, &mut ch.wpq_wait)
+                (ch.wpq_used, self.chan_params.wpq_cap, &mut ch.wpq_wait)
             };
             if used >= cap {
                 break;
@@ -353,7 +378,7 @@ impl Engine {
         for c in 0..self.channels.len() {
             self.account_occupancy(c);
         }
-        let cyc = self.imc_cycle_ps;
+        let cyc = self.chan_params.imc_cycle_ps;
         self.channels
             .iter()
             .map(|c| {

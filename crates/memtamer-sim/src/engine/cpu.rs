@@ -91,6 +91,22 @@ pub(super) struct Cpu {
     pub(super) first_slice: Option<Ps>,
 }
 
+/// Core-side parameters (from `[cpu]`), times in ps.
+pub(super) struct CoreParams {
+    /// Period of a job's duty cycle.
+    pub(super) duty_period: Ps,
+    /// L1D fill buffers per core.
+    pub(super) fill_buffers: u32,
+    /// L2 miss-queue entries for the streamer per core.
+    pub(super) prefetch_slots: u32,
+    /// Write-back buffers per core.
+    pub(super) wb_buffers: u32,
+    /// Compute stretch while the SMT sibling computes.
+    pub(super) smt_slowdown: f64,
+    /// Scheduler time slice.
+    pub(super) slice: Ps,
+}
+
 impl Core {
     /// An idle core of `socket`.
     pub(super) fn new(socket: u32) -> Core {
@@ -144,7 +160,7 @@ impl Engine {
         let g = c.slice_gen;
         let has_waiters = !c.runq.is_empty();
         if has_waiters {
-            let len = c.first_slice.take().unwrap_or(self.slice);
+            let len = c.first_slice.take().unwrap_or(self.cpu_params.slice);
             self.push(now + len, EvKind::SliceEnd(cpu, g));
         }
         let th = &mut self.threads[tid as usize];
@@ -255,7 +271,7 @@ impl Engine {
         } else if self.cpus[target as usize].runq.len() == 1 {
             // the running thread now has competition: start its slice timer
             let g = self.cpus[target as usize].slice_gen;
-            let t = self.now + self.slice;
+            let t = self.now + self.cpu_params.slice;
             self.push(t, EvKind::SliceEnd(target, g));
         }
     }
@@ -285,7 +301,7 @@ impl Engine {
                     if let Some(sib) = self.cpus[th.cpu as usize].sibling {
                         if let Some(other) = self.cpus[sib as usize].current {
                             if self.threads[other as usize].block == Block::Compute {
-                                d = (d as f64 * self.smt_slowdown) as Ps;
+                                d = (d as f64 * self.cpu_params.smt_slowdown) as Ps;
                             }
                         }
                     }
@@ -427,7 +443,7 @@ impl Engine {
     /// end of the current on-phase. `duty >= 1` (or NaN) removes the duty
     /// cycle; `duty <= 0` stops the job until a later budget.
     pub(super) fn set_duty(&mut self, j: u32, duty: f64) {
-        let period = self.duty_period;
+        let period = self.cpu_params.duty_period;
         let on = if duty.is_nan() || duty >= 1.0 {
             None
         } else {
@@ -474,7 +490,7 @@ impl Engine {
             return;
         }
         self.duty_run(j, false);
-        let p = self.duty_period;
+        let p = self.cpu_params.duty_period;
         let t = (self.now / p + 1) * p;
         self.push(t, EvKind::DutyOn(j, g));
     }
@@ -560,7 +576,7 @@ impl Engine {
                 self.schedule_next(to);
             } else if self.cpus[to as usize].runq.len() == 1 {
                 let g = self.cpus[to as usize].slice_gen;
-                let t = self.now + self.slice;
+                let t = self.now + self.cpu_params.slice;
                 self.push(t, EvKind::SliceEnd(to, g));
             }
         } else if let Some(pos) = self.cpus[from as usize].runq.iter().position(|&t| t == tid) {

@@ -82,12 +82,12 @@ impl Engine {
         let core = self.cpus[cpu as usize].core;
         let c = &mut self.cores[core as usize];
         if uses_prefetch_slot(chain) {
-            if c.sq_used >= self.prefetch_slots {
+            if c.sq_used >= self.cpu_params.prefetch_slots {
                 return false;
             }
             c.sq_used += 1;
         } else {
-            if c.lfb_used >= self.fill_buffers {
+            if c.lfb_used >= self.cpu_params.fill_buffers {
                 return false;
             }
             c.lfb_used += 1;
@@ -155,8 +155,10 @@ impl Engine {
     pub(super) fn send(&mut self, r: u32) {
         self.requests += 1;
         let q = &self.reqs[r as usize];
-        let t =
-            self.now + self.core_to_uncore + self.cha_to_imc + if q.remote { self.link } else { 0 };
+        let t = self.now
+            + self.uncore.core_to_uncore
+            + self.uncore.cha_to_imc
+            + if q.remote { self.uncore.link } else { 0 };
         self.push(t, EvKind::AtImc(r));
     }
 
@@ -179,7 +181,7 @@ impl Engine {
                 self.account(&q, false);
                 // the line is dirty in cache; its write-back needs a buffer
                 let core = q.core as usize;
-                if self.cores[core].wb_used < self.wb_buffers {
+                if self.cores[core].wb_used < self.cpu_params.wb_buffers {
                     self.cores[core].wb_used += 1;
                     self.spawn_writeback(r, flush);
                 } else {

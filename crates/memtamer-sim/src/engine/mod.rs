@@ -29,15 +29,16 @@ use crate::histogram::Histogram;
 use crate::rng::Rng;
 use crate::workload::{Generator, Ps, NS};
 use bus::BusScheduler;
-use channel::Channel;
+use channel::{Channel, ChannelParams};
 use completion::WriteCompletion;
-use cpu::{Block, Core, Cpu, JobDuty, Thread};
+use cpu::{Block, Core, CoreParams, Cpu, JobDuty, Thread};
 use fill::Req;
 use gate::Gate;
 use memtamer_core::{AccessStats, Actuators, CpuSet, Policy};
 use pmdimm::{DimmCounters, PmDimm};
+use port::PortState;
 use std::collections::VecDeque;
-use uncore::{workload_regions, DivBy, Region};
+use uncore::{workload_regions, DivBy, Region, Uncore};
 
 /// Threads start at a uniformly random time in [0, this): thread creation
 /// and first scheduling take tens of microseconds on Linux.
@@ -138,52 +139,32 @@ pub struct Engine {
     threads: Vec<Thread>,
     cores: Vec<Core>,
     cpus: Vec<Cpu>,
-    overflow_used: Vec<u32>,
-    stalled: Vec<VecDeque<u32>>,
     channels: Vec<Channel>,
     channel_names: Vec<String>,
     dimms: Vec<PmDimm>,
     /// Channel of each DIMM.
     dimm_channel: Vec<u32>,
-    regions: Vec<Region>,
-    /// Per socket, the region `local-dram` resolves to (the first DRAM region
-    /// whose channels all lie on that socket).
-    local_dram: Vec<Option<usize>>,
     reqs: Vec<Req>,
     free_reqs: Vec<u32>,
     gate: Gate,
+    /// Core-side parameters.
+    cpu_params: CoreParams,
+    /// The uncore: regions, request tables, link.
+    uncore: Uncore,
+    /// Channel timing and queue sizes.
+    chan_params: ChannelParams,
+    /// What the policy port remembers between windows.
+    port: PortState,
     job_names: Vec<String>,
     job_class: Vec<memtamer_core::JobClass>,
     job_threads: Vec<Vec<u32>>,
     job_duty: Vec<JobDuty>,
     /// LC latencies recorded since the last policy window, per job (ns).
     job_window_latency: Vec<Histogram>,
-    // parameters in ps
-    duty_period: Ps,
-    fill_buffers: u32,
-    prefetch_slots: u32,
     /// Where a PM write completes for the core (a swappable part).
     pm_completion: WriteCompletion,
-    wb_buffers: u32,
-    smt_slowdown: f64,
-    core_to_uncore: Ps,
-    uncore_to_core: Ps,
-    slice: Ps,
-    overflow_cap: u32,
-    cha_to_imc: Ps,
-    link: Ps,
-    /// Remote requests are tracked by the request table of their channel's
-    /// socket (`uncore.remote_tracking = "home"`), not the issuing one's.
-    remote_home: bool,
-    rpq_cap: u32,
-    wpq_cap: u32,
     /// The channels' bus scheduler (a swappable part).
     bus: BusScheduler,
-    imc_cycle_ps: f64,
-    burst: Ps,
-    dram_access: Ps,
-    turnaround: Ps,
-    media_delay: Ps,
     // measurement
     measure_start: Ps,
     end: Ps,
@@ -195,16 +176,6 @@ pub struct Engine {
     dimm_base: Vec<DimmCounters>,
     migrations: u64,
     sampler: Option<Sampler>,
-    // policy windows
-    /// Per thread at the previous policy window: PM, DRAM, gate wait, run time.
-    last_obs_threads: Vec<(AccessStats, AccessStats, Ps, Ps)>,
-    last_obs_channels: Vec<ChannelCounters>,
-    last_obs_cpu_busy: Vec<Ps>,
-    last_obs_units: Vec<u64>,
-    media_snap: Vec<DimmCounters>,
-    media_snap_prev: Vec<DimmCounters>,
-    media_snap_time: Ps,
-    media_snap_prev_time: Ps,
 }
 
 fn ps(ns_val: f64) -> Ps {
@@ -303,43 +274,52 @@ impl Engine {
             threads: Vec::new(),
             cores,
             cpus,
-            overflow_used: vec![0; p.cpu.sockets as usize],
-            stalled: vec![VecDeque::new(); p.cpu.sockets as usize],
             channels,
             channel_names,
             dimms,
             dimm_channel,
-            regions,
-            local_dram,
             reqs: Vec::new(),
             free_reqs: Vec::new(),
             gate: Gate::default(),
+            cpu_params: CoreParams {
+                duty_period: ps(p.cpu.duty_period_us * 1000.0).max(1),
+                fill_buffers: p.cpu.fill_buffers,
+                prefetch_slots: p.cpu.l2_prefetch_slots,
+                wb_buffers: p.cpu.writeback_buffers,
+                smt_slowdown: p.cpu.smt_slowdown,
+                slice: ps(p.cpu.time_slice_us * 1000.0),
+            },
+            uncore: Uncore {
+                overflow_used: vec![0; p.cpu.sockets as usize],
+                stalled: vec![VecDeque::new(); p.cpu.sockets as usize],
+                overflow_cap: p.uncore.request_table,
+                core_to_uncore: ps(p.cpu.core_to_uncore_ns),
+                uncore_to_core: ps(p.cpu.uncore_to_core_ns),
+                cha_to_imc: ps(p.uncore.cha_to_imc_ns),
+                link: ps(p.uncore.numa_link_ns),
+                remote_home: p.uncore.remote_tracking == RemoteTracking::Home,
+                regions,
+                local_dram,
+            },
+            chan_params: ChannelParams {
+                rpq_cap: p.memory.rpq_entries,
+                wpq_cap: p.memory.wpq_entries,
+                imc_cycle_ps: 1e6 / p.memory.imc_clock_mhz,
+                burst: ps(64.0 / p.dram.bus_gbps),
+                dram_access: ps(p.dram.access_ns),
+                turnaround: ps(p.dram.turnaround_ns),
+            },
+            port: PortState {
+                media_delay: ps(p.pm.media_counter_delay_ms * 1e6),
+                ..Default::default()
+            },
             job_names: Vec::new(),
             job_class: Vec::new(),
             job_threads: Vec::new(),
             job_duty: Vec::new(),
             job_window_latency: Vec::new(),
-            duty_period: ps(p.cpu.duty_period_us * 1000.0).max(1),
-            fill_buffers: p.cpu.fill_buffers,
-            prefetch_slots: p.cpu.l2_prefetch_slots,
             pm_completion: WriteCompletion::new(p.pm.write_completion),
-            wb_buffers: p.cpu.writeback_buffers,
-            smt_slowdown: p.cpu.smt_slowdown,
-            core_to_uncore: ps(p.cpu.core_to_uncore_ns),
-            uncore_to_core: ps(p.cpu.uncore_to_core_ns),
-            slice: ps(p.cpu.time_slice_us * 1000.0),
-            overflow_cap: p.uncore.request_table,
-            cha_to_imc: ps(p.uncore.cha_to_imc_ns),
-            link: ps(p.uncore.numa_link_ns),
-            remote_home: p.uncore.remote_tracking == RemoteTracking::Home,
-            rpq_cap: p.memory.rpq_entries,
-            wpq_cap: p.memory.wpq_entries,
             bus: BusScheduler::new(&p.memory),
-            imc_cycle_ps: 1e6 / p.memory.imc_clock_mhz,
-            burst: ps(64.0 / p.dram.bus_gbps),
-            dram_access: ps(p.dram.access_ns),
-            turnaround: ps(p.dram.turnaround_ns),
-            media_delay: ps(p.pm.media_counter_delay_ms * 1e6),
             measure_start: cfg.warmup,
             end: cfg.warmup + cfg.duration,
             window: cfg.window.max(NS),
@@ -350,14 +330,6 @@ impl Engine {
             dimm_base: Vec::new(),
             migrations: 0,
             sampler: None,
-            last_obs_threads: Vec::new(),
-            last_obs_channels: Vec::new(),
-            last_obs_cpu_busy: Vec::new(),
-            last_obs_units: Vec::new(),
-            media_snap: Vec::new(),
-            media_snap_prev: Vec::new(),
-            media_snap_time: 0,
-            media_snap_prev_time: 0,
         };
         let all = CpuSet::first_n(ncpus as usize);
         let mut next_cpu = 0u32;
@@ -382,7 +354,7 @@ impl Engine {
             // every region the workload names must exist
             let names = workload_regions(&job.workload);
             if names.iter().any(|n| n == LOCAL_DRAM) {
-                if let Some(s) = eng.local_dram.iter().position(|r| r.is_none()) {
+                if let Some(s) = eng.uncore.local_dram.iter().position(|r| r.is_none()) {
                     return Err(format!(
                         "job {}: region `{LOCAL_DRAM}` needs a DRAM region on every socket, and platform {} has none whose channels all lie on socket {s}",
                         job.name, p.name
@@ -518,15 +490,15 @@ impl Engine {
         }
         self.push(self.measure_start, EvKind::MeasureStart);
         self.push(self.window, EvKind::PolicyTick);
-        if !self.dimms.is_empty() && self.media_delay > 0 {
-            self.push(self.media_delay, EvKind::MediaSnapshot);
+        if !self.dimms.is_empty() && self.port.media_delay > 0 {
+            self.push(self.port.media_delay, EvKind::MediaSnapshot);
         }
-        self.last_obs_threads = vec![Default::default(); self.threads.len()];
-        self.last_obs_channels = vec![Default::default(); self.channels.len()];
-        self.last_obs_cpu_busy = vec![0; self.cpus.len()];
-        self.last_obs_units = vec![0; self.job_names.len()];
-        self.media_snap = vec![Default::default(); self.dimms.len()];
-        self.media_snap_prev = self.media_snap.clone();
+        self.port.last_obs_threads = vec![Default::default(); self.threads.len()];
+        self.port.last_obs_channels = vec![Default::default(); self.channels.len()];
+        self.port.last_obs_cpu_busy = vec![0; self.cpus.len()];
+        self.port.last_obs_units = vec![0; self.job_names.len()];
+        self.port.media_snap = vec![Default::default(); self.dimms.len()];
+        self.port.media_snap_prev = self.port.media_snap.clone();
         let mut job_base: Vec<(u64, u64, AccessStats, AccessStats, u64)> = Vec::new();
         while let Some(ev) = self.heap.pop() {
             let t = ev.key >> SEQ_BITS;
@@ -593,11 +565,11 @@ impl Engine {
                         .collect();
                 }
                 EvKind::MediaSnapshot => {
-                    self.media_snap_prev = std::mem::take(&mut self.media_snap);
-                    self.media_snap_prev_time = self.media_snap_time;
-                    self.media_snap = self.dimms.iter().map(|d| d.counters).collect();
-                    self.media_snap_time = self.now;
-                    let t = self.now + self.media_delay;
+                    self.port.media_snap_prev = std::mem::take(&mut self.port.media_snap);
+                    self.port.media_snap_prev_time = self.port.media_snap_time;
+                    self.port.media_snap = self.dimms.iter().map(|d| d.counters).collect();
+                    self.port.media_snap_time = self.now;
+                    let t = self.now + self.port.media_delay;
                     self.push(t, EvKind::MediaSnapshot);
                 }
                 EvKind::DutyOn(j, g) => self.duty_on(j, g),

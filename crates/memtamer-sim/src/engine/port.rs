@@ -3,12 +3,40 @@
 //! the last delayed snapshot) and applies the policy's [`Decision`] as the
 //! simulator's [`Actuators`], reporting what it ignored.
 
+use super::pmdimm::DimmCounters;
+use super::ChannelCounters;
 use super::{diff_stats, Engine};
-use crate::workload::NS;
+use crate::workload::{Ps, NS};
+use memtamer_core::AccessStats;
 use memtamer_core::{
     Actuators, ApplyReport, ChannelObs, CpuObs, Decision, DimmObs, GateLimit, GateObs, JobObs,
     Knob, Observation, ThreadObs,
 };
+
+/// What the policy port keeps between windows: counters as of the last
+/// observation (an observation reports differences) and the delayed media
+/// counter snapshots (ACPI: `pm.media_counter_delay_ms`).
+#[derive(Default)]
+pub(super) struct PortState {
+    /// Per thread: PM, DRAM, gate wait, run time.
+    pub(super) last_obs_threads: Vec<(AccessStats, AccessStats, Ps, Ps)>,
+    /// Per channel.
+    pub(super) last_obs_channels: Vec<ChannelCounters>,
+    /// Per CPU, busy time.
+    pub(super) last_obs_cpu_busy: Vec<Ps>,
+    /// Per job, work units.
+    pub(super) last_obs_units: Vec<u64>,
+    /// The last media counter snapshot, per DIMM.
+    pub(super) media_snap: Vec<DimmCounters>,
+    /// The one before it.
+    pub(super) media_snap_prev: Vec<DimmCounters>,
+    /// When the last snapshot was taken.
+    pub(super) media_snap_time: Ps,
+    /// When the one before it was taken.
+    pub(super) media_snap_prev_time: Ps,
+    /// Delay between snapshots.
+    pub(super) media_delay: Ps,
+}
 
 impl Engine {
     #[inline(never)] // cold: keeps the event loop's frame small
@@ -16,7 +44,7 @@ impl Engine {
         let now = self.now;
         let mut threads = Vec::with_capacity(self.threads.len());
         for (i, th) in self.threads.iter().enumerate() {
-            let (pm0, dram0, gw0, rt0) = self.last_obs_threads[i];
+            let (pm0, dram0, gw0, rt0) = self.port.last_obs_threads[i];
             let rt = th.run_time + if th.on_cpu { now - th.run_since } else { 0 };
             threads.push(ThreadObs {
                 tid: i as u32,
@@ -28,7 +56,7 @@ impl Engine {
                 cpu_util: Some((rt - rt0) as f64 / self.window as f64),
                 gate_wait_ns: Some((th.gate_wait - gw0) / NS),
             });
-            self.last_obs_threads[i] = (th.pm, th.dram, th.gate_wait, rt);
+            self.port.last_obs_threads[i] = (th.pm, th.dram, th.gate_wait, rt);
         }
         let mut jobs = Vec::new();
         for j in 0..self.job_names.len() {
@@ -41,7 +69,7 @@ impl Engine {
                 name: self.job_names[j].clone(),
                 class: self.job_class[j],
                 threads: self.job_threads[j].clone(),
-                work_units: Some((units - self.last_obs_units[j]) as f64),
+                work_units: Some((units - self.port.last_obs_units[j]) as f64),
                 latency_ns: {
                     let h = std::mem::take(&mut self.job_window_latency[j]);
                     match (h.quantile(0.5), h.quantile(0.99), h.quantile(0.999)) {
@@ -50,14 +78,14 @@ impl Engine {
                     }
                 },
             });
-            self.last_obs_units[j] = units;
+            self.port.last_obs_units[j] = units;
         }
         let now_ch = self.channel_counters_now();
         let channels = now_ch
             .iter()
             .enumerate()
             .map(|(i, k)| {
-                let b = self.last_obs_channels[i];
+                let b = self.port.last_obs_channels[i];
                 ChannelObs {
                     socket: self.channels[i].socket,
                     channel: i as u32,
@@ -70,20 +98,25 @@ impl Engine {
                 }
             })
             .collect();
-        self.last_obs_channels = now_ch;
+        self.port.last_obs_channels = now_ch;
         // media counters: only the last completed (delayed) snapshot is visible
         let dimms = (0..self.dimms.len())
             .map(|d| {
-                let have = self.media_snap_time > 0;
-                let a = self.media_snap.get(d).copied().unwrap_or_default();
-                let b = self.media_snap_prev.get(d).copied().unwrap_or_default();
+                let have = self.port.media_snap_time > 0;
+                let a = self.port.media_snap.get(d).copied().unwrap_or_default();
+                let b = self
+                    .port
+                    .media_snap_prev
+                    .get(d)
+                    .copied()
+                    .unwrap_or_default();
                 DimmObs {
                     dimm: d as u32,
                     media_read_bytes: have.then(|| a.media_read_bytes - b.media_read_bytes),
                     media_write_bytes: have.then(|| a.media_write_bytes - b.media_write_bytes),
                     interval_ns: have
-                        .then(|| (self.media_snap_time - self.media_snap_prev_time) / NS),
-                    age_ns: have.then(|| (now - self.media_snap_time) / NS),
+                        .then(|| (self.port.media_snap_time - self.port.media_snap_prev_time) / NS),
+                    age_ns: have.then(|| (now - self.port.media_snap_time) / NS),
                 }
             })
             .collect();
@@ -96,8 +129,8 @@ impl Engine {
                     } else {
                         0
                     };
-                let u = (busy - self.last_obs_cpu_busy[c]) as f64 / self.window as f64;
-                self.last_obs_cpu_busy[c] = busy;
+                let u = (busy - self.port.last_obs_cpu_busy[c]) as f64 / self.window as f64;
+                self.port.last_obs_cpu_busy[c] = busy;
                 CpuObs {
                     cpu: c as u32,
                     utilization: Some(u.min(1.0)),

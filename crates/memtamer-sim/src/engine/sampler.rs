@@ -69,6 +69,7 @@ impl Engine {
     pub(super) fn count_store(&mut self, tid: u32, addr: u64) {
         let region = (addr >> REGION_SHIFT) as usize;
         let is_pm = self
+            .uncore
             .regions
             .get(region)
             .is_some_and(|r| r.kind == MemKind::Pm);

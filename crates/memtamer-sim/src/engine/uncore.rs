@@ -7,6 +7,35 @@ use super::fill::{Req, ReqKind};
 use super::Engine;
 use crate::config::{MemKind, WorkloadSpec, LOCAL_DRAM_INDEX};
 use crate::workload::{Ps, REGION_SHIFT};
+use std::collections::VecDeque;
+
+/// The uncore's state and parameters: the regions requests are routed
+/// over, each socket's request table (overflow buffer) and the requests
+/// stalled at its ingress, and the mesh and link latencies (ps).
+pub(super) struct Uncore {
+    /// Request-table entries in use, per socket.
+    pub(super) overflow_used: Vec<u32>,
+    /// Requests stalled at the ingress, per socket, in order.
+    pub(super) stalled: Vec<VecDeque<u32>>,
+    /// Request-table entries per socket.
+    pub(super) overflow_cap: u32,
+    /// L2 miss to caching agent.
+    pub(super) core_to_uncore: Ps,
+    /// Caching agent back to the core.
+    pub(super) uncore_to_core: Ps,
+    /// Caching agent to memory controller.
+    pub(super) cha_to_imc: Ps,
+    /// One-way socket link.
+    pub(super) link: Ps,
+    /// Remote requests are tracked by the request table of their channel's
+    /// socket (`uncore.remote_tracking = "home"`), not the issuing one's.
+    pub(super) remote_home: bool,
+    /// Address regions.
+    pub(super) regions: Vec<Region>,
+    /// Per socket, the region `local-dram` resolves to (the first DRAM region
+    /// whose channels all lie on that socket).
+    pub(super) local_dram: Vec<Option<usize>>,
+}
 
 /// An address range interleaved over channels. A request is local or remote
 /// by the socket of the channel it is routed to (a region may span sockets).
@@ -98,13 +127,18 @@ impl Engine {
         if idx == LOCAL_DRAM_INDEX as usize {
             // validated at construction: every socket has one
             idx = self
+                .uncore
                 .local_dram
                 .get(src as usize)
                 .copied()
                 .flatten()
                 .unwrap_or(0);
         }
-        let r = &self.regions[if idx < self.regions.len() { idx } else { 0 }];
+        let r = &self.uncore.regions[if idx < self.uncore.regions.len() {
+            idx
+        } else {
+            0
+        }];
         let off = addr & ((1 << REGION_SHIFT) - 1);
         // interleave granularities are powers of two (validated)
         let shift = r.gran_shift;
@@ -131,7 +165,7 @@ impl Engine {
         let remote = socket != src;
         (
             remote,
-            if remote && self.remote_home {
+            if remote && self.uncore.remote_home {
                 socket
             } else {
                 src
@@ -142,12 +176,12 @@ impl Engine {
     #[inline]
     pub(super) fn at_imc(&mut self, r: u32) {
         let s = self.reqs[r as usize].ts as usize;
-        if self.stalled[s].is_empty() {
+        if self.uncore.stalled[s].is_empty() {
             self.try_enter(r);
         } else {
             // head-of-line: the caching agents' ingress is stuck behind a request
             // whose memory queue and the shared overflow buffer are both full
-            self.stalled[s].push_back(r);
+            self.uncore.stalled[s].push_back(r);
         }
     }
 
@@ -160,20 +194,28 @@ impl Engine {
         let s = q.ts as usize;
         if q.remote && !q.holds {
             // a remote request is tracked at home until it completes
-            if self.overflow_used[s] < self.overflow_cap {
-                self.overflow_used[s] += 1;
+            if self.uncore.overflow_used[s] < self.uncore.overflow_cap {
+                self.uncore.overflow_used[s] += 1;
                 self.reqs[r as usize].holds = true;
             } else {
-                self.stalled[s].push_back(r);
+                self.uncore.stalled[s].push_back(r);
                 return;
             }
         }
         let holds = self.reqs[r as usize].holds;
         let ch = &self.channels[c];
         let (used, cap, waiting) = if q.kind == ReqKind::Read {
-            (ch.rpq_used, self.rpq_cap, !ch.rpq_wait.is_empty())
+            (
+                ch.rpq_used,
+                self.chan_params.rpq_cap,
+                !ch.rpq_wait.is_empty(),
+            )
         } else {
-            (ch.wpq_used, self.wpq_cap, !ch.wpq_wait.is_empty())
+            (
+                ch.wpq_used,
+                self.chan_params.wpq_cap,
+                !ch.wpq_wait.is_empty(),
+            )
         };
         if used < cap && !waiting {
             if q.kind == ReqKind::Read {
@@ -181,9 +223,9 @@ impl Engine {
             } else {
                 self.admit_write(r);
             }
-        } else if holds || self.overflow_used[s] < self.overflow_cap {
+        } else if holds || self.uncore.overflow_used[s] < self.uncore.overflow_cap {
             if !holds {
-                self.overflow_used[s] += 1;
+                self.uncore.overflow_used[s] += 1;
             }
             let ch = &mut self.channels[c];
             if q.kind == ReqKind::Read {
@@ -192,7 +234,7 @@ impl Engine {
                 ch.wpq_wait.push_back(r);
             }
         } else {
-            self.stalled[s].push_back(r);
+            self.uncore.stalled[s].push_back(r);
         }
     }
 
@@ -200,9 +242,9 @@ impl Engine {
     #[inline]
     pub(super) fn release_overflow(&mut self, socket: u32) {
         let s = socket as usize;
-        self.overflow_used[s] -= 1;
-        while self.overflow_used[s] < self.overflow_cap {
-            let Some(r) = self.stalled[s].pop_front() else {
+        self.uncore.overflow_used[s] -= 1;
+        while self.uncore.overflow_used[s] < self.uncore.overflow_cap {
+            let Some(r) = self.uncore.stalled[s].pop_front() else {
                 break;
             };
             self.try_enter(r);
@@ -211,7 +253,9 @@ impl Engine {
 
     #[inline]
     pub(super) fn ack_latency(&self, q: &Req) -> Ps {
-        self.cha_to_imc + self.uncore_to_core + if q.remote { self.link } else { 0 }
+        self.uncore.cha_to_imc
+            + self.uncore.uncore_to_core
+            + if q.remote { self.uncore.link } else { 0 }
     }
 }
 

@@ -542,4 +542,43 @@ mod tests {
         })
         .is_err());
     }
+
+    #[cfg(has_pmdk)]
+    #[test]
+    fn pmempool_check_agrees_on_the_pmdk_pools() {
+        let Ok(out) = std::process::Command::new("pmempool")
+            .arg("--version")
+            .output()
+        else {
+            eprintln!("pmempool not installed (apt pmdk-tools): skipped");
+            return;
+        };
+        assert!(out.status.success());
+        std::env::set_var("PMEM_IS_PMEM_FORCE", "1");
+        let path = std::env::temp_dir().join(format!("mtx-pmempool-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        {
+            let pm = crate::pmdk::Pmdk::create(&path, 16 << 20).unwrap();
+            let o = BenchOptions {
+                buckets: 64,
+                hash_preload: 2000,
+                rb_preload: 2000,
+                ..BenchOptions::default()
+            };
+            let (ds, space) = preload(&pm, Structure::Hash, &o).unwrap();
+            cell(&pm, &ds, space, 2, 80, 0.1).unwrap();
+        }
+        let out = std::process::Command::new("pmempool")
+            .args(["check", "-v"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        let _ = std::fs::remove_file(&path);
+        assert!(
+            out.status.success() && text.contains("consistent") && !text.contains("not consistent"),
+            "{text}"
+        );
+    }
 }

@@ -1,7 +1,8 @@
 //! Runs `memtamer_tx::bench::run` until the CLI wires `memtamer bench tx`.
 //! Usage: bench_tx [--secs S] [--threads 1,2] [--updates 5,50,80]
-//!                 [--hash-preload N] [--rb-preload N] [--dir D] [--no-pmdk]
-use memtamer_tx::bench::{run, BenchOptions};
+//!                 [--hash-preload N] [--rb-preload N] [--tpcc-items N]
+//!                 [--structures hash,rbtree,tpcc] [--dir D] [--no-pmdk]
+use memtamer_tx::bench::{run, BenchOptions, Structure};
 
 fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
     s.split(',')
@@ -26,6 +27,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--hash-preload" => o.hash_preload = val()?.parse()?,
             "--rb-preload" => o.rb_preload = val()?.parse()?,
             "--dir" => o.dir = val()?.into(),
+            "--tpcc-items" => o.tpcc_items = val()?.parse()?,
+            "--structures" => {
+                o.structures = val()?
+                    .split(',')
+                    .map(|s| match s {
+                        "hash" => Ok(Structure::Hash),
+                        "rbtree" => Ok(Structure::RbTree),
+                        "tpcc" => Ok(Structure::TpccNewOrder),
+                        x => Err(format!("unknown structure {x:?} (hash, rbtree, tpcc)")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
             "--no-pmdk" => {
                 o.pmdk = false;
                 i += 1;

@@ -19,6 +19,8 @@ pub enum Structure {
     Hash,
     /// Red-black tree.
     RbTree,
+    /// TPC-C new-order-shaped transactions (`tpcc` module).
+    TpccNewOrder,
 }
 
 /// Bench parameters (defaults: the thesis's, scaled to a small machine).
@@ -38,6 +40,8 @@ pub struct BenchOptions {
     pub hash_preload: u64,
     /// Pairs preloaded into the tree (thesis: 1M).
     pub rb_preload: u64,
+    /// TPC-C items (and stock rows); the specification has 100,000.
+    pub tpcc_items: u64,
     /// Structures to run.
     pub structures: Vec<Structure>,
     /// Also run PMDK libpmemobj (when linked).
@@ -57,7 +61,8 @@ impl Default for BenchOptions {
             buckets: 10_000,
             hash_preload: 100_000,
             rb_preload: 1_000_000,
-            structures: vec![Structure::Hash, Structure::RbTree],
+            tpcc_items: 100_000,
+            structures: vec![Structure::Hash, Structure::RbTree, Structure::TpccNewOrder],
             pmdk: true,
             force_pmem: true,
         }
@@ -133,6 +138,7 @@ fn key_val(x: u64) -> (u64, Val) {
 enum Ds {
     H(HashTable),
     R(RbTree),
+    T(crate::tpcc::Tpcc),
 }
 
 impl Ds {
@@ -140,18 +146,21 @@ impl Ds {
         match self {
             Ds::H(h) => h.put(t, k, v).map(drop),
             Ds::R(r) => r.put(t, k, v).map(drop),
+            Ds::T(p) => p.new_order(t, k),
         }
     }
     fn remove(&self, t: &mut dyn TxOps, k: u64) -> Result<(), TxError> {
         match self {
             Ds::H(h) => h.remove(t, k).map(drop),
             Ds::R(r) => r.remove(t, k).map(drop),
+            Ds::T(p) => p.new_order(t, k),
         }
     }
     fn get(&self, t: &mut dyn TxOps, k: u64) -> Result<(), TxError> {
         match self {
             Ds::H(h) => h.get(t, k).map(drop),
             Ds::R(r) => r.get(t, k).map(drop),
+            Ds::T(p) => p.new_order(t, k),
         }
     }
 }
@@ -160,6 +169,9 @@ fn preload(e: &dyn Engine, s: Structure, o: &BenchOptions) -> Result<(Ds, u64), 
     let (ds, n) = match s {
         Structure::Hash => (Ds::H(HashTable::create(e, 0, o.buckets)?), o.hash_preload),
         Structure::RbTree => (Ds::R(RbTree::create(e, 8)?), o.rb_preload),
+        Structure::TpccNewOrder => {
+            return Ok((Ds::T(crate::tpcc::Tpcc::create(e, o.tpcc_items)?), u64::MAX))
+        }
     };
     // even keys present, odd ones absent; inserted in a scrambled order
     let mut i = 0;
@@ -213,7 +225,9 @@ fn cell(
                     x = crate::kv::hash(x);
                     let (k, v) = key_val(x % space.max(1));
                     let kind = (x >> 40) % 200;
-                    let r = if kind < u64::from(upd) * 2 {
+                    let r = if let Ds::T(p) = ds {
+                        e.run(true, &mut |tx| p.new_order(tx, x))
+                    } else if kind < u64::from(upd) * 2 {
                         if kind.is_multiple_of(2) {
                             e.run(true, &mut |tx| ds.put(tx, k, &v))
                         } else {
@@ -280,7 +294,12 @@ fn measure(
         2 => vec![0, 1, 1, 0],
         n => (0..n).flat_map(|i| [i, i]).collect(),
     };
-    for &u in &o.updates {
+    let updates = if s == Structure::TpccNewOrder {
+        vec![100]
+    } else {
+        o.updates.clone()
+    };
+    for &u in &updates {
         for &t in &o.threads {
             let mut best: Vec<Option<Cell>> = vec![None; sides.len()];
             for &i in &order {
@@ -368,6 +387,7 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport, BenchError> {
         let n = match s {
             Structure::Hash => o.hash_preload,
             Structure::RbTree => o.rb_preload,
+            Structure::TpccNewOrder => o.tpcc_items * 3 + 30_000 + (2_000_000f64 * o.secs) as u64,
         };
         let size = (n * 64 * 4 + (o.buckets as u64) * 16 + (64 << 20)).next_power_of_two();
         let ap = o.dir.join(format!("memtamer-bench-archtm-{tag}-{s:?}"));
@@ -473,6 +493,7 @@ impl fmt::Display for BenchReport {
             let name = match c.structure {
                 Structure::Hash => "hash",
                 Structure::RbTree => "rbtree",
+                Structure::TpccNewOrder => "tpcc-no",
             };
             let cells = [
                 name.to_string(),
@@ -522,6 +543,7 @@ mod tests {
             buckets: 64,
             hash_preload: 500,
             rb_preload: 500,
+            tpcc_items: 1000,
             ..BenchOptions::default()
         };
         let r = run(&o).unwrap();
@@ -534,12 +556,51 @@ mod tests {
         assert!(text.contains("bytes per object"), "{text}");
         if r.pmdk_ran {
             assert!(text.contains('x'), "{text}");
-            assert_eq!(r.cells.len(), 8);
+            assert_eq!(r.cells.len(), 12);
         }
         assert!(run(&BenchOptions {
             threads: vec![0],
             ..o
         })
         .is_err());
+    }
+
+    #[cfg(has_pmdk)]
+    #[test]
+    fn pmempool_check_agrees_on_the_pmdk_pools() {
+        let Ok(out) = std::process::Command::new("pmempool")
+            .arg("--version")
+            .output()
+        else {
+            eprintln!("pmempool not installed (apt pmdk-tools): skipped");
+            return;
+        };
+        assert!(out.status.success());
+        std::env::set_var("PMEM_IS_PMEM_FORCE", "1");
+        let path = std::env::temp_dir().join(format!("mtx-pmempool-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        {
+            let pm = crate::pmdk::Pmdk::create(&path, 16 << 20).unwrap();
+            let o = BenchOptions {
+                buckets: 64,
+                hash_preload: 2000,
+                rb_preload: 2000,
+                ..BenchOptions::default()
+            };
+            let (ds, space) = preload(&pm, Structure::Hash, &o).unwrap();
+            cell(&pm, &ds, space, 2, 80, 0.1).unwrap();
+        }
+        let out = std::process::Command::new("pmempool")
+            .args(["check", "-v"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        let _ = std::fs::remove_file(&path);
+        assert!(
+            out.status.success() && text.contains("consistent") && !text.contains("not consistent"),
+            "{text}"
+        );
     }
 }

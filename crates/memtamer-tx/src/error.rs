@@ -16,6 +16,12 @@ pub enum PoolError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// Another open pool (this or another process) holds the file's lock.
+    #[error("{path}: pool is already open (flock held by another user)")]
+    InUse {
+        /// Pool file.
+        path: PathBuf,
+    },
     /// The file is shorter than its header says (or than a header).
     #[error("{path}: truncated pool: file has {found} bytes, needs {needed}")]
     Truncated {

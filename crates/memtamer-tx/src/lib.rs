@@ -31,6 +31,7 @@ pub mod pool;
 pub mod rbtree;
 pub mod region;
 pub mod table;
+pub mod tpcc;
 pub mod tx;
 
 pub use error::{PoolError, TxError};

@@ -332,6 +332,14 @@ pub fn open_file(path: &Path, create_len: Option<u64>) -> Result<(File, u64), Po
     if let Some(len) = create_len {
         f.set_len(len).map_err(io(path, "ftruncate"))?;
     }
+    // One opener at a time, as libpmemobj does: two processes recovering
+    // or allocating in one pool would corrupt it.
+    // SAFETY: flock on an fd we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(PoolError::InUse {
+            path: path.to_path_buf(),
+        });
+    }
     let len = f.metadata().map_err(io(path, "stat"))?.len();
     Ok((f, len))
 }

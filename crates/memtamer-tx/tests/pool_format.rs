@@ -192,3 +192,48 @@ fn a_full_pool_returns_an_error() {
     pool.transaction(|tx| tx.write_at(root, 0, &[1u8; 8]))
         .unwrap();
 }
+
+#[test]
+fn large_objects_take_the_large_path_and_survive_reopen() {
+    let p = tmp("large");
+    let big: Vec<u8> = (0..20_000u32).map(|i| (i * 7) as u8).collect();
+    let id = {
+        let pool = Pool::create(&p, &opts(1 << 20)).unwrap();
+        let second = Pool::open(&p, &opts(0));
+        assert!(
+            matches!(second, Err(PoolError::InUse { .. })),
+            "a second opener is refused"
+        );
+        pool.transaction(|tx| {
+            let id = tx.alloc(big.len())?;
+            tx.write_at(id, 0, &big)?;
+            Ok(id)
+        })
+        .unwrap()
+    };
+    let pool = Pool::open(&p, &opts(0)).unwrap();
+    let got = pool.transaction(|tx| Ok(tx.read(id)?.to_vec())).unwrap();
+    assert_eq!(got, big);
+    // update it (a whole new copy), then free it
+    pool.transaction(|tx| tx.write_at(id, 19_999, &[1]))
+        .unwrap();
+    pool.transaction(|tx| tx.free(id)).unwrap();
+    drop(pool);
+    let pool = Pool::open(&p, &opts(0)).unwrap();
+    assert_eq!(pool.recovery().objects, 1);
+    std::fs::remove_file(&p).unwrap();
+}
+
+#[test]
+fn impossible_options_are_refused() {
+    let e = Pool::create_in_memory(&PoolOptions {
+        size: 4096,
+        ..PoolOptions::default()
+    });
+    assert!(matches!(e, Err(PoolError::Options(_))));
+    let e = Pool::create_in_memory(&PoolOptions {
+        slots: 0,
+        ..opts(1 << 20)
+    });
+    assert!(matches!(e, Err(PoolError::Options(_))));
+}

@@ -3,17 +3,22 @@
 //! DRAM is full, the oldest entry's pages are evicted (recency by task
 //! execution, not page use), skipping pages the next ready task will use.
 
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 /// FIFO length in the thesis.
 pub const FIFO_ENTRIES: usize = 10;
 
-/// DRAM state in pages.
+/// DRAM state in pages. Each resident page belongs to at most one FIFO
+/// entry, that of the last executed task that used it (`owner`); entry
+/// lists may hold stale pages, skipped by comparing owners, so a task's
+/// completion costs O(its footprint), not O(DRAM).
 #[derive(Clone, Debug)]
 pub struct Residency {
     capacity: usize,
     resident: BTreeSet<u64>,
-    fifo: VecDeque<Vec<u64>>,
+    fifo: VecDeque<(u64, Vec<u64>)>,
+    owner: HashMap<u64, u64>,
+    seq: u64,
     entries: usize,
 }
 
@@ -24,6 +29,8 @@ impl Residency {
             capacity,
             resident: BTreeSet::new(),
             fifo: VecDeque::new(),
+            owner: HashMap::new(),
+            seq: 0,
             entries: entries.max(1),
         }
     }
@@ -62,8 +69,7 @@ impl Residency {
     }
 
     /// Marks pages resident (after a successful promotion); returns how
-    /// many were new. Never exceeds capacity: the excess is not admitted
-    /// and returned to the caller's accounting as not new.
+    /// many were new. Never exceeds capacity: the excess is not admitted.
     pub fn admit(&mut self, pages: &[u64]) -> usize {
         let mut n = 0;
         for &p in pages {
@@ -81,15 +87,13 @@ impl Residency {
     pub fn release(&mut self, pages: &[u64]) {
         for p in pages {
             self.resident.remove(p);
-        }
-        for e in &mut self.fifo {
-            e.retain(|p| !pages.contains(p));
+            self.owner.remove(p);
         }
     }
 
-    /// A task finished: its DRAM-resident pages become one FIFO entry. On
-    /// overflow the two oldest entries merge, so no resident page is ever
-    /// lost from the eviction order.
+    /// A task finished: its DRAM-resident pages become the newest FIFO
+    /// entry. On overflow the oldest entry's pages join the next oldest,
+    /// so no resident page is ever lost from the eviction order.
     pub fn executed(&mut self, footprint: &[u64]) {
         let e: Vec<u64> = footprint
             .iter()
@@ -99,11 +103,21 @@ impl Residency {
         if e.is_empty() {
             return;
         }
-        self.fifo.push_back(e);
+        self.seq += 1;
+        for &p in &e {
+            self.owner.insert(p, self.seq);
+        }
+        self.fifo.push_back((self.seq, e));
         while self.fifo.len() > self.entries {
-            if let Some(old) = self.fifo.pop_front() {
-                if let Some(next) = self.fifo.front_mut() {
-                    next.extend(old);
+            let Some((old_seq, old)) = self.fifo.pop_front() else {
+                break;
+            };
+            if let Some((next_seq, next)) = self.fifo.front_mut() {
+                for p in old {
+                    if self.owner.get(&p) == Some(&old_seq) {
+                        self.owner.insert(p, *next_seq);
+                        next.push(p);
+                    }
                 }
             }
         }
@@ -111,15 +125,8 @@ impl Residency {
 
     /// Pages evictable now (in the FIFO, resident, not guarded).
     pub fn evictable(&self, guard: &HashSet<u64>) -> usize {
-        let mut seen = HashSet::new();
-        for e in &self.fifo {
-            for p in e {
-                if self.resident.contains(p) && !guard.contains(p) {
-                    seen.insert(*p);
-                }
-            }
-        }
-        seen.len()
+        let guarded = guard.iter().filter(|p| self.owner.contains_key(p)).count();
+        self.owner.len() - guarded
     }
 
     /// Evicts oldest-first until `need` pages are free or the FIFO holds
@@ -128,17 +135,22 @@ impl Residency {
         let mut out = Vec::new();
         let mut i = 0;
         while self.free() < need && i < self.fifo.len() {
-            let entry = std::mem::take(&mut self.fifo[i]);
+            let (seq, entry) = std::mem::take(&mut self.fifo[i]);
             let mut kept = Vec::new();
             for p in entry {
+                if self.owner.get(&p) != Some(&seq) {
+                    continue; // stale: a newer entry owns it, or evicted
+                }
                 if guard.contains(&p) || self.free() >= need {
                     kept.push(p);
-                } else if self.resident.remove(&p) {
+                } else {
+                    self.owner.remove(&p);
+                    self.resident.remove(&p);
                     out.push(p);
                 }
             }
             let empty = kept.is_empty();
-            self.fifo[i] = kept;
+            self.fifo[i] = (seq, kept);
             if empty {
                 self.fifo.remove(i);
             } else {
@@ -186,6 +198,21 @@ mod tests {
     }
 
     #[test]
+    fn a_page_reused_by_a_later_task_moves_to_its_entry() {
+        let mut r = Residency::new(4, FIFO_ENTRIES);
+        r.admit(&[1, 2, 3]);
+        r.executed(&[1, 2]);
+        r.executed(&[2, 3]);
+        let none = HashSet::new();
+        assert_eq!(r.evictable(&none), 3);
+        // Oldest entry now only owns page 1.
+        assert_eq!(r.evict_for(2, &none), vec![1]);
+        r.release(&[3]);
+        assert_eq!(r.evictable(&none), 1);
+        assert_eq!(r.evict_for(4, &none), vec![2]);
+    }
+
+    #[test]
     fn fifo_overflow_merges_instead_of_forgetting() {
         let mut r = Residency::new(100, 2);
         r.admit(&(0..10).collect::<Vec<_>>());
@@ -195,6 +222,7 @@ mod tests {
         assert_eq!(r.fifo.len(), 2);
         assert_eq!(r.evictable(&HashSet::new()), 3);
         assert_eq!(r.evict_for(93, &HashSet::new()), vec![1, 0, 2]);
+        assert_eq!(r.evictable(&HashSet::new()), 0);
         assert_eq!(r.evict_for(93, &HashSet::new()), Vec::<u64>::new());
     }
 }

@@ -159,6 +159,61 @@ pub(crate) fn move_to_node(
     Ok(status.iter().filter(|&&s| s == node as libc::c_int).count())
 }
 
+/// Outcome of one batched page move.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageBatch {
+    /// Pages asked for.
+    pub requested: usize,
+    /// Pages the kernel reports on the target node afterwards.
+    pub on_node: usize,
+    /// Pages that could not move (not yet touched, busy, not ours).
+    pub failed: usize,
+}
+
+/// Moves arbitrary page-aligned pages (any mapping of this process, not
+/// only registry objects) to NUMA `node` in ONE `move_pages` call, so the
+/// kernel flushes the TLB once per batch (Tahoe's batched migration,
+/// thesis §4.3.6). Unaligned addresses are rounded down to their page.
+/// A per-page failure (e.g. -ENOENT for an untouched page) is counted,
+/// not an error; the call itself failing is.
+pub fn move_page_batch(pages: &[usize], node: u32) -> Result<PageBatch, TierError> {
+    if pages.is_empty() {
+        return Ok(PageBatch::default());
+    }
+    let page = crate::guard::page_size();
+    let ptrs: Vec<*mut libc::c_void> = pages
+        .iter()
+        .map(|&a| (a & !(page - 1)) as *mut libc::c_void)
+        .collect();
+    let n = ptrs.len();
+    let nodes = vec![node as libc::c_int; n];
+    let mut status = vec![0 as libc::c_int; n];
+    // SAFETY: the three arrays have n entries; pid 0 is this process;
+    // move_pages only changes physical placement, never contents.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0 as libc::c_long,
+            n as libc::c_ulong,
+            ptrs.as_ptr(),
+            nodes.as_ptr(),
+            status.as_mut_ptr(),
+            MPOL_MF_MOVE,
+        )
+    };
+    if r < 0 {
+        return Err(TierError::last_os(format!(
+            "move_pages batch of {n} pages to node {node}"
+        )));
+    }
+    let on_node = status.iter().filter(|&&s| s == node as libc::c_int).count();
+    Ok(PageBatch {
+        requested: n,
+        on_node,
+        failed: status.iter().filter(|&&s| s < 0).count(),
+    })
+}
+
 /// The NUMA node of each page of `[addr, addr+len)` (`move_pages` with no
 /// target nodes only queries; a negative entry is an errno, e.g. -ENOENT
 /// for a page not yet touched). For checks and the `tier` status.

@@ -1,0 +1,163 @@
+//! Environment configuration of the tool, parsed once at start-up. A bad
+//! value is reported by name and the tool stays out of the way.
+
+use memtamer_tier::registry::parse_bytes;
+
+/// What the tool does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Not registered at all: the program runs exactly as without the tool.
+    Off,
+    /// Track tasks, profile representatives and plan placement, but move
+    /// nothing (placement off: what the overhead goal is measured on).
+    Profile,
+    /// As `Profile`, and carry out the migration batches.
+    Place,
+}
+
+/// Tool settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// `MEMTAMER_TAHOE`: off | profile | place (default profile).
+    pub mode: Mode,
+    /// `MEMTAMER_TAHOE_DRAM`: DRAM budget in bytes (default 128M, the
+    /// thesis's evaluation default).
+    pub dram_bytes: usize,
+    /// `MEMTAMER_TAHOE_DRAM_NODE`: NUMA node that is DRAM (default 0).
+    pub dram_node: u32,
+    /// `MEMTAMER_TAHOE_BETA_NS`: fallback model's ns saved per page access
+    /// moved to DRAM (default 1200: one 4 KiB page at 10 GB/s DRAM vs a
+    /// 1/4-bandwidth slow tier, 400 ns vs 1600 ns).
+    pub beta_ns: f64,
+    /// `MEMTAMER_TAHOE_CORUN`: co-running tasks planned together (default
+    /// 4: head + 3 look-ahead).
+    pub corun: usize,
+    /// `MEMTAMER_TAHOE_QUIET=1`: no summary line at the end.
+    pub quiet: bool,
+}
+
+/// A setting that could not be parsed.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{key}={value}: {why}")]
+pub struct ConfigError {
+    /// Variable name.
+    pub key: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What was expected.
+    pub why: &'static str,
+}
+
+impl Config {
+    /// Parses from a lookup function (the environment in the tool, a map
+    /// in tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let bad =
+            |key: &'static str, value: String, why: &'static str| ConfigError { key, value, why };
+        let mode = match get("MEMTAMER_TAHOE").as_deref() {
+            None | Some("profile") => Mode::Profile,
+            Some("off") => Mode::Off,
+            Some("place") => Mode::Place,
+            Some(v) => {
+                return Err(bad(
+                    "MEMTAMER_TAHOE",
+                    v.into(),
+                    "expected off|profile|place",
+                ))
+            }
+        };
+        let dram_bytes = match get("MEMTAMER_TAHOE_DRAM") {
+            None => 128 << 20,
+            Some(v) => match parse_bytes(&v) {
+                Some(b) if b > 0 => b,
+                _ => {
+                    return Err(bad(
+                        "MEMTAMER_TAHOE_DRAM",
+                        v,
+                        "expected bytes > 0, e.g. 128M",
+                    ))
+                }
+            },
+        };
+        let dram_node = match get("MEMTAMER_TAHOE_DRAM_NODE") {
+            None => 0,
+            Some(v) => v
+                .parse()
+                .map_err(|_| bad("MEMTAMER_TAHOE_DRAM_NODE", v, "expected a node number"))?,
+        };
+        let beta_ns = match get("MEMTAMER_TAHOE_BETA_NS") {
+            None => 1200.0,
+            Some(v) => match v.parse::<f64>() {
+                Ok(b) if b.is_finite() && b >= 0.0 => b,
+                _ => return Err(bad("MEMTAMER_TAHOE_BETA_NS", v, "expected ns >= 0")),
+            },
+        };
+        let corun = match get("MEMTAMER_TAHOE_CORUN") {
+            None => 4,
+            Some(v) => match v.parse::<usize>() {
+                Ok(k) if k >= 1 => k,
+                _ => return Err(bad("MEMTAMER_TAHOE_CORUN", v, "expected an integer >= 1")),
+            },
+        };
+        Ok(Config {
+            mode,
+            dram_bytes,
+            dram_node,
+            beta_ns,
+            corun,
+            quiet: get("MEMTAMER_TAHOE_QUIET").as_deref() == Some("1"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(kv: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let m: HashMap<String, String> = kv
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_and_values() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.mode, Mode::Profile);
+        assert_eq!(c.dram_bytes, 128 << 20);
+        let c = cfg(&[
+            ("MEMTAMER_TAHOE", "place"),
+            ("MEMTAMER_TAHOE_DRAM", "64M"),
+            ("MEMTAMER_TAHOE_DRAM_NODE", "1"),
+            ("MEMTAMER_TAHOE_CORUN", "2"),
+            ("MEMTAMER_TAHOE_QUIET", "1"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.mode, c.dram_bytes, c.dram_node, c.corun, c.quiet),
+            (Mode::Place, 64 << 20, 1, 2, true)
+        );
+        assert_eq!(cfg(&[("MEMTAMER_TAHOE", "off")]).unwrap().mode, Mode::Off);
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let e = cfg(&[("MEMTAMER_TAHOE", "yes")]).unwrap_err();
+        assert_eq!(e.key, "MEMTAMER_TAHOE");
+        assert!(e.to_string().contains("off|profile|place"));
+        assert_eq!(
+            cfg(&[("MEMTAMER_TAHOE_DRAM", "lots")]).unwrap_err().key,
+            "MEMTAMER_TAHOE_DRAM"
+        );
+        assert_eq!(
+            cfg(&[("MEMTAMER_TAHOE_DRAM", "0")]).unwrap_err().key,
+            "MEMTAMER_TAHOE_DRAM"
+        );
+        assert!(cfg(&[("MEMTAMER_TAHOE_BETA_NS", "-1")]).is_err());
+        assert!(cfg(&[("MEMTAMER_TAHOE_CORUN", "0")]).is_err());
+        assert!(cfg(&[("MEMTAMER_TAHOE_DRAM_NODE", "x")]).is_err());
+    }
+}

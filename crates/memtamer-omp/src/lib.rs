@@ -1,0 +1,386 @@
+//! libmemtamer_omp.so: an OMPT tool (OpenMP 5 tools interface, loaded by
+//! LLVM libomp from `OMP_TOOL_LIBRARIES`) that gives the Tahoe core
+//! (`memtamer-tahoe`, thesis ch. 4) the task view Nanos++ had: task types
+//! (task-construct code address + dependence object sizes), data objects
+//! (dependence addresses) and the ready queue. The OMPT shell here is thin:
+//! [`tracker`] holds the logic, [`config`] the settings.
+//!
+//! Callbacks: task_create, dependences, task_dependence, task_schedule.
+//! In `place` mode the head task's batch is moved on the worker thread
+//! before the task body runs ("migrate in Ready, finish before Active"),
+//! look-ahead batches by a helper thread (thesis §4.3.6 optimisation 1),
+//! each batch in one `move_pages` call (optimisation 2).
+
+pub mod config;
+pub mod tracker;
+
+use config::{Config, Mode};
+use memtamer_tahoe::model::{HybridModel, LinearAccess};
+use memtamer_tahoe::plan::{Batch, PlanConfig, Planner};
+use memtamer_tahoe::task::Access;
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+use tracker::Tracker;
+
+/// `ompt_data_t`: a 64-bit union; we keep our task id in `value`.
+#[repr(C)]
+pub union OmptData {
+    /// Integer view.
+    pub value: u64,
+    /// Pointer view.
+    pub ptr: *mut c_void,
+}
+
+/// `ompt_dependence_t`.
+#[repr(C)]
+pub struct OmptDependence {
+    /// The dependence address.
+    pub variable: OmptData,
+    /// `ompt_dependence_type_t`.
+    pub dependence_type: c_int,
+}
+
+type Lookup = unsafe extern "C" fn(*const c_char) -> Option<unsafe extern "C" fn()>;
+type SetCallback = unsafe extern "C" fn(c_int, Option<unsafe extern "C" fn()>) -> c_int;
+type Initialize = unsafe extern "C" fn(Lookup, c_int, *mut OmptData) -> c_int;
+type Finalize = unsafe extern "C" fn(*mut OmptData);
+
+/// `ompt_start_tool_result_t`.
+#[repr(C)]
+pub struct StartToolResult {
+    initialize: Initialize,
+    finalize: Finalize,
+    tool_data: OmptData,
+}
+
+// Event numbers and flags from omp-tools.h (OpenMP 5.0).
+const CB_TASK_CREATE: c_int = 5;
+const CB_TASK_SCHEDULE: c_int = 6;
+const CB_DEPENDENCES: c_int = 18;
+const CB_TASK_DEPENDENCE: c_int = 19;
+const SET_NEVER: c_int = 1;
+const TASK_EXPLICIT: c_int = 0x4;
+const STATUS_COMPLETE: c_int = 1;
+const STATUS_CANCEL: c_int = 3;
+const STATUS_LATE_FULFILL: c_int = 6;
+
+struct Tool {
+    cfg: Config,
+    track: Mutex<Tracker>,
+    epoch: Instant,
+    next_id: AtomicU64,
+    helper: Mutex<Option<Sender<Batch>>>,
+    moved: AtomicU64,
+    move_fail: AtomicU64,
+    move_ns: AtomicU64,
+}
+
+static TOOL: OnceLock<Tool> = OnceLock::new();
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+fn tool() -> Option<&'static Tool> {
+    if ACTIVE.load(Ordering::Relaxed) {
+        TOOL.get()
+    } else {
+        None
+    }
+}
+
+fn now_ns(t: &Tool) -> u64 {
+    t.epoch.elapsed().as_nanos() as u64
+}
+
+/// Carries out one batch (one `move_pages` call) and records the outcome.
+fn run_batch(t: &Tool, b: &Batch) {
+    let page = 4096u64;
+    let addrs: Vec<usize> = b.pages.iter().map(|p| (p * page) as usize).collect();
+    // Demotions go to "any other node": with one slow node that is it; on a
+    // host without one the pages stay (nothing to demote to).
+    let node = if b.to_dram {
+        t.cfg.dram_node
+    } else {
+        t.cfg.dram_node + 1
+    };
+    let t0 = Instant::now();
+    match memtamer_tier::backing::move_page_batch(&addrs, node) {
+        Ok(r) => {
+            t.moved.fetch_add(r.on_node as u64, Ordering::Relaxed);
+            t.move_fail.fetch_add(r.failed as u64, Ordering::Relaxed);
+        }
+        Err(_) => {
+            t.move_fail.fetch_add(addrs.len() as u64, Ordering::Relaxed);
+        }
+    }
+    t.move_ns
+        .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+}
+
+fn lock(t: &Tool) -> std::sync::MutexGuard<'_, Tracker> {
+    t.track.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+unsafe extern "C" fn on_task_create(
+    _enc: *mut OmptData,
+    _frame: *const c_void,
+    new_task: *mut OmptData,
+    flags: c_int,
+    _has_deps: c_int,
+    codeptr: *const c_void,
+) {
+    let Some(t) = tool() else { return };
+    if flags & TASK_EXPLICIT == 0 || new_task.is_null() {
+        return;
+    }
+    let id = t.next_id.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: libomp passes a valid ompt_data_t for the new task.
+    unsafe { (*new_task).value = id };
+    lock(t).create(id, codeptr as u64);
+}
+
+unsafe extern "C" fn on_dependences(task: *mut OmptData, deps: *const OmptDependence, n: c_int) {
+    let Some(t) = tool() else { return };
+    if task.is_null() || deps.is_null() || n <= 0 {
+        return;
+    }
+    // SAFETY: valid task data; `deps` has `n` entries for this call.
+    let (id, deps) = unsafe { ((*task).value, std::slice::from_raw_parts(deps, n as usize)) };
+    let v: Vec<(u64, Access)> = deps
+        .iter()
+        .filter_map(|d| {
+            let a = match d.dependence_type {
+                1 => Access::In,
+                2 => Access::Out,
+                3 | 4 | 7 => Access::InOut,
+                _ => return None, // doacross source/sink: no object
+            };
+            // SAFETY: the union's address view.
+            Some((unsafe { d.variable.value }, a))
+        })
+        .collect();
+    lock(t).dependences(id, &v);
+}
+
+unsafe extern "C" fn on_task_dependence(src: *mut OmptData, sink: *mut OmptData) {
+    let Some(t) = tool() else { return };
+    if src.is_null() || sink.is_null() {
+        return;
+    }
+    // SAFETY: valid task data from libomp.
+    let (a, b) = unsafe { ((*src).value, (*sink).value) };
+    lock(t).edge(a, b);
+}
+
+unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next: *mut OmptData) {
+    let Some(t) = tool() else { return };
+    let now = now_ns(t);
+    // SAFETY: valid (or null) task data from libomp.
+    let (p, n) = unsafe {
+        (
+            if prior.is_null() { 0 } else { (*prior).value },
+            if next.is_null() { 0 } else { (*next).value },
+        )
+    };
+    let batches = {
+        let mut tr = lock(t);
+        if p != 0
+            && matches!(
+                status,
+                STATUS_COMPLETE | STATUS_CANCEL | STATUS_LATE_FULFILL
+            )
+        {
+            tr.complete(p, now);
+        }
+        if n != 0 {
+            tr.begin(n, now, t.cfg.corun)
+        } else {
+            Vec::new()
+        }
+    };
+    if t.cfg.mode != Mode::Place || batches.is_empty() {
+        return;
+    }
+    // Evictions and the head's own batch now (before its body runs);
+    // look-ahead batches to the helper thread.
+    let helper = t.helper.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for b in batches {
+        if !b.to_dram || b.task == n {
+            run_batch(t, &b);
+        } else if let Some(h) = &helper {
+            if h.send(b.clone()).is_err() {
+                run_batch(t, &b);
+            }
+        } else {
+            run_batch(t, &b);
+        }
+    }
+}
+
+unsafe extern "C" fn initialize(lookup: Lookup, _dev: c_int, _data: *mut OmptData) -> c_int {
+    let Some(t) = TOOL.get() else { return 0 };
+    // SAFETY: lookup is libomp's; the name is NUL-terminated.
+    let set = unsafe { lookup(c"ompt_set_callback".as_ptr()) };
+    let Some(set) = set else {
+        eprintln!("memtamer-tahoe: this OpenMP runtime has no ompt_set_callback; tool disabled, program runs unchanged");
+        return 0;
+    };
+    // SAFETY: ompt_set_callback has this signature (omp-tools.h).
+    let set: SetCallback = unsafe { std::mem::transmute(set) };
+    // SAFETY: each callback's real signature matches its event.
+    let cbs: [(c_int, &str, unsafe extern "C" fn()); 4] = unsafe {
+        [
+            (
+                CB_TASK_CREATE,
+                "task_create",
+                std::mem::transmute::<*const (), unsafe extern "C" fn()>(
+                    on_task_create as *const (),
+                ),
+            ),
+            (
+                CB_TASK_SCHEDULE,
+                "task_schedule",
+                std::mem::transmute::<*const (), unsafe extern "C" fn()>(
+                    on_task_schedule as *const (),
+                ),
+            ),
+            (
+                CB_DEPENDENCES,
+                "dependences",
+                std::mem::transmute::<*const (), unsafe extern "C" fn()>(
+                    on_dependences as *const (),
+                ),
+            ),
+            (
+                CB_TASK_DEPENDENCE,
+                "task_dependence",
+                std::mem::transmute::<*const (), unsafe extern "C" fn()>(
+                    on_task_dependence as *const (),
+                ),
+            ),
+        ]
+    };
+    for (ev, name, f) in cbs {
+        // SAFETY: registering a callback with libomp.
+        let r = unsafe { set(ev, Some(f)) };
+        if r <= SET_NEVER {
+            eprintln!("memtamer-tahoe: the OpenMP runtime will not deliver the {name} callback (ompt_set_result {r}); tool disabled, program runs unchanged");
+            return 0;
+        }
+    }
+    if t.cfg.mode == Mode::Place {
+        let (tx, rx) = channel::<Batch>();
+        let spawned = std::thread::Builder::new()
+            .name("memtamer-tahoe-mig".into())
+            .spawn(move || {
+                while let Ok(b) = rx.recv() {
+                    if let Some(t) = TOOL.get() {
+                        run_batch(t, &b);
+                    }
+                }
+            });
+        match spawned {
+            Ok(_) => *t.helper.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx),
+            Err(e) => {
+                eprintln!("memtamer-tahoe: no helper thread ({e}); look-ahead batches run inline")
+            }
+        }
+    }
+    ACTIVE.store(true, Ordering::Release);
+    1
+}
+
+unsafe extern "C" fn finalize(_data: *mut OmptData) {
+    let Some(t) = TOOL.get() else { return };
+    ACTIVE.store(false, Ordering::Release);
+    // Close the helper's queue.
+    t.helper.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if t.cfg.quiet {
+        return;
+    }
+    let tr = lock(t);
+    let s = tr.stats();
+    let p = tr.planner().stats();
+    let (n, sum) = tr
+        .errors()
+        .values()
+        .fold((0u64, 0.0), |(n, s), e| (n + e.n, s + e.sum));
+    let err = if n > 0 {
+        format!("{:.1}%", 100.0 * sum / n as f64)
+    } else {
+        "n/a".into()
+    };
+    eprintln!(
+        "memtamer-tahoe: mode={:?} tasks={} completed={} edges={} ready_max={} types={} decisions={} representatives={} planned_in={} planned_out={} batches={} moved={} move_failed={} move_ms={:.2} model_err={}",
+        t.cfg.mode,
+        s.created,
+        s.completed,
+        s.edges,
+        s.ready_max,
+        tr.planner().db().len(),
+        p.decisions,
+        p.profiled,
+        p.promoted,
+        p.evicted,
+        p.batches,
+        t.moved.load(Ordering::Relaxed),
+        t.move_fail.load(Ordering::Relaxed),
+        t.move_ns.load(Ordering::Relaxed) as f64 / 1e6,
+        err
+    );
+}
+
+/// The entry point libomp looks up in each `OMP_TOOL_LIBRARIES` entry
+/// (OpenMP 5.0 §4.2.1). Returns NULL (tool not used) for
+/// `MEMTAMER_TAHOE=off` or a bad setting, which is reported by name.
+///
+/// # Safety
+/// Called by the OpenMP runtime once, with a NUL-terminated version string.
+#[no_mangle]
+pub unsafe extern "C" fn ompt_start_tool(
+    _omp_version: c_uint,
+    _runtime_version: *const c_char,
+) -> *mut StartToolResult {
+    let cfg = match Config::from_lookup(|k| std::env::var(k).ok()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("memtamer-tahoe: {e}; tool disabled, program runs unchanged");
+            return std::ptr::null_mut();
+        }
+    };
+    if cfg.mode == Mode::Off {
+        return std::ptr::null_mut();
+    }
+    let pc = PlanConfig {
+        page: 4096,
+        corun: cfg.corun,
+        ..PlanConfig::default()
+    };
+    let model = HybridModel {
+        counters: None,
+        fallback: LinearAccess {
+            beta_ns: cfg.beta_ns,
+        },
+    };
+    let planner = Planner::new(pc, model, cfg.dram_bytes / 4096);
+    let tool = Tool {
+        cfg,
+        track: Mutex::new(Tracker::new(planner)),
+        epoch: Instant::now(),
+        next_id: AtomicU64::new(1),
+        helper: Mutex::new(None),
+        moved: AtomicU64::new(0),
+        move_fail: AtomicU64::new(0),
+        move_ns: AtomicU64::new(0),
+    };
+    if TOOL.set(tool).is_err() {
+        return std::ptr::null_mut();
+    }
+    let res = Box::new(StartToolResult {
+        initialize,
+        finalize,
+        tool_data: OmptData { value: 0 },
+    });
+    Box::into_raw(res)
+}

@@ -1,0 +1,334 @@
+//! The tool's task tracker: rebuilds what Nanos++ keeps and OMPT only
+//! streams (task records with their dependence objects, the dependence
+//! graph and the ready queue in FIFO order), and asks the Tahoe planner for
+//! a decision when a task starts. Pure apart from the clock the caller
+//! passes in, so it is unit-tested without libomp.
+
+use memtamer_tahoe::extents::Extents;
+use memtamer_tahoe::plan::{Batch, Decision, Planner};
+use memtamer_tahoe::task::{Access, DataObject, Task};
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// Largest extent inferred for one dependence object.
+pub const MAX_EXTENT: u64 = 64 << 20;
+
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+enum State {
+    Created,
+    Ready,
+    Active,
+}
+
+#[derive(Debug)]
+struct Rec {
+    code: u64,
+    deps: Vec<(u64, Access)>,
+    preds: u32,
+    succs: Vec<u64>,
+    state: State,
+    start_ns: u64,
+    predicted_ns: f64,
+}
+
+/// Per-type accuracy of the model (|predicted - measured| / measured).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ErrAcc {
+    /// Tasks compared.
+    pub n: u64,
+    /// Sum of relative errors.
+    pub sum: f64,
+}
+
+/// Totals for the closing line.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TrackStats {
+    /// Explicit tasks created.
+    pub created: u64,
+    /// Tasks completed.
+    pub completed: u64,
+    /// Dependence edges seen.
+    pub edges: u64,
+    /// Longest ready queue seen.
+    pub ready_max: usize,
+}
+
+/// Task table, dependence graph, ready queue and the planner.
+#[derive(Debug)]
+pub struct Tracker {
+    recs: HashMap<u64, Rec>,
+    ready: VecDeque<u64>,
+    active: HashSet<u64>,
+    extents: Extents,
+    planner: Planner,
+    stats: TrackStats,
+    err: HashMap<u64, ErrAcc>,
+}
+
+impl Tracker {
+    /// A tracker feeding `planner`.
+    pub fn new(planner: Planner) -> Self {
+        Tracker {
+            recs: HashMap::new(),
+            ready: VecDeque::new(),
+            active: HashSet::new(),
+            extents: Extents::new(MAX_EXTENT),
+            planner,
+            stats: TrackStats::default(),
+            err: HashMap::new(),
+        }
+    }
+
+    /// Totals.
+    pub fn stats(&self) -> &TrackStats {
+        &self.stats
+    }
+
+    /// The planner (stats, database).
+    pub fn planner(&self) -> &Planner {
+        &self.planner
+    }
+
+    /// Model error per task code address.
+    pub fn errors(&self) -> &HashMap<u64, ErrAcc> {
+        &self.err
+    }
+
+    /// Ready queue, oldest first.
+    pub fn ready(&self) -> Vec<u64> {
+        self.ready.iter().copied().collect()
+    }
+
+    fn push_ready(&mut self, id: u64) {
+        if let Some(r) = self.recs.get_mut(&id) {
+            r.state = State::Ready;
+            self.ready.push_back(id);
+            self.stats.ready_max = self.stats.ready_max.max(self.ready.len());
+        }
+    }
+
+    fn unready(&mut self, id: u64) {
+        if let Some(pos) = self.ready.iter().rposition(|&x| x == id) {
+            self.ready.remove(pos);
+        }
+    }
+
+    /// `ompt_callback_task_create` for an explicit task. A task without
+    /// dependences is ready at once; one with dependences becomes ready
+    /// when its last predecessor completes.
+    pub fn create(&mut self, id: u64, code: u64) {
+        self.stats.created += 1;
+        self.recs.insert(
+            id,
+            Rec {
+                code,
+                deps: Vec::new(),
+                preds: 0,
+                succs: Vec::new(),
+                state: State::Created,
+                start_ns: 0,
+                predicted_ns: 0.0,
+            },
+        );
+        self.push_ready(id);
+    }
+
+    /// `ompt_callback_dependences`: the task's dependence objects.
+    pub fn dependences(&mut self, id: u64, deps: &[(u64, Access)]) {
+        for &(a, _) in deps {
+            self.extents.observe(a);
+        }
+        if let Some(r) = self.recs.get_mut(&id) {
+            r.deps.extend_from_slice(deps);
+        }
+    }
+
+    /// `ompt_callback_task_dependence`: `sink` waits for `src`. An edge
+    /// from a task already finished (or unknown) does not delay the sink.
+    pub fn edge(&mut self, src: u64, sink: u64) {
+        self.stats.edges += 1;
+        if !self.recs.contains_key(&src) || !self.recs.contains_key(&sink) {
+            return;
+        }
+        if let Some(s) = self.recs.get_mut(&src) {
+            s.succs.push(sink);
+        }
+        let was_ready = match self.recs.get_mut(&sink) {
+            Some(k) => {
+                k.preds += 1;
+                let w = k.state == State::Ready;
+                k.state = State::Created;
+                w
+            }
+            None => false,
+        };
+        if was_ready {
+            self.unready(sink);
+        }
+    }
+
+    fn task(&self, id: u64) -> Option<Task> {
+        let r = self.recs.get(&id)?;
+        Some(Task {
+            id,
+            code: r.code,
+            objects: r
+                .deps
+                .iter()
+                .map(|&(addr, access)| DataObject {
+                    addr,
+                    len: self.extents.extent(addr),
+                    access,
+                })
+                .collect(),
+        })
+    }
+
+    /// The task starts on a thread at `now_ns`: Tahoe decides for it with
+    /// the ready queue as look-ahead. Returns the batches (evictions first;
+    /// the head's own batch before the look-ahead ones).
+    pub fn begin(&mut self, id: u64, now_ns: u64, corun: usize) -> Vec<Batch> {
+        let Some(r) = self.recs.get_mut(&id) else {
+            return Vec::new();
+        };
+        if r.state == State::Active {
+            // Resumed after a task switch: already decided.
+            return Vec::new();
+        }
+        r.state = State::Active;
+        r.start_ns = now_ns;
+        self.unready(id);
+        self.active.insert(id);
+        let Some(head) = self.task(id) else {
+            return Vec::new();
+        };
+        let look: Vec<Task> = self
+            .ready
+            .iter()
+            .take(corun.saturating_sub(1))
+            .filter_map(|&t| self.task(t))
+            .collect();
+        let active: Vec<Task> = self
+            .active
+            .iter()
+            .filter(|&&a| a != id)
+            .filter_map(|&a| self.task(a))
+            .collect();
+        match self.planner.decide(&head, &look, &active) {
+            Decision::Place {
+                batches,
+                predicted_ns,
+            } => {
+                if let Some(r) = self.recs.get_mut(&id) {
+                    r.predicted_ns = predicted_ns;
+                }
+                batches
+            }
+            Decision::Profile | Decision::Wait => Vec::new(),
+        }
+    }
+
+    /// The task completed at `now_ns`: profile/FIFO update, successors
+    /// whose last predecessor this was become ready.
+    pub fn complete(&mut self, id: u64, now_ns: u64) {
+        let task = self.task(id);
+        let Some(r) = self.recs.remove(&id) else {
+            return;
+        };
+        self.stats.completed += 1;
+        self.active.remove(&id);
+        self.unready(id);
+        let ns = now_ns.saturating_sub(r.start_ns) as f64;
+        if let Some(t) = task {
+            self.planner.completed(&t, ns, None);
+        }
+        if r.predicted_ns > 0.0 && ns > 0.0 {
+            let e = self.err.entry(r.code).or_default();
+            e.n += 1;
+            e.sum += (r.predicted_ns - ns).abs() / ns;
+        }
+        for s in r.succs {
+            let now_ready = match self.recs.get_mut(&s) {
+                Some(k) => {
+                    k.preds = k.preds.saturating_sub(1);
+                    k.preds == 0 && k.state == State::Created
+                }
+                None => false,
+            };
+            if now_ready {
+                self.push_ready(s);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memtamer_tahoe::model::{HybridModel, LinearAccess};
+    use memtamer_tahoe::plan::PlanConfig;
+
+    fn tracker(dram_pages: usize) -> Tracker {
+        Tracker::new(Planner::new(
+            PlanConfig::default(),
+            HybridModel {
+                counters: None,
+                fallback: LinearAccess { beta_ns: 1.0 },
+            },
+            dram_pages,
+        ))
+    }
+
+    const B: u64 = 1 << 16; // block bytes
+
+    #[test]
+    fn ready_queue_follows_dependences() {
+        let mut t = tracker(1000);
+        // 1 writes block 0; 2 reads block 0 (edge 1->2); 3 independent.
+        t.create(1, 0xa);
+        t.dependences(1, &[(0x100000, Access::Out)]);
+        t.create(2, 0xb);
+        t.dependences(2, &[(0x100000, Access::In)]);
+        t.edge(1, 2);
+        t.create(3, 0xa);
+        t.dependences(3, &[(0x100000 + B, Access::Out)]);
+        assert_eq!(t.ready(), vec![1, 3]);
+        t.begin(1, 0, 4);
+        assert_eq!(t.ready(), vec![3]);
+        t.complete(1, 100);
+        assert_eq!(t.ready(), vec![3, 2]);
+        // Edge from a finished task does not hold the sink back.
+        t.create(4, 0xb);
+        t.edge(1, 4);
+        assert_eq!(t.ready(), vec![3, 2, 4]);
+        assert_eq!(t.stats().ready_max, 3);
+        assert_eq!(t.stats().edges, 2);
+    }
+
+    #[test]
+    fn representative_then_siblings_get_batches_and_errors() {
+        let mut t = tracker(1000);
+        for i in 0..4u64 {
+            t.create(i + 1, 0xa);
+            t.dependences(i + 1, &[(0x1000_0000 + i * B, Access::InOut)]);
+        }
+        // Representative: profiled, no moves.
+        assert!(t.begin(1, 0, 4).is_empty());
+        t.complete(1, 1_000_000);
+        assert_eq!(t.planner().db().len(), 1);
+        // Sibling: its block (16 pages) plus look-ahead batches for 3, 4.
+        let b = t.begin(2, 2_000_000, 4);
+        assert_eq!(b.len(), 3);
+        assert_eq!(b[0].task, 2);
+        assert_eq!(b[0].pages.len(), 16);
+        assert_eq!(b[0].pages[0], (0x1000_0000 + B) / 4096);
+        t.complete(2, 2_500_000);
+        let e = &t.errors()[&0xa];
+        assert_eq!(e.n, 1);
+        assert!(e.sum > 0.0);
+        // Resume of an active task is not re-decided.
+        t.begin(3, 3_000_000, 4);
+        assert!(t.begin(3, 3_100_000, 4).is_empty());
+        t.complete(99, 0); // unknown: ignored
+        assert_eq!(t.stats().completed, 2);
+    }
+}

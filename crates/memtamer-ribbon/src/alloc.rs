@@ -24,8 +24,7 @@ const LINE: usize = memtamer_pmem::CACHE_LINE;
 pub const CHUNK: usize = 64 * 1024;
 /// Largest block served from chunks; bigger requests get their own.
 const SMALL_MAX: usize = 4096;
-/// Largest request accepted.
-pub const MAX_ALLOC: usize = 1 << 30;
+pub use crate::error::MAX_ALLOC;
 /// Default bytes reserved after each value for its key (thesis Listing
 /// 6.1 uses 24 B keys).
 pub const DEFAULT_KEY_RESERVE: usize = 24;

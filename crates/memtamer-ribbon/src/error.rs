@@ -12,6 +12,8 @@ pub const MAX_QUEUE_ENTRIES: usize = 1 << 20;
 pub const MAX_FLUSHERS: usize = 1024;
 /// Largest single flush request: anything bigger is a caller bug.
 pub const MAX_FLUSH_LEN: usize = 1 << 40;
+/// Largest `ribbon_alloc` request accepted (1 GiB).
+pub const MAX_ALLOC: usize = 1 << 30;
 
 /// Why a Ribbon call was refused. Refusals never lose a flush: a refused
 /// `flush` is executed on the caller's thread before the error returns.
@@ -63,7 +65,7 @@ pub enum RibbonError {
         why: &'static str,
     },
     /// `ribbon_alloc` with a zero or absurd size.
-    #[error("ribbon_alloc: len = {0}; need 1..={max}", max = crate::alloc::MAX_ALLOC)]
+    #[error("ribbon_alloc: len = {0}; need 1..={max}", max = MAX_ALLOC)]
     AllocSize(usize),
     /// `ribbon_alloc` with an unknown type.
     #[error("ribbon_alloc: type = {0}; need RIBBON_KEY (0) or RIBBON_VALUE (1)")]

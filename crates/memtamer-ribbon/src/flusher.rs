@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use crate::bandwidth::{BandwidthSource, FLUSHED_BYTES};
 use crate::controller::{ControlConfig, Controller, Event};
+use crate::proactive::{lines_to_flush, StoreSampler, POLL};
 use crate::queue::Request;
-use crate::runtime::{case_code, Shared, PARK};
+use crate::shared::{case_code, Shared, PARK};
 
 /// Spin rounds, then yield rounds, before a flusher sleeps.
 const IDLE_SPIN: u32 = 64;
@@ -276,6 +277,31 @@ pub(crate) fn control(
             }
         }
         s.proactive_on.store(d.proactive, Ordering::Relaxed);
+    }
+}
+
+/// The proactive thread's loop.
+pub(crate) fn proactive(s: &Shared, mut sampler: Box<dyn StoreSampler>) {
+    let mut buf = Vec::new();
+    while !s.stopping.load(Ordering::Acquire) {
+        buf.clear();
+        sampler.drain(&mut buf);
+        if !buf.is_empty() && s.proactive_on.load(Ordering::Relaxed) {
+            // Holding the read lock: forbid_proactive waits for this round.
+            if let Ok(allowed) = s.proactive_regions.read() {
+                let lines = lines_to_flush(&buf, &allowed);
+                for &l in &lines {
+                    // SAFETY: the line lies in a range the application declared
+                    // mapped until forbid_proactive, which waits for this lock.
+                    unsafe { (s.exec.flush)(l as *const u8, 1) };
+                }
+                let bytes = (lines.len() * memtamer_pmem::CACHE_LINE) as u64;
+                s.counters
+                    .proactive_bytes
+                    .fetch_add(bytes, Ordering::Relaxed);
+            }
+        }
+        std::thread::sleep(POLL);
     }
 }
 

@@ -20,6 +20,7 @@ pub mod idle;
 pub mod proactive;
 mod queue;
 mod runtime;
+mod shared;
 
 pub use error::{RibbonError, MAX_APP_THREADS, MAX_FLUSHERS, MAX_FLUSH_LEN, MAX_QUEUE_ENTRIES};
 pub use queue::Request;

@@ -8,10 +8,7 @@
 //! declared with `Ribbon::allow_proactive` (a sampled address may belong to
 //! memory unmapped since; flushing it would fault).
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-use crate::runtime::Shared;
 
 /// A source of sampled store addresses (e.g. `memtamer-sense`'s PEBS
 /// sampler, or recorded samples in tests).
@@ -44,7 +41,7 @@ impl StoreSampler for Recorded {
 }
 
 /// How often the proactive thread looks for samples.
-const POLL: Duration = Duration::from_micros(200);
+pub(crate) const POLL: Duration = Duration::from_micros(200);
 
 /// The cache lines of `samples` that lie in an allowed range, each once,
 /// in address order: the pure part of one proactive round.
@@ -62,31 +59,6 @@ pub fn lines_to_flush(samples: &[u64], allowed: &[(usize, usize)]) -> Vec<usize>
     lines.sort_unstable();
     lines.dedup();
     lines
-}
-
-/// The proactive thread's loop.
-pub(crate) fn run(s: &Shared, mut sampler: Box<dyn StoreSampler>) {
-    let mut buf = Vec::new();
-    while !s.stopping.load(Ordering::Acquire) {
-        buf.clear();
-        sampler.drain(&mut buf);
-        if !buf.is_empty() && s.proactive_on.load(Ordering::Relaxed) {
-            // Holding the read lock: forbid_proactive waits for this round.
-            if let Ok(allowed) = s.proactive_regions.read() {
-                let lines = lines_to_flush(&buf, &allowed);
-                for &l in &lines {
-                    // SAFETY: the line lies in a range the application declared
-                    // mapped until forbid_proactive, which waits for this lock.
-                    unsafe { (s.exec.flush)(l as *const u8, 1) };
-                }
-                let bytes = (lines.len() * memtamer_pmem::CACHE_LINE) as u64;
-                s.counters
-                    .proactive_bytes
-                    .fetch_add(bytes, Ordering::Relaxed);
-            }
-        }
-        std::thread::sleep(POLL);
-    }
 }
 
 #[cfg(test)]

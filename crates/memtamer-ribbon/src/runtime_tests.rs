@@ -2,7 +2,11 @@
 //! a table of counters, never dereferenced.
 
 use super::*;
+use crate::controller::{Case, ControlConfig};
+use crate::error::{MAX_APP_THREADS, MAX_FLUSHERS};
+use crate::shared::*;
 use std::sync::atomic::AtomicU32;
+use std::time::Duration;
 use std::time::Instant;
 
 const LINES: usize = 1 << 20;

@@ -1,0 +1,313 @@
+//! The state the application threads, the flusher threads, the control thread and the
+//! proactive thread share (thesis §6.3.1): the queues, the flusher count, the counters and
+//! the execution functions. A leaf under the runtime: the thread bodies (`flusher`) and the
+//! runtime (`runtime`) import it; it imports neither.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, RwLock};
+use std::thread::Thread;
+use std::time::Duration;
+
+use crate::bandwidth::BandwidthSource;
+use crate::controller::{Case, ControlConfig};
+use crate::error::{RibbonError, MAX_APP_THREADS, MAX_FLUSHERS, MAX_QUEUE_ENTRIES};
+use crate::proactive::StoreSampler;
+use crate::queue::{Batch, Queue};
+
+/// How flushes and fences are executed. Production uses
+/// [`Executor::pmem`]; tests and benchmarks substitute recording or
+/// counting functions.
+#[derive(Clone, Copy, Debug)]
+pub struct Executor {
+    /// Writes back `addr..addr+len` without ordering.
+    pub flush: unsafe fn(*const u8, usize),
+    /// Orders every earlier flush of this thread (sfence).
+    pub fence: fn(),
+}
+
+impl Executor {
+    /// CLWB/CLFLUSHOPT/CLFLUSH + SFENCE from `memtamer-pmem`.
+    pub fn pmem() -> Executor {
+        Executor {
+            flush: memtamer_pmem::flush,
+            fence: memtamer_pmem::fence,
+        }
+    }
+}
+
+/// How many flusher threads run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flushers {
+    /// Exactly this many (0: application threads flush themselves).
+    Fixed(usize),
+    /// Chosen by the four-point search (thesis §6.3.1).
+    Adaptive,
+}
+
+/// Everything `Ribbon::start` needs. `Config::new` gives the thesis's
+/// defaults for `ribbon_start(numAppT, eleFQueue)`.
+pub struct Config {
+    /// Queues to preallocate (`numAppT`); more threads flush inline.
+    pub app_threads: usize,
+    /// Entries per queue (`eleFQueue`), rounded up to a power of two.
+    pub queue_entries: usize,
+    /// Flusher policy.
+    pub flushers: Flushers,
+    /// Hardware threads available (P4 of the search).
+    pub cores: usize,
+    /// The controller's settings (used with `Flushers::Adaptive`).
+    pub control: ControlConfig,
+    /// The flush and fence instructions.
+    pub executor: Executor,
+    /// Where the controller reads write bandwidth; None = the runtime's
+    /// own flushed-bytes rate.
+    pub bandwidth: Option<Box<dyn BandwidthSource>>,
+    /// Store-address sampler for proactive flushing; None = off.
+    pub sampler: Option<Box<dyn StoreSampler>>,
+    /// Whether the control thread measures the hardware threads other
+    /// processes leave free (`idle.rs`); false assumes all `cores` free.
+    pub detect_idle: bool,
+    /// Test-only: publish a batch as done before executing it (the bug
+    /// the fence-ordering test must catch).
+    #[cfg(test)]
+    pub broken_publish_early: bool,
+}
+
+/// Hardware threads of this process (its CPU affinity), at least 1.
+pub fn hardware_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+impl Config {
+    /// `ribbon_start(app_threads, queue_entries)` with adaptive flushers
+    /// on this machine's hardware threads.
+    pub fn new(app_threads: usize, queue_entries: usize) -> Config {
+        let cores = hardware_threads();
+        Config {
+            app_threads,
+            queue_entries,
+            flushers: Flushers::Adaptive,
+            cores,
+            control: ControlConfig::thesis(cores),
+            executor: Executor::pmem(),
+            bandwidth: None,
+            sampler: None,
+            detect_idle: true,
+            #[cfg(test)]
+            broken_publish_early: false,
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), RibbonError> {
+        if self.app_threads == 0 || self.app_threads > MAX_APP_THREADS {
+            return Err(RibbonError::AppThreads(self.app_threads));
+        }
+        if self.queue_entries == 0 || self.queue_entries > MAX_QUEUE_ENTRIES {
+            return Err(RibbonError::QueueEntries(self.queue_entries));
+        }
+        if let Flushers::Fixed(m) = self.flushers {
+            if m > MAX_FLUSHERS {
+                return Err(RibbonError::Flushers(m));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Counters shared by every thread of one Ribbon instance.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) requests: AtomicU64,
+    pub(crate) flushed_bytes: AtomicU64,
+    pub(crate) proactive_bytes: AtomicU64,
+    pub(crate) fences: AtomicU64,
+    pub(crate) inline_requests: AtomicU64,
+    pub(crate) self_drains: AtomicU64,
+    pub(crate) dispatched_jobs: AtomicU64,
+    pub(crate) flusher_batches: AtomicU64,
+    pub(crate) searches: AtomicU64,
+    pub(crate) last_case: AtomicUsize,
+}
+
+/// A snapshot of a Ribbon instance's activity (for `memtamer stat`, logs,
+/// benchmarks).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// `flush` calls accepted.
+    pub requests: u64,
+    /// Bytes written back by flushes (whole cache lines).
+    pub flushed_bytes: u64,
+    /// Bytes written back by proactive flushes.
+    pub proactive_bytes: u64,
+    /// `fence` calls.
+    pub fences: u64,
+    /// Requests executed on the application thread (no queue, no
+    /// flusher, or Ribbon stopping).
+    pub inline_requests: u64,
+    /// Times a producer drained its own queue (full queue or inline mode).
+    pub self_drains: u64,
+    /// Jobs the dispatcher handed to other flushers (M > N).
+    pub dispatched_jobs: u64,
+    /// Queue batches executed by flusher threads (the offloaded work).
+    pub flusher_batches: u64,
+    /// Flushers running now (0 = application threads flush).
+    pub flushers: usize,
+    /// Queues registered now.
+    pub queues: usize,
+    /// Whether proactive flushing is on now.
+    pub proactive: bool,
+    /// Four-point searches started.
+    pub searches: u64,
+    /// The decision-table row of the last search, if any.
+    pub last_case: Option<Case>,
+    /// The bandwidth signal the controller reads.
+    pub bandwidth_source: &'static str,
+}
+
+const CASES: [Option<Case>; 5] = [
+    None,
+    Some(Case::NoContention),
+    Some(Case::PeakBetween),
+    Some(Case::ContentionPastP1),
+    Some(Case::DipThenRise),
+];
+
+pub(crate) fn case_code(c: Case) -> usize {
+    CASES.iter().position(|x| *x == Some(c)).unwrap_or(0)
+}
+
+/// State shared by the application threads, the flushers and the control
+/// and proactive threads.
+pub(crate) struct Shared {
+    pub(crate) exec: Executor,
+    pub(crate) queues: Box<[Queue]>,
+    pub(crate) slot_used: Box<[AtomicBool]>,
+    /// Active slots, compact: ranks 0..active_len.
+    pub(crate) active: Box<[AtomicUsize]>,
+    pub(crate) active_len: AtomicUsize,
+    pub(crate) registry: Mutex<()>,
+    /// Flushers serving now (0: application threads flush).
+    pub(crate) m: AtomicUsize,
+    pub(crate) max_flushers: usize,
+    pub(crate) stopping: AtomicBool,
+    pub(crate) sleeping: Box<[AtomicBool]>,
+    /// Active flushers asleep (producers wake them only if nonzero).
+    pub(crate) sleepers: AtomicUsize,
+    pub(crate) threads: OnceLock<Vec<Thread>>,
+    /// Job ring of each flusher (filled by the dispatcher only).
+    pub(crate) jobs: Box<[Queue]>,
+    pub(crate) proactive_on: AtomicBool,
+    pub(crate) proactive_regions: RwLock<Vec<(usize, usize)>>,
+    pub(crate) counters: Counters,
+    pub(crate) source_name: Mutex<&'static str>,
+    #[cfg(test)]
+    pub(crate) broken: bool,
+}
+
+impl Shared {
+    /// Executes a batch on the calling thread: every flush, one fence,
+    /// then publishes it (the queue's head moves, fences may return).
+    pub(crate) fn execute(&self, batch: Batch<'_>) {
+        self.execute_counted(batch, true)
+    }
+
+    /// Executes a job handed over by the dispatcher (which counts its bytes).
+    pub(crate) fn execute_job(&self, batch: Batch<'_>) {
+        self.execute_counted(batch, false)
+    }
+
+    fn execute_counted(&self, batch: Batch<'_>, count: bool) {
+        #[cfg(test)]
+        if self.broken {
+            batch.publish_early();
+        }
+        let mut bytes = 0u64;
+        for r in batch.requests() {
+            // SAFETY: the producer promised the range is mapped (ribbon_flush contract).
+            unsafe { (self.exec.flush)(r.addr as *const u8, r.len) };
+            bytes +=
+                (memtamer_pmem::lines_covered(r.addr, r.len) * memtamer_pmem::CACHE_LINE) as u64;
+        }
+        (self.exec.fence)();
+        if count {
+            self.counters
+                .flushed_bytes
+                .fetch_add(bytes, Ordering::Relaxed);
+        }
+        batch.complete();
+    }
+
+    /// Wakes every sleeping flusher below `m`.
+    pub(crate) fn wake_active(&self) {
+        let m = self.m.load(Ordering::Relaxed).min(self.max_flushers);
+        for i in 0..m {
+            self.wake(i);
+        }
+    }
+
+    /// Wakes flusher `i` if it sleeps.
+    pub(crate) fn wake(&self, i: usize) {
+        if self.sleeping[i].swap(false, Ordering::SeqCst) {
+            if let Some(t) = self.threads.get().and_then(|t| t.get(i)) {
+                t.unpark();
+            }
+        }
+    }
+
+    /// True when any queue or job ring holds work.
+    pub(crate) fn any_work(&self, id: usize) -> bool {
+        self.jobs[id].has_work() || self.queues.iter().any(Queue::has_work)
+    }
+
+    pub(crate) fn register(&self) -> Option<usize> {
+        let _g = self.registry.lock().ok()?;
+        let slot = self.slot_used.iter().position(|u| {
+            u.compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        })?;
+        let n = self.active_len.load(Ordering::Relaxed);
+        self.active[n].store(slot, Ordering::Relaxed);
+        self.active_len.store(n + 1, Ordering::Release);
+        Some(slot)
+    }
+
+    pub(crate) fn unregister(&self, slot: usize) {
+        let Ok(_g) = self.registry.lock() else { return };
+        let n = self.active_len.load(Ordering::Relaxed);
+        if let Some(rank) = (0..n).find(|&r| self.active[r].load(Ordering::Relaxed) == slot) {
+            let last = self.active[n - 1].load(Ordering::Relaxed);
+            self.active[rank].store(last, Ordering::Relaxed);
+            self.active_len.store(n - 1, Ordering::Release);
+        }
+        self.slot_used[slot].store(false, Ordering::Release);
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let c = &self.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Stats {
+            requests: l(&c.requests),
+            flushed_bytes: l(&c.flushed_bytes),
+            proactive_bytes: l(&c.proactive_bytes),
+            fences: l(&c.fences),
+            inline_requests: l(&c.inline_requests),
+            self_drains: l(&c.self_drains),
+            dispatched_jobs: l(&c.dispatched_jobs),
+            flusher_batches: l(&c.flusher_batches),
+            flushers: self.m.load(Ordering::Relaxed),
+            queues: self.active_len.load(Ordering::Relaxed),
+            proactive: self.proactive_on.load(Ordering::Relaxed),
+            searches: l(&c.searches),
+            last_case: CASES
+                .get(c.last_case.load(Ordering::Relaxed))
+                .copied()
+                .flatten(),
+            bandwidth_source: self.source_name.lock().map(|s| *s).unwrap_or("unknown"),
+        }
+    }
+}
+
+/// How long an idle flusher sleeps before looking again on its own.
+pub(crate) const PARK: Duration = Duration::from_micros(500);

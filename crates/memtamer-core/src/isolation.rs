@@ -383,7 +383,7 @@ impl Isolation {
         let wa = self.write_amplification;
         let mut known = false;
         let mut thread_writes = 0.0;
-        let hints = crate::compose::Hints {
+        let hints = crate::policy::Hints {
             shape: None,
             reporting,
         };
@@ -700,7 +700,7 @@ impl Isolation {
 
     /// [`Isolation::decide`] for a caller that knows which threads may carry
     /// traffic: `reporting` indexes `obs.threads` (see
-    /// [`crate::compose::Hints::reporting`]); the decision is the same.
+    /// [`crate::policy::Hints::reporting`]); the decision is the same.
     pub fn decide_hinted(&mut self, obs: &Observation, reporting: Option<&[usize]>) -> Decision {
         let mut d = Decision::default();
         let pool = self.init_pool(obs);

@@ -9,7 +9,7 @@
 //! Fewer cores for PM writers means fewer concurrent PM writers (the Optane
 //! sweet spot) and the other cores free for CPU-bound work (thesis Fig. 5.3/5.4).
 
-use crate::compose::Hints;
+use crate::policy::Hints;
 use crate::{CpuSet, Decision, JobClass, Observation, ThreadId, ThreadObs};
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -16,6 +16,7 @@
 
 mod act;
 mod build;
+mod observe;
 
 pub use act::{
     DRY_RUN, FAILED, NOT_BE, NOT_MANAGED, NO_DUTY, NO_GATE, OUTSIDE_AFFINITY, UNMANAGED_JOB,
@@ -30,9 +31,7 @@ use memtamer_actuate::cgroup::{CgroupLayout, ManagedCgroup};
 use memtamer_actuate::duty::DutyCycler;
 use memtamer_actuate::journal::{Change, Journal};
 use memtamer_core::compose::{Composite, Hints};
-use memtamer_core::{
-    Actuators, CpuObs, CpuSet, Decision, JobClass, JobObs, Observation, Policy, ThreadObs,
-};
+use memtamer_core::{Actuators, CpuSet, Decision, JobClass, Observation};
 use memtamer_sense::sources::{Sensors, SourceConfig};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -444,149 +443,6 @@ impl Daemon {
         }
     }
 
-    /// The sensors' window mapped onto the configured jobs: fills `self.obs`,
-    /// reusing its thread and job lists.
-    fn observe(&mut self) {
-        let mut raw = self.sensors.observe();
-        if self.obs_stale {
-            self.obs = self.skeleton();
-            self.obs_stale = false;
-            self.obs_shape += 1;
-            self.obs_reported.clear();
-        }
-        let obs = &mut self.obs;
-        for i in self.obs_reported.drain(..) {
-            if let Some(t) = obs.threads.get_mut(i) {
-                t.pm = None;
-                t.dram = None;
-                t.gate_wait_ns = None;
-            }
-        }
-        // sources name the process in `job`: keep only managed threads
-        for t in raw.threads.drain(..) {
-            let Ok(i) = obs.threads.binary_search_by_key(&t.tid, |x| x.tid) else {
-                continue;
-            };
-            let Some(tr) = self.threads.get(&(t.tid as i32)) else {
-                continue;
-            };
-            if tr.key.pid as u32 != t.job {
-                continue;
-            }
-            let e = &mut obs.threads[i];
-            let was_clear = e.pm.is_none() && e.dram.is_none() && e.gate_wait_ns.is_none();
-            e.pm = match (e.pm.take(), t.pm) {
-                (Some(mut a), Some(b)) => {
-                    a.add(&b);
-                    Some(a)
-                }
-                (a, b) => a.or(b),
-            };
-            e.dram = e.dram.take().or(t.dram);
-            e.gate_wait_ns = e.gate_wait_ns.or(t.gate_wait_ns);
-            // listed once, when it first carries something this window
-            if was_clear && (e.pm.is_some() || e.dram.is_some() || e.gate_wait_ns.is_some()) {
-                self.obs_reported.push(i);
-            }
-        }
-        let end_ns = self.started.elapsed().as_nanos() as u64;
-        obs.start_ns = end_ns.saturating_sub(raw.duration_ns);
-        obs.duration_ns = raw.duration_ns;
-        obs.channels = raw.channels;
-        obs.dimms = raw.dimms;
-        obs.gate = raw.gate;
-    }
-
-    /// The parts of an observation that change only on a rescan or an
-    /// affinity change: threads (sorted by tid), jobs, CPUs.
-    fn skeleton(&self) -> Observation {
-        let threads = self
-            .threads
-            .iter()
-            .map(|(&tid, tr)| {
-                let s = self.sched.get(&tid);
-                ThreadObs {
-                    tid: tid as u32,
-                    job: tr.job as u32,
-                    allowed: tr.allowed,
-                    cpu: s.map(|s| s.cpu),
-                    cpu_util: s.and_then(|s| s.util),
-                    ..Default::default()
-                }
-            })
-            .collect();
-        let jobs = self
-            .cfg
-            .jobs
-            .iter()
-            .enumerate()
-            .map(|(i, j)| JobObs {
-                id: i as u32,
-                name: j.name.clone(),
-                class: j.class,
-                threads: self
-                    .threads
-                    .iter()
-                    .filter(|(_, t)| t.job == i)
-                    .map(|(&tid, _)| tid as u32)
-                    .collect(),
-                work_units: None,
-                latency_ns: None,
-            })
-            // a job with no process now is absent, so policies free its budget
-            .filter(|j| !j.threads.is_empty())
-            .collect();
-        Observation {
-            threads,
-            jobs,
-            cpus: self
-                .online
-                .iter()
-                .map(|c| CpuObs {
-                    cpu: c as u32,
-                    utilization: None,
-                })
-                .collect(),
-            ..Default::default()
-        }
-    }
-
-    /// Reads every managed thread's CPU and CPU time (placement's inputs).
-    fn sample_sched(&mut self) {
-        let now = Instant::now();
-        self.last_sched = Some(now);
-        // SAFETY: sysconf has no memory-safety preconditions
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        let hz = if hz > 0 { hz as f64 } else { 100.0 };
-        let mut next = BTreeMap::new();
-        for (&tid, tr) in &self.threads {
-            let Ok(now_s) = self.procfs.thread_sched(tr.key.pid, tid) else {
-                continue;
-            };
-            let util = self.sched.get(&tid).and_then(|prev| {
-                let secs = now.duration_since(prev.at).as_secs_f64();
-                (secs > 0.0).then(|| {
-                    let used = match (now_s.run_ns, prev.run_ns) {
-                        (Some(a), Some(b)) => a.saturating_sub(b) as f64 / 1e9,
-                        _ => now_s.cpu_ticks.saturating_sub(prev.ticks) as f64 / hz,
-                    };
-                    (used / secs).clamp(0.0, 1.0)
-                })
-            });
-            next.insert(
-                tid,
-                SchedSample {
-                    cpu: now_s.cpu,
-                    ticks: now_s.cpu_ticks,
-                    run_ns: now_s.run_ns,
-                    at: now,
-                    util,
-                },
-            );
-        }
-        self.sched = next;
-    }
-
     /// LC jobs with configured `cpus` run there (Dicio pins the LC job on its
     /// cores); the BE pool excludes them. Owned by the daemon's config, not a
     /// policy: it never changes while the daemon runs.
@@ -692,62 +548,6 @@ impl Daemon {
             self.publish();
         }
         Ok(())
-    }
-
-    fn publish(&self) {
-        let jobs: Vec<serde_json::Value> = self
-            .cfg
-            .jobs
-            .iter()
-            .enumerate()
-            .map(|(i, j)| {
-                let pids: Vec<i32> = self
-                    .managed
-                    .iter()
-                    .filter(|(_, k)| *k == i)
-                    .map(|(p, _)| p.pid)
-                    .collect();
-                let threads = self.threads.values().filter(|t| t.job == i).count();
-                let budget = self.policy.budgets().get(&(i as u32));
-                serde_json::json!({
-                    "name": j.name,
-                    "class": j.class,
-                    "pids": pids,
-                    "threads": threads,
-                    "cpus": budget.map(|b| b.cpus.to_string()),
-                    "duty_cycle": budget.map(|b| b.duty_cycle),
-                })
-            })
-            .collect();
-        let isolation = self.policy.isolation().map(|i| {
-            serde_json::json!({
-                "policy": Policy::name(i),
-                "state": format!("{:?}", i.state()),
-                "write_amplification": i.write_amplification(),
-            })
-        });
-        let core_spec = self
-            .policy
-            .concurrency()
-            .map(|c| serde_json::json!({ "pm_group_threads": c.pm_group_size() }));
-        let doc = serde_json::json!({
-            "pid": std::process::id(),
-            "uptime_s": self.started.elapsed().as_secs_f64(),
-            "period_us": self.cfg.daemon.period_us,
-            "dry_run": self.cfg.daemon.dry_run,
-            "policy": self.policy.name(),
-            "sources": self.sensors.status,
-            "jobs": jobs,
-            "isolation": isolation,
-            "core_spec": core_spec,
-            "journal": {
-                "path": self.journal.path(),
-                "pending": self.journal.pending().len(),
-            },
-            "loop": self.stats,
-            "last_decisions": self.shown,
-        });
-        self.published.publish(doc.to_string());
     }
 
     /// Runs until SIGINT/SIGTERM (or `max_iterations`), then undoes every

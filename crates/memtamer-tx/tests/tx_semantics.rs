@@ -353,3 +353,49 @@ fn recovery_drops_an_unfinished_transaction() {
     again.transaction(|tx| tx.read_at(root, 0, &mut b)).unwrap();
     assert_eq!(b, [4u8; 8]);
 }
+
+#[test]
+fn concurrent_rb_tree_keeps_its_invariants() {
+    let pool = Arc::new(mem_pool(16 << 20));
+    let rb = Arc::new(RbTree::create(&*pool, 8).unwrap());
+    let hs: Vec<_> = (0..4u64)
+        .map(|t| {
+            let (p, rb) = (pool.clone(), rb.clone());
+            std::thread::spawn(move || {
+                let mut r = Rng(t + 101);
+                for i in 0..1500 {
+                    let k = r.next() % 400;
+                    let op = r.next() % 4;
+                    p.run(op != 3, &mut |tx: &mut dyn TxOps| {
+                        match op {
+                            0 => drop(rb.remove(tx, k)?),
+                            1 | 2 => drop(rb.put(tx, k, &val(k, i))?),
+                            _ => drop(rb.get(tx, k)?),
+                        }
+                        Ok(())
+                    })
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    assert_eq!(pool.locked_ids(), Vec::<u32>::new());
+    for p in [
+        &*pool,
+        &Pool::open_image(&pool.image(), &PoolOptions::default()).unwrap(),
+    ] {
+        let rb = RbTree::open(p, 8).unwrap();
+        let mut out = None;
+        p.run(false, &mut |t| {
+            out = Some(rb.check(t)?);
+            Ok(())
+        })
+        .unwrap();
+        let (items, refs) = out.unwrap();
+        assert!(items.iter().all(|(k, v)| v[..8] == k.to_le_bytes()));
+        assert_no_leak(p, &refs);
+    }
+}

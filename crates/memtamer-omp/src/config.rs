@@ -8,10 +8,12 @@ use memtamer_tier::registry::parse_bytes;
 pub enum Mode {
     /// Not registered at all: the program runs exactly as without the tool.
     Off,
-    /// Track tasks, profile representatives and plan placement, but move
-    /// nothing (placement off: what the overhead goal is measured on).
+    /// Placement off: track tasks, dependences and the ready queue, and
+    /// profile one representative per type; no decisions, no moves (what
+    /// the <= 3% overhead goal is measured on).
     Profile,
-    /// As `Profile`, and carry out the migration batches.
+    /// As `Profile`, plus a Tahoe decision at every task start and the
+    /// migration batches carried out.
     Place,
 }
 

@@ -194,7 +194,7 @@ unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next:
             tr.complete(p, now);
         }
         if n != 0 {
-            tr.begin(n, now, t.cfg.corun)
+            tr.begin(n, now, t.cfg.corun, t.cfg.mode == Mode::Place)
         } else {
             Vec::new()
         }

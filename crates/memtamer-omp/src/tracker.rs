@@ -183,10 +183,11 @@ impl Tracker {
         })
     }
 
-    /// The task starts on a thread at `now_ns`: Tahoe decides for it with
-    /// the ready queue as look-ahead. Returns the batches (evictions first;
-    /// the head's own batch before the look-ahead ones).
-    pub fn begin(&mut self, id: u64, now_ns: u64, corun: usize) -> Vec<Batch> {
+    /// The task starts on a thread at `now_ns`: with `place`, Tahoe decides
+    /// for it with the ready queue as look-ahead and the batches are
+    /// returned (evictions first; the head's own batch before the
+    /// look-ahead ones); without, only representatives are picked.
+    pub fn begin(&mut self, id: u64, now_ns: u64, corun: usize, place: bool) -> Vec<Batch> {
         let Some(r) = self.recs.get_mut(&id) else {
             return Vec::new();
         };
@@ -201,6 +202,10 @@ impl Tracker {
         let Some(head) = self.task(id) else {
             return Vec::new();
         };
+        if !place {
+            self.planner.observe(&head);
+            return Vec::new();
+        }
         let look: Vec<Task> = self
             .ready
             .iter()
@@ -292,7 +297,7 @@ mod tests {
         t.create(3, 0xa);
         t.dependences(3, &[(0x100000 + B, Access::Out)]);
         assert_eq!(t.ready(), vec![1, 3]);
-        t.begin(1, 0, 4);
+        t.begin(1, 0, 4, true);
         assert_eq!(t.ready(), vec![3]);
         t.complete(1, 100);
         assert_eq!(t.ready(), vec![3, 2]);
@@ -312,11 +317,11 @@ mod tests {
             t.dependences(i + 1, &[(0x1000_0000 + i * B, Access::InOut)]);
         }
         // Representative: profiled, no moves.
-        assert!(t.begin(1, 0, 4).is_empty());
+        assert!(t.begin(1, 0, 4, true).is_empty());
         t.complete(1, 1_000_000);
         assert_eq!(t.planner().db().len(), 1);
         // Sibling: its block (16 pages) plus look-ahead batches for 3, 4.
-        let b = t.begin(2, 2_000_000, 4);
+        let b = t.begin(2, 2_000_000, 4, true);
         assert_eq!(b.len(), 3);
         assert_eq!(b[0].task, 2);
         assert_eq!(b[0].pages.len(), 16);
@@ -326,9 +331,15 @@ mod tests {
         assert_eq!(e.n, 1);
         assert!(e.sum > 0.0);
         // Resume of an active task is not re-decided.
-        t.begin(3, 3_000_000, 4);
-        assert!(t.begin(3, 3_100_000, 4).is_empty());
+        t.begin(3, 3_000_000, 4, true);
+        assert!(t.begin(3, 3_100_000, 4, true).is_empty());
         t.complete(99, 0); // unknown: ignored
-        assert_eq!(t.stats().completed, 2);
+                           // Placement off: representative bookkeeping only, no batches.
+        t.create(50, 0xc);
+        t.dependences(50, &[(0x2000_0000, Access::In)]);
+        assert!(t.begin(50, 4_000_000, 4, false).is_empty());
+        t.complete(50, 4_100_000);
+        assert_eq!(t.planner().db().len(), 2);
+        assert_eq!(t.stats().completed, 3);
     }
 }

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 
 #define NB 8
-#define BS 128
-#define ITERS 20
+#define BS 256
+#define ITERS 30
 
 static double *blk(double *g, int i, int j) { return g + ((size_t)(i * NB + j)) * BS * BS; }
 

@@ -120,10 +120,9 @@ impl Planner {
         &self.dram
     }
 
-    /// Decides for `head` with `ready` the queue behind it (FIFO order)
-    /// and `active` the tasks now running (their pages are guarded).
-    pub fn decide(&mut self, head: &Task, ready: &[Task], active: &[Task]) -> Decision {
-        self.stats.decisions += 1;
+    /// Profiling only (placement off): picks representatives, returns
+    /// `Profile`, `Wait`, or `Place` with no batches for a known type.
+    pub fn observe(&mut self, head: &Task) -> Decision {
         let ty = head.task_type();
         if self.db.get(head).is_none() {
             if self.profiling.contains_key(&ty) {
@@ -133,6 +132,21 @@ impl Planner {
             self.stats.profiled += 1;
             return Decision::Profile;
         }
+        Decision::Place {
+            batches: Vec::new(),
+            predicted_ns: 0.0,
+        }
+    }
+
+    /// Decides for `head` with `ready` the queue behind it (FIFO order)
+    /// and `active` the tasks now running (their pages are guarded).
+    pub fn decide(&mut self, head: &Task, ready: &[Task], active: &[Task]) -> Decision {
+        self.stats.decisions += 1;
+        match self.observe(head) {
+            Decision::Place { .. } => {}
+            d => return d,
+        }
+        let ty = head.task_type();
         let page = self.cfg.page;
         // Co-runners: the head plus the next known-type ready tasks.
         let mut group: Vec<(&Task, &TypeProfile)> = Vec::new();
@@ -271,7 +285,9 @@ impl Planner {
             };
             self.db.insert(ty, prof);
         }
-        self.dram.executed(&task.footprint(self.cfg.page));
+        if self.dram.used() > 0 {
+            self.dram.executed(&task.footprint(self.cfg.page));
+        }
     }
 }
 

@@ -169,3 +169,22 @@ fn resident_pages_are_not_moved_again_and_guard_holds() {
     pl.failed(&[10, 11]);
     assert_eq!(pl.dram().free(), 2);
 }
+
+#[test]
+fn observe_only_profiles_and_never_moves() {
+    let mut pl = planner(100, 1);
+    let a = task(1, 7, &[(0, 4)]);
+    let b = task(2, 7, &[(10, 4)]);
+    assert_eq!(pl.observe(&a), Decision::Profile);
+    assert_eq!(pl.observe(&b), Decision::Wait);
+    pl.completed(&a, 10.0, None);
+    assert_eq!(
+        pl.observe(&b),
+        Decision::Place {
+            batches: vec![],
+            predicted_ns: 0.0
+        }
+    );
+    assert_eq!(pl.dram().used(), 0);
+    assert_eq!(pl.stats().decisions, 0);
+}

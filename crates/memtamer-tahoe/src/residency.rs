@@ -11,13 +11,16 @@ pub const FIFO_ENTRIES: usize = 10;
 /// DRAM state in pages. Each resident page belongs to at most one FIFO
 /// entry, that of the last executed task that used it (`owner`); entry
 /// lists may hold stale pages, skipped by comparing owners, so a task's
-/// completion costs O(its footprint), not O(DRAM).
+/// completion costs O(its footprint), not O(DRAM). Pages of entries that
+/// fall off the 10-entry FIFO go to an "old" pool (owner 0), evicted
+/// before any entry, so no resident page is lost from the eviction order.
 #[derive(Clone, Debug)]
 pub struct Residency {
     capacity: usize,
     resident: BTreeSet<u64>,
     fifo: VecDeque<(u64, Vec<u64>)>,
     owner: HashMap<u64, u64>,
+    old: Vec<u64>,
     seq: u64,
     entries: usize,
 }
@@ -30,6 +33,7 @@ impl Residency {
             resident: BTreeSet::new(),
             fifo: VecDeque::new(),
             owner: HashMap::new(),
+            old: Vec::new(),
             seq: 0,
             entries: entries.max(1),
         }
@@ -112,14 +116,16 @@ impl Residency {
             let Some((old_seq, old)) = self.fifo.pop_front() else {
                 break;
             };
-            if let Some((next_seq, next)) = self.fifo.front_mut() {
-                for p in old {
-                    if self.owner.get(&p) == Some(&old_seq) {
-                        self.owner.insert(p, *next_seq);
-                        next.push(p);
-                    }
+            for p in old {
+                if self.owner.get(&p) == Some(&old_seq) {
+                    self.owner.insert(p, 0);
+                    self.old.push(p);
                 }
             }
+        }
+        if self.old.len() > 2 * self.capacity.max(1) {
+            let owner = &self.owner;
+            self.old.retain(|p| owner.get(p) == Some(&0));
         }
     }
 
@@ -133,6 +139,21 @@ impl Residency {
     /// nothing unguarded; returns the evicted pages (to demote, in order).
     pub fn evict_for(&mut self, need: usize, guard: &HashSet<u64>) -> Vec<u64> {
         let mut out = Vec::new();
+        if self.free() < need && !self.old.is_empty() {
+            let old = std::mem::take(&mut self.old);
+            for p in old {
+                if self.owner.get(&p) != Some(&0) {
+                    continue;
+                }
+                if guard.contains(&p) || self.free() >= need {
+                    self.old.push(p);
+                } else {
+                    self.owner.remove(&p);
+                    self.resident.remove(&p);
+                    out.push(p);
+                }
+            }
+        }
         let mut i = 0;
         while self.free() < need && i < self.fifo.len() {
             let (seq, entry) = std::mem::take(&mut self.fifo[i]);
@@ -221,7 +242,7 @@ mod tests {
         r.executed(&[2]);
         assert_eq!(r.fifo.len(), 2);
         assert_eq!(r.evictable(&HashSet::new()), 3);
-        assert_eq!(r.evict_for(93, &HashSet::new()), vec![1, 0, 2]);
+        assert_eq!(r.evict_for(93, &HashSet::new()), vec![0, 1, 2]);
         assert_eq!(r.evictable(&HashSet::new()), 0);
         assert_eq!(r.evict_for(93, &HashSet::new()), Vec::<u64>::new());
     }

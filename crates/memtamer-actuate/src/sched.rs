@@ -6,11 +6,14 @@ use crate::{last_os_error, Error, Result};
 use memtamer_core::cpuset::MAX_CPUS;
 use memtamer_core::CpuSet;
 
+// Every CPU a `CpuSet` can hold fits a `cpu_set_t` (both are 1024 wide).
+const _: () = assert!(MAX_CPUS <= 8 * std::mem::size_of::<libc::cpu_set_t>());
+
 fn to_cpu_set_t(cpus: &CpuSet) -> libc::cpu_set_t {
     // SAFETY: cpu_set_t is a plain bitmask; all-zero is the valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for cpu in cpus.iter() {
-        // SAFETY: cpu < MAX_CPUS (256) < CPU_SETSIZE (1024).
+        // SAFETY: cpu < MAX_CPUS <= CPU_SETSIZE (asserted above).
         unsafe { libc::CPU_SET(cpu, &mut set) };
     }
     set
@@ -19,7 +22,7 @@ fn to_cpu_set_t(cpus: &CpuSet) -> libc::cpu_set_t {
 fn from_cpu_set_t(set: &libc::cpu_set_t) -> CpuSet {
     let mut cpus = CpuSet::empty();
     for cpu in 0..MAX_CPUS {
-        // SAFETY: cpu < MAX_CPUS (256) < CPU_SETSIZE (1024).
+        // SAFETY: cpu < MAX_CPUS <= CPU_SETSIZE (asserted above).
         if unsafe { libc::CPU_ISSET(cpu, set) } {
             cpus.insert(cpu);
         }

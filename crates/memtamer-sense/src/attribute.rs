@@ -24,7 +24,7 @@ use crate::perf::{Record, Sample};
 /// The NUMA node holding the page at `addr` in process `pid`, if resident
 /// (`move_pages` with no target nodes only reports where pages are).
 pub fn node_of(pid: u32, addr: u64) -> Option<u32> {
-    let page = (addr & !0xfff) as *mut libc::c_void;
+    let page = (addr & !(crate::perf::page_size() as u64 - 1)) as *mut libc::c_void;
     let mut status: libc::c_int = -1;
     // SAFETY: one page pointer in, one status out; nodes NULL means query.
     let rc = unsafe {
@@ -112,6 +112,8 @@ pub struct Attributor {
     decoder: Option<crate::decode::Decoder>,
     /// (pid, page) -> node, for slow-node classification.
     nodes: HashMap<(u32, u64), Option<u32>>,
+    /// `page size - 1`: the bits below a page ([`crate::perf::page_size`]).
+    page_mask: u64,
 }
 
 impl Attributor {
@@ -134,6 +136,7 @@ impl Attributor {
             maps_reads: 0,
             decoder: None,
             nodes: HashMap::new(),
+            page_mask: crate::perf::page_size() as u64 - 1,
         }
     }
 
@@ -203,7 +206,7 @@ impl Attributor {
             if i > 0 && s.addr < p.regions[i - 1].end {
                 let mut kind = p.kinds[i - 1];
                 if kind.is_none() && !self.classifier.slow_nodes().is_empty() {
-                    let page = s.addr & !0xfff;
+                    let page = s.addr & !self.page_mask;
                     if self.nodes.len() >= MAX_CACHED_PAGES {
                         self.nodes.clear();
                     }

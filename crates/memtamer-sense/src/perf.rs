@@ -211,6 +211,20 @@ pub struct Sampler {
     pub lost: u64,
 }
 
+/// The kernel's page size (`sysconf(_SC_PAGESIZE)`): the perf ring is one
+/// control page plus 2^n data pages of this size, and arm64/ppc64 hosts use
+/// 16 or 64 KiB pages, where a 4 KiB assumption maps the wrong length.
+/// 4 KiB only if sysconf fails, which POSIX allows for no reason here.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if v > 0 {
+        v as usize
+    } else {
+        4096
+    }
+}
+
 // The mapping is owned by this value and only touched through &mut self.
 unsafe impl Send for Sampler {}
 
@@ -268,7 +282,7 @@ impl Sampler {
                 });
             }
         };
-        let page = 4096usize;
+        let page = page_size();
         let data_len = page << pages_log2.min(16);
         let map_len = page + data_len;
         // SAFETY: mapping the event's ring buffer as the perf ABI describes.
@@ -439,6 +453,20 @@ pub fn read_counter(fd: libc::c_int) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn page_size_is_the_kernels() {
+        let p = page_size();
+        assert!(p.is_power_of_two() && p >= 4096, "{p}");
+        // the same number the kernel reports to every process
+        let auxv = std::fs::read("/proc/self/auxv").expect("auxv");
+        let words: Vec<u64> = auxv
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        let at_pagesz = words.chunks_exact(2).find(|kv| kv[0] == 6).map(|kv| kv[1]);
+        assert_eq!(at_pagesz, Some(p as u64));
+    }
 
     #[test]
     fn the_attr_is_the_size_the_kernel_expects() {

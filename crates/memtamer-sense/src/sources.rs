@@ -54,8 +54,10 @@ pub struct SourceConfig {
 
 impl SourceConfig {
     /// Defaults plus `MEMTAMER_PM_PATHS` (colon-separated path prefixes) and
-    /// `MEMTAMER_SLOW_NODES` (a node list such as `2-3`). A bad value is an
-    /// error naming the variable.
+    /// `MEMTAMER_SLOW_NODES` (a node list such as `2-3`; empty for none).
+    /// Without `MEMTAMER_SLOW_NODES` the slow nodes are sensed: every NUMA
+    /// node with memory and no CPU ([`crate::topology::memory_only_nodes`]).
+    /// A bad value is an error naming the variable.
     pub fn from_env() -> Result<SourceConfig, String> {
         let mut c = SourceConfig::default();
         if let Ok(v) = std::env::var("MEMTAMER_PM_PATHS") {
@@ -65,16 +67,28 @@ impl SourceConfig {
                 .map(String::from)
                 .collect();
         }
-        if let Ok(v) = std::env::var("MEMTAMER_SLOW_NODES") {
-            c.slow_nodes = CpuSet::parse_list(v.trim())
-                .map_err(|e| {
-                    format!("MEMTAMER_SLOW_NODES = {v:?}: expected a node list such as 2 or 2-3,5 ({e})")
-                })?
-                .iter()
-                .map(|n| n as u32)
-                .collect();
-        }
+        c.slow_nodes = slow_nodes_from(
+            std::env::var("MEMTAMER_SLOW_NODES").ok().as_deref(),
+            std::path::Path::new("/sys/devices/system/node"),
+        )?;
         Ok(c)
+    }
+}
+
+/// The slow NUMA nodes: the list in `setting` if given (an error naming
+/// `MEMTAMER_SLOW_NODES` if malformed), else those sensed under `node_root`.
+fn slow_nodes_from(setting: Option<&str>, node_root: &std::path::Path) -> Result<Vec<u32>, String> {
+    match setting {
+        Some(v) => Ok(CpuSet::parse_list(v.trim())
+            .map_err(|e| {
+                format!(
+                    "MEMTAMER_SLOW_NODES = {v:?}: expected a node list such as 2 or 2-3,5 ({e})"
+                )
+            })?
+            .iter()
+            .map(|n| n as u32)
+            .collect()),
+        None => crate::topology::memory_only_nodes(node_root),
     }
 }
 
@@ -492,6 +506,19 @@ impl Sensors {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slow_nodes_are_sensed_as_cpu_less_nodes_unless_set() {
+        let root = std::env::temp_dir().join(format!("mt-slow-{}", std::process::id()));
+        crate::topology::write_fake_host(&root, 2, 2).expect("fake sysfs");
+        let nodes = root.join("node");
+        assert_eq!(slow_nodes_from(None, &nodes), Ok(vec![2]));
+        assert_eq!(slow_nodes_from(Some("1,3"), &nodes), Ok(vec![1, 3]));
+        assert_eq!(slow_nodes_from(Some(""), &nodes), Ok(vec![]), "empty: none");
+        let err = slow_nodes_from(Some("x"), &nodes).expect_err("bad list");
+        assert!(err.contains("MEMTAMER_SLOW_NODES"), "{err}");
+        let _ = std::fs::remove_dir_all(&root);
+    }
 
     #[test]
     fn media_counters_are_polled_in_the_background_and_carry_their_age() {

@@ -3,10 +3,14 @@
 //! which Dicio §4.1's WPQ queuing delay follows.
 //!
 //! Discovery reads `/sys/bus/event_source/devices/uncore_imc_*` (type,
-//! cpumask, format); event encodings are placed into `config` by the PMU's
-//! own format description. The arithmetic from two readings to a
-//! `ChannelObs` is pure.
+//! cpumask, format, events); event encodings are placed into `config` by the
+//! PMU's own format description. An event's encoding comes from the kernel's
+//! own alias (`events/cas_count_read`, with its `.scale` and `.unit`) where
+//! the kernel has one, else from a table keyed by CPU model; on any other
+//! model the counter is reported unknown, never guessed. The arithmetic from
+//! two readings to a `ChannelObs` is pure.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use memtamer_core::{ChannelObs, CpuSet};
@@ -39,19 +43,128 @@ impl ImcEvent {
         ImcEvent::PmmWpqInserts,
     ];
 
-    /// (event, umask) on Skylake-SP / Cascade Lake (Intel uncore
-    /// performance monitoring reference for Xeon Scalable; perfmon CLX
-    /// uncore event list).
-    pub fn encoding(self) -> (u64, u64) {
+    /// The kernel's alias file name under `events/`, for the events the
+    /// kernel names (the PM queue events have no alias).
+    pub fn alias(self) -> Option<&'static str> {
         match self {
-            ImcEvent::CasRead => (0x04, 0x03),
-            ImcEvent::CasWrite => (0x04, 0x0c),
-            ImcEvent::PmmRpqOccupancy => (0xe0, 0x01),
-            ImcEvent::PmmRpqInserts => (0xe3, 0x00),
-            ImcEvent::PmmWpqOccupancy => (0xe4, 0x01),
-            ImcEvent::PmmWpqInserts => (0xe7, 0x00),
+            ImcEvent::CasRead => Some("cas_count_read"),
+            ImcEvent::CasWrite => Some("cas_count_write"),
+            _ => None,
         }
     }
+
+    /// (event, umask) on `model`, for the models whose uncore event lists
+    /// we checked; None elsewhere (unknown, not guessed).
+    ///
+    /// Family 6 model 85 is Skylake-SP (steppings 0-4) and Cascade Lake
+    /// (5-7); only Cascade Lake has the PMM queue events (Intel Xeon
+    /// Scalable uncore performance monitoring reference; perfmon CLX uncore
+    /// event list).
+    pub fn encoding(self, model: CpuModel) -> Option<(u64, u64)> {
+        if model.vendor != "GenuineIntel" || model.family != 6 || model.model != 85 {
+            return None;
+        }
+        let cascade_lake = model.stepping >= 5;
+        match self {
+            ImcEvent::CasRead => Some((0x04, 0x03)),
+            ImcEvent::CasWrite => Some((0x04, 0x0c)),
+            ImcEvent::PmmRpqOccupancy if cascade_lake => Some((0xe0, 0x01)),
+            ImcEvent::PmmRpqInserts if cascade_lake => Some((0xe3, 0x00)),
+            ImcEvent::PmmWpqOccupancy if cascade_lake => Some((0xe4, 0x01)),
+            ImcEvent::PmmWpqInserts if cascade_lake => Some((0xe7, 0x00)),
+            _ => None,
+        }
+    }
+}
+
+/// The CPU model as `/proc/cpuinfo` states it: the key of the event table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuModel {
+    /// `vendor_id` (`GenuineIntel`, `AuthenticAMD`).
+    pub vendor: String,
+    /// `cpu family`.
+    pub family: u32,
+    /// `model`.
+    pub model: u32,
+    /// `stepping`.
+    pub stepping: u32,
+}
+
+impl CpuModel {
+    /// Parses the first processor's block of `/proc/cpuinfo` text; fields
+    /// that are missing stay 0 / empty (which matches no table entry).
+    pub fn parse(cpuinfo: &str) -> CpuModel {
+        let mut m = CpuModel::default();
+        for line in cpuinfo.lines() {
+            if line.trim().is_empty() {
+                break;
+            }
+            let Some((k, v)) = line.split_once(':') else {
+                continue;
+            };
+            let v = v.trim();
+            match k.trim() {
+                "vendor_id" => m.vendor = v.to_string(),
+                "cpu family" => m.family = v.parse().unwrap_or(0),
+                "model" => m.model = v.parse().unwrap_or(0),
+                "stepping" => m.stepping = v.parse().unwrap_or(0),
+                _ => {}
+            }
+        }
+        m
+    }
+
+    /// This host's model (default, matching nothing, if unreadable).
+    pub fn this_host() -> CpuModel {
+        std::fs::read_to_string("/proc/cpuinfo")
+            .map(|t| CpuModel::parse(&t))
+            .unwrap_or_default()
+    }
+}
+
+/// One kernel event alias (`events/cas_count_read` = `event=0x04,umask=0x03`
+/// plus `.scale` and `.unit`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventAlias {
+    /// (term, value) pairs.
+    pub terms: Vec<(String, u64)>,
+    /// The `.scale` file: what one count is worth in `unit`.
+    pub scale: Option<f64>,
+    /// The `.unit` file (`MiB`).
+    pub unit: Option<String>,
+}
+
+impl EventAlias {
+    /// Bytes one count stands for, from `.scale` and `.unit` (64 for a CAS
+    /// of a 64 B line: scale 6.103515625e-5 MiB).
+    pub fn bytes_per_count(&self) -> Option<f64> {
+        let unit = match self.unit.as_deref()? {
+            "B" | "Bytes" => 1.0,
+            "KiB" => 1024.0,
+            "MiB" => 1024.0 * 1024.0,
+            "GiB" => 1024.0 * 1024.0 * 1024.0,
+            _ => return None,
+        };
+        Some(self.scale? * unit)
+    }
+}
+
+/// Parses an alias file: `event=0x04,umask=0x03` (decimal or 0x hex; a bare
+/// term means 1, as perf reads it). None if any term is malformed.
+pub fn parse_alias(text: &str) -> Option<Vec<(String, u64)>> {
+    text.trim()
+        .split(',')
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            let (k, v) = t.split_once('=').unwrap_or((t, "1"));
+            let v = v.trim();
+            let n = match v.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).ok()?,
+                None => v.parse().ok()?,
+            };
+            Some((k.trim().to_string(), n))
+        })
+        .collect()
 }
 
 /// Where the bits of one format term go in `config`.
@@ -64,7 +177,7 @@ pub struct FormatField {
 }
 
 /// An iMC PMU found in sysfs.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ImcPmu {
     /// PMU name (`uncore_imc_0`): one memory channel.
     pub name: String,
@@ -74,6 +187,10 @@ pub struct ImcPmu {
     pub cpus: Vec<u32>,
     /// Format terms of `config`.
     pub format: Vec<FormatField>,
+    /// The kernel's event aliases by name (`cas_count_read`).
+    pub aliases: BTreeMap<String, EventAlias>,
+    /// The host's CPU model, for events without an alias.
+    pub model: CpuModel,
 }
 
 /// Why discovery or encoding failed.
@@ -86,6 +203,18 @@ pub enum UncoreError {
         path: PathBuf,
         /// What is wrong.
         what: String,
+    },
+    /// Neither the kernel nor our table knows the event on this CPU model.
+    #[error(
+        "{pmu}: {event:?} is unknown on this CPU ({model:?}): no kernel alias, no table entry"
+    )]
+    Unknown {
+        /// PMU.
+        pmu: String,
+        /// The event.
+        event: ImcEvent,
+        /// The host's CPU model.
+        model: CpuModel,
     },
     /// The PMU's format lacks a term an event needs.
     #[error("{pmu}: no format term {term:?} in config")]
@@ -138,10 +267,22 @@ impl ImcPmu {
         Ok(config)
     }
 
-    /// The `config` of one iMC event.
+    /// The `config` of one iMC event: the kernel's alias if it has one,
+    /// else the model table, else [`UncoreError::Unknown`].
     pub fn config(&self, event: ImcEvent) -> Result<u64, UncoreError> {
-        let (e, u) = event.encoding();
-        self.encode(&[("event", e), ("umask", u)])
+        if let Some(alias) = event.alias().and_then(|a| self.aliases.get(a)) {
+            let terms: Vec<(&str, u64)> =
+                alias.terms.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+            return self.encode(&terms);
+        }
+        match event.encoding(self.model.clone()) {
+            Some((e, u)) => self.encode(&[("event", e), ("umask", u)]),
+            None => Err(UncoreError::Unknown {
+                pmu: self.name.clone(),
+                event,
+                model: self.model.clone(),
+            }),
+        }
     }
 }
 
@@ -149,6 +290,11 @@ impl ImcPmu {
 /// `/sys/bus/event_source/devices`), sorted by channel number. An empty
 /// list means no uncore iMC PMU (a VM, another vendor, an old kernel).
 pub fn discover(root: &Path) -> Result<Vec<ImcPmu>, UncoreError> {
+    discover_on(root, &CpuModel::this_host())
+}
+
+/// [`discover`] for a given CPU model (tests use made-up ones).
+pub fn discover_on(root: &Path, model: &CpuModel) -> Result<Vec<ImcPmu>, UncoreError> {
     let Ok(entries) = std::fs::read_dir(root) else {
         return Ok(Vec::new());
     };
@@ -196,6 +342,7 @@ pub fn discover(root: &Path) -> Result<Vec<ImcPmu>, UncoreError> {
             }
         }
         format.sort_by(|a, b| a.name.cmp(&b.name));
+        let aliases = read_aliases(&dir.join("events"));
         pmus.push((
             index,
             ImcPmu {
@@ -203,11 +350,37 @@ pub fn discover(root: &Path) -> Result<Vec<ImcPmu>, UncoreError> {
                 pmu_type,
                 cpus,
                 format,
+                aliases,
+                model: model.clone(),
             },
         ));
     }
     pmus.sort_by_key(|(i, _)| *i);
     Ok(pmus.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Reads a PMU's `events/` directory: every alias file with a parsable
+/// body, with its `.scale` and `.unit` companions. Unreadable or malformed
+/// aliases are left out (the event then goes to the model table).
+fn read_aliases(dir: &Path) -> BTreeMap<String, EventAlias> {
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.contains('.') {
+            continue;
+        }
+        let Some(terms) = read(&name).as_deref().and_then(parse_alias) else {
+            continue;
+        };
+        let scale = read(&format!("{name}.scale")).and_then(|t| t.trim().parse().ok());
+        let unit = read(&format!("{name}.unit")).map(|t| t.trim().to_string());
+        out.insert(name, EventAlias { terms, scale, unit });
+    }
+    out
 }
 
 /// One channel's cumulative counts at one moment, in `ImcEvent::ALL` order.
@@ -321,7 +494,7 @@ mod tests {
     fn discovery_reads_types_cpus_and_formats_and_orders_channels() {
         let root = std::env::temp_dir().join(format!("mt-sysfs-{}", std::process::id()));
         fake_sysfs(&root);
-        let pmus = discover(&root).expect("discovers");
+        let pmus = discover_on(&root, &clx()).expect("discovers");
         assert_eq!(
             pmus.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
             ["uncore_imc_0", "uncore_imc_1", "uncore_imc_10"]
@@ -341,9 +514,81 @@ mod tests {
             Err(UncoreError::NoTerm { .. })
         ));
         std::fs::write(root.join("uncore_imc_1/type"), "x").expect("corrupt");
-        assert!(matches!(discover(&root), Err(UncoreError::Sysfs { .. })));
+        assert!(matches!(
+            discover_on(&root, &clx()),
+            Err(UncoreError::Sysfs { .. })
+        ));
         let _ = std::fs::remove_dir_all(&root);
         assert_eq!(discover(Path::new("/nonexistent")), Ok(vec![]));
+    }
+
+    fn clx() -> CpuModel {
+        CpuModel::parse(
+            "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\nstepping\t: 7\n\nprocessor\t: 1\nmodel\t: 1\n",
+        )
+    }
+
+    #[test]
+    fn cpuinfo_gives_the_model_of_the_first_processor() {
+        let m = clx();
+        assert_eq!(
+            (m.vendor.as_str(), m.family, m.model, m.stepping),
+            ("GenuineIntel", 6, 85, 7)
+        );
+    }
+
+    #[test]
+    fn kernel_aliases_win_and_unknown_models_say_unknown() {
+        // a Sapphire Rapids-like host: the kernel's aliases, a model not in
+        // our table
+        let root = std::env::temp_dir().join(format!("mt-alias-{}", std::process::id()));
+        let d = root.join("uncore_imc_0");
+        std::fs::create_dir_all(d.join("format")).expect("mkdir");
+        std::fs::create_dir_all(d.join("events")).expect("mkdir");
+        std::fs::write(d.join("type"), "20\n").expect("type");
+        std::fs::write(d.join("cpumask"), "0,192\n").expect("cpumask");
+        std::fs::write(d.join("format/event"), "config:0-7\n").expect("event");
+        std::fs::write(d.join("format/umask"), "config:8-15\n").expect("umask");
+        std::fs::write(d.join("events/cas_count_read"), "event=0x05,umask=0xcf\n").expect("a");
+        std::fs::write(d.join("events/cas_count_read.scale"), "6.103515625e-5\n").expect("s");
+        std::fs::write(d.join("events/cas_count_read.unit"), "MiB\n").expect("u");
+        std::fs::write(d.join("events/clockticks"), "event=0x01,umask=0x01\n").expect("c");
+        let spr = CpuModel {
+            vendor: "GenuineIntel".into(),
+            family: 6,
+            model: 143,
+            stepping: 8,
+        };
+        let pmus = discover_on(&root, &spr).expect("discovers");
+        assert_eq!(pmus[0].config(ImcEvent::CasRead), Ok(0xcf05));
+        let alias = &pmus[0].aliases["cas_count_read"];
+        assert_eq!(alias.bytes_per_count(), Some(64.0));
+        // no alias for writes on this fake, and model 143 is not in the table
+        assert!(matches!(
+            pmus[0].config(ImcEvent::CasWrite),
+            Err(UncoreError::Unknown { .. })
+        ));
+        assert!(matches!(
+            pmus[0].config(ImcEvent::PmmWpqInserts),
+            Err(UncoreError::Unknown { .. })
+        ));
+        // Skylake-SP (stepping 4) has CAS but no PMM queue events
+        let skx = CpuModel {
+            stepping: 4,
+            ..clx()
+        };
+        assert_eq!(ImcEvent::CasWrite.encoding(skx.clone()), Some((0x04, 0x0c)));
+        assert_eq!(ImcEvent::PmmWpqInserts.encoding(skx), None);
+        assert_eq!(
+            parse_alias("event=0x04,umask=3,edge"),
+            Some(vec![
+                ("event".into(), 4),
+                ("umask".into(), 3),
+                ("edge".into(), 1)
+            ])
+        );
+        assert_eq!(parse_alias("event=zz"), None);
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
@@ -356,6 +601,8 @@ mod tests {
                 name: "event".into(),
                 ranges: parse_format("config:0-7,32-35").expect("parses"),
             }],
+            aliases: BTreeMap::new(),
+            model: CpuModel::default(),
         };
         assert_eq!(pmu.encode(&[("event", 0x1ff)]), Ok(0x1_0000_00ff));
         assert_eq!(parse_format("config:21"), Some(vec![(21, 21)]));

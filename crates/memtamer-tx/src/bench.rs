@@ -411,6 +411,7 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport, BenchError> {
         };
         let (ds, space) = preload(&pool, s, o).map_err(txe("ArchTM"))?;
         pool.collect();
+        #[cfg_attr(not(has_pmdk), allow(unused_mut))]
         let mut sides = vec![Side {
             name: "ArchTM",
             engine: &pool,

@@ -259,6 +259,32 @@ pub fn decode_obj(salt: u64, line: u32, b: &[u8]) -> Option<ObjHeader> {
     (h.id != 0 && rd64(b, 16) == obj_check(salt, line, &h)).then_some(h)
 }
 
+/// The header's TxID word carries the writing slot in its top bits, so
+/// recovery can judge a copy against that slot's commit record alone and
+/// no (TxID, BEGIN) record has to be persisted first (see [`copy_committed`]).
+pub const SLOT_SHIFT: u32 = 54;
+
+/// Header TxID word for a copy written by `slot` in transaction `txid`.
+pub fn tag_txid(slot: u32, txid: u64) -> u64 {
+    u64::from(slot) << SLOT_SHIFT | txid
+}
+
+/// (slot, TxID) of a header TxID word.
+pub fn untag_txid(w: u64) -> (u32, u64) {
+    ((w >> SLOT_SHIFT) as u32, w & ((1 << SLOT_SHIFT) - 1))
+}
+
+/// Whether a copy from transaction `txid` survives, given its slot's
+/// persisted record (`slot_txid`, `state`). Transactions in one slot run one
+/// after another with growing TxIDs, and a commit persists (TxID, COMMITTED)
+/// after its copies: an older TxID than the record's finished before it
+/// (committed, or aborted with its copies zeroed and fenced); the record's
+/// own TxID counts if COMMITTED/END; a newer one never reached its record.
+pub fn copy_committed(txid: u64, slot_txid: u64, state: SlotState) -> bool {
+    txid < slot_txid
+        || (txid == slot_txid && matches!(state, SlotState::Committed | SlotState::End))
+}
+
 /// TxState slot states (thesis §5.4.1: BEGIN, COMMITTED, END, ABORT).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SlotState {
@@ -361,6 +387,17 @@ mod tests {
         assert_eq!(decode_obj(5, 10, &t), None);
         assert_eq!(h.lines(), 1);
         assert_eq!(block_lines(41), 2);
+    }
+
+    #[test]
+    fn copies_are_judged_by_their_slot_record() {
+        assert_eq!(untag_txid(tag_txid(1023, 77)), (1023, 77));
+        assert!(copy_committed(5, 9, SlotState::Begin));
+        assert!(copy_committed(9, 9, SlotState::Committed));
+        assert!(copy_committed(9, 9, SlotState::End));
+        assert!(!copy_committed(9, 9, SlotState::Begin));
+        assert!(!copy_committed(9, 9, SlotState::Abort));
+        assert!(!copy_committed(10, 9, SlotState::Committed));
     }
 
     #[test]

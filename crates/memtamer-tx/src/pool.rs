@@ -62,7 +62,7 @@ pub struct RecoveryReport {
     pub tombstones: u64,
     /// Free lines after recovery.
     pub free_lines: u64,
-    /// Transactions found unfinished in the TxState slots.
+    /// Distinct transactions whose copies were dropped as uncommitted.
     pub unfinished_tx: u64,
 }
 
@@ -231,6 +231,11 @@ impl Pool {
         let off = hdr.data_off as usize;
         region.write(off, &layout::encode_obj(hdr.salt, 0, &root));
         region.flush(off, OBJ_HDR + hdr.root_size as usize, &mut st);
+        // slot 0's record vouches for the root's TxID 1
+        region.write(
+            SLOTS_OFF as usize,
+            &layout::slot_word(1, SlotState::End).to_le_bytes(),
+        );
         region.flush(SLOTS_OFF as usize, hdr.nslots as usize * LINE, &mut st);
         region.fence(&mut st);
         region.write(0, &layout::encode_header(&hdr));
@@ -295,18 +300,16 @@ impl Pool {
         };
         let mut rep = RecoveryReport::default();
         let mut max_ts = 1u64;
-        let mut unfinished = std::collections::HashSet::new();
+        let mut records = Vec::with_capacity(hdr.nslots as usize);
         for s in 0..hdr.nslots as usize {
             let b = region.bytes(SLOTS_OFF as usize + s * LINE, 16);
             let w = u64::from_le_bytes(b[0..8].try_into().unwrap_or([0; 8]));
             let c = u64::from_le_bytes(b[8..16].try_into().unwrap_or([0; 8]));
             let (txid, st) = layout::slot_unpack(w);
             max_ts = max_ts.max(txid).max(c);
-            if matches!(st, SlotState::Begin | SlotState::Abort) {
-                unfinished.insert(txid);
-            }
+            records.push((txid, st));
         }
-        rep.unfinished_tx = unfinished.len() as u64;
+        let mut unfinished = std::collections::HashSet::new();
         let nlines = (hdr.data_len / LINE as u64) as u32;
         let mut best: HashMap<u32, (u32, ObjHeader)> = HashMap::new();
         let mut drop_copies: Vec<(u32, u32)> = Vec::new();
@@ -325,19 +328,27 @@ impl Pool {
                     format!("object {} of {} lines runs past the data area", h.id, n),
                 ));
             }
-            max_ts = max_ts.max(h.txid);
-            if unfinished.contains(&h.txid) {
+            let (slot, t) = layout::untag_txid(h.txid);
+            let Some(&(st, ss)) = records.get(slot as usize) else {
+                return Err(corrupt(
+                    u64::from(line) * LINE as u64,
+                    format!("object {} written by slot {slot} of {}", h.id, hdr.nslots),
+                ));
+            };
+            max_ts = max_ts.max(t);
+            if !layout::copy_committed(t, st, ss) {
                 rep.uncommitted += 1;
+                unfinished.insert(t);
                 drop_copies.push((line, n));
             } else {
                 match best.get(&h.id) {
-                    Some((_, b)) if b.txid == h.txid => {
+                    Some((_, b)) if layout::untag_txid(b.txid).1 == t => {
                         return Err(corrupt(
                             u64::from(line) * LINE as u64,
-                            format!("object {} has two copies from TxID {}", h.id, h.txid),
+                            format!("object {} has two copies from TxID {t}", h.id),
                         ));
                     }
-                    Some((bl, b)) if b.txid > h.txid => {
+                    Some((bl, b)) if layout::untag_txid(b.txid).1 > t => {
                         rep.stale += 1;
                         push_drop(&mut drop_copies, &mut drop_tombs, line, &h);
                         let _ = bl;
@@ -353,6 +364,7 @@ impl Pool {
             }
             line += n;
         }
+        rep.unfinished_tx = unfinished.len() as u64;
         // Tombstones that won: the object is deleted; drop the record last.
         best.retain(|_, (l, h)| {
             if h.is_tombstone() {

@@ -207,14 +207,12 @@ impl<'p> Tx<'p> {
         }
     }
 
-    /// Persists (TxID, BEGIN) once, before any copy of ours can reach PM.
+    /// Marks that this transaction writes copies. No (TxID, BEGIN) record
+    /// is persisted (the thesis persists one and fences, Alg. 1 line 2): each
+    /// copy's header names its slot, and recovery judges it against that
+    /// slot's commit record (`layout::copy_committed`).
     fn ensure_begun(&mut self) {
-        if !self.begun {
-            let w = layout::slot_word(self.txid, SlotState::Begin);
-            self.pool
-                .write_slot(self.slot, w, None, &mut self.ctx.stats, true);
-            self.begun = true;
-        }
+        self.begun = true;
     }
 
     fn new_block(&mut self, id: u32, size: u32) -> Result<u32, TxError> {
@@ -226,7 +224,7 @@ impl<'p> Tx<'p> {
         let h = ObjHeader {
             id,
             size,
-            txid: self.txid,
+            txid: layout::tag_txid(self.slot as u32, self.txid),
         };
         self.pool.region.write(
             self.pool.line_off(line),
@@ -584,9 +582,10 @@ impl<'p> Tx<'p> {
 
     fn end(&mut self, committed: bool, ro: bool) {
         let pool = self.pool;
-        if self.begun {
-            // (END, INF), not flushed: recovery treats COMMITTED like END,
-            // and after an abort only zeroed (fenced) copies remain.
+        if self.begun && committed {
+            // (END, INF), not flushed: recovery treats COMMITTED like END.
+            // An abort leaves the record alone: its copies are zeroed and
+            // fenced, and a newer TxID than the record never counts.
             let w = layout::slot_word(self.txid, SlotState::End);
             pool.write_slot(self.slot, w, None, &mut self.ctx.stats, false);
         }

@@ -4,7 +4,7 @@
 //! execution, not page use), skipping pages the next ready task will use.
 
 use crate::fasthash::{PageMap, PageSet};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 /// FIFO length in the thesis.
 pub const FIFO_ENTRIES: usize = 10;
@@ -18,7 +18,7 @@ pub const FIFO_ENTRIES: usize = 10;
 #[derive(Clone, Debug)]
 pub struct Residency {
     capacity: usize,
-    resident: BTreeSet<u64>,
+    resident: PageSet,
     fifo: VecDeque<(u64, Vec<u64>)>,
     owner: PageMap<u64>,
     old: Vec<u64>,
@@ -31,7 +31,7 @@ impl Residency {
     pub fn new(capacity: usize, entries: usize) -> Self {
         Residency {
             capacity,
-            resident: BTreeSet::new(),
+            resident: PageSet::default(),
             fifo: VecDeque::new(),
             owner: PageMap::default(),
             old: Vec::new(),
@@ -63,8 +63,10 @@ impl Residency {
     /// Residency as (first page, page count) regions, the thesis's list
     /// of contiguous DRAM ranges.
     pub fn regions(&self) -> Vec<(u64, u64)> {
+        let mut pages: Vec<u64> = self.resident.iter().copied().collect();
+        pages.sort_unstable();
         let mut out: Vec<(u64, u64)> = Vec::new();
-        for &p in &self.resident {
+        for p in pages {
             match out.last_mut() {
                 Some((s, n)) if *s + *n == p => *n += 1,
                 _ => out.push((p, 1)),

@@ -15,6 +15,7 @@
 
 pub mod error;
 pub mod extents;
+pub mod fasthash;
 pub mod model;
 pub mod plan;
 pub mod profile;

@@ -7,12 +7,13 @@
 //! task's hottest re-based pages in one batch per task (one `move_pages`
 //! call, one TLB flush: §4.3.6 optimisation 2).
 
+use crate::fasthash::PageSet;
 use crate::model::HybridModel;
 use crate::profile::{ProfileDb, TypeProfile};
 use crate::residency::Residency;
 use crate::split::{split_dp, split_even};
 use crate::task::{Task, TaskType};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Planner knobs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,7 +32,7 @@ impl Default for PlanConfig {
         PlanConfig {
             page: 4096,
             corun: 4,
-            max_units: 128,
+            max_units: 32,
         }
     }
 }
@@ -158,7 +159,7 @@ impl Planner {
                 group.push((t, p));
             }
         }
-        let mut guard: HashSet<u64> = HashSet::new();
+        let mut guard = PageSet::default();
         for t in active.iter().chain(group.iter().map(|g| g.0)) {
             guard.extend(t.footprint(page));
         }
@@ -210,7 +211,7 @@ impl Planner {
         // Evict, then promote, head first.
         let mut batches = Vec::new();
         let mut promote: Vec<(u64, Vec<u64>)> = Vec::new();
-        let mut dedup: HashSet<u64> = HashSet::new();
+        let mut dedup = PageSet::default();
         for (((t, _), h), &u) in group.iter().zip(&hot).zip(&units) {
             let pages: Vec<u64> = h
                 .iter()

@@ -158,7 +158,7 @@ impl TypeProfile {
     /// returns (page number, predicted accesses) sorted hottest first, ties
     /// by page. A page shared by two ranges sums their counts.
     pub fn rebase(&self, task: &Task, page: u64) -> Result<Vec<(u64, f64)>, TahoeError> {
-        let mut acc: HashMap<u64, f64> = HashMap::new();
+        let mut acc: crate::fasthash::PageMap<f64> = Default::default();
         for r in &self.ranges {
             let o = task
                 .objects

@@ -3,7 +3,8 @@
 //! DRAM is full, the oldest entry's pages are evicted (recency by task
 //! execution, not page use), skipping pages the next ready task will use.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use crate::fasthash::{PageMap, PageSet};
+use std::collections::VecDeque;
 
 /// FIFO length in the thesis.
 pub const FIFO_ENTRIES: usize = 10;
@@ -17,9 +18,9 @@ pub const FIFO_ENTRIES: usize = 10;
 #[derive(Clone, Debug)]
 pub struct Residency {
     capacity: usize,
-    resident: BTreeSet<u64>,
+    resident: PageSet,
     fifo: VecDeque<(u64, Vec<u64>)>,
-    owner: HashMap<u64, u64>,
+    owner: PageMap<u64>,
     old: Vec<u64>,
     seq: u64,
     entries: usize,
@@ -30,9 +31,9 @@ impl Residency {
     pub fn new(capacity: usize, entries: usize) -> Self {
         Residency {
             capacity,
-            resident: BTreeSet::new(),
+            resident: PageSet::default(),
             fifo: VecDeque::new(),
-            owner: HashMap::new(),
+            owner: PageMap::default(),
             old: Vec::new(),
             seq: 0,
             entries: entries.max(1),
@@ -62,8 +63,10 @@ impl Residency {
     /// Residency as (first page, page count) regions, the thesis's list
     /// of contiguous DRAM ranges.
     pub fn regions(&self) -> Vec<(u64, u64)> {
+        let mut pages: Vec<u64> = self.resident.iter().copied().collect();
+        pages.sort_unstable();
         let mut out: Vec<(u64, u64)> = Vec::new();
-        for &p in &self.resident {
+        for p in pages {
             match out.last_mut() {
                 Some((s, n)) if *s + *n == p => *n += 1,
                 _ => out.push((p, 1)),
@@ -130,14 +133,14 @@ impl Residency {
     }
 
     /// Pages evictable now (in the FIFO, resident, not guarded).
-    pub fn evictable(&self, guard: &HashSet<u64>) -> usize {
+    pub fn evictable(&self, guard: &PageSet) -> usize {
         let guarded = guard.iter().filter(|p| self.owner.contains_key(p)).count();
         self.owner.len() - guarded
     }
 
     /// Evicts oldest-first until `need` pages are free or the FIFO holds
     /// nothing unguarded; returns the evicted pages (to demote, in order).
-    pub fn evict_for(&mut self, need: usize, guard: &HashSet<u64>) -> Vec<u64> {
+    pub fn evict_for(&mut self, need: usize, guard: &PageSet) -> Vec<u64> {
         let mut out = Vec::new();
         if self.free() < need && !self.old.is_empty() {
             let old = std::mem::take(&mut self.old);
@@ -204,7 +207,7 @@ mod tests {
         r.executed(&[1, 2, 99]); // 99 not resident: not recorded
         r.executed(&[3, 4]);
         r.executed(&[5, 6]);
-        let guard: HashSet<u64> = [2].into_iter().collect();
+        let guard: PageSet = [2].into_iter().collect();
         assert_eq!(r.evictable(&guard), 5);
         let ev = r.evict_for(2, &guard);
         // Oldest entry [1,2]: 1 goes, 2 is guarded; then 3 from the next.
@@ -224,7 +227,7 @@ mod tests {
         r.admit(&[1, 2, 3]);
         r.executed(&[1, 2]);
         r.executed(&[2, 3]);
-        let none = HashSet::new();
+        let none = PageSet::default();
         assert_eq!(r.evictable(&none), 3);
         // Oldest entry now only owns page 1.
         assert_eq!(r.evict_for(2, &none), vec![1]);
@@ -241,9 +244,9 @@ mod tests {
         r.executed(&[1]);
         r.executed(&[2]);
         assert_eq!(r.fifo.len(), 2);
-        assert_eq!(r.evictable(&HashSet::new()), 3);
-        assert_eq!(r.evict_for(93, &HashSet::new()), vec![0, 1, 2]);
-        assert_eq!(r.evictable(&HashSet::new()), 0);
-        assert_eq!(r.evict_for(93, &HashSet::new()), Vec::<u64>::new());
+        assert_eq!(r.evictable(&PageSet::default()), 3);
+        assert_eq!(r.evict_for(93, &PageSet::default()), vec![0, 1, 2]);
+        assert_eq!(r.evictable(&PageSet::default()), 0);
+        assert_eq!(r.evict_for(93, &PageSet::default()), Vec::<u64>::new());
     }
 }

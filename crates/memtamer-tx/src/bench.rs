@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::TxError;
-use crate::kv::{Engine, HashTable, RbTree, TxOps, Val};
+use crate::kv::{Engine, HashTable, TxOps, Val};
 use crate::pool::{Pool, PoolOptions, PoolStats};
+use crate::rbtree::RbTree;
 
 /// Which structure a cell runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -258,5 +258,3 @@ impl HashTable {
         Ok((items, refs))
     }
 }
-
-pub use crate::rbtree::RbTree;

@@ -5,7 +5,8 @@
 //! purpose and show the same enumeration goes red.
 
 use memtamer_tx::crash::{enumerate, CrashReport, EnumOptions, Recorder};
-use memtamer_tx::kv::{Contents, Engine, HashTable, RbTree, TxOps, Val};
+use memtamer_tx::kv::{Contents, Engine, HashTable, TxOps, Val};
+use memtamer_tx::rbtree::RbTree;
 use memtamer_tx::{Pool, PoolOptions, TxError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;

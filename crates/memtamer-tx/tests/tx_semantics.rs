@@ -2,7 +2,8 @@
 //! retries, recovery of unfinished transactions, and the two data
 //! structures against a model.
 
-use memtamer_tx::kv::{Engine, HashTable, RbTree, TxOps, Val};
+use memtamer_tx::kv::{Engine, HashTable, TxOps, Val};
+use memtamer_tx::rbtree::RbTree;
 use memtamer_tx::{Pool, PoolOptions, TxError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Barrier};

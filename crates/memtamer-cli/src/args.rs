@@ -31,7 +31,7 @@ pub(crate) enum Cmd {
     },
     /// Measure a platform's contention knee (PATS T_S per request mix) in the simulator,
     /// or on this host with --host, and write a model file for `pats-calibrated:FILE`
-    /// (simulator) or MEMTAMER_GATE_POLICY=calibrated:FILE (gate library).
+    /// (simulator) or MEMTAMER_GATE_POLICY=pats-calibrated:FILE (gate library).
     Calibrate(CalibrateArgs),
     /// Benchmarks that print ratios measured in the same run.
     Bench {
@@ -222,7 +222,7 @@ pub(crate) enum GateCmd {
         /// Gate name (MEMTAMER_GATE).
         #[arg(long)]
         name: Option<String>,
-        /// pats | pats:T_MC | fixed:N | calibrated:MODEL.toml | external (MEMTAMER_GATE_POLICY).
+        /// pats | pats:T_MC | gate:N | pats-calibrated:MODEL.toml | pats-adaptive | external (MEMTAMER_GATE_POLICY; docs/policy.md).
         #[arg(long)]
         policy: Option<String>,
         /// PMs in the interleave set (MEMTAMER_PM_INTERLEAVE).

@@ -8,7 +8,7 @@
 
 use crate::config::{JobSpec, MbwMode, Pattern, Rw, Scenario, StoreKind, SweepSpec, WorkloadSpec};
 use crate::error::SimError;
-use crate::experiment::{load_platform, run_scenario, RunOptions};
+use crate::runner::{load_platform, run_scenario, RunOptions};
 use memtamer_core::pats::{CalibratedModel, CalibrationPoint};
 use std::collections::BTreeMap;
 
@@ -149,7 +149,7 @@ pub fn calibrate(spec: &CalibrationSpec) -> Result<CalibratedModel, SimError> {
                 progress: spec.progress,
                 ..Default::default()
             };
-            let probe = |r: &crate::experiment::ScenarioResult| -> Vec<f64> {
+            let probe = |r: &crate::runner::ScenarioResult| -> Vec<f64> {
                 r.points
                     .iter()
                     .map(|p| p.metrics.get("probe.gbps").copied().unwrap_or(0.0))
@@ -158,11 +158,11 @@ pub fn calibrate(spec: &CalibrationSpec) -> Result<CalibratedModel, SimError> {
             let mut alone_scenario = scenario.clone();
             alone_scenario.sweep.clear();
             alone_scenario.jobs[1].threads = 0;
-            let alone = probe(&run_scenario(&alone_scenario, &opts)?)
+            let alone = probe(&run_scenario(&alone_scenario, &opts, model_for)?)
                 .first()
                 .copied()
                 .unwrap_or(0.0);
-            let ratios: Vec<f64> = probe(&run_scenario(&scenario, &opts)?)
+            let ratios: Vec<f64> = probe(&run_scenario(&scenario, &opts, model_for)?)
                 .chunks(thread_counts.len())
                 .map(|pair| pair.iter().copied().fold(f64::INFINITY, f64::min))
                 .map(|v| if alone > 0.0 { v / alone } else { 0.0 })

@@ -8,7 +8,7 @@ use crate::error::SimError;
 use memtamer_core::compose::Composite;
 use memtamer_core::core_spec::{CoreSpec, CoreSpecParams};
 use memtamer_core::isolation::{Isolation, IsolationParams};
-use memtamer_core::pats::{Pats, PatsCalibrated};
+use memtamer_core::pats::{CalibratedModel, Pats, PatsCalibrated};
 use memtamer_core::pats_adaptive::PatsAdaptive;
 use memtamer_core::placement::{Placement, PlacementParams};
 use memtamer_core::registry::{self, PolicyName, RegistryError};
@@ -34,15 +34,25 @@ pub const SIM_POLICIES: [&str; 10] = [
 /// PM cores of `core-spec` without an argument (the thesis's evaluation).
 const DEFAULT_CORE_SPEC_PM_CPUS: usize = 3;
 
+/// Where `pats-calibrated` without a file gets its model: a function of the platform name
+/// (the built-in model, or a calibration run). Passed in, so this module never imports the
+/// calibrator, which itself runs scenarios through the policies (`crate::experiment` wires
+/// `crate::calibrate::model_for` in).
+pub type ModelSource = fn(&str) -> Result<CalibratedModel, SimError>;
+
 /// Policies the simulator can run by name (docs/policy.md "Policy names"):
 /// one registry name, or a `+` composition combined in the precedence of
-/// `memtamer_core::compose`. `pats-calibrated` without a file uses the
-/// platform's calibrated model.
-pub fn policy_by_name(name: &str, platform: &Platform) -> Result<Box<dyn Policy>, SimError> {
+/// `memtamer_core::compose`, built for `platform`. `pats-calibrated` without a
+/// file uses the platform's calibrated model, which `models` supplies.
+pub fn policy_by_name(
+    name: &str,
+    platform: &Platform,
+    models: ModelSource,
+) -> Result<Box<dyn Policy>, SimError> {
     let parsed = registry::parse(name)?;
     registry::check_allowed(&parsed.parts, &SIM_POLICIES, "in the simulator")?;
     match parsed.parts.as_slice() {
-        [one] if !name.contains('+') => build_one(one, platform),
+        [one] if !name.contains('+') => build_one(one, platform, models),
         parts => {
             let (mut iso, mut cs, mut gate) = (None, None, None);
             let mut placement: Option<Box<dyn Policy>> = None;
@@ -57,7 +67,7 @@ pub fn policy_by_name(name: &str, platform: &Platform) -> Result<Box<dyn Policy>
                     PolicyName::Placement => {
                         placement = Some(Box::new(placement_policy(platform)?))
                     }
-                    _ => gate = Some(build_one(p, platform)?),
+                    _ => gate = Some(build_one(p, platform, models)?),
                 }
             }
             Ok(Box::new(Composite::new(iso, placement, cs, gate)))
@@ -65,7 +75,11 @@ pub fn policy_by_name(name: &str, platform: &Platform) -> Result<Box<dyn Policy>
     }
 }
 
-fn build_one(p: &PolicyName, platform: &Platform) -> Result<Box<dyn Policy>, SimError> {
+fn build_one(
+    p: &PolicyName,
+    platform: &Platform,
+    models: ModelSource,
+) -> Result<Box<dyn Policy>, SimError> {
     Ok(match p {
         PolicyName::Baseline => Box::new(Baseline),
         PolicyName::Gate(n) => Box::new(FixedGate::new(*n)),
@@ -73,9 +87,9 @@ fn build_one(p: &PolicyName, platform: &Platform) -> Result<Box<dyn Policy>, Sim
         PolicyName::PatsCalibrated { model: Some(path) } => {
             Box::new(PatsCalibrated::new(registry::load_model(path)?))
         }
-        PolicyName::PatsCalibrated { model: None } => Box::new(PatsCalibrated::new(
-            crate::calibrate::model_for(&platform.name)?,
-        )),
+        PolicyName::PatsCalibrated { model: None } => {
+            Box::new(PatsCalibrated::new(models(&platform.name)?))
+        }
         PolicyName::PatsAdaptive { max_loss } => {
             Box::new(PatsAdaptive::new(*max_loss, 0.2, pm_interleave(platform)))
         }

@@ -212,7 +212,7 @@ fn shim_run(with_shim: bool, file: &str, iters: u64, cpu: usize) -> Result<ShimR
         "MEMTAMER_GATE",
         format!("bench-{}-shim", std::process::id()),
     )
-    .env("MEMTAMER_GATE_POLICY", "fixed:2")
+    .env("MEMTAMER_GATE_POLICY", "gate:2")
     .env_remove("LD_PRELOAD");
     if with_shim {
         cmd.arg("--alternate").env("LD_PRELOAD", shim_path()?);
@@ -492,7 +492,7 @@ pub fn run(quick: bool) -> Result<String, CliError> {
         "MEMTAMER_GATE",
         format!("bench-{}-process", std::process::id()),
     );
-    std::env::set_var("MEMTAMER_GATE_POLICY", "fixed:4");
+    std::env::set_var("MEMTAMER_GATE_POLICY", "gate:4");
     let p_ns = process_gated();
     let _ = std::fs::remove_file(format!(
         "/dev/shm/memtamer-gate-bench-{}-process",

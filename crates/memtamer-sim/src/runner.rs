@@ -1,0 +1,672 @@
+//! Running scenarios: built-in files, overrides, sweeps (in parallel, with
+//! deterministic results), metrics, paper comparisons and checks. The
+//! calibrated-model source is a parameter ([`ModelSource`]): the calibrator runs
+//! scenarios through this module, and `crate::experiment` is the layer above both
+//! that plugs the calibrator in.
+
+use crate::config::{Platform, Scenario, SweepSpec, WorkloadSpec};
+use crate::engine::{Engine, EngineConfig, RunResult};
+use crate::error::SimError;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// A built-in file: (name, text).
+pub type Builtin = (&'static str, &'static str);
+
+/// Built-in platforms (the seeds' machines).
+pub const PLATFORMS: &[Builtin] = &[
+    ("pats", include_str!("../builtin/platforms/pats.toml")),
+    (
+        "pats-dimc",
+        include_str!("../builtin/platforms/pats-dimc.toml"),
+    ),
+    (
+        "pats-2pm",
+        include_str!("../builtin/platforms/pats-2pm.toml"),
+    ),
+    (
+        "pats-3pm",
+        include_str!("../builtin/platforms/pats-3pm.toml"),
+    ),
+    ("dicio", include_str!("../builtin/platforms/dicio.toml")),
+    ("ahn", include_str!("../builtin/platforms/ahn.toml")),
+    ("kit", include_str!("../builtin/platforms/kit.toml")),
+];
+
+/// Built-in scenarios (the seeds' baseline experiments).
+pub const SCENARIOS: &[Builtin] = &[
+    (
+        "pats-fig1-write",
+        include_str!("../builtin/scenarios/pats-fig1-write.toml"),
+    ),
+    (
+        "pats-fig1-read",
+        include_str!("../builtin/scenarios/pats-fig1-read.toml"),
+    ),
+    (
+        "pats-fig3",
+        include_str!("../builtin/scenarios/pats-fig3.toml"),
+    ),
+    (
+        "pats-fig4-memcached",
+        include_str!("../builtin/scenarios/pats-fig4-memcached.toml"),
+    ),
+    (
+        "pats-fig4-mbw",
+        include_str!("../builtin/scenarios/pats-fig4-mbw.toml"),
+    ),
+    (
+        "pats-fig5-simc",
+        include_str!("../builtin/scenarios/pats-fig5-simc.toml"),
+    ),
+    (
+        "pats-fig5-dimc",
+        include_str!("../builtin/scenarios/pats-fig5-dimc.toml"),
+    ),
+    (
+        "pats-fig6",
+        include_str!("../builtin/scenarios/pats-fig6.toml"),
+    ),
+    (
+        "pats-fig7",
+        include_str!("../builtin/scenarios/pats-fig7.toml"),
+    ),
+    (
+        "pats-fig8",
+        include_str!("../builtin/scenarios/pats-fig8.toml"),
+    ),
+    (
+        "pats-fig10",
+        include_str!("../builtin/scenarios/pats-fig10.toml"),
+    ),
+    (
+        "pats-fig11",
+        include_str!("../builtin/scenarios/pats-fig11.toml"),
+    ),
+    (
+        "pats-fig12",
+        include_str!("../builtin/scenarios/pats-fig12.toml"),
+    ),
+    (
+        "pats-fig13",
+        include_str!("../builtin/scenarios/pats-fig13.toml"),
+    ),
+    (
+        "pats-fig14",
+        include_str!("../builtin/scenarios/pats-fig14.toml"),
+    ),
+    (
+        "dicio-fig2",
+        include_str!("../builtin/scenarios/dicio-fig2.toml"),
+    ),
+    (
+        "dicio-fig4",
+        include_str!("../builtin/scenarios/dicio-fig4.toml"),
+    ),
+    (
+        "dicio-fig5",
+        include_str!("../builtin/scenarios/dicio-fig5.toml"),
+    ),
+    (
+        "dicio-fig6",
+        include_str!("../builtin/scenarios/dicio-fig6.toml"),
+    ),
+    (
+        "dicio-s51",
+        include_str!("../builtin/scenarios/dicio-s51.toml"),
+    ),
+    (
+        "dicio-s52",
+        include_str!("../builtin/scenarios/dicio-s52.toml"),
+    ),
+    (
+        "dicio-multi",
+        include_str!("../builtin/scenarios/dicio-multi.toml"),
+    ),
+    (
+        "ahn-fig2a",
+        include_str!("../builtin/scenarios/ahn-fig2a.toml"),
+    ),
+    (
+        "ahn-fig4",
+        include_str!("../builtin/scenarios/ahn-fig4.toml"),
+    ),
+    (
+        "ahn-table2",
+        include_str!("../builtin/scenarios/ahn-table2.toml"),
+    ),
+    (
+        "kit-fig5",
+        include_str!("../builtin/scenarios/kit-fig5.toml"),
+    ),
+    ("demo", include_str!("../builtin/scenarios/demo.toml")),
+];
+
+fn read_named(
+    kind: &'static str,
+    list: &[Builtin],
+    name: &str,
+) -> Result<(String, String), SimError> {
+    if let Some((n, t)) = list.iter().find(|(n, _)| *n == name) {
+        return Ok((format!("<builtin {kind} {n}>"), t.to_string()));
+    }
+    if name.ends_with(".toml") || name.contains('/') {
+        let text = std::fs::read_to_string(name).map_err(|source| SimError::Io {
+            path: name.to_string(),
+            source,
+        })?;
+        return Ok((name.to_string(), text));
+    }
+    Err(SimError::Unknown {
+        what: kind,
+        name: name.to_string(),
+        known: list.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+    })
+}
+
+/// Loads a platform by built-in name or path, with overrides.
+pub fn load_platform(
+    name: &str,
+    overrides: &BTreeMap<String, toml::Value>,
+) -> Result<Platform, SimError> {
+    let (file, text) = read_named("platform", PLATFORMS, name)?;
+    Platform::parse_with(&file, &text, overrides)
+}
+
+/// Loads a scenario by built-in name or path.
+pub fn load_scenario(name: &str) -> Result<Scenario, SimError> {
+    let (file, text) = read_named("scenario", SCENARIOS, name)?;
+    Scenario::parse(&file, &text)
+}
+
+use crate::policies::{policy_by_name, ModelSource};
+
+/// Runs `f` over `items` on `jobs` worker threads (0 = all cores) and
+/// returns the results in item order; the first error in item order wins.
+/// With `progress = Some((label, unit))` it counts `label: done/total unit`
+/// on stderr. Simulated runs are independent and deterministic, so the
+/// order they finish in does not matter.
+pub fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    progress: Option<(&str, &str)>,
+    f: impl Fn(usize, &T) -> Result<R, SimError> + Sync,
+) -> Result<Vec<R>, SimError> {
+    let workers = if jobs == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        jobs
+    }
+    .min(items.len().max(1));
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<R, SimError>>>> =
+        Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|sc| {
+        for _ in 0..workers {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(item) = items.get(i) else { break };
+                let res = f(i, item);
+                if let Ok(mut g) = results.lock() {
+                    g[i] = Some(res);
+                }
+                let d = done.fetch_add(1, Ordering::SeqCst) + 1;
+                if let Some((label, unit)) = progress {
+                    eprint!("\r{label}: {d}/{} {unit}", items.len());
+                    if d == items.len() {
+                        eprintln!();
+                    }
+                }
+            });
+        }
+    });
+    let mut out = Vec::with_capacity(items.len());
+    for r in results.into_inner().unwrap_or_default() {
+        match r {
+            Some(Ok(v)) => out.push(v),
+            Some(Err(e)) => return Err(e),
+            None => {}
+        }
+    }
+    Ok(out)
+}
+
+/// How to run a scenario.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// `key=value` overrides, applied before sweeps.
+    pub sets: Vec<(String, toml::Value)>,
+    /// Replaces the scenario's sweeps.
+    pub sweep: Option<Vec<SweepSpec>>,
+    /// Replaces the scenario's seed.
+    pub seed: Option<u64>,
+    /// Worker threads (0 = available parallelism).
+    pub jobs: usize,
+    /// Print progress on stderr.
+    pub progress: bool,
+    /// Enable the simulated PEBS sampler: (period, bytes per store instruction).
+    pub sampler: Option<(u64, u64)>,
+}
+
+/// One simulated point of a sweep.
+#[derive(Clone, Debug, Serialize)]
+pub struct PointResult {
+    /// Swept keys and their values at this point.
+    pub params: BTreeMap<String, toml::Value>,
+    /// Value of the first swept key (the x axis), if numeric.
+    pub x: Option<f64>,
+    /// Metrics (see docs/simulator.md for the list and units).
+    pub metrics: BTreeMap<String, f64>,
+    /// Cache-line requests simulated.
+    pub requests: u64,
+    /// Events processed.
+    pub events: u64,
+}
+
+/// A paper point beside the simulated value.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// Figure.
+    pub figure: String,
+    /// Metric.
+    pub metric: String,
+    /// X.
+    pub x: f64,
+    /// Relative to the metric at this x, if set.
+    pub relative_to: Option<f64>,
+    /// Published.
+    pub paper: f64,
+    /// Simulated (None if the point was not simulated).
+    pub sim: Option<f64>,
+    /// Source.
+    pub source: String,
+    /// Point filter.
+    pub with: BTreeMap<String, toml::Value>,
+    /// Filter overrides of the denominator (see `PaperPoint::relative_with`).
+    pub relative_with: BTreeMap<String, toml::Value>,
+}
+
+/// A check's outcome.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckResult {
+    /// What was checked.
+    pub name: String,
+    /// Value found.
+    pub value: Option<f64>,
+    /// Bounds.
+    pub min: Option<f64>,
+    /// Bounds.
+    pub max: Option<f64>,
+    /// Whether it passed.
+    pub pass: bool,
+}
+
+/// All points of a scenario.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScenarioResult {
+    /// Scenario name.
+    pub scenario: String,
+    /// Title.
+    pub title: String,
+    /// Platform name.
+    pub platform: String,
+    /// Policy.
+    pub policy: String,
+    /// Seed.
+    pub seed: u64,
+    /// X-axis key.
+    pub x_key: Option<String>,
+    /// Points in sweep order.
+    pub points: Vec<PointResult>,
+    /// Paper comparisons.
+    pub paper: Vec<Comparison>,
+    /// Checks.
+    pub checks: Vec<CheckResult>,
+    /// Plots (from the scenario).
+    #[serde(skip)]
+    pub plots: Vec<crate::config::PlotSpec>,
+}
+
+impl ScenarioResult {
+    /// Metric at x among the points whose params match `with`.
+    pub fn metric_at(
+        &self,
+        metric: &str,
+        x: f64,
+        with: &BTreeMap<String, toml::Value>,
+    ) -> Option<f64> {
+        self.points
+            .iter()
+            .find(|p| {
+                p.x.is_some_and(|px| (px - x).abs() < 1e-9)
+                    && with.iter().all(|(k, v)| p.params.get(k) == Some(v))
+            })
+            .and_then(|p| p.metrics.get(metric).copied())
+    }
+
+    fn value(
+        &self,
+        metric: &str,
+        x: f64,
+        rel: Option<f64>,
+        with: &BTreeMap<String, toml::Value>,
+        relative_with: &BTreeMap<String, toml::Value>,
+    ) -> Option<f64> {
+        let v = self.metric_at(metric, x, with)?;
+        if rel.is_none() && relative_with.is_empty() {
+            return Some(v);
+        }
+        let mut base_filter = with.clone();
+        base_filter.extend(relative_with.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let b = self.metric_at(metric, rel.unwrap_or(x), &base_filter)?;
+        (b != 0.0).then(|| v / b)
+    }
+}
+
+fn sweep_points(sweeps: &[SweepSpec]) -> Vec<Vec<(String, toml::Value)>> {
+    let mut points: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
+    for s in sweeps {
+        let mut next = Vec::new();
+        for p in &points {
+            for v in &s.values {
+                let mut q = p.clone();
+                q.push((s.key.clone(), v.clone()));
+                next.push(q);
+            }
+        }
+        points = next;
+    }
+    points
+}
+
+fn as_f64(v: &toml::Value) -> Option<f64> {
+    v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
+}
+
+/// Runs one fully specified scenario (no sweep) and returns its raw result.
+pub fn run_point(
+    scenario: &Scenario,
+    sampler: Option<(u64, u64)>,
+    models: ModelSource,
+) -> Result<(Platform, RunResult), SimError> {
+    let platform = load_platform(&scenario.platform, &scenario.platform_set)?;
+    let cfg = EngineConfig {
+        seed: scenario.seed,
+        warmup: (scenario.warmup_ms * 1e9) as u64,
+        duration: (scenario.duration_ms * 1e9) as u64,
+        window: (scenario.policy_window_us * 1e6) as u64,
+        sampler,
+    };
+    let mut policy = policy_by_name(&scenario.policy, &platform, models)?;
+    let engine = Engine::new(&platform, scenario, &cfg).map_err(|m| SimError::Invalid {
+        file: scenario.name.clone(),
+        line: 0,
+        key: "job".into(),
+        message: m,
+    })?;
+    Ok((platform, engine.run(policy.as_mut())))
+}
+
+/// Metrics of one run (names documented in docs/simulator.md).
+pub fn metrics(scenario: &Scenario, platform: &Platform, r: &RunResult) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    let s = r.seconds.max(1e-12);
+    for (job, spec) in r.jobs.iter().zip(scenario.jobs.iter()) {
+        let n = &job.name;
+        m.insert(format!("{n}.gbps"), job.bytes as f64 / s / 1e9);
+        m.insert(format!("{n}.kops"), job.units as f64 / s / 1e3);
+        m.insert(
+            format!("{n}.pm_read_gbps"),
+            job.pm.read_bytes as f64 / s / 1e9,
+        );
+        m.insert(
+            format!("{n}.pm_write_gbps"),
+            job.pm.write_bytes as f64 / s / 1e9,
+        );
+        m.insert(
+            format!("{n}.dram_gbps"),
+            (job.dram.read_bytes + job.dram.write_bytes) as f64 / s / 1e9,
+        );
+        if job.gate_wait_ns > 0 {
+            m.insert(format!("{n}.gate_wait_ms"), job.gate_wait_ns as f64 / 1e6);
+        }
+        if matches!(spec.workload, WorkloadSpec::LatencyProbe { .. }) && job.units > 0 {
+            m.insert(
+                format!("{n}.latency_ns"),
+                job.threads as f64 * s * 1e9 / job.units as f64,
+            );
+        }
+        if job.latency.count() > 0 {
+            for (q, name) in [
+                (0.5, "p50_us"),
+                (0.9, "p90_us"),
+                (0.99, "p99_us"),
+                (0.999, "p999_us"),
+            ] {
+                if let Some(v) = job.latency.quantile(q) {
+                    m.insert(format!("{n}.{name}"), v as f64 / 1e3);
+                }
+            }
+        }
+    }
+    // summed metrics of job groups, in the order groups first appear
+    let mut groups: Vec<(&str, [f64; 5])> = Vec::new();
+    for (job, spec) in r.jobs.iter().zip(scenario.jobs.iter()) {
+        let Some(g) = spec.group.as_deref() else {
+            continue;
+        };
+        let v = [
+            job.bytes as f64,
+            job.units as f64,
+            job.pm.read_bytes as f64,
+            job.pm.write_bytes as f64,
+            (job.dram.read_bytes + job.dram.write_bytes) as f64,
+        ];
+        match groups.iter_mut().find(|(n, _)| *n == g) {
+            Some((_, t)) => t.iter_mut().zip(v).for_each(|(a, b)| *a += b),
+            None => groups.push((g, v)),
+        }
+    }
+    for (g, t) in groups {
+        m.insert(format!("{g}.gbps"), t[0] / s / 1e9);
+        m.insert(format!("{g}.kops"), t[1] / s / 1e3);
+        m.insert(format!("{g}.pm_read_gbps"), t[2] / s / 1e9);
+        m.insert(format!("{g}.pm_write_gbps"), t[3] / s / 1e9);
+        m.insert(format!("{g}.dram_gbps"), t[4] / s / 1e9);
+    }
+    let mut tot = [0u64; 4];
+    for (name, d) in &r.dimms {
+        let counters = [
+            ("media_read", d.media_read_bytes),
+            ("media_write", d.media_write_bytes),
+            ("request_read", d.request_read_bytes),
+            ("request_write", d.request_write_bytes),
+        ];
+        for (what, bytes) in counters {
+            m.insert(format!("dimm.{name}.{what}_gbps"), bytes as f64 / s / 1e9);
+            m.insert(format!("dimm.{name}.{what}_bytes"), bytes as f64);
+        }
+        m.insert(format!("dimm.{name}.rmw"), d.rmw as f64);
+        tot[0] += d.media_read_bytes;
+        tot[1] += d.media_write_bytes;
+        tot[2] += d.request_read_bytes;
+        tot[3] += d.request_write_bytes;
+    }
+    if !r.dimms.is_empty() {
+        m.insert("pm.media_read_gbps".into(), tot[0] as f64 / s / 1e9);
+        m.insert("pm.media_write_gbps".into(), tot[1] as f64 / s / 1e9);
+        m.insert("pm.request_read_gbps".into(), tot[2] as f64 / s / 1e9);
+        m.insert("pm.request_write_gbps".into(), tot[3] as f64 / s / 1e9);
+        if tot[3] > 0 {
+            m.insert(
+                "pm.write_amplification".into(),
+                tot[1] as f64 / tot[3] as f64,
+            );
+        }
+    }
+    let mut dram_total = 0u64;
+    for (name, c) in &r.channels {
+        let cas = c.cas_reads + c.cas_writes;
+        dram_total += cas;
+        // raw uncore-equivalent counters over the measured window
+        m.insert(format!("chan.{name}.cas_reads"), c.cas_reads as f64);
+        m.insert(format!("chan.{name}.cas_writes"), c.cas_writes as f64);
+        if c.pmm_rpq_inserts + c.pmm_wpq_inserts > 0 {
+            m.insert(
+                format!("chan.{name}.pmm_rpq_occupancy"),
+                c.pmm_rpq_occupancy as f64,
+            );
+            m.insert(
+                format!("chan.{name}.pmm_rpq_inserts"),
+                c.pmm_rpq_inserts as f64,
+            );
+            m.insert(
+                format!("chan.{name}.pmm_wpq_occupancy"),
+                c.pmm_wpq_occupancy as f64,
+            );
+            m.insert(
+                format!("chan.{name}.pmm_wpq_inserts"),
+                c.pmm_wpq_inserts as f64,
+            );
+        }
+        if cas > 0 {
+            m.insert(
+                format!("chan.{name}.dram_gbps"),
+                cas as f64 * 64.0 / s / 1e9,
+            );
+        }
+        if c.pmm_wpq_inserts > 0 {
+            m.insert(
+                format!("chan.{name}.wpq_delay_cycles"),
+                c.pmm_wpq_occupancy as f64 / c.pmm_wpq_inserts as f64,
+            );
+        }
+        if c.pmm_rpq_inserts > 0 {
+            m.insert(
+                format!("chan.{name}.rpq_delay_cycles"),
+                c.pmm_rpq_occupancy as f64 / c.pmm_rpq_inserts as f64,
+            );
+        }
+    }
+    m.insert("dram.gbps".into(), dram_total as f64 * 64.0 / s / 1e9);
+    let _ = platform;
+    m.insert("sim.seconds".into(), r.seconds);
+    m.insert("sim.gate_max_admitted".into(), r.gate_max_admitted as f64);
+    m.insert("sim.migrations".into(), r.migrations as f64);
+    // round for stable, readable output
+    // (counts stay exact)
+    for v in m.values_mut() {
+        if v.fract() != 0.0 {
+            *v = round_sig(*v);
+        }
+    }
+    m
+}
+
+/// Rounds to 6 significant digits (keeps JSON stable and readable).
+pub fn round_sig(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return if v.is_finite() { 0.0 } else { v };
+    }
+    let d = 6 - v.abs().log10().ceil() as i32;
+    let f = 10f64.powi(d.clamp(-300, 300));
+    (v * f).round() / f
+}
+
+/// Runs a scenario with its sweeps; points run in parallel, results in order.
+pub fn run_scenario(
+    base: &Scenario,
+    opts: &RunOptions,
+    models: ModelSource,
+) -> Result<ScenarioResult, SimError> {
+    let mut scenario = base.with_overrides(&opts.sets)?;
+    if let Some(seed) = opts.seed {
+        scenario.seed = seed;
+    }
+    let sweeps = opts.sweep.clone().unwrap_or_else(|| scenario.sweep.clone());
+    let points = sweep_points(&sweeps);
+    // validate every point before spending time
+    let mut specs = Vec::with_capacity(points.len());
+    for p in &points {
+        let s = scenario.with_overrides(p)?;
+        let platform = load_platform(&s.platform, &s.platform_set)?;
+        policy_by_name(&s.policy, &platform, models)?;
+        specs.push(s);
+    }
+    let out = parallel_map(
+        &specs,
+        opts.jobs,
+        opts.progress.then_some((base.name.as_str(), "points")),
+        |i, s| {
+            run_point(s, opts.sampler, models).map(|(plat, r)| PointResult {
+                params: points[i].iter().cloned().collect(),
+                x: points[i].first().and_then(|(_, v)| as_f64(v)),
+                metrics: metrics(s, &plat, &r),
+                requests: r.requests,
+                events: r.events,
+            })
+        },
+    )?;
+    let mut result = ScenarioResult {
+        scenario: scenario.name.clone(),
+        title: scenario.title.clone(),
+        platform: if sweeps.iter().any(|s| s.key == "platform") {
+            "(swept)".to_string()
+        } else {
+            scenario.platform.clone()
+        },
+        policy: scenario.policy.clone(),
+        seed: scenario.seed,
+        x_key: sweeps.first().map(|s| s.key.clone()),
+        points: out,
+        paper: Vec::new(),
+        checks: Vec::new(),
+        plots: scenario.plot.clone(),
+    };
+    result.paper = scenario
+        .paper
+        .iter()
+        .map(|p| Comparison {
+            figure: p.figure.clone(),
+            metric: p.metric.clone(),
+            x: p.x,
+            relative_to: p.relative_to,
+            paper: p.value,
+            sim: result
+                .value(&p.metric, p.x, p.relative_to, &p.with, &p.relative_with)
+                .map(round_sig),
+            with: p.with.clone(),
+            relative_with: p.relative_with.clone(),
+            source: p.source.clone(),
+        })
+        .collect();
+    result.checks = scenario
+        .check
+        .iter()
+        .map(|c| {
+            let v = result
+                .value(&c.metric, c.at, c.relative_to, &c.with, &c.relative_with)
+                .map(round_sig);
+            let pass =
+                v.is_some_and(|v| c.min.is_none_or(|m| v >= m) && c.max.is_none_or(|m| v <= m));
+            CheckResult {
+                name: c.name.clone(),
+                value: v,
+                min: c.min,
+                max: c.max,
+                pass,
+            }
+        })
+        .collect();
+    Ok(result)
+}
+
+/// Simulated memory requests per second of wall time for one point (speed benchmark).
+pub fn speed(scenario: &Scenario, models: ModelSource) -> Result<(u64, f64), SimError> {
+    let t = std::time::Instant::now();
+    let (_, r) = run_point(scenario, None, models)?;
+    Ok((r.requests, t.elapsed().as_secs_f64()))
+}

@@ -384,3 +384,32 @@ pub unsafe extern "C" fn ompt_start_tool(
     });
     Box::into_raw(res)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The only test touching the process environment and the global tool.
+    #[test]
+    fn off_and_bad_settings_leave_the_program_alone() {
+        std::env::set_var("MEMTAMER_TAHOE", "bogus");
+        // SAFETY: the entry point with a valid (null) version string.
+        assert!(unsafe { ompt_start_tool(201611, std::ptr::null()) }.is_null());
+        std::env::set_var("MEMTAMER_TAHOE", "off");
+        // SAFETY: as above.
+        assert!(unsafe { ompt_start_tool(201611, std::ptr::null()) }.is_null());
+        assert!(TOOL.get().is_none());
+        std::env::set_var("MEMTAMER_TAHOE", "profile");
+        // SAFETY: as above.
+        let r = unsafe { ompt_start_tool(201611, std::ptr::null()) };
+        assert!(!r.is_null());
+        assert!(TOOL.get().is_some());
+        // Callbacks before initialize are ignored (tool not active).
+        assert!(tool().is_none());
+        // SAFETY: `r` came from Box::into_raw above.
+        drop(unsafe { Box::from_raw(r) });
+        // A second start (another runtime instance) is refused.
+        // SAFETY: as above.
+        assert!(unsafe { ompt_start_tool(201611, std::ptr::null()) }.is_null());
+    }
+}

@@ -36,6 +36,9 @@ pub struct Config {
     pub corun: usize,
     /// `MEMTAMER_TAHOE_QUIET=1`: no summary line at the end.
     pub quiet: bool,
+    /// `MEMTAMER_TAHOE_RECORD=FILE`: write per-type mean task times at the
+    /// end (`memtamer_tahoe::record` format), for fitting the model.
+    pub record: Option<String>,
 }
 
 /// A setting that could not be parsed.
@@ -108,6 +111,7 @@ impl Config {
             beta_ns,
             corun,
             quiet: get("MEMTAMER_TAHOE_QUIET").as_deref() == Some("1"),
+            record: get("MEMTAMER_TAHOE_RECORD").filter(|s| !s.is_empty()),
         })
     }
 }

@@ -291,15 +291,41 @@ unsafe extern "C" fn initialize(lookup: Lookup, _dev: c_int, _data: *mut OmptDat
     1
 }
 
+/// `module+0xoffset` for a code address (dladdr), stable across runs of a
+/// position-independent executable; the raw address if dladdr fails.
+fn code_name(code: u64) -> String {
+    // SAFETY: Dl_info is plain data; dladdr only reads the loader's tables.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: any address may be queried.
+    let ok = unsafe { libc::dladdr(code as *const c_void, &mut info) };
+    if ok == 0 || info.dli_fname.is_null() {
+        return format!("{code:#x}");
+    }
+    // SAFETY: dladdr returned a NUL-terminated file name.
+    let file = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+    let base = file.rsplit('/').next().unwrap_or("?").to_string();
+    format!("{base}+{:#x}", code.wrapping_sub(info.dli_fbase as u64))
+}
+
 unsafe extern "C" fn finalize(_data: *mut OmptData) {
     let Some(t) = TOOL.get() else { return };
     ACTIVE.store(false, Ordering::Release);
     // Close the helper's queue.
     t.helper.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let tr = lock(t);
+    if let Some(path) = &t.cfg.record {
+        let mut text = String::from("# type,instances,mean_ns,pages\n");
+        for r in tr.recorded(code_name) {
+            text.push_str(&memtamer_tahoe::record::format_row(&r));
+            text.push('\n');
+        }
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("memtamer-tahoe: MEMTAMER_TAHOE_RECORD={path}: {e}");
+        }
+    }
     if t.cfg.quiet {
         return;
     }
-    let tr = lock(t);
     let s = tr.stats();
     let p = tr.planner().stats();
     let (n, sum) = tr
@@ -364,9 +390,14 @@ pub unsafe extern "C" fn ompt_start_tool(
         },
     };
     let planner = Planner::new(pc, model, cfg.dram_bytes / 4096);
+    let tracker = if cfg.record.is_some() {
+        Tracker::new(planner).with_record()
+    } else {
+        Tracker::new(planner)
+    };
     let tool = Tool {
         cfg,
-        track: Mutex::new(Tracker::new(planner)),
+        track: Mutex::new(tracker),
         epoch: Instant::now(),
         next_id: AtomicU64::new(1),
         helper: Mutex::new(None),
@@ -383,4 +414,33 @@ pub unsafe extern "C" fn ompt_start_tool(
         tool_data: OmptData { value: 0 },
     });
     Box::into_raw(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The only test touching the process environment and the global tool.
+    #[test]
+    fn off_and_bad_settings_leave_the_program_alone() {
+        std::env::set_var("MEMTAMER_TAHOE", "bogus");
+        // SAFETY: the entry point with a valid (null) version string.
+        assert!(unsafe { ompt_start_tool(201611, std::ptr::null()) }.is_null());
+        std::env::set_var("MEMTAMER_TAHOE", "off");
+        // SAFETY: as above.
+        assert!(unsafe { ompt_start_tool(201611, std::ptr::null()) }.is_null());
+        assert!(TOOL.get().is_none());
+        std::env::set_var("MEMTAMER_TAHOE", "profile");
+        // SAFETY: as above.
+        let r = unsafe { ompt_start_tool(201611, std::ptr::null()) };
+        assert!(!r.is_null());
+        assert!(TOOL.get().is_some());
+        // Callbacks before initialize are ignored (tool not active).
+        assert!(tool().is_none());
+        // SAFETY: `r` came from Box::into_raw above.
+        drop(unsafe { Box::from_raw(r) });
+        // A second start (another runtime instance) is refused.
+        // SAFETY: as above.
+        assert!(unsafe { ompt_start_tool(201611, std::ptr::null()) }.is_null());
+    }
 }

@@ -6,7 +6,8 @@
 
 use memtamer_tahoe::extents::Extents;
 use memtamer_tahoe::plan::{Batch, Decision, Planner};
-use memtamer_tahoe::task::{Access, DataObject, Task};
+use memtamer_tahoe::record::Row;
+use memtamer_tahoe::task::{Access, DataObject, Task, TaskType};
 use std::collections::{HashMap, HashSet, VecDeque};
 
 /// Largest extent inferred for one dependence object.
@@ -62,6 +63,7 @@ pub struct Tracker {
     planner: Planner,
     stats: TrackStats,
     err: HashMap<u64, ErrAcc>,
+    record: Option<HashMap<TaskType, (u64, f64, u64)>>,
 }
 
 impl Tracker {
@@ -75,7 +77,43 @@ impl Tracker {
             planner,
             stats: TrackStats::default(),
             err: HashMap::new(),
+            record: None,
         }
+    }
+
+    /// Also keep per-type (instances, total ns, pages) for
+    /// `MEMTAMER_TAHOE_RECORD`.
+    pub fn with_record(mut self) -> Self {
+        self.record = Some(HashMap::new());
+        self
+    }
+
+    /// The per-type recording, sorted by type (empty if not recording).
+    /// `name` turns a code address into a run-independent name (the
+    /// executable is position-independent, so raw addresses differ
+    /// between runs).
+    pub fn recorded(&self, name: impl Fn(u64) -> String) -> Vec<Row> {
+        let mut v: Vec<Row> = self
+            .record
+            .iter()
+            .flatten()
+            .map(|(ty, &(n, ns, pages))| Row {
+                ty: format!(
+                    "{}({})",
+                    name(ty.code),
+                    ty.arg_sizes
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+                instances: n,
+                mean_ns: ns / n.max(1) as f64,
+                pages: pages as f64,
+            })
+            .collect();
+        v.sort_by(|a, b| a.ty.cmp(&b.ty));
+        v
     }
 
     /// Totals.
@@ -244,6 +282,12 @@ impl Tracker {
         self.unready(id);
         let ns = now_ns.saturating_sub(r.start_ns) as f64;
         if let Some(t) = task {
+            if let Some(rec) = self.record.as_mut() {
+                let pages = t.footprint(4096).len() as u64;
+                let e = rec.entry(t.task_type()).or_insert((0, 0.0, pages));
+                e.0 += 1;
+                e.1 += ns;
+            }
             self.planner.completed(&t, ns, None);
         }
         if r.predicted_ns > 0.0 && ns > 0.0 {
@@ -306,7 +350,27 @@ mod tests {
         t.edge(1, 4);
         assert_eq!(t.ready(), vec![3, 2, 4]);
         assert_eq!(t.stats().ready_max, 3);
+        assert!(t.recorded(|c| format!("{c:#x}")).is_empty());
         assert_eq!(t.stats().edges, 2);
+    }
+
+    #[test]
+    fn recording_keeps_mean_time_and_pages_per_type() {
+        let mut t = tracker(10).with_record();
+        for i in 1..=2u64 {
+            t.create(i, 0xa);
+            t.dependences(i, &[(0x1000_0000 + i * B, Access::In)]);
+        }
+        for (i, start) in [(1u64, 0u64), (2, 1000)] {
+            t.begin(i, start, 1, false);
+            t.complete(i, start + 100 * i);
+        }
+        let r = t.recorded(|c| format!("{c:#x}"));
+        assert_eq!(r[0].ty, "0xa(65536)");
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].instances, 2);
+        assert_eq!(r[0].mean_ns, 150.0);
+        assert_eq!(r[0].pages, 16.0);
     }
 
     #[test]

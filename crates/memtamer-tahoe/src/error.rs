@@ -21,6 +21,14 @@ pub enum TahoeError {
         /// Arguments of the task.
         have: usize,
     },
+    /// A recording line could not be parsed.
+    #[error("recording line {line}: {why}")]
+    Record {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
     /// Page size zero or not a power of two.
     #[error("page size {0} is not a power of two")]
     PageSize(usize),

@@ -4,11 +4,15 @@
 //! for the task-type key and the footprint, so the tool infers them: in a
 //! blocked task program the dependence addresses are block starts, and a
 //! block extends to the next dependence address. The extent of `a` is the
-//! gap to the next larger address seen, capped at `max`; the largest
-//! address gets the median gap. [Inference, documented in docs/tahoe.md:
-//! exact for contiguous equal blocks, an over-estimate up to `max` for
-//! isolated objects.]
+//! gap to the next larger address seen, capped at `max` and at twice the
+//! median gap (an object far below an unrelated one, e.g. the last heap
+//! block below a stack slot, would otherwise span unmapped memory); the
+//! largest address gets the median gap. [Inference, documented in
+//! docs/tahoe.md: exact for contiguous equal blocks, an over-estimate of at
+//! most 2x the median block for isolated objects, an under-estimate for
+//! objects larger than that.]
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 
 /// The set of dependence addresses seen so far.
@@ -16,6 +20,8 @@ use std::collections::BTreeSet;
 pub struct Extents {
     addrs: BTreeSet<u64>,
     max: u64,
+    /// Cached median gap; None = recompute (a new address arrived).
+    median: Cell<Option<Option<u64>>>,
 }
 
 impl Extents {
@@ -24,12 +30,15 @@ impl Extents {
         Extents {
             addrs: BTreeSet::new(),
             max: max.max(1),
+            median: Cell::new(None),
         }
     }
 
     /// Records a dependence address.
     pub fn observe(&mut self, addr: u64) {
-        self.addrs.insert(addr);
+        if self.addrs.insert(addr) {
+            self.median.set(None);
+        }
     }
 
     /// Addresses seen.
@@ -42,8 +51,18 @@ impl Extents {
         self.addrs.is_empty()
     }
 
-    /// Median gap between consecutive addresses (None with < 2).
+    /// Median gap between consecutive addresses (None with < 2), cached
+    /// until the next new address.
     fn median_gap(&self) -> Option<u64> {
+        if let Some(m) = self.median.get() {
+            return m;
+        }
+        let m = self.compute_median();
+        self.median.set(Some(m));
+        m
+    }
+
+    fn compute_median(&self) -> Option<u64> {
         let mut gaps: Vec<u64> = self
             .addrs
             .iter()
@@ -61,9 +80,11 @@ impl Extents {
     pub fn extent(&self, addr: u64) -> u64 {
         use std::ops::Bound::{Excluded, Unbounded};
         let next = self.addrs.range((Excluded(addr), Unbounded)).next();
-        let len = match next {
-            Some(n) => n - addr,
-            None => self.median_gap().unwrap_or(1),
+        let med = self.median_gap();
+        let len = match (next, med) {
+            (Some(n), Some(m)) => (n - addr).min(m.saturating_mul(2)),
+            (Some(n), None) => n - addr,
+            (None, m) => m.unwrap_or(1),
         };
         len.clamp(1, self.max)
     }
@@ -87,6 +108,18 @@ mod tests {
         assert_eq!(e.extent(12288), 4096);
         // An address between blocks extends to the next one.
         assert_eq!(e.extent(5000), 8192 - 5000);
+    }
+
+    #[test]
+    fn far_neighbour_is_capped_at_twice_the_median() {
+        let mut e = Extents::new(1 << 40);
+        for a in [0u64, 100, 200, 300, 1 << 30] {
+            e.observe(a);
+        }
+        assert_eq!(e.extent(100), 100);
+        assert_eq!(e.extent(300), 200);
+        e.observe(400);
+        assert_eq!(e.extent(300), 100);
     }
 
     #[test]

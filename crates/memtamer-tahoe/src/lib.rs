@@ -19,6 +19,7 @@ pub mod fasthash;
 pub mod model;
 pub mod plan;
 pub mod profile;
+pub mod record;
 pub mod residency;
 pub mod split;
 pub mod task;

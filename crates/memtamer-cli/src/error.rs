@@ -74,8 +74,8 @@ pub enum CliError {
     Gate {
         /// What the CLI was doing.
         context: String,
-        /// The library's error.
-        source: memtamer_gate::GateError,
+        /// The library's error (boxed: it is the largest of the library errors).
+        source: Box<memtamer_gate::GateError>,
     },
     /// No gate file of that name (gates are only created by their users).
     #[error("no gate named {name:?}: {} does not exist (it is created by the first PA-thread that uses it)", path.display())]
@@ -170,7 +170,10 @@ impl CliError {
     /// A gate library error with what was being done.
     pub fn gate(context: impl Into<String>) -> impl FnOnce(memtamer_gate::GateError) -> CliError {
         let context = context.into();
-        move |source| CliError::Gate { context, source }
+        move |source| CliError::Gate {
+            context,
+            source: Box::new(source),
+        }
     }
 
     /// A JSON serialization error naming what was written.

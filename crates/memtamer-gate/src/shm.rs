@@ -16,7 +16,7 @@ use crate::GateError;
 
 /// Layout magic: "MTGATE" and the layout version. Bump the last byte on any
 /// layout change so that old and new processes refuse to share a file.
-pub(crate) const MAGIC: u64 = 0x4d54_4741_5445_0005;
+pub(crate) const MAGIC: u64 = 0x4d54_4741_5445_0006;
 
 /// Slots: PA-threads that can be registered at once, system-wide.
 pub const SLOTS: usize = 256;
@@ -75,6 +75,10 @@ pub(crate) struct Slot {
     pub taken: AtomicU32,
     /// FIFO position while WAITING.
     pub ticket: AtomicU64,
+    /// Address at which the owner's process maps this file: a process that
+    /// exec'd keeps its pid (and its main thread its tid) but not this
+    /// mapping, which is how the reaper knows it is gone.
+    pub map_base: AtomicU64,
     pub stats: SharedStats,
 }
 
@@ -113,6 +117,9 @@ pub(crate) struct Header {
     pub lock_repairs: AtomicU64,
     /// Times the limit changed.
     pub limit_changes: AtomicU64,
+    /// Waiters that proceeded after the admission bound without being
+    /// admitted (a holder that neither ends nor dies; issue 22).
+    pub overdue: AtomicU64,
     /// Collector lease: holder pid (0 none) and its last heartbeat (CLOCK_MONOTONIC ns).
     pub collector_pid: AtomicU32,
     /// One past the highest slot index ever claimed: scans of the slots
@@ -236,6 +243,11 @@ impl Mapping {
             }
         }
         Ok(mapping)
+    }
+
+    /// Where this process maps the region (recorded in its slots).
+    pub fn base(&self) -> u64 {
+        self.base as u64
     }
 
     pub fn header(&self) -> &Header {

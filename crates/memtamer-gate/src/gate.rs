@@ -40,7 +40,9 @@ use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::shm::{Header, Mapping, Slot, HOLDING, IDLE, RUNNING, SLOTS, UNLIMITED, WAITING};
+use crate::shm::{
+    Access, Header, Mapping, Slot, HOLDING, IDLE, RUNNING, SLOTS, UNLIMITED, WAITING,
+};
 use crate::{os, GateError};
 
 /// How long a waiter sleeps between checks for dead threads.
@@ -70,6 +72,9 @@ pub struct GateOptions {
     /// holder that neither ends nor dies (frozen, traced, hung) cannot stall
     /// every PM program (issue 22). Per process, not shared.
     pub max_wait: Duration,
+    /// Group allowed to share the gate (`MEMTAMER_GATE_GROUP`): the file is
+    /// created 0660 with this group; None: 0600.
+    pub group: Option<u32>,
 }
 
 /// Default admission bound (`MEMTAMER_GATE_MAX_WAIT_MS`): long against a
@@ -84,6 +89,7 @@ impl Default for GateOptions {
             bypass_bytes: 256,
             initial_limit: UNLIMITED,
             max_wait: DEFAULT_MAX_WAIT,
+            group: None,
         }
     }
 }
@@ -129,7 +135,14 @@ impl Gate {
     /// Opens the gate named in `options`, creating its shared file if needed.
     pub fn open(options: &GateOptions) -> Result<Arc<Gate>, GateError> {
         os::watch_forks();
-        let map = Mapping::open(&options.path(), options.bypass_bytes, options.initial_limit)?;
+        let map = Mapping::open(
+            &options.path(),
+            options.bypass_bytes,
+            options.initial_limit,
+            Access {
+                group: options.group,
+            },
+        )?;
         Ok(Arc::new(Gate {
             map,
             max_wait_ns: u64::try_from(options.max_wait.as_nanos()).unwrap_or(u64::MAX),
@@ -251,7 +264,10 @@ impl Gate {
                 .lock
                 .compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed)
             {
-                Ok(_) => return LockGuard { gate: self },
+                Ok(_) => {
+                    self.check_locked();
+                    return LockGuard { gate: self, me };
+                }
                 Err(owner) => {
                     spins += 1;
                     if spins < 64 {
@@ -265,8 +281,12 @@ impl Gate {
                     let now = os::now_ns();
                     match suspect_since {
                         Some((who, since)) if who == owner => {
-                            if now.saturating_sub(since) > LOCK_SUSPECT_NS
-                                && !os::alive((owner >> 32) as u32, owner as u32)
+                            let held = now.saturating_sub(since);
+                            // a dead owner, or one (or a corrupted word)
+                            // holding a µs critical section past the bound
+                            if held > LOCK_SUSPECT_NS
+                                && (held > self.max_wait_ns
+                                    || !os::alive((owner >> 32) as u32, owner as u32))
                                 && h.lock
                                     .compare_exchange(
                                         owner,
@@ -279,14 +299,40 @@ impl Gate {
                                 // the owner died inside: its half-done update
                                 // is undone by rebuilding from the slots
                                 self.repair();
+                                self.check_locked();
                                 h.lock_repairs.fetch_add(1, Ordering::Relaxed);
-                                return LockGuard { gate: self };
+                                return LockGuard { gate: self, me };
                             }
                         }
                         _ => suspect_since = Some((owner, now)),
                     }
                 }
             }
+        }
+    }
+
+    /// Validates the lock-protected words (every one is read by others and
+    /// could have been corrupted by any process that can write the file):
+    /// out-of-bounds counts, queue positions or a zero limit make the state
+    /// be rebuilt from the slots rather than obeyed (issue 22). Called with
+    /// the lock held, each time it is taken.
+    fn check_locked(&self) {
+        let h = self.header();
+        let len = h.queue_len.load(Ordering::Relaxed);
+        let start = h.queue_start.load(Ordering::Relaxed);
+        let bad = h.serving.load(Ordering::Relaxed) > SLOTS as u32
+            || len > SLOTS as u32
+            || start >= SLOTS as u32
+            || h.limit.load(Ordering::Relaxed) == 0
+            || (0..len as usize).any(|i| {
+                h.queue[(start as usize + i) % SLOTS].load(Ordering::Relaxed) >= SLOTS as u32
+            });
+        if bad {
+            if h.limit.load(Ordering::Relaxed) == 0 {
+                h.limit.store(1, Ordering::Relaxed);
+            }
+            self.repair();
+            h.lock_repairs.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -586,11 +632,20 @@ enum Verdict {
 /// Holds the gate lock; releases it on drop.
 struct LockGuard<'a> {
     gate: &'a Gate,
+    /// The lock word we stored.
+    me: u64,
 }
 
 impl Drop for LockGuard<'_> {
     fn drop(&mut self) {
-        self.gate.header().lock.store(0, Ordering::Release);
+        // only our own lock: an owner whose lock was taken over after the
+        // bound (stopped inside, say) must not release its successor's
+        let _ = self.gate.header().lock.compare_exchange(
+            self.me,
+            0,
+            Ordering::Release,
+            Ordering::Relaxed,
+        );
     }
 }
 

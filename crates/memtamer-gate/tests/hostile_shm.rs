@@ -45,16 +45,20 @@ fn poke(o: &GateOptions, offset: u64, bytes: &[u8]) {
     f.write_at(bytes, offset).expect("poke");
 }
 
-/// One 4 KiB request from a fresh thread; None if it hangs.
+/// One 4 KiB request from a fresh thread, which then exits (giving back
+/// a unit it holds); None if it hangs.
 fn request(gate: &Arc<Gate>) -> Option<Admission> {
     let (tx, rx) = mpsc::channel();
     let g = Arc::clone(gate);
-    std::thread::spawn(move || {
+    let t = std::thread::spawn(move || {
         let me = g.register().expect("register");
         let a = me.enter(4096, true).admission;
+        drop(me);
         let _ = tx.send(a);
     });
-    rx.recv_timeout(PATIENCE).ok()
+    let a = rx.recv_timeout(PATIENCE).ok()?;
+    t.join().expect("requester");
+    Some(a)
 }
 
 /// Corrupts one word of a fresh gate (limit 2) and checks that a request
@@ -81,38 +85,32 @@ fn survives(tag: &str, offset: u64, bytes: &[u8]) {
 }
 
 #[test]
-#[ignore = "issue 22 item 2: red on this code, fixed next"]
 fn a_queue_length_of_2_pow_32_minus_1_does_not_hang() {
     survives("qlen", QUEUE_LEN, &u32::MAX.to_ne_bytes());
 }
 
 #[test]
-#[ignore = "issue 22 item 2: red on this code, fixed next"]
 fn a_queue_start_out_of_bounds_does_not_hang() {
     survives("qstart", QUEUE_START, &u32::MAX.to_ne_bytes());
 }
 
 #[test]
-#[ignore = "issue 22 item 2: red on this code, fixed next"]
 fn a_huge_serving_count_is_repaired() {
     survives("serving", SERVING, &1000u32.to_ne_bytes());
 }
 
 #[test]
-#[ignore = "issue 22 item 2: red on this code, fixed next"]
 fn a_zero_limit_is_repaired() {
     survives("limit0", LIMIT, &0u32.to_ne_bytes());
 }
 
 #[test]
-#[ignore = "issue 22 item 2: red on this code, fixed next"]
 fn a_lock_word_naming_a_live_process_does_not_hang() {
     // pid 1, tid 1: alive forever, never releases
     survives("lock", LOCK, &((1u64 << 32) | 1).to_ne_bytes());
 }
 
 #[test]
-#[ignore = "issue 22 item 2: red on this code, fixed next"]
 fn a_corrupted_bypass_size_is_refused_not_obeyed() {
     let o = options("bypass", 2);
     drop(Gate::open(&o).expect("create"));
@@ -128,7 +126,6 @@ fn a_corrupted_bypass_size_is_refused_not_obeyed() {
 }
 
 #[test]
-#[ignore = "issue 22 item 2: red on this code, fixed next"]
 fn a_planted_symlink_is_not_followed() {
     let o = options("symlink", 2);
     let target = std::env::temp_dir().join(format!("mt-symlink-target-{}", std::process::id()));
@@ -140,7 +137,6 @@ fn a_planted_symlink_is_not_followed() {
 }
 
 #[test]
-#[ignore = "issue 22 item 2: red on this code, fixed next"]
 fn the_mode_does_not_follow_the_umask() {
     let o = options("mode", 2);
     // SAFETY: umask only changes this process's creation mask.
@@ -159,7 +155,6 @@ fn the_mode_does_not_follow_the_umask() {
 }
 
 #[test]
-#[ignore = "issue 22 item 2: red on this code, fixed next"]
 fn a_gate_file_squatted_by_another_user_is_refused() {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {

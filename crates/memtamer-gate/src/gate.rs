@@ -143,10 +143,25 @@ impl Gate {
                 group: options.group,
             },
         )?;
-        Ok(Arc::new(Gate {
+        Ok(Arc::new(Gate::from_mapping(map, options)))
+    }
+
+    /// A gate over an already validated (or repaired) mapping.
+    pub(crate) fn from_mapping(map: Mapping, options: &GateOptions) -> Gate {
+        Gate {
             map,
             max_wait_ns: u64::try_from(options.max_wait.as_nanos()).unwrap_or(u64::MAX),
-        }))
+        }
+    }
+
+    /// Takes the lock and rebuilds the serving count and the queue from
+    /// the slots (`memtamer gate repair`).
+    pub(crate) fn rebuild(&self) {
+        let guard = self.lock();
+        self.repair();
+        let granted = self.select();
+        drop(guard);
+        self.wake(&granted);
     }
 
     /// The shared file.

@@ -351,6 +351,44 @@ impl Mapping {
         Ok(mapping)
     }
 
+    /// Maps an existing gate file for inspection or repair: the same
+    /// O_NOFOLLOW, owner and size checks as `open`, but neither the magic
+    /// nor the header is validated (`memtamer gate check|repair`).
+    pub fn open_existing_raw(path: &Path) -> Result<Mapping, GateError> {
+        let io = |source| GateError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        // SAFETY: geteuid cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if !meta.file_type().is_file() || (meta.uid() != me && meta.uid() != 0) {
+            return Err(GateError::Untrusted {
+                path: path.to_path_buf(),
+                why: format!(
+                    "owned by uid {}, not by this user ({me}) or root",
+                    meta.uid()
+                ),
+            });
+        }
+        if meta.len() != LAYOUT_BYTES as u64 {
+            return Err(GateError::Incompatible {
+                path: path.to_path_buf(),
+                found: format!("{} bytes, this version needs {LAYOUT_BYTES}", meta.len()),
+            });
+        }
+        Ok(Mapping {
+            base: map_shared(&file, LAYOUT_BYTES).map_err(io)?,
+            path: path.to_path_buf(),
+        })
+    }
+
     /// Where this process maps the region (recorded in its slots).
     pub fn base(&self) -> u64 {
         self.base as u64

@@ -34,7 +34,9 @@ const char *memtamer_last_error(void);
 
 /* Starts a PM request of `bytes` bytes (is_write: nonzero for a write);
  * blocks while T_S requests are running. Returns 0 if admitted at once,
- * 1 if it waited, 2 if bypassed (small) and -1 if the gate is disabled. */
+ * 1 if it waited, 2 if bypassed (small), 3 if it proceeded unadmitted after
+ * the admission bound (MEMTAMER_GATE_MAX_WAIT_MS, default 100 ms) and -1 if
+ * the gate is disabled. */
 int memtamer_begin(size_t bytes, int is_write);
 
 /* Ends the calling thread's request. Harmless without a begin. */

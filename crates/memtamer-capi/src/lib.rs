@@ -44,6 +44,7 @@ pub extern "C" fn memtamer_begin(bytes: usize, is_write: c_int) -> c_int {
         Some(Admission::Immediate) => 0,
         Some(Admission::Waited(_)) => 1,
         Some(Admission::Bypassed) => 2,
+        Some(Admission::Overdue(_)) => 3,
         None => -1,
     }
 }

@@ -211,6 +211,18 @@ pub(crate) enum GateCmd {
         #[command(flatten)]
         which: GateWhich,
     },
+    /// Validate the gate file (header checksum, bounds of every shared word, slot states,
+    /// lock owner); exits nonzero when something is wrong.
+    Check {
+        #[command(flatten)]
+        which: GateWhich,
+    },
+    /// Repair the gate file in place: rewrite the fixed header and its checksum, rebuild the
+    /// serving count and the queue from the slots, free slots of dead threads.
+    Repair {
+        #[command(flatten)]
+        which: GateWhich,
+    },
     /// Remove the gate file (refused while live threads use it).
     Remove {
         #[command(flatten)]

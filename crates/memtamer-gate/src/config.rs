@@ -149,7 +149,7 @@ impl Default for GateConfig {
 }
 
 /// Environment variables read by [`GateConfig::from_env`].
-pub const ENV_VARS: [(&str, &str); 6] = [
+pub const ENV_VARS: [(&str, &str); 8] = [
     (
         "MEMTAMER_GATE",
         "gate name; processes with the same name share one limit (default: default)",
@@ -173,6 +173,14 @@ pub const ENV_VARS: [(&str, &str); 6] = [
     (
         "MEMTAMER_GATE_WINDOW_MS",
         "collector window in ms, 1..=10000 (default: 10)",
+    ),
+    (
+        "MEMTAMER_GATE_MAX_WAIT_MS",
+        "longest wait for admission in ms, 1..=60000; past it a request proceeds and is counted overdue (default: 100)",
+    ),
+    (
+        "MEMTAMER_GATE_GROUP",
+        "numeric gid allowed to share the gate: a gate this process creates is mode 0660 with this group (default: none, mode 0600)",
     ),
 ];
 
@@ -240,6 +248,30 @@ impl GateConfig {
                 .filter(|n| (1..=10_000).contains(n))
                 .ok_or_else(|| bad("MEMTAMER_GATE_WINDOW_MS", &v, "a whole number in 1..=10000"))?;
             c.window = Duration::from_millis(ms);
+        }
+        if let Some(v) = get("MEMTAMER_GATE_MAX_WAIT_MS") {
+            let ms = v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (1..=60_000).contains(n))
+                .ok_or_else(|| {
+                    bad(
+                        "MEMTAMER_GATE_MAX_WAIT_MS",
+                        &v,
+                        "a whole number in 1..=60000",
+                    )
+                })?;
+            c.options.max_wait = Duration::from_millis(ms);
+        }
+        if let Some(v) = get("MEMTAMER_GATE_GROUP") {
+            c.options.group = Some(
+                v.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|g| *g != u32::MAX)
+                    .ok_or_else(|| bad("MEMTAMER_GATE_GROUP", &v, "a numeric group id"))?,
+            );
         }
         if let Some(v) = get("MEMTAMER_GATE_POLICY") {
             let (policy, warnings) = PolicySpec::parse_warn("MEMTAMER_GATE_POLICY", &v)?;

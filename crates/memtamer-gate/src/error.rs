@@ -21,6 +21,22 @@ pub enum GateError {
         /// What was found.
         found: String,
     },
+    /// The shared file's fixed header words fail validation.
+    #[error("gate file {path} is corrupt ({what}); check it with `memtamer gate check`, rebuild it with `memtamer gate repair` (or remove it when no process uses it)")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        what: String,
+    },
+    /// The shared file is not one this process may trust.
+    #[error("gate file {path} is not trusted: {why}")]
+    Untrusted {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        why: String,
+    },
     /// Every slot is held by a live thread.
     #[error("gate file {path}: all {slots} thread slots are in use by live threads")]
     SlotsFull {

@@ -40,7 +40,9 @@ use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::shm::{Header, Mapping, Slot, HOLDING, IDLE, RUNNING, SLOTS, UNLIMITED, WAITING};
+use crate::shm::{
+    Access, Header, Mapping, Slot, HOLDING, IDLE, RUNNING, SLOTS, UNLIMITED, WAITING,
+};
 use crate::{os, GateError};
 
 /// How long a waiter sleeps between checks for dead threads.
@@ -65,7 +67,19 @@ pub struct GateOptions {
     pub bypass_bytes: u32,
     /// Limit set when this process creates the gate.
     pub initial_limit: u32,
+    /// Longest a request of this process waits for admission: past it the
+    /// request proceeds unadmitted and is counted (`overdue`), so that a
+    /// holder that neither ends nor dies (frozen, traced, hung) cannot stall
+    /// every PM program (issue 22). Per process, not shared.
+    pub max_wait: Duration,
+    /// Group allowed to share the gate (`MEMTAMER_GATE_GROUP`): the file is
+    /// created 0660 with this group; None: 0600.
+    pub group: Option<u32>,
 }
+
+/// Default admission bound (`MEMTAMER_GATE_MAX_WAIT_MS`): long against a
+/// PM request (microseconds), short against a stall a user would notice.
+pub const DEFAULT_MAX_WAIT: Duration = Duration::from_millis(100);
 
 impl Default for GateOptions {
     fn default() -> Self {
@@ -74,6 +88,8 @@ impl Default for GateOptions {
             dir: PathBuf::from("/dev/shm"),
             bypass_bytes: 256,
             initial_limit: UNLIMITED,
+            max_wait: DEFAULT_MAX_WAIT,
+            group: None,
         }
     }
 }
@@ -89,6 +105,8 @@ impl GateOptions {
 /// that issues PM requests registers once with [`Gate::register`].
 pub struct Gate {
     map: Mapping,
+    /// This process's admission bound (`GateOptions::max_wait`), ns.
+    max_wait_ns: u64,
 }
 
 impl std::fmt::Debug for Gate {
@@ -108,14 +126,42 @@ pub enum Admission {
     Immediate,
     /// Admitted after waiting this many nanoseconds.
     Waited(u64),
+    /// Not admitted: proceeded after waiting this many nanoseconds, past
+    /// the admission bound (`GateOptions::max_wait`).
+    Overdue(u64),
 }
 
 impl Gate {
     /// Opens the gate named in `options`, creating its shared file if needed.
     pub fn open(options: &GateOptions) -> Result<Arc<Gate>, GateError> {
         os::watch_forks();
-        let map = Mapping::open(&options.path(), options.bypass_bytes, options.initial_limit)?;
-        Ok(Arc::new(Gate { map }))
+        let map = Mapping::open(
+            &options.path(),
+            options.bypass_bytes,
+            options.initial_limit,
+            Access {
+                group: options.group,
+            },
+        )?;
+        Ok(Arc::new(Gate::from_mapping(map, options)))
+    }
+
+    /// A gate over an already validated (or repaired) mapping.
+    pub(crate) fn from_mapping(map: Mapping, options: &GateOptions) -> Gate {
+        Gate {
+            map,
+            max_wait_ns: u64::try_from(options.max_wait.as_nanos()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// Takes the lock and rebuilds the serving count and the queue from
+    /// the slots (`memtamer gate repair`).
+    pub(crate) fn rebuild(&self) {
+        let guard = self.lock();
+        self.repair();
+        let granted = self.select();
+        drop(guard);
+        self.wake(&granted);
     }
 
     /// The shared file.
@@ -151,6 +197,7 @@ impl Gate {
                 {
                     slot.owner_tid.store(tid, Ordering::Release);
                     slot.taken.store(0, Ordering::Relaxed);
+                    slot.map_base.store(self.map.base(), Ordering::Release);
                     // before the slot can hold capacity: scans must reach it
                     self.header()
                         .slot_hwm
@@ -232,7 +279,10 @@ impl Gate {
                 .lock
                 .compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed)
             {
-                Ok(_) => return LockGuard { gate: self },
+                Ok(_) => {
+                    self.check_locked();
+                    return LockGuard { gate: self, me };
+                }
                 Err(owner) => {
                     spins += 1;
                     if spins < 64 {
@@ -246,8 +296,12 @@ impl Gate {
                     let now = os::now_ns();
                     match suspect_since {
                         Some((who, since)) if who == owner => {
-                            if now.saturating_sub(since) > LOCK_SUSPECT_NS
-                                && !os::alive((owner >> 32) as u32, owner as u32, true)
+                            let held = now.saturating_sub(since);
+                            // a dead owner, or one (or a corrupted word)
+                            // holding a µs critical section past the bound
+                            if held > LOCK_SUSPECT_NS
+                                && (held > self.max_wait_ns
+                                    || !os::alive((owner >> 32) as u32, owner as u32))
                                 && h.lock
                                     .compare_exchange(
                                         owner,
@@ -260,14 +314,40 @@ impl Gate {
                                 // the owner died inside: its half-done update
                                 // is undone by rebuilding from the slots
                                 self.repair();
+                                self.check_locked();
                                 h.lock_repairs.fetch_add(1, Ordering::Relaxed);
-                                return LockGuard { gate: self };
+                                return LockGuard { gate: self, me };
                             }
                         }
                         _ => suspect_since = Some((owner, now)),
                     }
                 }
             }
+        }
+    }
+
+    /// Validates the lock-protected words (every one is read by others and
+    /// could have been corrupted by any process that can write the file):
+    /// out-of-bounds counts, queue positions or a zero limit make the state
+    /// be rebuilt from the slots rather than obeyed (issue 22). Called with
+    /// the lock held, each time it is taken.
+    fn check_locked(&self) {
+        let h = self.header();
+        let len = h.queue_len.load(Ordering::Relaxed);
+        let start = h.queue_start.load(Ordering::Relaxed);
+        let bad = h.serving.load(Ordering::Relaxed) > SLOTS as u32
+            || len > SLOTS as u32
+            || start >= SLOTS as u32
+            || h.limit.load(Ordering::Relaxed) == 0
+            || (0..len as usize).any(|i| {
+                h.queue[(start as usize + i) % SLOTS].load(Ordering::Relaxed) >= SLOTS as u32
+            });
+        if bad {
+            if h.limit.load(Ordering::Relaxed) == 0 {
+                h.limit.store(1, Ordering::Relaxed);
+            }
+            self.repair();
+            h.lock_repairs.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -421,8 +501,9 @@ impl Gate {
         self.reap_with(force, false)
     }
 
-    /// `reap`; `thorough` also reads /proc to catch zombies (a killed process
-    /// its parent has not waited for still answers signals).
+    /// `reap`; `thorough` also checks idle slots of main threads for an
+    /// exec (reading /proc/PID/maps), which is otherwise done only for
+    /// slots that hold a unit.
     pub(crate) fn reap_with(&self, force: bool, thorough: bool) -> usize {
         let h = self.header();
         let now = os::now_ns();
@@ -436,37 +517,22 @@ impl Gate {
             return 0;
         }
         h.last_reap_ns.store(now, Ordering::Relaxed);
-        let dead: Vec<usize> = (0..self.slots_in_use())
-            .filter(|&i| {
-                let slot = self.slot(i);
-                let pid = slot.owner_pid.load(Ordering::Acquire);
-                let tid = slot.owner_tid.load(Ordering::Acquire);
-                pid != 0 && tid != 0 && !os::alive(pid, tid, thorough)
-            })
+        let verdicts: Vec<(usize, Verdict)> = (0..self.slots_in_use())
+            .filter_map(|i| Some((i, self.judge(i, thorough)?)))
             .collect();
         let mut freed = 0;
-        if !dead.is_empty() {
+        if !verdicts.is_empty() {
             let guard = self.lock();
-            for &i in &dead {
-                let slot = self.slot(i);
-                let pid = slot.owner_pid.load(Ordering::Acquire);
-                let tid = slot.owner_tid.load(Ordering::Acquire);
-                if pid == 0 || os::alive(pid, tid, thorough) {
-                    continue;
+            for &(i, _) in &verdicts {
+                // judged again under the lock: the slot may have changed
+                match self.judge(i, thorough) {
+                    Some(Verdict::Gone) => {
+                        self.free_slot_locked(i);
+                        freed += 1;
+                    }
+                    Some(Verdict::Stopped) => self.take_unit_locked(i),
+                    None => {}
                 }
-                if matches!(slot.state.swap(IDLE, Ordering::AcqRel), RUNNING | HOLDING)
-                    && slot.taken.load(Ordering::Relaxed) == 0
-                {
-                    self.unadmit_locked();
-                    h.reclaimed.fetch_add(1, Ordering::Relaxed);
-                }
-                slot.taken.store(0, Ordering::Relaxed);
-                h.retired.absorb(&slot.stats);
-                slot.stats.clear();
-                slot.owner_tid.store(0, Ordering::Relaxed);
-                slot.owner_pid.store(0, Ordering::Release);
-                h.reaped_slots.fetch_add(1, Ordering::Relaxed);
-                freed += 1;
             }
             // a dead WAITING slot may sit in the queue: `select` skips it
             let granted = self.select();
@@ -476,16 +542,125 @@ impl Gate {
         h.reaper_busy.store(0, Ordering::Release);
         freed
     }
+
+    /// What the reaper must do with slot `index`, if anything: free it (its
+    /// owner died, is a zombie, or exec'd) or take its unit (its owner is
+    /// stopped while holding one).
+    fn judge(&self, index: usize, thorough: bool) -> Option<Verdict> {
+        let slot = self.slot(index);
+        let pid = slot.owner_pid.load(Ordering::Acquire);
+        let tid = slot.owner_tid.load(Ordering::Acquire);
+        if pid == 0 || tid == 0 {
+            return None;
+        }
+        let holds = matches!(slot.state.load(Ordering::Acquire), RUNNING | HOLDING)
+            && slot.taken.load(Ordering::Acquire) == 0;
+        match os::liveness(pid, tid) {
+            os::Liveness::Dead => return Some(Verdict::Gone),
+            os::Liveness::Stopped if holds => return Some(Verdict::Stopped),
+            _ => {}
+        }
+        // exec keeps the pid, and the main thread's tid, but not the mapping
+        let base = slot.map_base.load(Ordering::Acquire);
+        if tid == pid
+            && (holds || thorough)
+            && base != 0
+            && !os::maps_gate(pid, base, &self.map.path)
+        {
+            return Some(Verdict::Gone);
+        }
+        None
+    }
+
+    /// Frees slot `index` of a dead thread and returns its unit. Called
+    /// with the lock held.
+    fn free_slot_locked(&self, index: usize) {
+        let h = self.header();
+        let slot = self.slot(index);
+        if matches!(slot.state.swap(IDLE, Ordering::AcqRel), RUNNING | HOLDING)
+            && slot.taken.load(Ordering::Relaxed) == 0
+        {
+            self.unadmit_locked();
+            h.reclaimed.fetch_add(1, Ordering::Relaxed);
+        }
+        slot.taken.store(0, Ordering::Relaxed);
+        h.retired.absorb(&slot.stats);
+        slot.stats.clear();
+        slot.map_base.store(0, Ordering::Relaxed);
+        slot.owner_tid.store(0, Ordering::Relaxed);
+        slot.owner_pid.store(0, Ordering::Release);
+        h.reaped_slots.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Takes the unit of a stopped thread back, as `reclaim_held` does for
+    /// an idle one: `taken` tells the owner when it resumes (it is not
+    /// running, so no barrier is needed). Called with the lock held.
+    fn take_unit_locked(&self, index: usize) {
+        let slot = self.slot(index);
+        if matches!(slot.state.load(Ordering::Acquire), RUNNING | HOLDING)
+            && slot.taken.load(Ordering::Relaxed) == 0
+        {
+            slot.taken.store(1, Ordering::Release);
+            slot.state.store(IDLE, Ordering::Release);
+            self.unadmit_locked();
+            self.header().reclaimed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Gives up waiting: if slot `index` is still WAITING, takes it out of
+    /// the queue and lets it run unadmitted (it holds no unit, so `end`
+    /// returns none). Returns whether it was still waiting. Called with the
+    /// lock held.
+    fn abandon_wait_locked(&self, index: usize) -> bool {
+        let h = self.header();
+        let slot = self.slot(index);
+        if slot.state.load(Ordering::Acquire) != WAITING {
+            return false;
+        }
+        // rebuild the ring without this slot, in order
+        let start = h.queue_start.load(Ordering::Relaxed) as usize;
+        let len = (h.queue_len.load(Ordering::Relaxed) as usize).min(SLOTS);
+        let kept: Vec<u32> = (0..len)
+            .map(|i| h.queue[(start + i) % SLOTS].load(Ordering::Relaxed))
+            .filter(|&q| q as usize != index)
+            .collect();
+        h.queue_start.store(0, Ordering::Relaxed);
+        for (i, q) in kept.iter().enumerate() {
+            h.queue[i].store(*q, Ordering::Relaxed);
+        }
+        h.queue_len.store(kept.len() as u32, Ordering::Release);
+        slot.state.store(IDLE, Ordering::Release);
+        h.overdue.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+}
+
+/// The reaper's verdict on a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// The owner died, is a zombie, or exec'd: free the slot.
+    Gone,
+    /// The owner is stopped while holding a unit: take the unit.
+    Stopped,
 }
 
 /// Holds the gate lock; releases it on drop.
 struct LockGuard<'a> {
     gate: &'a Gate,
+    /// The lock word we stored.
+    me: u64,
 }
 
 impl Drop for LockGuard<'_> {
     fn drop(&mut self) {
-        self.gate.header().lock.store(0, Ordering::Release);
+        // only our own lock: an owner whose lock was taken over after the
+        // bound (stopped inside, say) must not release its successor's
+        let _ = self.gate.header().lock.compare_exchange(
+            self.me,
+            0,
+            Ordering::Release,
+            Ordering::Relaxed,
+        );
     }
 }
 
@@ -646,13 +821,19 @@ impl GateThread {
         let granted = self.gate.select();
         drop(guard);
         self.gate.wake(&granted);
-        let waited = self.wait_for_admission();
+        let outcome = self.wait_for_admission();
+        let waited = match outcome {
+            Ok(ns) | Err(ns) => ns,
+        };
         bump(&slot.stats.waited, 1);
         bump(&slot.stats.wait_ns_total, waited);
         if waited > slot.stats.wait_ns_max.load(Ordering::Relaxed) {
             slot.stats.wait_ns_max.store(waited, Ordering::Relaxed);
         }
-        Admission::Waited(waited)
+        match outcome {
+            Ok(ns) => Admission::Waited(ns),
+            Err(ns) => Admission::Overdue(ns),
+        }
     }
 
     /// Whether this thread still owns a unit of capacity (RUNNING or
@@ -668,12 +849,14 @@ impl GateThread {
         matches!(slot.state.load(Ordering::Relaxed), RUNNING | HOLDING)
     }
 
-    fn wait_for_admission(&self) -> u64 {
+    /// Waits until the Selector admits this thread: Ok(ns waited), or
+    /// Err(ns waited) when it gave up at the admission bound.
+    fn wait_for_admission(&self) -> Result<u64, u64> {
         let slot = self.slot();
         let start = os::now_ns();
         for _ in 0..SPINS {
             if slot.state.load(Ordering::Acquire) == RUNNING {
-                return os::now_ns() - start;
+                return Ok(os::now_ns() - start);
             }
             std::hint::spin_loop();
         }
@@ -681,15 +864,26 @@ impl GateThread {
             slot.sleeping.store(1, Ordering::SeqCst);
             if slot.state.load(Ordering::SeqCst) == RUNNING {
                 slot.sleeping.store(0, Ordering::Relaxed);
-                return os::now_ns() - start;
+                return Ok(os::now_ns() - start);
             }
             os::futex_wait(&slot.state, WAITING, WAIT_SLICE);
             slot.sleeping.store(0, Ordering::Relaxed);
             if slot.state.load(Ordering::Acquire) == RUNNING {
-                return os::now_ns() - start;
+                return Ok(os::now_ns() - start);
             }
-            if os::now_ns() - start > REAP_INTERVAL_NS {
+            let waited = os::now_ns() - start;
+            if waited > REAP_INTERVAL_NS {
                 self.gate.reap(false);
+            }
+            if waited > self.gate.max_wait_ns {
+                let guard = self.gate.lock_as(self.me);
+                let abandoned = self.gate.abandon_wait_locked(self.index);
+                drop(guard);
+                if abandoned {
+                    return Err(os::now_ns() - start);
+                }
+                // admitted meanwhile
+                return Ok(os::now_ns() - start);
             }
         }
     }
@@ -765,6 +959,7 @@ impl Drop for GateThread {
         let granted = self.gate.select();
         h.retired.absorb(&slot.stats);
         slot.stats.clear();
+        slot.map_base.store(0, Ordering::Relaxed);
         slot.owner_tid.store(0, Ordering::Relaxed);
         slot.owner_pid.store(0, Ordering::Release);
         drop(guard);

@@ -26,6 +26,7 @@ mod config;
 mod error;
 mod gate;
 pub mod host_calibrate;
+pub mod integrity;
 pub mod os;
 pub mod persist;
 pub mod process;

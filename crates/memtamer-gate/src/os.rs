@@ -174,12 +174,27 @@ pub(crate) fn futex_wake(word: &AtomicU32) {
     };
 }
 
-/// Whether thread `tid` of process `pid` still exists (`tid` 0: the
-/// process). `thorough` also treats zombies as dead by reading
-/// /proc/PID/task/TID/stat. Assumes one pid namespace for all gate users.
-pub fn alive(pid: u32, tid: u32, thorough: bool) -> bool {
+/// What the gate needs to know about a slot's owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Liveness {
+    /// Gone, or a zombie (a killed process its parent has not waited for
+    /// still answers signals, but will never end its request).
+    Dead,
+    /// Stopped by a signal or a tracer (`T`/`t`): alive, but it cannot make
+    /// progress, so a unit it holds is taken back (issue 22).
+    Stopped,
+    /// Anything else, including a task whose state cannot be read (another
+    /// user's, under hidepid): not known to be dead.
+    Alive,
+}
+
+/// The liveness of thread `tid` of process `pid` (`tid` 0: the process):
+/// a signal-0 probe, then the task state in /proc/PID/task/TID/stat through
+/// `memtamer_linux` (the comm may contain spaces). Assumes one pid
+/// namespace for all gate users.
+pub fn liveness(pid: u32, tid: u32) -> Liveness {
     if pid == 0 {
-        return false;
+        return Liveness::Dead;
     }
     // SAFETY: signal 0 only checks existence and permission.
     let rc = unsafe {
@@ -195,18 +210,36 @@ pub fn alive(pid: u32, tid: u32, thorough: bool) -> bool {
         }
     };
     let exists = rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-    if !exists || !thorough {
-        return exists;
+    if !exists {
+        return Liveness::Dead;
     }
     let task = if tid == 0 { pid } else { tid };
-    // the state follows the parenthesised comm, which may contain spaces
-    // (memtamer_linux::stat::parse_state); a task whose stat cannot be read
-    // is gone, one whose stat shows no state is not known to be dead
     match memtamer_linux::ProcRoot::default().task_state(pid as i32, task as i32) {
-        Ok(state) => !matches!(state, 'Z' | 'X'),
-        Err(memtamer_linux::Error::Parse { .. }) => true,
-        Err(_) => false,
+        Ok('Z' | 'X' | 'x') => Liveness::Dead,
+        Ok('T' | 't') => Liveness::Stopped,
+        Ok(_) | Err(memtamer_linux::Error::Parse { .. }) => Liveness::Alive,
+        Err(_) => Liveness::Dead,
     }
+}
+
+/// Whether thread `tid` of process `pid` still exists and is not a zombie
+/// (`tid` 0: the process). A stopped thread is alive.
+pub fn alive(pid: u32, tid: u32) -> bool {
+    liveness(pid, tid) != Liveness::Dead
+}
+
+/// Whether process `pid` still maps the gate file `path` at `base`: false
+/// once it has exec'd (a new image keeps the pid, and the main thread keeps
+/// its tid, but not the mappings), or unmapped it. True when /proc/PID/maps
+/// cannot be read (another user's process): not known to be gone.
+pub fn maps_gate(pid: u32, base: u64, path: &std::path::Path) -> bool {
+    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        return true;
+    };
+    let prefix = format!("{base:x}-");
+    let name = path.to_string_lossy();
+    maps.lines()
+        .any(|line| line.starts_with(&prefix) && line.trim_end().ends_with(name.as_ref()))
 }
 
 #[cfg(test)]
@@ -215,30 +248,29 @@ mod tests {
 
     #[test]
     fn the_caller_is_alive_and_a_reaped_child_is_not() {
-        assert!(alive(pid(), tid(), true));
-        assert!(alive(pid(), 0, true));
+        assert!(alive(pid(), tid()));
+        assert!(alive(pid(), 0));
         let mut child = std::process::Command::new("true")
             .spawn()
             .expect("spawn true");
         let id = child.id();
         child.wait().expect("wait");
-        assert!(!alive(id, id, true));
-        assert!(!alive(0, 0, false));
+        assert!(!alive(id, id));
+        assert!(!alive(0, 0));
     }
 
     #[test]
-    fn a_zombie_is_dead_only_when_thorough() {
+    fn a_zombie_is_dead() {
         let mut child = std::process::Command::new("true")
             .spawn()
             .expect("spawn true");
         let id = child.id();
         // not waited for: it becomes a zombie
         let t0 = now_ns();
-        while alive(id, id, true) && now_ns() - t0 < 2_000_000_000 {
+        while alive(id, id) && now_ns() - t0 < 2_000_000_000 {
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert!(!alive(id, id, true));
-        assert!(alive(id, id, false));
+        assert!(!alive(id, id));
         child.wait().expect("wait");
     }
 }

@@ -7,7 +7,7 @@
 //! `magic`, which the creator stores last.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -16,7 +16,7 @@ use crate::GateError;
 
 /// Layout magic: "MTGATE" and the layout version. Bump the last byte on any
 /// layout change so that old and new processes refuse to share a file.
-pub(crate) const MAGIC: u64 = 0x4d54_4741_5445_0005;
+pub(crate) const MAGIC: u64 = 0x4d54_4741_5445_0006;
 
 /// Slots: PA-threads that can be registered at once, system-wide.
 pub const SLOTS: usize = 256;
@@ -75,6 +75,10 @@ pub(crate) struct Slot {
     pub taken: AtomicU32,
     /// FIFO position while WAITING.
     pub ticket: AtomicU64,
+    /// Address at which the owner's process maps this file: a process that
+    /// exec'd keeps its pid (and its main thread its tid) but not this
+    /// mapping, which is how the reaper knows it is gone.
+    pub map_base: AtomicU64,
     pub stats: SharedStats,
 }
 
@@ -86,7 +90,10 @@ pub(crate) struct Header {
     pub slots: AtomicU32,
     /// Requests smaller than this never wait (PATS: 256 B).
     pub bypass_bytes: AtomicU32,
-    _pad0: [u64; 5],
+    /// Checksum of the four words above (`header_check`), stored by the
+    /// creator: a gate whose fixed words were corrupted is refused.
+    pub check: AtomicU64,
+    _pad0: [u64; 4],
     /// The lock word: owner (pid << 32 | tid), 0 when free. Own cache line.
     pub lock: AtomicU64,
     _pad1: [u64; 7],
@@ -113,6 +120,9 @@ pub(crate) struct Header {
     pub lock_repairs: AtomicU64,
     /// Times the limit changed.
     pub limit_changes: AtomicU64,
+    /// Waiters that proceeded after the admission bound without being
+    /// admitted (a holder that neither ends nor dies; issue 22).
+    pub overdue: AtomicU64,
     /// Collector lease: holder pid (0 none) and its last heartbeat (CLOCK_MONOTONIC ns).
     pub collector_pid: AtomicU32,
     /// One past the highest slot index ever claimed: scans of the slots
@@ -136,6 +146,56 @@ pub(crate) struct Header {
 /// Bytes of the whole shared region.
 pub(crate) const LAYOUT_BYTES: usize =
     std::mem::size_of::<Header>().next_multiple_of(128) + SLOTS * std::mem::size_of::<Slot>();
+
+/// Largest bypass size a header may carry (as `MEMTAMER_GATE_BYPASS`): a
+/// larger one would silently disable gating.
+pub(crate) const MAX_BYPASS: u32 = 1 << 30;
+
+/// Checksum of the header's fixed words (FNV-1a over their bytes), so that
+/// one flipped word is detected rather than obeyed.
+pub(crate) fn header_check(magic: u64, layout_bytes: u64, slots: u32, bypass: u32) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let bytes = [
+        magic.to_le_bytes(),
+        layout_bytes.to_le_bytes(),
+        u64::from(slots).to_le_bytes(),
+        u64::from(bypass).to_le_bytes(),
+    ];
+    for b in bytes.iter().flatten() {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
+
+/// What is wrong with a header's fixed words, if anything.
+pub(crate) fn header_fault(h: &Header) -> Option<String> {
+    let magic = h.magic.load(Ordering::Acquire);
+    let layout = h.layout_bytes.load(Ordering::Relaxed);
+    let slots = h.slots.load(Ordering::Relaxed);
+    let bypass = h.bypass_bytes.load(Ordering::Relaxed);
+    if layout != LAYOUT_BYTES as u64 {
+        return Some(format!("layout_bytes {layout}, expected {LAYOUT_BYTES}"));
+    }
+    if slots as usize != SLOTS {
+        return Some(format!("slots {slots}, expected {SLOTS}"));
+    }
+    if bypass > MAX_BYPASS {
+        return Some(format!("bypass_bytes {bypass} > {MAX_BYPASS}"));
+    }
+    if h.check.load(Ordering::Relaxed) != header_check(magic, layout, slots, bypass) {
+        return Some("header checksum mismatch".into());
+    }
+    None
+}
+
+/// Who may create and open a gate file, and with which mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Access {
+    /// Group that may share the gate (mode 0660, group `gid`); None: mode
+    /// 0600, the creating user (and root) only.
+    pub group: Option<u32>,
+}
 
 /// Maps the first `len` bytes of `file` read-write and shared (the file
 /// must be at least that long). Unmap with `libc::munmap(base, len)`.
@@ -169,26 +229,53 @@ unsafe impl Sync for Mapping {}
 
 impl Mapping {
     /// Opens (creating if needed) and maps the gate file at `path`; the
-    /// creator initialises it under an exclusive `flock`.
-    pub fn open(path: &Path, bypass_bytes: u32, initial_limit: u32) -> Result<Mapping, GateError> {
+    /// creator initialises it under an exclusive `flock`. A symlink is not
+    /// followed (O_NOFOLLOW), and a file that is not a regular file owned
+    /// by this user or root is refused: in sticky, world-writable /dev/shm
+    /// another user could plant either (issue 22).
+    pub fn open(
+        path: &Path,
+        bypass_bytes: u32,
+        initial_limit: u32,
+        access: Access,
+    ) -> Result<Mapping, GateError> {
         let io = |source| GateError::Io {
             path: path.to_path_buf(),
             source,
         };
+        let mode = if access.group.is_some() { 0o660 } else { 0o600 };
         let file: File = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .mode(0o666)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
             .map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        // SAFETY: geteuid cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if !meta.file_type().is_file() || (meta.uid() != me && meta.uid() != 0) {
+            return Err(GateError::Untrusted {
+                path: path.to_path_buf(),
+                why: format!(
+                    "owned by uid {}, not by this user ({me}) or root{}",
+                    meta.uid(),
+                    if meta.file_type().is_file() {
+                        ""
+                    } else {
+                        ", or not a regular file"
+                    }
+                ),
+            });
+        }
         let fd = file.as_raw_fd();
         // SAFETY: plain syscalls on a descriptor we own.
         if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
             return Err(io(std::io::Error::last_os_error()));
         }
-        let result = Self::map_locked(&file, path, bypass_bytes, initial_limit);
+        let result = Self::map_locked(&file, path, bypass_bytes, initial_limit, access);
         // SAFETY: as above; closing the file also drops the lock.
         unsafe { libc::flock(fd, libc::LOCK_UN) };
         result
@@ -199,6 +286,7 @@ impl Mapping {
         path: &Path,
         bypass_bytes: u32,
         initial_limit: u32,
+        access: Access,
     ) -> Result<Mapping, GateError> {
         let io = |source| GateError::Io {
             path: path.to_path_buf(),
@@ -207,6 +295,19 @@ impl Mapping {
         let len = file.metadata().map_err(io)?.len();
         let fresh = len == 0;
         if fresh {
+            // the mode is explicit, not whatever the umask left
+            let fd = file.as_raw_fd();
+            let mode = if access.group.is_some() { 0o660 } else { 0o600 };
+            // SAFETY: plain syscalls on a descriptor we own.
+            if let Some(gid) = access.group {
+                if unsafe { libc::fchown(fd, u32::MAX, gid) } != 0 {
+                    return Err(io(std::io::Error::last_os_error()));
+                }
+            }
+            // SAFETY: as above.
+            if unsafe { libc::fchmod(fd, mode) } != 0 {
+                return Err(io(std::io::Error::last_os_error()));
+            }
             file.set_len(LAYOUT_BYTES as u64).map_err(io)?;
         } else if len != LAYOUT_BYTES as u64 {
             return Err(GateError::Incompatible {
@@ -220,11 +321,23 @@ impl Mapping {
         };
         let h = mapping.header();
         match h.magic.load(Ordering::Acquire) {
-            MAGIC => {}
+            MAGIC => {
+                if let Some(what) = header_fault(h) {
+                    return Err(GateError::Corrupt {
+                        path: path.to_path_buf(),
+                        what,
+                    });
+                }
+            }
             0 => {
+                let bypass = bypass_bytes.min(MAX_BYPASS);
                 h.layout_bytes.store(LAYOUT_BYTES as u64, Ordering::Relaxed);
                 h.slots.store(SLOTS as u32, Ordering::Relaxed);
-                h.bypass_bytes.store(bypass_bytes, Ordering::Relaxed);
+                h.bypass_bytes.store(bypass, Ordering::Relaxed);
+                h.check.store(
+                    header_check(MAGIC, LAYOUT_BYTES as u64, SLOTS as u32, bypass),
+                    Ordering::Relaxed,
+                );
                 h.limit.store(initial_limit.max(1), Ordering::Relaxed);
                 h.magic.store(MAGIC, Ordering::Release);
             }
@@ -236,6 +349,49 @@ impl Mapping {
             }
         }
         Ok(mapping)
+    }
+
+    /// Maps an existing gate file for inspection or repair: the same
+    /// O_NOFOLLOW, owner and size checks as `open`, but neither the magic
+    /// nor the header is validated (`memtamer gate check|repair`).
+    pub fn open_existing_raw(path: &Path) -> Result<Mapping, GateError> {
+        let io = |source| GateError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        // SAFETY: geteuid cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if !meta.file_type().is_file() || (meta.uid() != me && meta.uid() != 0) {
+            return Err(GateError::Untrusted {
+                path: path.to_path_buf(),
+                why: format!(
+                    "owned by uid {}, not by this user ({me}) or root",
+                    meta.uid()
+                ),
+            });
+        }
+        if meta.len() != LAYOUT_BYTES as u64 {
+            return Err(GateError::Incompatible {
+                path: path.to_path_buf(),
+                found: format!("{} bytes, this version needs {LAYOUT_BYTES}", meta.len()),
+            });
+        }
+        Ok(Mapping {
+            base: map_shared(&file, LAYOUT_BYTES).map_err(io)?,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Where this process maps the region (recorded in its slots).
+    pub fn base(&self) -> u64 {
+        self.base as u64
     }
 
     pub fn header(&self) -> &Header {
@@ -309,7 +465,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("mt-shm-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("mkdir");
         let path = dir.join("g");
-        let m = Mapping::open(&path, 256, 3).expect("create");
+        let m = Mapping::open(&path, 256, 3, Access::default()).expect("create");
         let h = m.header();
         assert_eq!(h.magic.load(Ordering::Relaxed), MAGIC);
         assert_eq!(h.limit.load(Ordering::Relaxed), 3);
@@ -317,14 +473,14 @@ mod tests {
         assert_eq!(m.slot(SLOTS - 1).owner_pid.load(Ordering::Relaxed), 0);
         drop(m);
         // reopening keeps the creator's settings
-        let again = Mapping::open(&path, 512, 9).expect("reopen");
+        let again = Mapping::open(&path, 512, 9, Access::default()).expect("reopen");
         assert_eq!(again.header().limit.load(Ordering::Relaxed), 3);
         assert_eq!(again.header().bypass_bytes.load(Ordering::Relaxed), 256);
         drop(again);
         // a file of another size or magic is refused, not misread
         std::fs::write(&path, b"not a gate").expect("write");
         assert!(matches!(
-            Mapping::open(&path, 256, 1),
+            Mapping::open(&path, 256, 1, Access::default()),
             Err(GateError::Incompatible { .. })
         ));
         let _ = std::fs::remove_dir_all(&dir);

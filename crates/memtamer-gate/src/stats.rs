@@ -147,7 +147,8 @@ pub struct GateSnapshot {
     pub admissions: u64,
     /// Of those, admitted after waiting.
     pub contended_admissions: u64,
-    /// Capacity taken back from threads that died while admitted.
+    /// Capacity taken back from threads that died, stopped or exec'd while
+    /// admitted.
     pub reclaimed: u64,
     /// Slots freed because their thread died.
     pub reaped_slots: u64,
@@ -155,6 +156,9 @@ pub struct GateSnapshot {
     pub lock_repairs: u64,
     /// Limit changes.
     pub limit_changes: u64,
+    /// Waiters that proceeded ungated after the admission bound (a holder
+    /// that neither ends its request nor dies, or a stuck lock).
+    pub overdue: u64,
     /// Requests below this size are never gated.
     pub bypass_bytes: u32,
     /// Process holding the collector lease.
@@ -227,9 +231,15 @@ impl GateSnapshot {
         );
         gauge(
             "reclaimed_total",
-            "Capacity reclaimed from dead threads.",
+            "Capacity reclaimed from dead, stopped or exec'd threads.",
             "counter",
             self.reclaimed as f64,
+        );
+        gauge(
+            "overdue_total",
+            "Requests that proceeded unadmitted after the admission bound.",
+            "counter",
+            self.overdue as f64,
         );
         gauge(
             "read_bytes_total",
@@ -345,6 +355,7 @@ impl Gate {
             reaped_slots: l64(&h.reaped_slots),
             lock_repairs: l64(&h.lock_repairs),
             limit_changes: l64(&h.limit_changes),
+            overdue: l64(&h.overdue),
             bypass_bytes: l32(&h.bypass_bytes),
             collector_pid: Some(l32(&h.collector_pid)).filter(|p| *p != 0),
             last_avg_request_bytes: f(l64(&h.last_avg_bytes)),

@@ -66,6 +66,8 @@ pub fn run(cmd: GateCmd) -> Result<Outcome, CliError> {
             open_existing(&which.name, &which.dir)?.reset_peak();
             Ok(Outcome::Success)
         }
+        GateCmd::Check { which } => integrity(&which.name, &which.dir, false),
+        GateCmd::Repair { which } => integrity(&which.name, &which.dir, true),
         GateCmd::Remove { which } => {
             remove(&which.name, &which.dir)?;
             Ok(Outcome::Success)
@@ -168,6 +170,31 @@ fn redraw_forever(gate: &Gate, every: Duration) -> ! {
         print!("\x1b[H\x1b[2J{}", table(&gate.snapshot()));
         std::thread::sleep(every);
     }
+}
+
+/// `gate check` (read only; fails when something is wrong) or `gate repair`.
+fn integrity(name: &str, dir: &Path, repair: bool) -> Result<Outcome, CliError> {
+    let options = GateOptions {
+        name: name.to_string(),
+        dir: dir.to_path_buf(),
+        ..GateOptions::default()
+    };
+    let path = options.path();
+    let found = if repair {
+        memtamer_gate::integrity::repair(&options)
+    } else {
+        memtamer_gate::integrity::check(&options)
+    }
+    .map_err(CliError::gate(format!("checking gate {name:?}")))?;
+    for problem in &found {
+        println!("{}: {problem}", path.display());
+    }
+    match (found.is_empty(), repair) {
+        (true, _) => println!("{}: ok", path.display()),
+        (false, true) => println!("{}: repaired", path.display()),
+        (false, false) => return Ok(Outcome::CheckFailed),
+    }
+    Ok(Outcome::Success)
 }
 
 /// Removes a gate file, refusing while live threads use it.

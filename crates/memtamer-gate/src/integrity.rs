@@ -1,0 +1,144 @@
+//! `memtamer gate check|repair`: what is wrong with a gate file, and
+//! putting it right without removing it (programs that have it mapped keep
+//! working). Any process that can write the file can corrupt it; the gate
+//! refuses a bad fixed header (`GateError::Corrupt`) and rebuilds bad
+//! lock-protected words itself, and these two let an operator see and fix
+//! the first kind (issue 22).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::gate::{Gate, GateOptions};
+use crate::shm::{
+    header_check, header_fault, Mapping, HOLDING, LAYOUT_BYTES, MAGIC, MAX_BYPASS, SLOTS,
+};
+use crate::{os, GateError};
+
+/// The problems found in the gate file `options` names (empty: healthy).
+/// Reads only.
+pub fn check(options: &GateOptions) -> Result<Vec<String>, GateError> {
+    let map = Mapping::open_existing_raw(&options.path())?;
+    Ok(problems(&map))
+}
+
+fn problems(map: &Mapping) -> Vec<String> {
+    let h = map.header();
+    let mut found = Vec::new();
+    let magic = h.magic.load(Ordering::Acquire);
+    if magic != MAGIC {
+        found.push(format!("layout magic {magic:#x}, expected {MAGIC:#x}"));
+        return found;
+    }
+    found.extend(header_fault(h));
+    let l = |a: &std::sync::atomic::AtomicU32| a.load(Ordering::Relaxed);
+    let (serving, len, start) = (l(&h.serving), l(&h.queue_len), l(&h.queue_start));
+    if serving > SLOTS as u32 {
+        found.push(format!("serving {serving} > {SLOTS} slots"));
+    }
+    if len > SLOTS as u32 {
+        found.push(format!("queue_len {len} > {SLOTS}"));
+    }
+    if start >= SLOTS as u32 {
+        found.push(format!("queue_start {start} >= {SLOTS}"));
+    }
+    if l(&h.limit) == 0 {
+        found.push("limit 0".into());
+    }
+    for i in 0..(len as usize).min(SLOTS) {
+        let q = l(&h.queue[(start as usize + i) % SLOTS]);
+        if q >= SLOTS as u32 {
+            found.push(format!("queue entry {i} names slot {q} >= {SLOTS}"));
+        }
+    }
+    for i in 0..SLOTS {
+        let slot = map.slot(i);
+        let state = l(&slot.state);
+        if l(&slot.owner_pid) != 0 && state > HOLDING {
+            found.push(format!("slot {i}: state {state} unknown"));
+        }
+    }
+    let lock = h.lock.load(Ordering::Relaxed);
+    if lock != 0 && !os::alive((lock >> 32) as u32, lock as u32) {
+        found.push(format!(
+            "lock held by dead thread {}/{}",
+            lock >> 32,
+            lock as u32
+        ));
+    }
+    found
+}
+
+/// Repairs the gate file `options` names in place: rewrites the fixed
+/// header words (bypass clamped to 2^30) and their checksum, resets slot
+/// states it does not know, then takes the lock (taking it over from a dead
+/// or stuck owner) and rebuilds the serving count and the queue from the
+/// slots. A file of another layout is refused, not rewritten. Returns what
+/// was wrong before.
+pub fn repair(options: &GateOptions) -> Result<Vec<String>, GateError> {
+    let map = Mapping::open_existing_raw(&options.path())?;
+    let found = problems(&map);
+    let h = map.header();
+    let magic = h.magic.load(Ordering::Acquire);
+    if magic != MAGIC {
+        return Err(GateError::Incompatible {
+            path: options.path(),
+            found: format!("layout magic {magic:#x}, this version needs {MAGIC:#x}"),
+        });
+    }
+    let bypass = h.bypass_bytes.load(Ordering::Relaxed).min(MAX_BYPASS);
+    h.layout_bytes.store(LAYOUT_BYTES as u64, Ordering::Relaxed);
+    h.slots.store(SLOTS as u32, Ordering::Relaxed);
+    h.bypass_bytes.store(bypass, Ordering::Relaxed);
+    h.check.store(
+        header_check(MAGIC, LAYOUT_BYTES as u64, SLOTS as u32, bypass),
+        Ordering::Release,
+    );
+    for i in 0..SLOTS {
+        let slot = map.slot(i);
+        if slot.state.load(Ordering::Relaxed) > HOLDING {
+            slot.state.store(crate::shm::IDLE, Ordering::Release);
+        }
+    }
+    let gate = Arc::new(Gate::from_mapping(map, options));
+    gate.rebuild();
+    gate.reap(true);
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_names_a_corrupted_word_and_repair_makes_the_gate_open_again() {
+        let options = GateOptions {
+            name: format!("unit-integrity-{}", std::process::id()),
+            initial_limit: 2,
+            ..GateOptions::default()
+        };
+        let path = options.path();
+        let _ = std::fs::remove_file(&path);
+        let gate = Gate::open(&options).expect("create");
+        assert!(check(&options).expect("check").is_empty());
+        gate.header().bypass_bytes.store(u32::MAX, Ordering::SeqCst);
+        gate.header().queue_len.store(u32::MAX, Ordering::SeqCst);
+        let found = check(&options).expect("check");
+        assert!(
+            found.iter().any(|p| p.contains("bypass_bytes")),
+            "{found:?}"
+        );
+        assert!(found.iter().any(|p| p.contains("queue_len")), "{found:?}");
+        assert!(matches!(
+            Gate::open(&options),
+            Err(GateError::Corrupt { .. })
+        ));
+        let fixed = repair(&options).expect("repair");
+        assert_eq!(fixed, found);
+        assert!(check(&options).expect("check").is_empty());
+        let again = Gate::open(&options).expect("opens after repair");
+        assert_eq!(again.snapshot().bypass_bytes, MAX_BYPASS);
+        assert_eq!(again.snapshot().waiting, 0);
+        drop((gate, again));
+        let _ = std::fs::remove_file(path);
+    }
+}

@@ -71,6 +71,33 @@ pub struct UncoreParams {
     /// back, Ahn §2) or the issuing socket's (`requester`, an ablation).
     #[serde(default, skip_serializing_if = "RemoteTracking::is_home")]
     pub remote_tracking: RemoteTracking,
+    /// What one request table serves: each memory controller (`imc`, the
+    /// default: one home agent / mesh-to-memory block per iMC with its own
+    /// tracker and RPQ/WPQ credits, so a full controller stalls only the
+    /// requests to it) or the whole socket (`socket`, the ablation: one
+    /// shared table whose overflow stalls every request of the socket).
+    #[serde(default, skip_serializing_if = "RequestTableScope::is_imc")]
+    pub request_table_scope: RequestTableScope,
+}
+
+/// Which requests share one request table (see
+/// [`UncoreParams::request_table_scope`]).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RequestTableScope {
+    /// One table per socket (ablation: the model before issue 24).
+    Socket,
+    /// One table per memory controller (Intel uncore manual: one home agent,
+    /// on Skylake-SP one M2M, per iMC, each holding its own tracker and
+    /// the credits of its channels' RPQ/WPQ).
+    #[default]
+    Imc,
+}
+
+impl RequestTableScope {
+    fn is_imc(&self) -> bool {
+        *self == RequestTableScope::Imc
+    }
 }
 
 /// Where a remote request holds its request-table entry (see

@@ -42,9 +42,10 @@ pub(super) struct Req {
     pub(super) pm: bool,
     pub(super) remote: bool,
     pub(super) src_socket: u32,
-    /// The socket whose request table (overflow buffer and ingress) tracks
-    /// it: the issuing socket, or for a remote request with
-    /// `uncore.remote_tracking = "home"` the socket of its channel.
+    /// The request table (overflow buffer and ingress) that tracks it: of
+    /// the issuing socket, or for a remote request with
+    /// `uncore.remote_tracking = "home"` of the socket of its channel; per
+    /// memory controller or per socket (`uncore.request_table_scope`).
     pub(super) ts: u32,
     /// A remote request holds an entry of its tracking socket's request
     /// buffer from reaching the caching agents until its completion comes back.
@@ -111,7 +112,7 @@ impl Engine {
     ) -> u32 {
         let (channel, dimm, dev, pm, socket) = self.route(addr, src_socket);
         let line_level = self.threads[tid as usize].pm_req.is_none();
-        let (remote, ts) = self.tracking(src_socket, socket);
+        let (remote, ts) = self.tracking(src_socket, channel, socket);
         self.alloc_req(Req {
             tid,
             core,
@@ -135,7 +136,7 @@ impl Engine {
     pub(super) fn restage(&mut self, r: u32, addr: u64, kind: ReqKind, chain: Chain) {
         let src = self.reqs[r as usize].src_socket;
         let (channel, dimm, dev, pm, socket) = self.route(addr, src);
-        let (remote, ts) = self.tracking(src, socket);
+        let (remote, ts) = self.tracking(src, channel, socket);
         let q = &mut self.reqs[r as usize];
         q.kind = kind;
         q.chain = chain;

@@ -22,7 +22,8 @@ pub use gate::GATE_BYPASS_BYTES;
 pub use sampler::{Sampler, StoreSample};
 
 use crate::config::{
-    MemKind, Platform, RemoteTracking, Scenario, WorkloadSpec, LOCAL_DRAM, LOCAL_DRAM_INDEX,
+    MemKind, Platform, RemoteTracking, RequestTableScope, Scenario, WorkloadSpec, LOCAL_DRAM,
+    LOCAL_DRAM_INDEX,
 };
 use crate::event_queue::{Ev, EventQueue};
 use crate::histogram::Histogram;
@@ -230,6 +231,18 @@ impl Engine {
             channel_names.push(c.name.clone());
             channels.push(Channel::new(c.socket, dimm));
         }
+        // one request table per memory controller (or per socket)
+        let per_imc = p.uncore.request_table_scope == RequestTableScope::Imc;
+        let tables_per_socket = if per_imc {
+            p.channels.iter().map(|c| c.imc + 1).max().unwrap_or(1)
+        } else {
+            1
+        };
+        let table_of_channel: Vec<u32> = p
+            .channels
+            .iter()
+            .map(|c| if per_imc { c.imc } else { 0 })
+            .collect();
         let regions: Vec<Region> = p
             .regions
             .iter()
@@ -290,9 +303,11 @@ impl Engine {
                 slice: ps(p.cpu.time_slice_us * 1000.0),
             },
             uncore: Uncore {
-                overflow_used: vec![0; p.cpu.sockets as usize],
-                stalled: vec![VecDeque::new(); p.cpu.sockets as usize],
+                overflow_used: vec![0; (p.cpu.sockets * tables_per_socket) as usize],
+                stalled: vec![VecDeque::new(); (p.cpu.sockets * tables_per_socket) as usize],
                 overflow_cap: p.uncore.request_table,
+                tables_per_socket,
+                table_of_channel,
                 core_to_uncore: ps(p.cpu.core_to_uncore_ns),
                 uncore_to_core: ps(p.cpu.uncore_to_core_ns),
                 cha_to_imc: ps(p.uncore.cha_to_imc_ns),

@@ -1,7 +1,8 @@
-//! The uncore: regions interleaved over channels (routing), the socket's
-//! request table (overflow buffer, head-of-line stall of the caching agents'
-//! ingress) and the NUMA link, with remote requests tracked at home or at
-//! the requester (`uncore.remote_tracking`).
+//! The uncore: regions interleaved over channels (routing), the request
+//! tables (overflow buffer, head-of-line stall of the ingress), one per
+//! memory controller or per socket (`uncore.request_table_scope`), and the
+//! NUMA link, with remote requests tracked at home or at the requester
+//! (`uncore.remote_tracking`).
 
 use super::fill::{Req, ReqKind};
 use super::Engine;
@@ -10,15 +11,21 @@ use crate::workload::{Ps, REGION_SHIFT};
 use std::collections::VecDeque;
 
 /// The uncore's state and parameters: the regions requests are routed
-/// over, each socket's request table (overflow buffer) and the requests
-/// stalled at its ingress, and the mesh and link latencies (ps).
+/// over, the request tables (overflow buffer) and the requests stalled at
+/// each one's ingress, and the mesh and link latencies (ps).
 pub(super) struct Uncore {
-    /// Request-table entries in use, per socket.
+    /// Request-table entries in use, per table.
     pub(super) overflow_used: Vec<u32>,
-    /// Requests stalled at the ingress, per socket, in order.
+    /// Requests stalled at the ingress, per table, in order.
     pub(super) stalled: Vec<VecDeque<u32>>,
-    /// Request-table entries per socket.
+    /// Entries of one request table.
     pub(super) overflow_cap: u32,
+    /// Tables per socket: the number of memory controllers of the largest
+    /// socket with `uncore.request_table_scope = "imc"`, else 1.
+    pub(super) tables_per_socket: u32,
+    /// Per channel, its memory controller's index within its socket (0 when
+    /// there is one table per socket).
+    pub(super) table_of_channel: Vec<u32>,
     /// L2 miss to caching agent.
     pub(super) core_to_uncore: Ps,
     /// Caching agent back to the core.
@@ -157,19 +164,22 @@ impl Engine {
         )
     }
 
-    /// Whether a request from socket `src` to a channel on `socket` is
-    /// remote, and which socket's request table tracks it (the issuing one,
-    /// or with `uncore.remote_tracking = "home"` the channel's).
+    /// Whether a request from socket `src` to channel `ch` on `socket` is
+    /// remote, and which request table tracks it: that of the issuing
+    /// socket, or with `uncore.remote_tracking = "home"` the channel's; within
+    /// the socket, the table of the channel's memory controller (or the
+    /// socket's single table with `uncore.request_table_scope = "socket"`).
     #[inline]
-    pub(super) fn tracking(&self, src: u32, socket: u32) -> (bool, u32) {
+    pub(super) fn tracking(&self, src: u32, ch: u32, socket: u32) -> (bool, u32) {
         let remote = socket != src;
+        let s = if remote && self.uncore.remote_home {
+            socket
+        } else {
+            src
+        };
         (
             remote,
-            if remote && self.uncore.remote_home {
-                socket
-            } else {
-                src
-            },
+            s * self.uncore.tables_per_socket + self.uncore.table_of_channel[ch as usize],
         )
     }
 
@@ -238,10 +248,11 @@ impl Engine {
         }
     }
 
-    /// A waiter left the overflow buffer: let stalled requests in.
+    /// A waiter left request table `table`'s overflow buffer: let stalled
+    /// requests in.
     #[inline]
-    pub(super) fn release_overflow(&mut self, socket: u32) {
-        let s = socket as usize;
+    pub(super) fn release_overflow(&mut self, table: u32) {
+        let s = table as usize;
         self.uncore.overflow_used[s] -= 1;
         while self.uncore.overflow_used[s] < self.uncore.overflow_cap {
             let Some(r) = self.uncore.stalled[s].pop_front() else {
@@ -279,6 +290,53 @@ mod tests {
             sampler: None,
         };
         Engine::new(&p, &s, &cfg).unwrap()
+    }
+
+    fn engine_with(platform: &str, overrides: &[(&str, &str)]) -> Engine {
+        let o = overrides
+            .iter()
+            .map(|(k, v)| (k.to_string(), toml::Value::String(v.to_string())))
+            .collect();
+        let p = load_platform(platform, &o).unwrap();
+        let s = Scenario::with_jobs("t", platform, vec![]);
+        let cfg = EngineConfig {
+            seed: 1,
+            warmup: 0,
+            duration: NS,
+            window: 1000 * NS,
+            sampler: None,
+        };
+        Engine::new(&p, &s, &cfg).unwrap()
+    }
+
+    #[test]
+    fn each_memory_controller_has_its_own_request_table() {
+        // pats-dimc: DRAM on A/B/C (iMC 0), PM on D (iMC 1)
+        let e = engine_with("pats-dimc", &[("uncore.request_table_scope", "imc")]);
+        let tables: Vec<u32> = (0..4).map(|ch| e.tracking(0, ch, 0).1).collect();
+        assert_eq!(tables, vec![0, 0, 0, 1]);
+        assert_eq!(e.uncore.overflow_used.len(), 2);
+        // the ablation shares one table over the socket
+        let e = engine_with("pats-dimc", &[("uncore.request_table_scope", "socket")]);
+        let tables: Vec<u32> = (0..4).map(|ch| e.tracking(0, ch, 0).1).collect();
+        assert_eq!(tables, vec![0, 0, 0, 0]);
+        assert_eq!(e.uncore.overflow_used.len(), 1);
+    }
+
+    #[test]
+    fn a_remote_request_uses_its_home_controllers_table() {
+        // ahn: 2 sockets x 2 iMCs; channel 9 is on socket 1
+        let e = engine_with("ahn", &[("uncore.request_table_scope", "imc")]);
+        let ch = 9;
+        let (socket, imc) = (
+            e.channels[ch as usize].socket,
+            e.uncore.table_of_channel[ch as usize],
+        );
+        assert_eq!(socket, 1);
+        let (remote, t) = e.tracking(0, ch, socket);
+        assert!(remote);
+        assert_eq!(t, socket * e.uncore.tables_per_socket + imc);
+        assert_eq!(e.uncore.tables_per_socket, 2);
     }
 
     fn region(p: &Platform, name: &str) -> u8 {

@@ -23,6 +23,11 @@
 extern "C" {
 #endif
 
+/* The library's version ("0.1.0"), a static string: which libmemtamer the
+ * dynamic linker loaded. The soname is libmemtamer.so.0, and every symbol
+ * carries the version libmemtamer.so.0. */
+const char *memtamer_version(void);
+
 /* Opens the gate from the environment and starts this process's collector.
  * Optional (the first request does it). Returns 0, or -1 with
  * memtamer_last_error() set. */

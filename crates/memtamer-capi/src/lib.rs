@@ -13,6 +13,14 @@ thread_local! {
     static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
 }
 
+/// The library's version, `MAJOR.MINOR.PATCH` (the crate version), as a
+/// static NUL-terminated string: lets a program check at run time which
+/// libmemtamer the dynamic linker gave it.
+#[no_mangle]
+pub extern "C" fn memtamer_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
 /// Opens the gate from the environment and starts the collector.
 #[no_mangle]
 pub extern "C" fn memtamer_init() -> c_int {
@@ -173,4 +181,16 @@ pub unsafe extern "C" fn memtamer_gate_stats(out: *mut MemtamerGateStats) -> c_i
     // SAFETY: checked non-null; the caller guarantees it is writable.
     unsafe { out.write(stats) };
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_is_the_crate_version() {
+        // SAFETY: memtamer_version returns a static NUL-terminated string.
+        let v = unsafe { std::ffi::CStr::from_ptr(memtamer_version()) };
+        assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+    }
 }

@@ -89,9 +89,13 @@ pub(crate) enum Cmd {
         /// Gate whose library reports to read.
         #[arg(long, default_value = "default")]
         gate: String,
-        /// Window over which rates are computed, milliseconds.
+        /// How often the sensors are read into the counters, milliseconds.
         #[arg(long, default_value_t = 1000)]
         interval_ms: u64,
+        /// Also label PM series by pid and tid: one series per thread ever
+        /// seen, for debugging; by default series are per gate, job and cgroup.
+        #[arg(long)]
+        per_thread: bool,
     },
     /// The daemon (foreground): Dicio LC/BE isolation and core specialization on the
     /// processes a config selects; undoes every change on exit (and via a guard after SIGKILL).

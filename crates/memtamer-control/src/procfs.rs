@@ -632,7 +632,7 @@ mod tests {
             )))
         );
         assert!(matches!(
-            parse_status_cpus_allowed("Cpus_allowed_list:\t0-999\n"),
+            parse_status_cpus_allowed("Cpus_allowed_list:\t0-4096\n"),
             Err(ProcParseError::CpuList(_))
         ));
     }

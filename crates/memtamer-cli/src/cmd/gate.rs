@@ -118,19 +118,28 @@ fn open_existing(name: &str, dir: &Path) -> Result<std::sync::Arc<Gate>, CliErro
     Gate::open(&options).map_err(CliError::gate(format!("opening gate {name:?}")))
 }
 
-/// Where the shim library is: next to the memtamer binary (cargo's target dir).
+/// Where the shim library is, wherever memtamer was installed: next to the
+/// binary (cargo's target dir), then the library directories relative to it
+/// (`PREFIX/bin` -> `PREFIX/lib[64]/memtamer`, as `make install` and the
+/// .deb place it), then the libdir compiled in (`MEMTAMER_LIBDIR` at build
+/// time).
 pub fn shim_path() -> Result<PathBuf, CliError> {
     let exe = std::env::current_exe().map_err(CliError::io("cannot locate memtamer"))?;
     let dir = exe.parent().unwrap_or(Path::new("/"));
-    for candidate in [
-        dir.join("libmemtamer_pmem_shim.so"),
-        dir.join("../lib/libmemtamer_pmem_shim.so"),
-    ] {
-        if candidate.exists() {
-            return Ok(candidate);
-        }
+    let name = "libmemtamer_pmem_shim.so";
+    let mut candidates = vec![
+        dir.join(name),
+        dir.join("../lib/memtamer").join(name),
+        dir.join("../lib64/memtamer").join(name),
+        dir.join("../lib").join(name),
+    ];
+    if let Some(libdir) = option_env!("MEMTAMER_LIBDIR") {
+        candidates.push(Path::new(libdir).join("memtamer").join(name));
     }
-    Err(CliError::ShimMissing { exe })
+    candidates
+        .into_iter()
+        .find(|c| c.exists())
+        .ok_or(CliError::ShimMissing { exe })
 }
 
 /// `memtamer gate exec`: runs a program with the shim preloaded.

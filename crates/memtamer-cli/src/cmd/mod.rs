@@ -46,7 +46,8 @@ pub fn run(cli: Cli) -> Result<Outcome, CliError> {
             listen,
             gate,
             interval_ms,
-        } => serve_metrics::run(&listen, &gate, interval_ms),
+            per_thread,
+        } => serve_metrics::run(&listen, &gate, interval_ms, per_thread),
         Cmd::Stat {
             gate,
             interval_ms,

@@ -139,6 +139,14 @@ pub const SCENARIOS: &[Builtin] = &[
         include_str!("../builtin/scenarios/kit-fig5.toml"),
     ),
     ("demo", include_str!("../builtin/scenarios/demo.toml")),
+    (
+        "archtm-replay",
+        include_str!("../builtin/scenarios/archtm-replay.toml"),
+    ),
+    (
+        "pmdk-replay",
+        include_str!("../builtin/scenarios/pmdk-replay.toml"),
+    ),
 ];
 
 fn read_named(

@@ -30,7 +30,16 @@ const TRACE_SLOT: u32 = 4095;
 pub const TRACE_MAGIC: &str = "# memtamer-trace v1";
 
 /// Built-in traces (recorded by `scripts/record-tx-traces`, see docs/tx.md).
-const BUILTIN: &[(&str, &str)] = &[];
+const BUILTIN: &[(&str, &str)] = &[
+    (
+        "archtm-hash",
+        include_str!("../../builtin/traces/archtm-hash.trace"),
+    ),
+    (
+        "pmdk-hash",
+        include_str!("../../builtin/traces/pmdk-hash.trace"),
+    ),
+];
 
 /// One replayed step of a thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -405,6 +414,17 @@ mod tests {
     }
 
     #[test]
+    fn builtin_traces_parse_and_persist_something() {
+        for name in ["archtm-hash", "pmdk-hash"] {
+            let t = load(name).unwrap();
+            assert_eq!(t.threads(), 2, "{name}");
+            assert_eq!(t.stats.txs, 2000, "{name}");
+            assert!(t.stats.persisted_bytes > 0, "{name}");
+            assert!(t.stats.flushed_lines * LINE >= t.stats.persisted_bytes);
+        }
+    }
+
+    #[test]
     fn bad_lines_are_named() {
         let e = Trace::parse("# memtamer-trace v1\n0 flush zz 64\n").unwrap_err();
         assert!(e.contains("line 2"), "{e}");
@@ -415,6 +435,6 @@ mod tests {
         assert!(Trace::parse("# memtamer-trace v1\n# nothing\n").is_err());
         assert!(load("/nonexistent/trace")
             .unwrap_err()
-            .contains("/nonexistent/trace"));
+            .contains("archtm-hash"));
     }
 }

@@ -1,6 +1,6 @@
 //! Records a flush/fence trace (`memtamer-trace v1`, docs/simulator.md) of
 //! hash-table update transactions (thesis §5.5: 8 B keys, 16 B values,
-//! half inserts, half removes) for replay in `memtamer sim` (issue 18 item
+//! half inserts, half removes) or TPC-C new-order transactions for replay in `memtamer sim` (issue 18 item
 //! 5; the whole flow is `scripts/record-tx-traces`, docs/tx.md "Optane
 //! estimate").
 //!
@@ -11,12 +11,13 @@
 //!                                under LD_PRELOAD=libmemtamer_pmem_shim.so
 //!                                MEMTAMER_TRACE=OUT to record them
 //! opts: --threads N (2) --txs N per thread (1500) --buckets N (10000)
-//!       --preload N pairs (100000)
+//!       --preload N pairs (100000) --tpcc ITEMS (new-order instead of hash)
 //! ```
 use std::path::Path;
 use std::sync::Arc;
 
 use memtamer_tx::kv::{hash, Engine, HashTable, Val};
+use memtamer_tx::tpcc::Tpcc;
 use memtamer_tx::{Pool, PoolOptions, TraceRecorder, TxError};
 
 struct Opts {
@@ -24,6 +25,14 @@ struct Opts {
     txs: u64,
     buckets: usize,
     preload: u64,
+    /// TPC-C items (0: the hash table).
+    tpcc: u64,
+}
+
+/// The structure the transactions run on.
+enum Ds {
+    Hash(HashTable),
+    Tpcc(Tpcc),
 }
 
 fn key_val(x: u64) -> (u64, Val) {
@@ -33,7 +42,10 @@ fn key_val(x: u64) -> (u64, Val) {
     (x, v)
 }
 
-fn preload(e: &dyn Engine, o: &Opts) -> Result<HashTable, TxError> {
+fn preload(e: &dyn Engine, o: &Opts) -> Result<Ds, TxError> {
+    if o.tpcc > 0 {
+        return Ok(Ds::Tpcc(Tpcc::create(e, o.tpcc)?));
+    }
     let h = HashTable::create(e, 0, o.buckets)?;
     let n = o.preload;
     let mut i = 0;
@@ -48,12 +60,12 @@ fn preload(e: &dyn Engine, o: &Opts) -> Result<HashTable, TxError> {
         })?;
         i = end;
     }
-    Ok(h)
+    Ok(Ds::Hash(h))
 }
 
 /// `o.txs` update transactions per thread (insert or remove of a random
-/// key among 2 x preload); `done` runs after each commit.
-fn run(e: &dyn Engine, h: &HashTable, o: &Opts, done: &(dyn Fn() + Sync)) -> Result<(), TxError> {
+/// key among 2 x preload, or one new-order); `done` runs after each commit.
+fn run(e: &dyn Engine, ds: &Ds, o: &Opts, done: &(dyn Fn() + Sync)) -> Result<(), TxError> {
     let space = (o.preload * 2).max(1);
     std::thread::scope(|sc| {
         let hs: Vec<_> = (0..o.threads)
@@ -63,10 +75,12 @@ fn run(e: &dyn Engine, h: &HashTable, o: &Opts, done: &(dyn Fn() + Sync)) -> Res
                     for _ in 0..o.txs {
                         x = hash(x);
                         let (k, v) = key_val(x % space);
-                        if (x >> 40) % 2 == 0 {
-                            e.run(true, &mut |tx| h.put(tx, k, &v).map(drop))?;
-                        } else {
-                            e.run(true, &mut |tx| h.remove(tx, k).map(drop))?;
+                        match ds {
+                            Ds::Tpcc(p) => e.run(true, &mut |tx| p.new_order(tx, x))?,
+                            Ds::Hash(h) if (x >> 40) % 2 == 0 => {
+                                e.run(true, &mut |tx| h.put(tx, k, &v).map(drop))?
+                            }
+                            Ds::Hash(h) => e.run(true, &mut |tx| h.remove(tx, k).map(drop))?,
                         }
                         done();
                     }
@@ -87,6 +101,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         txs: 1500,
         buckets: 10_000,
         preload: 100_000,
+        tpcc: 0,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -99,6 +114,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--txs" => o.txs = v,
             "--buckets" => o.buckets = v.max(1) as usize,
             "--preload" => o.preload = v,
+            "--tpcc" => o.tpcc = v,
             _ => return Err(format!("unknown option {a}")),
         }
     }
@@ -136,9 +152,14 @@ fn real_main(args: &[String]) -> Result<(), String> {
             rec.stop();
             let mut f =
                 std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let workload = if o.tpcc > 0 {
+                format!("tpcc-new-order items={}", o.tpcc)
+            } else {
+                format!("hash-update buckets={} preload={}", o.buckets, o.preload)
+            };
             let comment = format!(
-                "source=archtm workload=hash-update threads={} txs_per_thread={} buckets={} preload={}",
-                o.threads, o.txs, o.buckets, o.preload
+                "source=archtm workload={workload} threads={} txs_per_thread={}",
+                o.threads, o.txs
             );
             rec.write_to(&mut f, &comment)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -159,8 +180,12 @@ fn pmdk(mode: &str, path: &Path, o: &Opts, size: u64) -> Result<(), String> {
         return Ok(());
     }
     let p = Pmdk::open(path)?;
-    let h = HashTable::open(&p, 0).map_err(|e| e.to_string())?;
-    run(&p, &h, o, &|| {}).map_err(|e| e.to_string())
+    let ds = if o.tpcc > 0 {
+        Ds::Tpcc(Tpcc::open(&p, o.tpcc).map_err(|e| e.to_string())?)
+    } else {
+        Ds::Hash(HashTable::open(&p, 0).map_err(|e| e.to_string())?)
+    };
+    run(&p, &ds, o, &|| {}).map_err(|e| e.to_string())
 }
 
 #[cfg(not(has_pmdk))]

@@ -77,7 +77,7 @@ fn run(e: &dyn Engine, ds: &Ds, o: &Opts, done: &(dyn Fn() + Sync)) -> Result<()
                         let (k, v) = key_val(x % space);
                         match ds {
                             Ds::Tpcc(p) => e.run(true, &mut |tx| p.new_order(tx, x))?,
-                            Ds::Hash(h) if (x >> 40) % 2 == 0 => {
+                            Ds::Hash(h) if (x >> 40).is_multiple_of(2) => {
                                 e.run(true, &mut |tx| h.put(tx, k, &v).map(drop))?
                             }
                             Ds::Hash(h) => e.run(true, &mut |tx| h.remove(tx, k).map(drop))?,

@@ -26,6 +26,11 @@ use crate::workload::{Op, Ps, LINE};
 /// of every other job's threads).
 const TRACE_SLOT: u32 = 4095;
 
+/// Longest range of one record.
+const MAX_RANGE: u64 = 1 << 30;
+/// Most replay steps a trace may expand to (memory bound: 16 B each).
+const MAX_STEPS: usize = 1 << 26;
+
 /// The first line of a trace file.
 pub const TRACE_MAGIC: &str = "# memtamer-trace v1";
 
@@ -117,8 +122,11 @@ fn parse_line(line: &str, n: usize) -> Result<Option<(usize, Rec)>, String> {
             .next()
             .and_then(|l| l.parse().ok())
             .ok_or_else(|| bad("expected a decimal length"))?;
-        if l == 0 || l > 1 << 30 {
+        if l == 0 || l > MAX_RANGE {
             return Err(bad("length must be in 1..=1 GiB"));
+        }
+        if a.checked_add(l).is_none() {
+            return Err(bad("address + length overflows"));
         }
         Ok((a, l))
     };
@@ -193,11 +201,17 @@ impl Trace {
         let mut threads = vec![Vec::new(); nthreads];
         let mut epochs = vec![Vec::new(); nthreads];
         let mut dirty: HashSet<u64> = HashSet::new();
-        let mut st = TraceStats::default();
+        let mut sts = vec![TraceStats::default(); nthreads];
+        let mut steps = 0usize;
         for (t, r) in recs {
             match r {
                 Rec::Store(a, l) => dirty.extend(lines_of(a - base, l)),
                 Rec::Flush(a, l) => {
+                    steps += lines_of(a - base, l).count();
+                    if steps > MAX_STEPS {
+                        return Err(format!("the trace expands to more than {MAX_STEPS} steps"));
+                    }
+                    let st = &mut sts[t];
                     for line in lines_of(a - base, l) {
                         st.flushed_lines += 1;
                         if dirty.remove(&line) {
@@ -208,22 +222,49 @@ impl Trace {
                     }
                 }
                 Rec::Fence => {
-                    st.fences += 1;
-                    st.big_run_bytes += close_epoch(&mut epochs[t]);
+                    sts[t].fences += 1;
+                    sts[t].big_run_bytes += close_epoch(&mut epochs[t]);
                     threads[t].push(Step::Fence);
                 }
                 Rec::Tx => {
-                    st.txs += 1;
+                    sts[t].txs += 1;
                     threads[t].push(Step::Tx);
                 }
             }
         }
-        for e in &mut epochs {
+        for (e, st) in epochs.iter_mut().zip(sts.iter_mut()) {
             st.big_run_bytes += close_epoch(e);
         }
-        if threads.iter().all(|t| t.is_empty()) {
+        // Replay (and report) the threads that ran transactions: a thread
+        // without any `tx` record (the main thread opening a libpmemobj
+        // pool, say) did set-up work, not the measured transactions. With
+        // no `tx` record at all, every thread that persisted anything.
+        let any_tx = sts.iter().any(|s| s.txs > 0);
+        let keep: Vec<usize> = (0..nthreads)
+            .filter(|&t| {
+                if any_tx {
+                    sts[t].txs > 0
+                } else {
+                    !threads[t].is_empty()
+                }
+            })
+            .collect();
+        if keep.is_empty() {
             return Err("the trace has no records".into());
         }
+        let mut st = TraceStats::default();
+        for &t in &keep {
+            let s = sts[t];
+            st.txs += s.txs;
+            st.fences += s.fences;
+            st.flushed_lines += s.flushed_lines;
+            st.persisted_bytes += s.persisted_bytes;
+            st.big_run_bytes += s.big_run_bytes;
+        }
+        let threads = keep
+            .into_iter()
+            .map(|t| std::mem::take(&mut threads[t]))
+            .collect();
         Ok(Trace { threads, stats: st })
     }
 
@@ -384,6 +425,32 @@ mod tests {
     }
 
     #[test]
+    fn threads_without_transactions_are_left_out() {
+        // thread 0 opens the pool (no tx); threads 1 and 2 run transactions
+        let text = "# memtamer-trace v1
+0 store 0 64
+0 flush 0 64
+0 fence
+1 store 1000 64
+1 flush 1000 64
+1 fence
+1 tx
+2 store 2000 128
+2 flush 2000 128
+2 fence
+2 tx
+";
+        let t = Trace::parse(text).unwrap();
+        assert_eq!(t.threads(), 2);
+        assert_eq!(t.stats.txs, 2);
+        assert_eq!(t.stats.fences, 2);
+        assert_eq!(t.stats.persisted_bytes, 3 * 64);
+        // without any tx record every thread that persisted counts
+        let t = Trace::parse("# memtamer-trace v1\n0 store 0 64\n0 flush 0 64\n3 fence\n").unwrap();
+        assert_eq!(t.threads(), 2);
+    }
+
+    #[test]
     fn replay_emits_writes_drains_and_units_cyclically() {
         let t = Arc::new(Trace::parse(T).unwrap());
         let mut g = TraceReplay::new(t, 0, 1, 0);
@@ -422,6 +489,38 @@ mod tests {
             assert!(t.stats.persisted_bytes > 0, "{name}");
             assert!(t.stats.flushed_lines * LINE >= t.stats.persisted_bytes);
         }
+    }
+
+    /// Mutated traces give Ok or a clear error, never a panic.
+    #[test]
+    fn parser_never_panics_on_mutated_input() {
+        let base = T.as_bytes();
+        let alphabet = b"0123456789abcdefx \n#storeflushfencetx-";
+        let mut x = 7u64;
+        let mut next = |n: usize| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as usize % n
+        };
+        for _ in 0..5000 {
+            let mut b = base.to_vec();
+            for _ in 0..1 + next(5) {
+                let pos = next(b.len());
+                match next(3) {
+                    0 => {
+                        b.remove(pos);
+                    }
+                    1 => b.insert(pos, alphabet[next(alphabet.len())]),
+                    _ => b[pos] = alphabet[next(alphabet.len())],
+                }
+            }
+            let _ = Trace::parse(&String::from_utf8_lossy(&b));
+        }
+        let e = Trace::parse("# memtamer-trace v1\n0 flush ffffffffffffffff 64\n").unwrap_err();
+        assert!(e.contains("overflows"), "{e}");
+        let e = Trace::parse("# memtamer-trace v1\n0 flush 0 9999999999\n").unwrap_err();
+        assert!(e.contains("1 GiB"), "{e}");
     }
 
     #[test]

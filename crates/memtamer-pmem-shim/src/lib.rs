@@ -10,8 +10,11 @@
 //!
 //! With `MEMTAMER_RIBBON=1` the flushes and fences go through Ribbon's
 //! queues and flusher threads instead (see [`ribbon`] and docs/ribbon.md).
+//! With `MEMTAMER_TRACE=FILE` every flush, fence and libpmemobj transaction
+//! end is also recorded as a flush/fence trace (see [`trace`]).
 
 pub mod ribbon;
+pub mod trace;
 
 use std::ffi::{c_int, c_uint, c_void, CStr};
 
@@ -84,14 +87,16 @@ macro_rules! copy_fn {
         /// As for libpmem's function of the same name.
         #[no_mangle]
         pub unsafe extern "C" fn $name($dst: Dst, $a: $at, $len: usize) -> Dst {
-            if ribbon::enabled() {
-                let f = real_fn!($flags_sym, $flags_ty);
-                // SAFETY: the copy writes dst..dst+len only, as the caller allowed.
-                return unsafe { ribbon::copy_then_flush($dst, $len, $nodrain, |fl| f($dst, $a, $len, fl)) };
-            }
-            let f = real_fn!($sym, unsafe extern "C" fn(Dst, $at, usize) -> Dst);
-            // SAFETY: the caller's arguments are forwarded unchanged.
-            gated($len, || unsafe { f($dst, $a, $len) })
+            trace::around(|| trace::After::Flush($dst as usize, $len, !$nodrain), || {
+                if ribbon::enabled() {
+                    let f = real_fn!($flags_sym, $flags_ty);
+                    // SAFETY: the copy writes dst..dst+len only, as the caller allowed.
+                    return unsafe { ribbon::copy_then_flush($dst, $len, $nodrain, |fl| f($dst, $a, $len, fl)) };
+                }
+                let f = real_fn!($sym, unsafe extern "C" fn(Dst, $at, usize) -> Dst);
+                // SAFETY: the caller's arguments are forwarded unchanged.
+                gated($len, || unsafe { f($dst, $a, $len) })
+            })
         }
     };
 }
@@ -107,14 +112,16 @@ macro_rules! copy_flags_fn {
         /// As for libpmem's function of the same name.
         #[no_mangle]
         pub unsafe extern "C" fn $name($dst: Dst, $a: $at, $len: usize, $flags: c_uint) -> Dst {
-            let f = real_fn!($sym, $ty);
-            if ribbon::enabled() && ribbon::reroutes($flags) {
-                let (with, nodrain) = ribbon::plan($flags);
-                // SAFETY: the copy writes dst..dst+len only, as the caller allowed.
-                return unsafe { ribbon::copy_then_flush($dst, $len, nodrain, |fl| f($dst, $a, $len, with | fl)) };
-            }
-            // SAFETY: the caller's arguments are forwarded unchanged.
-            gated($len, || unsafe { f($dst, $a, $len, $flags) })
+            trace::around(|| trace::after_flags($dst, $len, $flags), || {
+                let f = real_fn!($sym, $ty);
+                if ribbon::enabled() && ribbon::reroutes($flags) {
+                    let (with, nodrain) = ribbon::plan($flags);
+                    // SAFETY: the copy writes dst..dst+len only, as the caller allowed.
+                    return unsafe { ribbon::copy_then_flush($dst, $len, nodrain, |fl| f($dst, $a, $len, with | fl)) };
+                }
+                // SAFETY: the caller's arguments are forwarded unchanged.
+                gated($len, || unsafe { f($dst, $a, $len, $flags) })
+            })
         }
     };
 }
@@ -136,15 +143,20 @@ copy_flags_fn!(/** Fill of PM with flags. */ pmem_memset, c"pmem_memset", SetFla
 /// As for libpmem's pmem_persist.
 #[no_mangle]
 pub unsafe extern "C" fn pmem_persist(addr: Src, len: usize) {
-    if ribbon::enabled() {
-        // SAFETY: forwarded.
-        unsafe { ribbon::flush(addr, len) };
-        ribbon::drain();
-        return;
-    }
-    let f = real_fn!(c"pmem_persist", unsafe extern "C" fn(Src, usize));
-    // SAFETY: the caller's arguments are forwarded unchanged.
-    gated(len, || unsafe { f(addr, len) })
+    trace::around(
+        || trace::After::Flush(addr as usize, len, true),
+        || {
+            if ribbon::enabled() {
+                // SAFETY: forwarded.
+                unsafe { ribbon::flush(addr, len) };
+                ribbon::drain();
+                return;
+            }
+            let f = real_fn!(c"pmem_persist", unsafe extern "C" fn(Src, usize));
+            // SAFETY: the caller's arguments are forwarded unchanged.
+            gated(len, || unsafe { f(addr, len) })
+        },
+    )
 }
 
 /// Flush of stores made earlier: queued on Ribbon in Ribbon mode, else
@@ -154,14 +166,19 @@ pub unsafe extern "C" fn pmem_persist(addr: Src, len: usize) {
 /// As for libpmem's pmem_flush.
 #[no_mangle]
 pub unsafe extern "C" fn pmem_flush(addr: Src, len: usize) {
-    if ribbon::enabled() {
-        // SAFETY: forwarded.
-        unsafe { ribbon::flush(addr, len) };
-        return;
-    }
-    let f = real_fn!(c"pmem_flush", unsafe extern "C" fn(Src, usize));
-    // SAFETY: the caller's arguments are forwarded unchanged.
-    gated(len, || unsafe { f(addr, len) })
+    trace::around(
+        || trace::After::Flush(addr as usize, len, false),
+        || {
+            if ribbon::enabled() {
+                // SAFETY: forwarded.
+                unsafe { ribbon::flush(addr, len) };
+                return;
+            }
+            let f = real_fn!(c"pmem_flush", unsafe extern "C" fn(Src, usize));
+            // SAFETY: the caller's arguments are forwarded unchanged.
+            gated(len, || unsafe { f(addr, len) })
+        },
+    )
 }
 
 /// Fence: a Ribbon fence in Ribbon mode (blocks until the thread's queue
@@ -171,13 +188,30 @@ pub unsafe extern "C" fn pmem_flush(addr: Src, len: usize) {
 /// As for libpmem's pmem_drain.
 #[no_mangle]
 pub unsafe extern "C" fn pmem_drain() {
-    if ribbon::enabled() {
-        ribbon::drain();
-        return;
-    }
-    let f = real_fn!(c"pmem_drain", unsafe extern "C" fn());
-    // SAFETY: no arguments.
-    unsafe { f() }
+    trace::around(
+        || trace::After::Fence,
+        || {
+            if ribbon::enabled() {
+                ribbon::drain();
+                return;
+            }
+            let f = real_fn!(c"pmem_drain", unsafe extern "C" fn());
+            // SAFETY: no arguments.
+            unsafe { f() }
+        },
+    )
+}
+
+/// libpmemobj's transaction end, forwarded; in trace mode (only) the end
+/// of an outermost transaction is recorded as a `tx` record.
+///
+/// # Safety
+/// As for libpmemobj's pmemobj_tx_end.
+#[no_mangle]
+pub unsafe extern "C" fn pmemobj_tx_end() -> c_int {
+    let f = real_fn!(c"pmemobj_tx_end", unsafe extern "C" fn() -> c_int);
+    // SAFETY: no arguments; forwarded.
+    trace::around(|| trace::After::TxEnd, || unsafe { f() })
 }
 
 /// `munmap` of the program (and of libpmem's `pmem_unmap`): in Ribbon mode

@@ -142,6 +142,14 @@ pub const SCENARIOS: &[Builtin] = &[
         include_str!("../builtin/scenarios/kit-fig5.toml"),
     ),
     ("demo", include_str!("../builtin/scenarios/demo.toml")),
+    (
+        "archtm-replay",
+        include_str!("../builtin/scenarios/archtm-replay.toml"),
+    ),
+    (
+        "pmdk-replay",
+        include_str!("../builtin/scenarios/pmdk-replay.toml"),
+    ),
 ];
 
 fn read_named(
@@ -432,6 +440,23 @@ pub fn metrics(scenario: &Scenario, platform: &Platform, r: &RunResult) -> BTree
         );
         if job.gate_wait_ns > 0 {
             m.insert(format!("{n}.gate_wait_ms"), job.gate_wait_ns as f64 / 1e6);
+        }
+        if let WorkloadSpec::Trace { trace, .. } = &spec.workload {
+            // what the trace persists (timing-independent), beside the rates
+            if let Ok(t) = crate::workload::trace::load(trace) {
+                let st = t.stats;
+                let per_tx = |v: u64| v as f64 / st.txs.max(1) as f64;
+                m.insert(format!("{n}.trace_big_write_share"), st.big_write_share());
+                m.insert(
+                    format!("{n}.trace_bytes_per_tx"),
+                    per_tx(st.persisted_bytes),
+                );
+                m.insert(format!("{n}.trace_fences_per_tx"), per_tx(st.fences));
+                m.insert(
+                    format!("{n}.trace_flushed_lines_per_tx"),
+                    per_tx(st.flushed_lines),
+                );
+            }
         }
         if matches!(spec.workload, WorkloadSpec::LatencyProbe { .. }) && job.units > 0 {
             m.insert(

@@ -32,9 +32,11 @@ pub mod rbtree;
 pub mod region;
 pub mod table;
 pub mod tpcc;
+pub mod trace;
 pub mod tx;
 
 pub use error::{PoolError, TxError};
 pub use pool::{Pool, PoolOptions, PoolStats, RecoveryReport};
 pub use region::{PersistHook, PersistMode};
+pub use trace::TraceRecorder;
 pub use tx::Tx;

@@ -23,6 +23,7 @@ extern "C" {
         poolsize: usize,
         mode: u32,
     ) -> *mut c_void;
+    fn pmemobj_open(path: *const c_char, layout: *const c_char) -> *mut c_void;
     fn pmemobj_close(pop: *mut c_void);
     fn pmemobj_root(pop: *mut c_void, size: usize) -> PMEMoid;
     fn pmemobj_errormsg() -> *const c_char;
@@ -78,6 +79,31 @@ impl Pmdk {
             return Err(pmdk_err(&format!("create {}", path.display())));
         }
         // SAFETY: live pool.
+        let root = unsafe { pmemobj_root(pop, 256) };
+        if root.off == 0 {
+            // SAFETY: live pool, closed once.
+            unsafe { pmemobj_close(pop) };
+            return Err(pmdk_err("root"));
+        }
+        Ok(Pmdk {
+            pop,
+            uuid: root.pool_uuid_lo,
+            root: root.off as Ref,
+            lock: RwLock::new(()),
+        })
+    }
+
+    /// Opens a pool made by [`Pmdk::create`] (a second process can then
+    /// run on a preloaded pool, e.g. under the shim's `MEMTAMER_TRACE`).
+    pub fn open(path: &Path) -> Result<Pmdk, String> {
+        let p = CString::new(path.to_string_lossy().as_bytes()).map_err(|e| e.to_string())?;
+        let layout = CString::new("memtamer-bench").map_err(|e| e.to_string())?;
+        // SAFETY: valid C strings; the returned handle is checked.
+        let pop = unsafe { pmemobj_open(p.as_ptr(), layout.as_ptr()) };
+        if pop.is_null() {
+            return Err(pmdk_err(&format!("open {}", path.display())));
+        }
+        // SAFETY: live pool; the root exists since create.
         let root = unsafe { pmemobj_root(pop, 256) };
         if root.off == 0 {
             // SAFETY: live pool, closed once.

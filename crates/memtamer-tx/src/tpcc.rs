@@ -64,6 +64,15 @@ impl Tpcc {
         Ok(Tpcc { ht, items })
     }
 
+    /// Opens the database [`Tpcc::create`] made with the same `items` (a
+    /// second process on a preloaded pool, e.g. a traced libpmemobj run).
+    pub fn open(e: &dyn Engine, items: u64) -> Result<Tpcc, TxError> {
+        Ok(Tpcc {
+            ht: HashTable::open(e, 16)?,
+            items,
+        })
+    }
+
     /// One new-order transaction driven by the random word `x`.
     pub fn new_order(&self, t: &mut dyn TxOps, x: u64) -> Result<(), TxError> {
         let missing = |what: &str| TxError::Aborted(format!("tpcc: {what} row missing"));

@@ -224,6 +224,20 @@ pub enum WorkloadSpec {
         #[serde(default = "default_pm")]
         pm_region: String,
     },
+    /// Replay of a recorded flush/fence trace (`memtamer-trace v1`,
+    /// docs/simulator.md "Flush/fence traces"): each flush of a dirty line
+    /// is a 64 B PM write, each fence waits for the thread's writes, each
+    /// `tx` record is one work unit (`kops` = thousands of transactions/s).
+    Trace {
+        /// Built-in trace name (`archtm-hash`, `pmdk-hash`) or a file path.
+        trace: String,
+        /// Software time per transaction, ns (0: the PM-bound ceiling).
+        #[serde(default)]
+        tx_compute_ns: f64,
+        /// Region.
+        #[serde(default = "default_pm")]
+        region: String,
+    },
 }
 
 fn default_mcblock() -> u64 {
@@ -405,6 +419,16 @@ impl WorkloadSpec {
                 )
             }
             WorkloadSpec::LatencyProbe { .. } => Ok(()),
+            WorkloadSpec::Trace {
+                trace,
+                tx_compute_ns,
+                ..
+            } => {
+                if trace.trim().is_empty() {
+                    return Err(("trace", "trace must name a built-in trace or a file".into()));
+                }
+                check("tx_compute_ns", *tx_compute_ns, 0.0)
+            }
             WorkloadSpec::Cpu { .. } => {
                 let c = self.cpu_params().map_err(|m| {
                     let key = if m.starts_with("compute_ns") {

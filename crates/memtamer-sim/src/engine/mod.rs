@@ -366,6 +366,7 @@ impl Engine {
                     job.name, p.name
                 ));
             }
+            Generator::check(&job.workload).map_err(|m| format!("job {}: {m}", job.name))?;
             // every region the workload names must exist
             let names = workload_regions(&job.workload);
             if names.iter().any(|n| n == LOCAL_DRAM) {

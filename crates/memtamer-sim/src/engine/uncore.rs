@@ -108,7 +108,8 @@ pub(super) fn workload_regions(w: &WorkloadSpec) -> Vec<String> {
         | WorkloadSpec::Memcached { region, .. }
         | WorkloadSpec::PmStream { region, .. }
         | WorkloadSpec::LatencyProbe { region, .. }
-        | WorkloadSpec::Cpu { region, .. } => vec![region.clone()],
+        | WorkloadSpec::Cpu { region, .. }
+        | WorkloadSpec::Trace { region, .. } => vec![region.clone()],
         WorkloadSpec::LcServer {
             dram_region,
             pm_region,

@@ -7,7 +7,7 @@
 //!
 //! Layout: this module holds the [`Op`] vocabulary, the address scheme and
 //! [`Generator`], which dispatches to one small generator per workload kind
-//! (`mbw`, `kv`, `pm_stream`, `antagonist`, `probe`, `cpu`, `lc`), each
+//! (`mbw`, `kv`, `pm_stream`, `antagonist`, `probe`, `cpu`, `lc`, `trace`), each
 //! owning its position state.
 
 mod antagonist;
@@ -17,6 +17,7 @@ mod lc;
 mod mbw;
 mod pm_stream;
 mod probe;
+pub mod trace;
 
 use crate::config::{CpuWork, Pattern, WorkloadSpec};
 use crate::rng::Rng;
@@ -27,6 +28,7 @@ use lc::{Lc, LcMix};
 use mbw::Mbw;
 use pm_stream::PmStream;
 use probe::Probe;
+use trace::TraceReplay;
 
 /// Picoseconds.
 pub type Ps = u64;
@@ -122,6 +124,7 @@ enum GenKind {
     Probe(Probe),
     Cpu(Cpu),
     Lc(Lc),
+    Trace(TraceReplay),
 }
 
 pub use crate::config::profiles::{cpu_profile, CpuProfile, CPU_PROFILES, PROFILE_CLOCK_GHZ};
@@ -253,6 +256,20 @@ impl Generator {
                     slot,
                 ))
             }
+            WorkloadSpec::Trace {
+                trace,
+                tx_compute_ns,
+                region,
+            } => match trace::load(trace) {
+                Ok(t) => GenKind::Trace(TraceReplay::new(
+                    t,
+                    slot,
+                    region_of(region),
+                    ns(*tx_compute_ns),
+                )),
+                // checked by `Generator::check` before; idle if it vanished
+                Err(_) => GenKind::Cpu(Cpu::new(NS, 0, false, region_of(region), slot)),
+            },
             WorkloadSpec::LcServer {
                 compute_ns,
                 dram_lines,
@@ -281,6 +298,15 @@ impl Generator {
         }
     }
 
+    /// Checks what a workload needs beyond its spec's values (a trace
+    /// workload's file parses); the engine calls it before building threads.
+    pub fn check(spec: &WorkloadSpec) -> Result<(), String> {
+        match spec {
+            WorkloadSpec::Trace { trace, .. } => trace::load(trace).map(drop),
+            _ => Ok(()),
+        }
+    }
+
     /// The next op of this thread; `now` (simulated time) selects the
     /// current value of a workload's schedules.
     #[inline]
@@ -303,6 +329,7 @@ impl Generator {
             GenKind::Probe(g) => g.refill(q, rng),
             GenKind::Cpu(g) => g.refill(q, rng),
             GenKind::Lc(g) => g.refill(q, rng),
+            GenKind::Trace(g) => g.refill(q),
         }
     }
 }

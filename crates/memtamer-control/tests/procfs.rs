@@ -299,10 +299,10 @@ fn scan_skips_kernel_threads_and_gone_and_collects_errors() {
         root,
         &FakeProc {
             pid: 14,
-            cpus: "0-511",
+            cpus: "0-4095",
             ..Default::default()
         },
-    ); // too many CPUs
+    ); // more CPUs than a CpuSet (1024) holds
 
     let scan = ProcFs::new(root).scan().unwrap();
     let pids: Vec<i32> = scan.processes.iter().map(|p| p.pid).collect();

@@ -183,6 +183,59 @@ fn rewrite(path: &Path, changes: &[Change]) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a journal another user could have written: replay runs as root
+/// and writes wherever the records say. The journal (if present) must be a
+/// regular file, not a symlink, and it and its directory must belong to
+/// this user (root for the daemon) and be writable by nobody else
+/// (issue 22).
+pub fn check_trusted(path: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let untrusted = |p: &Path, why: String| Error::Untrusted {
+        path: p.to_path_buf(),
+        why,
+    };
+    let judge = |p: &Path, meta: &fs::Metadata| -> Result<()> {
+        if meta.uid() != me {
+            return Err(untrusted(
+                p,
+                format!("owned by uid {}, not {me}", meta.uid()),
+            ));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(untrusted(
+                p,
+                format!(
+                    "mode {:o}: writable by group or others",
+                    meta.mode() & 0o7777
+                ),
+            ));
+        }
+        Ok(())
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let dir_meta = fs::metadata(dir).map_err(|source| Error::Read {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    judge(dir, &dir_meta)?;
+    match fs::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_file() => {
+            Err(untrusted(path, "not a regular file".into()))
+        }
+        Ok(meta) => judge(path, &meta),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(Error::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 fn read_journal(path: &Path) -> Result<String> {
     match fs::read(path) {
         Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
@@ -202,6 +255,7 @@ fn read_journal(path: &Path) -> Result<String> {
 /// goes ahead with a warning if it stays held. A missing journal is an empty
 /// report. Only I/O errors on the journal itself are `Err`.
 pub fn restore_all(path: &Path) -> Result<RestoreReport> {
+    check_trusted(path)?;
     let (_lock, locked) = lock(path, Some(Duration::from_millis(200)))?;
     let mut report = RestoreReport::default();
     if !locked {
@@ -581,6 +635,28 @@ mod tests {
         );
         assert_eq!(replay(&text).changes, vec![aff(1, "0")]);
         assert_eq!(j.pending(), vec![aff(1, "0")]);
+    }
+
+    #[test]
+    fn a_journal_others_can_write_is_not_replayed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new("untrusted");
+        let target = dir.path().join("victim");
+        fs::write(&target, "keep\n").unwrap();
+        let path = dir.path().join("journal");
+        let text = line(Entry::Record(Change::CgroupValue {
+            file: target.clone(),
+            original: "overwritten".into(),
+        })) + "\n";
+        fs::write(&path, &text).unwrap();
+        // a world-writable directory: anyone could have planted the journal
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(matches!(restore_all(&path), Err(Error::Untrusted { .. })));
+        // a group-writable journal in a private directory
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o664)).unwrap();
+        assert!(matches!(restore_all(&path), Err(Error::Untrusted { .. })));
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep\n");
     }
 
     #[test]

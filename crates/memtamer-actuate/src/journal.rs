@@ -14,7 +14,8 @@
 
 pub use crate::change::{merge, undo_order, Change, ChangeKey, Outcome, RestoreReport};
 pub use crate::undo::subtree_control_diff;
-use crate::undo::{undo, undo_all};
+pub use crate::undo::Scope;
+use crate::undo::{undo, undo_all_within};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
@@ -254,7 +255,15 @@ fn read_journal(path: &Path) -> Result<String> {
 /// Waits briefly for the journal lock (the daemon's lock dies with it) and
 /// goes ahead with a warning if it stays held. A missing journal is an empty
 /// report. Only I/O errors on the journal itself are `Err`.
+///
+/// Writes only inside a mounted cgroup filesystem ([`Scope::CgroupMounts`]).
 pub fn restore_all(path: &Path) -> Result<RestoreReport> {
+    restore_all_within(path, &Scope::CgroupMounts)
+}
+
+/// [`restore_all`] writing only within `scope`; records that would write
+/// elsewhere are reported Failed and kept in the journal, untouched.
+pub fn restore_all_within(path: &Path, scope: &Scope) -> Result<RestoreReport> {
     check_trusted(path)?;
     let (_lock, locked) = lock(path, Some(Duration::from_millis(200)))?;
     let mut report = RestoreReport::default();
@@ -266,7 +275,7 @@ pub fn restore_all(path: &Path) -> Result<RestoreReport> {
     }
     let replayed = replay(&read_journal(path)?);
     report.warnings.extend(replayed.warnings);
-    report.absorb(undo_all(&replayed.changes));
+    report.absorb(undo_all_within(&replayed.changes, scope));
     let failed: Vec<Change> = failed_changes(&report);
     rewrite(path, &failed)?;
     Ok(report)
@@ -660,6 +669,27 @@ mod tests {
     }
 
     #[test]
+    fn restore_writes_only_under_a_cgroup_mount() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new("outside");
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        let target = dir.path().join("etc-shadow");
+        fs::write(&target, "keep\n").unwrap();
+        let path = dir.path().join("journal");
+        let text = line(Entry::Record(Change::CgroupValue {
+            file: target.clone(),
+            original: "overwritten".into(),
+        })) + "\n";
+        fs::write(&path, &text).unwrap();
+        let report = restore_all(&path).unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep\n");
+        assert!(
+            matches!(report.entries.as_slice(), [(_, Outcome::Failed(why))] if why.contains("cgroup mount")),
+            "{report:?}"
+        );
+    }
+
+    #[test]
     fn restore_on_fake_cgroup_tree() {
         let dir = TempDir::new("restore-fake");
         let root = dir.path().join("cg");
@@ -690,7 +720,7 @@ mod tests {
         ]
         .concat();
         fs::write(&path, text).unwrap();
-        let report = restore_all(&path).unwrap();
+        let report = restore_all_within(&path, &Scope::Under(root.clone())).unwrap();
         // Frozen was undone before the directory removal was attempted.
         assert_eq!(report.entries.len(), 4);
         assert!(matches!(report.entries[0].1, Outcome::Skipped(_)));
@@ -714,11 +744,14 @@ mod tests {
         for f in ["cgroup.procs", "cgroup.freeze", "cpu.max"] {
             fs::remove_file(job.join(f)).unwrap();
         }
-        let report = restore_all(&path).unwrap();
+        let report = restore_all_within(&path, &Scope::Under(root.clone())).unwrap();
         assert_eq!(report.restored(), 1, "{report}");
         assert!(!job.exists());
         assert!(!path.exists());
         // Missing journal: empty report.
-        assert_eq!(restore_all(&path).unwrap(), RestoreReport::default());
+        assert_eq!(
+            restore_all_within(&path, &Scope::Under(root.clone())).unwrap(),
+            RestoreReport::default()
+        );
     }
 }

@@ -14,7 +14,8 @@
 
 pub use crate::change::{merge, undo_order, Change, ChangeKey, Outcome, RestoreReport};
 pub use crate::undo::subtree_control_diff;
-use crate::undo::{undo, undo_all};
+pub use crate::undo::Scope;
+use crate::undo::{undo, undo_all_within};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
@@ -183,6 +184,59 @@ fn rewrite(path: &Path, changes: &[Change]) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a journal another user could have written: replay runs as root
+/// and writes wherever the records say. The journal (if present) must be a
+/// regular file, not a symlink, and it and its directory must belong to
+/// this user (root for the daemon) and be writable by nobody else
+/// (issue 22).
+pub fn check_trusted(path: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let untrusted = |p: &Path, why: String| Error::Untrusted {
+        path: p.to_path_buf(),
+        why,
+    };
+    let judge = |p: &Path, meta: &fs::Metadata| -> Result<()> {
+        if meta.uid() != me {
+            return Err(untrusted(
+                p,
+                format!("owned by uid {}, not {me}", meta.uid()),
+            ));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(untrusted(
+                p,
+                format!(
+                    "mode {:o}: writable by group or others",
+                    meta.mode() & 0o7777
+                ),
+            ));
+        }
+        Ok(())
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let dir_meta = fs::metadata(dir).map_err(|source| Error::Read {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    judge(dir, &dir_meta)?;
+    match fs::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_file() => {
+            Err(untrusted(path, "not a regular file".into()))
+        }
+        Ok(meta) => judge(path, &meta),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(Error::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 fn read_journal(path: &Path) -> Result<String> {
     match fs::read(path) {
         Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
@@ -201,7 +255,16 @@ fn read_journal(path: &Path) -> Result<String> {
 /// Waits briefly for the journal lock (the daemon's lock dies with it) and
 /// goes ahead with a warning if it stays held. A missing journal is an empty
 /// report. Only I/O errors on the journal itself are `Err`.
+///
+/// Writes only inside a mounted cgroup filesystem ([`Scope::CgroupMounts`]).
 pub fn restore_all(path: &Path) -> Result<RestoreReport> {
+    restore_all_within(path, &Scope::CgroupMounts)
+}
+
+/// [`restore_all`] writing only within `scope`; records that would write
+/// elsewhere are reported Failed and kept in the journal, untouched.
+pub fn restore_all_within(path: &Path, scope: &Scope) -> Result<RestoreReport> {
+    check_trusted(path)?;
     let (_lock, locked) = lock(path, Some(Duration::from_millis(200)))?;
     let mut report = RestoreReport::default();
     if !locked {
@@ -212,7 +275,7 @@ pub fn restore_all(path: &Path) -> Result<RestoreReport> {
     }
     let replayed = replay(&read_journal(path)?);
     report.warnings.extend(replayed.warnings);
-    report.absorb(undo_all(&replayed.changes));
+    report.absorb(undo_all_within(&replayed.changes, scope));
     let failed: Vec<Change> = failed_changes(&report);
     rewrite(path, &failed)?;
     Ok(report)
@@ -584,6 +647,49 @@ mod tests {
     }
 
     #[test]
+    fn a_journal_others_can_write_is_not_replayed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new("untrusted");
+        let target = dir.path().join("victim");
+        fs::write(&target, "keep\n").unwrap();
+        let path = dir.path().join("journal");
+        let text = line(Entry::Record(Change::CgroupValue {
+            file: target.clone(),
+            original: "overwritten".into(),
+        })) + "\n";
+        fs::write(&path, &text).unwrap();
+        // a world-writable directory: anyone could have planted the journal
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(matches!(restore_all(&path), Err(Error::Untrusted { .. })));
+        // a group-writable journal in a private directory
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o664)).unwrap();
+        assert!(matches!(restore_all(&path), Err(Error::Untrusted { .. })));
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep\n");
+    }
+
+    #[test]
+    fn restore_writes_only_under_a_cgroup_mount() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new("outside");
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        let target = dir.path().join("etc-shadow");
+        fs::write(&target, "keep\n").unwrap();
+        let path = dir.path().join("journal");
+        let text = line(Entry::Record(Change::CgroupValue {
+            file: target.clone(),
+            original: "overwritten".into(),
+        })) + "\n";
+        fs::write(&path, &text).unwrap();
+        let report = restore_all(&path).unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep\n");
+        assert!(
+            matches!(report.entries.as_slice(), [(_, Outcome::Failed(why))] if why.contains("cgroup mount")),
+            "{report:?}"
+        );
+    }
+
+    #[test]
     fn restore_on_fake_cgroup_tree() {
         let dir = TempDir::new("restore-fake");
         let root = dir.path().join("cg");
@@ -614,7 +720,7 @@ mod tests {
         ]
         .concat();
         fs::write(&path, text).unwrap();
-        let report = restore_all(&path).unwrap();
+        let report = restore_all_within(&path, &Scope::Under(root.clone())).unwrap();
         // Frozen was undone before the directory removal was attempted.
         assert_eq!(report.entries.len(), 4);
         assert!(matches!(report.entries[0].1, Outcome::Skipped(_)));
@@ -638,11 +744,14 @@ mod tests {
         for f in ["cgroup.procs", "cgroup.freeze", "cpu.max"] {
             fs::remove_file(job.join(f)).unwrap();
         }
-        let report = restore_all(&path).unwrap();
+        let report = restore_all_within(&path, &Scope::Under(root.clone())).unwrap();
         assert_eq!(report.restored(), 1, "{report}");
         assert!(!job.exists());
         assert!(!path.exists());
         // Missing journal: empty report.
-        assert_eq!(restore_all(&path).unwrap(), RestoreReport::default());
+        assert_eq!(
+            restore_all_within(&path, &Scope::Under(root.clone())).unwrap(),
+            RestoreReport::default()
+        );
     }
 }

@@ -103,6 +103,15 @@ pub enum Error {
         /// The start time it had when we identified it.
         start_time: u64,
     },
+    /// A journal that another user could have written: replaying it as
+    /// root would write wherever they chose (issue 22).
+    #[error("journal {path} is not trusted: {why}")]
+    Untrusted {
+        /// The journal or its directory.
+        path: PathBuf,
+        /// Why.
+        why: String,
+    },
     /// A caller passed a value that makes no sense (empty CPU set, bad job name...).
     #[error("invalid argument: {0}")]
     Invalid(String),

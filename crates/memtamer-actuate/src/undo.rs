@@ -159,6 +159,92 @@ pub(crate) fn undo(change: &Change, all: &[Change]) -> Outcome {
 }
 
 /// Undoes `changes` in [`undo_order`].
+/// Where a replay may write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Anywhere the records say (the daemon's own, live journal).
+    Any,
+    /// Only inside a mounted cgroup filesystem (v1 or v2): a journal read
+    /// back from disk (the guard, `memtamer restore`) names its paths, and
+    /// replay runs as root (issue 22).
+    CgroupMounts,
+    /// Only under this directory (tests on a fake cgroup tree).
+    Under(std::path::PathBuf),
+}
+
+/// statfs(2) magic numbers of cgroup v2 and v1 (linux/magic.h).
+const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+const CGROUP_SUPER_MAGIC: i64 = 0x0027_e0eb;
+
+/// Whether `path` lies on a cgroup filesystem: statfs of the nearest
+/// existing ancestor (a removed cgroup's directory may be gone).
+fn on_cgroup_fs(path: &std::path::Path) -> bool {
+    let Some(existing) = path.ancestors().find(|p| p.exists()) else {
+        return false;
+    };
+    let Ok(c) = std::ffi::CString::new(existing.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: zeroed statfs is a valid out-parameter; c is NUL-terminated.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return false;
+    }
+    matches!(st.f_type as i64, CGROUP2_SUPER_MAGIC | CGROUP_SUPER_MAGIC)
+}
+
+/// The first path `change` would write that `scope` does not allow.
+fn outside(change: &Change, scope: &Scope) -> Option<std::path::PathBuf> {
+    let paths: Vec<&std::path::Path> = match change {
+        Change::CgroupMove {
+            hierarchy,
+            original,
+            to,
+            ..
+        } => vec![hierarchy, original, to],
+        Change::CgroupCreated { path, hierarchy } => vec![path, hierarchy],
+        Change::CgroupValue { file, .. } => vec![file],
+        Change::Frozen { cgroup } => vec![cgroup],
+        _ => Vec::new(),
+    }
+    .into_iter()
+    .map(|p| p.as_path())
+    .collect();
+    paths
+        .into_iter()
+        .find(|p| match scope {
+            Scope::Any => false,
+            Scope::CgroupMounts => {
+                p.components().any(|c| c == std::path::Component::ParentDir) || !on_cgroup_fs(p)
+            }
+            Scope::Under(root) => {
+                p.components().any(|c| c == std::path::Component::ParentDir) || !p.starts_with(root)
+            }
+        })
+        .map(|p| p.to_path_buf())
+}
+
+/// `undo_all`, refusing (as Failed, touching nothing) every change that
+/// would write outside `scope`.
+pub(crate) fn undo_all_within(changes: &[Change], scope: &Scope) -> RestoreReport {
+    let (allowed, refused): (Vec<Change>, Vec<Change>) = changes
+        .iter()
+        .cloned()
+        .partition(|c| outside(c, scope).is_none());
+    let mut report = undo_all(&allowed);
+    for c in refused.into_iter().rev() {
+        let why = format!(
+            "refused: {} is not under a cgroup mount",
+            outside(&c, scope)
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        );
+        report.entries.push((c, Outcome::Failed(why)));
+    }
+    report
+}
+
 pub(crate) fn undo_all(changes: &[Change]) -> RestoreReport {
     let mut report = RestoreReport::default();
     for change in undo_order(changes) {

@@ -473,6 +473,14 @@ pub enum ModelLoadError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The file is larger than any model (or never ends, like /dev/zero).
+    #[error("{}: larger than {max} bytes, not a model file", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The bound.
+        max: u64,
+    },
     /// The file is not a model.
     #[error("{}:{}: {}{}", path.display(), error.line, error.key.map(|k| format!("{k}: ")).unwrap_or_default(), error.message)]
     Parse {
@@ -483,12 +491,36 @@ pub enum ModelLoadError {
     },
 }
 
+/// Largest model file accepted: a real one is a few KiB.
+pub const MAX_MODEL_BYTES: u64 = 1 << 20;
+
 /// Loads a model written by `memtamer calibrate` (the one loader: the
 /// simulator, the gate and the daemon call it for `pats-calibrated:FILE`).
+/// Reads at most [`MAX_MODEL_BYTES`]: the path comes from an environment
+/// variable any user sets, and `/dev/zero` must not take all memory.
 pub fn load_model(path: &Path) -> Result<CalibratedModel, ModelLoadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ModelLoadError::Io {
+    use std::io::Read;
+    let io = |source| ModelLoadError::Io {
         path: path.to_path_buf(),
         source,
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(io)?
+        .take(MAX_MODEL_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_MODEL_BYTES {
+        return Err(ModelLoadError::TooLarge {
+            path: path.to_path_buf(),
+            max: MAX_MODEL_BYTES,
+        });
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            e.utf8_error(),
+        ))
     })?;
     CalibratedModel::parse(&text).map_err(|error| ModelLoadError::Parse {
         path: path.to_path_buf(),
@@ -504,6 +536,15 @@ mod tests {
         let p = parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));
         assert_eq!(p.parts.len(), 1, "{s}");
         p.parts[0].clone()
+    }
+
+    #[test]
+    fn a_model_file_that_never_ends_is_refused_not_read_to_exhaustion() {
+        // /dev/zero: reading it to the end would take all memory (issue 22)
+        match load_model(Path::new("/dev/zero")) {
+            Err(ModelLoadError::TooLarge { .. }) => {}
+            other => panic!("{other:?}"),
+        }
     }
 
     fn err(s: &str) -> String {

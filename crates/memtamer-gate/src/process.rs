@@ -25,6 +25,9 @@ enum State {
 
 static STATE: Mutex<State> = Mutex::new(State::Uninit);
 
+/// Whether the "gate disabled" line was printed (once per process).
+static DISABLED_PRINTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// The calling thread's registration, kept in one thread-local so that a
 /// gated call costs one TLS lookup (in a shared library each lookup is a
 /// call into the dynamic loader).
@@ -121,11 +124,25 @@ pub fn gate() -> Option<Arc<Gate>> {
             _ => {}
         }
     }
+    // A bad variable disables the gate for the whole process, once: the
+    // reason is kept (memtamer_last_error) and printed once, not re-read and
+    // re-printed by every call and thread (issue 22).
     let result = GateConfig::from_env().and_then(|c| init_with(&c));
     match result {
         Ok(g) => Some(g),
         Err(e) => {
-            eprintln!("memtamer: PM gate disabled, requests pass ungated: {e}");
+            let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
+            if let State::Ready(pg) = &*state {
+                // another thread opened it meanwhile
+                return Some(Arc::clone(&pg.gate));
+            }
+            if !matches!(&*state, State::Failed(_)) {
+                *state = State::Failed(e.to_string());
+            }
+            drop(state);
+            if !DISABLED_PRINTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                eprintln!("memtamer: PM gate disabled, requests pass ungated: {e}");
+            }
             None
         }
     }

@@ -341,6 +341,7 @@ mod tests {
             reclaimed: 0,
             reaped_slots: 0,
             lock_repairs: 0,
+            overdue: 0,
             limit_changes: 0,
             bypass_bytes: 256,
             collector_pid: None,

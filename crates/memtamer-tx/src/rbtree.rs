@@ -49,6 +49,20 @@ impl Cx<'_> {
         let h = self.hdr;
         self.s(h, 8, r)
     }
+    /// Write-locks the header (rewrites the root reference unchanged)
+    /// before a structural change. Snapshot isolation only detects
+    /// write-write conflicts, and rebalancing decides on nodes it reads but
+    /// does not write (uncle, sibling, nephew colours): two inserts/removes
+    /// that write disjoint nodes could both commit (write skew) and break
+    /// the invariants, e.g. a red-red pair or unequal black heights, after
+    /// which a fixup walks into the null reference 0. With every
+    /// structural update writing the header, two concurrent ones conflict
+    /// (first committer wins, thesis Alg. 1), so they serialise; value
+    /// overwrites and lookups stay concurrent.
+    fn claim(&mut self) -> Result<(), TxError> {
+        let r = self.root()?;
+        self.set_root(r)
+    }
     fn red(&mut self, n: Ref) -> Result<bool, TxError> {
         Ok(n != 0 && self.f(n, C)? == RED)
     }
@@ -261,6 +275,7 @@ impl RbTree {
             less = key < k;
             x = if less { l } else { r };
         }
+        c.claim()?;
         let z = c.t.alloc(NODE)?;
         let mut b = [0u8; NODE];
         b[K..K + 8].copy_from_slice(&key.to_le_bytes());
@@ -284,6 +299,7 @@ impl RbTree {
         if z == 0 {
             return Ok(false);
         }
+        c.claim()?;
         let zl = c.f(z, L)?;
         let zr = c.f(z, R)?;
         let mut orig_red = c.red(z)?;

@@ -411,8 +411,18 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
+        // The raw system call, not libc's `munmap`: inside the libpmem shim
+        // that symbol is the shim's own wrapper, which drains Ribbon's queues
+        // first, and a Ribbon fence that opens the gate for its first flush
+        // (and fails on an incompatible file) would wait for itself.
         // SAFETY: unmapping what `open` mapped; no references outlive self.
-        unsafe { libc::munmap(self.base.cast(), LAYOUT_BYTES) };
+        unsafe {
+            libc::syscall(
+                libc::SYS_munmap,
+                self.base.cast::<libc::c_void>(),
+                LAYOUT_BYTES,
+            )
+        };
     }
 }
 

@@ -227,13 +227,14 @@ pub(crate) enum GateCmd {
         #[command(flatten)]
         which: GateWhich,
     },
-    /// Remove the gate file (refused while live threads use it).
+    /// Remove the gate file (refused while live threads use it; a file of another
+    /// version's layout is always removed).
     Remove {
         #[command(flatten)]
         which: GateWhich,
     },
     /// Run an unmodified libpmem program with the shim preloaded:
-    /// `memtamer gate exec --policy fixed:2 -- fio job.fio`.
+    /// `memtamer gate exec --policy gate:2 -- fio job.fio`.
     Exec {
         /// Gate name (MEMTAMER_GATE).
         #[arg(long)]

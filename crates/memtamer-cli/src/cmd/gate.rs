@@ -208,7 +208,30 @@ fn integrity(name: &str, dir: &Path, repair: bool) -> Result<Outcome, CliError> 
 
 /// Removes a gate file, refusing while live threads use it.
 fn remove(name: &str, dir: &Path) -> Result<(), CliError> {
-    let gate = open_existing(name, dir)?;
+    let gate = match open_existing(name, dir) {
+        Err(CliError::Gate { source, .. })
+            if matches!(*source, memtamer_gate::GateError::Incompatible { .. }) =>
+        {
+            // A file of another memtamer version's layout: this version cannot
+            // count its users, and they need not be counted: unlinking leaves
+            // their mappings intact, and this version's processes create a
+            // fresh file (a stale one would otherwise disable their gate).
+            let path = GateOptions {
+                name: name.to_string(),
+                dir: dir.to_path_buf(),
+                ..GateOptions::default()
+            }
+            .path();
+            std::fs::remove_file(&path)
+                .map_err(CliError::io(format!("cannot remove {}", path.display())))?;
+            eprintln!(
+                "removed {} ({source}); processes of the other version keep their mapping",
+                path.display()
+            );
+            return Ok(());
+        }
+        other => other?,
+    };
     gate.reap(true);
     let live = gate.snapshot().threads.len();
     if live > 0 {

@@ -253,23 +253,7 @@ impl Mapping {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
             .map_err(io)?;
-        let meta = file.metadata().map_err(io)?;
-        // SAFETY: geteuid cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if !meta.file_type().is_file() || (meta.uid() != me && meta.uid() != 0) {
-            return Err(GateError::Untrusted {
-                path: path.to_path_buf(),
-                why: format!(
-                    "owned by uid {}, not by this user ({me}) or root{}",
-                    meta.uid(),
-                    if meta.file_type().is_file() {
-                        ""
-                    } else {
-                        ", or not a regular file"
-                    }
-                ),
-            });
-        }
+        trusted_metadata(path, &file)?;
         let fd = file.as_raw_fd();
         // SAFETY: plain syscalls on a descriptor we own.
         if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
@@ -365,18 +349,7 @@ impl Mapping {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
             .map_err(io)?;
-        let meta = file.metadata().map_err(io)?;
-        // SAFETY: geteuid cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if !meta.file_type().is_file() || (meta.uid() != me && meta.uid() != 0) {
-            return Err(GateError::Untrusted {
-                path: path.to_path_buf(),
-                why: format!(
-                    "owned by uid {}, not by this user ({me}) or root",
-                    meta.uid()
-                ),
-            });
-        }
+        let meta = trusted_metadata(path, &file)?;
         if meta.len() != LAYOUT_BYTES as u64 {
             return Err(GateError::Incompatible {
                 path: path.to_path_buf(),
@@ -407,6 +380,33 @@ impl Mapping {
         // SAFETY: in bounds (index clamped), 128-aligned, atomics only.
         unsafe { &*(self.base.add(offset) as *const Slot) }
     }
+}
+
+/// The metadata of an opened gate file, or `Untrusted` unless it is a regular
+/// file owned by this user or root (another user could have created it first
+/// in sticky, world-writable /dev/shm; issue 22).
+fn trusted_metadata(path: &Path, file: &File) -> Result<std::fs::Metadata, GateError> {
+    let meta = file.metadata().map_err(|source| GateError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !meta.file_type().is_file() || (meta.uid() != me && meta.uid() != 0) {
+        return Err(GateError::Untrusted {
+            path: path.to_path_buf(),
+            why: format!(
+                "owned by uid {}, not by this user ({me}) or root{}",
+                meta.uid(),
+                if meta.file_type().is_file() {
+                    ""
+                } else {
+                    ", or not a regular file"
+                }
+            ),
+        });
+    }
+    Ok(meta)
 }
 
 impl Drop for Mapping {

@@ -19,6 +19,7 @@ pub mod pm_load;
 pub mod policy;
 pub mod registry;
 pub mod topology;
+pub mod unimem;
 
 pub use actuators::{Actuators, ApplyReport, Ignored, Knob};
 pub use cpuset::CpuSet;

@@ -19,32 +19,16 @@ pub mod numa;
 pub mod profiler;
 pub mod registry;
 pub mod synthetic;
-pub mod unimem;
 
 pub use error::TierError;
+/// The pure Unimem core lives in `memtamer-core` (one implementation shared
+/// with the simulator); re-exported here under its old path.
+pub use memtamer_core::unimem;
+pub use memtamer_core::unimem::Tier;
 pub use migrator::{MigrationStats, Migrator};
 pub use registry::{MoveReport, ObjectView, Registry, SlowTier, TierConfig};
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-
-/// The two memory tiers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Tier {
-    /// Fast, small: DRAM.
-    Dram,
-    /// Slow, large: NVM / CXL / emulated.
-    Slow,
-}
-
-impl Tier {
-    /// Lower-case name for logs and the CLI.
-    pub fn name(self) -> &'static str {
-        match self {
-            Tier::Dram => "dram",
-            Tier::Slow => "slow",
-        }
-    }
-}
 
 /// The registry behind a mutex plus the condition "a move finished".
 #[derive(Debug)]

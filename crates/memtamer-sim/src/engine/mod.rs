@@ -412,10 +412,16 @@ impl Engine {
                 WorkloadSpec::LcServer { rate_kops, .. } => (true, 1e9 / rate_kops),
                 _ => (true, 0.0),
             };
+            let mut gens =
+                Generator::for_job(&job.workload, eng.threads.len() as u32, job.threads, &|n| {
+                    region_of(n).unwrap_or(0)
+                })
+                .into_iter();
             for i in 0..job.threads {
                 let tid = eng.threads.len() as u32;
-                let slot = tid;
-                let gen = Generator::new(&job.workload, slot, &|n| region_of(n).unwrap_or(0));
+                let Some(gen) = gens.next() else {
+                    return Err(format!("job {}: no generator for thread {i}", job.name));
+                };
                 let cpu = if start.is_some() {
                     allowed_list[i as usize % allowed_list.len()]
                 } else {

@@ -17,6 +17,7 @@ mod lc;
 mod mbw;
 mod pm_stream;
 mod probe;
+pub mod tiered;
 pub mod trace;
 
 use crate::config::{CpuWork, Pattern, WorkloadSpec};
@@ -125,6 +126,8 @@ enum GenKind {
     Cpu(Cpu),
     Lc(Lc),
     Trace(TraceReplay),
+    /// The migration helper of a tiered-object process ([`tiered`]).
+    TierHelper(tiered::MigrationHelper),
 }
 
 pub use crate::config::profiles::{cpu_profile, CpuProfile, CPU_PROFILES, PROFILE_CLOCK_GHZ};
@@ -298,6 +301,29 @@ impl Generator {
         }
     }
 
+    /// The generators of a job's `threads` threads, whose address slots
+    /// start at `first_slot` (one per thread). Kinds whose threads share
+    /// program state (a tiered process and its migration helper) build them
+    /// together here; every other kind is one [`Generator::new`] per thread.
+    pub fn for_job(
+        spec: &WorkloadSpec,
+        first_slot: u32,
+        threads: u32,
+        region_of: &dyn Fn(&str) -> u8,
+    ) -> Vec<Generator> {
+        (0..threads)
+            .map(|i| Generator::new(spec, first_slot + i, region_of))
+            .collect()
+    }
+
+    /// A generator running `helper` (a tiered process's migration thread).
+    pub fn tier_helper(helper: tiered::MigrationHelper) -> Generator {
+        Generator {
+            kind: GenKind::TierHelper(helper),
+            pending: Default::default(),
+        }
+    }
+
     /// Checks what a workload needs beyond its spec's values (a trace
     /// workload's file parses); the engine calls it before building threads.
     pub fn check(spec: &WorkloadSpec) -> Result<(), String> {
@@ -330,6 +356,7 @@ impl Generator {
             GenKind::Cpu(g) => g.refill(q, rng),
             GenKind::Lc(g) => g.refill(q, rng),
             GenKind::Trace(g) => g.refill(q),
+            GenKind::TierHelper(g) => g.refill(q, now),
         }
     }
 }

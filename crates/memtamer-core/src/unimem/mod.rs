@@ -1,6 +1,7 @@
 //! The pure Unimem placement core (thesis ch. 3; digest
 //! `thesis-unimem-tahoe.md` §2): no OS calls, so every decision is unit
-//! tested and the same code can drive the simulator and the MPI runtime.
+//! tested and the same code drives the simulator (`memtamer-sim`'s tiered workloads) and
+//! the MPI runtime (`memtamer-tier`, which re-exports this module).
 //!
 //! * [`model`]: the sensitivity models (Eq. 3.1, 3.2, the unnumbered latency
 //!   benefit, Eq. 3.3 with the Fig. 3.5 overlap window, Eq. 3.4).
@@ -17,6 +18,25 @@ pub mod schedule;
 
 #[cfg(test)]
 pub(crate) use plan::tests as plan_tests_support;
+
+/// The two memory tiers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Tier {
+    /// Fast, small: DRAM.
+    Dram,
+    /// Slow, large: NVM / CXL / emulated.
+    Slow,
+}
+
+impl Tier {
+    /// Lower-case name for logs and the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Dram => "dram",
+            Tier::Slow => "slow",
+        }
+    }
+}
 
 /// Index of an object in the problem's object table.
 pub type ObjId = usize;

@@ -7,7 +7,7 @@
 //! finishes evictions before the copy that needs their space.
 
 use super::ObjId;
-use crate::Tier;
+use super::Tier;
 use std::collections::BTreeSet;
 
 /// One scheduled move.

@@ -1,0 +1,535 @@
+//! Tiered data objects: the simulator's counterpart of `memtamer-tier`'s
+//! registry (issue 20 item 5; thesis ch. 3 and 4, digest
+//! `thesis-unimem-tahoe.md` §2.8 and §3.7). It is the primitive a workload
+//! builds on when it places *data objects* between DRAM and a slow tier:
+//! Unimem's phased MPI programs (`workload::phased`) and Tahoe's task graphs.
+//!
+//! # Model
+//!
+//! * A [`TierSpace`] holds one process's objects. Each object is a
+//!   contiguous, page-aligned range at the same offset of the process's
+//!   address span in two regions of the platform: the *fast* region (DRAM)
+//!   and the *slow* region (Optane, or an emulated slow tier). Placement is
+//!   per page of [`PAGE`] bytes, so a policy can move a whole object
+//!   (Unimem) or single pages (Tahoe, TPP-like policies).
+//! * An access to `(object, offset)` goes to the region where that page
+//!   lives now ([`TierSpace::line_addr`]), so it passes through that
+//!   region's channels, queues and DIMMs like any other request: nothing
+//!   about the tiers' speed is computed here.
+//! * Migrations are requested into a FIFO ([`TierSpace::request`]), as the
+//!   thesis's main thread hands moves to its helper thread (§3.5). The
+//!   [`MigrationHelper`] generator runs on its own simulated thread: for each
+//!   page to move it issues one `CopyLine` per cache line (a load from the
+//!   old tier, a non-temporal store to the new one: real traffic on both
+//!   tiers, competing with the application's), waits for its stores
+//!   (`Drain`), and only then switches the pages' placement. Until then the
+//!   application's accesses still go to the old copy.
+//! * Time: `copy_ps` sums, over moves, the simulated time from the helper
+//!   taking a request to the placement switch. `exposed_ps` is what the
+//!   application reports waiting for moves ([`TierSpace::add_exposed`]).
+//!   Overlapped time is `copy_ps - exposed_ps` (as `memtamer-tier`'s
+//!   `MigrationStats`).
+//!
+//! # Use
+//!
+//! ```text
+//! let space = TierSpace::new(fast, slow, slot, &[(name, bytes, Tier::Slow), ..], dram_capacity);
+//! let h: TierHandle = space.into_handle();
+//! // thread A (the program): h.lock() -> line_addr(obj, off), request(MoveReq), settled(obj)
+//! // thread B: Generator over MigrationHelper::new(h.clone(), poll)
+//! ```
+//!
+//! Both generators of one process share the handle; `Generator::for_job`
+//! builds them together. The simulator is single-threaded, so the mutex is
+//! never contended; it only makes the handle `Send`.
+//!
+//! The DRAM capacity is the policy's to respect: the space tracks bytes in
+//! DRAM (promotions count from the moment the helper starts them,
+//! demotions free at their end) and reports the peak, so tests can check a
+//! policy against it; it never refuses a move.
+
+use super::{addr, Op, OpBatch, Ps, LINE};
+use memtamer_core::unimem::Tier;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Placement granule: one 4 KiB page (what `move_pages` moves).
+pub const PAGE: u64 = 4096;
+
+/// Lines of one page.
+const LINES_PER_PAGE: u64 = PAGE / LINE;
+
+/// One data object of a [`TierSpace`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct TierObject {
+    /// Name (for reports).
+    pub name: String,
+    /// Size in bytes (the object spans `size.div_ceil(PAGE)` pages).
+    pub size: u64,
+    /// Offset of its first byte in the process's span (page aligned).
+    base: u64,
+    /// Where each page lives.
+    pages: Vec<Tier>,
+    /// Requests naming it that are queued or being copied.
+    pending: u32,
+}
+
+impl TierObject {
+    /// Bytes of the object now in `tier`.
+    pub fn bytes_in(&self, tier: Tier) -> u64 {
+        self.pages.iter().filter(|&&t| t == tier).count() as u64 * PAGE
+    }
+
+    /// The tier of the page holding byte `offset` (wrapped into the object).
+    pub fn tier_at(&self, offset: u64) -> Tier {
+        let p = ((offset % self.size.max(1)) / PAGE) as usize;
+        self.pages.get(p).copied().unwrap_or(Tier::Slow)
+    }
+
+    /// Number of pages.
+    pub fn page_count(&self) -> u64 {
+        self.pages.len() as u64
+    }
+}
+
+/// A migration request: pages `first_page .. first_page + pages` of `obj`
+/// to `to` (clipped to the object; pages already there are skipped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MoveReq {
+    /// Object index.
+    pub obj: usize,
+    /// First page.
+    pub first_page: u64,
+    /// Number of pages (`u64::MAX`: to the end of the object).
+    pub pages: u64,
+    /// Destination tier.
+    pub to: Tier,
+}
+
+impl MoveReq {
+    /// The whole object to `to` (Unimem moves objects, §3.5).
+    pub fn whole(obj: usize, to: Tier) -> MoveReq {
+        MoveReq {
+            obj,
+            first_page: 0,
+            pages: u64::MAX,
+            to,
+        }
+    }
+}
+
+/// Migration accounting of one [`TierSpace`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TierStats {
+    /// Requests that moved at least one page.
+    pub moves: u64,
+    /// Pages moved.
+    pub pages_moved: u64,
+    /// Bytes moved (pages × [`PAGE`]).
+    pub bytes_moved: u64,
+    /// Sum over moves of helper start → placement switch (ps).
+    pub copy_ps: Ps,
+    /// Time the application waited for moves (ps), as it reported.
+    pub exposed_ps: Ps,
+    /// Highest number of bytes in DRAM (promotions in flight included).
+    pub peak_dram_bytes: u64,
+}
+
+impl TierStats {
+    /// Copy time that ran while the application computed (ps).
+    pub fn overlapped_ps(&self) -> Ps {
+        self.copy_ps.saturating_sub(self.exposed_ps)
+    }
+
+    /// Share of copy time overlapped (1 when nothing was copied).
+    pub fn overlap_share(&self) -> f64 {
+        if self.copy_ps == 0 {
+            1.0
+        } else {
+            self.overlapped_ps() as f64 / self.copy_ps as f64
+        }
+    }
+}
+
+/// One process's tiered objects, shared by its program and its helper.
+#[derive(Clone, Debug)]
+pub struct TierSpace {
+    objs: Vec<TierObject>,
+    fifo: VecDeque<MoveReq>,
+    fast: u8,
+    slow: u8,
+    slot: u32,
+    capacity: u64,
+    dram_bytes: u64,
+    stats: TierStats,
+}
+
+/// The handle both generators of one process hold.
+pub type TierHandle = Arc<Mutex<TierSpace>>;
+
+/// Locks a handle (a poisoned lock is still usable: no invariant spans a panic).
+pub fn lock(h: &TierHandle) -> MutexGuard<'_, TierSpace> {
+    h.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl TierSpace {
+    /// A space in regions `fast` / `slow` (indices), thread span `slot`,
+    /// with `objs` as (name, bytes, initial tier) laid out back to back, and
+    /// a DRAM capacity for reports.
+    pub fn new(
+        fast: u8,
+        slow: u8,
+        slot: u32,
+        objs: &[(String, u64, Tier)],
+        capacity: u64,
+    ) -> TierSpace {
+        let mut base = 0;
+        let objs: Vec<TierObject> = objs
+            .iter()
+            .map(|(name, size, tier)| {
+                let n = size.max(&1).div_ceil(PAGE);
+                let o = TierObject {
+                    name: name.clone(),
+                    size: (*size).max(1),
+                    base,
+                    pages: vec![*tier; n as usize],
+                    pending: 0,
+                };
+                base += n * PAGE;
+                o
+            })
+            .collect();
+        let dram_bytes = objs.iter().map(|o| o.bytes_in(Tier::Dram)).sum();
+        TierSpace {
+            objs,
+            fifo: VecDeque::new(),
+            fast,
+            slow,
+            slot,
+            capacity,
+            dram_bytes,
+            stats: TierStats {
+                peak_dram_bytes: dram_bytes,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Wraps the space into a shared handle.
+    pub fn into_handle(self) -> TierHandle {
+        Arc::new(Mutex::new(self))
+    }
+
+    /// The objects.
+    pub fn objects(&self) -> &[TierObject] {
+        &self.objs
+    }
+
+    /// DRAM capacity the policy was given (bytes).
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Bytes in DRAM now (promotions in flight included).
+    pub fn dram_bytes(&self) -> u64 {
+        self.dram_bytes
+    }
+
+    /// Migration accounting so far.
+    pub fn stats(&self) -> &TierStats {
+        &self.stats
+    }
+
+    fn region(&self, t: Tier) -> u8 {
+        match t {
+            Tier::Dram => self.fast,
+            Tier::Slow => self.slow,
+        }
+    }
+
+    /// Address of the line holding byte `offset` of `obj` (wrapped into
+    /// the object), in the region where that page lives now.
+    pub fn line_addr(&self, obj: usize, offset: u64) -> u64 {
+        let Some(o) = self.objs.get(obj) else {
+            return addr(self.slow, self.slot, 0);
+        };
+        let off = offset % o.size;
+        addr(
+            self.region(o.tier_at(off)),
+            self.slot,
+            o.base + off / LINE * LINE,
+        )
+    }
+
+    /// Queues a move for the helper (FIFO). Unknown objects are ignored.
+    pub fn request(&mut self, m: MoveReq) {
+        if let Some(o) = self.objs.get_mut(m.obj) {
+            o.pending += 1;
+            self.fifo.push_back(m);
+        }
+    }
+
+    /// True when no request naming `obj` is queued or being copied.
+    pub fn settled(&self, obj: usize) -> bool {
+        self.objs.get(obj).is_none_or(|o| o.pending == 0)
+    }
+
+    /// True when the helper has nothing left to do.
+    pub fn idle(&self) -> bool {
+        self.objs.iter().all(|o| o.pending == 0)
+    }
+
+    /// The application waited `ps` for moves.
+    pub fn add_exposed(&mut self, ps: Ps) {
+        self.stats.exposed_ps += ps;
+    }
+
+    /// Takes the next request and returns the pages it must copy (those
+    /// not already in its destination). Promotions count against DRAM now.
+    fn start_next(&mut self) -> Option<(MoveReq, Vec<u64>)> {
+        let m = self.fifo.pop_front()?;
+        let o = &self.objs[m.obj];
+        let end = m.first_page.saturating_add(m.pages).min(o.page_count());
+        let pages: Vec<u64> = (m.first_page.min(end)..end)
+            .filter(|&p| o.pages[p as usize] != m.to)
+            .collect();
+        if m.to == Tier::Dram {
+            self.dram_bytes += pages.len() as u64 * PAGE;
+            self.stats.peak_dram_bytes = self.stats.peak_dram_bytes.max(self.dram_bytes);
+        }
+        Some((m, pages))
+    }
+
+    /// The helper's copy of `pages` of `m` is durable: switch placement.
+    fn finish(&mut self, m: &MoveReq, pages: &[u64], copy_ps: Ps) {
+        let o = &mut self.objs[m.obj];
+        for &p in pages {
+            o.pages[p as usize] = m.to;
+        }
+        o.pending = o.pending.saturating_sub(1);
+        if m.to == Tier::Slow {
+            self.dram_bytes = self.dram_bytes.saturating_sub(pages.len() as u64 * PAGE);
+        }
+        if !pages.is_empty() {
+            self.stats.moves += 1;
+            self.stats.pages_moved += pages.len() as u64;
+            self.stats.bytes_moved += pages.len() as u64 * PAGE;
+            self.stats.copy_ps += copy_ps;
+        }
+    }
+
+    /// Source and destination of line `line` of page `page` of `obj` when
+    /// moving it to `to`.
+    fn copy_pair(&self, obj: usize, page: u64, line: u64, to: Tier) -> (u64, u64) {
+        let off = self.objs[obj].base + page * PAGE + line * LINE;
+        let from = match to {
+            Tier::Dram => Tier::Slow,
+            Tier::Slow => Tier::Dram,
+        };
+        (
+            addr(self.region(from), self.slot, off),
+            addr(self.region(to), self.slot, off),
+        )
+    }
+}
+
+/// The copy the helper is working on.
+#[derive(Clone, Debug)]
+struct Copy {
+    req: MoveReq,
+    pages: Vec<u64>,
+    /// Next page (index into `pages`) to issue.
+    next: usize,
+    /// All lines issued and the `Drain` after them queued.
+    drained: bool,
+    start: Ps,
+}
+
+/// The helper thread of one [`TierSpace`] (thesis §3.5: it copies in FIFO
+/// order and marks a request done only once its copy is complete). One
+/// page of `CopyLine`s per step; a `Drain` after the last page, so the
+/// placement switches only once every store reached its completion point.
+#[derive(Clone, Debug)]
+pub struct MigrationHelper {
+    space: TierHandle,
+    cur: Option<Copy>,
+    /// Sleep between two looks at an empty FIFO.
+    poll: Ps,
+}
+
+impl MigrationHelper {
+    /// A helper for `space` that looks at its FIFO every `poll` when idle.
+    pub fn new(space: TierHandle, poll: Ps) -> MigrationHelper {
+        MigrationHelper {
+            space,
+            cur: None,
+            poll: poll.max(1),
+        }
+    }
+
+    /// The next step's ops (see the type's doc).
+    pub(super) fn refill(&mut self, q: &mut OpBatch, now: Ps) {
+        let mut s = lock(&self.space);
+        loop {
+            match &mut self.cur {
+                None => match s.start_next() {
+                    Some((req, pages)) => {
+                        self.cur = Some(Copy {
+                            req,
+                            pages,
+                            next: 0,
+                            drained: false,
+                            start: now,
+                        })
+                    }
+                    None => {
+                        q.push_back(Op::Compute(self.poll));
+                        return;
+                    }
+                },
+                Some(c) if c.next < c.pages.len() => {
+                    let page = c.pages[c.next];
+                    c.next += 1;
+                    for l in 0..LINES_PER_PAGE {
+                        let (src, dst) = s.copy_pair(c.req.obj, page, l, c.req.to);
+                        q.push_back(Op::CopyLine { src, dst, nt: true });
+                    }
+                    return;
+                }
+                Some(c) if !c.drained && !c.pages.is_empty() => {
+                    c.drained = true;
+                    q.push_back(Op::Drain);
+                    return;
+                }
+                Some(c) => {
+                    let took = now - c.start;
+                    s.finish(&c.req, &c.pages, took);
+                    self.cur = None;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::REGION_SHIFT;
+
+    fn space() -> TierHandle {
+        TierSpace::new(
+            1,
+            2,
+            3,
+            &[
+                ("a".into(), 3 * PAGE, Tier::Slow),
+                ("b".into(), 100, Tier::Dram),
+            ],
+            8 * PAGE,
+        )
+        .into_handle()
+    }
+
+    fn steps(h: &mut MigrationHelper, n: usize, now: Ps) -> Vec<Op> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let mut q = OpBatch::default();
+            h.refill(&mut q, now);
+            while let Some(op) = q.pop_front() {
+                out.push(op);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn layout_and_addresses_follow_placement() {
+        let h = space();
+        let s = lock(&h);
+        assert_eq!(s.objects()[1].base, 3 * PAGE);
+        assert_eq!(s.dram_bytes(), PAGE);
+        let a = s.line_addr(0, PAGE + 70);
+        assert_eq!(a >> REGION_SHIFT, 2);
+        assert_eq!(a, addr(2, 3, PAGE + 64));
+        assert_eq!(s.line_addr(1, 100 + 5) >> REGION_SHIFT, 1); // wraps to offset 5
+        assert_eq!(s.line_addr(1, 5), addr(1, 3, 3 * PAGE));
+    }
+
+    #[test]
+    fn helper_copies_then_switches_placement() {
+        let h = space();
+        lock(&h).request(MoveReq {
+            obj: 0,
+            first_page: 1,
+            pages: 5, // clipped to the 2 pages left
+            to: Tier::Dram,
+        });
+        assert!(!lock(&h).settled(0));
+        assert_eq!(lock(&h).dram_bytes(), PAGE);
+        let mut m = MigrationHelper::new(h.clone(), 100);
+        let ops = steps(&mut m, 3, 1000);
+        // two pages of copies, slow -> fast, then a drain
+        let copies: Vec<(u64, u64)> = ops
+            .iter()
+            .filter_map(|o| match o {
+                Op::CopyLine { src, dst, nt: true } => Some((*src, *dst)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(copies.len() as u64, 2 * LINES_PER_PAGE);
+        assert!(copies
+            .iter()
+            .all(|(s, d)| s >> REGION_SHIFT == 2 && d >> REGION_SHIFT == 1));
+        assert_eq!(copies[0].0, addr(2, 3, PAGE));
+        assert_eq!(ops.last(), Some(&Op::Drain));
+        // during the copy the promotion holds DRAM, accesses still go to slow
+        assert_eq!(lock(&h).dram_bytes(), 3 * PAGE);
+        assert_eq!(lock(&h).line_addr(0, PAGE) >> REGION_SHIFT, 2);
+        // after the drain: switched, accounted, helper idles
+        let ops = steps(&mut m, 1, 5000);
+        assert_eq!(ops, vec![Op::Compute(100)]);
+        let s = lock(&h);
+        assert!(s.settled(0) && s.idle());
+        assert_eq!(s.line_addr(0, PAGE) >> REGION_SHIFT, 1);
+        assert_eq!(s.line_addr(0, 0) >> REGION_SHIFT, 2);
+        assert_eq!(s.objects()[0].bytes_in(Tier::Dram), 2 * PAGE);
+        assert_eq!(s.stats().moves, 1);
+        assert_eq!(s.stats().bytes_moved, 2 * PAGE);
+        assert_eq!(s.stats().copy_ps, 4000);
+        assert_eq!(s.stats().peak_dram_bytes, 3 * PAGE);
+    }
+
+    #[test]
+    fn demotion_frees_dram_at_the_end_and_noop_moves_cost_nothing() {
+        let h = space();
+        lock(&h).request(MoveReq::whole(1, Tier::Dram)); // already there
+        lock(&h).request(MoveReq::whole(1, Tier::Slow));
+        let mut m = MigrationHelper::new(h.clone(), 100);
+        let ops = steps(&mut m, 2, 0);
+        // the no-op is finished without traffic; the demotion copies fast -> slow
+        assert!(ops.iter().all(|o| match o {
+            Op::CopyLine { src, dst, .. } => src >> REGION_SHIFT == 1 && dst >> REGION_SHIFT == 2,
+            _ => true,
+        }));
+        assert_eq!(lock(&h).dram_bytes(), PAGE);
+        steps(&mut m, 1, 10);
+        let s = lock(&h);
+        assert_eq!(s.dram_bytes(), 0);
+        assert_eq!(s.stats().moves, 1);
+        assert!(s.idle());
+    }
+
+    #[test]
+    fn overlap_share() {
+        let mut st = TierStats {
+            copy_ps: 100,
+            exposed_ps: 25,
+            ..Default::default()
+        };
+        assert_eq!(st.overlapped_ps(), 75);
+        assert!((st.overlap_share() - 0.75).abs() < 1e-12);
+        st.exposed_ps = 200;
+        assert_eq!(st.overlap_share(), 0.0);
+        assert_eq!(TierStats::default().overlap_share(), 1.0);
+    }
+}

@@ -3,6 +3,8 @@
 //! ```text
 //! 0      pool header (128 B, checksummed)          thesis Fig. 5.3 "metadata area"
 //! 4096   TxState slots, one 64 B line each        thesis Fig. 5.3 "TxState list"
+//! chkp   checkpoint area (version 2): two record lines, two CHKP-diff logs,
+//!        the CHKP table (see `chkp`)                thesis Fig. 5.3 "CHKP"
 //! data   user-data area, 64 B lines; every block starts with a 24 B object
 //!        header (id, size, TxID, check) followed by the payload
 //! ```
@@ -14,8 +16,12 @@
 pub const LINE: usize = 64;
 /// Pool header magic.
 pub const MAGIC: [u8; 8] = *b"MTXPOOL\0";
-/// Format version this build reads and writes.
-pub const VERSION: u32 = 1;
+/// Format version this build reads and writes (2: checkpoint area).
+pub const VERSION: u32 = 2;
+/// Lookup-table entries per CHKP line (15 x 4 B + a 4 B check).
+pub const CHKP_PER_LINE: u32 = 15;
+/// Bytes of one CHKP-diff log entry.
+pub const LOG_ENTRY: u64 = 16;
 /// Bytes of the pool header that are checksummed (the checksum follows).
 pub const HEADER_LEN: usize = 128;
 /// Where the TxState slots start.
@@ -44,6 +50,33 @@ pub struct PoolHeader {
     pub root_id: u32,
     /// Payload bytes of the root object.
     pub root_size: u32,
+    /// Start of the checkpoint area (record lines, then the logs, then CHKP).
+    pub chkp_off: u64,
+    /// Entries per CHKP-diff log (there are two, by epoch parity).
+    pub log_cap: u32,
+    /// Lines of the CHKP table ([`CHKP_PER_LINE`] ids each).
+    pub chkp_lines: u32,
+}
+
+impl PoolHeader {
+    /// Data lines.
+    pub fn nlines(&self) -> u32 {
+        (self.data_len / LINE as u64) as u32
+    }
+    /// Offset of checkpoint record `slot` (0 or 1).
+    pub fn record_off(&self, slot: u64) -> usize {
+        (self.chkp_off + (slot & 1) * LINE as u64) as usize
+    }
+    /// Offset of entry `i` of CHKP-diff log `parity` (0 or 1).
+    pub fn log_off(&self, parity: u64, i: u32) -> usize {
+        let log = self.chkp_off + 4096 + (parity & 1) * u64::from(self.log_cap) * LOG_ENTRY;
+        (log + u64::from(i) * LOG_ENTRY) as usize
+    }
+    /// Offset of CHKP line `l`.
+    pub fn chkp_line_off(&self, l: u32) -> usize {
+        let t = self.chkp_off + 4096 + 2 * u64::from(self.log_cap) * LOG_ENTRY;
+        (t + u64::from(l) * LINE as u64) as usize
+    }
 }
 
 /// Why a header image was rejected (the pool layer adds the path).
@@ -88,14 +121,28 @@ pub fn plan(pool_len: u64, nslots: u32, salt: u64, root_size: u32) -> Result<Poo
         return Err(format!("slots {nslots} not in 1..=1024"));
     }
     let slots_end = SLOTS_OFF + u64::from(nslots) * LINE as u64;
-    let data_off = slots_end.div_ceil(4096) * 4096;
+    let chkp_off = slots_end.div_ceil(4096) * 4096;
+    // Each data line costs 64 B plus 4 B of CHKP: about 15/1024 lines per
+    // byte left after the record page.
+    let approx = pool_len.saturating_sub(chkp_off + 4096) * 15 / 1024;
+    let log_cap = (approx / 64).clamp(64, 65_536).div_ceil(4) * 4;
+    let chkp_lines = (approx + 2).div_ceil(u64::from(CHKP_PER_LINE)).max(1);
+    if chkp_lines > u64::from(u32::MAX) {
+        return Err(format!(
+            "pool size {pool_len} needs too many checkpoint lines"
+        ));
+    }
+    let table_off = chkp_off + 4096 + 2 * log_cap * LOG_ENTRY;
+    let data_off = (table_off + chkp_lines * LINE as u64).div_ceil(4096) * 4096;
     if pool_len < data_off + 64 * 1024 {
         return Err(format!(
             "pool size {pool_len} below the minimum {}",
             data_off + 64 * 1024
         ));
     }
-    let data_len = (pool_len - data_off) / LINE as u64 * LINE as u64;
+    let lines =
+        ((pool_len - data_off) / LINE as u64).min(chkp_lines * u64::from(CHKP_PER_LINE) - 2);
+    let data_len = lines * LINE as u64;
     if data_len / LINE as u64 > u64::from(u32::MAX - 1) {
         return Err(format!("data area {data_len} B exceeds 2^32 lines"));
     }
@@ -110,6 +157,9 @@ pub fn plan(pool_len: u64, nslots: u32, salt: u64, root_size: u32) -> Result<Poo
         salt,
         root_id: 1,
         root_size,
+        chkp_off,
+        log_cap: log_cap as u32,
+        chkp_lines: chkp_lines as u32,
     })
 }
 
@@ -127,6 +177,9 @@ pub fn encode_header(h: &PoolHeader) -> [u8; HEADER_LEN] {
     b[56..64].copy_from_slice(&h.salt.to_le_bytes());
     b[64..68].copy_from_slice(&h.root_id.to_le_bytes());
     b[68..72].copy_from_slice(&h.root_size.to_le_bytes());
+    b[72..80].copy_from_slice(&h.chkp_off.to_le_bytes());
+    b[80..84].copy_from_slice(&h.log_cap.to_le_bytes());
+    b[84..88].copy_from_slice(&h.chkp_lines.to_le_bytes());
     let sum = fnv1a(&b[..HEADER_LEN - 8]);
     b[HEADER_LEN - 8..].copy_from_slice(&sum.to_le_bytes());
     b
@@ -172,6 +225,9 @@ pub fn decode_header(b: &[u8], file_len: u64) -> Result<PoolHeader, HeaderFault>
         salt: rd64(b, 56),
         root_id: rd32(b, 64),
         root_size: rd32(b, 68),
+        chkp_off: rd64(b, 72),
+        log_cap: rd32(b, 80),
+        chkp_lines: rd32(b, 84),
     };
     let expect = plan(h.pool_len, h.nslots, h.salt, h.root_size).map_err(|w| field("layout", w))?;
     if expect != h {
@@ -229,7 +285,7 @@ pub fn obj_check(salt: u64, line: u32, h: &ObjHeader) -> u64 {
     x | 1
 }
 
-fn mix(mut x: u64) -> u64 {
+pub(crate) fn mix(mut x: u64) -> u64 {
     // splitmix64 finaliser
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

@@ -1,16 +1,17 @@
 //! Pool lifecycle: create, open + full-scan recovery (thesis §5.4.5), the
 //! TxState slots, allocation glue and the GC step.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::alloc::{Dealloc, FreeList, Portion, LARGE_LINES};
+use crate::checkpoint::ChkpState;
 use crate::error::{PoolError, TxError};
 use crate::layout::{
     self, HeaderFault, ObjHeader, PoolHeader, SlotState, LINE, OBJ_HDR, SLOTS_OFF,
 };
+pub use crate::recover::RecoveryMode;
 use crate::region::{self, PersistHook, PersistMode, PersistStats, Region};
 use crate::table::Table;
 
@@ -33,6 +34,11 @@ pub struct PoolOptions {
     pub gc_batch: usize,
     /// Test persistence domain (crash-state enumerator).
     pub hook: Option<Arc<dyn PersistHook>>,
+    /// Recovery path at open (checkpoint when valid, or always full scan).
+    pub recovery: RecoveryMode,
+    /// Online defragmentation of 4 KB regions after each checkpoint of
+    /// `Pool::run_checkpointer` (thesis §5.3 item 5: can be switched off).
+    pub defrag: bool,
 }
 
 impl Default for PoolOptions {
@@ -45,6 +51,8 @@ impl Default for PoolOptions {
             segment_lines: 4096,
             gc_batch: 64,
             hook: None,
+            recovery: RecoveryMode::Auto,
+            defrag: true,
         }
     }
 }
@@ -64,6 +72,15 @@ pub struct RecoveryReport {
     pub free_lines: u64,
     /// Distinct transactions whose copies were dropped as uncommitted.
     pub unfinished_tx: u64,
+    /// Epoch of the checkpoint recovery started from (0: full scan).
+    pub checkpoint_epoch: u64,
+    /// Why the checkpoint path was not taken, if it was not.
+    pub fallback: Option<String>,
+    /// Data lines examined for an object header.
+    pub scanned_lines: u64,
+    /// CHKP entries whose location no longer holds that object (superseded
+    /// since the checkpoint, header already zeroed).
+    pub chkp_superseded: u64,
 }
 
 /// Cumulative counters (bench and `memtamer stat`).
@@ -93,6 +110,10 @@ pub struct Faults {
     pub skip_copy_flush: AtomicBool,
     /// Skip the fence between the copies and the commit record.
     pub skip_commit_fence: AtomicBool,
+    /// Skip persisting CHKP-diff log entries before using the extent.
+    pub skip_log_persist: AtomicBool,
+    /// Skip the fence between the CHKP lines and the checkpoint record.
+    pub skip_chkp_fence: AtomicBool,
 }
 
 /// DRAM mirror of a TxState slot, read by other transactions.
@@ -139,10 +160,12 @@ pub struct Pool {
     pub(crate) gen: AtomicU64,
     pub(crate) tombs: Mutex<Vec<(Dealloc, u64)>>,
     pub(crate) tombs_len: std::sync::atomic::AtomicUsize,
-    recovery: RecoveryReport,
+    pub(crate) recovery: RecoveryReport,
     /// Fault injection (tests only).
     #[doc(hidden)]
     pub faults: Faults,
+    pub(crate) chkp: ChkpState,
+    pub(crate) defrag_on: bool,
 }
 
 fn header_error(path: &Path, f: HeaderFault, file_len: u64) -> PoolError {
@@ -289,175 +312,6 @@ impl Pool {
         self.hdr.data_off as usize + line as usize * LINE
     }
 
-    /// Full recovery (thesis §5.4.5): unfinished TxIDs from the slots, scan
-    /// every object header, keep the newest committed copy per id, drop the
-    /// rest, rebuild the lookup table and the free list.
-    fn recover(region: Region, hdr: PoolHeader, o: &PoolOptions) -> Result<Pool, PoolError> {
-        let corrupt = |offset: u64, why: String| PoolError::Corrupted {
-            path: region.path().into(),
-            offset,
-            why,
-        };
-        let mut rep = RecoveryReport::default();
-        let mut max_ts = 1u64;
-        let mut records = Vec::with_capacity(hdr.nslots as usize);
-        for s in 0..hdr.nslots as usize {
-            let b = region.bytes(SLOTS_OFF as usize + s * LINE, 16);
-            let w = u64::from_le_bytes(b[0..8].try_into().unwrap_or([0; 8]));
-            let c = u64::from_le_bytes(b[8..16].try_into().unwrap_or([0; 8]));
-            let (txid, st) = layout::slot_unpack(w);
-            max_ts = max_ts.max(txid).max(c);
-            records.push((txid, st));
-        }
-        let mut unfinished = std::collections::HashSet::new();
-        let nlines = (hdr.data_len / LINE as u64) as u32;
-        let mut best: HashMap<u32, (u32, ObjHeader)> = HashMap::new();
-        let mut drop_copies: Vec<(u32, u32)> = Vec::new();
-        let mut drop_tombs: Vec<(u32, u32)> = Vec::new();
-        let mut line = 0u32;
-        while line < nlines {
-            let off = hdr.data_off as usize + line as usize * LINE;
-            let Some(h) = layout::decode_obj(hdr.salt, line, region.bytes(off, OBJ_HDR)) else {
-                line += 1;
-                continue;
-            };
-            let n = h.lines();
-            if u64::from(line) + u64::from(n) > u64::from(nlines) {
-                return Err(corrupt(
-                    u64::from(line) * LINE as u64,
-                    format!("object {} of {} lines runs past the data area", h.id, n),
-                ));
-            }
-            let (slot, t) = layout::untag_txid(h.txid);
-            let Some(&(st, ss)) = records.get(slot as usize) else {
-                return Err(corrupt(
-                    u64::from(line) * LINE as u64,
-                    format!("object {} written by slot {slot} of {}", h.id, hdr.nslots),
-                ));
-            };
-            max_ts = max_ts.max(t);
-            if !layout::copy_committed(t, st, ss) {
-                rep.uncommitted += 1;
-                unfinished.insert(t);
-                drop_copies.push((line, n));
-            } else {
-                match best.get(&h.id) {
-                    Some((_, b)) if layout::untag_txid(b.txid).1 == t => {
-                        return Err(corrupt(
-                            u64::from(line) * LINE as u64,
-                            format!("object {} has two copies from TxID {t}", h.id),
-                        ));
-                    }
-                    Some((bl, b)) if layout::untag_txid(b.txid).1 > t => {
-                        rep.stale += 1;
-                        push_drop(&mut drop_copies, &mut drop_tombs, line, &h);
-                        let _ = bl;
-                    }
-                    prev => {
-                        if let Some((pl, ph)) = prev.copied() {
-                            rep.stale += 1;
-                            push_drop(&mut drop_copies, &mut drop_tombs, pl, &ph);
-                        }
-                        best.insert(h.id, (line, h));
-                    }
-                }
-            }
-            line += n;
-        }
-        rep.unfinished_tx = unfinished.len() as u64;
-        // Tombstones that won: the object is deleted; drop the record last.
-        best.retain(|_, (l, h)| {
-            if h.is_tombstone() {
-                rep.tombstones += 1;
-                drop_tombs.push((*l, h.lines()));
-                false
-            } else {
-                true
-            }
-        });
-        if !best.contains_key(&hdr.root_id) {
-            return Err(corrupt(0, format!("root object {} missing", hdr.root_id)));
-        }
-        let mut st = PersistStats::default();
-        let zeros = [0u8; OBJ_HDR];
-        for phase in [&drop_copies, &drop_tombs] {
-            for (l, _) in phase {
-                let off = hdr.data_off as usize + *l as usize * LINE;
-                region.write(off, &zeros);
-                region.flush(off, OBJ_HDR, &mut st);
-            }
-            region.fence(&mut st);
-        }
-        for s in 0..hdr.nslots as usize {
-            let off = SLOTS_OFF as usize + s * LINE;
-            let w = u64::from_le_bytes(region.bytes(off, 8).try_into().unwrap_or([0; 8]));
-            let (txid, state) = layout::slot_unpack(w);
-            if matches!(state, SlotState::Begin | SlotState::Abort) {
-                region.write(off, &layout::slot_word(txid, SlotState::End).to_le_bytes());
-                region.flush(off, 8, &mut st);
-            }
-        }
-        region.fence(&mut st);
-
-        let cap = nlines.saturating_add(2).min(u32::MAX - 1);
-        let table = Table::new(cap).map_err(|source| PoolError::Io {
-            path: region.path().into(),
-            op: "mmap lookup table",
-            source,
-        })?;
-        let mut used: Vec<(u32, u32)> = Vec::with_capacity(best.len());
-        let mut max_id = hdr.root_id;
-        for (id, (l, h)) in &best {
-            let e = table.get(*id).ok_or_else(|| {
-                corrupt(
-                    u64::from(*l) * LINE as u64,
-                    format!("object id {id} beyond table capacity {cap}"),
-                )
-            })?;
-            e.old.store(l + 1, Ordering::Relaxed);
-            used.push((*l, h.lines()));
-            max_id = max_id.max(*id);
-        }
-        used.sort_unstable();
-        let mut free = FreeList::default();
-        let mut cur = 0u32;
-        for (l, n) in &used {
-            free.insert(cur, l - cur);
-            cur = l + n;
-        }
-        free.insert(cur, nlines - cur);
-        rep.objects = best.len() as u64;
-        rep.free_lines = free.total();
-        let spare: Vec<u32> = (1..=max_id)
-            .rev()
-            .filter(|id| !best.contains_key(id))
-            .collect();
-
-        let nslots = hdr.nslots as usize;
-        Ok(Pool {
-            hdr,
-            table,
-            clock: AtomicU64::new(max_ts + 1),
-            states: (0..nslots).map(|_| SlotDram::default()).collect(),
-            slots: (0..nslots)
-                .map(|_| Mutex::new(SlotCtx::default()))
-                .collect(),
-            global: Mutex::new(free),
-            recycle: Mutex::new(Vec::new()),
-            next_id: AtomicU32::new(max_id + 1),
-            spare_ids: Mutex::new(spare),
-            segment_lines: o.segment_lines.max(1),
-            gc_batch: o.gc_batch.max(1),
-            totals: Mutex::new(PoolStats::default()),
-            gen: AtomicU64::new(1),
-            tombs: Mutex::new(Vec::new()),
-            tombs_len: std::sync::atomic::AtomicUsize::new(0),
-            recovery: rep,
-            faults: Faults::default(),
-            region,
-        })
-    }
-
     /// What recovery did at open.
     pub fn recovery(&self) -> &RecoveryReport {
         &self.recovery
@@ -533,10 +387,12 @@ impl Pool {
                 }
                 let seg = lock(&self.global).take_segment(n, self.segment_lines);
                 if let Some((s, len)) = seg {
+                    self.log_fetch(s, len, &mut ctx.stats);
                     ctx.portion.add_segment(s, len);
                     continue;
                 }
             } else if let Some(l) = lock(&self.global).take_best(n) {
+                self.log_fetch(l, n, &mut ctx.stats);
                 return Ok(l);
             }
             // Refill from the recycle list (step 3), then from idle slots.
@@ -701,14 +557,6 @@ pub(crate) fn fold_stats(
     t.fences += std::mem::take(&mut st.fences);
     t.persisted_bytes += std::mem::take(&mut st.bytes);
     t.bytes_in_big_runs += std::mem::take(&mut st.bytes_in_big_runs);
-}
-
-fn push_drop(copies: &mut Vec<(u32, u32)>, tombs: &mut Vec<(u32, u32)>, line: u32, h: &ObjHeader) {
-    if h.is_tombstone() {
-        tombs.push((line, h.lines()));
-    } else {
-        copies.push((line, h.lines()));
-    }
 }
 
 /// Locks a mutex, recovering from poisoning (a panicked holder leaves only

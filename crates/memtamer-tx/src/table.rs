@@ -135,6 +135,13 @@ impl Table {
         Some(unsafe { &*self.base.add(id as usize) })
     }
 
+    /// The mapping (base, bytes): what the checkpoint's dirty tracker
+    /// write-protects.
+    pub fn raw(&self) -> (*const u8, usize) {
+        let bytes = (self.cap as usize).max(1) * std::mem::size_of::<Entry>();
+        (self.base as *const u8, bytes)
+    }
+
     /// DRAM bytes per object (thesis's lookup-table memory cost).
     pub fn bytes_per_entry() -> usize {
         std::mem::size_of::<Entry>()

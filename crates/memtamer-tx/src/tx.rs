@@ -606,3 +606,9 @@ impl Drop for Tx<'_> {
         }
     }
 }
+
+/// Whether this thread runs a transaction (a checkpoint would wait for its
+/// own slot).
+pub(crate) fn in_tx() -> bool {
+    IN_TX.with(|c| c.get())
+}

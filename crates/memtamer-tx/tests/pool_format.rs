@@ -107,14 +107,14 @@ fn bad_files_give_clear_errors() {
         }
     ));
     let mut v = good.clone();
-    v[8] = 2;
+    v[8] = 1;
     let e = check(&v);
     assert!(
         matches!(
             e,
             PoolError::Version {
-                found: 2,
-                supported: 1,
+                found: 1,
+                supported: 2,
                 ..
             }
         ),

@@ -1,0 +1,379 @@
+//! Recovery (thesis §5.4.5-5.4.6), both paths:
+//!
+//! * **full scan**: every line of the data area is examined for a valid
+//!   object header;
+//! * **checkpoint + fetched segments**: the CHKP entries (each confirmed by
+//!   the header at its location) plus a scan of only the extents logged in
+//!   CHKP-diff since that checkpoint.
+//!
+//! Both feed the same judge (newest committed copy per id wins, uncommitted
+//! and stale copies are dropped and their headers zeroed), so both build the
+//! same lookup table and free list; a checkpoint that cannot be trusted
+//! (`chkp::load` says why) makes recovery take the full scan and write a
+//! fresh checkpoint afterwards.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::Mutex;
+
+use crate::alloc::FreeList;
+use crate::checkpoint::{ChkpState, LogState};
+use crate::chkp;
+use crate::dirty::DirtyTracker;
+use crate::error::PoolError;
+use crate::layout::{self, ObjHeader, PoolHeader, SlotState, LINE, OBJ_HDR, SLOTS_OFF};
+use crate::pool::{Faults, Pool, PoolOptions, PoolStats, RecoveryReport, SlotCtx, SlotDram};
+use crate::region::{PersistStats, Region};
+use crate::table::Table;
+
+/// Which recovery path `Pool::open` takes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RecoveryMode {
+    /// The checkpoint path when the checkpoint is valid, else the full scan.
+    #[default]
+    Auto,
+    /// Always the full scan (the checkpoint is kept up to date regardless).
+    FullScan,
+}
+
+struct Judge<'a> {
+    region: &'a Region,
+    hdr: &'a PoolHeader,
+    records: Vec<(u64, SlotState)>,
+    max_ts: u64,
+    rep: RecoveryReport,
+    unfinished: std::collections::HashSet<u64>,
+    best: HashMap<u32, (u32, ObjHeader)>,
+    drop_copies: Vec<(u32, u32)>,
+    drop_tombs: Vec<(u32, u32)>,
+}
+
+impl Judge<'_> {
+    fn corrupt(&self, line: u32, why: String) -> PoolError {
+        PoolError::Corrupted {
+            path: self.region.path().into(),
+            offset: u64::from(line) * LINE as u64,
+            why,
+        }
+    }
+
+    fn header(&self, line: u32) -> Option<ObjHeader> {
+        let off = self.hdr.data_off as usize + line as usize * LINE;
+        layout::decode_obj(self.hdr.salt, line, self.region.bytes(off, OBJ_HDR))
+    }
+
+    /// Judges the copy `h` at `line`; returns its length in lines.
+    fn copy(&mut self, line: u32, h: ObjHeader) -> Result<u32, PoolError> {
+        let n = h.lines();
+        if u64::from(line) + u64::from(n) > u64::from(self.hdr.nlines()) {
+            return Err(self.corrupt(
+                line,
+                format!("object {} of {} lines runs past the data area", h.id, n),
+            ));
+        }
+        let (slot, t) = layout::untag_txid(h.txid);
+        let Some(&(st, ss)) = self.records.get(slot as usize) else {
+            return Err(self.corrupt(
+                line,
+                format!(
+                    "object {} written by slot {slot} of {}",
+                    h.id, self.hdr.nslots
+                ),
+            ));
+        };
+        self.max_ts = self.max_ts.max(t);
+        if !layout::copy_committed(t, st, ss) {
+            self.rep.uncommitted += 1;
+            self.unfinished.insert(t);
+            self.drop_copies.push((line, n));
+            return Ok(n);
+        }
+        match self.best.get(&h.id).copied() {
+            Some((_, b)) if layout::untag_txid(b.txid).1 == t => {
+                return Err(self.corrupt(
+                    line,
+                    format!("object {} has two copies from TxID {t}", h.id),
+                ));
+            }
+            Some((_, b)) if layout::untag_txid(b.txid).1 > t => {
+                self.rep.stale += 1;
+                self.push_drop(line, &h);
+            }
+            prev => {
+                if let Some((pl, ph)) = prev {
+                    self.rep.stale += 1;
+                    self.push_drop(pl, &ph);
+                }
+                self.best.insert(h.id, (line, h));
+            }
+        }
+        Ok(n)
+    }
+
+    fn push_drop(&mut self, line: u32, h: &ObjHeader) {
+        if h.is_tombstone() {
+            self.drop_tombs.push((line, h.lines()));
+        } else {
+            self.drop_copies.push((line, h.lines()));
+        }
+    }
+
+    /// The checkpoint path: CHKP entries confirmed by their headers (those
+    /// inside logged extents are left to the scan), then the logged extents;
+    /// the blocks found must not overlap.
+    fn from_checkpoint(&mut self, c: &chkp::Loaded) -> Result<(), PoolError> {
+        self.rep.checkpoint_epoch = c.rec.epoch;
+        self.max_ts = self.max_ts.max(c.rec.clock);
+        for &(id, line) in &c.entries {
+            if chkp::covered(&c.extents, line) {
+                continue;
+            }
+            match self.header(line) {
+                Some(h) if h.id == id => {
+                    self.copy(line, h)?;
+                }
+                _ => self.rep.chkp_superseded += 1,
+            }
+        }
+        self.scan(&c.extents)?;
+        let mut all: Vec<(u32, u32)> = self.best.values().map(|(l, h)| (*l, h.lines())).collect();
+        all.extend_from_slice(&self.drop_copies);
+        all.extend_from_slice(&self.drop_tombs);
+        all.sort_unstable();
+        for w in all.windows(2) {
+            if w[0].0 + w[0].1 > w[1].0 {
+                return Err(self.corrupt(
+                    w[1].0,
+                    format!(
+                        "block at line {} overlaps the block at line {}",
+                        w[1].0, w[0].0
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Scans the sorted, disjoint `ranges` line by line.
+    fn scan(&mut self, ranges: &[(u32, u32)]) -> Result<(), PoolError> {
+        let mut line = 0u32;
+        for &(s, n) in ranges {
+            line = line.max(s);
+            let end = s + n;
+            while line < end {
+                self.rep.scanned_lines += 1;
+                match self.header(line) {
+                    Some(h) => line += self.copy(line, h)?,
+                    None => line += 1,
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Pool {
+    /// Recovery at open: the checkpoint path when possible (and allowed by
+    /// `o.recovery`), else the full scan; then the same judge, zeroing,
+    /// lookup table and free list for both.
+    pub(crate) fn recover(
+        region: Region,
+        hdr: PoolHeader,
+        o: &PoolOptions,
+    ) -> Result<Pool, PoolError> {
+        let mut records = Vec::with_capacity(hdr.nslots as usize);
+        let mut max_ts = 1u64;
+        for s in 0..hdr.nslots as usize {
+            let b = region.bytes(SLOTS_OFF as usize + s * LINE, 16);
+            let w = u64::from_le_bytes(b[0..8].try_into().unwrap_or([0; 8]));
+            let c = u64::from_le_bytes(b[8..16].try_into().unwrap_or([0; 8]));
+            let (txid, st) = layout::slot_unpack(w);
+            max_ts = max_ts.max(txid).max(c);
+            records.push((txid, st));
+        }
+        let nlines = hdr.nlines();
+        let mut loaded = chkp::load(&hdr, &region);
+        let judge = || Judge {
+            region: &region,
+            hdr: &hdr,
+            records: records.clone(),
+            max_ts,
+            rep: RecoveryReport::default(),
+            unfinished: Default::default(),
+            best: HashMap::new(),
+            drop_copies: Vec::new(),
+            drop_tombs: Vec::new(),
+        };
+        let mut j = judge();
+        let via_chkp = match (&loaded, o.recovery) {
+            (Ok(c), RecoveryMode::Auto) => Some(j.from_checkpoint(c)),
+            _ => None,
+        };
+        match via_chkp {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                // A checkpoint that contradicts the object headers is not
+                // trusted: scan everything and write a fresh one.
+                let why = format!("checkpoint path failed: {e}");
+                j = judge();
+                j.rep.fallback = Some(why.clone());
+                j.scan(&[(0, nlines)])?;
+                loaded = Err(why);
+            }
+            None => {
+                if let Err(why) = &loaded {
+                    j.rep.fallback = Some(why.clone());
+                }
+                j.scan(&[(0, nlines)])?;
+            }
+        }
+        let Judge {
+            mut rep,
+            unfinished,
+            mut best,
+            drop_copies,
+            mut drop_tombs,
+            max_ts,
+            ..
+        } = j;
+        rep.unfinished_tx = unfinished.len() as u64;
+        // Tombstones that won: the object is deleted; drop the record last.
+        best.retain(|_, (l, h)| {
+            if h.is_tombstone() {
+                rep.tombstones += 1;
+                drop_tombs.push((*l, h.lines()));
+                false
+            } else {
+                true
+            }
+        });
+        let corrupt = |offset: u64, why: String| PoolError::Corrupted {
+            path: region.path().into(),
+            offset,
+            why,
+        };
+        if !best.contains_key(&hdr.root_id) {
+            return Err(corrupt(0, format!("root object {} missing", hdr.root_id)));
+        }
+        let mut st = PersistStats::default();
+        let zeros = [0u8; OBJ_HDR];
+        for phase in [&drop_copies, &drop_tombs] {
+            for (l, _) in phase {
+                let off = hdr.data_off as usize + *l as usize * LINE;
+                region.write(off, &zeros);
+                region.flush(off, OBJ_HDR, &mut st);
+            }
+            region.fence(&mut st);
+        }
+        for s in 0..hdr.nslots as usize {
+            let off = SLOTS_OFF as usize + s * LINE;
+            let w = u64::from_le_bytes(region.bytes(off, 8).try_into().unwrap_or([0; 8]));
+            let (txid, state) = layout::slot_unpack(w);
+            if matches!(state, SlotState::Begin | SlotState::Abort) {
+                region.write(off, &layout::slot_word(txid, SlotState::End).to_le_bytes());
+                region.flush(off, 8, &mut st);
+            }
+        }
+        region.fence(&mut st);
+
+        let cap = nlines.saturating_add(2).min(u32::MAX - 1);
+        let table = Table::new(cap).map_err(|source| PoolError::Io {
+            path: region.path().into(),
+            op: "mmap lookup table",
+            source,
+        })?;
+        let mut used: Vec<(u32, u32)> = Vec::with_capacity(best.len());
+        let mut max_id = hdr.root_id;
+        for (id, (l, h)) in &best {
+            let e = table.get(*id).ok_or_else(|| {
+                corrupt(
+                    u64::from(*l) * LINE as u64,
+                    format!("object id {id} beyond table capacity {cap}"),
+                )
+            })?;
+            e.old.store(l + 1, std::sync::atomic::Ordering::Relaxed);
+            used.push((*l, h.lines()));
+            max_id = max_id.max(*id);
+        }
+        used.sort_unstable();
+        let mut free = FreeList::default();
+        let mut cur = 0u32;
+        for (l, n) in &used {
+            free.insert(cur, l - cur);
+            cur = l + n;
+        }
+        free.insert(cur, nlines - cur);
+        rep.objects = best.len() as u64;
+        rep.free_lines = free.total();
+        let spare: Vec<u32> = (1..=max_id)
+            .rev()
+            .filter(|id| !best.contains_key(id))
+            .collect();
+
+        let (tbase, tlen) = table.raw();
+        let tracker = DirtyTracker::new(tbase, tlen);
+        let log = match &loaded {
+            Ok(c) => LogState {
+                epoch: c.rec.epoch,
+                next: c.log_len,
+                nids: c.rec.nids,
+                full: true,
+                ..LogState::default()
+            },
+            Err(_) => LogState {
+                epoch: newest_epoch(&hdr, &region),
+                full: true,
+                reset: true,
+                ..LogState::default()
+            },
+        };
+        let fresh = loaded.is_err();
+        let nslots = hdr.nslots as usize;
+        let pool = Pool {
+            hdr,
+            table,
+            clock: AtomicU64::new(max_ts + 1),
+            states: (0..nslots).map(|_| SlotDram::default()).collect(),
+            slots: (0..nslots)
+                .map(|_| Mutex::new(SlotCtx::default()))
+                .collect(),
+            global: Mutex::new(free),
+            recycle: Mutex::new(Vec::new()),
+            next_id: AtomicU32::new(max_id + 1),
+            spare_ids: Mutex::new(spare),
+            segment_lines: o.segment_lines.max(1),
+            gc_batch: o.gc_batch.max(1),
+            totals: Mutex::new(PoolStats::default()),
+            gen: AtomicU64::new(1),
+            tombs: Mutex::new(Vec::new()),
+            tombs_len: std::sync::atomic::AtomicUsize::new(0),
+            recovery: rep,
+            faults: Faults::default(),
+            chkp: ChkpState::new(tracker, log),
+            defrag_on: o.defrag,
+            region,
+        };
+        if fresh {
+            // The checkpoint could not be used: write one that can.
+            pool.checkpoint().map_err(|e| PoolError::Corrupted {
+                path: pool.region.path().into(),
+                offset: 0,
+                why: format!("writing a fresh checkpoint: {e}"),
+            })?;
+        }
+        Ok(pool)
+    }
+}
+
+/// Highest epoch of any valid record (0 if none).
+fn newest_epoch(h: &PoolHeader, region: &Region) -> u64 {
+    (0..2u64)
+        .filter_map(
+            |s| match chkp::decode_record(h.salt, s, region.bytes(h.record_off(s), LINE)) {
+                chkp::RecordSlot::Valid(r) => Some(r.epoch),
+                _ => None,
+            },
+        )
+        .max()
+        .unwrap_or(0)
+}

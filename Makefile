@@ -47,8 +47,9 @@ install: build
 	  -e 's|@VERSION@|$(VERSION)|' dist/memtamer.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/memtamer.pc
 	sed -e 's|/usr/local/bin/memtamer|$(BINDIR)/memtamer|g' dist/memtamer.service \
 	  > $(DESTDIR)$(UNITDIR)/memtamer.service
+	$(INSTALL) -m 0644 dist/memtamer.toml $(DESTDIR)$(DATADIR)/memtamer/examples/memtamer.toml
 	$(INSTALL) -m 0644 crates/memtamer-control/testdata/example.toml \
-	  $(DESTDIR)$(DATADIR)/memtamer/examples/memtamer.toml
+	  $(DESTDIR)$(DATADIR)/memtamer/examples/memtamer-reference.toml
 	$(INSTALL) -m 0644 LICENSE README.md docs/*.md $(DESTDIR)$(DATADIR)/doc/memtamer/
 
 uninstall:

@@ -5,6 +5,8 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+pub(crate) use crate::format::Format;
+
 #[derive(Parser)]
 #[command(
     name = "memtamer",
@@ -14,6 +16,10 @@ use std::path::PathBuf;
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) cmd: Cmd,
+    /// Output format of the command's data (each command lists what it prints in
+    /// docs/cli.md; an unsupported one is refused). Default: table.
+    #[arg(long, global = true, value_enum)]
+    pub(crate) format: Option<Format>,
 }
 
 #[derive(Subcommand)]
@@ -50,8 +56,8 @@ pub(crate) enum Cmd {
         /// Observations to print (0: until interrupted).
         #[arg(long, default_value_t = 1)]
         count: u64,
-        /// Print JSON (one object per line: sources first, then observations).
-        #[arg(long)]
+        /// Same as --format json (one object per line: sources first, then observations).
+        #[arg(long, hide = true)]
         json: bool,
     },
     /// The scheduling-domain tree of this host (NUMA node, LLC, SMT core) and its memory-only
@@ -60,8 +66,8 @@ pub(crate) enum Cmd {
         /// sysfs root (a fake one for tests).
         #[arg(long, default_value = "/sys/devices/system")]
         sysfs: PathBuf,
-        /// Print JSON.
-        #[arg(long)]
+        /// Same as --format json.
+        #[arg(long, hide = true)]
         json: bool,
     },
     /// A live view: per thread, PM read/write bandwidth, request size, gate wait and state,
@@ -118,8 +124,8 @@ pub(crate) enum Cmd {
         /// The daemon's control socket.
         #[arg(long, default_value = "/run/memtamer/control.sock")]
         socket: PathBuf,
-        /// Print the raw JSON document.
-        #[arg(long)]
+        /// Same as --format json (the raw status document).
+        #[arg(long, hide = true)]
         json: bool,
     },
     /// (started by `memtamer run`) wait for the daemon PID to die, then undo its journal.
@@ -175,6 +181,10 @@ pub(crate) struct CalibrateArgs {
     /// (--host) PMs in the interleave set, for the Eq. 1 column.
     #[arg(long, default_value_t = 1)]
     pub(crate) interleave: u32,
+    /// Worker threads of the simulated calibration (default: all cores; --host
+    /// measures with --threads instead and refuses --jobs).
+    #[arg(long)]
+    pub(crate) jobs: Option<usize>,
 }
 
 // which gate a `gate` subcommand works on
@@ -195,9 +205,6 @@ pub(crate) enum GateCmd {
     Stats {
         #[command(flatten)]
         which: GateWhich,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = GateFormat::Table)]
-        format: GateFormat,
         /// Redraw every SECONDS (a live view).
         #[arg(long, value_name = "SECONDS")]
         watch: Option<f64>,
@@ -267,13 +274,6 @@ pub(crate) enum TopSort {
     Pid,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub(crate) enum GateFormat {
-    Table,
-    Json,
-    Prometheus,
-}
-
 #[derive(Subcommand)]
 pub(crate) enum SimCmd {
     /// List built-in platforms and scenarios.
@@ -291,9 +291,6 @@ pub(crate) enum SimCmd {
         /// Seed (0 ..= 2^63-1).
         #[arg(long, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
         seed: Option<u64>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
         /// Write an HTML report with SVG plots into this directory.
         #[arg(long)]
         report: Option<PathBuf>,
@@ -303,9 +300,15 @@ pub(crate) enum SimCmd {
     },
     /// Run every built-in reproduction and platform check; print paper vs simulated.
     Validate {
-        /// Print the validation tables as Markdown (for docs/simulator.md).
-        #[arg(long)]
+        /// Scenarios to validate (built-in names or .toml files) instead of every
+        /// built-in one and the platform checks.
+        scenarios: Vec<String>,
+        /// Same as --format markdown (the tables of docs/simulator.md).
+        #[arg(long, hide = true)]
         markdown: bool,
+        /// Worker threads (default: all cores); results do not depend on it.
+        #[arg(long, default_value_t = 0)]
+        jobs: usize,
         /// Write an HTML report with every figure into this directory.
         #[arg(long)]
         report: Option<PathBuf>,
@@ -316,6 +319,9 @@ pub(crate) enum SimCmd {
         /// Platforms (built-in names or files).
         #[arg(long, value_delimiter = ',', default_value = "pats,pats-3pm,dicio,ahn")]
         platforms: Vec<String>,
+        /// Worker threads (default: all cores).
+        #[arg(long, default_value_t = 0)]
+        jobs: usize,
     },
     /// Ahn Table 2 against a brute-force optimum: every static layout of N SPEC-like and N
     /// fio-like tasks over the two sockets, plus the `placement` policy; prints the Markdown
@@ -422,11 +428,4 @@ pub(crate) enum BenchCmd {
         #[arg(long)]
         cpu: Option<usize>,
     },
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub(crate) enum Format {
-    Table,
-    Json,
-    Csv,
 }

@@ -66,6 +66,16 @@ pub enum CliError {
         /// What would be accepted.
         expected: String,
     },
+    /// `--format F` on a command that cannot print F.
+    #[error("{command} cannot print --format {format}; it prints: {supported}")]
+    FormatUnsupported {
+        /// The command, as typed (`memtamer top`).
+        command: String,
+        /// The refused format.
+        format: &'static str,
+        /// The formats it prints.
+        supported: String,
+    },
     /// The simulator rejected a scenario, platform or override, or failed to run it.
     #[error(transparent)]
     Sim(#[from] memtamer_sim::SimError),
@@ -152,7 +162,7 @@ impl CliError {
     /// The exit code of this error's class: usage errors 2, the rest 3.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::Usage { .. } => EXIT_USAGE,
+            CliError::Usage { .. } | CliError::FormatUnsupported { .. } => EXIT_USAGE,
             // a name or override typed on the command line
             CliError::Sim(
                 memtamer_sim::SimError::Unknown { .. } | memtamer_sim::SimError::Override { .. },

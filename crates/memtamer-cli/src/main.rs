@@ -8,6 +8,7 @@ use std::process::ExitCode;
 mod args;
 mod cmd;
 mod error;
+mod format;
 mod metrics_server;
 mod view;
 

@@ -25,6 +25,8 @@ pub struct CalibrationSpec {
     pub duration_ms: f64,
     /// Print progress.
     pub progress: bool,
+    /// Worker threads (0: all cores).
+    pub jobs: usize,
 }
 
 impl Default for CalibrationSpec {
@@ -35,6 +37,7 @@ impl Default for CalibrationSpec {
             request_sizes: vec![256, 512, 1024, 4096],
             duration_ms: 2.0,
             progress: false,
+            jobs: 0,
         }
     }
 }
@@ -147,6 +150,7 @@ pub fn calibrate(spec: &CalibrationSpec) -> Result<CalibratedModel, SimError> {
             ];
             let opts = RunOptions {
                 progress: spec.progress,
+                jobs: spec.jobs,
                 ..Default::default()
             };
             let probe = |r: &crate::runner::ScenarioResult| -> Vec<f64> {

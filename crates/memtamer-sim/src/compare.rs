@@ -50,7 +50,7 @@ pub const MIXES: [Mix; 3] = [
 ];
 
 /// One policy on one platform and mix.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct Row {
     /// Platform.
     pub platform: String,
@@ -83,8 +83,18 @@ fn scenario(platform: &str, mix: Mix, pm_threads: u32) -> Scenario {
 
 /// Runs every platform x mix x policy.
 pub fn compare(platforms: &[String], progress: bool) -> Result<Vec<Row>, SimError> {
+    compare_jobs(platforms, progress, 0)
+}
+
+/// [`compare`] on `jobs` worker threads (0: all cores).
+pub fn compare_jobs(
+    platforms: &[String],
+    progress: bool,
+    jobs: usize,
+) -> Result<Vec<Row>, SimError> {
     let opts = RunOptions {
         progress,
+        jobs,
         ..Default::default()
     };
     let mut rows = Vec::new();

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// One platform expectation and what the simulator gives.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct PlatformCheck {
     /// Platform.
     pub platform: String,
@@ -31,7 +31,8 @@ impl PlatformCheck {
     }
 }
 
-/// Everything `memtamer sim validate` prints.
+/// Everything `memtamer sim validate` prints (`--format json` serializes it).
+#[derive(serde::Serialize)]
 pub struct Validation {
     /// Scenario results.
     pub scenarios: Vec<ScenarioResult>,
@@ -117,22 +118,41 @@ pub fn measure_platform_metric(platform: &str, metric: &str) -> Result<Option<f6
 
 /// Runs every built-in reproduction and platform expectation.
 pub fn run_all(progress: bool) -> Result<Validation, SimError> {
+    run_all_jobs(progress, 0)
+}
+
+/// [`run_all`] on `jobs` worker threads (0: all cores); results do not
+/// depend on `jobs` (each point is seeded on its own).
+pub fn run_all_jobs(progress: bool, jobs: usize) -> Result<Validation, SimError> {
+    let names: Vec<String> = experiment::SCENARIOS
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .filter(|n| n != "demo")
+        .collect();
+    Ok(Validation {
+        scenarios: run_scenarios(&names, progress, jobs)?,
+        platforms: platform_checks()?,
+    })
+}
+
+/// Runs the named scenarios (built-in names or .toml files) with their
+/// checks, for `sim validate NAME|FILE...`; no platform checks.
+pub fn run_scenarios(
+    names: &[String],
+    progress: bool,
+    jobs: usize,
+) -> Result<Vec<ScenarioResult>, SimError> {
     let mut scenarios = Vec::new();
-    for (name, _) in experiment::SCENARIOS {
-        if *name == "demo" {
-            continue;
-        }
+    for name in names {
         let s = experiment::load_scenario(name)?;
         let opts = RunOptions {
             progress,
+            jobs,
             ..Default::default()
         };
         scenarios.push(experiment::run_scenario(&s, &opts)?);
     }
-    Ok(Validation {
-        scenarios,
-        platforms: platform_checks()?,
-    })
+    Ok(scenarios)
 }
 
 /// Measures every built-in platform's `[[expect]]` metrics (idle latencies,

@@ -4,9 +4,17 @@
 
 use crate::args::CalibrateArgs;
 use crate::error::{CliError, Outcome};
+use crate::format::Format;
 
 /// Runs the calibration, prints T_S beside PATS Eq. 1, writes or prints the model.
-pub fn run(a: CalibrateArgs) -> Result<Outcome, CliError> {
+pub fn run(a: CalibrateArgs, format: Format) -> Result<Outcome, CliError> {
+    if a.host && a.jobs.is_some() {
+        return Err(CliError::Usage {
+            arg: "--jobs with --host".into(),
+            expected: "--threads (a host calibration measures with its own PM threads)".into(),
+        });
+    }
+    let progress = crate::format::progress();
     let (model, n_pm) = if a.host {
         let defaults = memtamer_gate::host_calibrate::HostCalibration::default();
         let spec = memtamer_gate::host_calibrate::HostCalibration {
@@ -17,16 +25,20 @@ pub fn run(a: CalibrateArgs) -> Result<Outcome, CliError> {
             max_dram_loss: a.max_loss,
             ..defaults
         };
-        let model =
-            memtamer_gate::host_calibrate::calibrate_host(&spec, |line| eprintln!("{line}"))
-                .map_err(CliError::gate("host calibration"))?;
+        let model = memtamer_gate::host_calibrate::calibrate_host(&spec, |line| {
+            if progress {
+                eprintln!("{line}")
+            }
+        })
+        .map_err(CliError::gate("host calibration"))?;
         (model, a.interleave.max(1))
     } else {
         let spec = memtamer_sim::calibrate::CalibrationSpec {
             platform: a.platform,
             max_dram_loss: a.max_loss,
             request_sizes: a.sizes,
-            progress: true,
+            progress,
+            jobs: a.jobs.unwrap_or(0),
             ..Default::default()
         };
         let model = memtamer_sim::calibrate::calibrate(&spec)?;
@@ -35,6 +47,17 @@ pub fn run(a: CalibrateArgs) -> Result<Outcome, CliError> {
         );
         (model, n_pm)
     };
+    if format == Format::Json {
+        // the model itself (the file --out writes, as JSON)
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&model).map_err(CliError::json("the model"))?
+        );
+        if let Some(path) = a.out {
+            write_model(&path, &model)?;
+        }
+        return Ok(Outcome::Success);
+    }
     println!(
         "calibrated T_S on {} (memcpy keeps >= {:.0}% of its throughput alone):",
         model.platform,
@@ -65,8 +88,7 @@ pub fn run(a: CalibrateArgs) -> Result<Outcome, CliError> {
     let text = toml::to_string(&model)?;
     match a.out {
         Some(path) => {
-            std::fs::write(&path, text)
-                .map_err(CliError::io(format!("cannot write {}", path.display())))?;
+            write_model(&path, &model)?;
             if a.host {
                 eprintln!(
                     "model: {} (use MEMTAMER_GATE_POLICY=calibrated:{})",
@@ -84,4 +106,13 @@ pub fn run(a: CalibrateArgs) -> Result<Outcome, CliError> {
         None => print!("\n{text}"),
     }
     Ok(Outcome::Success)
+}
+
+/// Writes the model as TOML to `path`.
+fn write_model(
+    path: &std::path::Path,
+    model: &memtamer_core::pats::CalibratedModel,
+) -> Result<(), CliError> {
+    std::fs::write(path, toml::to_string(model)?)
+        .map_err(CliError::io(format!("cannot write {}", path.display())))
 }

@@ -61,9 +61,9 @@ pub fn run(
 }
 
 /// `memtamer status`: asks the daemon over its control socket.
-pub fn status(socket: &Path, json: bool) -> Result<Outcome, CliError> {
+pub fn status(socket: &Path, format: crate::format::Format) -> Result<Outcome, CliError> {
     let v = memtamer_control::socket::request_status(socket)?;
-    if json {
+    if format == crate::format::Format::Json {
         println!("{v:#}");
         return Ok(Outcome::Success);
     }

@@ -6,18 +6,24 @@ use std::time::Duration;
 
 use memtamer_gate::{Gate, GateConfig, GateOptions};
 
-use crate::args::{GateCmd, GateFormat};
+use crate::args::GateCmd;
 use crate::error::{CliError, Outcome};
+use crate::format::{pick, Format};
 use crate::view::gate::table;
 
 /// Runs one `gate` subcommand.
-pub fn run(cmd: GateCmd) -> Result<Outcome, CliError> {
+pub fn run(cmd: GateCmd, format: Option<Format>) -> Result<Outcome, CliError> {
+    if !matches!(cmd, GateCmd::Stats { .. }) {
+        // the other gate commands print messages, not data
+        pick("memtamer gate (other than stats)", format, &[])?;
+    }
     match cmd {
-        GateCmd::Stats {
-            which,
-            format,
-            watch,
-        } => {
+        GateCmd::Stats { which, watch } => {
+            let format = pick(
+                "memtamer gate stats",
+                format,
+                &[Format::Table, Format::Json, Format::Prometheus],
+            )?;
             // the arguments first: a usage error whether or not the gate exists
             let every = match watch {
                 Some(secs) if !(secs.is_finite() && secs > 0.0) => {
@@ -36,19 +42,19 @@ pub fn run(cmd: GateCmd) -> Result<Outcome, CliError> {
             }
             let snap = g.snapshot();
             match format {
-                GateFormat::Table => print!("{}", table(&snap)),
-                GateFormat::Json => println!(
+                Format::Json => println!(
                     "{}",
                     serde_json::to_string_pretty(&snap)
                         .map_err(CliError::json("the gate snapshot"))?
                 ),
-                GateFormat::Prometheus => print!("{}", snap.prometheus()),
+                Format::Prometheus => print!("{}", snap.prometheus()),
+                _ => print!("{}", table(&snap)),
             }
             Ok(Outcome::Success)
         }
         GateCmd::SetLimit { which, limit } => {
             let value = match limit.trim() {
-                "unlimited" => None,
+                crate::format::UNLIMITED => None,
                 n => Some(
                     n.parse::<u32>()
                         .ok()

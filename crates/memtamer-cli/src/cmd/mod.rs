@@ -4,6 +4,7 @@
 
 use crate::args::{Cli, Cmd};
 use crate::error::{CliError, Outcome};
+use crate::format::{pick, with_json_alias, Format};
 use memtamer_sim::ScenarioResult;
 use std::path::Path;
 
@@ -20,40 +21,92 @@ mod topology;
 
 /// Runs one parsed command line.
 pub fn run(cli: Cli) -> Result<Outcome, CliError> {
+    let f = cli.format;
+    // commands that print no data refuse every --format
+    let none = |command: &str| pick(command, f, &[]).map(|_| ());
     match cli.cmd {
-        Cmd::Demo { report } => demo::run(report.as_deref()),
-        Cmd::Sim { cmd } => sim::run(cmd),
-        Cmd::Calibrate(args) => calibrate::run(args),
-        Cmd::Bench { cmd } => bench::run(cmd),
-        Cmd::Gate { cmd } => gate::run(cmd),
+        Cmd::Demo { report } => demo::run(
+            report.as_deref(),
+            pick("memtamer demo", f, &[Format::Table, Format::Json])?,
+        ),
+        Cmd::Sim { cmd } => sim::run(cmd, f),
+        Cmd::Calibrate(args) => calibrate::run(
+            args,
+            pick("memtamer calibrate", f, &[Format::Table, Format::Json])?,
+        ),
+        Cmd::Bench { cmd } => {
+            // benchmark reports are ratio tables for people
+            pick("memtamer bench", f, &[Format::Table])?;
+            bench::run(cmd)
+        }
+        Cmd::Gate { cmd } => gate::run(cmd, f),
         Cmd::Run {
             config,
             proc_root,
             iterations,
             no_guard,
-        } => daemon::run(&config, &proc_root, iterations, no_guard),
-        Cmd::Status { socket, json } => daemon::status(&socket, json),
-        Cmd::Guard { pid, journal } => daemon::guard(pid, &journal),
-        Cmd::Restore { journal } => daemon::restore(&journal),
-        Cmd::Topology { sysfs, json } => topology::run(&sysfs, json),
+        } => {
+            none("memtamer run")?;
+            daemon::run(&config, &proc_root, iterations, no_guard)
+        }
+        Cmd::Status { socket, json } => daemon::status(
+            &socket,
+            pick(
+                "memtamer status",
+                with_json_alias(f, json)?,
+                &[Format::Table, Format::Json],
+            )?,
+        ),
+        Cmd::Guard { pid, journal } => {
+            none("memtamer guard")?;
+            daemon::guard(pid, &journal)
+        }
+        Cmd::Restore { journal } => {
+            none("memtamer restore")?;
+            daemon::restore(&journal)
+        }
+        Cmd::Topology { sysfs, json } => topology::run(
+            &sysfs,
+            pick(
+                "memtamer topology",
+                with_json_alias(f, json)?,
+                &[Format::Table, Format::Json],
+            )?,
+        ),
         Cmd::Top {
             gate,
             interval_ms,
             sort,
             once,
-        } => top::run(&gate, interval_ms, sort, once),
+        } => {
+            // a live view; `serve-metrics` and `stat --format json` are for machines
+            pick("memtamer top", f, &[Format::Table])?;
+            top::run(&gate, interval_ms, sort, once)
+        }
         Cmd::ServeMetrics {
             listen,
             gate,
             interval_ms,
             per_thread,
-        } => serve_metrics::run(&listen, &gate, interval_ms, per_thread),
+        } => {
+            none("memtamer serve-metrics (it serves Prometheus text over HTTP)")?;
+            serve_metrics::run(&listen, &gate, interval_ms, per_thread)
+        }
         Cmd::Stat {
             gate,
             interval_ms,
             count,
             json,
-        } => stat::run(&gate, interval_ms, count, json),
+        } => stat::run(
+            &gate,
+            interval_ms,
+            count,
+            pick(
+                "memtamer stat",
+                with_json_alias(f, json)?,
+                &[Format::Table, Format::Json],
+            )?,
+        ),
     }
 }
 

@@ -1,16 +1,21 @@
 //! `memtamer sim ...`: the memory-system simulator's commands.
 
-use crate::args::{Format, SimCmd};
+use crate::args::SimCmd;
 use crate::error::{CliError, Outcome};
+use crate::format::{pick, progress, Format};
 use memtamer_sim::config::{parse_value, SweepSpec};
 use memtamer_sim::experiment::{self, load_scenario, CheckResult, RunOptions};
 use memtamer_sim::{report, validate};
 
-/// Runs one `sim` subcommand.
-pub fn run(cmd: SimCmd) -> Result<Outcome, CliError> {
+/// Runs one `sim` subcommand, printing in `format` (None: its default).
+pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
     match cmd {
         SimCmd::List => {
-            list();
+            list(pick(
+                "memtamer sim list",
+                format,
+                &[Format::Table, Format::Json, Format::Csv],
+            )?)?;
             Ok(Outcome::Success)
         }
         SimCmd::Run {
@@ -18,15 +23,20 @@ pub fn run(cmd: SimCmd) -> Result<Outcome, CliError> {
             sets,
             sweeps,
             seed,
-            format,
             report: dir,
             jobs,
         } => {
+            // the format first: a usage error before minutes of simulation
+            let format = pick(
+                "memtamer sim run",
+                format,
+                &[Format::Table, Format::Json, Format::Csv],
+            )?;
             let s = load_scenario(&scenario)?;
             let mut opts = RunOptions {
                 seed,
                 jobs,
-                progress: true,
+                progress: progress(),
                 ..Default::default()
             };
             for a in &sets {
@@ -49,7 +59,7 @@ pub fn run(cmd: SimCmd) -> Result<Outcome, CliError> {
                     "{}",
                     serde_json::to_string_pretty(&r).map_err(CliError::json("the result"))?
                 ),
-                Format::Csv => print!("{}", report::csv(&r)),
+                _ => print!("{}", report::csv(&r)),
             }
             if let Some(d) = dir {
                 super::write_report(&d, &r.title.clone(), &[r])?;
@@ -59,14 +69,35 @@ pub fn run(cmd: SimCmd) -> Result<Outcome, CliError> {
             Ok(Outcome::Success)
         }
         SimCmd::Validate {
+            scenarios,
             markdown,
             report: dir,
+            jobs,
         } => {
-            let v = validate::run_all(true)?;
-            if markdown {
-                print!("{}", validate::markdown(&v));
+            let format = pick(
+                "memtamer sim validate",
+                if markdown {
+                    Some(Format::Markdown)
+                } else {
+                    format
+                },
+                &[Format::Table, Format::Markdown, Format::Json],
+            )?;
+            let v = if scenarios.is_empty() {
+                validate::run_all_jobs(progress(), jobs)?
             } else {
-                print!("{}", validate::text(&v));
+                validate::Validation {
+                    scenarios: validate::run_scenarios(&scenarios, progress(), jobs)?,
+                    platforms: Vec::new(),
+                }
+            };
+            match format {
+                Format::Markdown => print!("{}", validate::markdown(&v)),
+                Format::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&v).map_err(CliError::json("the validation"))?
+                ),
+                _ => print!("{}", validate::text(&v)),
             }
             if let Some(d) = dir {
                 super::write_report(&d, "memtamer simulator validation", &v.scenarios)?;
@@ -85,18 +116,43 @@ pub fn run(cmd: SimCmd) -> Result<Outcome, CliError> {
             }
             Ok(Outcome::check(failed.is_empty()))
         }
-        SimCmd::ComparePats { platforms } => {
-            let rows = memtamer_sim::compare::compare(&platforms, true)?;
-            eprintln!();
-            print!("{}", memtamer_sim::compare::markdown(&rows));
+        SimCmd::ComparePats { platforms, jobs } => {
+            let format = pick(
+                "memtamer sim compare-pats",
+                format,
+                &[Format::Markdown, Format::Json],
+            )?;
+            let rows = memtamer_sim::compare::compare_jobs(&platforms, progress(), jobs)?;
+            if format == Format::Json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&rows)
+                        .map_err(CliError::json("the comparison"))?
+                );
+            } else {
+                print!("{}", memtamer_sim::compare::markdown(&rows));
+            }
             Ok(Outcome::Success)
         }
         SimCmd::Placement { profiles, ns, jobs } => {
-            let cases = memtamer_sim::placement_eval::evaluate(&profiles, &ns, jobs, true)?;
-            print!("{}", memtamer_sim::placement_eval::markdown(&cases));
+            let format = pick(
+                "memtamer sim placement",
+                format,
+                &[Format::Markdown, Format::Json],
+            )?;
+            let cases = memtamer_sim::placement_eval::evaluate(&profiles, &ns, jobs, progress())?;
+            if format == Format::Json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&cases).map_err(CliError::json("the cases"))?
+                );
+            } else {
+                print!("{}", memtamer_sim::placement_eval::markdown(&cases));
+            }
             Ok(Outcome::Success)
         }
         SimCmd::Sampler { periods } => {
+            pick("memtamer sim sampler", format, &[Format::Table])?;
             print!("{}", validate::sampler_accuracy(&periods)?);
             Ok(Outcome::Success)
         }
@@ -104,20 +160,55 @@ pub fn run(cmd: SimCmd) -> Result<Outcome, CliError> {
 }
 
 /// `sim list`: the built-in platforms and scenarios with their descriptions.
-fn list() {
-    println!("platforms:");
+fn list(format: Format) -> Result<(), CliError> {
+    let mut rows: Vec<(&str, &str, String)> = Vec::new();
     for (n, t) in experiment::PLATFORMS {
         let d = memtamer_sim::Platform::parse(n, t)
             .map(|p| p.description)
             .unwrap_or_default();
-        println!("  {n:<12} {d}");
+        rows.push(("platform", n, d));
     }
-    println!("scenarios:");
     for (n, t) in experiment::SCENARIOS {
         let d = memtamer_sim::Scenario::parse(n, t)
             .map(|s| s.title)
             .unwrap_or_default();
-        println!("  {n:<20} {d}");
+        rows.push(("scenario", n, d));
+    }
+    match format {
+        Format::Json => {
+            let v: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|(k, n, d)| serde_json::json!({"kind": k, "name": n, "description": d}))
+                .collect();
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&v).map_err(CliError::json("the list"))?
+            );
+        }
+        Format::Csv => {
+            println!("kind,name,description");
+            for (k, n, d) in &rows {
+                println!("{k},{n},{}", csv_field(d));
+            }
+        }
+        _ => {
+            for (kind, width) in [("platform", 12), ("scenario", 20)] {
+                println!("{kind}s:");
+                for (_, n, d) in rows.iter().filter(|r| r.0 == kind) {
+                    println!("  {n:<width$} {d}");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One CSV field (RFC 4180): quoted when it holds a comma, quote or newline.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
     }
 }
 

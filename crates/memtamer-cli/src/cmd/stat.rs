@@ -2,10 +2,12 @@
 //! the others are not), then one Observation per interval.
 
 use crate::error::{CliError, Outcome};
+use crate::format::Format;
 use crate::view::top::HostRates;
 
 /// Prints the sources, then `count` observations (0: until interrupted).
-pub fn run(gate: &str, interval_ms: u64, count: u64, json: bool) -> Result<Outcome, CliError> {
+pub fn run(gate: &str, interval_ms: u64, count: u64, format: Format) -> Result<Outcome, CliError> {
+    let json = format == Format::Json;
     let mut sensors = super::sensors_for(gate)?;
     if json {
         println!(

@@ -20,7 +20,9 @@ fn human_bytes(b: u64) -> String {
 /// The human view of a snapshot.
 pub fn table(s: &GateSnapshot) -> String {
     let total = s.total();
-    let limit = s.limit.map_or("unlimited".to_string(), |n| n.to_string());
+    let limit = s
+        .limit
+        .map_or(crate::format::UNLIMITED.to_string(), |n| n.to_string());
     let mut out = format!(
         "gate {}\n  limit T_S {limit}   serving {}   waiting {}   peak {} (limit then {})\n",
         s.path,
@@ -28,7 +30,7 @@ pub fn table(s: &GateSnapshot) -> String {
         s.waiting,
         s.peak_serving,
         s.limit_at_peak
-            .map_or("unlimited".to_string(), |n| n.to_string()),
+            .map_or(crate::format::UNLIMITED.to_string(), |n| n.to_string()),
     );
     out += &format!(
         "  admitted {} ({} after waiting)   bypassed {}   reclaimed from dead threads {}   lock repairs {}\n",

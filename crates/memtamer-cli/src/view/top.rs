@@ -70,7 +70,8 @@ pub fn frame(
         Some(g) => {
             out += &format!(
                 "gate: T_S {}  in use {}  waiting {}\n",
-                g.limit.map_or("unlimited".into(), |n| n.to_string()),
+                g.limit
+                    .map_or(crate::format::UNLIMITED.into(), |n| n.to_string()),
                 g.admitted,
                 g.waiting
             )
@@ -117,8 +118,8 @@ pub fn frame(
                 pid: t.job,
                 tid: t.tid,
                 comm: comm(t.job, t.tid),
-                read: pm.read_bytes as f64 / secs / 1e6,
-                write: pm.write_bytes as f64 / secs / 1e6,
+                read: pm.read_bytes as f64 / secs / 1e9,
+                write: pm.write_bytes as f64 / secs / 1e9,
                 avg: pm.average_request_bytes(),
                 wait: t.gate_wait_ns.unwrap_or(0) as f64 / obs.duration_ns.max(1) as f64 * 100.0,
                 state,
@@ -142,8 +143,8 @@ pub fn frame(
         "PID",
         "TID",
         "COMM",
-        "PM READ MB/s",
-        "PM WRITE MB/s",
+        "PM READ GB/s",
+        "PM WRITE GB/s",
         "AVG REQ",
         "WAIT %",
         "STATE",
@@ -151,7 +152,7 @@ pub fn frame(
     );
     for r in &rows {
         out += &format!(
-            "{:>7} {:>7} {:<16} {:>12.1} {:>12.1} {:>9} {:>7.1} {:<8} {}\n",
+            "{:>7} {:>7} {:<16} {:>12.3} {:>12.3} {:>9} {:>7.1} {:<8} {}\n",
             r.pid,
             r.tid,
             r.comm,

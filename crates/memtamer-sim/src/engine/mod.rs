@@ -190,6 +190,20 @@ impl Engine {
         scenario: &Scenario,
         cfg: &EngineConfig,
     ) -> Result<Engine, String> {
+        Engine::with_generators(platform, scenario, cfg, Vec::new())
+    }
+
+    /// As [`Engine::new`], but job `j` runs `injected[j]` when that is `Some`
+    /// (one generator per thread) instead of the generators its workload
+    /// spec builds: a driver that keeps a handle on the program state its
+    /// threads share (the task-graph runtime of `crate::tahoe`) builds them
+    /// itself. The spec still names the job's regions (checked as usual).
+    pub fn with_generators(
+        platform: &Platform,
+        scenario: &Scenario,
+        cfg: &EngineConfig,
+        mut injected: Vec<Option<Vec<Generator>>>,
+    ) -> Result<Engine, String> {
         let p = platform;
         let tpc = p.cpu.threads_per_core;
         let ncores = p.cpu.sockets * p.cpu.cores_per_socket;
@@ -412,11 +426,16 @@ impl Engine {
                 WorkloadSpec::LcServer { rate_kops, .. } => (true, 1e9 / rate_kops),
                 _ => (true, 0.0),
             };
-            let mut gens =
-                Generator::for_job(&job.workload, eng.threads.len() as u32, job.threads, &|n| {
-                    region_of(n).unwrap_or(0)
-                })
-                .into_iter();
+            let mut gens = match injected.get_mut(j).and_then(Option::take) {
+                Some(g) => g,
+                None => Generator::for_job(
+                    &job.workload,
+                    eng.threads.len() as u32,
+                    job.threads,
+                    &|n| region_of(n).unwrap_or(0),
+                ),
+            }
+            .into_iter();
             for i in 0..job.threads {
                 let tid = eng.threads.len() as u32;
                 let Some(gen) = gens.next() else {

@@ -17,6 +17,7 @@ mod lc;
 mod mbw;
 mod pm_stream;
 mod probe;
+pub mod taskgraph;
 pub mod tiered;
 pub mod trace;
 
@@ -128,6 +129,8 @@ enum GenKind {
     Trace(TraceReplay),
     /// The migration helper of a tiered-object process ([`tiered`]).
     TierHelper(tiered::MigrationHelper),
+    /// A worker of a task-graph program ([`taskgraph`]).
+    TaskWorker(taskgraph::Worker),
 }
 
 pub use crate::config::profiles::{cpu_profile, CpuProfile, CPU_PROFILES, PROFILE_CLOCK_GHZ};
@@ -324,6 +327,14 @@ impl Generator {
         }
     }
 
+    /// A generator running `worker` (a task-graph program's thread).
+    pub fn task_worker(worker: taskgraph::Worker) -> Generator {
+        Generator {
+            kind: GenKind::TaskWorker(worker),
+            pending: Default::default(),
+        }
+    }
+
     /// Checks what a workload needs beyond its spec's values (a trace
     /// workload's file parses); the engine calls it before building threads.
     pub fn check(spec: &WorkloadSpec) -> Result<(), String> {
@@ -357,6 +368,7 @@ impl Generator {
             GenKind::Lc(g) => g.refill(q, rng),
             GenKind::Trace(g) => g.refill(q),
             GenKind::TierHelper(g) => g.refill(q, now),
+            GenKind::TaskWorker(g) => g.refill(q, rng, now),
         }
     }
 }

@@ -1,0 +1,122 @@
+use super::*;
+
+fn arg(block: usize, mode: Mode) -> Arg {
+    Arg {
+        block,
+        mode,
+        pattern: Pattern::Seq,
+        passes: 1.0,
+    }
+}
+
+fn graph(tasks: Vec<Vec<Arg>>) -> TaskGraph {
+    TaskGraph {
+        name: "t".into(),
+        arrays: vec!["a".into()],
+        blocks: vec![
+            Block {
+                array: 0,
+                bytes: 3 * PAGE,
+            },
+            Block {
+                array: 0,
+                bytes: 100,
+            },
+            Block {
+                array: 0,
+                bytes: 2 * PAGE,
+            },
+        ],
+        types: vec!["k".into()],
+        tasks: tasks
+            .into_iter()
+            .map(|args| TaskDef {
+                ty: 0,
+                args,
+                compute_ns_per_line: 1.0,
+            })
+            .collect(),
+        iterations: 1,
+    }
+}
+
+#[test]
+fn dependences_follow_the_openmp_rule() {
+    let g = graph(vec![
+        vec![arg(0, Mode::Out)],                    // 0 writes a
+        vec![arg(0, Mode::In), arg(1, Mode::Out)],  // 1 reads a (after 0)
+        vec![arg(0, Mode::In)],                     // 2 reads a (after 0)
+        vec![arg(0, Mode::InOut)],                  // 3 after 0 (writer) and 1, 2 (readers)
+        vec![arg(1, Mode::In), arg(1, Mode::InOut)], // 4: b named twice, write wins: after 1
+        vec![arg(2, Mode::In)],                     // 5: nothing before
+    ]);
+    assert_eq!(
+        g.predecessors(),
+        vec![vec![], vec![0], vec![0], vec![0, 1, 2], vec![1], vec![]]
+    );
+}
+
+#[test]
+fn layout_matches_the_tier_space_and_groups_moves() {
+    let g = graph(vec![vec![arg(0, Mode::In)]]);
+    let l = Layout::new(&g);
+    assert_eq!((l.base(0), l.base(1), l.base(2)), (0, 3 * PAGE, 4 * PAGE));
+    let objs: Vec<(String, u64, Tier)> = g
+        .blocks
+        .iter()
+        .map(|b| ("x".to_string(), b.bytes, Tier::Slow))
+        .collect();
+    let s = TierSpace::new(1, 2, 0, &objs, 0);
+    for b in 0..3 {
+        assert_eq!(
+            s.line_addr(b, 0) & (super::super::THREAD_SPAN - 1),
+            l.base(b),
+            "block {b}"
+        );
+    }
+    assert_eq!(l.locate(3), Some((1, 0)));
+    assert_eq!(l.locate(5), Some((2, 1)));
+    assert_eq!(l.locate(6), None);
+    let m = l.moves(&[5, 0, 1, 4, 2, 9], Tier::Dram);
+    assert_eq!(
+        m,
+        vec![
+            MoveReq {
+                obj: 0,
+                first_page: 0,
+                pages: 3,
+                to: Tier::Dram
+            },
+            MoveReq {
+                obj: 2,
+                first_page: 0,
+                pages: 2,
+                to: Tier::Dram
+            },
+        ]
+    );
+}
+
+#[test]
+fn validate_names_the_bad_task() {
+    let mut g = graph(vec![vec![arg(0, Mode::In)], vec![arg(7, Mode::In)]]);
+    let e = g.validate().unwrap_err();
+    assert!(e.contains("task 1"), "{e}");
+    g.tasks[1].args[0].block = 2;
+    assert!(g.validate().is_ok());
+    g.tasks[0].args[0].passes = 0.0;
+    assert!(g.validate().is_err());
+}
+
+#[test]
+fn lines_round_up_passes() {
+    let g = graph(vec![vec![Arg {
+        block: 0,
+        mode: Mode::In,
+        pattern: Pattern::Rand,
+        passes: 0.5,
+    }]]);
+    // 3 pages = 192 lines, half a pass = 96
+    assert_eq!(g.task_lines(0), 96);
+    assert_eq!(g.footprint(), 6 * PAGE);
+}

@@ -365,6 +365,41 @@ impl Pool {
     }
 }
 
+/// What recovery rebuilt, for comparing the two paths: `(id, data line)`
+/// of every live object, the global free list's extents, the next fresh id
+/// and the spare ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoveredState {
+    /// Live objects and their lines, by id.
+    pub objects: Vec<(u32, u32)>,
+    /// Free extents.
+    pub free: Vec<(u32, u32)>,
+    /// Next never-used id.
+    pub next_id: u32,
+    /// Freed ids to reuse.
+    pub spare_ids: Vec<u32>,
+}
+
+impl Pool {
+    /// The volatile state recovery built (call before any transaction).
+    pub fn recovered_state(&self) -> RecoveredState {
+        use std::sync::atomic::Ordering;
+        let max = self.next_id.load(Ordering::Relaxed).min(self.table.cap());
+        let objects = (1..max)
+            .filter_map(|id| {
+                let old = self.table.get(id)?.snap().old;
+                (old != 0).then(|| (id, old - 1))
+            })
+            .collect();
+        RecoveredState {
+            objects,
+            free: crate::pool::lock(&self.global).iter().collect(),
+            next_id: self.next_id.load(Ordering::Relaxed),
+            spare_ids: crate::pool::lock(&self.spare_ids).clone(),
+        }
+    }
+}
+
 /// Highest epoch of any valid record (0 if none).
 fn newest_epoch(h: &PoolHeader, region: &Region) -> u64 {
     (0..2u64)

@@ -121,7 +121,7 @@ impl Judge<'_> {
     /// The checkpoint path: CHKP entries confirmed by their headers (those
     /// inside logged extents are left to the scan), then the logged extents;
     /// the blocks found must not overlap.
-    fn from_checkpoint(&mut self, c: &chkp::Loaded) -> Result<(), PoolError> {
+    fn judge_checkpoint(&mut self, c: &chkp::Loaded) -> Result<(), PoolError> {
         self.rep.checkpoint_epoch = c.rec.epoch;
         self.max_ts = self.max_ts.max(c.rec.clock);
         for &(id, line) in &c.entries {
@@ -206,7 +206,7 @@ impl Pool {
         };
         let mut j = judge();
         let via_chkp = match (&loaded, o.recovery) {
-            (Ok(c), RecoveryMode::Auto) => Some(j.from_checkpoint(c)),
+            (Ok(c), RecoveryMode::Auto) => Some(j.judge_checkpoint(c)),
             _ => None,
         };
         match via_chkp {

@@ -167,6 +167,9 @@ fn setup() -> Setup {
     }
 }
 
+/// A way to damage a pool image.
+type Damage<'a> = Box<dyn Fn(&mut Vec<u8>) + 'a>;
+
 #[test]
 fn damaged_checkpoints_fall_back_to_the_full_scan() {
     let s = setup();
@@ -174,7 +177,7 @@ fn damaged_checkpoints_fall_back_to_the_full_scan() {
     assert!(ok.recovery().checkpoint_epoch > 0);
     assert_eq!(ok.recovered_state(), s.truth);
     let h = memtamer_tx::layout::decode_header(&s.img, s.img.len() as u64).unwrap();
-    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>)> = vec![
+    let cases: Vec<(&str, Damage)> = vec![
         (
             "both records zeroed",
             Box::new(|m: &mut Vec<u8>| m[h.record_off(0)..h.record_off(0) + 128].fill(0)),

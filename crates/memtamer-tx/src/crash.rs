@@ -8,8 +8,11 @@
 //! fence and at sampled points between, builds post-crash images:
 //! persisted data + a random subset of flushed-but-unfenced lines (at their
 //! flush-time content) + a random subset of dirty lines evicted early (at
-//! their current content). Each distinct image is opened (full recovery) and
-//! handed to a checker with the number of operations known committed.
+//! their current content). Each distinct image is opened (the checkpoint
+//! recovery path when the image's checkpoint is valid, else the full scan;
+//! with `compare_full_scan` also the full scan, which must build the same
+//! state) and handed to a checker with the number of operations known
+//! committed.
 //!
 //! Granularity: stores between two persistence calls are seen together, so
 //! an eviction between two stores of the same line inside one such window
@@ -20,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use crate::layout::LINE;
-use crate::pool::{Pool, PoolOptions};
+use crate::pool::{Pool, PoolOptions, RecoveryMode};
 use crate::region::PersistHook;
 
 #[derive(Clone)]
@@ -147,6 +150,9 @@ pub struct EnumOptions {
     pub between: f64,
     /// Random seed.
     pub seed: u64,
+    /// Also recover every image by the full scan and require the same
+    /// lookup table, free list and free ids as the checkpoint path.
+    pub compare_full_scan: bool,
 }
 
 impl Default for EnumOptions {
@@ -155,6 +161,7 @@ impl Default for EnumOptions {
             variants: 6,
             between: 0.1,
             seed: 1,
+            compare_full_scan: false,
         }
     }
 }
@@ -170,6 +177,11 @@ pub struct CrashReport {
     pub distinct: u64,
     /// Images whose recovery or check failed.
     pub violations: u64,
+    /// Distinct images recovered through the checkpoint path.
+    pub checkpoint_recoveries: u64,
+    /// Images whose checkpoint recovery differed from the full scan
+    /// (counted in `violations` too).
+    pub mismatches: u64,
     /// The first few failures.
     pub examples: Vec<String>,
 }
@@ -281,7 +293,28 @@ pub fn enumerate(
                 rep.distinct += 1;
                 let r = Pool::open_image(&img, &PoolOptions::default())
                     .map_err(|e| format!("recovery failed: {e}"))
-                    .and_then(|p| check(&p, done));
+                    .and_then(|p| {
+                        if p.recovery().checkpoint_epoch > 0 {
+                            rep.checkpoint_recoveries += 1;
+                        }
+                        if o.compare_full_scan {
+                            let full = PoolOptions {
+                                recovery: RecoveryMode::FullScan,
+                                ..PoolOptions::default()
+                            };
+                            let f = Pool::open_image(&img, &full)
+                                .map_err(|e| format!("full-scan recovery failed: {e}"))?;
+                            if f.recovered_state() != p.recovered_state() {
+                                rep.mismatches += 1;
+                                return Err(format!(
+                                    "checkpoint recovery (epoch {}, {:?}) differs from the full scan",
+                                    p.recovery().checkpoint_epoch,
+                                    p.recovery().fallback
+                                ));
+                            }
+                        }
+                        check(&p, done)
+                    });
                 if let Err(e) = r {
                     rep.violations += 1;
                     if rep.examples.len() < 5 {

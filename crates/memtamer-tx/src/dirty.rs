@@ -139,7 +139,7 @@ impl DirtyTracker {
     }
 
     fn setup(base: usize, len: usize) -> Result<(OwnedFd, File), String> {
-        if base % PAGE != 0 || len == 0 {
+        if !base.is_multiple_of(PAGE) || len == 0 {
             return Err("range not page aligned".into());
         }
         if std::env::var("MEMTAMER_TX_NO_WP")

@@ -121,7 +121,7 @@ impl Judge<'_> {
     /// The checkpoint path: CHKP entries confirmed by their headers (those
     /// inside logged extents are left to the scan), then the logged extents;
     /// the blocks found must not overlap.
-    fn from_checkpoint(&mut self, c: &chkp::Loaded) -> Result<(), PoolError> {
+    fn judge_checkpoint(&mut self, c: &chkp::Loaded) -> Result<(), PoolError> {
         self.rep.checkpoint_epoch = c.rec.epoch;
         self.max_ts = self.max_ts.max(c.rec.clock);
         for &(id, line) in &c.entries {
@@ -206,7 +206,7 @@ impl Pool {
         };
         let mut j = judge();
         let via_chkp = match (&loaded, o.recovery) {
-            (Ok(c), RecoveryMode::Auto) => Some(j.from_checkpoint(c)),
+            (Ok(c), RecoveryMode::Auto) => Some(j.judge_checkpoint(c)),
             _ => None,
         };
         match via_chkp {
@@ -362,6 +362,41 @@ impl Pool {
             })?;
         }
         Ok(pool)
+    }
+}
+
+/// What recovery rebuilt, for comparing the two paths: `(id, data line)`
+/// of every live object, the global free list's extents, the next fresh id
+/// and the spare ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoveredState {
+    /// Live objects and their lines, by id.
+    pub objects: Vec<(u32, u32)>,
+    /// Free extents.
+    pub free: Vec<(u32, u32)>,
+    /// Next never-used id.
+    pub next_id: u32,
+    /// Freed ids to reuse.
+    pub spare_ids: Vec<u32>,
+}
+
+impl Pool {
+    /// The volatile state recovery built (call before any transaction).
+    pub fn recovered_state(&self) -> RecoveredState {
+        use std::sync::atomic::Ordering;
+        let max = self.next_id.load(Ordering::Relaxed).min(self.table.cap());
+        let objects = (1..max)
+            .filter_map(|id| {
+                let old = self.table.get(id)?.snap().old;
+                (old != 0).then(|| (id, old - 1))
+            })
+            .collect();
+        RecoveredState {
+            objects,
+            free: crate::pool::lock(&self.global).iter().collect(),
+            next_id: self.next_id.load(Ordering::Relaxed),
+            spare_ids: crate::pool::lock(&self.spare_ids).clone(),
+        }
     }
 }
 

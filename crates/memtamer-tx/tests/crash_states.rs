@@ -65,7 +65,24 @@ fn apply(
     Ok(())
 }
 
+/// Checkpoint and defragmentation cadence inside the recorded run.
+#[derive(Clone, Copy, Default)]
+struct Maint {
+    checkpoint_every: u64,
+    defrag_every: u64,
+}
+
 fn run(kind: Kind, ops: u64, fault: impl Fn(&Pool), eo: &EnumOptions) -> CrashReport {
+    run_with(kind, ops, fault, eo, Maint::default())
+}
+
+fn run_with(
+    kind: Kind,
+    ops: u64,
+    fault: impl Fn(&Pool),
+    eo: &EnumOptions,
+    maint: Maint,
+) -> CrashReport {
     let rec = Arc::new(Recorder::default());
     let pool = Pool::create_in_memory(&PoolOptions {
         size: 192 << 10,
@@ -112,6 +129,12 @@ fn run(kind: Kind, ops: u64, fault: impl Fn(&Pool), eo: &EnumOptions) -> CrashRe
         }
         models.push(model.clone());
         rec.mark(i);
+        if maint.defrag_every > 0 && i % maint.defrag_every == 0 {
+            pool.defrag(4).unwrap();
+        }
+        if maint.checkpoint_every > 0 && i % maint.checkpoint_every == 0 {
+            pool.checkpoint().unwrap();
+        }
     }
     rec.stop();
     let flat = |m: &Model| m.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>();
@@ -145,7 +168,74 @@ fn eo() -> EnumOptions {
         variants: 8,
         between: 0.6,
         seed: 42,
+        compare_full_scan: false,
     }
+}
+
+fn eo_chkp() -> EnumOptions {
+    EnumOptions {
+        compare_full_scan: true,
+        ..eo()
+    }
+}
+
+const MAINT: Maint = Maint {
+    checkpoint_every: 25,
+    defrag_every: 60,
+};
+
+fn assert_checkpoint_run(what: &str, r: &CrashReport) {
+    eprintln!("{what}: {r:?}");
+    assert!(
+        r.checkpoint_recoveries >= 10_000,
+        "only {} crash states recovered through the checkpoint",
+        r.checkpoint_recoveries
+    );
+    assert_eq!(r.violations, 0, "{:?}", r.examples);
+}
+
+#[test]
+fn hash_table_checkpoint_recovery_matches_the_full_scan() {
+    let r = run_with(Kind::Hash, 600, |_| {}, &eo_chkp(), MAINT);
+    assert_checkpoint_run("hash table, checkpoints + defrag", &r);
+}
+
+#[test]
+fn rb_tree_checkpoint_recovery_matches_the_full_scan() {
+    let r = run_with(Kind::Rb, 450, |_| {}, &eo_chkp(), MAINT);
+    assert_checkpoint_run("rb tree, checkpoints + defrag", &r);
+}
+
+#[test]
+fn removing_the_log_persist_is_caught() {
+    let r = run_with(
+        Kind::Hash,
+        150,
+        |p| p.faults.skip_log_persist.store(true, Ordering::Relaxed),
+        &eo_chkp(),
+        MAINT,
+    );
+    eprintln!("no CHKP-diff persist: {r:?}");
+    assert!(
+        r.violations > 0,
+        "an unpersisted fetch record must produce violations"
+    );
+}
+
+#[test]
+fn removing_the_checkpoint_fence_is_caught() {
+    let r = run_with(
+        Kind::Rb,
+        150,
+        |p| p.faults.skip_chkp_fence.store(true, Ordering::Relaxed),
+        &eo_chkp(),
+        MAINT,
+    );
+    eprintln!("no CHKP fence: {r:?}");
+    assert!(
+        r.violations > 0,
+        "a missing checkpoint fence must produce violations"
+    );
 }
 
 #[test]

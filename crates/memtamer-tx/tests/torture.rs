@@ -9,7 +9,7 @@
 //! torture -- --ignored`).
 
 use memtamer_tx::kv::{Engine, HashTable, Val};
-use memtamer_tx::{Pool, PoolOptions};
+use memtamer_tx::{Pool, PoolOptions, RecoveryMode};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -45,7 +45,7 @@ fn counter(p: &Pool, t: u64) -> u64 {
     u64::from_le_bytes(b)
 }
 
-fn child(path: &std::path::Path, shared: &[AtomicU64]) -> ! {
+fn child(path: &std::path::Path, shared: &[AtomicU64], chkp: bool) -> ! {
     let pool = match Pool::open(path, &opts()) {
         Ok(p) => p,
         Err(_) => unsafe { libc::_exit(3) },
@@ -54,7 +54,14 @@ fn child(path: &std::path::Path, shared: &[AtomicU64]) -> ! {
         Ok(h) => h,
         Err(_) => unsafe { libc::_exit(4) },
     };
+    let stop = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
+        if chkp {
+            // checkpoints (and defragmentation passes) every 0.5 ms, so
+            // kills land inside them too
+            let (pool, stop) = (&pool, &stop);
+            s.spawn(move || pool.run_checkpointer(std::time::Duration::from_micros(500), stop));
+        }
         for t in 0..THREADS {
             let (pool, ht) = (&pool, &ht);
             s.spawn(move || {
@@ -84,8 +91,17 @@ fn child(path: &std::path::Path, shared: &[AtomicU64]) -> ! {
     unsafe { libc::_exit(0) }
 }
 
-fn torture(kills: u64) {
-    let path = std::path::PathBuf::from(format!("/dev/shm/mtx-torture-{}", std::process::id()));
+/// One torture at a time: a child forked by one test would inherit the
+/// other test's open pool descriptor, and with it that pool's flock.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn torture(kills: u64, chkp: bool) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let path = std::path::PathBuf::from(format!(
+        "/dev/shm/mtx-torture-{}-{}",
+        std::process::id(),
+        u8::from(chkp)
+    ));
     let _ = std::fs::remove_file(&path);
     {
         let pool = Pool::create(&path, &opts()).unwrap();
@@ -108,6 +124,7 @@ fn torture(kills: u64) {
     let mut applied = vec![0u64; THREADS as usize];
     let mut seed = 0x1234_5678u64;
     let mut total_ops = 0;
+    let (mut via_chkp, mut max_epoch) = (0u64, 0u64);
     for round in 0..kills {
         for s in shared {
             s.store(u64::MAX, Ordering::SeqCst);
@@ -115,7 +132,7 @@ fn torture(kills: u64) {
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0);
         if pid == 0 {
-            child(&path, shared);
+            child(&path, shared, chkp);
         }
         seed = memtamer_tx::kv::hash(seed);
         // let it start (recover + open), then kill at a random moment
@@ -135,8 +152,26 @@ fn torture(kills: u64) {
         );
         let seen: Vec<u64> = shared.iter().map(|s| s.load(Ordering::SeqCst)).collect();
 
+        let full = Pool::open_image(
+            &std::fs::read(&path).unwrap(),
+            &PoolOptions {
+                recovery: RecoveryMode::FullScan,
+                ..opts()
+            },
+        )
+        .unwrap_or_else(|e| panic!("round {round}: full-scan recovery failed: {e}"));
         let pool = Pool::open(&path, &opts())
             .unwrap_or_else(|e| panic!("round {round}: recovery failed: {e}"));
+        assert_eq!(
+            pool.recovered_state(),
+            full.recovered_state(),
+            "round {round}: checkpoint recovery {:?} differs from the full scan",
+            pool.recovery()
+        );
+        if pool.recovery().checkpoint_epoch > 0 {
+            via_chkp += 1;
+            max_epoch = max_epoch.max(pool.recovery().checkpoint_epoch);
+        }
         let ht = HashTable::open(&pool, 0).unwrap();
         let mut items = None;
         pool.run(false, &mut |t| {
@@ -183,8 +218,12 @@ fn torture(kills: u64) {
         let live: BTreeSet<u32> = pool.live_ids().into_iter().collect();
         assert_eq!(live, want, "round {round}: leaked or lost objects");
     }
-    eprintln!("torture: {kills} kills, {total_ops} committed operations verified, 0 violations");
+    eprintln!(
+        "torture (checkpointer {chkp}): {kills} kills, {total_ops} committed operations verified, \
+         {via_chkp} recoveries through the checkpoint (last epoch {max_epoch}), 0 violations"
+    );
     assert!(total_ops > 0);
+    assert!(via_chkp > 0, "the checkpoint path was never taken");
     let _ = std::fs::remove_file(&path);
 }
 
@@ -194,11 +233,26 @@ fn killed_children_leave_a_consistent_pool() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(12);
-    torture(kills);
+    torture(kills, false);
+}
+
+#[test]
+fn killed_while_checkpointing_recovers_like_the_full_scan() {
+    let kills = std::env::var("MTX_TORTURE_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    torture(kills, true);
 }
 
 #[test]
 #[ignore = "1,000 kills: run with --ignored"]
 fn a_thousand_kills() {
-    torture(1000);
+    torture(1000, false);
+}
+
+#[test]
+#[ignore = "1,000 kills with a checkpointer: run with --ignored"]
+fn a_thousand_kills_with_checkpoints() {
+    torture(1000, true);
 }

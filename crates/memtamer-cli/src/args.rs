@@ -380,10 +380,10 @@ pub(crate) enum BenchCmd {
         #[arg(long, default_value_t = 1)]
         threads: usize,
         /// Persists per thread per round.
-        #[arg(long, default_value_t = 20_000)]
+        #[arg(long, default_value_t = 2_000)]
         iters: usize,
         /// Alternating rounds (each runs every mode once; the median is reported).
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, default_value_t = 41)]
         rounds: usize,
     },
     /// ArchTM (memtamer-tx) against PMDK libpmemobj: hash table and red-black tree,

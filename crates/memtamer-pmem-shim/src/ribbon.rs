@@ -173,12 +173,13 @@ extern "C" fn at_exit() {
 fn write_stats(event: &str, stats: &memtamer_ribbon::Stats) {
     if let Ok(path) = std::env::var(ENV_STATS) {
         let line = format!(
-            "pid={} event={event} requests={} fences={} flushed_bytes={} inline={} self_drains={} flusher_batches={} dispatched={} flushers={} searches={} source={}\n",
+            "pid={} event={event} requests={} fences={} flushed_bytes={} inline={} dedicated={} self_drains={} flusher_batches={} dispatched={} flushers={} searches={} source={}\n",
             std::process::id(),
             stats.requests,
             stats.fences,
             stats.flushed_bytes,
             stats.inline_requests,
+            stats.dedicated_requests,
             stats.self_drains,
             stats.flusher_batches,
             stats.dispatched_jobs,

@@ -5,8 +5,12 @@
 //!   N threads each write a 4 KiB block and persist it, eagerly
 //!   (`memtamer_pmem::persist` on the thread, libpmem's `pmem_persist`) or
 //!   through Ribbon with M = N flushers (`flush` + `fence`). Rounds
-//!   alternate the two modes; the report gives the median ns per persist
-//!   of each and their ratio.
+//!   alternate the modes; the report gives the median ns per persist
+//!   of each and their ratio. Beside the default M = N (flushes run on
+//!   their caller, `Config::inline_when_dedicated`) it runs M = N with the
+//!   hand-off forced, its wake-up counts, and [`handoff::measure`]'s
+//!   pieces of the hand-off, so the report shows where the hand-off's
+//!   cost goes.
 //! * **Coalescing** (thesis §6.3.3, Listing 6.1): Redis-like inserts of a
 //!   24 B key and a 100 B value, flushed separately in two system-allocator
 //!   blocks, against one coalesced `ribbon_alloc` block flushed once:
@@ -17,6 +21,9 @@ use std::time::Instant;
 
 use crate::alloc::{Allocator, Kind, DEFAULT_KEY_RESERVE};
 use crate::runtime::{Config, Flushers, Ribbon};
+
+#[path = "bench_handoff.rs"]
+pub mod handoff;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -39,8 +46,8 @@ impl Default for Opts {
     fn default() -> Opts {
         Opts {
             threads: 1,
-            iters: 20_000,
-            rounds: 5,
+            iters: 2_000,
+            rounds: 41,
             block: 4096,
             blocks_per_thread: 256,
             inserts: 100_000,
@@ -66,13 +73,27 @@ pub struct Report {
     pub opts: Opts,
     /// Median ns per persist, eager, over rounds.
     pub eager_ns: f64,
-    /// Median ns per persist through Ribbon at M = N.
+    /// Median ns per persist through Ribbon at M = N (default: flushes
+    /// run on their caller, `Config::inline_when_dedicated`).
     pub ribbon_ns: f64,
-    /// Per-round ratios ribbon / eager.
+    /// Per-round ratios ribbon / eager (the headline is their median:
+    /// short alternating rounds keep a loaded machine's swings out of it).
     pub round_ratios: Vec<f64>,
-    /// Batches the application threads ran themselves in the M = N runs
-    /// because no flusher took them in time (share of all persists).
+    /// Share of the M = N requests that ran on their caller.
+    pub dedicated_share: f64,
+    /// Median ns per persist at M = N with the hand-off forced.
+    pub handoff_ns: f64,
+    /// Per-round ratios forced hand-off / eager.
+    pub handoff_ratios: Vec<f64>,
+    /// Batches the application threads ran themselves in the forced
+    /// hand-off runs because no flusher took them in time (share of fences).
     pub self_drain_share: f64,
+    /// Futex wakes of a sleeping flusher per persist (forced hand-off).
+    pub wakeups_per_persist: f64,
+    /// Times a flusher went to sleep per persist (forced hand-off).
+    pub parks_per_persist: f64,
+    /// The hand-off's pieces measured alone (one thread).
+    pub pieces: handoff::Pieces,
     /// Median ns per persist through Ribbon with M = 0 (the application
     /// thread flushes; the layer's own cost without a hand-off).
     pub inline_ns: f64,
@@ -91,9 +112,15 @@ pub struct Report {
 }
 
 impl Report {
-    /// Ribbon's persist time over eager's (1.0 = no overhead).
+    /// Ribbon's persist time over eager's (1.0 = no overhead): the median
+    /// of the per-round ratios (each round's pair ran back to back).
     pub fn ratio(&self) -> f64 {
-        self.ribbon_ns / self.eager_ns
+        median(&mut self.round_ratios.clone())
+    }
+
+    /// The forced hand-off's time over eager's, the same way.
+    pub fn handoff_ratio(&self) -> f64 {
+        median(&mut self.handoff_ratios.clone())
     }
 
     /// Fraction of flushed lines coalescing saves.
@@ -117,23 +144,28 @@ impl fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "  ribbon flush+fence M=N  {:>9.1} ns/persist",
-            self.ribbon_ns
+            "  ribbon flush+fence M=N  {:>9.1} ns/persist   ({:.1}% of requests run on their caller: each queue has its own flusher)",
+            self.ribbon_ns,
+            100.0 * self.dedicated_share
         )?;
-        let rr: Vec<String> = self
-            .round_ratios
-            .iter()
-            .map(|r| format!("{r:.3}"))
-            .collect();
         writeln!(
             f,
-            "  ratio ribbon/eager      {:>9.3}   (rounds: {})",
+            "  ratio ribbon/eager      {:>9.3}   (median of per-round ratios; rounds min/q1/q3/max {})",
             self.ratio(),
-            rr.join(" ")
+            spread(&self.round_ratios)
         )?;
         writeln!(
             f,
-            "  fences at M=N where the application ran its own batch (no flusher took it in time): {:.1}%",
+            "  M=N, hand-off forced    {:>9.1} ns/persist   ratio {:.3} (rounds min/q1/q3/max {})",
+            self.handoff_ns,
+            self.handoff_ratio(),
+            spread(&self.handoff_ratios)
+        )?;
+        writeln!(
+            f,
+            "    per persist: {:.2} futex wakes, {:.2} flusher sleeps; fences where the application ran its own batch (no flusher took it in time): {:.1}%",
+            self.wakeups_per_persist,
+            self.parks_per_persist,
             100.0 * self.self_drain_share
         )?;
         writeln!(
@@ -141,6 +173,12 @@ impl fmt::Display for Report {
             "  ribbon M=0 (inline)     {:>9.1} ns/persist   ratio {:.3}: the layer without the hand-off to a flusher",
             self.inline_ns,
             self.inline_ns / self.eager_ns
+        )?;
+        let p = &self.pieces;
+        writeln!(
+            f,
+            "hand-off pieces, one thread, ns/persist: local write+flush+fence {:.1} (flush+fence {:.1}) · through a ring on the same thread {:.1} · to a spinning helper thread {:.1} (its flush+fence of lines dirty in the writer's cache {:.1})",
+            p.local_total, p.local_flush, p.ring_total, p.spin_total, p.spin_flush
         )?;
         writeln!(
             f,
@@ -212,6 +250,10 @@ pub fn run(opts: &Opts) -> Result<Report, BenchError> {
     let mut cfg = Config::new(opts.threads, 1024);
     cfg.flushers = Flushers::Fixed(opts.threads);
     let ribbon = Ribbon::start(cfg)?;
+    let mut handoff_cfg = Config::new(opts.threads, 1024);
+    handoff_cfg.flushers = Flushers::Fixed(opts.threads);
+    handoff_cfg.inline_when_dedicated = false;
+    let handoff = Ribbon::start(handoff_cfg)?;
     let mut inline_cfg = Config::new(opts.threads, 1024);
     inline_cfg.flushers = Flushers::Fixed(0);
     let inline = Ribbon::start(inline_cfg)?;
@@ -219,24 +261,41 @@ pub fn run(opts: &Opts) -> Result<Report, BenchError> {
     let mut eager = Vec::new();
     let mut rib = Vec::new();
     let mut ratios = Vec::new();
+    let mut hand = Vec::new();
+    let mut hand_ratios = Vec::new();
+    let mut pieces = Vec::new();
     for round in 0..opts.rounds {
-        // alternate which mode goes first
-        let (e, r) = if round % 2 == 0 {
-            let e = persist_round(opts, &buf, span, None);
-            (e, persist_round(opts, &buf, span, Some(&ribbon)))
-        } else {
-            let r = persist_round(opts, &buf, span, Some(&ribbon));
-            (persist_round(opts, &buf, span, None), r)
-        };
-        inl.push(persist_round(opts, &buf, span, Some(&inline)));
+        // eager, M = N and M = 0 interleave chunk by chunk (rotating which
+        // goes first); the forced hand-off runs beside eager in its own
+        // phase, because its flusher spins on after each chunk and would
+        // slow whichever chunk follows it.
+        let order = [None, Some(&ribbon), Some(&inline)];
+        let k = round % 3;
+        let rotated: Vec<Option<&Ribbon>> = (0..3).map(|i| order[(i + k) % 3]).collect();
+        let t = persist_round(opts, &buf, span, &rotated);
+        let (e, r, i) = (t[(3 - k) % 3], t[(4 - k) % 3], t[(5 - k) % 3]);
+        inl.push(i);
+        let th = persist_round(opts, &buf, span, &[None, Some(&handoff)]);
+        hand.push(th[1]);
+        hand_ratios.push(th[1] / th[0]);
+        pieces.push(handoff::measure(
+            buf.ptr as usize,
+            opts.block,
+            opts.blocks_per_thread,
+            opts.iters,
+        ));
         eager.push(e);
         rib.push(r);
         ratios.push(r / e);
     }
     let st = ribbon.stats();
-    let self_drain_share = st.self_drains as f64 / st.fences.max(1) as f64;
+    let dedicated_share = st.dedicated_requests as f64 / st.requests.max(1) as f64;
+    let hs = handoff.stats();
+    let persists = hs.fences.max(1) as f64;
     ribbon.stop();
+    handoff.stop();
     inline.stop();
+    let pieces = handoff::Pieces::median(&pieces);
     let (separate_lines, separate_ns) = inserts(opts.inserts, false);
     let (coalesced_lines, coalesced_ns) = inserts(opts.inserts, true);
     Ok(Report {
@@ -244,8 +303,14 @@ pub fn run(opts: &Opts) -> Result<Report, BenchError> {
         eager_ns: median(&mut eager),
         ribbon_ns: median(&mut rib),
         round_ratios: ratios,
+        dedicated_share,
+        handoff_ns: median(&mut hand),
+        handoff_ratios: hand_ratios,
+        self_drain_share: hs.self_drains as f64 / persists,
+        wakeups_per_persist: hs.wakeups as f64 / persists,
+        parks_per_persist: hs.parks as f64 / persists,
+        pieces,
         inline_ns: median(&mut inl),
-        self_drain_share,
         separate_lines,
         coalesced_lines,
         separate_ns,
@@ -255,38 +320,92 @@ pub fn run(opts: &Opts) -> Result<Report, BenchError> {
     })
 }
 
-fn median(v: &mut [f64]) -> f64 {
+/// "min q1 q3 max" of `v`, 3 decimals.
+fn spread(v: &[f64]) -> String {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    if v.is_empty() {
+        return "-".into();
+    }
+    format!(
+        "{:.3}/{:.3}/{:.3}/{:.3}",
+        at(0.0),
+        at(0.25),
+        at(0.75),
+        at(1.0)
+    )
+}
+
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
 }
 
-/// One round of the persist loop on every thread; mean ns per persist.
-fn persist_round(opts: &Opts, buf: &Buf, span: usize, ribbon: Option<&Ribbon>) -> f64 {
+/// Persists per timed chunk: one `Instant` pair per chunk keeps the
+/// timer's cost out of the numbers, and chunks of different modes
+/// alternate so a loaded machine's swings hit every mode alike.
+const CHUNK: usize = 50;
+
+/// One round of the persist loop on every thread, the `modes` (None =
+/// eager, Some = through that Ribbon) alternating chunk by chunk,
+/// `opts.iters` persists per mode and thread. Returns ns per persist per
+/// mode: the median chunk, averaged over threads.
+fn persist_round(opts: &Opts, buf: &Buf, span: usize, modes: &[Option<&Ribbon>]) -> Vec<f64> {
     let base = buf.ptr as usize;
-    let t0 = Instant::now();
-    std::thread::scope(|s| {
-        for t in 0..opts.threads {
-            s.spawn(move || {
-                let mut producer = ribbon.map(Ribbon::producer);
-                let mine = base + t * span;
-                for i in 0..opts.iters {
-                    let p = (mine + (i % opts.blocks_per_thread) * opts.block) as *mut u8;
-                    // SAFETY: p..p+block lies in this thread's part of buf.
-                    unsafe { std::ptr::write_bytes(p, i as u8, opts.block) };
-                    match producer.as_mut() {
-                        // SAFETY: buf outlives the round; the fence follows.
-                        Some(pr) => unsafe {
-                            let _ = pr.flush(p, opts.block);
-                            pr.fence();
-                        },
-                        // SAFETY: mapped.
-                        None => unsafe { memtamer_pmem::persist(p, opts.block) },
+    let chunks = opts.iters.div_ceil(CHUNK);
+    // Every thread registers its queues first, so timing starts with all
+    // N queues known (M = N from the first persist) and excludes thread start.
+    let ready = std::sync::Barrier::new(opts.threads);
+    let per_thread: Vec<Vec<f64>> = std::thread::scope(|s| {
+        let ready = &ready;
+        let workers: Vec<_> = (0..opts.threads)
+            .map(|t| {
+                s.spawn(move || {
+                    let mut producers: Vec<_> =
+                        modes.iter().map(|m| m.map(Ribbon::producer)).collect();
+                    let mut times = vec![Vec::with_capacity(chunks); modes.len()];
+                    let mine = base + t * span;
+                    let mut i = 0usize;
+                    ready.wait();
+                    for _ in 0..chunks {
+                        for (mode, producer) in producers.iter_mut().enumerate() {
+                            let t0 = Instant::now();
+                            for _ in 0..CHUNK {
+                                let p =
+                                    (mine + (i % opts.blocks_per_thread) * opts.block) as *mut u8;
+                                i += 1;
+                                // SAFETY: p..p+block lies in this thread's part of buf.
+                                unsafe { std::ptr::write_bytes(p, i as u8, opts.block) };
+                                match producer.as_mut() {
+                                    // SAFETY: buf outlives the round; the fence follows.
+                                    Some(pr) => unsafe {
+                                        let _ = pr.flush(p, opts.block);
+                                        pr.fence();
+                                    },
+                                    // SAFETY: mapped.
+                                    None => unsafe { memtamer_pmem::persist(p, opts.block) },
+                                }
+                            }
+                            times[mode].push(t0.elapsed().as_nanos() as f64 / CHUNK as f64);
+                        }
                     }
-                }
-            });
-        }
+                    // No queue unregisters (N dropping below M) while
+                    // another thread is still timing.
+                    ready.wait();
+                    drop(producers);
+                    times.iter_mut().map(|v| median(v)).collect::<Vec<f64>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_default())
+            .collect()
     });
-    t0.elapsed().as_nanos() as f64 / opts.iters as f64
+    (0..modes.len())
+        .map(|m| per_thread.iter().filter_map(|v| v.get(m)).sum::<f64>() / opts.threads as f64)
+        .collect()
 }
 
 /// `n` Redis-like inserts (Listing 6.1): returns (lines flushed per
@@ -391,9 +510,17 @@ mod tests {
         };
         let r = run(&opts).unwrap();
         assert!(r.eager_ns > 0.0 && r.ribbon_ns > 0.0 && r.round_ratios.len() == 2);
+        assert!(r.handoff_ns > 0.0 && r.handoff_ratios.len() == 2);
+        assert_eq!(
+            r.dedicated_share, 1.0,
+            "M = N = 1: every request on its caller"
+        );
         let text = r.to_string();
         assert!(
-            text.contains("ratio ribbon/eager") && text.contains("M=0") && text.contains("fewer"),
+            text.contains("ratio ribbon/eager")
+                && text.contains("M=0")
+                && text.contains("hand-off forced")
+                && text.contains("fewer"),
             "{text}"
         );
     }

@@ -100,6 +100,7 @@ fn sleep(s: &Shared, id: usize, active: bool) {
             s.jobs[id].has_work()
         })
     {
+        s.counters.parks.fetch_add(1, Ordering::Relaxed);
         std::thread::park_timeout(timeout);
     }
     s.sleeping[id].store(false, Ordering::SeqCst);
@@ -224,7 +225,7 @@ pub(crate) fn control(
     detect_idle: bool,
 ) {
     let own = |s: &Shared| {
-        s.counters.flushed_bytes.load(Ordering::Relaxed)
+        s.total(crate::shared::Ev::FlushedBytes)
             + s.counters.proactive_bytes.load(Ordering::Relaxed)
     };
     let mut read = |s: &Shared| -> (u64, &'static str) {

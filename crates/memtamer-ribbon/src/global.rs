@@ -28,8 +28,14 @@ pub const ENV_FLUSHERS: &str = "MEMTAMER_RIBBON_FLUSHERS";
 /// Env var: P1, the flusher count that saturates write bandwidth (default 4).
 pub const ENV_P1: &str = "MEMTAMER_RIBBON_P1";
 
+/// Env var: `dedicated` (default: at M = N flushes run on their caller,
+/// `Config::inline_when_dedicated`) or `always` (every flush goes through
+/// the queue while there are flushers).
+pub const ENV_HANDOFF: &str = "MEMTAMER_RIBBON_HANDOFF";
+
 /// `Config::new(app_threads, queue_entries)` adjusted by
-/// `MEMTAMER_RIBBON_FLUSHERS` and `MEMTAMER_RIBBON_P1`.
+/// `MEMTAMER_RIBBON_FLUSHERS`, `MEMTAMER_RIBBON_P1` and
+/// `MEMTAMER_RIBBON_HANDOFF`.
 pub fn config_from_env(app_threads: usize, queue_entries: usize) -> Result<Config, RibbonError> {
     let mut cfg = Config::new(app_threads, queue_entries);
     if let Ok(v) = std::env::var(ENV_FLUSHERS) {
@@ -44,6 +50,19 @@ pub fn config_from_env(app_threads: usize, queue_entries: usize) -> Result<Confi
             })?;
             cfg.flushers = Flushers::Fixed(m);
         }
+    }
+    if let Ok(v) = std::env::var(ENV_HANDOFF) {
+        cfg.inline_when_dedicated = match v.trim() {
+            "" | "dedicated" => true,
+            "always" => false,
+            _ => {
+                return Err(RibbonError::Env {
+                    var: ENV_HANDOFF,
+                    value: v.clone(),
+                    why: "expected `dedicated` or `always`",
+                })
+            }
+        };
     }
     if let Ok(v) = std::env::var(ENV_P1) {
         cfg.control.p1 = v
@@ -276,5 +295,15 @@ mod tests {
         assert!(config_from_env(2, 8).is_err());
         std::env::remove_var(ENV_FLUSHERS);
         std::env::remove_var(ENV_P1);
+        assert!(config_from_env(2, 8).unwrap().inline_when_dedicated);
+        std::env::set_var(ENV_HANDOFF, "always");
+        assert!(!config_from_env(2, 8).unwrap().inline_when_dedicated);
+        std::env::set_var(ENV_HANDOFF, "sometimes");
+        let e = config_from_env(2, 8)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains(ENV_HANDOFF) && e.contains("sometimes"), "{e}");
+        std::env::remove_var(ENV_HANDOFF);
     }
 }

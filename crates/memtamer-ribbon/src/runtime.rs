@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use crate::error::{RibbonError, MAX_FLUSH_LEN};
 use crate::queue::{Queue, Request};
 pub use crate::shared::{hardware_threads, Config, Executor, Flushers, Stats};
-use crate::shared::{Counters, Shared};
+use crate::shared::{Counters, Ev, Shared};
 
 /// Checks a flush range (no wrap-around, not absurdly long).
 pub fn check_range(addr: usize, len: usize) -> Result<(), RibbonError> {
@@ -48,6 +48,7 @@ impl Ribbon {
         };
         let shared = Arc::new(Shared {
             exec: cfg.executor,
+            inline_when_dedicated: cfg.inline_when_dedicated,
             queues: (0..cfg.app_threads).map(|_| Queue::new(cap)).collect(),
             slot_used: (0..cfg.app_threads)
                 .map(|_| AtomicBool::new(false))
@@ -65,9 +66,12 @@ impl Ribbon {
             proactive_on: AtomicBool::new(false),
             proactive_regions: RwLock::new(Vec::new()),
             counters: Counters::default(),
+            own: (0..cfg.app_threads).map(|_| Default::default()).collect(),
             source_name: Mutex::new(crate::bandwidth::FLUSHED_BYTES),
             #[cfg(test)]
             broken: cfg.broken_publish_early,
+            #[cfg(test)]
+            broken_dedicated_fence: cfg.broken_dedicated_fence,
         });
         let ribbon = Ribbon {
             shared: shared.clone(),
@@ -272,23 +276,25 @@ impl Producer {
             return Ok(());
         }
         let s = &*self.shared;
-        s.counters.requests.fetch_add(1, Ordering::Relaxed);
+        s.bump(self.slot, Ev::Requests, 1);
         let queue = match self.slot {
             Some(slot)
                 if s.m.load(Ordering::Relaxed) > 0 && !s.stopping.load(Ordering::Relaxed) =>
             {
+                if s.dedicated() {
+                    // M = N: this queue's flusher would be dedicated to it,
+                    // so the hand-off buys no concurrency; run it here.
+                    // SAFETY: forwarded from the caller.
+                    unsafe { flush_here(s, self.slot, addr, len) };
+                    s.bump(self.slot, Ev::Dedicated, 1);
+                    return Ok(());
+                }
                 &s.queues[slot]
             }
             _ => {
-                drain_own(s, self.slot);
                 // SAFETY: forwarded from the caller.
-                unsafe { (s.exec.flush)(addr, len) };
-                let bytes =
-                    memtamer_pmem::lines_covered(addr as usize, len) * memtamer_pmem::CACHE_LINE;
-                s.counters
-                    .flushed_bytes
-                    .fetch_add(bytes as u64, Ordering::Relaxed);
-                s.counters.inline_requests.fetch_add(1, Ordering::Relaxed);
+                unsafe { flush_here(s, self.slot, addr, len) };
+                s.bump(self.slot, Ev::Inline, 1);
                 return Ok(());
             }
         };
@@ -323,10 +329,20 @@ impl Producer {
     /// executed and fenced (thesis `ribbon_fence`: a fence is a deadline).
     pub fn fence(&mut self) {
         let s = &*self.shared;
-        s.counters.fences.fetch_add(1, Ordering::Relaxed);
-        if let Some(slot) = self.slot {
+        s.bump(self.slot, Ev::Fences, 1);
+        #[cfg(test)]
+        let skip = s.broken_dedicated_fence && s.dedicated();
+        #[cfg(not(test))]
+        let skip = false;
+        if let Some(slot) = self.slot.filter(|_| !skip) {
             let q = &s.queues[slot];
             let target = q.tail();
+            if q.head() == target {
+                // Drained already (always so when flushes run on this
+                // thread): nothing to wait for, nobody to wake.
+                (s.exec.fence)();
+                return;
+            }
             std::sync::atomic::fence(Ordering::SeqCst);
             if s.sleepers.load(Ordering::Relaxed) > 0 {
                 s.wake_active();
@@ -391,6 +407,20 @@ impl Drop for Producer {
             self.shared.unregister(slot);
         }
     }
+}
+
+/// Executes a flush on the calling thread, after whatever its queue still
+/// holds (so requests keep program order when the route changes from the
+/// queue to the caller). The caller's next fence orders it.
+///
+/// # Safety
+/// `addr..addr+len` must be mapped.
+unsafe fn flush_here(s: &Shared, slot: Option<usize>, addr: *const u8, len: usize) {
+    drain_own(s, slot);
+    // SAFETY: forwarded from the caller.
+    unsafe { (s.exec.flush)(addr, len) };
+    let bytes = memtamer_pmem::lines_covered(addr as usize, len) * memtamer_pmem::CACHE_LINE;
+    s.bump(slot, Ev::FlushedBytes, bytes as u64);
 }
 
 /// Executes whatever queue `slot` still holds on the calling thread (its

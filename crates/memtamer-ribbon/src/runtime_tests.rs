@@ -96,8 +96,127 @@ fn a_fence_never_returns_before_its_flushes_executed() {
 
 #[test]
 fn fences_hold_when_producers_help_with_their_own_batches_at_m_equal_n() {
-    // M = N = 2: a producer whose batch no flusher took runs it itself
+    // M = N = 2 with the hand-off forced: a producer whose batch no
+    // flusher took runs it itself
+    let mut cfg = config(4, 64, 2, true);
+    cfg.inline_when_dedicated = false;
+    assert_eq!(fence_violations(cfg, 2, 100, 8), 0);
+}
+
+#[test]
+fn fences_hold_when_dedicated_flushes_run_on_their_caller() {
+    // M = N = 2 (the default inline_when_dedicated): flushes run on the caller
     assert_eq!(fence_violations(config(4, 64, 2, true), 2, 100, 8), 0);
+}
+
+#[test]
+fn at_m_equal_n_a_flush_runs_on_its_caller_before_returning() {
+    let ribbon = Ribbon::start(config(2, 16, 1, false)).unwrap();
+    let mut p = ribbon.producer();
+    let first = lines(4);
+    // SAFETY: recording executor.
+    unsafe { p.flush(addr(first), 256).unwrap() };
+    assert!(
+        (first..first + 4).all(|l| executed(l) == 1),
+        "M = N = 1: ran on the caller before returning"
+    );
+    p.fence();
+    let st = ribbon.stats();
+    assert_eq!(
+        (st.dedicated_requests, st.inline_requests),
+        (1, 0),
+        "{st:?}"
+    );
+    assert_eq!(st.flusher_batches, 0, "{st:?}");
+    assert_eq!(st.flushed_bytes, 256);
+    drop(p);
+    ribbon.stop();
+}
+
+/// Producers on 2 queues flush `k` fresh lines and fence while another
+/// thread flips M between 1 (< N: queued) and 2 (= N: on the caller), so
+/// fences often meet requests queued before M became N.
+fn violations_while_m_flips(cfg: Config) -> usize {
+    let ribbon = Ribbon::start(cfg).unwrap();
+    let bad = AtomicUsize::new(0);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            let mut m = 1;
+            while !done.load(Ordering::Relaxed) {
+                ribbon.set_flushers(m);
+                m = 3 - m;
+                std::thread::sleep(Duration::from_micros(300));
+            }
+        });
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                sc.spawn(|| {
+                    let mut p = ribbon.producer();
+                    for _ in 0..150 {
+                        let first = lines(8);
+                        for i in 0..8 {
+                            // SAFETY: the recording executor never dereferences.
+                            unsafe { p.flush(addr(first + i), 1).unwrap() };
+                        }
+                        p.fence();
+                        let missing = (0..8).filter(|i| executed(first + i) == 0).count();
+                        bad.fetch_add(missing, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            let _ = w.join();
+        }
+        done.store(true, Ordering::Relaxed);
+    });
+    ribbon.stop();
+    bad.into_inner()
+}
+
+#[test]
+fn fences_hold_while_m_moves_between_queued_and_dedicated() {
+    assert_eq!(violations_while_m_flips(config(4, 64, 2, true)), 0);
+}
+
+/// Rounds of: with M = 1 < N = 2, queue 8 fresh lines (the slow
+/// flusher needs ~400 us for them), raise M to N, fence, check.
+fn violations_after_m_becomes_n(cfg: Config) -> usize {
+    let ribbon = Ribbon::start(cfg).unwrap();
+    let _other = ribbon.producer(); // N = 2
+    let mut p = ribbon.producer();
+    let mut bad = 0;
+    for _ in 0..20 {
+        ribbon.set_flushers(1);
+        let first = lines(8);
+        for i in 0..8 {
+            // SAFETY: the recording executor never dereferences.
+            unsafe { p.flush(addr(first + i), 1).unwrap() };
+        }
+        ribbon.set_flushers(2);
+        p.fence();
+        bad += (0..8).filter(|i| executed(first + i) == 0).count();
+    }
+    drop(p);
+    ribbon.stop();
+    bad
+}
+
+#[test]
+fn a_fence_after_m_became_n_waits_for_what_was_queued_before() {
+    assert_eq!(violations_after_m_becomes_n(config(4, 64, 2, true)), 0);
+}
+
+#[test]
+fn the_test_catches_a_dedicated_fence_that_skips_the_queue() {
+    let mut cfg = config(4, 64, 2, true);
+    cfg.broken_dedicated_fence = true;
+    let bad = violations_after_m_becomes_n(cfg);
+    assert!(
+        bad > 0,
+        "a fence that forgets requests queued before M became N must be caught ({bad})"
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@ use crate::bandwidth::BandwidthSource;
 use crate::controller::{Case, ControlConfig};
 use crate::error::{RibbonError, MAX_APP_THREADS, MAX_FLUSHERS, MAX_QUEUE_ENTRIES};
 use crate::proactive::StoreSampler;
-use crate::queue::{Batch, Queue};
+use crate::queue::{Batch, Padded, Queue};
 
 /// How flushes and fences are executed. Production uses
 /// [`Executor::pmem`]; tests and benchmarks substitute recording or
@@ -67,10 +67,22 @@ pub struct Config {
     /// Whether the control thread measures the hardware threads other
     /// processes leave free (`idle.rs`); false assumes all `cores` free.
     pub detect_idle: bool,
+    /// At M = N every queue has a flusher of its own, so handing a flush
+    /// over buys no flushing concurrency (N threads flush either way) and
+    /// only adds the hand-off (a cache-line round trip for the queue
+    /// indexes, the flusher's snoop of the freshly written lines, and a
+    /// futex wake when the flusher sleeps). True (the default) executes a
+    /// flush on its caller then; false forces the hand-off (benchmarks).
+    /// docs/ribbon.md, "Inline when dedicated".
+    pub inline_when_dedicated: bool,
     /// Test-only: publish a batch as done before executing it (the bug
     /// the fence-ordering test must catch).
     #[cfg(test)]
     pub broken_publish_early: bool,
+    /// Test-only: in the dedicated (M = N) mode a fence skips waiting for
+    /// the queue, forgetting requests queued before M became N.
+    #[cfg(test)]
+    pub broken_dedicated_fence: bool,
 }
 
 /// Hardware threads of this process (its CPU affinity), at least 1.
@@ -95,8 +107,11 @@ impl Config {
             bandwidth: None,
             sampler: None,
             detect_idle: true,
+            inline_when_dedicated: true,
             #[cfg(test)]
             broken_publish_early: false,
+            #[cfg(test)]
+            broken_dedicated_fence: false,
         }
     }
 
@@ -124,11 +139,63 @@ pub(crate) struct Counters {
     pub(crate) proactive_bytes: AtomicU64,
     pub(crate) fences: AtomicU64,
     pub(crate) inline_requests: AtomicU64,
+    pub(crate) dedicated_requests: AtomicU64,
+    pub(crate) wakeups: AtomicU64,
+    pub(crate) parks: AtomicU64,
     pub(crate) self_drains: AtomicU64,
     pub(crate) dispatched_jobs: AtomicU64,
     pub(crate) flusher_batches: AtomicU64,
     pub(crate) searches: AtomicU64,
     pub(crate) last_case: AtomicUsize,
+}
+
+/// A counter a producer bumps on every flush or fence.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ev {
+    Requests,
+    Fences,
+    Inline,
+    Dedicated,
+    FlushedBytes,
+}
+
+impl Counters {
+    fn of(&self, e: Ev) -> &AtomicU64 {
+        match e {
+            Ev::Requests => &self.requests,
+            Ev::Fences => &self.fences,
+            Ev::Inline => &self.inline_requests,
+            Ev::Dedicated => &self.dedicated_requests,
+            Ev::FlushedBytes => &self.flushed_bytes,
+        }
+    }
+}
+
+/// The [`Ev`] counters of one queue slot. Only the thread owning the slot
+/// writes them, so a bump is a plain load and store, not a locked
+/// read-modify-write: with flushes on their caller (M = N) the locked
+/// increments of shared counters were most of Ribbon's cost per persist.
+/// A slot's next owner sees the last value (its registration acquires
+/// the slot the previous owner released).
+#[derive(Default)]
+pub(crate) struct OwnCounters {
+    requests: AtomicU64,
+    fences: AtomicU64,
+    inline_requests: AtomicU64,
+    dedicated_requests: AtomicU64,
+    flushed_bytes: AtomicU64,
+}
+
+impl OwnCounters {
+    fn of(&self, e: Ev) -> &AtomicU64 {
+        match e {
+            Ev::Requests => &self.requests,
+            Ev::Fences => &self.fences,
+            Ev::Inline => &self.inline_requests,
+            Ev::Dedicated => &self.dedicated_requests,
+            Ev::FlushedBytes => &self.flushed_bytes,
+        }
+    }
 }
 
 /// A snapshot of a Ribbon instance's activity (for `memtamer stat`, logs,
@@ -146,6 +213,14 @@ pub struct Stats {
     /// Requests executed on the application thread (no queue, no
     /// flusher, or Ribbon stopping).
     pub inline_requests: u64,
+    /// Requests executed on their caller because M = N (each queue has a
+    /// dedicated flusher, so the hand-off would add nothing; counted apart
+    /// from `inline_requests`).
+    pub dedicated_requests: u64,
+    /// Sleeping flushers woken (each an unpark, i.e. a futex wake).
+    pub wakeups: u64,
+    /// Times a flusher went to sleep (each a futex wait).
+    pub parks: u64,
     /// Times a producer drained its own queue (full queue or inline mode).
     pub self_drains: u64,
     /// Jobs the dispatcher handed to other flushers (M > N).
@@ -182,6 +257,8 @@ pub(crate) fn case_code(c: Case) -> usize {
 /// and proactive threads.
 pub(crate) struct Shared {
     pub(crate) exec: Executor,
+    /// `Config::inline_when_dedicated`.
+    pub(crate) inline_when_dedicated: bool,
     pub(crate) queues: Box<[Queue]>,
     pub(crate) slot_used: Box<[AtomicBool]>,
     /// Active slots, compact: ranks 0..active_len.
@@ -201,9 +278,13 @@ pub(crate) struct Shared {
     pub(crate) proactive_on: AtomicBool,
     pub(crate) proactive_regions: RwLock<Vec<(usize, usize)>>,
     pub(crate) counters: Counters,
+    /// Per-slot counters, written by the slot's owner only.
+    pub(crate) own: Box<[Padded<OwnCounters>]>,
     pub(crate) source_name: Mutex<&'static str>,
     #[cfg(test)]
     pub(crate) broken: bool,
+    #[cfg(test)]
+    pub(crate) broken_dedicated_fence: bool,
 }
 
 impl Shared {
@@ -239,6 +320,31 @@ impl Shared {
         batch.complete();
     }
 
+    /// Adds `n` to counter `e`: the slot's own counter when the caller owns
+    /// `slot`, else the shared one.
+    pub(crate) fn bump(&self, slot: Option<usize>, e: Ev, n: u64) {
+        match slot.and_then(|i| self.own.get(i)) {
+            Some(own) => {
+                let a = own.0.of(e);
+                a.store(a.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+            }
+            None => {
+                self.counters.of(e).fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Counter `e` over the shared and every slot's counters.
+    pub(crate) fn total(&self, e: Ev) -> u64 {
+        self.own
+            .iter()
+            .map(|o| o.0.of(e).load(Ordering::Relaxed))
+            .fold(
+                self.counters.of(e).load(Ordering::Relaxed),
+                u64::wrapping_add,
+            )
+    }
+
     /// Wakes every sleeping flusher below `m`.
     pub(crate) fn wake_active(&self) {
         let m = self.m.load(Ordering::Relaxed).min(self.max_flushers);
@@ -251,12 +357,21 @@ impl Shared {
     pub(crate) fn wake(&self, i: usize) {
         if self.sleeping[i].swap(false, Ordering::SeqCst) {
             if let Some(t) = self.threads.get().and_then(|t| t.get(i)) {
+                self.counters.wakeups.fetch_add(1, Ordering::Relaxed);
                 t.unpark();
             }
         }
     }
 
     /// True when any queue or job ring holds work.
+    /// True when each registered queue has a flusher of its own (M = N)
+    /// and the caller may execute its flushes itself
+    /// (`Config::inline_when_dedicated`).
+    pub(crate) fn dedicated(&self) -> bool {
+        self.inline_when_dedicated
+            && self.m.load(Ordering::Relaxed) == self.active_len.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn any_work(&self, id: usize) -> bool {
         self.jobs[id].has_work() || self.queues.iter().any(Queue::has_work)
     }
@@ -288,11 +403,14 @@ impl Shared {
         let c = &self.counters;
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Stats {
-            requests: l(&c.requests),
-            flushed_bytes: l(&c.flushed_bytes),
+            requests: self.total(Ev::Requests),
+            flushed_bytes: self.total(Ev::FlushedBytes),
             proactive_bytes: l(&c.proactive_bytes),
-            fences: l(&c.fences),
-            inline_requests: l(&c.inline_requests),
+            fences: self.total(Ev::Fences),
+            inline_requests: self.total(Ev::Inline),
+            dedicated_requests: self.total(Ev::Dedicated),
+            wakeups: l(&c.wakeups),
+            parks: l(&c.parks),
             self_drains: l(&c.self_drains),
             dispatched_jobs: l(&c.dispatched_jobs),
             flusher_batches: l(&c.flusher_batches),

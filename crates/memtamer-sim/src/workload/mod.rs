@@ -12,6 +12,7 @@
 
 mod antagonist;
 mod cpu;
+mod flush;
 mod kv;
 mod lc;
 mod mbw;
@@ -23,6 +24,7 @@ use crate::config::{CpuWork, Pattern, WorkloadSpec};
 use crate::rng::Rng;
 use antagonist::{Antagonist, Rates, Schedule};
 use cpu::Cpu;
+use flush::{FlushAgent, FlushApp};
 use kv::Kv;
 use lc::{Lc, LcMix};
 use mbw::Mbw;
@@ -70,6 +72,21 @@ pub enum Op {
     NextArrival,
     /// LC server: the current request is complete (latency recorded).
     ArrivalDone,
+    /// A regular store to a PM line (flush workload): read-for-ownership
+    /// if the line is not cached; the line is dirty afterwards.
+    Store { addr: u64 },
+    /// The program flushes a line (`clwb`): executed by the thread itself
+    /// or queued for a Ribbon flusher, as the engine decides.
+    Flush { addr: u64 },
+    /// The program's fence: waits for its own outstanding ops and, under
+    /// Ribbon, until its flush queue drained.
+    Fence,
+    /// A `clwb` executed now by this thread (its cost by the line's state).
+    Clwb { addr: u64 },
+    /// A flusher or the proactive thread asks the engine for work.
+    FlushPull,
+    /// A flusher finished (sfence passed) `lines` lines of queue `queue`.
+    BatchDone { queue: u32, lines: u32 },
 }
 
 /// Builds an address in `region` at `offset` within thread `slot`'s span.
@@ -125,6 +142,8 @@ enum GenKind {
     Cpu(Cpu),
     Lc(Lc),
     Trace(TraceReplay),
+    FlushApp(FlushApp),
+    FlushAgent(FlushAgent),
 }
 
 pub use crate::config::profiles::{cpu_profile, CpuProfile, CPU_PROFILES, PROFILE_CLOCK_GHZ};
@@ -270,6 +289,23 @@ impl Generator {
                 // checked by `Generator::check` before; idle if it vanished
                 Err(_) => GenKind::Cpu(Cpu::new(NS, 0, false, region_of(region), slot)),
             },
+            WorkloadSpec::Flush {
+                pattern,
+                value_bytes,
+                compute_ns,
+                mode,
+                line_state,
+                region,
+                ..
+            } => GenKind::FlushApp(FlushApp::new(
+                *pattern,
+                *value_bytes,
+                ns(*compute_ns),
+                *mode == crate::config::FlushMode::Eager,
+                *line_state,
+                region_of(region),
+                slot,
+            )),
             WorkloadSpec::LcServer {
                 compute_ns,
                 dram_lines,
@@ -295,6 +331,23 @@ impl Generator {
         Generator {
             kind,
             pending: Default::default(),
+        }
+    }
+
+    /// The generator of a Ribbon flusher or proactive-flushing thread: its
+    /// work comes from the engine (`Op::FlushPull`, then [`Generator::inject`]).
+    pub fn flush_agent() -> Generator {
+        Generator {
+            kind: GenKind::FlushAgent(FlushAgent),
+            pending: Default::default(),
+        }
+    }
+
+    /// Appends `ops` to the ops this thread runs before its generator's
+    /// next step (the engine handing a flusher its batch).
+    pub fn inject(&mut self, ops: impl IntoIterator<Item = Op>) {
+        for op in ops {
+            self.pending.push_back(op);
         }
     }
 
@@ -330,6 +383,8 @@ impl Generator {
             GenKind::Cpu(g) => g.refill(q, rng),
             GenKind::Lc(g) => g.refill(q, rng),
             GenKind::Trace(g) => g.refill(q),
+            GenKind::FlushApp(g) => g.refill(q, rng),
+            GenKind::FlushAgent(g) => g.refill(q),
         }
     }
 }

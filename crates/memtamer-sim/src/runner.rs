@@ -151,6 +151,22 @@ pub const SCENARIOS: &[Builtin] = &[
         "pmdk-replay",
         include_str!("../builtin/scenarios/pmdk-replay.toml"),
     ),
+    (
+        "ribbon-linestate",
+        include_str!("../builtin/scenarios/ribbon-linestate.toml"),
+    ),
+    (
+        "ribbon-char",
+        include_str!("../builtin/scenarios/ribbon-char.toml"),
+    ),
+    (
+        "ribbon-eval",
+        include_str!("../builtin/scenarios/ribbon-eval.toml"),
+    ),
+    (
+        "ribbon-oracle",
+        include_str!("../builtin/scenarios/ribbon-oracle.toml"),
+    ),
 ];
 
 fn read_named(

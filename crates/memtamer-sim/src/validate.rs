@@ -119,7 +119,9 @@ pub fn measure_platform_metric(platform: &str, metric: &str) -> Result<Option<f6
 pub fn run_all(progress: bool) -> Result<Validation, SimError> {
     let mut scenarios = Vec::new();
     for (name, _) in experiment::SCENARIOS {
-        if *name == "demo" {
+        // the Ribbon oracle and characterization sweeps (~500 points) run
+        // under `memtamer sim ribbon` / `sim run`, not here
+        if *name == "demo" || *name == "ribbon-oracle" || *name == "ribbon-char" {
             continue;
         }
         let s = experiment::load_scenario(name)?;

@@ -96,6 +96,12 @@ pub fn run(cmd: SimCmd) -> Result<Outcome, CliError> {
             print!("{}", memtamer_sim::placement_eval::markdown(&cases));
             Ok(Outcome::Success)
         }
+        SimCmd::Ribbon { jobs } => {
+            let cases = memtamer_sim::ribbon_eval::evaluate(jobs, true)?;
+            eprintln!();
+            print!("{}", memtamer_sim::ribbon_eval::markdown(&cases));
+            Ok(Outcome::Success)
+        }
         SimCmd::Sampler { periods } => {
             print!("{}", validate::sampler_accuracy(&periods)?);
             Ok(Outcome::Success)

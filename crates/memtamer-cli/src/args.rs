@@ -341,6 +341,14 @@ pub(crate) enum SimCmd {
         #[arg(long, default_value_t = 0)]
         jobs: usize,
     },
+    /// Ribbon in the simulator (issue 19): eager flushing, the PATS gate, the four-point
+    /// search and proactive flushing against the M = 1..P4 oracle sweep; prints the
+    /// Markdown tables of docs/ribbon.md "Ribbon in the simulator".
+    Ribbon {
+        /// Worker threads (default: all cores).
+        #[arg(long, default_value_t = 0)]
+        jobs: usize,
+    },
     /// Measure the simulated PEBS sampler's accounting error against ground truth.
     Sampler {
         /// Sampling periods to test.

@@ -18,6 +18,7 @@ pub mod placement_eval;
 pub use engine::pmdimm;
 pub mod policies;
 pub mod report;
+pub mod ribbon_eval;
 pub mod rng;
 pub mod runner;
 pub mod topology;

@@ -33,6 +33,7 @@ pub const PLATFORMS: &[Builtin] = &[
     ("dicio", include_str!("../builtin/platforms/dicio.toml")),
     ("ahn", include_str!("../builtin/platforms/ahn.toml")),
     ("kit", include_str!("../builtin/platforms/kit.toml")),
+    ("thesis", include_str!("../builtin/platforms/thesis.toml")),
 ];
 
 /// Built-in scenarios (the seeds' baseline experiments).
@@ -149,6 +150,22 @@ pub const SCENARIOS: &[Builtin] = &[
     (
         "pmdk-replay",
         include_str!("../builtin/scenarios/pmdk-replay.toml"),
+    ),
+    (
+        "ribbon-linestate",
+        include_str!("../builtin/scenarios/ribbon-linestate.toml"),
+    ),
+    (
+        "ribbon-char",
+        include_str!("../builtin/scenarios/ribbon-char.toml"),
+    ),
+    (
+        "ribbon-eval",
+        include_str!("../builtin/scenarios/ribbon-eval.toml"),
+    ),
+    (
+        "ribbon-oracle",
+        include_str!("../builtin/scenarios/ribbon-oracle.toml"),
     ),
 ];
 
@@ -476,6 +493,32 @@ pub fn metrics(scenario: &Scenario, platform: &Platform, r: &RunResult) -> BTree
                 }
             }
         }
+    }
+    for f in &r.flush {
+        let Some(job) = r.jobs.get(f.job) else {
+            continue;
+        };
+        let n = &job.name;
+        let st = f.stats;
+        let flushes = st.dirty + st.clean + st.nonresident + st.in_flight;
+        m.insert(format!("{n}.flushers"), f.flushers_avg);
+        m.insert(format!("{n}.flushers_end"), f.flushers_end as f64);
+        m.insert(format!("{n}.searches"), st.searches as f64);
+        m.insert(format!("{n}.flush_gbps"), flushes as f64 * 64.0 / s / 1e9);
+        let share = |v: u64| v as f64 / flushes.max(1) as f64;
+        m.insert(format!("{n}.flush_dirty_share"), share(st.dirty));
+        m.insert(format!("{n}.flush_clean_share"), share(st.clean));
+        m.insert(
+            format!("{n}.flush_nonresident_share"),
+            share(st.nonresident),
+        );
+        m.insert(format!("{n}.flush_in_flight_share"), share(st.in_flight));
+        m.insert(
+            format!("{n}.proactive_gbps"),
+            st.proactive as f64 * 64.0 / s / 1e9,
+        );
+        m.insert(format!("{n}.rfo_gbps"), st.rfo as f64 * 64.0 / s / 1e9);
+        m.insert(format!("{n}.evicted_dirty"), st.evicted_dirty as f64);
     }
     // summed metrics of job groups, in the order groups first appear
     let mut groups: Vec<(&str, [f64; 5])> = Vec::new();

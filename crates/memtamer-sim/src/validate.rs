@@ -127,7 +127,9 @@ pub fn run_all_jobs(progress: bool, jobs: usize) -> Result<Validation, SimError>
     let names: Vec<String> = experiment::SCENARIOS
         .iter()
         .map(|(n, _)| n.to_string())
-        .filter(|n| n != "demo")
+        // the Ribbon oracle and characterization sweeps (~500 points) run
+        // under `memtamer sim ribbon` / `sim run`, not here
+        .filter(|n| n != "demo" && n != "ribbon-oracle" && n != "ribbon-char")
         .collect();
     Ok(Validation {
         scenarios: run_scenarios(&names, progress, jobs)?,

@@ -151,6 +151,12 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             }
             Ok(Outcome::Success)
         }
+        SimCmd::Ribbon { jobs } => {
+            let cases = memtamer_sim::ribbon_eval::evaluate(jobs, true)?;
+            eprintln!();
+            print!("{}", memtamer_sim::ribbon_eval::markdown(&cases));
+            Ok(Outcome::Success)
+        }
         SimCmd::Sampler { periods } => {
             pick("memtamer sim sampler", format, &[Format::Table])?;
             print!("{}", validate::sampler_accuracy(&periods)?);

@@ -13,6 +13,7 @@
 //! This module imports nothing from the simulator itself (no `workload`, no
 //! `engine`): the schema is a leaf the rest of the crate builds on.
 
+pub mod flush_spec;
 pub mod overrides;
 pub mod platform;
 pub mod profiles;
@@ -27,7 +28,10 @@ pub use platform::{
 };
 pub use profiles::{cpu_profile, CpuProfile, CPU_PROFILES, PROFILE_CLOCK_GHZ};
 pub use scenario::{Check, JobSpec, PaperPoint, PlotSpec, Scenario, SweepSpec};
-pub use workload_spec::{CpuWork, KvOp, MbwMode, Pattern, Rw, StoreKind, WorkloadSpec};
+pub use workload_spec::{
+    CpuWork, FlushMode, FlushPattern, KvOp, LineState, MbwMode, Pattern, Rw, StoreKind,
+    WorkloadSpec,
+};
 
 use crate::error::{line_col, line_of_key, SimError};
 

@@ -46,6 +46,16 @@ pub struct CpuParams {
     /// and are descheduled for the rest (Dicio §4.2, Caladan-style core grants).
     #[serde(default = "default_duty_period_us")]
     pub duty_period_us: f64,
+    /// Shared last-level cache of a socket, bytes: how many lines the
+    /// `flush` workload's line-state table keeps resident (FIFO). Only
+    /// platforms that run flush workloads need it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc_bytes: Option<u64>,
+    /// Time a `clwb` of a clean line resident in the core's private caches
+    /// takes (a private-cache lookup, no write-back), ns. Only platforms
+    /// that run flush workloads need it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clwb_clean_ns: Option<f64>,
 }
 
 fn default_duty_period_us() -> f64 {
@@ -385,6 +395,24 @@ impl Platform {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(invalid(file, text, k, format!("must be >= 0, got {v}")));
             }
+        }
+        if let Some(v) = self.cpu.clwb_clean_ns {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(invalid(
+                    file,
+                    text,
+                    "cpu.clwb_clean_ns",
+                    format!("must be >= 0, got {v}"),
+                ));
+            }
+        }
+        if self.cpu.llc_bytes.is_some_and(|b| b < 64) {
+            return Err(invalid(
+                file,
+                text,
+                "cpu.llc_bytes",
+                "must hold at least one 64 B line",
+            ));
         }
         if !(1..=2).contains(&self.cpu.threads_per_core) {
             return Err(invalid(

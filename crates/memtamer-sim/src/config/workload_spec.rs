@@ -2,6 +2,8 @@
 //! (MBW, memcached, fio-like PM streams, Dicio's antagonist, latency probe,
 //! CPU-bound profiles, latency-critical servers) and its value checks.
 
+use super::flush_spec::validate_flush;
+pub use super::flush_spec::{FlushMode, FlushPattern, LineState};
 use super::profiles::{cpu_profile, CPU_PROFILES};
 use serde::{Deserialize, Serialize};
 
@@ -238,6 +240,62 @@ pub enum WorkloadSpec {
         #[serde(default = "default_pm")]
         region: String,
     },
+    /// Application threads that store to PM lines, flush them and fence
+    /// (issue 19 item 5, thesis ch. 6), executed eagerly or through Ribbon's
+    /// flush queues and flusher threads (docs/ribbon.md "Ribbon in the
+    /// simulator"). One unit = one operation (`lines`: one line).
+    Flush {
+        /// Whose flush pattern.
+        pattern: FlushPattern,
+        /// Value (pmemkv), node (fastfair) or block (streamcluster, lines) bytes.
+        #[serde(default = "default_flush_bytes")]
+        value_bytes: u64,
+        /// Application work per operation between its stores and its
+        /// flushes (fastfair: before its stores), ns.
+        #[serde(default)]
+        compute_ns: f64,
+        /// Who flushes: `eager`, `ribbon` or `fixed`.
+        #[serde(default)]
+        mode: FlushMode,
+        /// Flusher threads of `fixed`.
+        #[serde(default)]
+        flushers: u32,
+        /// Proactive flushing (thesis §6.3.2) of sampled stored lines by
+        /// one extra thread; in `ribbon` the controller switches it.
+        #[serde(default)]
+        proactive: bool,
+        /// PEBS sampling period for proactive flushing: one of this many stores.
+        #[serde(default = "default_sample_period")]
+        sample_period: u64,
+        /// `lines` pattern only: the state of the flushed lines.
+        #[serde(default)]
+        line_state: LineState,
+        /// P4 of the four-point search (hardware threads); 0 = the job's CPUs.
+        #[serde(default)]
+        cores: u32,
+        /// The search's probe window per point, µs of simulated time.
+        #[serde(default = "default_probe_us")]
+        probe_us: f64,
+        /// The steady-state sampling interval T, µs of simulated time.
+        #[serde(default = "default_interval_us")]
+        interval_us: f64,
+        /// Region.
+        #[serde(default = "default_pm")]
+        region: String,
+    },
+}
+
+fn default_flush_bytes() -> u64 {
+    256
+}
+fn default_sample_period() -> u64 {
+    1
+}
+fn default_probe_us() -> f64 {
+    100.0
+}
+fn default_interval_us() -> f64 {
+    1000.0
 }
 
 fn default_mcblock() -> u64 {
@@ -419,6 +477,26 @@ impl WorkloadSpec {
                 )
             }
             WorkloadSpec::LatencyProbe { .. } => Ok(()),
+            WorkloadSpec::Flush {
+                pattern,
+                value_bytes,
+                compute_ns,
+                mode,
+                flushers,
+                sample_period,
+                probe_us,
+                interval_us,
+                ..
+            } => validate_flush(
+                *pattern,
+                *value_bytes,
+                *compute_ns,
+                *mode,
+                *flushers,
+                *sample_period,
+                *probe_us,
+                *interval_us,
+            ),
             WorkloadSpec::Trace {
                 trace,
                 tx_compute_ns,

@@ -21,6 +21,10 @@ pub(super) enum Block {
     Drain,
     Gate,
     Arrival,
+    /// A flush-workload fence waiting for its Ribbon queue to drain.
+    Fence,
+    /// A Ribbon flusher or proactive thread with nothing to do.
+    FlushIdle,
 }
 
 pub(super) struct Thread {
@@ -56,6 +60,8 @@ pub(super) struct Thread {
     pub(super) duty_off: bool,
     /// Runnable, but held off every CPU by the duty cycle (in no run queue).
     pub(super) parked: bool,
+    /// Its part in a flush workload (application thread, flusher, proactive).
+    pub(super) flush_role: super::flush::FlushRole,
 }
 
 /// A job's duty cycle (`CoreBudget::duty_cycle` < 1): its threads run during
@@ -388,6 +394,16 @@ impl Engine {
                         return;
                     }
                 },
+                Op::Store { .. }
+                | Op::Flush { .. }
+                | Op::Fence
+                | Op::Clwb { .. }
+                | Op::FlushPull
+                | Op::BatchDone { .. } => {
+                    if !self.flush_op(tid, op) {
+                        return;
+                    }
+                }
                 Op::ArrivalDone => {
                     let lat = (self.now - th.cur_arrival) / NS;
                     if self.measuring {

@@ -27,6 +27,9 @@ pub(super) enum Chain {
     Rfo { flush: bool },
     /// A dirty write-back; `flush` = counted as the thread's outstanding op.
     Wb { flush: bool },
+    /// A `clwb` write-back of a dirty line (flush workload): done when the
+    /// write completes, like a non-temporal store; the line is clean then.
+    Clwb,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -217,6 +220,13 @@ impl Engine {
                 self.account(&q, true);
                 self.free_reqs.push(r);
                 self.free_lfb(q.core);
+                self.op_done(tid, false);
+            }
+            Chain::Clwb => {
+                self.account(&q, true);
+                self.free_reqs.push(r);
+                self.free_lfb(q.core);
+                self.written_back(q.addr);
                 self.op_done(tid, false);
             }
         }

@@ -11,6 +11,8 @@ mod channel;
 mod completion;
 mod cpu;
 mod fill;
+mod flush;
+mod flush_setup;
 mod gate;
 pub mod pmdimm;
 mod port;
@@ -18,6 +20,7 @@ mod sampler;
 mod uncore;
 
 pub use channel::ChannelCounters;
+pub use flush::{FlushJobResult, FlushStats};
 pub use gate::GATE_BYPASS_BYTES;
 pub use sampler::{Sampler, StoreSample};
 
@@ -62,6 +65,8 @@ enum EvKind {
     DutyOn(u32, u32),
     /// End of the on-phase of a job's duty cycle (job, duty generation).
     DutyOff(u32, u32),
+    /// Step flush job `j`'s Ribbon controller.
+    FlushTick(u32),
 }
 
 /// An event's key packs the time (ps, top 44 bits: up to 17.5 s) and a
@@ -130,6 +135,8 @@ pub struct RunResult {
     pub pm_store_truth: Vec<u64>,
     /// Migrations performed.
     pub migrations: u64,
+    /// Flush jobs (flush workloads), over the measured window.
+    pub flush: Vec<FlushJobResult>,
 }
 
 /// The simulator state.
@@ -177,6 +184,8 @@ pub struct Engine {
     dimm_base: Vec<DimmCounters>,
     migrations: u64,
     sampler: Option<Sampler>,
+    /// Line states and Ribbon queues of flush workloads (none without one).
+    flush: Option<flush::FlushUnit>,
 }
 
 fn ps(ns_val: f64) -> Ps {
@@ -359,6 +368,7 @@ impl Engine {
             dimm_base: Vec::new(),
             migrations: 0,
             sampler: None,
+            flush: None,
         };
         let all = CpuSet::first_n(ncpus as usize);
         let mut next_cpu = 0u32;
@@ -478,8 +488,19 @@ impl Engine {
                     pm_store_bytes: 0,
                     duty_off: false,
                     parked: false,
+                    flush_role: flush::FlushRole::None,
                 });
                 eng.job_threads[j].push(tid);
+            }
+            if let WorkloadSpec::Flush { .. } = &job.workload {
+                let place = flush_setup::Placement {
+                    allowed,
+                    list: &allowed_list,
+                    fixed: start.is_some(),
+                    ncpus,
+                    seed: cfg.seed,
+                };
+                eng.add_flush_job(p, j, job, &place, &mut next_cpu)?;
             }
         }
         if let Some((period, store_bytes)) = cfg.sampler {
@@ -531,6 +552,7 @@ impl Engine {
         }
         self.push(self.measure_start, EvKind::MeasureStart);
         self.push(self.window, EvKind::PolicyTick);
+        self.start_flush_ticks();
         if !self.dimms.is_empty() && self.port.media_delay > 0 {
             self.push(self.port.media_delay, EvKind::MediaSnapshot);
         }
@@ -604,6 +626,7 @@ impl Engine {
                     job_base = (0..self.job_names.len())
                         .map(|j| self.job_totals(j))
                         .collect();
+                    self.flush_measure_start();
                 }
                 EvKind::MediaSnapshot => {
                     self.port.media_snap_prev = std::mem::take(&mut self.port.media_snap);
@@ -615,6 +638,7 @@ impl Engine {
                 }
                 EvKind::DutyOn(j, g) => self.duty_on(j, g),
                 EvKind::DutyOff(j, g) => self.duty_off(j, g),
+                EvKind::FlushTick(j) => self.flush_tick(j),
             }
         }
         self.now = self.end;
@@ -714,6 +738,7 @@ impl Engine {
             events: self.events,
             gate_max_admitted: self.gate.max_admitted_seen(),
             pm_store_truth: self.threads.iter().map(|t| t.pm_store_bytes).collect(),
+            flush: self.flush_results(),
             sampler: self.sampler.take(),
             migrations: self.migrations,
         }

@@ -109,7 +109,8 @@ pub(super) fn workload_regions(w: &WorkloadSpec) -> Vec<String> {
         | WorkloadSpec::PmStream { region, .. }
         | WorkloadSpec::LatencyProbe { region, .. }
         | WorkloadSpec::Cpu { region, .. }
-        | WorkloadSpec::Trace { region, .. } => vec![region.clone()],
+        | WorkloadSpec::Trace { region, .. }
+        | WorkloadSpec::Flush { region, .. } => vec![region.clone()],
         WorkloadSpec::LcServer {
             dram_region,
             pm_region,

@@ -12,6 +12,7 @@
 
 mod antagonist;
 mod cpu;
+mod flush;
 mod kv;
 mod lc;
 mod mbw;
@@ -25,6 +26,7 @@ use crate::config::{CpuWork, Pattern, WorkloadSpec};
 use crate::rng::Rng;
 use antagonist::{Antagonist, Rates, Schedule};
 use cpu::Cpu;
+use flush::{FlushAgent, FlushApp};
 use kv::Kv;
 use lc::{Lc, LcMix};
 use mbw::Mbw;
@@ -72,6 +74,21 @@ pub enum Op {
     NextArrival,
     /// LC server: the current request is complete (latency recorded).
     ArrivalDone,
+    /// A regular store to a PM line (flush workload): read-for-ownership
+    /// if the line is not cached; the line is dirty afterwards.
+    Store { addr: u64 },
+    /// The program flushes a line (`clwb`): executed by the thread itself
+    /// or queued for a Ribbon flusher, as the engine decides.
+    Flush { addr: u64 },
+    /// The program's fence: waits for its own outstanding ops and, under
+    /// Ribbon, until its flush queue drained.
+    Fence,
+    /// A `clwb` executed now by this thread (its cost by the line's state).
+    Clwb { addr: u64 },
+    /// A flusher or the proactive thread asks the engine for work.
+    FlushPull,
+    /// A flusher finished (sfence passed) `lines` lines of queue `queue`.
+    BatchDone { queue: u32, lines: u32 },
 }
 
 /// Builds an address in `region` at `offset` within thread `slot`'s span.
@@ -131,6 +148,8 @@ enum GenKind {
     TierHelper(tiered::MigrationHelper),
     /// A worker of a task-graph program ([`taskgraph`]).
     TaskWorker(taskgraph::Worker),
+    FlushApp(FlushApp),
+    FlushAgent(FlushAgent),
 }
 
 pub use crate::config::profiles::{cpu_profile, CpuProfile, CPU_PROFILES, PROFILE_CLOCK_GHZ};
@@ -276,6 +295,23 @@ impl Generator {
                 // checked by `Generator::check` before; idle if it vanished
                 Err(_) => GenKind::Cpu(Cpu::new(NS, 0, false, region_of(region), slot)),
             },
+            WorkloadSpec::Flush {
+                pattern,
+                value_bytes,
+                compute_ns,
+                mode,
+                line_state,
+                region,
+                ..
+            } => GenKind::FlushApp(FlushApp::new(
+                *pattern,
+                *value_bytes,
+                ns(*compute_ns),
+                *mode == crate::config::FlushMode::Eager,
+                *line_state,
+                region_of(region),
+                slot,
+            )),
             WorkloadSpec::LcServer {
                 compute_ns,
                 dram_lines,
@@ -327,11 +363,28 @@ impl Generator {
         }
     }
 
+    /// The generator of a Ribbon flusher or proactive-flushing thread: its
+    /// work comes from the engine (`Op::FlushPull`, then [`Generator::inject`]).
+    pub fn flush_agent() -> Generator {
+        Generator {
+            kind: GenKind::FlushAgent(FlushAgent),
+            pending: Default::default(),
+        }
+    }
+
     /// A generator running `worker` (a task-graph program's thread).
     pub fn task_worker(worker: taskgraph::Worker) -> Generator {
         Generator {
             kind: GenKind::TaskWorker(worker),
             pending: Default::default(),
+        }
+    }
+
+    /// Appends `ops` to the ops this thread runs before its generator's
+    /// next step (the engine handing a flusher its batch).
+    pub fn inject(&mut self, ops: impl IntoIterator<Item = Op>) {
+        for op in ops {
+            self.pending.push_back(op);
         }
     }
 
@@ -369,6 +422,8 @@ impl Generator {
             GenKind::Trace(g) => g.refill(q),
             GenKind::TierHelper(g) => g.refill(q, now),
             GenKind::TaskWorker(g) => g.refill(q, rng, now),
+            GenKind::FlushApp(g) => g.refill(q, rng),
+            GenKind::FlushAgent(g) => g.refill(q),
         }
     }
 }

@@ -1,0 +1,811 @@
+//! Cache-line flushing and Ribbon (issue 19 item 5; thesis ch. 6, digest
+//! `shared/design/thesis-archtm-ribbon.md` §3).
+//!
+//! **Line states.** A table of the lines a flush workload touched, bounded
+//! by the socket's LLC (`cpu.llc_bytes`, FIFO replacement), says whether a
+//! line is dirty (stored since its last write-back), being written back,
+//! clean, or not cached. A `clwb` costs what that state makes it do; no
+//! cost is a number of its own:
+//! * dirty: a 64 B write-back through the core's fill buffer, the mesh,
+//!   the channel's WPQ and DDR-T into the DIMM's XPBuffer, done where the
+//!   platform's PM writes complete (`pm.write_completion`);
+//! * clean and cached: a lookup in the core's private caches
+//!   (`cpu.clwb_clean_ns`), nothing leaves the core;
+//! * not cached: the home agent must look the line up in the directory,
+//!   which Xeon Scalable keeps in memory beside the line, so the request
+//!   goes to the line's memory controller as a read (a PM read for PM).
+//!
+//! **Ribbon** (thesis §6.3.1). Each application thread has a FIFO of flush
+//! requests; flusher `f` of M serves queues `q ≡ f (mod M)` (at most
+//! ⌊N/M⌋+1 of them), or when M > N the flushers `f ≡ q (mod N)` share queue
+//! `q`, each taking its share of what is queued (the thesis's dispatcher,
+//! without its cost). A flusher executes a batch in program order (clwb
+//! each line), then sfence (waits for its write-backs), then marks the
+//! batch done. A fence of the application blocks until its queue's
+//! earlier requests are done; so requests after a fence are never queued
+//! before the ones it waits for. Waiting threads and idle flushers give up
+//! their CPU. M comes from the real four-point-search controller
+//! (`memtamer_ribbon::controller`), fed with the bytes the program's
+//! flushes covered, or is fixed (oracle sweep). M = 0 (no idle hardware
+//! thread) means application threads flush themselves; what is still
+//! queued then is drained by flusher 0.
+//!
+//! **Proactive flushing** (thesis §6.3.2): one extra thread flushes stored
+//! lines sampled every `sample_period`-th store (PEBS), while the
+//! controller allows it (off whenever it lowered concurrency).
+
+use super::cpu::Block;
+use super::fill::{Chain, ReqKind};
+use super::{Engine, EvKind};
+use crate::config::FlushMode;
+use crate::workload::{Op, Ps, NS};
+use memtamer_ribbon::controller::{ControlConfig, Controller};
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+/// Most sampled store addresses the proactive thread keeps (older ones are
+/// dropped: they were probably flushed by the program already).
+const SAMPLE_RING: usize = 4096;
+/// Sampled lines the proactive thread takes per batch.
+const PROACTIVE_BATCH: usize = 16;
+/// The controller is stepped this many times per probe window.
+const TICKS_PER_PROBE: u64 = 10;
+
+/// What a thread is to the flush unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FlushRole {
+    /// Not part of a flush workload.
+    None,
+    /// Application thread owning queue `queue` of flush job `job`.
+    App { job: u32, queue: u32 },
+    /// Flusher `index` of flush job `job`.
+    Flusher { job: u32, index: u32 },
+    /// The proactive-flushing thread of flush job `job`.
+    Proactive { job: u32 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LineState {
+    Dirty,
+    InFlight,
+    Clean,
+}
+
+/// The cached lines of flush workloads, FIFO-replaced at the LLC's size.
+struct LineTable {
+    state: HashMap<u64, LineState>,
+    fifo: VecDeque<u64>,
+    cap: usize,
+}
+
+impl LineTable {
+    fn get(&self, line: u64) -> Option<LineState> {
+        self.state.get(&line).copied()
+    }
+
+    /// Sets a line's state, caching it if it was not; true if that evicted
+    /// a dirty line.
+    fn set(&mut self, line: u64, s: LineState) -> bool {
+        if let Some(v) = self.state.get_mut(&line) {
+            *v = s;
+            return false;
+        }
+        self.state.insert(line, s);
+        self.fifo.push_back(line);
+        if self.fifo.len() > self.cap {
+            if let Some(old) = self.fifo.pop_front() {
+                return self.state.remove(&old) == Some(LineState::Dirty);
+            }
+        }
+        false
+    }
+}
+
+/// Counters of one flush job (cumulative; the result is their difference
+/// over the measured window).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FlushStats {
+    /// Program flushes that found the line dirty (a write-back).
+    pub dirty: u64,
+    /// Program flushes that found the line clean and cached.
+    pub clean: u64,
+    /// Program flushes of lines in no cache (a directory lookup).
+    pub nonresident: u64,
+    /// Program flushes that found the line's write-back still in flight.
+    pub in_flight: u64,
+    /// Write-backs the proactive thread issued.
+    pub proactive: u64,
+    /// Stores that needed a read-for-ownership.
+    pub rfo: u64,
+    /// Dirty lines the LLC replacement evicted before their flush.
+    pub evicted_dirty: u64,
+    /// Searches the controller started.
+    pub searches: u64,
+    /// Flusher-count × ps integral (for the time average of M).
+    pub m_area: f64,
+}
+
+/// One flush job's measured result.
+#[derive(Clone, Debug, Default)]
+pub struct FlushJobResult {
+    /// Job index in the scenario.
+    pub job: usize,
+    /// Counters over the measured window.
+    pub stats: FlushStats,
+    /// Time-averaged flusher count over the measured window.
+    pub flushers_avg: f64,
+    /// Flusher count at the end.
+    pub flushers_end: u64,
+    /// Flusher threads available (P4 for Ribbon).
+    pub flushers_max: u64,
+}
+
+/// Ribbon's state for one job.
+pub(super) struct FlushJob {
+    pub(super) scenario_job: usize,
+    mode: FlushMode,
+    pub(super) app: Vec<u32>,
+    pub(super) flushers: Vec<u32>,
+    pub(super) proactive_tid: Option<u32>,
+    queues: Vec<VecDeque<u64>>,
+    enqueued: Vec<u64>,
+    completed: Vec<u64>,
+    waiting: Vec<Option<u64>>,
+    cursor: Vec<usize>,
+    idle: Vec<bool>,
+    proactive_idle: bool,
+    active: usize,
+    proactive_allowed: bool,
+    proactive_on: bool,
+    sample_period: u64,
+    stores: u64,
+    samples: VecDeque<u64>,
+    controller: Option<Controller>,
+    pub(super) tick: Ps,
+    available: f64,
+    flushed_bytes: u64,
+    stats: FlushStats,
+    base: FlushStats,
+    m_since: Ps,
+}
+
+/// What a flush job is built from.
+pub(super) struct FlushJobSpec {
+    pub(super) scenario_job: usize,
+    pub(super) mode: FlushMode,
+    pub(super) fixed: u32,
+    pub(super) proactive: bool,
+    pub(super) sample_period: u64,
+    pub(super) cores: usize,
+    pub(super) probe: Ps,
+    pub(super) interval: Ps,
+    pub(super) available: usize,
+}
+
+impl FlushJob {
+    /// A job with `app` application threads; flusher and proactive thread
+    /// ids are filled in by the engine.
+    pub(super) fn new(s: &FlushJobSpec, app: Vec<u32>) -> FlushJob {
+        let n = app.len();
+        let controller = (s.mode == FlushMode::Ribbon).then(|| {
+            let mut cfg = ControlConfig::thesis(s.cores);
+            cfg.probe = Duration::from_nanos(s.probe / NS);
+            cfg.interval = Duration::from_nanos(s.interval / NS);
+            Controller::new(cfg, Duration::ZERO, 0, s.proactive)
+        });
+        let active = match (&controller, s.mode) {
+            (Some(c), _) => c.current().flushers,
+            (None, FlushMode::Fixed) => s.fixed as usize,
+            _ => 0,
+        };
+        FlushJob {
+            scenario_job: s.scenario_job,
+            mode: s.mode,
+            app,
+            flushers: Vec::new(),
+            proactive_tid: None,
+            queues: vec![VecDeque::new(); n],
+            enqueued: vec![0; n],
+            completed: vec![0; n],
+            waiting: vec![None; n],
+            cursor: Vec::new(),
+            idle: Vec::new(),
+            proactive_idle: false,
+            active,
+            proactive_allowed: s.proactive,
+            // eager and fixed: on for the whole run; ribbon: as decided
+            proactive_on: s.proactive && controller.is_none(),
+            sample_period: s.sample_period.max(1),
+            stores: 0,
+            samples: VecDeque::new(),
+            tick: (s.probe / TICKS_PER_PROBE).max(NS),
+            controller,
+            available: s.available as f64,
+            flushed_bytes: 0,
+            stats: FlushStats::default(),
+            base: FlushStats::default(),
+            m_since: 0,
+        }
+    }
+
+    /// Flusher threads this job needs: P4 for Ribbon, M when fixed.
+    pub(super) fn flusher_threads(s: &FlushJobSpec) -> usize {
+        match s.mode {
+            FlushMode::Eager => 0,
+            FlushMode::Fixed => s.fixed as usize,
+            FlushMode::Ribbon => s.cores.max(1),
+        }
+    }
+
+    /// Whether the four-point search sets M.
+    pub(super) fn has_controller(&self) -> bool {
+        self.controller.is_some()
+    }
+
+    pub(super) fn add_flusher(&mut self, tid: u32) {
+        self.flushers.push(tid);
+        self.cursor.push(0);
+        self.idle.push(false);
+    }
+
+    /// Flushers that serve queue `q` with `m` flushers active.
+    fn servers(&self, q: usize, m: usize) -> Vec<usize> {
+        let n = self.app.len().max(1);
+        if m <= n {
+            vec![q % m.max(1)]
+        } else {
+            (q..m).step_by(n).collect()
+        }
+    }
+
+    /// Queues flusher `f` serves with `m` active, and how many flushers
+    /// share each.
+    fn served(&self, f: usize, m: usize) -> (Vec<usize>, usize) {
+        let n = self.app.len().max(1);
+        if m <= n {
+            ((f..n).step_by(m.max(1)).collect(), 1)
+        } else {
+            let q = f % n;
+            (vec![q], (m - 1 - q) / n + 1)
+        }
+    }
+}
+
+/// The flush unit: line states and the flush jobs.
+pub(super) struct FlushUnit {
+    lines: LineTable,
+    pub(super) jobs: Vec<FlushJob>,
+    clwb_clean: Ps,
+}
+
+impl FlushUnit {
+    /// A unit keeping `llc_bytes` of lines, whose clean-line clwb takes `clwb_clean`.
+    pub(super) fn new(llc_bytes: u64, clwb_clean: Ps) -> FlushUnit {
+        FlushUnit {
+            lines: LineTable {
+                state: HashMap::new(),
+                fifo: VecDeque::new(),
+                cap: (llc_bytes / 64).max(1) as usize,
+            },
+            jobs: Vec::new(),
+            clwb_clean,
+        }
+    }
+}
+
+/// What a flush op did to the stepping thread.
+enum Step {
+    /// Go on with the next op.
+    Go,
+    /// The thread stalled or blocked; stop stepping it.
+    Stop,
+}
+
+fn line_of(addr: u64) -> u64 {
+    addr & !63
+}
+
+impl Engine {
+    fn flush_job_of(&self, tid: u32) -> Option<usize> {
+        match self.threads[tid as usize].flush_role {
+            FlushRole::App { job, .. }
+            | FlushRole::Flusher { job, .. }
+            | FlushRole::Proactive { job } => Some(job as usize),
+            FlushRole::None => None,
+        }
+    }
+
+    /// Runs a flush-workload op of thread `tid`; false if the thread
+    /// stalled or blocked (the caller stops stepping it).
+    pub(super) fn flush_op(&mut self, tid: u32, op: Op) -> bool {
+        let r = match op {
+            Op::Store { addr } => self.flush_store(tid, addr),
+            Op::Flush { addr } => self.flush_request(tid, addr),
+            Op::Clwb { addr } => self.clwb(tid, addr),
+            Op::Fence => self.fence(tid),
+            Op::FlushPull => self.flush_pull(tid),
+            Op::BatchDone { queue, lines } => self.batch_done(tid, queue, lines),
+            _ => Step::Go,
+        };
+        matches!(r, Step::Go)
+    }
+
+    /// Busies the thread's CPU for `d` (stretched while the SMT sibling computes).
+    fn busy(&mut self, tid: u32, d: Ps) -> Step {
+        if d == 0 {
+            return Step::Go;
+        }
+        let mut d = d;
+        let cpu = self.threads[tid as usize].cpu;
+        if let Some(sib) = self.cpus[cpu as usize].sibling {
+            if let Some(other) = self.cpus[sib as usize].current {
+                if self.threads[other as usize].block == Block::Compute {
+                    d = (d as f64 * self.cpu_params.smt_slowdown) as Ps;
+                }
+            }
+        }
+        let now = self.now;
+        let th = &mut self.threads[tid as usize];
+        th.block = Block::Compute;
+        th.wake_gen += 1;
+        th.compute_left = now + d;
+        let g = th.wake_gen;
+        self.push(now + d, EvKind::ThreadRun(tid, g));
+        Step::Stop
+    }
+
+    fn flush_store(&mut self, tid: u32, addr: u64) -> Step {
+        let line = line_of(addr);
+        let Some(u) = self.flush.as_mut() else {
+            return Step::Go;
+        };
+        let cached = u.lines.get(line).is_some();
+        if !cached
+            && !self.issue(
+                tid,
+                line,
+                ReqKind::Read,
+                Chain::Load {
+                    dep: false,
+                    stream: false,
+                },
+            )
+        {
+            self.stall_lfb(tid, Op::Store { addr });
+            return Step::Stop;
+        }
+        let Some(j) = self.flush_job_of(tid) else {
+            return Step::Go;
+        };
+        let Some(u) = self.flush.as_mut() else {
+            return Step::Go;
+        };
+        let evicted = u.lines.set(line, LineState::Dirty);
+        let job = &mut u.jobs[j];
+        if !cached {
+            job.stats.rfo += 1;
+        }
+        if evicted {
+            job.stats.evicted_dirty += 1;
+        }
+        job.stores += 1;
+        let mut wake = None;
+        if job.proactive_on && job.stores.is_multiple_of(job.sample_period) {
+            if job.samples.len() >= SAMPLE_RING {
+                job.samples.pop_front();
+            }
+            job.samples.push_back(line);
+            if job.proactive_idle {
+                job.proactive_idle = false;
+                wake = job.proactive_tid;
+            }
+        }
+        self.count_store(tid, line);
+        if let Some(p) = wake {
+            self.wake_yielded(p);
+        }
+        Step::Go
+    }
+
+    /// A `clwb` executed by `tid` now.
+    fn clwb(&mut self, tid: u32, addr: u64) -> Step {
+        let line = line_of(addr);
+        let role = self.threads[tid as usize].flush_role;
+        let Some(j) = self.flush_job_of(tid) else {
+            return Step::Go;
+        };
+        let Some(u) = self.flush.as_ref() else {
+            return Step::Go;
+        };
+        let state = u.lines.get(line);
+        let clean_cost = u.clwb_clean;
+        let proactive = matches!(role, FlushRole::Proactive { .. });
+        match state {
+            Some(LineState::Dirty) | Some(LineState::InFlight) => {
+                if !self.issue(tid, line, ReqKind::Writeback, Chain::Clwb) {
+                    self.stall_lfb(tid, Op::Clwb { addr });
+                    return Step::Stop;
+                }
+                let Some(u) = self.flush.as_mut() else {
+                    return Step::Go;
+                };
+                u.lines.set(line, LineState::InFlight);
+                let s = &mut u.jobs[j].stats;
+                match (proactive, state) {
+                    (true, _) => s.proactive += 1,
+                    (false, Some(LineState::Dirty)) => s.dirty += 1,
+                    _ => s.in_flight += 1,
+                }
+                if !proactive {
+                    u.jobs[j].flushed_bytes += 64;
+                }
+                Step::Go
+            }
+            Some(LineState::Clean) => {
+                if !proactive {
+                    if let Some(u) = self.flush.as_mut() {
+                        u.jobs[j].stats.clean += 1;
+                        u.jobs[j].flushed_bytes += 64;
+                    }
+                }
+                self.busy(tid, clean_cost)
+            }
+            None => {
+                if !self.issue(
+                    tid,
+                    line,
+                    ReqKind::Read,
+                    Chain::Load {
+                        dep: false,
+                        stream: false,
+                    },
+                ) {
+                    self.stall_lfb(tid, Op::Clwb { addr });
+                    return Step::Stop;
+                }
+                if !proactive {
+                    if let Some(u) = self.flush.as_mut() {
+                        u.jobs[j].stats.nonresident += 1;
+                        u.jobs[j].flushed_bytes += 64;
+                    }
+                }
+                Step::Go
+            }
+        }
+    }
+
+    /// A `clwb` write-back of `addr` completed: the line is clean, unless
+    /// it was stored to again meanwhile.
+    pub(super) fn written_back(&mut self, addr: u64) {
+        if let Some(u) = self.flush.as_mut() {
+            let line = line_of(addr);
+            if u.lines.get(line) == Some(LineState::InFlight) {
+                u.lines.set(line, LineState::Clean);
+            }
+        }
+    }
+
+    /// The program flushes a line: queued for a flusher under Ribbon,
+    /// executed by the thread itself otherwise.
+    fn flush_request(&mut self, tid: u32, addr: u64) -> Step {
+        let FlushRole::App { job, queue } = self.threads[tid as usize].flush_role else {
+            return self.clwb(tid, addr);
+        };
+        let Some(u) = self.flush.as_mut() else {
+            return Step::Go;
+        };
+        let j = &mut u.jobs[job as usize];
+        if j.mode == FlushMode::Eager || j.active == 0 {
+            return self.clwb(tid, addr);
+        }
+        let q = queue as usize;
+        j.queues[q].push_back(line_of(addr));
+        j.enqueued[q] += 1;
+        self.wake_servers(job as usize, q);
+        Step::Go
+    }
+
+    fn wake_servers(&mut self, j: usize, q: usize) {
+        let Some(u) = self.flush.as_mut() else { return };
+        let job = &mut u.jobs[j];
+        let m = job.active.clamp(1, job.flushers.len().max(1));
+        let mut wake = Vec::new();
+        for f in job.servers(q, m) {
+            if f < job.flushers.len() && job.idle[f] {
+                job.idle[f] = false;
+                wake.push(job.flushers[f]);
+            }
+        }
+        for t in wake {
+            self.wake_yielded(t);
+        }
+    }
+
+    /// The program's fence.
+    fn fence(&mut self, tid: u32) -> Step {
+        if let FlushRole::App { job, queue } = self.threads[tid as usize].flush_role {
+            if let Some(u) = self.flush.as_mut() {
+                let j = &mut u.jobs[job as usize];
+                let q = queue as usize;
+                if j.completed[q] < j.enqueued[q] {
+                    j.waiting[q] = Some(j.enqueued[q]);
+                    self.threads[tid as usize].pending = Some(Op::Fence);
+                    self.yield_cpu(tid, Block::Fence);
+                    return Step::Stop;
+                }
+            }
+        }
+        let th = &mut self.threads[tid as usize];
+        if th.outstanding > 0 {
+            th.block = Block::Drain;
+            return Step::Stop;
+        }
+        Step::Go
+    }
+
+    /// A flusher or the proactive thread asks for work.
+    fn flush_pull(&mut self, tid: u32) -> Step {
+        let role = self.threads[tid as usize].flush_role;
+        let Some(u) = self.flush.as_mut() else {
+            return Step::Go;
+        };
+        let batch: Option<Vec<Op>> = match role {
+            FlushRole::Flusher { job, index } => {
+                let j = &mut u.jobs[job as usize];
+                let f = index as usize;
+                let m = j.active.clamp(1, j.flushers.len().max(1));
+                if f >= m {
+                    None
+                } else {
+                    let (queues, share) = j.served(f, m);
+                    let k = queues.len();
+                    let start = j.cursor[f] % k.max(1);
+                    let found = (0..k)
+                        .map(|i| queues[(start + i) % k])
+                        .find(|&q| !j.queues[q].is_empty());
+                    found.map(|q| {
+                        j.cursor[f] = (queues.iter().position(|&x| x == q).unwrap_or(0)) + 1;
+                        let len = j.queues[q].len();
+                        let n = len.div_ceil(share).max(1);
+                        let mut ops: Vec<Op> = j.queues[q]
+                            .drain(..n)
+                            .map(|addr| Op::Clwb { addr })
+                            .collect();
+                        ops.push(Op::Drain);
+                        ops.push(Op::BatchDone {
+                            queue: q as u32,
+                            lines: n as u32,
+                        });
+                        ops
+                    })
+                }
+            }
+            FlushRole::Proactive { job } => {
+                let j = &mut u.jobs[job as usize];
+                if j.proactive_on && !j.samples.is_empty() {
+                    let n = j.samples.len().min(PROACTIVE_BATCH);
+                    Some(j.samples.drain(..n).map(|addr| Op::Clwb { addr }).collect())
+                } else {
+                    None
+                }
+            }
+            _ => return Step::Go,
+        };
+        match batch {
+            Some(ops) => {
+                self.threads[tid as usize].gen.inject(ops);
+                Step::Go
+            }
+            None => {
+                if let Some(u) = self.flush.as_mut() {
+                    match role {
+                        FlushRole::Flusher { job, index } => {
+                            u.jobs[job as usize].idle[index as usize] = true
+                        }
+                        FlushRole::Proactive { job } => u.jobs[job as usize].proactive_idle = true,
+                        _ => {}
+                    }
+                }
+                self.threads[tid as usize].pending = Some(Op::FlushPull);
+                self.yield_cpu(tid, Block::FlushIdle);
+                Step::Stop
+            }
+        }
+    }
+
+    /// A flusher's batch of queue `q` passed its sfence.
+    fn batch_done(&mut self, tid: u32, q: u32, lines: u32) -> Step {
+        let Some(j) = self.flush_job_of(tid) else {
+            return Step::Go;
+        };
+        let Some(u) = self.flush.as_mut() else {
+            return Step::Go;
+        };
+        let job = &mut u.jobs[j];
+        let q = q as usize;
+        job.completed[q] += lines as u64;
+        if let Some(target) = job.waiting[q] {
+            if job.completed[q] >= target {
+                job.waiting[q] = None;
+                let app = job.app[q];
+                self.wake_yielded(app);
+            }
+        }
+        Step::Go
+    }
+
+    /// Steps flush job `j`'s controller and applies its decision.
+    pub(super) fn flush_tick(&mut self, j: u32) {
+        let now = self.now;
+        let measure_start = self.measure_start;
+        let Some(u) = self.flush.as_mut() else { return };
+        let job = &mut u.jobs[j as usize];
+        let Some(c) = job.controller.as_mut() else {
+            return;
+        };
+        let before = c.searches();
+        let d = c.observe(
+            Duration::from_nanos(now / NS),
+            job.flushed_bytes,
+            job.app.len(),
+            job.available,
+        );
+        job.stats.searches += c.searches() - before;
+        let m = d.flushers.min(job.flushers.len());
+        if m != job.active {
+            let from = job.m_since.max(measure_start);
+            if now > from {
+                job.stats.m_area += job.active as f64 * (now - from) as f64;
+            }
+            job.m_since = now;
+            job.active = m;
+        }
+        job.proactive_on = job.proactive_allowed && d.proactive;
+        if !job.proactive_on {
+            job.samples.clear();
+        }
+        let tick = job.tick;
+        let queued: Vec<usize> = (0..job.queues.len())
+            .filter(|&q| !job.queues[q].is_empty())
+            .collect();
+        for q in queued {
+            self.wake_servers(j as usize, q);
+        }
+        self.push(now + tick, EvKind::FlushTick(j));
+    }
+
+    /// Snapshot of the flush counters at the start of the measured window.
+    pub(super) fn flush_measure_start(&mut self) {
+        let now = self.now;
+        if let Some(u) = self.flush.as_mut() {
+            for j in &mut u.jobs {
+                j.base = j.stats;
+                j.m_since = now;
+            }
+        }
+    }
+
+    /// The flush jobs' results over the measured window.
+    pub(super) fn flush_results(&mut self) -> Vec<FlushJobResult> {
+        let now = self.now;
+        let start = self.measure_start;
+        let Some(u) = self.flush.as_mut() else {
+            return Vec::new();
+        };
+        u.jobs
+            .iter_mut()
+            .map(|j| {
+                let from = j.m_since.max(start);
+                let mut area = j.stats.m_area;
+                if now > from {
+                    area += j.active as f64 * (now - from) as f64;
+                }
+                let s = j.stats;
+                let b = j.base;
+                let stats = FlushStats {
+                    dirty: s.dirty - b.dirty,
+                    clean: s.clean - b.clean,
+                    nonresident: s.nonresident - b.nonresident,
+                    in_flight: s.in_flight - b.in_flight,
+                    proactive: s.proactive - b.proactive,
+                    rfo: s.rfo - b.rfo,
+                    evicted_dirty: s.evicted_dirty - b.evicted_dirty,
+                    searches: s.searches - b.searches,
+                    m_area: area - b.m_area,
+                };
+                let span = now.saturating_sub(start).max(1) as f64;
+                FlushJobResult {
+                    job: j.scenario_job,
+                    flushers_avg: if j.mode == FlushMode::Eager {
+                        0.0
+                    } else {
+                        stats.m_area / span
+                    },
+                    stats,
+                    flushers_end: j.active as u64,
+                    flushers_max: j.flushers.len() as u64,
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(mode: FlushMode, fixed: u32) -> FlushJobSpec {
+        FlushJobSpec {
+            scenario_job: 0,
+            mode,
+            fixed,
+            proactive: false,
+            sample_period: 1,
+            cores: 8,
+            probe: 100_000 * NS,
+            interval: 1_000_000 * NS,
+            available: 8,
+        }
+    }
+
+    fn job(n: u32, mode: FlushMode, m: u32) -> FlushJob {
+        let s = spec(mode, m);
+        let mut j = FlushJob::new(&s, (0..n).collect());
+        for f in 0..FlushJob::flusher_threads(&s) {
+            j.add_flusher(100 + f as u32);
+        }
+        j
+    }
+
+    #[test]
+    fn each_flusher_serves_at_most_floor_n_over_m_plus_one_queues_and_every_queue_is_served() {
+        for n in 1..=24u32 {
+            for m in 1..=30u32 {
+                let j = job(n, FlushMode::Fixed, m);
+                let mut served = vec![0usize; n as usize];
+                for f in 0..m as usize {
+                    let (qs, share) = j.served(f, m as usize);
+                    assert!(qs.len() <= (n / m) as usize + 1, "n {n} m {m} f {f}");
+                    for q in qs {
+                        served[q] += 1;
+                        // the flusher is among the queue's servers, and the
+                        // share is how many serve it
+                        let s = j.servers(q, m as usize);
+                        assert!(s.contains(&f));
+                        assert_eq!(s.len(), share);
+                    }
+                }
+                assert!(served.iter().all(|&c| c >= 1), "n {n} m {m}: {served:?}");
+                if m <= n {
+                    assert!(served.iter().all(|&c| c == 1));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ribbon_starts_at_p1_fixed_at_m_eager_at_zero() {
+        assert_eq!(job(4, FlushMode::Ribbon, 0).active, 4);
+        assert_eq!(job(4, FlushMode::Ribbon, 0).flushers.len(), 8);
+        assert_eq!(job(4, FlushMode::Fixed, 3).active, 3);
+        assert_eq!(job(4, FlushMode::Eager, 0).active, 0);
+        assert!(job(4, FlushMode::Eager, 0).flushers.is_empty());
+    }
+
+    #[test]
+    fn the_line_table_evicts_in_fifo_order_and_reports_dirty_victims() {
+        let mut t = LineTable {
+            state: HashMap::new(),
+            fifo: VecDeque::new(),
+            cap: 2,
+        };
+        assert!(!t.set(0, LineState::Dirty));
+        assert!(!t.set(64, LineState::Clean));
+        // re-setting a cached line does not move it
+        assert!(!t.set(0, LineState::Dirty));
+        assert!(t.set(128, LineState::Clean), "line 0 was dirty");
+        assert_eq!(t.get(0), None);
+        assert!(!t.set(192, LineState::Clean), "line 64 was clean");
+        assert_eq!(t.get(128), Some(LineState::Clean));
+    }
+}

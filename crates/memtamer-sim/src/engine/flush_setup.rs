@@ -1,0 +1,193 @@
+//! Building a flush workload's Ribbon part: its flush job, its flusher and
+//! proactive threads (simulated threads of the same job, on the job's
+//! CPUs), and the controller's ticks.
+
+use super::cpu::{Block, Thread};
+use super::flush::{FlushJob, FlushJobSpec, FlushRole, FlushUnit};
+use super::{Engine, EvKind};
+use crate::config::{FlushMode, JobSpec, Platform, WorkloadSpec};
+use crate::histogram::Histogram;
+use crate::rng::Rng;
+use crate::workload::{Generator, Ps, NS};
+use memtamer_core::{AccessStats, CpuSet};
+use std::collections::VecDeque;
+
+/// Where a job's threads go (the engine's round-robin placement).
+pub(super) struct Placement<'a> {
+    /// CPUs the job may use.
+    pub(super) allowed: CpuSet,
+    /// CPUs its threads start on, round-robin, when `fixed`.
+    pub(super) list: &'a [u32],
+    /// Threads start on `list` (else on the machine-wide round-robin).
+    pub(super) fixed: bool,
+    /// Logical CPUs of the machine.
+    pub(super) ncpus: u32,
+    /// The run's seed.
+    pub(super) seed: u64,
+}
+
+fn ps(ns_val: f64) -> Ps {
+    (ns_val * NS as f64).round().max(0.0) as Ps
+}
+
+impl Engine {
+    /// Makes job `j` (a flush workload whose application threads exist) a
+    /// flush job: flusher threads (P4 for Ribbon, M when fixed) and a
+    /// proactive thread if asked for.
+    pub(super) fn add_flush_job(
+        &mut self,
+        p: &Platform,
+        j: usize,
+        job: &JobSpec,
+        place: &Placement,
+        next_cpu: &mut u32,
+    ) -> Result<(), String> {
+        let WorkloadSpec::Flush {
+            mode,
+            flushers,
+            proactive,
+            sample_period,
+            cores,
+            probe_us,
+            interval_us,
+            ..
+        } = &job.workload
+        else {
+            return Ok(());
+        };
+        if self.flush.is_none() {
+            let need = |what: &str| {
+                format!(
+                    "job {}: a flush workload needs cpu.{what} in platform {} (see docs/ribbon.md)",
+                    job.name, p.name
+                )
+            };
+            let llc = p.cpu.llc_bytes.ok_or_else(|| need("llc_bytes"))?;
+            let clean = p.cpu.clwb_clean_ns.ok_or_else(|| need("clwb_clean_ns"))?;
+            self.flush = Some(FlushUnit::new(llc, ps(clean)));
+        }
+        let app = self.job_threads[j].clone();
+        let ncpus_job = place
+            .allowed
+            .iter()
+            .filter(|&c| c < place.ncpus as usize)
+            .count();
+        let spec = FlushJobSpec {
+            scenario_job: j,
+            mode: *mode,
+            fixed: *flushers,
+            proactive: *proactive,
+            sample_period: *sample_period,
+            cores: if *cores == 0 {
+                ncpus_job
+            } else {
+                *cores as usize
+            },
+            probe: ps(probe_us * 1e3),
+            interval: ps(interval_us * 1e3),
+            available: ncpus_job,
+        };
+        let fi = self.flush.as_ref().map_or(0, |u| u.jobs.len()) as u32;
+        let mut fj = FlushJob::new(&spec, app.clone());
+        for (q, &tid) in app.iter().enumerate() {
+            let th = &mut self.threads[tid as usize];
+            th.flush_role = FlushRole::App {
+                job: fi,
+                queue: q as u32,
+            };
+            // the PATS gate limits threads that flush themselves
+            th.gated = *mode == FlushMode::Eager;
+        }
+        let mut index = app.len();
+        for f in 0..FlushJob::flusher_threads(&spec) {
+            let tid = self.spawn_helper(
+                j,
+                place,
+                index,
+                next_cpu,
+                FlushRole::Flusher {
+                    job: fi,
+                    index: f as u32,
+                },
+            );
+            index += 1;
+            fj.add_flusher(tid);
+        }
+        if *proactive {
+            let tid =
+                self.spawn_helper(j, place, index, next_cpu, FlushRole::Proactive { job: fi });
+            fj.proactive_tid = Some(tid);
+        }
+        if let Some(u) = self.flush.as_mut() {
+            u.jobs.push(fj);
+        }
+        Ok(())
+    }
+
+    fn spawn_helper(
+        &mut self,
+        j: usize,
+        place: &Placement,
+        index: usize,
+        next_cpu: &mut u32,
+        role: FlushRole,
+    ) -> u32 {
+        let tid = self.threads.len() as u32;
+        let cpu = if place.fixed && !place.list.is_empty() {
+            place.list[index % place.list.len()]
+        } else {
+            let c = *next_cpu % place.ncpus.max(1);
+            *next_cpu += 1;
+            c
+        };
+        self.threads.push(Thread {
+            job: j as u32,
+            gen: Generator::flush_agent(),
+            rng: Rng::new(place.seed, tid as u64 + 1),
+            cpu,
+            allowed: place.allowed,
+            on_cpu: false,
+            block: Block::None,
+            wake_gen: 0,
+            compute_left: 0,
+            pending: None,
+            outstanding: 0,
+            gated: false,
+            gate_held: false,
+            gate_wait_start: 0,
+            pm_req: None,
+            arrivals: VecDeque::new(),
+            cur_arrival: 0,
+            arrival_mean_ps: 0.0,
+            units: 0,
+            bytes: 0,
+            pm: AccessStats::default(),
+            dram: AccessStats::default(),
+            gate_wait: 0,
+            run_time: 0,
+            run_since: 0,
+            latency: Histogram::default(),
+            pm_store_bytes: 0,
+            duty_off: false,
+            parked: false,
+            flush_role: role,
+        });
+        self.job_threads[j].push(tid);
+        tid
+    }
+
+    /// The first controller tick of every Ribbon flush job.
+    pub(super) fn start_flush_ticks(&mut self) {
+        let ticks: Vec<(u32, Ps)> = self.flush.as_ref().map_or(Vec::new(), |u| {
+            u.jobs
+                .iter()
+                .enumerate()
+                .filter(|(_, j)| j.has_controller())
+                .map(|(i, j)| (i as u32, j.tick))
+                .collect()
+        });
+        for (j, t) in ticks {
+            self.push(t, EvKind::FlushTick(j));
+        }
+    }
+}

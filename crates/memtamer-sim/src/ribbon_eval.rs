@@ -1,0 +1,355 @@
+//! `memtamer sim ribbon`: issue 19's simulator Done-when numbers from the
+//! built-in scenarios `ribbon-eval` (eager flushing, the PATS gate, Ribbon's
+//! four-point search, proactive flushing) and `ribbon-oracle` (every fixed
+//! flusher count M = 1..P4): per pattern and thread count, the four-point
+//! search against the oracle's best, Ribbon's gain over eager flushing, and
+//! proactive flushing's gain and cost (docs/ribbon.md "Ribbon in the
+//! simulator"). Nothing here feeds back into a run: it only reads results.
+
+use crate::error::SimError;
+use crate::experiment::{load_scenario, run_scenario, RunOptions, ScenarioResult};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// One pattern at one application-thread count.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Case {
+    /// Pattern variant (`pmemkv-256`, `fastfair`, ...).
+    pub app: String,
+    /// Application threads.
+    pub threads: u32,
+    /// kops per flushing mode (`eager`, `pats-gate`, `eager-proactive`,
+    /// `ribbon`, `ribbon-proactive`).
+    pub kops: BTreeMap<String, f64>,
+    /// Time-averaged flusher count Ribbon ran with.
+    pub ribbon_m: f64,
+    /// Searches Ribbon started in the measured window.
+    pub ribbon_searches: f64,
+    /// kops with M fixed, by M.
+    pub oracle: BTreeMap<u32, f64>,
+}
+
+impl Case {
+    /// The oracle's best (M, kops).
+    pub fn oracle_best(&self) -> Option<(u32, f64)> {
+        self.oracle
+            .iter()
+            .map(|(m, k)| (*m, *k))
+            .fold(None, |best: Option<(u32, f64)>, (m, k)| match best {
+                Some((_, bk)) if bk >= k => best,
+                _ => Some((m, k)),
+            })
+    }
+
+    /// `mode`'s kops over `base`'s, minus one.
+    pub fn gain(&self, mode: &str, base: &str) -> Option<f64> {
+        let a = self.kops.get(mode)?;
+        let b = self.kops.get(base)?;
+        (*b > 0.0).then(|| a / b - 1.0)
+    }
+
+    /// Ribbon (no proactive) over the oracle's best.
+    pub fn vs_oracle(&self) -> Option<f64> {
+        let (_, best) = self.oracle_best()?;
+        let r = self.kops.get("ribbon")?;
+        (best > 0.0).then(|| r / best)
+    }
+}
+
+fn param_str(p: &BTreeMap<String, toml::Value>, k: &str) -> Option<String> {
+    p.get(k).and_then(|v| v.as_str()).map(str::to_string)
+}
+
+fn param_u32(p: &BTreeMap<String, toml::Value>, k: &str) -> Option<u32> {
+    p.get(k)
+        .and_then(|v| v.as_integer())
+        .and_then(|v| u32::try_from(v).ok())
+}
+
+/// Groups the two scenarios' points into cases (pure: tested on made-up results).
+pub fn cases(eval: &ScenarioResult, oracle: &ScenarioResult) -> Vec<Case> {
+    let mut by: BTreeMap<(String, u32), Case> = BTreeMap::new();
+    for p in &eval.points {
+        let (Some(app), Some(n), Some(mode)) = (
+            param_str(&p.params, "app"),
+            param_u32(&p.params, "job.app.threads"),
+            param_str(&p.params, "flush"),
+        ) else {
+            continue;
+        };
+        let c = by.entry((app.clone(), n)).or_insert_with(|| Case {
+            app,
+            threads: n,
+            ..Default::default()
+        });
+        let kops = p.metrics.get("app.kops").copied().unwrap_or(0.0);
+        if mode == "ribbon" {
+            c.ribbon_m = p.metrics.get("app.flushers").copied().unwrap_or(0.0);
+            c.ribbon_searches = p.metrics.get("app.searches").copied().unwrap_or(0.0);
+        }
+        c.kops.insert(mode, kops);
+    }
+    for p in &oracle.points {
+        let (Some(app), Some(n), Some(m)) = (
+            param_str(&p.params, "app"),
+            param_u32(&p.params, "job.app.threads"),
+            param_u32(&p.params, "job.app.workload.flushers"),
+        ) else {
+            continue;
+        };
+        if let Some(c) = by.get_mut(&(app, n)) {
+            c.oracle
+                .insert(m, p.metrics.get("app.kops").copied().unwrap_or(0.0));
+        }
+    }
+    by.into_values().collect()
+}
+
+/// Runs `ribbon-eval` and `ribbon-oracle` (`jobs` worker threads).
+pub fn evaluate(jobs: usize, progress: bool) -> Result<Vec<Case>, SimError> {
+    let opts = RunOptions {
+        jobs,
+        progress,
+        ..Default::default()
+    };
+    let eval = run_scenario(&load_scenario("ribbon-eval")?, &opts)?;
+    let oracle = run_scenario(&load_scenario("ribbon-oracle")?, &opts)?;
+    Ok(cases(&eval, &oracle))
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{:+.1}%", v * 100.0))
+}
+
+/// The Done-when summary: averages over the cases at `threads` (None: all).
+pub struct Summary {
+    /// Cases whose four-point search lands within 5% of the oracle's best.
+    pub within_5pct: usize,
+    /// Cases with both.
+    pub compared: usize,
+    /// Worst Ribbon / oracle-best ratio.
+    pub worst_vs_oracle: Option<f64>,
+    /// Mean gain of Ribbon (with proactive) over eager at 24 threads.
+    pub gain_24: Option<f64>,
+    /// Mean gain of Ribbon (with proactive) over eager at 4 threads.
+    pub gain_4: Option<f64>,
+    /// Mean gain of proactive flushing alone (eager + proactive over eager) at 4 threads.
+    pub proactive_4: Option<f64>,
+    /// Worst change from allowing proactive flushing to Ribbon at 24 threads.
+    pub proactive_cost_24: Option<f64>,
+}
+
+/// Computes the Done-when summary of `cases`.
+pub fn summary(cases: &[Case]) -> Summary {
+    let ratios: Vec<f64> = cases.iter().filter_map(Case::vs_oracle).collect();
+    let at = |n: u32, f: &dyn Fn(&Case) -> Option<f64>| -> Vec<f64> {
+        cases
+            .iter()
+            .filter(|c| c.threads == n)
+            .filter_map(f)
+            .collect()
+    };
+    Summary {
+        within_5pct: ratios.iter().filter(|r| **r >= 0.95).count(),
+        compared: ratios.len(),
+        worst_vs_oracle: ratios.iter().copied().reduce(f64::min),
+        gain_24: mean(&at(24, &|c| c.gain("ribbon-proactive", "eager"))),
+        gain_4: mean(&at(4, &|c| c.gain("ribbon-proactive", "eager"))),
+        proactive_4: mean(&at(4, &|c| c.gain("eager-proactive", "eager"))),
+        proactive_cost_24: at(24, &|c| c.gain("ribbon-proactive", "ribbon"))
+            .into_iter()
+            .reduce(f64::min),
+    }
+}
+
+/// The Markdown tables of docs/ribbon.md "Ribbon in the simulator".
+pub fn markdown(cases: &[Case]) -> String {
+    let mut s = String::new();
+    let modes = [
+        "eager",
+        "pats-gate",
+        "eager-proactive",
+        "ribbon",
+        "ribbon-proactive",
+    ];
+    let _ = writeln!(
+        s,
+        "| pattern | N | eager kops | PATS gate | eager + proactive | Ribbon (M) | Ribbon + proactive | oracle best (M) | Ribbon / oracle | Ribbon+p over eager |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    for c in cases {
+        let k = |m: &str| c.kops.get(m).map_or("-".into(), |v| format!("{v:.0}"));
+        let (om, ok) = c.oracle_best().unwrap_or((0, 0.0));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} ({}) | {} ({}) | {} ({:.1}) | {} ({}) | {ok:.0} ({om}) | {} | {} |",
+            c.app,
+            c.threads,
+            k(modes[0]),
+            k(modes[1]),
+            pct(c.gain(modes[1], "eager")),
+            k(modes[2]),
+            pct(c.gain(modes[2], "eager")),
+            k(modes[3]),
+            c.ribbon_m,
+            k(modes[4]),
+            pct(c.gain(modes[4], "ribbon")),
+            c.vs_oracle().map_or("-".into(), |v| format!("{v:.3}")),
+            pct(c.gain(modes[4], "eager")),
+        );
+    }
+    let sm = summary(cases);
+    let _ = writeln!(s);
+    let _ = writeln!(s, "| Done-when line | target | simulated |");
+    let _ = writeln!(s, "|---|---|---|");
+    let _ = writeln!(
+        s,
+        "| four-point search within 5% of the oracle's best | every scenario | {} of {} (worst {}) |",
+        sm.within_5pct,
+        sm.compared,
+        sm.worst_vs_oracle
+            .map_or("-".into(), |v| format!("{v:.3} of best"))
+    );
+    let _ = writeln!(
+        s,
+        "| average gain over eager at 24 threads (Ribbon + proactive) | >= 15% (thesis 20.2%) | {} |",
+        pct(sm.gain_24)
+    );
+    let _ = writeln!(
+        s,
+        "| average gain over eager at 4 threads (Ribbon + proactive) | (thesis 9.3%) | {} |",
+        pct(sm.gain_4)
+    );
+    let _ = writeln!(
+        s,
+        "| proactive flushing alone at 4 threads (eager + proactive over eager) | >= 4% (thesis 7.5%) | {} |",
+        pct(sm.proactive_4)
+    );
+    let _ = writeln!(
+        s,
+        "| proactive allowed under contention, 24 threads (worst Ribbon + proactive over Ribbon) | >= -1% | {} |",
+        pct(sm.proactive_cost_24)
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::PointResult;
+
+    fn point(params: &[(&str, toml::Value)], kops: f64, m: f64) -> PointResult {
+        PointResult {
+            params: params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            x: None,
+            metrics: [
+                ("app.kops".to_string(), kops),
+                ("app.flushers".to_string(), m),
+            ]
+            .into_iter()
+            .collect(),
+            requests: 0,
+            events: 0,
+        }
+    }
+
+    fn result(points: Vec<PointResult>) -> ScenarioResult {
+        ScenarioResult {
+            scenario: "t".into(),
+            title: String::new(),
+            platform: String::new(),
+            policy: String::new(),
+            seed: 1,
+            x_key: None,
+            points,
+            paper: vec![],
+            checks: vec![],
+            plots: vec![],
+        }
+    }
+
+    fn s(v: &str) -> toml::Value {
+        toml::Value::String(v.into())
+    }
+
+    #[test]
+    fn cases_pair_modes_with_the_oracle_sweep_and_summarise() {
+        let n = |v: i64| toml::Value::Integer(v);
+        let mut ev = Vec::new();
+        for (mode, kops) in [
+            ("eager", 100.0),
+            ("pats-gate", 90.0),
+            ("eager-proactive", 105.0),
+            ("ribbon", 114.0),
+            ("ribbon-proactive", 120.0),
+        ] {
+            ev.push(point(
+                &[
+                    ("job.app.threads", n(24)),
+                    ("app", s("kv")),
+                    ("flush", s(mode)),
+                ],
+                kops,
+                6.0,
+            ));
+        }
+        let mut or = Vec::new();
+        for (m, kops) in [(1, 50.0), (6, 119.0), (48, 100.0)] {
+            or.push(point(
+                &[
+                    ("job.app.workload.flushers", n(m)),
+                    ("job.app.threads", n(24)),
+                    ("app", s("kv")),
+                ],
+                kops,
+                m as f64,
+            ));
+        }
+        // an oracle point of a case that was not evaluated is ignored
+        or.push(point(
+            &[
+                ("job.app.workload.flushers", n(1)),
+                ("job.app.threads", n(4)),
+                ("app", s("kv")),
+            ],
+            1.0,
+            1.0,
+        ));
+        let c = cases(&result(ev), &result(or));
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].oracle_best(), Some((6, 119.0)));
+        assert_eq!(c[0].ribbon_m, 6.0);
+        let r = c[0].vs_oracle().unwrap();
+        assert!((r - 114.0 / 119.0).abs() < 1e-12);
+        let sm = summary(&c);
+        assert_eq!((sm.within_5pct, sm.compared), (1, 1));
+        assert!((sm.gain_24.unwrap() - 0.2).abs() < 1e-12);
+        assert_eq!(sm.gain_4, None);
+        assert!((sm.proactive_cost_24.unwrap() - (120.0 / 114.0 - 1.0)).abs() < 1e-12);
+        let md = markdown(&c);
+        assert!(md.contains("| kv | 24 | 100 | 90 (-10.0%)"), "{md}");
+        assert!(md.contains("1 of 1"), "{md}");
+    }
+
+    #[test]
+    fn a_search_more_than_5_percent_below_the_oracle_is_counted_as_a_miss() {
+        let mut c = Case {
+            app: "x".into(),
+            threads: 4,
+            ..Default::default()
+        };
+        c.kops.insert("ribbon".into(), 90.0);
+        c.oracle.insert(3, 100.0);
+        c.oracle.insert(4, 99.0);
+        let sm = summary(&[c]);
+        assert_eq!((sm.within_5pct, sm.compared), (0, 1));
+        assert_eq!(sm.worst_vs_oracle, Some(0.9));
+    }
+}

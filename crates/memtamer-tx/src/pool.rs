@@ -458,6 +458,11 @@ impl Pool {
         })
     }
 
+    /// Faults every page of the pool in now (see `Region::prefault`); for a
+    /// pool no transaction uses yet (benchmarks on fresh pools).
+    pub fn prefault(&self) {
+        self.region.prefault();
+    }
     /// What recovery did at open.
     pub fn recovery(&self) -> &RecoveryReport {
         &self.recovery
@@ -531,9 +536,7 @@ impl Pool {
                 if let Some(l) = ctx.portion.alloc(n) {
                     return Ok(l);
                 }
-                let seg = lock(&self.global).take_segment(n, self.segment_lines);
-                if let Some((s, len)) = seg {
-                    ctx.portion.add_segment(s, len);
+                if lock(&self.global).refill_portion(n, self.segment_lines, &mut ctx.portion) {
                     continue;
                 }
             } else if let Some(l) = lock(&self.global).take_best(n) {

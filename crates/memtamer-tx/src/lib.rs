@@ -31,6 +31,7 @@ pub mod pool;
 pub mod rbtree;
 pub mod region;
 pub mod table;
+pub mod tatp;
 pub mod tpcc;
 pub mod trace;
 pub mod tx;

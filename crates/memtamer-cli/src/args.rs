@@ -409,7 +409,7 @@ pub(crate) enum BenchCmd {
         /// Seconds per cell.
         #[arg(long, default_value_t = 1.0)]
         secs: f64,
-        /// Smaller preloads (10K hash pairs, 100K tree pairs) for a smoke run.
+        /// Smaller preloads (10K hash pairs, 100K tree pairs, 10K TATP subscribers) for a smoke run.
         #[arg(long)]
         quick: bool,
         /// Skip libpmemobj (ArchTM only).

@@ -1,7 +1,8 @@
 //! Runs `memtamer_tx::bench::run` until the CLI wires `memtamer bench tx`.
 //! Usage: bench_tx [--secs S] [--threads 1,2] [--updates 5,50,80]
 //!                 [--hash-preload N] [--rb-preload N] [--tpcc-items N]
-//!                 [--structures hash,rbtree,tpcc] [--dir D] [--no-pmdk]
+//!                 [--tatp-subscribers N] [--structures hash,rbtree,tpcc,tatp]
+//!                 [--dir D] [--no-pmdk]
 use memtamer_tx::bench::{run, BenchOptions, Structure};
 
 fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
@@ -28,6 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--rb-preload" => o.rb_preload = val()?.parse()?,
             "--dir" => o.dir = val()?.into(),
             "--tpcc-items" => o.tpcc_items = val()?.parse()?,
+            "--tatp-subscribers" => o.tatp_subscribers = val()?.parse()?,
             "--structures" => {
                 o.structures = val()?
                     .split(',')
@@ -35,7 +37,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         "hash" => Ok(Structure::Hash),
                         "rbtree" => Ok(Structure::RbTree),
                         "tpcc" => Ok(Structure::TpccNewOrder),
-                        x => Err(format!("unknown structure {x:?} (hash, rbtree, tpcc)")),
+                        "tatp" => Ok(Structure::Tatp),
+                        x => Err(format!(
+                            "unknown structure {x:?} (hash, rbtree, tpcc, tatp)"
+                        )),
                     })
                     .collect::<Result<_, _>>()?
             }

@@ -110,6 +110,36 @@ impl FreeList {
         self.total -= u64::from(n);
     }
 
+    /// Refills a portion (thesis §5.4.4 step 2): a segment as
+    /// [`take_segment`](Self::take_segment) picks it becomes the bump
+    /// range; when the list is fragmented (that segment is shorter than
+    /// `want`), the extents that follow it in address order are handed over
+    /// too, up to `want` lines in all. Without this, once recycled copies
+    /// have cut the list into short runs, every allocation or two goes back
+    /// to the global lock for a one-line "segment".
+    ///
+    /// Returns the extents taken (empty when the list has no run of `min`
+    /// lines), so the caller can log each one as fetched (CHKP-diff).
+    pub fn refill_portion(&mut self, min: u32, want: u32, p: &mut Portion) -> Vec<(u32, u32)> {
+        let Some((s, n)) = self.take_segment(min, want) else {
+            return Vec::new();
+        };
+        p.add_segment(s, n);
+        let mut taken = vec![(s, n)];
+        let mut got = n;
+        while got < want {
+            let Some((&es, &en)) = self.map.range(s..).next() else {
+                break;
+            };
+            let take = en.min(want - got);
+            self.split(es, en, take);
+            p.free.insert(es, take);
+            taken.push((es, take));
+            got += take;
+        }
+        taken
+    }
+
     /// Merges a batch of runs (any order, no overlaps) in one pass: sort,
     /// coalesce, rebuild; O(n log n) once instead of a tree insert per run.
     pub fn absorb_runs(&mut self, runs: &mut Vec<(u32, u32)>) {
@@ -160,14 +190,18 @@ pub struct Portion {
 }
 
 impl Portion {
-    /// Bump first, then first fit (thesis §5.4.4 step 1).
+    /// Bump first, then first fit (thesis §5.4.4 step 1) among the lowest
+    /// 64 extents (bounded: a portion may hold many one-line extents; a
+    /// request none of them fits goes to the global list).
     pub fn alloc(&mut self, n: u32) -> Option<u32> {
         if self.bump_end - self.bump >= n {
             let l = self.bump;
             self.bump += n;
             return Some(l);
         }
-        self.free.take_first(n)
+        let (&s, &len) = self.free.map.iter().take(64).find(|(_, l)| **l >= n)?;
+        self.free.split(s, len, n);
+        Some(s)
     }
 
     /// Adopts a fresh segment as the bump range (the rest of the old one
@@ -234,6 +268,32 @@ mod tests {
         p.drain_into(&mut g);
         assert_eq!(g.total(), 253);
         assert_eq!(p.alloc(1), None);
+    }
+
+    #[test]
+    fn a_fragmented_list_refills_a_portion_with_many_extents() {
+        let mut g = FreeList::default();
+        for i in 0..100u32 {
+            g.insert(i * 3, 1);
+        }
+        g.insert(1000, 8);
+        let mut p = Portion::default();
+        assert_eq!(
+            g.refill_portion(1, 16, &mut p).len(),
+            16,
+            "one extent per run taken"
+        );
+        assert_eq!(g.total() + 16, 108);
+        let got: Vec<u32> = (0..16).filter_map(|_| p.alloc(1)).collect();
+        assert_eq!(got, (0..16).map(|i| i * 3).collect::<Vec<_>>());
+        assert_eq!(p.alloc(1), None, "16 lines handed over, no more");
+        assert_eq!(p.alloc(2), None);
+        // a whole segment when one exists
+        let mut p = Portion::default();
+        assert!(!g.refill_portion(2, 8, &mut p).is_empty());
+        assert_eq!(p.alloc(8), Some(1000));
+        let mut empty = FreeList::default();
+        assert!(empty.refill_portion(1, 8, &mut p).is_empty());
     }
 
     #[test]

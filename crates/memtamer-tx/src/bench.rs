@@ -22,6 +22,8 @@ pub enum Structure {
     RbTree,
     /// TPC-C new-order-shaped transactions (`tpcc` module).
     TpccNewOrder,
+    /// TATP's standard mix, 80% read-only (`tatp` module).
+    Tatp,
 }
 
 /// Bench parameters (defaults: the thesis's, scaled to a small machine).
@@ -43,6 +45,8 @@ pub struct BenchOptions {
     pub rb_preload: u64,
     /// TPC-C items (and stock rows); the specification has 100,000.
     pub tpcc_items: u64,
+    /// TATP subscribers; the specification's smallest database has 100,000.
+    pub tatp_subscribers: u64,
     /// Structures to run.
     pub structures: Vec<Structure>,
     /// Also run PMDK libpmemobj (when linked).
@@ -50,6 +54,10 @@ pub struct BenchOptions {
     /// Cache-flush persistence on non-DAX files (sets PMEM_IS_PMEM_FORCE
     /// for libpmemobj too, so both engines persist the same way).
     pub force_pmem: bool,
+    /// Fault every page of both pools in at creation (ArchTM
+    /// `Pool::prefault`, libpmemobj `prefault.at_create`), so first-touch
+    /// page faults on fresh pools stay out of the measured cells.
+    pub prefault: bool,
 }
 
 impl Default for BenchOptions {
@@ -63,9 +71,16 @@ impl Default for BenchOptions {
             hash_preload: 100_000,
             rb_preload: 1_000_000,
             tpcc_items: 100_000,
-            structures: vec![Structure::Hash, Structure::RbTree, Structure::TpccNewOrder],
+            tatp_subscribers: 100_000,
+            structures: vec![
+                Structure::Hash,
+                Structure::RbTree,
+                Structure::TpccNewOrder,
+                Structure::Tatp,
+            ],
             pmdk: true,
             force_pmem: true,
+            prefault: true,
         }
     }
 }
@@ -140,6 +155,7 @@ enum Ds {
     H(HashTable),
     R(RbTree),
     T(crate::tpcc::Tpcc),
+    A(crate::tatp::Tatp),
 }
 
 impl Ds {
@@ -148,6 +164,7 @@ impl Ds {
             Ds::H(h) => h.put(t, k, v).map(drop),
             Ds::R(r) => r.put(t, k, v).map(drop),
             Ds::T(p) => p.new_order(t, k),
+            Ds::A(a) => a.run(t, crate::tatp::Kind::UpdateLocation, k),
         }
     }
     fn remove(&self, t: &mut dyn TxOps, k: u64) -> Result<(), TxError> {
@@ -155,6 +172,7 @@ impl Ds {
             Ds::H(h) => h.remove(t, k).map(drop),
             Ds::R(r) => r.remove(t, k).map(drop),
             Ds::T(p) => p.new_order(t, k),
+            Ds::A(a) => a.run(t, crate::tatp::Kind::DeleteCallForwarding, k),
         }
     }
     fn get(&self, t: &mut dyn TxOps, k: u64) -> Result<(), TxError> {
@@ -162,6 +180,7 @@ impl Ds {
             Ds::H(h) => h.get(t, k).map(drop),
             Ds::R(r) => r.get(t, k).map(drop),
             Ds::T(p) => p.new_order(t, k),
+            Ds::A(a) => a.run(t, crate::tatp::Kind::GetSubscriberData, k),
         }
     }
 }
@@ -172,6 +191,12 @@ fn preload(e: &dyn Engine, s: Structure, o: &BenchOptions) -> Result<(Ds, u64), 
         Structure::RbTree => (Ds::R(RbTree::create(e, 8)?), o.rb_preload),
         Structure::TpccNewOrder => {
             return Ok((Ds::T(crate::tpcc::Tpcc::create(e, o.tpcc_items)?), u64::MAX))
+        }
+        Structure::Tatp => {
+            return Ok((
+                Ds::A(crate::tatp::Tatp::create(e, o.tatp_subscribers)?),
+                u64::MAX,
+            ))
         }
     };
     // even keys present, odd ones absent; inserted in a scrambled order
@@ -228,6 +253,9 @@ fn cell(
                     let kind = (x >> 40) % 200;
                     let r = if let Ds::T(p) = ds {
                         e.run(true, &mut |tx| p.new_order(tx, x))
+                    } else if let Ds::A(a) = ds {
+                        let k = crate::tatp::Tatp::pick(x);
+                        e.run(k.updates(), &mut |tx| a.run(tx, k, x))
                     } else if kind < u64::from(upd) * 2 {
                         if kind.is_multiple_of(2) {
                             e.run(true, &mut |tx| ds.put(tx, k, &v))
@@ -295,10 +323,10 @@ fn measure(
         2 => vec![0, 1, 1, 0],
         n => (0..n).flat_map(|i| [i, i]).collect(),
     };
-    let updates = if s == Structure::TpccNewOrder {
-        vec![100]
-    } else {
-        o.updates.clone()
+    let updates = match s {
+        Structure::TpccNewOrder => vec![100],
+        Structure::Tatp => vec![20],
+        _ => o.updates.clone(),
     };
     for &u in &updates {
         for &t in &o.threads {
@@ -389,6 +417,9 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport, BenchError> {
             Structure::Hash => o.hash_preload,
             Structure::RbTree => o.rb_preload,
             Structure::TpccNewOrder => o.tpcc_items * 3 + 30_000 + (2_000_000f64 * o.secs) as u64,
+            Structure::Tatp => {
+                crate::tatp::Tatp::rows(o.tatp_subscribers) * 5 / 4 + (200_000f64 * o.secs) as u64
+            }
         };
         let size = (n * 64 * 4 + (o.buckets as u64) * 16 + (64 << 20)).next_power_of_two();
         let ap = o.dir.join(format!("memtamer-bench-archtm-{tag}-{s:?}"));
@@ -403,6 +434,9 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport, BenchError> {
         );
         let _ = std::fs::remove_file(&ap); // the mapping stays valid
         let pool = pool?;
+        if o.prefault {
+            pool.prefault();
+        }
         let txe = |engine: &'static str| {
             move |source| BenchError::Tx {
                 structure: s,
@@ -425,6 +459,7 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport, BenchError> {
         #[cfg(has_pmdk)]
         if o.pmdk {
             let pp = o.dir.join(format!("memtamer-bench-pmdk-{tag}-{s:?}"));
+            crate::pmdk::set_prefault_at_create(o.prefault).map_err(BenchError::Pmdk)?;
             let created = crate::pmdk::Pmdk::create(&pp, size.min((1 << 32) - (1 << 20)));
             let _ = std::fs::remove_file(&pp);
             pm = created.map_err(BenchError::Pmdk)?;
@@ -496,6 +531,7 @@ impl fmt::Display for BenchReport {
                 Structure::Hash => "hash",
                 Structure::RbTree => "rbtree",
                 Structure::TpccNewOrder => "tpcc-no",
+                Structure::Tatp => "tatp",
             };
             let cells = [
                 name.to_string(),
@@ -546,6 +582,7 @@ mod tests {
             hash_preload: 500,
             rb_preload: 500,
             tpcc_items: 1000,
+            tatp_subscribers: 200,
             ..BenchOptions::default()
         };
         let r = run(&o).unwrap();
@@ -558,7 +595,8 @@ mod tests {
         assert!(text.contains("bytes per object"), "{text}");
         if r.pmdk_ran {
             assert!(text.contains('x'), "{text}");
-            assert_eq!(r.cells.len(), 12);
+            assert_eq!(r.cells.len(), 16);
+            assert!(text.contains("tatp"), "{text}");
         }
         assert!(run(&BenchOptions {
             threads: vec![0],

@@ -174,6 +174,16 @@ impl HashTable {
         out.ok_or_else(|| TxError::Aborted("hash table open".into()))
     }
 
+    /// A node's key and next reference in one read (one lookup per node
+    /// visited, for either engine).
+    fn node_key_next(t: &mut dyn TxOps, n: Ref) -> Result<(u64, Ref), TxError> {
+        let mut b = [0u8; HT_NODE];
+        t.get(n, 0, &mut b)?;
+        let key = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+        let next = u32::from_le_bytes([b[N_NEXT], b[N_NEXT + 1], b[N_NEXT + 2], b[N_NEXT + 3]]);
+        Ok((key, next))
+    }
+
     fn bucket(&self, key: u64) -> (Ref, usize) {
         let b = (hash(key) % self.nbuckets as u64) as usize;
         (self.chunks[b / HEADS_PER_CHUNK], (b % HEADS_PER_CHUNK) * 4)
@@ -202,11 +212,12 @@ impl HashTable {
         let head = get32(t, c, off)?;
         let mut n = head;
         while n != 0 {
-            if get64(t, n, N_KEY)? == key {
+            let (k, next) = Self::node_key_next(t, n)?;
+            if k == key {
                 t.put(n, N_VAL, val)?;
                 return Ok(false);
             }
-            n = get32(t, n, N_NEXT)?;
+            n = next;
         }
         let node = t.alloc(HT_NODE)?;
         let mut b = [0u8; HT_NODE];
@@ -224,8 +235,8 @@ impl HashTable {
         let mut prev: Option<Ref> = None;
         let mut n = get32(t, c, off)?;
         while n != 0 {
-            let next = get32(t, n, N_NEXT)?;
-            if get64(t, n, N_KEY)? == key {
+            let (k, next) = Self::node_key_next(t, n)?;
+            if k == key {
                 match prev {
                     None => put32(t, c, off, next)?,
                     Some(p) => put32(t, p, N_NEXT, next)?,

@@ -36,6 +36,7 @@ pub mod rbtree;
 pub mod recover;
 pub mod region;
 pub mod table;
+pub mod tatp;
 pub mod tpcc;
 pub mod trace;
 pub mod tx;

@@ -35,6 +35,26 @@ extern "C" {
     fn pmemobj_tx_commit();
     fn pmemobj_tx_abort(errnum: c_int);
     fn pmemobj_tx_end() -> c_int;
+    fn pmemobj_ctl_set(pop: *mut c_void, name: *const c_char, arg: *mut c_void) -> c_int;
+}
+
+/// Turns libpmemobj's global `prefault.at_create` on or off: every page of
+/// a pool created afterwards is touched at creation (pmemobj_ctl_get(3)).
+pub fn set_prefault_at_create(on: bool) -> Result<(), String> {
+    let name = CString::new("prefault.at_create").map_err(|e| e.to_string())?;
+    let mut v: c_int = c_int::from(on);
+    // SAFETY: global control (NULL pool), an int argument as documented.
+    let r = unsafe {
+        pmemobj_ctl_set(
+            std::ptr::null_mut(),
+            name.as_ptr(),
+            &mut v as *mut c_int as *mut c_void,
+        )
+    };
+    if r != 0 {
+        return Err(pmdk_err("ctl prefault.at_create"));
+    }
+    Ok(())
 }
 
 const TX_PARAM_NONE: c_int = 0;

@@ -312,6 +312,12 @@ impl Pool {
         self.hdr.data_off as usize + line as usize * LINE
     }
 
+    /// Faults every page of the pool in now (see `Region::prefault`); for a
+    /// pool no transaction uses yet (benchmarks on fresh pools).
+    pub fn prefault(&self) {
+        self.region.prefault();
+    }
+
     /// What recovery did at open.
     pub fn recovery(&self) -> &RecoveryReport {
         &self.recovery
@@ -385,10 +391,12 @@ impl Pool {
                 if let Some(l) = ctx.portion.alloc(n) {
                     return Ok(l);
                 }
-                let seg = lock(&self.global).take_segment(n, self.segment_lines);
-                if let Some((s, len)) = seg {
-                    self.log_fetch(s, len, &mut ctx.stats);
-                    ctx.portion.add_segment(s, len);
+                let taken =
+                    lock(&self.global).refill_portion(n, self.segment_lines, &mut ctx.portion);
+                if !taken.is_empty() {
+                    for (s, len) in taken {
+                        self.log_fetch(s, len, &mut ctx.stats);
+                    }
                     continue;
                 }
             } else if let Some(l) = lock(&self.global).take_best(n) {

@@ -47,7 +47,15 @@ pub struct Tpcc {
 impl Tpcc {
     /// Creates and populates the tables (descriptor at root offset 16).
     pub fn create(e: &dyn Engine, items: u64) -> Result<Tpcc, TxError> {
-        let ht = HashTable::create(e, 16, 1 << 16)?;
+        // Buckets for a load factor of about 1/4 at population: each
+        // transaction inserts ~12 rows (ORDER, NEW-ORDER, ORDER-LINEs), and
+        // with a fixed 64K buckets the chains grew through a run (every
+        // insert walks its whole chain), so a cell's cost depended on how
+        // long the engines had run before it.
+        let buckets = (((items * 2 + 30_000) * 4) as usize)
+            .next_power_of_two()
+            .max(1 << 16);
+        let ht = HashTable::create(e, 16, buckets)?;
         let mut rows: Vec<(u64, Val)> = vec![(key(WAREHOUSE, 0), val(7, 0))];
         rows.extend((0..10).map(|d| (key(DISTRICT, d), val(3001, 5))));
         rows.extend((0..30_000).map(|c| (key(CUSTOMER, c), val(c % 50, 0))));

@@ -30,6 +30,30 @@ pub(crate) const DS_COMMITTING: u64 = 3;
 thread_local! {
     static IN_TX: Cell<bool> = const { Cell::new(false) };
     static SLOT_HINT: Cell<usize> = const { Cell::new(usize::MAX) };
+    static BUFS: Cell<Bufs> = Cell::new(Bufs::default());
+}
+
+/// A transaction's scratch vectors, kept per thread between transactions
+/// so that the fast path does no heap allocation (a `Tx` is `!Send`: the
+/// thread that took them gives them back in `end`).
+#[derive(Default)]
+struct Bufs {
+    write_set: Vec<u32>,
+    dropped: Vec<(u32, u32)>,
+    locs: Vec<(usize, usize)>,
+    fold: Vec<Fold>,
+}
+
+/// What post-commit does to one write-set entry, read before the copies
+/// are flushed: on CPUs whose CLWB evicts the line (AMD Zen), reading the
+/// new copy's header after the flush is a memory miss per object.
+#[derive(Clone, Copy)]
+struct Fold {
+    id: u32,
+    new: u32,
+    old: u32,
+    old_lines: u32,
+    tomb: bool,
 }
 
 /// A running transaction. Dropping it without `commit` aborts it.
@@ -43,6 +67,9 @@ pub struct Tx<'p> {
     /// Blocks written in this tx and superseded in it (header zeroed,
     /// flushed with the write set).
     dropped: Vec<(u32, u32)>,
+    /// Commit scratch: flush ranges, post-commit folds.
+    locs: Vec<(usize, usize)>,
+    fold: Vec<Fold>,
     done: bool,
 }
 
@@ -80,17 +107,23 @@ impl Pool {
             .word
             .store(lower << 2 | DS_ACTIVE, Ordering::SeqCst);
         let txid = self.clock.fetch_add(1, Ordering::SeqCst);
+        // Only raises the announced bound (lower <= txid): a committer that
+        // still reads the lower one waits longer, never less. The SeqCst
+        // store above is the one that orders against the clock.
         self.states[slot]
             .word
-            .store(txid << 2 | DS_ACTIVE, Ordering::SeqCst);
+            .store(txid << 2 | DS_ACTIVE, Ordering::Release);
+        let b = BUFS.with(|b| b.take());
         Ok(Tx {
             pool: self,
             ctx,
             slot,
             txid,
             begun: false,
-            write_set: Vec::new(),
-            dropped: Vec::new(),
+            write_set: b.write_set,
+            dropped: b.dropped,
+            locs: b.locs,
+            fold: b.fold,
             done: false,
         })
     }
@@ -434,28 +467,50 @@ impl<'p> Tx<'p> {
             return;
         }
         let faults = &pool.faults;
-        // Persist every new copy (Alg. 2 line 4), then one fence.
-        if !faults.skip_copy_flush.load(Ordering::Relaxed) {
-            let mut locs: Vec<(usize, usize)> = Vec::with_capacity(self.write_set.len());
-            for id in &self.write_set {
-                if let Some(e) = pool.table.get(*id) {
-                    let n = e.snap().new;
-                    if n != 0 {
-                        let h = self.hdr_at(n);
-                        locs.push((pool.line_off(n - 1), OBJ_HDR + h.payload()));
-                    }
+        // What post-commit needs, and the flush ranges, in one pass over
+        // the write set while the copies are still cached. The entries
+        // cannot change until post-commit: we hold every one's lock.
+        let mut locs = std::mem::take(&mut self.locs);
+        let mut fold = std::mem::take(&mut self.fold);
+        for &id in &self.write_set {
+            let Some(e) = pool.table.get(id) else {
+                continue;
+            };
+            let s = e.snap();
+            let mut f = Fold {
+                id,
+                new: s.new,
+                old: s.old,
+                old_lines: 0,
+                tomb: false,
+            };
+            if s.new != 0 {
+                let h = self.hdr_at(s.new);
+                f.tomb = h.is_tombstone();
+                locs.push((pool.line_off(s.new - 1), OBJ_HDR + h.payload()));
+                if s.old != 0 {
+                    f.old_lines = self.hdr_at(s.old).lines();
                 }
             }
-            locs.extend(
-                self.dropped
-                    .iter()
-                    .map(|(l, _)| (pool.line_off(l - 1), OBJ_HDR)),
-            );
-            locs.sort_unstable();
-            for (off, len) in locs {
+            fold.push(f);
+        }
+        locs.extend(
+            self.dropped
+                .iter()
+                .map(|(l, _)| (pool.line_off(l - 1), OBJ_HDR)),
+        );
+        // Persist every new copy (Alg. 2 line 4), then one fence.
+        if !faults.skip_copy_flush.load(Ordering::Relaxed) {
+            if locs.len() > 1 {
+                locs.sort_unstable();
+            }
+            for &(off, len) in &locs {
                 pool.region.flush(off, len, &mut self.ctx.stats);
             }
         }
+        locs.clear();
+        self.locs = locs;
+        self.fold = fold;
         if !faults.skip_commit_fence.load(Ordering::Relaxed) {
             pool.region.fence(&mut self.ctx.stats);
         }
@@ -467,8 +522,10 @@ impl<'p> Tx<'p> {
         let w = layout::slot_word(self.txid, SlotState::Committed);
         pool.write_slot(self.slot, w, Some(cid), &mut self.ctx.stats, true);
         st.commit.store(cid, Ordering::Release);
+        // Release suffices: readers spin on COMMITTING and acquire this;
+        // committers that must see our TxID order through the clock RMW.
         st.word
-            .store(self.txid << 2 | DS_COMMITTED, Ordering::SeqCst);
+            .store(self.txid << 2 | DS_COMMITTED, Ordering::Release);
         self.post_commit(cid);
         self.end(true, false);
     }
@@ -496,37 +553,37 @@ impl<'p> Tx<'p> {
                 }
             }
         }
-        for id in std::mem::take(&mut self.write_set) {
-            let Some(e) = pool.table.get(id) else {
+        self.write_set.clear();
+        let mut fold = std::mem::take(&mut self.fold);
+        for f in fold.drain(..) {
+            let Some(e) = pool.table.get(f.id) else {
                 continue;
             };
-            let s = e.snap();
-            if s.new == 0 {
+            if f.new == 0 {
                 // allocated and freed in this transaction
                 e.update(0, 0, true);
-                self.ctx.free_ids.push(id);
+                self.ctx.free_ids.push(f.id);
                 continue;
             }
-            let nh = self.hdr_at(s.new);
-            if s.old != 0 {
-                let oh = self.hdr_at(s.old);
+            if f.old != 0 {
                 self.ctx.dealloc.push(Dealloc {
-                    line: s.old - 1,
-                    lines: oh.lines(),
+                    line: f.old - 1,
+                    lines: f.old_lines,
                 });
             }
-            if nh.is_tombstone() {
+            if f.tomb {
                 e.update(0, 0, true);
                 pool.queue_tombstone(Dealloc {
-                    line: s.new - 1,
+                    line: f.new - 1,
                     lines: 1,
                 });
-                self.ctx.free_ids.push(id);
+                self.ctx.free_ids.push(f.id);
             } else {
-                e.update(0, s.new, true);
+                e.update(0, f.new, true);
             }
         }
-        for (l, lines) in std::mem::take(&mut self.dropped) {
+        self.fold = fold;
+        for (l, lines) in self.dropped.drain(..) {
             // header already zeroed and persisted with the write set
             self.ctx.dealloc.push(Dealloc { line: l - 1, lines });
         }
@@ -548,7 +605,8 @@ impl<'p> Tx<'p> {
     fn do_abort(&mut self) {
         let pool = self.pool;
         let mut blocks = Vec::new();
-        for id in std::mem::take(&mut self.write_set) {
+        let mut ws = std::mem::take(&mut self.write_set);
+        for id in ws.drain(..) {
             let Some(e) = pool.table.get(id) else {
                 continue;
             };
@@ -565,6 +623,7 @@ impl<'p> Tx<'p> {
                 self.ctx.free_ids.push(id);
             }
         }
+        self.write_set = ws;
         for (l, lines) in std::mem::take(&mut self.dropped) {
             let off = pool.line_off(l - 1);
             pool.region.flush(off, OBJ_HDR, &mut self.ctx.stats);
@@ -589,12 +648,25 @@ impl<'p> Tx<'p> {
             let w = layout::slot_word(self.txid, SlotState::End);
             pool.write_slot(self.slot, w, None, &mut self.ctx.stats, false);
         }
+        // Release: our reads of old copies happen before a committer that
+        // acquires END folds and frees them.
         pool.states[self.slot]
             .word
-            .store(self.txid << 2 | DS_END, Ordering::SeqCst);
+            .store(self.txid << 2 | DS_END, Ordering::Release);
         let ctx = &mut *self.ctx;
         crate::pool::fold_stats(&mut ctx.totals, &mut ctx.stats, committed, ro, !committed);
         self.done = true;
+        let mut b = Bufs {
+            write_set: std::mem::take(&mut self.write_set),
+            dropped: std::mem::take(&mut self.dropped),
+            locs: std::mem::take(&mut self.locs),
+            fold: std::mem::take(&mut self.fold),
+        };
+        b.write_set.clear();
+        b.dropped.clear();
+        b.locs.clear();
+        b.fold.clear();
+        BUFS.with(|c| c.set(b));
         IN_TX.with(|c| c.set(false));
     }
 }

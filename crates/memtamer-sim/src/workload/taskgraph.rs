@@ -181,7 +181,10 @@ impl TaskGraph {
 
     /// Total bytes of all blocks (page-rounded, as laid out).
     pub fn footprint(&self) -> u64 {
-        self.blocks.iter().map(|b| b.bytes.div_ceil(PAGE) * PAGE).sum()
+        self.blocks
+            .iter()
+            .map(|b| b.bytes.div_ceil(PAGE) * PAGE)
+            .sum()
     }
 
     /// Blocks of array `a`.

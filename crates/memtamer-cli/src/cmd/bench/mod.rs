@@ -58,6 +58,7 @@ pub fn run(cmd: BenchCmd) -> Result<Outcome, CliError> {
             if quick {
                 opts.hash_preload = 10_000;
                 opts.rb_preload = 100_000;
+                opts.tatp_subscribers = 10_000;
             }
             let report =
                 memtamer_tx::bench::run(&opts).map_err(|e| CliError::Bench(e.to_string()))?;

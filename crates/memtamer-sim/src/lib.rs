@@ -19,6 +19,7 @@ pub use engine::pmdimm;
 pub mod policies;
 pub mod report;
 pub mod rng;
+pub mod tahoe_eval;
 pub mod runner;
 pub mod topology;
 pub mod validate;

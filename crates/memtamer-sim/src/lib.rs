@@ -20,6 +20,7 @@ pub mod policies;
 pub mod report;
 pub mod ribbon_eval;
 pub mod rng;
+pub mod tahoe_eval;
 pub mod runner;
 pub mod topology;
 pub mod validate;

@@ -287,6 +287,10 @@ pub trait TaskPolicy: Send + std::fmt::Debug {
         ready: &[usize],
         active: &[usize],
     ) -> Dispatch;
+    /// Counters for the report (name, value).
+    fn report(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
     /// `task` completed after `ns` of running (migration wait excluded);
     /// `profile` holds its per-page access counts if dispatch asked for them.
     fn completed(

@@ -261,6 +261,26 @@ impl TierSpace {
         )
     }
 
+    /// Sets where page `page` of `obj` lives *without* copying: a
+    /// program's first touch before it runs (an initial placement), not a
+    /// migration. Out-of-range pages are ignored.
+    pub fn place_page(&mut self, obj: usize, page: u64, t: Tier) {
+        let Some(cur) = self
+            .objs
+            .get_mut(obj)
+            .and_then(|o| o.pages.get_mut(page as usize))
+        else {
+            return;
+        };
+        match (*cur, t) {
+            (Tier::Slow, Tier::Dram) => self.dram_bytes += PAGE,
+            (Tier::Dram, Tier::Slow) => self.dram_bytes -= PAGE,
+            _ => {}
+        }
+        *cur = t;
+        self.stats.peak_dram_bytes = self.stats.peak_dram_bytes.max(self.dram_bytes);
+    }
+
     /// Queues a move for the helper (FIFO). Unknown objects are ignored.
     pub fn request(&mut self, m: MoveReq) {
         if let Some(o) = self.objs.get_mut(m.obj) {

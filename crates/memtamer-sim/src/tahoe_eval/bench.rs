@@ -1,0 +1,431 @@
+//! The task programs of the Tahoe evaluation (thesis Table 4.4), scaled
+//! down so that one run simulates a few million cache lines. Sizes keep
+//! the thesis's DRAM : data ratios ([`Bench::dram_ratio`]); the structure
+//! (blocks, dependences, task types) follows the OmpSs/OpenMP programs and
+//! this repository's clients (`crates/memtamer-tahoe/clients/*.c`).
+//!
+//! Compute per task is the kernel's floating-point operation count at
+//! [`FLOPS_PER_NS`] (the thesis's E5-2630 v3: 2.4 GHz, 4-wide AVX2, one
+//! vector op per cycle), spread evenly over the task's line accesses.
+//! Memory passes are those of a cache-blocked kernel: every block is read
+//! (and written) from main memory once per task unless stated otherwise.
+//! These values were fixed before any policy was run; none is fitted.
+
+use crate::workload::taskgraph::{Arg, Block, Mode, Pattern, TaskDef, TaskGraph};
+
+/// Double-precision operations per ns (2.4 GHz x 4 doubles per AVX2 op).
+pub const FLOPS_PER_NS: f64 = 9.6;
+
+/// A benchmark and the thesis's DRAM : data ratio for it (Table 4.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bench {
+    /// Jacobi heat, 2D blocks (1:10).
+    Heat,
+    /// One level of Strassen over tiled quadrants (1:5).
+    Strassen,
+    /// 2D FFT: row FFTs, blocked transpose, row FFTs, transpose (1:15).
+    Fft,
+    /// Dense CG, row-blocked matrix-vector product and vector tasks (1:6).
+    Cg,
+    /// RandomAccess-like table updates (1:9).
+    RandomAccess,
+}
+
+/// Every benchmark, in report order.
+pub const ALL: [Bench; 5] = [
+    Bench::Heat,
+    Bench::Strassen,
+    Bench::Fft,
+    Bench::Cg,
+    Bench::RandomAccess,
+];
+
+impl Bench {
+    /// Name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bench::Heat => "heat",
+            Bench::Strassen => "strassen",
+            Bench::Fft => "fft",
+            Bench::Cg => "cg",
+            Bench::RandomAccess => "randomaccess",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(s: &str) -> Option<Bench> {
+        ALL.into_iter().find(|b| b.name() == s)
+    }
+
+    /// Data bytes per DRAM byte (thesis Table 4.4 "size ratio").
+    pub fn dram_ratio(self) -> u64 {
+        match self {
+            Bench::Heat => 10,
+            Bench::Strassen => 5,
+            Bench::Fft => 15,
+            Bench::Cg => 6,
+            Bench::RandomAccess => 9,
+        }
+    }
+
+    /// The task graph.
+    pub fn graph(self) -> TaskGraph {
+        match self {
+            Bench::Heat => heat(8, 128, 6),
+            Bench::Strassen => strassen(2, 96),
+            Bench::Fft => fft(1024, 32),
+            Bench::Cg => cg(1024, 16, 8),
+            Bench::RandomAccess => random_access(16 << 20, 32, 8, 2048),
+        }
+    }
+}
+
+/// Builds graphs: arrays of equal blocks, types by name, tasks.
+struct Builder {
+    g: TaskGraph,
+}
+
+impl Builder {
+    fn new(name: &str, iterations: u32) -> Builder {
+        Builder {
+            g: TaskGraph {
+                name: name.into(),
+                arrays: Vec::new(),
+                blocks: Vec::new(),
+                types: Vec::new(),
+                tasks: Vec::new(),
+                iterations,
+            },
+        }
+    }
+
+    /// An array of `n` blocks of `bytes`; returns its first block index.
+    fn array(&mut self, name: &str, n: usize, bytes: u64) -> usize {
+        let a = self.g.arrays.len();
+        self.g.arrays.push(name.into());
+        let first = self.g.blocks.len();
+        self.g
+            .blocks
+            .extend((0..n).map(|_| Block { array: a, bytes }));
+        first
+    }
+
+    fn ty(&mut self, name: &str) -> usize {
+        match self.g.types.iter().position(|t| t == name) {
+            Some(i) => i,
+            None => {
+                self.g.types.push(name.into());
+                self.g.types.len() - 1
+            }
+        }
+    }
+
+    /// A task of type `ty` with `args` and `flops` of compute in all.
+    fn task(&mut self, ty: &str, args: Vec<Arg>, flops: f64) {
+        let ty = self.ty(ty);
+        let lines: u64 = args.iter().map(|a| self.g.arg_lines(a)).sum();
+        self.g.tasks.push(TaskDef {
+            ty,
+            args,
+            compute_ns_per_line: flops / FLOPS_PER_NS / lines.max(1) as f64,
+        });
+    }
+}
+
+fn seq(block: usize, mode: Mode) -> Arg {
+    Arg {
+        block,
+        mode,
+        pattern: Pattern::Seq,
+        passes: 1.0,
+    }
+}
+
+/// Jacobi heat on an `nb` x `nb` grid of `bs` x `bs` double blocks, two
+/// grids used alternately, `sweeps` sweeps. A block task reads its block
+/// (5-point stencil, one pass), the facing row of its upper and lower
+/// neighbours (one row: 1/bs of a pass), the facing column of its left and
+/// right neighbours (one element per row: `bs` scattered lines), and
+/// writes its block of the other grid. 5 flops per element.
+pub fn heat(nb: usize, bs: u64, sweeps: u32) -> TaskGraph {
+    let mut b = Builder::new("heat", sweeps);
+    let bytes = bs * bs * 8;
+    let grid = [b.array("grid0", nb * nb, bytes), b.array("grid1", nb * nb, bytes)];
+    let lines = (bytes / 64) as f64;
+    for s in 0..sweeps as usize {
+        let (src, dst) = (grid[s % 2], grid[(s + 1) % 2]);
+        for i in 0..nb {
+            for j in 0..nb {
+                let at = |i: usize, j: usize| i * nb + j;
+                let mut args = vec![seq(src + at(i, j), Mode::In)];
+                let row = |blk| Arg {
+                    block: blk,
+                    mode: Mode::In,
+                    pattern: Pattern::Seq,
+                    passes: 1.0 / bs as f64,
+                };
+                let col = |blk| Arg {
+                    block: blk,
+                    mode: Mode::In,
+                    pattern: Pattern::Rand,
+                    passes: bs as f64 / lines,
+                };
+                if i > 0 {
+                    args.push(row(src + at(i - 1, j)));
+                }
+                if i + 1 < nb {
+                    args.push(row(src + at(i + 1, j)));
+                }
+                if j > 0 {
+                    args.push(col(src + at(i, j - 1)));
+                }
+                if j + 1 < nb {
+                    args.push(col(src + at(i, j + 1)));
+                }
+                args.push(seq(dst + at(i, j), Mode::Out));
+                b.task("jacobi", args, 5.0 * (bs * bs) as f64);
+            }
+        }
+    }
+    b.g
+}
+
+/// One level of Strassen on matrices of 2 x 2 quadrants, each `t` x `t`
+/// tiles of `ts` x `ts` doubles: 10 sums S (one add task per tile), 7
+/// products M (tile products accumulated over `t` steps, each tile triple
+/// fitting the cache: one pass per tile, 2 ts^3 flops), then C from the M
+/// (one task per tile). Array order: A, B, S, M, C.
+pub fn strassen(t: usize, ts: u64) -> TaskGraph {
+    let mut b = Builder::new("strassen", 1);
+    let bytes = ts * ts * 8;
+    let q = t * t; // tiles per quadrant
+    let a = b.array("A", 4 * q, bytes);
+    let bm = b.array("B", 4 * q, bytes);
+    let s = b.array("S", 10 * q, bytes);
+    let m = b.array("M", 7 * q, bytes);
+    let c = b.array("C", 4 * q, bytes);
+    // quadrant k (0 = 11, 1 = 12, 2 = 21, 3 = 22) of matrix at `base`, tile (i, j)
+    let tile = |base: usize, k: usize, i: usize, j: usize| base + k * q + i * t + j;
+    let elems = (ts * ts) as f64;
+    // S1 = A11 + A22, S2 = B11 + B22, S3 = A21 + A22, S4 = B12 - B22,
+    // S5 = B21 - B11, S6 = A11 + A12, S7 = A21 - A11, S8 = B11 + B12,
+    // S9 = A12 - A22, S10 = B21 + B22
+    let sums = [
+        (a, 0, a, 3),
+        (bm, 0, bm, 3),
+        (a, 2, a, 3),
+        (bm, 1, bm, 3),
+        (bm, 2, bm, 0),
+        (a, 0, a, 1),
+        (a, 2, a, 0),
+        (bm, 0, bm, 1),
+        (a, 1, a, 3),
+        (bm, 2, bm, 3),
+    ];
+    for (k, &(x, xq, y, yq)) in sums.iter().enumerate() {
+        for i in 0..t {
+            for j in 0..t {
+                let args = vec![
+                    seq(tile(x, xq, i, j), Mode::In),
+                    seq(tile(y, yq, i, j), Mode::In),
+                    seq(tile(s, k, i, j), Mode::Out),
+                ];
+                b.task("add", args, elems);
+            }
+        }
+    }
+    // M1 = S1 S2, M2 = S3 B11, M3 = A11 S4, M4 = A22 S5, M5 = S6 B22,
+    // M6 = S7 S8, M7 = S9 S10; operand = (matrix base, quadrant)
+    let prods = [
+        ((s, 0), (s, 1)),
+        ((s, 2), (bm, 0)),
+        ((a, 0), (s, 3)),
+        ((a, 3), (s, 4)),
+        ((s, 5), (bm, 3)),
+        ((s, 6), (s, 7)),
+        ((s, 8), (s, 9)),
+    ];
+    for (k, &((l, lq), (r, rq))) in prods.iter().enumerate() {
+        for i in 0..t {
+            for j in 0..t {
+                for x in 0..t {
+                    let args = vec![
+                        seq(tile(l, lq, i, x), Mode::In),
+                        seq(tile(r, rq, x, j), Mode::In),
+                        seq(tile(m, k, i, j), Mode::InOut),
+                    ];
+                    b.task("mul", args, 2.0 * (ts * ts * ts) as f64);
+                }
+            }
+        }
+    }
+    // C11 = M1 + M4 - M5 + M7, C12 = M3 + M5, C21 = M2 + M4,
+    // C22 = M1 - M2 + M3 + M6
+    let combos: [&[usize]; 4] = [&[0, 3, 4, 6], &[2, 4], &[1, 3], &[0, 1, 2, 5]];
+    for (k, ms) in combos.iter().enumerate() {
+        let ty = if ms.len() == 4 { "combine4" } else { "combine2" };
+        for i in 0..t {
+            for j in 0..t {
+                let mut args: Vec<Arg> = ms
+                    .iter()
+                    .map(|&mk| seq(tile(m, mk, i, j), Mode::In))
+                    .collect();
+                args.push(seq(tile(c, k, i, j), Mode::Out));
+                b.task(ty, args, (ms.len() - 1) as f64 * elems);
+            }
+        }
+    }
+    b.g
+}
+
+/// 2D FFT of an `n` x `n` complex-double matrix stored as `ts` x `ts`
+/// tiles: row FFTs on each block of `ts` rows (every tile of the block,
+/// read and written once: a 16 n-byte row fits the cache; 5 n log2 n flops
+/// per row), a tiled transpose into the second matrix (one task per tile),
+/// row FFTs there, and the transpose back.
+pub fn fft(n: usize, ts: usize) -> TaskGraph {
+    let mut b = Builder::new("fft", 1);
+    let nt = n / ts;
+    let bytes = (ts * ts * 16) as u64;
+    let x = b.array("X", nt * nt, bytes);
+    let y = b.array("Y", nt * nt, bytes);
+    let row_flops = 5.0 * n as f64 * (n as f64).log2();
+    let rows = |b: &mut Builder, m: usize| {
+        for r in 0..nt {
+            let args = (0..nt).map(|c| seq(m + r * nt + c, Mode::InOut)).collect();
+            b.task("fft_rows", args, row_flops * ts as f64);
+        }
+    };
+    let transpose = |b: &mut Builder, from: usize, to: usize| {
+        for i in 0..nt {
+            for j in 0..nt {
+                let args = vec![
+                    seq(from + i * nt + j, Mode::In),
+                    seq(to + j * nt + i, Mode::Out),
+                ];
+                b.task("transpose", args, 0.0);
+            }
+        }
+    };
+    rows(&mut b, x);
+    transpose(&mut b, x, y);
+    rows(&mut b, y);
+    transpose(&mut b, y, x);
+    b.g
+}
+
+/// Dense CG on an `n` x `n` matrix in `nb` row blocks, `iters` iterations.
+/// Per iteration and block: q_i = A_i p (reads its row block once and all
+/// of p), the partial dot p_i.q_i, x_i += alpha p_i and r_i -= alpha q_i
+/// (alpha from all partials), the partial dot r_i.r_i, p_i = r_i + beta p_i.
+pub fn cg(n: usize, nb: usize, iters: u32) -> TaskGraph {
+    let mut b = Builder::new("cg", iters);
+    let rows = n / nb;
+    let am = b.array("A", nb, (rows * n * 8) as u64);
+    let vb = (rows * 8) as u64;
+    let x = b.array("x", nb, vb);
+    let r = b.array("r", nb, vb);
+    let p = b.array("p", nb, vb);
+    let q = b.array("q", nb, vb);
+    let dpq = b.array("dot_pq", nb, 8);
+    let drr = b.array("dot_rr", nb, 8);
+    let vflops = rows as f64 * 2.0;
+    for _ in 0..iters {
+        for i in 0..nb {
+            let mut args = vec![seq(am + i, Mode::In)];
+            args.extend((0..nb).map(|k| seq(p + k, Mode::In)));
+            args.push(seq(q + i, Mode::Out));
+            b.task("matvec", args, 2.0 * (rows * n) as f64);
+        }
+        for i in 0..nb {
+            let args = vec![
+                seq(p + i, Mode::In),
+                seq(q + i, Mode::In),
+                seq(dpq + i, Mode::Out),
+            ];
+            b.task("dot_pq", args, vflops);
+        }
+        for (v, w, ty) in [(x, p, "axpy_x"), (r, q, "axpy_r")] {
+            for i in 0..nb {
+                let mut args = vec![seq(v + i, Mode::InOut), seq(w + i, Mode::In)];
+                args.extend((0..nb).map(|k| seq(dpq + k, Mode::In)));
+                b.task(ty, args, vflops);
+            }
+        }
+        for i in 0..nb {
+            let args = vec![seq(r + i, Mode::In), seq(drr + i, Mode::Out)];
+            b.task("dot_rr", args, vflops);
+        }
+        for i in 0..nb {
+            let mut args = vec![seq(p + i, Mode::InOut), seq(r + i, Mode::In)];
+            args.extend((0..nb).map(|k| seq(drr + k, Mode::In)));
+            b.task("update_p", args, vflops);
+        }
+    }
+    b.g
+}
+
+/// RandomAccess-like: a `bytes` table in `nb` blocks, `rounds` rounds of
+/// one task per block doing `updates` random read-modify-writes of 64-bit
+/// words in its block (one line each; a few integer ops per update,
+/// counted as 4 flops).
+pub fn random_access(bytes: u64, nb: usize, rounds: u32, updates: u64) -> TaskGraph {
+    let mut b = Builder::new("randomaccess", rounds);
+    let bb = bytes / nb as u64;
+    let t = b.array("table", nb, bb);
+    let passes = updates as f64 / (bb / 64) as f64;
+    for _ in 0..rounds {
+        for i in 0..nb {
+            let args = vec![Arg {
+                block: t + i,
+                mode: Mode::InOut,
+                pattern: Pattern::Rand,
+                passes,
+            }];
+            b.task("update", args, 4.0 * updates as f64);
+        }
+    }
+    b.g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_benchmark_is_valid_and_has_parallelism() {
+        for bench in ALL {
+            let g = bench.graph();
+            g.validate().unwrap();
+            let preds = g.predecessors();
+            let roots = preds.iter().filter(|p| p.is_empty()).count();
+            assert!(roots >= 8, "{}: {roots} root tasks", bench.name());
+            assert_eq!(Bench::parse(bench.name()), Some(bench));
+        }
+    }
+
+    #[test]
+    fn strassen_products_chain_on_their_m_tile() {
+        let g = strassen(2, 8);
+        // 10 sums x 4 tiles, 7 products x 4 tiles x 2 steps, 4 x 4 combines
+        assert_eq!(g.tasks.len(), 40 + 56 + 16);
+        let preds = g.predecessors();
+        // the second step of M1 tile (0,0) follows the first
+        assert!(preds[41].contains(&40));
+        // C11 tile (0,0) needs the last steps of M1, M4, M5, M7 tile (0,0)
+        let c0 = 96;
+        assert_eq!(preds[c0].len(), 4);
+    }
+
+    #[test]
+    fn heat_sweeps_depend_on_the_previous_sweep() {
+        let g = heat(4, 16, 2);
+        let preds = g.predecessors();
+        // sweep 1, block (1,1) reads blocks (1,1),(0,1),(2,1),(1,0),(1,2) of sweep 0
+        let t = 16 + 5;
+        assert_eq!(preds[t], vec![1, 4, 5, 6, 9]);
+        // interior tasks have 6 arguments, corners 4
+        assert_eq!(g.tasks[5].args.len(), 6);
+        assert_eq!(g.tasks[0].args.len(), 4);
+    }
+}

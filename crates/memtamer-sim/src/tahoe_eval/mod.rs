@@ -1,0 +1,361 @@
+//! Tahoe in the simulator (issue 21 item 4; thesis §4.4): task-graph
+//! programs ([`bench`], or a recording of the OMPT tool, [`recorded`]) run
+//! by 8 worker threads on a DRAM + slow-tier platform, under Tahoe
+//! ([`policy::TahoePolicy`], the pure `memtamer-tahoe` planner) and the
+//! thesis's comparison systems ([`baselines`], [`policy::Oracle`]).
+//!
+//! [`evaluate`] runs every benchmark on both slow tiers (1/4 bandwidth, 4x
+//! latency) in three rounds: the references (all-slow, all-DRAM,
+//! round-robin pages, unmanaged first touch, static, oracle); Unimem (its
+//! phase times come from the all-slow run); Tahoe, whose PMU-free model
+//! (`T_dram = T_slow - beta * accesses`) is fitted leave-one-out, as the
+//! thesis trains its models (§4.3.4): beta for a benchmark comes from the
+//! all-slow and all-DRAM task times of the *other* benchmarks.
+
+pub mod baselines;
+pub mod bench;
+pub mod policy;
+pub mod recorded;
+mod report;
+
+use crate::config::{Platform, Scenario};
+use crate::engine::{Engine, EngineConfig};
+use crate::error::SimError;
+use crate::runner::parallel_map;
+use crate::workload::taskgraph::{lock_rt, Runtime, TaskGraph, TaskPolicy, TaskRecord, Worker};
+use crate::workload::tiered::{lock, MigrationHelper, TierSpace, TierStats, PAGE};
+use crate::workload::{Generator, Ps, NS};
+use baselines::{FirstTouch, Fixed, FixedKind, PhaseTimes, StaticHot, UnimemTasks};
+use memtamer_core::unimem::model::Platform as UPlatform;
+use memtamer_core::unimem::Tier;
+use memtamer_tahoe::model::LinearAccess;
+use policy::{Oracle, TahoePolicy};
+pub use report::{markdown, Row};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The two slow tiers of the evaluation: (name, platform file).
+pub const PLATFORMS: [(&str, &str); 2] = [
+    (
+        "tahoe-quarter-bw",
+        include_str!("../../builtin/platforms/tahoe-quarter-bw.toml"),
+    ),
+    (
+        "tahoe-4x-latency",
+        include_str!("../../builtin/platforms/tahoe-4x-latency.toml"),
+    ),
+];
+
+/// Worker threads (thesis §4.4 default: 8).
+pub const WORKERS: u32 = 8;
+/// Co-running tasks Tahoe plans together (the OMPT tool's default K).
+pub const CORUN: usize = 4;
+/// Poll period of idle workers and of the migration helper.
+const POLL: Ps = NS * 1000;
+/// Simulated time the all-slow run may take (ms).
+const SLOW_LIMIT_MS: f64 = 1000.0;
+
+/// Loads a platform of [`PLATFORMS`] by name, or a platform file.
+pub fn load_platform(name: &str) -> Result<Platform, SimError> {
+    match PLATFORMS.iter().find(|p| p.0 == name) {
+        Some((n, text)) => Platform::parse_with(&format!("<builtin platform {n}>"), text, &BTreeMap::new()),
+        None => crate::runner::load_platform(name, &BTreeMap::new()),
+    }
+}
+
+/// Idle load latency (s) and peak bandwidth (B/s) of region `name` seen
+/// from socket 0, from the platform's parameters.
+fn region_facts(p: &Platform, name: &str) -> Option<(f64, f64)> {
+    let r = p.regions.iter().find(|r| r.name == name)?;
+    let chans: Vec<_> = p
+        .channels
+        .iter()
+        .filter(|c| r.channels.contains(&c.name))
+        .collect();
+    let remote = chans.iter().any(|c| c.socket != 0);
+    let lat_ns = p.cpu.core_to_uncore_ns
+        + p.uncore.cha_to_imc_ns
+        + p.dram.access_ns
+        + 64.0 / p.dram.bus_gbps
+        + p.cpu.uncore_to_core_ns
+        + if remote { 2.0 * p.uncore.numa_link_ns } else { 0.0 };
+    Some((lat_ns * 1e-9, chans.len() as f64 * p.dram.bus_gbps * 1e9))
+}
+
+/// Unimem's machine model for a platform with regions `dram` and `slow`
+/// (thesis §3.6's emulated platform: the slow tier's bandwidth divisor
+/// and latency multiplier, constant factors 1).
+pub fn unimem_model(p: &Platform) -> Result<UPlatform, SimError> {
+    let bad = || SimError::Invalid {
+        file: p.name.clone(),
+        line: 0,
+        key: "region".into(),
+        message: "the Tahoe evaluation needs regions `dram` and `slow`".into(),
+    };
+    let (dl, db) = region_facts(p, "dram").ok_or_else(bad)?;
+    let (sl, sb) = region_facts(p, "slow").ok_or_else(bad)?;
+    Ok(UPlatform::emulated(db, dl, db / sb, sl / dl))
+}
+
+/// What one run gives.
+#[derive(Clone, Debug)]
+pub struct RunOut {
+    /// Policy name.
+    pub policy: String,
+    /// Completion of the last task, ms.
+    pub makespan_ms: f64,
+    /// Per task.
+    pub records: Vec<TaskRecord>,
+    /// Migration accounting.
+    pub tier: TierStats,
+    /// The policy's counters.
+    pub counters: Vec<(&'static str, f64)>,
+}
+
+fn scenario(platform: &Platform, graph: &TaskGraph, duration_ms: f64, seed: u64) -> Result<Scenario, SimError> {
+    let text = format!(
+        "name = \"tahoe-{g}\"\ntitle = \"{g} task graph\"\nplatform = \"{p}\"\nduration_ms = {d}\nwarmup_ms = 0.0\nseed = {seed}\n\n[[job]]\nname = \"tasks\"\nthreads = {t}\ncpus = \"0-{w}\"\nworkload = {{ kind = \"cpu\", compute_ns = 1000.0, mem_lines = 0, region = \"dram\" }}\n",
+        g = graph.name,
+        p = platform.name,
+        d = duration_ms,
+        t = WORKERS + 1,
+        w = WORKERS,
+    );
+    Scenario::parse(&format!("<tahoe {}>", graph.name), &text)
+}
+
+/// Runs `graph` under `policy` with `capacity` bytes of DRAM; fails if
+/// the graph does not complete within `duration_ms` of simulated time.
+pub fn run(
+    platform: &Platform,
+    graph: Arc<TaskGraph>,
+    policy: Box<dyn TaskPolicy>,
+    capacity: u64,
+    duration_ms: f64,
+    seed: u64,
+) -> Result<RunOut, SimError> {
+    graph.validate().map_err(|m| SimError::Invalid {
+        file: graph.name.clone(),
+        line: 0,
+        key: "task".into(),
+        message: m,
+    })?;
+    let region = |n: &str| platform.regions.iter().position(|r| r.name == n).map(|i| i as u8);
+    let (Some(fast), Some(slow)) = (region("dram"), region("slow")) else {
+        return Err(SimError::Invalid {
+            file: platform.name.clone(),
+            line: 0,
+            key: "region".into(),
+            message: "the Tahoe evaluation needs regions `dram` and `slow`".into(),
+        });
+    };
+    let objs: Vec<(String, u64, Tier)> = graph
+        .blocks
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (format!("{}[{i}]", graph.arrays[b.array]), b.bytes, Tier::Slow))
+        .collect();
+    let tier = TierSpace::new(fast, slow, 0, &objs, capacity).into_handle();
+    let name = policy.name();
+    let rt = Runtime::new(graph.clone(), tier.clone(), policy).into_handle();
+    let mut gens: Vec<Generator> = (0..WORKERS)
+        .map(|_| Generator::task_worker(Worker::new(rt.clone(), POLL)))
+        .collect();
+    gens.push(Generator::tier_helper(MigrationHelper::new(tier.clone(), POLL)));
+    let sc = scenario(platform, &graph, duration_ms, seed)?;
+    let cfg = EngineConfig {
+        seed,
+        warmup: 0,
+        duration: (duration_ms * 1e9) as Ps,
+        window: 1_000_000 * NS,
+        sampler: None,
+    };
+    let engine = Engine::with_generators(platform, &sc, &cfg, vec![Some(gens)]).map_err(|m| {
+        SimError::Invalid {
+            file: sc.name.clone(),
+            line: 0,
+            key: "job".into(),
+            message: m,
+        }
+    })?;
+    engine.run(&mut memtamer_core::Baseline);
+    let r = lock_rt(&rt);
+    let Some(end) = r.makespan() else {
+        return Err(SimError::Invalid {
+            file: graph.name.clone(),
+            line: 0,
+            key: "duration_ms".into(),
+            message: format!(
+                "{name}: {} of {} tasks completed within {duration_ms} ms of simulated time",
+                r.done(),
+                graph.tasks.len()
+            ),
+        });
+    };
+    let out = RunOut {
+        policy: name,
+        makespan_ms: end as f64 / 1e9,
+        records: r.records().to_vec(),
+        tier: lock(&tier).stats().clone(),
+        counters: r.policy().report(),
+    };
+    Ok(out)
+}
+
+/// DRAM bytes of a graph at a data : DRAM ratio (whole pages).
+pub fn capacity(g: &TaskGraph, ratio: u64) -> u64 {
+    (g.footprint() / ratio.max(1)) / PAGE * PAGE
+}
+
+/// Per task type: (mean line accesses, mean run ns) over a run.
+pub fn type_means(g: &TaskGraph, recs: &[TaskRecord]) -> Vec<(f64, f64)> {
+    let mut acc = vec![(0.0, 0.0, 0u64); g.types.len()];
+    for (t, r) in recs.iter().enumerate() {
+        let a = &mut acc[g.tasks[t].ty];
+        a.0 += r.lines as f64;
+        a.1 += r.run_ns();
+        a.2 += 1;
+    }
+    acc.into_iter()
+        .map(|(l, ns, n)| (l / n.max(1) as f64, ns / n.max(1) as f64))
+        .collect()
+}
+
+/// One program to evaluate: a name, its graph, its DRAM : data ratio.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// The graph.
+    pub graph: Arc<TaskGraph>,
+    /// Data bytes per DRAM byte.
+    pub ratio: u64,
+}
+
+/// The built-in benchmarks as cases.
+pub fn builtin_cases(names: &[String]) -> Result<Vec<Case>, SimError> {
+    let list: Vec<bench::Bench> = if names.is_empty() {
+        bench::ALL.to_vec()
+    } else {
+        names
+            .iter()
+            .map(|n| {
+                bench::Bench::parse(n).ok_or_else(|| SimError::Unknown {
+                    what: "benchmark",
+                    name: n.clone(),
+                    known: bench::ALL.map(|b| b.name()).join(", "),
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    Ok(list
+        .into_iter()
+        .map(|b| Case {
+            graph: Arc::new(b.graph()),
+            ratio: b.dram_ratio(),
+        })
+        .collect())
+}
+
+/// What [`evaluate`] measured for one case on one platform.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// Platform name.
+    pub platform: String,
+    /// Case (benchmark) name.
+    pub bench: String,
+    /// DRAM capacity, bytes.
+    pub capacity: u64,
+    /// Runs by policy name.
+    pub runs: BTreeMap<String, RunOut>,
+    /// Fallback beta (ns per line access) Tahoe used, fitted leave-one-out.
+    pub beta_ns: f64,
+}
+
+/// The policies of round 1 (references and baselines without inputs).
+fn round1(k: usize) -> Box<dyn TaskPolicy> {
+    match k {
+        0 => Box::new(Fixed(FixedKind::AllDram)),
+        1 => Box::new(Fixed(FixedKind::RoundRobin)),
+        2 => Box::new(FirstTouch),
+        3 => Box::new(StaticHot),
+        _ => Box::new(Oracle::new(CORUN - 1)),
+    }
+}
+
+/// Runs every case on every platform (see the module doc); `jobs` worker
+/// threads for independent runs (0 = all cores).
+pub fn evaluate(platforms: &[String], cases: &[Case], seed: u64, jobs: usize) -> Result<Vec<Measured>, SimError> {
+    let plats: Vec<Platform> = platforms.iter().map(|p| load_platform(p)).collect::<Result<_, _>>()?;
+    let pairs: Vec<(usize, usize)> = (0..plats.len())
+        .flat_map(|p| (0..cases.len()).map(move |c| (p, c)))
+        .collect();
+    let cap = |c: usize| capacity(&cases[c].graph, cases[c].ratio);
+    // Round 0: all-slow (bounds every other run's duration).
+    let slow: Vec<RunOut> = parallel_map(&pairs, jobs, Some(("tahoe all-slow", "runs")), |_, &(p, c)| {
+        run(&plats[p], cases[c].graph.clone(), Box::new(Fixed(FixedKind::AllSlow)), cap(c), SLOW_LIMIT_MS, seed)
+    })?;
+    let limit = |i: usize| 4.0 * slow[i].makespan_ms + 5.0;
+    // Round 1: references, first touch, static, oracle; Unimem.
+    let items: Vec<(usize, usize)> = (0..pairs.len()).flat_map(|i| (0..6).map(move |k| (i, k))).collect();
+    let r1: Vec<RunOut> = parallel_map(&items, jobs, Some(("tahoe references", "runs")), |_, &(i, k)| {
+        let (p, c) = pairs[i];
+        let pol: Box<dyn TaskPolicy> = if k < 5 {
+            round1(k)
+        } else {
+            let g = &cases[c].graph;
+            let means = type_means(g, &slow[i].records);
+            let mut per_type = vec![0usize; g.types.len()];
+            for t in &g.tasks {
+                per_type[t.ty] += 1;
+            }
+            let iters = g.iterations.max(1) as f64;
+            let times = means
+                .iter()
+                .zip(&per_type)
+                .map(|(m, &n)| m.1 * 1e-9 * n as f64 / WORKERS as f64 / iters)
+                .collect();
+            Box::new(UnimemTasks::new(unimem_model(&plats[p])?, PhaseTimes(times)))
+        };
+        run(&plats[p], cases[c].graph.clone(), pol, cap(c), limit(i), seed)
+    })?;
+    // Leave-one-out fit of the fallback per platform and case.
+    let samples = |i: usize| -> Vec<(f64, f64, f64)> {
+        let (_, c) = pairs[i];
+        let g = &cases[c].graph;
+        let s = type_means(g, &slow[i].records);
+        let d = type_means(g, &r1[i * 6].records);
+        s.iter().zip(&d).map(|(s, d)| (s.0, s.1, d.1)).collect()
+    };
+    let betas: Vec<f64> = (0..pairs.len())
+        .map(|i| {
+            let v: Vec<(f64, f64, f64)> = (0..pairs.len())
+                .filter(|&j| j != i && pairs[j].0 == pairs[i].0)
+                .flat_map(samples)
+                .collect();
+            LinearAccess::fit(&v).map(|m| m.beta_ns).unwrap_or(0.0)
+        })
+        .collect();
+    // Round 2: Tahoe.
+    let r2: Vec<RunOut> = parallel_map(&(0..pairs.len()).collect::<Vec<_>>(), jobs, Some(("tahoe", "runs")), |_, &i| {
+        let (p, c) = pairs[i];
+        let pol = TahoePolicy::new((cap(c) / PAGE) as usize, betas[i], CORUN);
+        run(&plats[p], cases[c].graph.clone(), Box::new(pol), cap(c), limit(i), seed)
+    })?;
+    let mut out = Vec::new();
+    for (i, &(p, c)) in pairs.iter().enumerate() {
+        let mut runs = BTreeMap::new();
+        for r in std::iter::once(&slow[i]).chain(&r1[i * 6..i * 6 + 6]).chain(std::iter::once(&r2[i])) {
+            runs.insert(r.policy.clone(), r.clone());
+        }
+        out.push(Measured {
+            platform: plats[p].name.clone(),
+            bench: cases[c].graph.name.clone(),
+            capacity: cap(c),
+            runs,
+            beta_ns: betas[i],
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,90 @@
+use super::bench::{heat, random_access};
+use super::*;
+
+fn quarter() -> Platform {
+    load_platform("tahoe-quarter-bw").unwrap()
+}
+
+#[test]
+fn platforms_emulate_a_quarter_bandwidth_and_four_times_latency() {
+    let q = unimem_model(&quarter()).unwrap();
+    assert!((q.dram_bw / q.slow_bw - 4.0).abs() < 1e-9, "{q:?}");
+    assert!((q.slow_lat / q.dram_lat - 1.0).abs() < 1e-9);
+    let l = unimem_model(&load_platform("tahoe-4x-latency").unwrap()).unwrap();
+    assert!((l.dram_bw / l.slow_bw - 1.0).abs() < 1e-9);
+    // 81 ns DRAM, 324 ns slow tier
+    assert!((l.dram_lat * 1e9 - 81.0).abs() < 1.0, "{l:?}");
+    assert!((l.slow_lat / l.dram_lat - 4.0).abs() < 0.03, "{l:?}");
+}
+
+fn small() -> Arc<TaskGraph> {
+    Arc::new(heat(4, 32, 3))
+}
+
+#[test]
+fn the_slow_tier_is_slower_and_every_task_completes() {
+    let p = quarter();
+    let g = small();
+    let cap = capacity(&g, 4);
+    let slow = run(&p, g.clone(), Box::new(Fixed(FixedKind::AllSlow)), cap, 200.0, 1).unwrap();
+    let dram = run(&p, g.clone(), Box::new(Fixed(FixedKind::AllDram)), cap, 200.0, 1).unwrap();
+    assert!(slow.records.iter().all(|r| r.ended >= r.started && r.lines > 0));
+    assert!(slow.records.iter().all(|r| r.dram_lines == 0));
+    assert!(dram.records.iter().all(|r| r.dram_lines == r.lines));
+    assert!(
+        dram.makespan_ms < slow.makespan_ms,
+        "dram {} slow {}",
+        dram.makespan_ms,
+        slow.makespan_ms
+    );
+    // the dependence order holds: a task starts after its predecessors end
+    let preds = g.predecessors();
+    for (t, ps) in preds.iter().enumerate() {
+        for &q in ps {
+            assert!(slow.records[t].dispatched >= slow.records[q].ended);
+        }
+    }
+    // same seed, same result
+    let again = run(&p, g, Box::new(Fixed(FixedKind::AllSlow)), cap, 200.0, 1).unwrap();
+    assert_eq!(again.makespan_ms, slow.makespan_ms);
+}
+
+#[test]
+fn policies_respect_the_dram_capacity() {
+    let p = quarter();
+    let g = Arc::new(random_access(1 << 20, 8, 3, 256));
+    let cap = capacity(&g, 4);
+    let policies: Vec<Box<dyn TaskPolicy>> = vec![
+        Box::new(FirstTouch),
+        Box::new(StaticHot),
+        Box::new(Oracle::new(3)),
+        Box::new(TahoePolicy::new((cap / PAGE) as usize, 50.0, CORUN)),
+    ];
+    for pol in policies {
+        let r = run(&p, g.clone(), pol, cap, 200.0, 1).unwrap();
+        assert!(
+            r.tier.peak_dram_bytes <= cap,
+            "{}: peak {} > {cap}",
+            r.policy,
+            r.tier.peak_dram_bytes
+        );
+        if r.policy == "unmanaged" || r.policy == "static" {
+            assert_eq!(r.tier.peak_dram_bytes, cap, "{}", r.policy);
+            assert_eq!(r.tier.bytes_moved, 0);
+        }
+        if r.policy == "tahoe" {
+            // one representative (one type), then placements that move pages
+            let c: BTreeMap<_, _> = r.counters.iter().copied().collect();
+            assert_eq!(c["profiled"], 1.0);
+            assert!(c["promoted_pages"] > 0.0 && r.tier.bytes_moved > 0);
+            assert_eq!(r.records.iter().filter(|x| x.profiled).count(), 1);
+            assert!(r.records.iter().filter(|x| x.predicted_ns.is_some()).count() > 10);
+        }
+    }
+}
+
+#[test]
+fn unfinished_runs_are_an_error() {
+    let e = run(&quarter(), small(), Box::new(Fixed(FixedKind::AllSlow)), 0, 0.01, 1).unwrap_err();
+    assert!(e.to_string().contains("tasks completed"), "{e}");
+}

@@ -130,6 +130,10 @@ pub(crate) struct SlotDram {
 }
 
 /// What a slot owns while a transaction runs in it (per-thread state).
+/// Cache-line aligned: neighbouring slots are used by different threads,
+/// and each transaction writes its slot's lock word and counters (~200 B
+/// unaligned, so one line was shared with the next slot's lock).
+#[repr(align(64))]
 #[derive(Default)]
 pub(crate) struct SlotCtx {
     pub portion: Portion,

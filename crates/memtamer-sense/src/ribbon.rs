@@ -149,10 +149,13 @@ pub fn choose_bandwidth(pmu_root: &Path) -> (Option<ImcWrites>, BandwidthChoice)
     }
 }
 
+/// One record source: appends the records that arrived since its last call.
+pub type RecordDrain = Box<dyn FnMut(&mut Vec<Record>) + Send>;
+
 /// Proactive flushing's [`StoreSampler`]: PEBS store samples (thesis
 /// §6.3.2), this process's data addresses only.
 pub struct PebsStores {
-    drains: Vec<Box<dyn FnMut(&mut Vec<Record>) + Send>>,
+    drains: Vec<RecordDrain>,
     pid: u32,
     buf: Vec<Record>,
 }
@@ -168,7 +171,7 @@ pub fn store_addresses(records: &[Record], pid: u32, out: &mut Vec<u64>) {
 impl PebsStores {
     /// A sampler over record sources (`drains`, each appending what arrived
     /// since its last call), keeping `pid`'s samples: recorded in tests.
-    pub fn from_drains(drains: Vec<Box<dyn FnMut(&mut Vec<Record>) + Send>>, pid: u32) -> Self {
+    pub fn from_drains(drains: Vec<RecordDrain>, pid: u32) -> Self {
         PebsStores {
             drains,
             pid,
@@ -180,7 +183,7 @@ impl PebsStores {
     /// online CPU for this process. Err names the CPU and the reason (no
     /// PEBS in a VM, perf_event_paranoid, missing CAP_PERFMON).
     pub fn open(period: u64) -> Result<PebsStores, String> {
-        let mut drains: Vec<Box<dyn FnMut(&mut Vec<Record>) + Send>> = Vec::new();
+        let mut drains: Vec<RecordDrain> = Vec::new();
         for cpu in crate::sources::online_cpus() {
             let mut s = Sampler::open(EventSpec::pebs_stores(period), Target::Cpu(cpu), 4)
                 .map_err(|e| format!("CPU {cpu}: {e}"))?;

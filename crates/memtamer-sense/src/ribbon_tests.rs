@@ -163,7 +163,7 @@ fn recorded_pebs_samples_drive_ribbon_s_proactive_flushes() {
         sample(me, base + 8192),    // outside the allowed range: ignored
     ]);
     let mut cpu1 = Some(vec![sample(me, base + 4000), sample(me, base + 10)]);
-    let drains: Vec<Box<dyn FnMut(&mut Vec<Record>) + Send>> = vec![
+    let drains: Vec<RecordDrain> = vec![
         Box::new(move |out: &mut Vec<Record>| {
             if gate.load(std::sync::atomic::Ordering::Acquire) {
                 out.extend(cpu0.take().unwrap_or_default());

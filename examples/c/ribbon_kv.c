@@ -35,6 +35,31 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* A thread that fences without ever flushing: just a store fence. */
+static void *fence_only(void *arg) {
+  (void)arg;
+  CHECK(ribbon_fence() == RIBBON_OK, "fence from a thread that never flushed: %s", ribbon_last_error());
+  return NULL;
+}
+
+/* Overflow: 1-entry queues (rounded up to 2), one flusher, the hand-off
+ * forced: many unfenced flushes must block (or be drained by the caller),
+ * never fail or be dropped. */
+#define OVERFLOW_LINES 20000
+static void overflow(void) {
+  static char lines[OVERFLOW_LINES][64] __attribute__((aligned(64)));
+  setenv("MEMTAMER_RIBBON_FLUSHERS", "1", 1);
+  setenv("MEMTAMER_RIBBON_HANDOFF", "always", 1);
+  CHECK(ribbon_start(1, 1) == RIBBON_OK, "start(1, 1): %s", ribbon_last_error());
+  unsetenv("MEMTAMER_RIBBON_HANDOFF");
+  for (int i = 0; i < OVERFLOW_LINES; i++) {
+    lines[i][0] = (char)i;
+    CHECK(ribbon_flush(lines[i], 64) == RIBBON_OK, "flush into a full queue: %s", ribbon_last_error());
+  }
+  CHECK(ribbon_fence() == RIBBON_OK, "fence after overflow: %s", ribbon_last_error());
+  CHECK(ribbon_stop() == RIBBON_OK, "stop after overflow: %s", ribbon_last_error());
+}
+
 int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 4;
   inserts = argc > 2 ? atol(argv[2]) : 10000;
@@ -45,6 +70,10 @@ int main(int argc, char **argv) {
   CHECK(ribbon_start(0, 64) == RIBBON_EINVAL, "numAppT 0 must be EINVAL");
   CHECK(ribbon_start(4, 0) == RIBBON_EINVAL, "eleFQueue 0 must be EINVAL");
   CHECK(ribbon_start(1 << 30, 64) == RIBBON_EINVAL, "absurd numAppT must be EINVAL");
+  CHECK(ribbon_start(4, 1 << 30) == RIBBON_EINVAL, "absurd eleFQueue must be EINVAL");
+  CHECK(strstr(ribbon_last_error(), "eleFQueue = 1073741824") != NULL, "error names the value: %s", ribbon_last_error());
+  CHECK(ribbon_start(-3, 64) == RIBBON_EINVAL, "negative numAppT must be EINVAL");
+  CHECK(strstr(ribbon_last_error(), "numAppT = -3") != NULL, "error names the value: %s", ribbon_last_error());
   CHECK(ribbon_alloc(0, RIBBON_VALUE) == NULL, "alloc 0 must fail");
   CHECK(ribbon_alloc(16, 42) == NULL, "alloc type 42 must fail");
   CHECK(ribbon_free(buf) == RIBBON_EINVAL, "freeing a stack buffer must be EINVAL");
@@ -52,6 +81,9 @@ int main(int argc, char **argv) {
   CHECK(ribbon_start(threads, 256) == RIBBON_OK, "start: %s", ribbon_last_error());
   CHECK(ribbon_start(threads, 256) == RIBBON_EALREADY, "second start must be EALREADY");
   CHECK(ribbon_flush((void *)UINTPTR_MAX, 64) == RIBBON_EINVAL, "wrapping range must be EINVAL");
+  pthread_t f;
+  pthread_create(&f, NULL, fence_only, NULL);
+  pthread_join(f, NULL);
 
   pthread_t t[64];
   if (threads > 64) threads = 64;
@@ -60,6 +92,8 @@ int main(int argc, char **argv) {
   printf("ribbon C ABI: %d threads x %ld inserts, flushers now %d\n", threads, inserts, ribbon_flushers());
   CHECK(ribbon_stop() == RIBBON_OK, "stop: %s", ribbon_last_error());
   CHECK(ribbon_stop() == RIBBON_ENOTSTARTED, "second stop must be ENOTSTARTED");
+  overflow();
+  printf("overflow: %d unfenced flushes into 2-entry queues, all accepted\n", OVERFLOW_LINES);
   if (failures) { fprintf(stderr, "%d failures\n", failures); return 1; }
   puts("ok");
   return 0;

@@ -21,7 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use memtamer_gate::process;
-use memtamer_ribbon::{global, Executor};
+use memtamer_ribbon::bandwidth::BandwidthSource;
+use memtamer_ribbon::{global, Executor, Flushers};
 
 /// Env var switching Ribbon mode on (`1`, `on`, `true`).
 pub const ENV_RIBBON: &str = "MEMTAMER_RIBBON";
@@ -31,6 +32,12 @@ pub const ENV_QUEUES: &str = "MEMTAMER_RIBBON_QUEUES";
 pub const ENV_ENTRIES: &str = "MEMTAMER_RIBBON_QUEUE_ENTRIES";
 /// Env var: a file to which each process appends its Ribbon statistics at exit.
 pub const ENV_STATS: &str = "MEMTAMER_RIBBON_STATS";
+/// Env var: the controller's bandwidth signal: `auto` (default: the iMC
+/// write counters through `memtamer-sense` where they open, else Ribbon's
+/// own flushed-bytes rate) or `flushed` (always the latter).
+pub const ENV_BANDWIDTH: &str = "MEMTAMER_RIBBON_BANDWIDTH";
+/// Where the perf PMUs are described.
+const PMU_ROOT: &str = "/sys/bus/event_source/devices";
 
 /// libpmem's flag bits (libpmem.h).
 pub const PMEM_F_MEM_NODRAIN: c_uint = 1 << 0;
@@ -105,6 +112,22 @@ fn real_drain() {
     unsafe { f() };
 }
 
+/// The bandwidth signal `MEMTAMER_RIBBON_BANDWIDTH` asks for; None means
+/// Ribbon's own flushed-bytes rate (which `source=` in the statistics then
+/// names).
+fn bandwidth_source() -> Option<Box<dyn BandwidthSource>> {
+    let want = std::env::var(ENV_BANDWIDTH).unwrap_or_default();
+    match want.trim() {
+        "flushed" => return None,
+        "" | "auto" => {}
+        other => {
+            eprintln!("memtamer shim: {ENV_BANDWIDTH}={other:?} is not auto/flushed; using auto")
+        }
+    }
+    let (src, _why) = memtamer_sense::ribbon::choose_bandwidth(std::path::Path::new(PMU_ROOT));
+    src.map(|s| Box::new(s) as Box<dyn BandwidthSource>)
+}
+
 /// Starts Ribbon in this process if not yet; false if it cannot run.
 #[inline]
 fn ensure_started() -> bool {
@@ -131,6 +154,9 @@ fn start() -> bool {
                 flush: gated_real_flush,
                 fence: real_drain,
             };
+            if c.flushers == Flushers::Adaptive {
+                c.bandwidth = bandwidth_source();
+            }
             c
         });
     match cfg.and_then(global::start) {

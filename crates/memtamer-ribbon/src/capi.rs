@@ -60,8 +60,9 @@ fn result(r: Result<(), RibbonError>) -> c_int {
 /// entries per queue (thesis `ribbon_start`).
 #[no_mangle]
 pub extern "C" fn ribbon_start(num_app_t: c_int, ele_f_queue: c_int) -> c_int {
-    let apps = usize::try_from(num_app_t).map_err(|_| RibbonError::AppThreads(0));
-    let entries = usize::try_from(ele_f_queue).map_err(|_| RibbonError::QueueEntries(0));
+    let apps = usize::try_from(num_app_t).map_err(|_| RibbonError::AppThreads(num_app_t.into()));
+    let entries =
+        usize::try_from(ele_f_queue).map_err(|_| RibbonError::QueueEntries(ele_f_queue.into()));
     let r = apps
         .and_then(|a| entries.map(|e| (a, e)))
         .and_then(|(a, e)| global::config_from_env(a, e))
@@ -172,10 +173,87 @@ mod tests {
         assert_eq!(ribbon_start(0, 64), RIBBON_EINVAL);
         assert!(last().contains("numAppT = 0"));
         assert_eq!(ribbon_start(-5, 64), RIBBON_EINVAL);
+        assert!(last().contains("numAppT = -5"), "{}", last());
         assert_eq!(ribbon_start(4, 0), RIBBON_EINVAL);
         assert!(last().contains("eleFQueue = 0"));
+        assert_eq!(ribbon_start(4, -1), RIBBON_EINVAL);
+        assert!(last().contains("eleFQueue = -1"), "{}", last());
         assert_eq!(ribbon_start(4, c_int::MAX), RIBBON_EINVAL);
+        assert!(last().contains(&format!("eleFQueue = {}", c_int::MAX)));
         assert_eq!(ribbon_start(c_int::MAX, 64), RIBBON_EINVAL);
+        assert!(last().contains(&format!("numAppT = {}", c_int::MAX)));
+        assert_eq!(ribbon_flushers(), RIBBON_ENOTSTARTED, "nothing started");
+    }
+
+    #[test]
+    fn a_fence_from_a_thread_that_never_flushed_is_ok_and_takes_no_queue() {
+        let _l = global::TEST_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        std::env::set_var(global::ENV_FLUSHERS, "1");
+        assert_eq!(ribbon_start(1, 4), RIBBON_OK);
+        std::env::remove_var(global::ENV_FLUSHERS);
+        let rc = std::thread::spawn(|| ribbon_fence()).join().unwrap();
+        assert_eq!(rc, RIBBON_OK);
+        assert_eq!(global::stats().map(|s| s.queues), Some(0), "no queue taken");
+        // the one queue is still free for a thread that does flush
+        let buf = [0u8; 256];
+        let st = std::thread::spawn(move || {
+            // SAFETY: buf is mapped (copied into this thread).
+            let rc = unsafe { ribbon_flush(buf.as_ptr().cast(), 256) };
+            (rc, ribbon_fence(), global::stats())
+        })
+        .join()
+        .unwrap();
+        assert_eq!((st.0, st.1), (RIBBON_OK, RIBBON_OK));
+        let s = st.2.unwrap();
+        assert_eq!((s.requests, s.inline_requests), (1, 0), "{s:?}");
+        assert_eq!(ribbon_stop(), RIBBON_OK);
+    }
+
+    #[test]
+    fn a_full_queue_blocks_and_loses_no_flush() {
+        let _l = global::TEST_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        // one flusher, the hand-off forced, 1-entry queues (rounded to 2)
+        std::env::set_var(global::ENV_FLUSHERS, "1");
+        std::env::set_var(global::ENV_HANDOFF, "always");
+        assert_eq!(ribbon_start(2, 1), RIBBON_OK);
+        std::env::remove_var(global::ENV_FLUSHERS);
+        std::env::remove_var(global::ENV_HANDOFF);
+        let lines = 20_000usize;
+        // three threads for two queues: two queue (and overflow), one flushes
+        // inline; each registers (first flush) before any goes on
+        let ready = std::sync::Arc::new(std::sync::Barrier::new(3));
+        let per: Vec<_> = (0..3)
+            .map(|_| {
+                let ready = ready.clone();
+                std::thread::spawn(move || {
+                    #[repr(C, align(64))]
+                    struct Line([u8; 64]);
+                    let buf: Vec<Line> = (0..lines).map(|_| Line([0; 64])).collect();
+                    for (i, line) in buf.iter().enumerate() {
+                        // SAFETY: buf stays mapped until after the fence below.
+                        let rc = unsafe { ribbon_flush(line.0.as_ptr().cast(), 64) };
+                        assert_eq!(rc, RIBBON_OK);
+                        if i == 0 {
+                            ready.wait();
+                        }
+                    }
+                    assert_eq!(ribbon_fence(), RIBBON_OK);
+                })
+            })
+            .collect();
+        for t in per {
+            t.join().unwrap();
+        }
+        let s = global::stats().unwrap();
+        assert_eq!(ribbon_stop(), RIBBON_OK);
+        assert_eq!(s.requests, 3 * lines as u64, "{s:?}");
+        assert_eq!(
+            s.flushed_bytes,
+            3 * 64 * lines as u64,
+            "every queued line was executed: {s:?}"
+        );
+        assert!(s.inline_requests >= lines as u64, "the third thread: {s:?}");
+        assert!(s.flusher_batches + s.self_drains > 0, "{s:?}");
     }
 
     #[test]

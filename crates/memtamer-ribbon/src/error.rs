@@ -19,12 +19,12 @@ pub const MAX_ALLOC: usize = 1 << 30;
 /// `flush` is executed on the caller's thread before the error returns.
 #[derive(Debug, Error)]
 pub enum RibbonError {
-    /// `numAppT` out of range.
+    /// `numAppT` out of range (as given: a C caller may pass a negative).
     #[error("ribbon_start: numAppT = {0}; need 1..={MAX_APP_THREADS} application threads")]
-    AppThreads(usize),
-    /// `eleFQueue` out of range.
+    AppThreads(i128),
+    /// `eleFQueue` out of range (as given).
     #[error("ribbon_start: eleFQueue = {0}; need 1..={MAX_QUEUE_ENTRIES} entries per queue")]
-    QueueEntries(usize),
+    QueueEntries(i128),
     /// Flusher count out of range.
     #[error("flushers = {0}; need 0..={MAX_FLUSHERS} (0 = application threads flush)")]
     Flushers(usize),

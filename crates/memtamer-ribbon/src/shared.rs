@@ -117,10 +117,10 @@ impl Config {
 
     pub(crate) fn validate(&self) -> Result<(), RibbonError> {
         if self.app_threads == 0 || self.app_threads > MAX_APP_THREADS {
-            return Err(RibbonError::AppThreads(self.app_threads));
+            return Err(RibbonError::AppThreads(self.app_threads as i128));
         }
         if self.queue_entries == 0 || self.queue_entries > MAX_QUEUE_ENTRIES {
-            return Err(RibbonError::QueueEntries(self.queue_entries));
+            return Err(RibbonError::QueueEntries(self.queue_entries as i128));
         }
         if let Flushers::Fixed(m) = self.flushers {
             if m > MAX_FLUSHERS {

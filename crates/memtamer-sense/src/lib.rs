@@ -20,6 +20,7 @@ pub mod media;
 pub mod metrics;
 pub mod mounts;
 pub mod perf;
+pub mod ribbon;
 pub mod sources;
 pub mod topology;
 pub mod uncore;

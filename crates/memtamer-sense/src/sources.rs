@@ -186,7 +186,7 @@ impl Drop for MediaPoller {
 }
 
 /// Online CPUs from sysfs (CPU 0 alone if it cannot be read).
-fn online_cpus() -> Vec<u32> {
+pub(crate) fn online_cpus() -> Vec<u32> {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
         .and_then(|t| CpuSet::parse_list(t.trim()).ok())

@@ -24,6 +24,14 @@ pub fn run(gate: &str, interval_ms: u64, count: u64, format: Format) -> Result<O
                 s.detail
             );
         }
+        // Ribbon's controller (docs/ribbon.md): the signal a Ribbon process
+        // on this host reads, the same choice the shim makes.
+        let root = super::source_config(gate)?.pmu_root;
+        let (_, ribbon) = memtamer_sense::ribbon::choose_bandwidth(&root);
+        println!(
+            "ribbon bandwidth signal: {} ({})",
+            ribbon.name, ribbon.detail
+        );
     }
     let mut n = 0;
     while count == 0 || n < count {

@@ -312,6 +312,11 @@ pub struct Comparison {
     pub with: BTreeMap<String, toml::Value>,
     /// Filter overrides of the denominator (see `PaperPoint::relative_with`).
     pub relative_with: BTreeMap<String, toml::Value>,
+    /// Relative deviation the report accepts (see `PaperPoint::tolerance`);
+    /// left out of JSON when unset, so results of existing scenarios keep
+    /// their bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<f64>,
 }
 
 /// A check's outcome.
@@ -709,6 +714,7 @@ pub fn run_scenario(
             with: p.with.clone(),
             relative_with: p.relative_with.clone(),
             source: p.source.clone(),
+            tolerance: p.tolerance,
         })
         .collect();
     result.checks = scenario

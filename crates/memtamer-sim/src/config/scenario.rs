@@ -59,6 +59,11 @@ pub struct PaperPoint {
     /// these, e.g. `{ policy = "baseline" }` for "PATS over Baseline".
     #[serde(default)]
     pub relative_with: BTreeMap<String, toml::Value>,
+    /// Relative deviation |sim / paper - 1| the HTML report marks as within
+    /// tolerance (default `report::DEFAULT_PAPER_TOLERANCE`); informative, the
+    /// `[[check]]`s decide pass/fail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<f64>,
 }
 
 /// A pass/fail condition on the results (the "done when" lines).
@@ -99,6 +104,10 @@ pub struct PlotSpec {
     pub y_label: String,
     /// Normalize each series to its value at this x.
     pub normalize_at: Option<f64>,
+    /// X axis label with its unit; default: from the swept key
+    /// (`report::x_axis_label`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x_label: Option<String>,
 }
 
 /// A scenario: the unit `memtamer sim run` executes.

@@ -68,6 +68,7 @@ pub fn run(cmd: GateCmd) -> Result<Outcome, CliError> {
         }
         GateCmd::Check { which } => integrity(&which.name, &which.dir, false),
         GateCmd::Repair { which } => integrity(&which.name, &which.dir, true),
+        GateCmd::Hostile(args) => super::hostile::run(args),
         GateCmd::Remove { which } => {
             remove(&which.name, &which.dir)?;
             Ok(Outcome::Success)

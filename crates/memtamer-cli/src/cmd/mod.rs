@@ -12,6 +12,7 @@ mod calibrate;
 mod daemon;
 mod demo;
 mod gate;
+mod hostile;
 mod serve_metrics;
 mod sim;
 mod stat;
@@ -33,7 +34,11 @@ pub fn run(cli: Cli) -> Result<Outcome, CliError> {
             no_guard,
         } => daemon::run(&config, &proc_root, iterations, no_guard),
         Cmd::Status { socket, json } => daemon::status(&socket, json),
-        Cmd::Guard { pid, journal } => daemon::guard(pid, &journal),
+        Cmd::Guard {
+            pid,
+            journal,
+            watchdog_ms,
+        } => daemon::guard(pid, &journal, watchdog_ms),
         Cmd::Restore { journal } => daemon::restore(&journal),
         Cmd::Topology { sysfs, json } => topology::run(&sysfs, json),
         Cmd::Top {

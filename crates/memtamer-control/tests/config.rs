@@ -84,7 +84,11 @@ fn example_parses() {
     assert_eq!(c.isolation.policy, IsolationPolicy::Dicio);
     assert_eq!(c.selectors().len(), 3);
     assert_eq!(c.jobs[1].require.uid, vec![0]);
-    assert!(c.warnings.is_empty(), "the example is not spoofable: {:?}", c.warnings);
+    assert!(
+        c.warnings.is_empty(),
+        "the example is not spoofable: {:?}",
+        c.warnings
+    );
 }
 
 #[test]

@@ -31,6 +31,7 @@ pub mod journal;
 pub mod process;
 pub mod sched;
 pub mod undo;
+pub mod watchdog;
 
 #[cfg(test)]
 mod test_util;

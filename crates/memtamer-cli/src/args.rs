@@ -136,6 +136,10 @@ pub(crate) enum Cmd {
         /// The daemon's journal.
         #[arg(long)]
         journal: PathBuf,
+        /// Watchdog: read the daemon's heartbeat on stdin and kill and undo
+        /// a daemon silent this long (stopped or hung).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+        watchdog_ms: Option<u64>,
     },
     /// Undo every change recorded in a daemon journal (e.g. systemd ExecStopPost).
     Restore {
@@ -240,6 +244,9 @@ pub(crate) enum GateCmd {
         #[command(flatten)]
         which: GateWhich,
     },
+    /// (internal) Torture a gate as hostile processes would (scripts/check-hostile).
+    #[command(hide = true)]
+    Hostile(HostileArgs),
     /// Run an unmodified libpmem program with the shim preloaded:
     /// `memtamer gate exec --policy gate:2 -- fio job.fio`.
     Exec {
@@ -436,4 +443,44 @@ pub(crate) enum BenchCmd {
         #[arg(long)]
         cpu: Option<usize>,
     },
+}
+
+// what a `memtamer gate hostile` process plays
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum HostileRole {
+    /// The torture itself: spawns the others, corrupts, measures.
+    Torture,
+    /// A PM program: gated 4 KiB writes until stdin closes (or --requests).
+    Worker,
+    /// Enters the gate and exits while admitted, never giving its unit back.
+    DieAdmitted,
+}
+
+// the options of `memtamer gate hostile` (cmd/hostile.rs, scripts/check-hostile)
+#[derive(clap::Args)]
+pub(crate) struct HostileArgs {
+    /// Gate name.
+    #[arg(long)]
+    pub(crate) name: String,
+    /// Directory of the gate file.
+    #[arg(long, default_value = "/dev/shm")]
+    pub(crate) dir: PathBuf,
+    /// Corruption trials.
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) trials: u32,
+    /// PM programs (worker processes).
+    #[arg(long, default_value_t = 4)]
+    pub(crate) workers: u32,
+    /// Admission bound of every process (MEMTAMER_GATE_MAX_WAIT_MS), ms.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) max_wait_ms: u64,
+    /// Seed of the random choices.
+    #[arg(long, default_value_t = 22)]
+    pub(crate) seed: u64,
+    /// Role of this process.
+    #[arg(long, value_enum, default_value = "torture")]
+    pub(crate) role: HostileRole,
+    /// (worker) Stop after this many requests instead of at the end of stdin.
+    #[arg(long)]
+    pub(crate) requests: Option<u64>,
 }

@@ -112,6 +112,19 @@ pub struct ProcessInfo {
     /// Kernel thread (never managed): `PF_KTHREAD` set, or pid 2
     /// (`kthreadd`), or a child of pid 2 without an `exe`.
     pub kernel_thread: bool,
+    /// Real and effective uid (`Uid:` of `status`); `None` when not read
+    /// ([`Parts::uids`]). What a selector's `[job.require] uid` checks: unlike
+    /// comm or exe, no user can choose another user's uid.
+    pub uids: Option<Uids>,
+}
+
+/// A process's real and effective user ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Uids {
+    /// Real uid: who started it.
+    pub real: u32,
+    /// Effective uid: whose rights it has now.
+    pub effective: u32,
 }
 
 impl ProcessInfo {
@@ -153,6 +166,21 @@ pub fn parse_status_cpus_allowed(text: &str) -> Result<CpuSet, ProcParseError> {
     Ok(CpuSet::parse_list(status::cpus_allowed_list(text)?)?)
 }
 
+/// Extracts the real and effective uid (the first two of the four ids on
+/// the `Uid:` line) from `/proc/PID/status`.
+pub fn parse_status_uids(text: &str) -> Result<Uids, ProcParseError> {
+    let line = status::field(text, "Uid")?;
+    let mut ids = line.split_whitespace().map(str::parse::<u32>);
+    match (ids.next(), ids.next()) {
+        (Some(Ok(real)), Some(Ok(effective))) => Ok(Uids { real, effective }),
+        _ => Err(ParseError::BadField {
+            field: "Uid",
+            value: line.to_string(),
+        }
+        .into()),
+    }
+}
+
 /// The result of scanning all processes: what could be read, plus per-process
 /// failures that are not "gone" (so one odd process does not stop the scan).
 #[derive(Debug, Default)]
@@ -187,6 +215,8 @@ pub struct Parts {
     pub cgroups: bool,
     /// `Cpus_allowed_list` from `/proc/PID/status`.
     pub cpus_allowed: bool,
+    /// Real and effective uid from `/proc/PID/status` (`[job.require] uid`).
+    pub uids: bool,
 }
 
 impl Parts {
@@ -195,6 +225,7 @@ impl Parts {
         exe: true,
         cgroups: true,
         cpus_allowed: true,
+        uids: true,
     };
 }
 
@@ -269,10 +300,23 @@ impl ProcFs {
         } else {
             Vec::new()
         };
-        let cpus_allowed = if parts.cpus_allowed {
-            self.parsed(pid, "status", parse_status_cpus_allowed)?
+        let (cpus_allowed, uids) = if parts.cpus_allowed || parts.uids {
+            let (c, u) = self.parsed(pid, "status", |t| {
+                let c = if parts.cpus_allowed {
+                    parse_status_cpus_allowed(t)?
+                } else {
+                    CpuSet::empty()
+                };
+                let u = if parts.uids {
+                    Some(parse_status_uids(t)?)
+                } else {
+                    None
+                };
+                Ok((c, u))
+            })?;
+            (c, u)
         } else {
-            CpuSet::empty()
+            (CpuSet::empty(), None)
         };
         let kernel_thread =
             stat.flags & PF_KTHREAD != 0 || pid == 2 || (stat.ppid == 2 && exe.is_none());
@@ -287,13 +331,14 @@ impl ProcFs {
             threads: Vec::new(),
             cpus_allowed,
             kernel_thread,
+            uids,
         };
         let threads = want_threads(&p);
         if threads {
             p.threads = self.threads(pid)?;
         }
         // more than `stat` read: make sure it all came from one process
-        if read_exe || parts.cgroups || parts.cpus_allowed || threads {
+        if read_exe || parts.cgroups || parts.cpus_allowed || parts.uids || threads {
             let again = self.proc.stat(pid)?;
             if again.start_time != stat.start_time {
                 return Err(ProcError::Gone { pid });
@@ -502,6 +547,7 @@ impl ProcFs {
                             threads: Vec::new(),
                             cpus_allowed: CpuSet::empty(),
                             kernel_thread: true,
+                            uids: None,
                         },
                         checked: now,
                         ino,
@@ -581,6 +627,11 @@ impl ProcFs {
                 || self
                     .parsed(pid, "status", parse_status_cpus_allowed)
                     .is_ok_and(|c| c == p.cpus_allowed))
+            // a setuid() keeps comm and exe: seen here, at the refresh
+            && (!parts.uids
+                || self
+                    .parsed(pid, "status", parse_status_uids)
+                    .is_ok_and(|u| Some(u) == p.uids))
     }
 }
 
@@ -635,6 +686,34 @@ mod tests {
             parse_status_cpus_allowed("Cpus_allowed_list:\t0-4096\n"),
             Err(ProcParseError::CpuList(_))
         ));
+    }
+
+    #[test]
+    fn status_uids() {
+        let text = "Name:\tx\nUmask:\t0022\nUid:\t1000\t0\t0\t0\nGid:\t5\t5\t5\t5\n";
+        assert_eq!(
+            parse_status_uids(text).unwrap(),
+            Uids {
+                real: 1000,
+                effective: 0
+            }
+        );
+        assert!(parse_status_uids("Name:\tx\n").is_err());
+        assert!(parse_status_uids("Uid:\t1000\n").is_err());
+        assert!(parse_status_uids("Uid:\tx\t0\t0\t0\n").is_err());
+        // the live kernel's format
+        let me = ProcFs::new("/proc")
+            .process(std::process::id() as i32)
+            .unwrap();
+        // SAFETY: getuid and geteuid have no preconditions.
+        let (r, e) = unsafe { (libc::getuid(), libc::geteuid()) };
+        assert_eq!(
+            me.uids,
+            Some(Uids {
+                real: r,
+                effective: e
+            })
+        );
     }
 
     #[test]

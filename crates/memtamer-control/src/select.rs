@@ -284,9 +284,54 @@ pub struct JobMatch {
     pub pid: Vec<i32>,
 }
 
+/// `[job.require]`: conditions EVERY process of the job must meet besides
+/// matching a selector (issue 22 item 5). comm and exe are chosen by whoever
+/// starts a process, so with them alone any user's process named like an LC
+/// job is pinned to its reserved CPUs, or one named like a BE job is
+/// throttled; a uid or a cgroup (which only root or the cgroup's delegate
+/// can move a process into) cannot be spoofed that way.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobRequire {
+    /// `uid`: the process's real AND effective uid must both be in this
+    /// list (a setuid program started by another user does not qualify).
+    pub uid: Vec<u32>,
+    /// `cgroup`: glob the process's cgroup path (as the `cgroup` selector
+    /// reads it) must match.
+    pub cgroup: Option<String>,
+}
+
+/// `[job.require]` compiled.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Require {
+    /// Allowed uids (empty: any).
+    pub uids: Vec<u32>,
+    /// Glob on the cgroup path (none: any).
+    pub cgroup: Option<Glob>,
+}
+
+impl Require {
+    /// Whether `p` meets every requirement; a fact that was not read or
+    /// could not be (uids, cgroup) fails a requirement on it.
+    pub fn admits(&self, p: &ProcessInfo) -> bool {
+        let uid_ok = self.uids.is_empty()
+            || p.uids
+                .is_some_and(|u| self.uids.contains(&u.real) && self.uids.contains(&u.effective));
+        let cgroup_ok = match &self.cgroup {
+            None => true,
+            Some(g) => match_cgroup_path(p).is_some_and(|path| g.matches(path)),
+        };
+        uid_ok && cgroup_ok
+    }
+
+    /// Whether there is any requirement at all.
+    pub fn is_empty(&self) -> bool {
+        self.uids.is_empty() && self.cgroup.is_none()
+    }
+}
+
 /// A job's compiled match table: a process belongs to the job if ANY of the
 /// given selectors matches (they are alternatives, so one job can gather a
-/// service by unit and a helper by comm).
+/// service by unit and a helper by comm) and it meets [`Selector::require`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Selector {
     /// Glob on the process's cgroup path (see [`match_cgroup_path`]).
@@ -299,6 +344,8 @@ pub struct Selector {
     pub exe: Option<Glob>,
     /// Exact pids.
     pub pids: Vec<i32>,
+    /// `[job.require]`: what every selected process must also be.
+    pub require: Require,
 }
 
 impl Selector {
@@ -316,6 +363,7 @@ impl Selector {
             comm: glob("comm", &m.comm)?,
             exe: glob("exe", &m.exe)?,
             pids: m.pid.clone(),
+            require: Require::default(),
         };
         if s.cgroup.is_none()
             && s.unit.is_none()
@@ -328,8 +376,31 @@ impl Selector {
         Ok(s)
     }
 
-    /// Whether `p` belongs to this job (any selector matches).
+    /// Adds `[job.require]`; fails on a bad cgroup glob.
+    pub fn with_require(mut self, r: &JobRequire) -> Result<Selector, SelectorError> {
+        self.require = Require {
+            uids: r.uid.clone(),
+            cgroup: r
+                .cgroup
+                .as_deref()
+                .map(Glob::new)
+                .transpose()
+                .map_err(|source| SelectorError::Glob {
+                    field: "cgroup",
+                    source,
+                })?,
+        };
+        Ok(self)
+    }
+
+    /// Whether `p` belongs to this job: any selector matches and every
+    /// requirement holds.
     pub fn matches(&self, p: &ProcessInfo) -> bool {
+        self.selects(p) && self.require.admits(p)
+    }
+
+    /// Whether any selector matches `p` (requirements aside).
+    fn selects(&self, p: &ProcessInfo) -> bool {
         if self.pids.contains(&p.pid) {
             return true;
         }
@@ -365,8 +436,9 @@ pub fn parts_read_by(selectors: &[Selector]) -> Parts {
         exe: selectors.iter().any(|s| s.exe.is_some()),
         cgroups: selectors
             .iter()
-            .any(|s| s.cgroup.is_some() || s.unit.is_some()),
+            .any(|s| s.cgroup.is_some() || s.unit.is_some() || s.require.cgroup.is_some()),
         cpus_allowed: false,
+        uids: selectors.iter().any(|s| !s.require.uids.is_empty()),
     }
 }
 

@@ -173,6 +173,7 @@ fn proc_(pid: i32, comm: &str, exe: Option<&str>, cgroups: Vec<CgroupEntry>) -> 
         threads: vec![pid],
         cpus_allowed: memtamer_core::CpuSet::first_n(4),
         kernel_thread: false,
+        uids: None,
     }
 }
 
@@ -309,6 +310,7 @@ fn a_rescan_reads_only_the_parts_selectors_look_at() {
         exe: false,
         cgroups: false,
         cpus_allowed: false,
+        uids: false,
     };
     let pid = JobMatch {
         pid: vec![7],
@@ -489,4 +491,64 @@ fn diff_on_classified_scans() {
     let d = diff(&prev, &classify_keyed(&procs, &jobs));
     assert_eq!(d.appeared, vec![(k(2, 1002), 0)]);
     assert_eq!(d.unchanged, vec![(k(1, 1001), 0)]);
+}
+
+/// Issue 22 item 5: comm alone lets any user's process into an LC job;
+/// `[job.require]` uid and cgroup keep out what another user starts.
+#[test]
+fn requirements_keep_out_processes_of_other_users_and_cgroups() {
+    use crate::procfs::Uids;
+    let svc = cg(0, "", "/system.slice/memcached.service");
+    let user = cg(0, "", "/user.slice/user-1000.slice/session-3.scope");
+    let with = |uid: (u32, u32), cgroup: &CgroupEntry| ProcessInfo {
+        uids: Some(Uids {
+            real: uid.0,
+            effective: uid.1,
+        }),
+        ..proc_(9, "memcached", None, vec![cgroup.clone()])
+    };
+    let genuine = with((998, 998), &svc);
+    let spoof = with((1000, 1000), &user);
+    let by_comm = sel(JobMatch {
+        comm: Some("memcached".into()),
+        ..Default::default()
+    });
+    // without requirements both are taken: the spoof is pinned to the LC cores
+    assert!(by_comm.matches(&genuine) && by_comm.matches(&spoof));
+    let by_uid = by_comm
+        .clone()
+        .with_require(&JobRequire {
+            uid: vec![998],
+            cgroup: None,
+        })
+        .unwrap();
+    assert!(by_uid.matches(&genuine));
+    assert!(!by_uid.matches(&spoof));
+    // both real and effective: a setuid-998 program started by user 1000 is out
+    assert!(!by_uid.matches(&with((1000, 998), &svc)));
+    assert!(!by_uid.matches(&with((998, 0), &svc)));
+    // uids not read: a requirement on them fails
+    assert!(!by_uid.matches(&proc_(9, "memcached", None, vec![svc.clone()])));
+    let by_cgroup = by_comm
+        .clone()
+        .with_require(&JobRequire {
+            uid: vec![],
+            cgroup: Some("/system.slice/memcached.service".into()),
+        })
+        .unwrap();
+    assert!(by_cgroup.matches(&genuine));
+    assert!(!by_cgroup.matches(&with((998, 998), &user)));
+    // a rescan reads what the requirements look at
+    let p = parts_read_by(&[by_uid, by_cgroup]);
+    assert!(p.uids && p.cgroups);
+    assert!(matches!(
+        by_comm.with_require(&JobRequire {
+            uid: vec![],
+            cgroup: Some("[".into())
+        }),
+        Err(SelectorError::Glob {
+            field: "cgroup",
+            ..
+        })
+    ));
 }

@@ -4,7 +4,7 @@
 //! names processes and their cgroups.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -141,8 +141,21 @@ impl ControlServer {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io(path))?;
         }
-        match std::fs::remove_file(path) {
-            Ok(()) => {}
+        // only a stale socket is replaced: `socket` naming a regular file
+        // (a typo, or /etc/passwd) must not delete it (issue 22 item 3)
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_socket() => {
+                std::fs::remove_file(path).map_err(io(path))?;
+            }
+            Ok(m) => {
+                return Err(io(path)(std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    format!(
+                        "exists and is not a socket ({}); refusing to replace it",
+                        kind_of(&m.file_type())
+                    ),
+                )))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io(path)(e)),
         }
@@ -215,7 +228,23 @@ impl Drop for ControlServer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        let _ = std::fs::remove_file(&self.path);
+        // ours unless replaced meanwhile: remove only a socket
+        if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.file_type().is_socket()) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// What a file is, in words, for the refusal above.
+fn kind_of(t: &std::fs::FileType) -> &'static str {
+    if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_file() {
+        "a regular file"
+    } else {
+        "not a socket"
     }
 }
 
@@ -289,5 +318,33 @@ mod tests {
         drop(server);
         assert!(!path.exists(), "socket file removed on drop");
         assert!(request_status(&path).is_err());
+    }
+
+    /// Issue 22 item 3: `socket` naming a regular file deleted it.
+    #[test]
+    fn a_socket_path_naming_another_file_is_refused_not_deleted() {
+        let dir = std::env::temp_dir().join(format!("memtamer-sock-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("precious");
+        std::fs::write(&file, "keep me").expect("file");
+        let board = Arc::new(StatusBoard::new("{}"));
+        let err = ControlServer::start(&file, board.clone())
+            .err()
+            .expect("refused");
+        assert!(
+            err.to_string().contains("not a socket (a regular file)"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).expect("kept"), "keep me");
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&file, &link).expect("symlink");
+        assert!(ControlServer::start(&link, board.clone()).is_err());
+        assert_eq!(std::fs::read_to_string(&file).expect("kept"), "keep me");
+        // a stale socket is still replaced
+        let sock = dir.join("sock");
+        drop(UnixListener::bind(&sock).expect("stale"));
+        let server = ControlServer::start(&sock, board).expect("replaces a stale socket");
+        drop(server);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -83,6 +83,12 @@ fn example_parses() {
     );
     assert_eq!(c.isolation.policy, IsolationPolicy::Dicio);
     assert_eq!(c.selectors().len(), 3);
+    assert_eq!(c.jobs[1].require.uid, vec![0]);
+    assert!(
+        c.warnings.is_empty(),
+        "the example is not spoofable: {:?}",
+        c.warnings
+    );
 }
 
 #[test]
@@ -461,7 +467,7 @@ fn period_too_small() {
         &base_with("period_us = 1000", "period_us = 9"),
         2,
         "daemon.period_us",
-        "at least 10",
+        "between 10 and",
     );
     assert_eq!(
         parse(&base_with("period_us = 1000", "period_us = 10"))
@@ -472,13 +478,85 @@ fn period_too_small() {
     );
 }
 
+/// Issue 22 item 3: an unbounded duration was accepted and then made the
+/// daemon sleep for ever (SIGTERM unheeded); every duration key is bounded.
+#[test]
+fn every_duration_is_bounded() {
+    let huge = "9223372036854775807";
+    expect_err(
+        &base_with("period_us = 1000", &format!("period_us = {huge}")),
+        2,
+        "daemon.period_us",
+        "between 10 and 1000000",
+    );
+    for (key, path) in [
+        ("media_period_ms", "daemon.media_period_ms"),
+        ("rescan_ms", "daemon.rescan_ms"),
+        ("watchdog_ms", "daemon.watchdog_ms"),
+    ] {
+        expect_err(
+            &base_with("period_us = 1000", &format!("{key} = {huge}")),
+            2,
+            path,
+            "must be between",
+        );
+    }
+    expect_err(
+        &base_with("be_cpus = \"all\"", &format!("duty_period_us = {huge}")),
+        6,
+        "isolation.duty_period_us",
+        "must be between",
+    );
+    for key in ["pm_expiry_ms", "general_expiry_ms"] {
+        expect_err(
+            &base_with("pm_cpus = 2", &format!("{key} = {huge}")),
+            8,
+            &format!("core_spec.{key}"),
+            "must be between",
+        );
+    }
+    for key in ["period_ms", "min_residency_ms"] {
+        expect_err(
+            &base_with("enabled = false", &format!("{key} = {huge}")),
+            10,
+            &format!("placement.{key}"),
+            "must be between",
+        );
+    }
+    // the largest accepted values parse
+    let c = parse(&base_with(
+        "period_us = 1000",
+        "period_us = 1000000\nwatchdog_ms = 600000",
+    ))
+    .unwrap();
+    assert_eq!(c.daemon.period_us, 1_000_000);
+    assert_eq!(c.daemon.watchdog_ms, 600_000);
+}
+
+#[test]
+fn the_watchdog_is_longer_than_a_few_periods() {
+    assert_eq!(parse(BASE).unwrap().daemon.watchdog_ms, 2000);
+    expect_err(
+        &base_with("period_us = 1000", "period_us = 100000\nwatchdog_ms = 300"),
+        3,
+        "daemon.watchdog_ms",
+        "shorter than 4 loop periods",
+    );
+    expect_err(
+        &base_with("period_us = 1000", "watchdog_ms = 99"),
+        2,
+        "daemon.watchdog_ms",
+        "between 100 and 600000",
+    );
+}
+
 #[test]
 fn media_period_zero() {
     expect_err(
         &base_with("period_us = 1000", "period_us = 1000\nmedia_period_ms = 0"),
         3,
         "daemon.media_period_ms",
-        "at least 1",
+        "between 1 and",
     );
 }
 
@@ -566,7 +644,7 @@ fn duty_period_too_small() {
         &base_with("policy = \"dicio\"", "duty_period_us = 0"),
         4,
         "isolation.duty_period_us",
-        "at least 10",
+        "between 10 and",
     );
 }
 
@@ -639,13 +717,13 @@ fn expiry_zero() {
         &base_with("pm_cpus = 2", "pm_expiry_ms = 0"),
         8,
         "core_spec.pm_expiry_ms",
-        "at least 1",
+        "between 1 and",
     );
     expect_err(
         &base_with("pm_cpus = 2", "general_expiry_ms = 0"),
         8,
         "core_spec.general_expiry_ms",
-        "at least 1",
+        "between 1 and",
     );
 }
 
@@ -659,7 +737,15 @@ fn no_jobs() {
 
 #[test]
 fn job_names() {
-    for bad in ["\"\"", "\"mem cached\"", "\"a/b\"", "\"é\""] {
+    // `.` and `..` would name the cgroup directory itself or its parent
+    for bad in [
+        "\"\"",
+        "\"mem cached\"",
+        "\"a/b\"",
+        "\"é\"",
+        "\"..\"",
+        "\".\"",
+    ] {
         expect_err(
             &base_with("name = \"be1\"", &format!("name = {bad}")),
             18,
@@ -969,7 +1055,13 @@ fn gate_section_is_validated_by_the_gate_rules_and_names_its_keys() {
     assert_eq!(g.dir, std::path::PathBuf::from("/dev/shm"));
     assert_eq!(g.policy, memtamer_gate::PolicySpec::Pats { t_mc: 0.2 });
     assert_eq!(g.pm_interleave, 1);
-    assert!(c.warnings.is_empty());
+    let gate_warnings = |w: &[String]| -> Vec<String> {
+        w.iter()
+            .filter(|l| l.starts_with("gate"))
+            .cloned()
+            .collect()
+    };
+    assert!(gate_warnings(&c.warnings).is_empty());
     assert!(parse(BASE).unwrap().gate.is_none());
     // a deprecated alias parses, with a warning naming the key
     let c = parse(&with(
@@ -980,7 +1072,7 @@ fn gate_section_is_validated_by_the_gate_rules_and_names_its_keys() {
     assert_eq!(g.policy, memtamer_gate::PolicySpec::Fixed(2));
     assert_eq!(g.pm_interleave, 6);
     assert_eq!(
-        c.warnings,
+        gate_warnings(&c.warnings),
         vec!["gate.policy: policy name `fixed` is deprecated, write `gate`"]
     );
     for (text, key, needle) in [
@@ -1019,4 +1111,47 @@ fn gate_section_is_validated_by_the_gate_rules_and_names_its_keys() {
             "{text}: {e}"
         );
     }
+}
+
+/// Issue 22 item 5: `[job.require]` uid and cgroup parse, bad ones name
+/// their key, and a job any user could join by naming a process is warned
+/// about at load.
+#[test]
+fn job_requirements_and_the_spoofing_warning() {
+    let c = parse(BASE).unwrap();
+    assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+    assert!(
+        c.warnings[0].contains("job[0] (\"lc1\")")
+            && c.warnings[0].contains("pinned to CPUs 0-3")
+            && c.warnings[0].contains("[job.require]"),
+        "{:?}",
+        c.warnings
+    );
+    let text = base_with(
+        "[job.match]\ncomm = \"memcached\"\n",
+        "[job.match]\ncomm = \"memcached\"\n[job.require]\nuid = [998, 0]\ncgroup = \"/system.slice/*\"\n",
+    );
+    let c = parse(&text).unwrap();
+    assert_eq!(c.jobs[0].require.uid, vec![998, 0]);
+    assert_eq!(c.jobs[0].require.cgroup.as_deref(), Some("/system.slice/*"));
+    assert_eq!(c.warnings.len(), 1, "only be1 is left: {:?}", c.warnings);
+    assert!(c.warnings[0].contains("be1"));
+    expect_err(
+        &text.replace("[998, 0]", "[998, -1]"),
+        18,
+        "job[0].require.uid[1]",
+        "not a valid uid: -1",
+    );
+    expect_err(
+        &text.replace("/system.slice/*", "[x"),
+        19,
+        "job[0].require.cgroup",
+        "unclosed",
+    );
+    expect_err(
+        &text.replace("uid = [998, 0]", "user = \"memcached\""),
+        18,
+        "job[0].require.user",
+        "unknown field `user`",
+    );
 }

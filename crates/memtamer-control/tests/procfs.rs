@@ -551,6 +551,7 @@ fn a_cached_scan_reads_only_its_parts_and_checks_them_at_the_refresh() {
         exe: false,
         cgroups: false,
         cpus_allowed: false,
+        uids: false,
     };
     // nothing but stat (and the thread list of a wanted process): status
     // and cgroup are not read (removed, a full read would fail on them)

@@ -14,6 +14,30 @@ use crate::shm::{
 };
 use crate::{os, GateError};
 
+/// Where the words of a gate file lie, for tools that corrupt them on
+/// purpose (`memtamer gate hostile`, `scripts/check-hostile`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Bytes of the header (global words, the FIFO ring, retired stats),
+    /// from offset 0.
+    pub header_bytes: usize,
+    /// Bytes of one slot; slot `i` starts at `header_bytes + i * slot_bytes`.
+    pub slot_bytes: usize,
+    /// Bytes of the fixed header words the checksum covers (magic, layout,
+    /// slot count, bypass size, checksum), from offset 0.
+    pub fixed_bytes: usize,
+}
+
+/// The layout of this version's gate file.
+pub fn layout() -> Layout {
+    let slot_bytes = std::mem::size_of::<crate::shm::Slot>();
+    Layout {
+        header_bytes: LAYOUT_BYTES - SLOTS * slot_bytes,
+        slot_bytes,
+        fixed_bytes: 32,
+    }
+}
+
 /// The problems found in the gate file `options` names (empty: healthy).
 /// Reads only.
 pub fn check(options: &GateOptions) -> Result<Vec<String>, GateError> {
@@ -108,6 +132,16 @@ pub fn repair(options: &GateOptions) -> Result<Vec<String>, GateError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_layout_is_that_of_the_structs() {
+        let l = layout();
+        assert_eq!(l.header_bytes + SLOTS * l.slot_bytes, LAYOUT_BYTES);
+        assert_eq!(l.header_bytes % 128, 0);
+        // the checksum is the fifth word, right after the four it covers
+        assert_eq!(std::mem::offset_of!(crate::shm::Header, check), 24);
+        assert_eq!(std::mem::offset_of!(crate::shm::Header, lock), 64);
+    }
 
     #[test]
     fn check_names_a_corrupted_word_and_repair_makes_the_gate_open_again() {

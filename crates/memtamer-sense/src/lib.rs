@@ -12,6 +12,7 @@
 
 pub mod attribute;
 pub mod bench;
+pub mod command;
 pub mod decode;
 /// `/proc/PID/maps` parsing lives in `memtamer-linux`; re-exported so that
 /// `memtamer_sense::maps` keeps naming it.

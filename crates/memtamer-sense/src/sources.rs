@@ -50,6 +50,9 @@ pub struct SourceConfig {
     /// thread"; each reading takes milliseconds through ACPI and a process
     /// spawn, so it never runs on the caller's thread).
     pub media_period: std::time::Duration,
+    /// Limit on one run of an external program (`ipmctl`): a hanging one
+    /// is killed, so it can stall neither start-up nor exit.
+    pub command_timeout: std::time::Duration,
 }
 
 impl SourceConfig {
@@ -104,6 +107,7 @@ impl Default for SourceConfig {
             pm_paths: Vec::new(),
             slow_nodes: Vec::new(),
             media_period: std::time::Duration::from_millis(100),
+            command_timeout: crate::command::DEFAULT_TIMEOUT,
         }
     }
 }
@@ -129,6 +133,7 @@ impl MediaPoller {
         program: String,
         first: Vec<MediaCounters>,
         period: std::time::Duration,
+        limit: std::time::Duration,
     ) -> MediaPoller {
         use std::sync::atomic::Ordering;
         let latest = std::sync::Arc::new(std::sync::Mutex::new(None));
@@ -140,7 +145,7 @@ impl MediaPoller {
                 let mut prev = (Instant::now(), first);
                 while !stop2.load(Ordering::Relaxed) {
                     std::thread::sleep(period);
-                    let Ok(now) = run_ipmctl(&program) else {
+                    let Ok(now) = run_ipmctl(&program, limit) else {
                         continue;
                     };
                     let at = Instant::now();
@@ -251,11 +256,12 @@ pub struct Sensors {
     pub status: Vec<SourceStatus>,
 }
 
-fn run_ipmctl(program: &str) -> Result<Vec<MediaCounters>, String> {
-    let out = std::process::Command::new(program)
-        .args(["show", "-dimm", "-performance"])
-        .output()
-        .map_err(|e| format!("{program}: {e}"))?;
+fn run_ipmctl(program: &str, limit: std::time::Duration) -> Result<Vec<MediaCounters>, String> {
+    let out = crate::command::output_within(
+        std::process::Command::new(program).args(["show", "-dimm", "-performance"]),
+        limit,
+    )
+    .map_err(|e| e.to_string())?;
     if !out.status.success() {
         return Err(format!(
             "{program} show -dimm -performance failed: {}",
@@ -370,7 +376,7 @@ impl Sensors {
             }
         };
         // 4. DIMM media counters
-        let (_ipmctl, media) = match run_ipmctl(&config.ipmctl) {
+        let (_ipmctl, media) = match run_ipmctl(&config.ipmctl, config.command_timeout) {
             Ok(d) if !d.is_empty() => {
                 status.push(SourceStatus {
                     source: "DIMM media counters",
@@ -383,6 +389,7 @@ impl Sensors {
                         config.ipmctl.clone(),
                         d,
                         config.media_period,
+                        config.command_timeout,
                     )),
                 )
             }
@@ -571,6 +578,36 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Issue 22 item 3: a hanging ipmctl blocked start-up for ever.
+    #[test]
+    fn a_hanging_ipmctl_is_killed_and_reported() {
+        let dir = std::env::temp_dir().join(format!("memtamer-ipmctl-hang-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let script = dir.join("ipmctl");
+        std::fs::write(&script, "#!/bin/sh\nexec sleep 600\n").expect("script");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let config = SourceConfig {
+            gate: GateOptions {
+                name: format!("sense-hang-{}", std::process::id()),
+                ..GateOptions::default()
+            },
+            pmu_root: "/nonexistent".into(),
+            ipmctl: script.display().to_string(),
+            command_timeout: std::time::Duration::from_millis(200),
+            ..Default::default()
+        };
+        let s = Sensors::open(&config);
+        assert!(!s.status[4].active);
+        assert!(
+            s.status[4].detail.contains("no answer within 200 ms"),
+            "{:?}",
+            s.status[4]
+        );
+        drop(s);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn a_bare_vm_reports_every_missing_source_with_a_reason() {
         let config = SourceConfig {
@@ -623,6 +660,7 @@ mod tests {
             pm_paths: vec![prefix.clone()],
             slow_nodes: Vec::new(),
             media_period: std::time::Duration::from_millis(100),
+            command_timeout: crate::command::DEFAULT_TIMEOUT,
         };
         let mut s = Sensors::open(&config);
         assert!(s.status[1].active, "{:?}", s.status[1]);

@@ -2,7 +2,9 @@
 
 use memtamer_control::config::DaemonConfig;
 use memtamer_control::daemon::{self, Daemon};
+use std::os::fd::AsFd;
 use std::path::Path;
+use std::time::Duration;
 
 use crate::error::{CliError, Outcome};
 
@@ -26,18 +28,30 @@ pub fn run(
     let journal = cfg.daemon.journal.clone();
     let socket = cfg.daemon.socket.clone();
     daemon::install_stop_handlers();
-    let d = Daemon::start(cfg, proc_root, &sources)?;
-    // the guard restores the journal if this process dies without doing it
+    let watchdog = std::time::Duration::from_millis(cfg.daemon.watchdog_ms);
+    let mut d = Daemon::start(cfg, proc_root, &sources)?;
+    // the guard restores the journal if this process dies without doing
+    // it, or stops making progress (its watchdog reads our heartbeat)
     let _guard = if no_guard {
         None
     } else {
         let exe = std::env::current_exe().map_err(CliError::io("cannot find own executable"))?;
-        Some(
-            daemon::guard_command(&exe, std::process::id(), &journal)
-                .stdin(std::process::Stdio::null())
-                .spawn()
-                .map_err(CliError::io("cannot start the guard process"))?,
-        )
+        let mut child = daemon::guard_command(&exe, std::process::id(), &journal, Some(watchdog))
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .map_err(CliError::io("cannot start the guard process"))?;
+        if let Some(pipe) = child.stdin.take() {
+            let beat = memtamer_actuate::watchdog::Heartbeat::new(
+                pipe.into(),
+                memtamer_actuate::watchdog::Heartbeat::gap_for(watchdog),
+            )
+            .map_err(|source| CliError::Actuate {
+                context: "the guard's heartbeat pipe".into(),
+                source,
+            })?;
+            d.set_heartbeat(beat);
+        }
+        Some(child)
     };
     eprintln!(
         "memtamer: running; status with `memtamer status --socket {}`",
@@ -83,21 +97,43 @@ fn report_restore(report: &memtamer_actuate::journal::RestoreReport) -> (String,
     (line, Outcome::check(report.is_ok()))
 }
 
-/// `memtamer guard --pid P --journal F`: waits for the daemon to die and
-/// undoes whatever its journal still lists.
-pub fn guard(pid: i32, journal: &Path) -> Result<Outcome, CliError> {
-    memtamer_actuate::guard::detach_from_terminal().map_err(|source| CliError::Actuate {
-        context: "guard: detaching from the terminal".into(),
-        source,
-    })?;
-    let report =
-        memtamer_actuate::guard::run_guard(pid, journal).map_err(|source| CliError::Actuate {
-            context: format!("guard of daemon {pid}"),
-            source,
-        })?;
+/// `memtamer guard --pid P --journal F [--watchdog-ms N]`: waits for the
+/// daemon to die and undoes whatever its journal still lists; with a
+/// watchdog, also kills and undoes a daemon whose heartbeat (on stdin)
+/// stopped for N ms.
+pub fn guard(pid: i32, journal: &Path, watchdog_ms: Option<u64>) -> Result<Outcome, CliError> {
+    use memtamer_actuate::watchdog::{self, Ended};
+    let fail = |context: String| {
+        move |source: memtamer_actuate::Error| CliError::Actuate { context, source }
+    };
+    memtamer_actuate::guard::detach_from_terminal()
+        .map_err(fail("guard: detaching from the terminal".into()))?;
+    let (report, why) = match watchdog_ms {
+        None => (
+            memtamer_actuate::guard::run_guard(pid, journal)
+                .map_err(fail(format!("guard of daemon {pid}")))?,
+            "died".to_string(),
+        ),
+        Some(ms) => {
+            let stdin = std::io::stdin()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(CliError::io("guard: the heartbeat pipe (stdin)"))?;
+            let w = watchdog::watch(pid, journal, &stdin, Duration::from_millis(ms))
+                .map_err(fail(format!("guard of daemon {pid}")))?;
+            let why = match w.ended {
+                Ended::Exited => "died".to_string(),
+                Ended::Stalled { silent } => format!(
+                    "made no progress for {} ms (stopped or hung) and was killed",
+                    silent.as_millis()
+                ),
+            };
+            (w.report, why)
+        }
+    };
     let (line, code) = report_restore(&report);
-    if report.restored() + report.failed() > 0 {
-        eprintln!("memtamer guard: daemon {pid} died; {line}");
+    if report.restored() + report.failed() > 0 || why != "died" {
+        eprintln!("memtamer guard: daemon {pid} {why}; {line}");
     }
     Ok(code)
 }

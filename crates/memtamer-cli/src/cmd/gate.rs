@@ -74,6 +74,7 @@ pub fn run(cmd: GateCmd, format: Option<Format>) -> Result<Outcome, CliError> {
         }
         GateCmd::Check { which } => integrity(&which.name, &which.dir, false),
         GateCmd::Repair { which } => integrity(&which.name, &which.dir, true),
+        GateCmd::Hostile(args) => super::hostile::run(args),
         GateCmd::Remove { which } => {
             remove(&which.name, &which.dir)?;
             Ok(Outcome::Success)

@@ -13,6 +13,7 @@ mod calibrate;
 mod daemon;
 mod demo;
 mod gate;
+mod hostile;
 mod serve_metrics;
 mod sim;
 mod stat;
@@ -57,9 +58,13 @@ pub fn run(cli: Cli) -> Result<Outcome, CliError> {
                 &[Format::Table, Format::Json],
             )?,
         ),
-        Cmd::Guard { pid, journal } => {
+        Cmd::Guard {
+            pid,
+            journal,
+            watchdog_ms,
+        } => {
             none("memtamer guard")?;
-            daemon::guard(pid, &journal)
+            daemon::guard(pid, &journal, watchdog_ms)
         }
         Cmd::Restore { journal } => {
             none("memtamer restore")?;

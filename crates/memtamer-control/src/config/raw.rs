@@ -43,6 +43,7 @@ pub(super) struct RawDaemon {
     pub(super) period_us: u64,
     pub(super) media_period_ms: u64,
     pub(super) rescan_ms: u64,
+    pub(super) watchdog_ms: u64,
     pub(super) socket: PathBuf,
     pub(super) journal: PathBuf,
     pub(super) dry_run: bool,
@@ -54,6 +55,7 @@ impl Default for RawDaemon {
             period_us: DEFAULT_PERIOD_US,
             media_period_ms: DEFAULT_MEDIA_PERIOD_MS,
             rescan_ms: DEFAULT_RESCAN_MS,
+            watchdog_ms: DEFAULT_WATCHDOG_MS,
             socket: PathBuf::from(DEFAULT_SOCKET),
             journal: PathBuf::from(DEFAULT_JOURNAL),
             dry_run: false,
@@ -184,6 +186,15 @@ pub(super) struct RawJob {
     pub(super) cpus: Option<String>,
     #[serde(rename = "match")]
     pub(super) matcher: RawMatch,
+    #[serde(default)]
+    pub(super) require: Option<RawRequire>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRequire {
+    pub(super) uid: Option<Vec<i64>>,
+    pub(super) cgroup: Option<String>,
 }
 
 #[derive(Deserialize)]

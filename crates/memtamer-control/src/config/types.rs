@@ -2,7 +2,7 @@
 //! of isolation are `memtamer_core::isolation::IsolationParams`), and
 //! what the daemon derives from them.
 
-use crate::select::{JobMatch, Selector};
+use crate::select::{JobMatch, JobRequire, Selector};
 use memtamer_core::isolation::IsolationParams;
 use memtamer_core::{CpuSet, JobClass};
 use std::path::PathBuf;
@@ -13,6 +13,25 @@ pub const DEFAULT_PERIOD_US: u64 = 1000;
 /// Smallest accepted `daemon.period_us`; below this the loop's own overhead
 /// and timer slack dominate.
 pub const MIN_PERIOD_US: u64 = 10;
+/// Largest accepted `daemon.period_us` and `isolation.duty_period_us`: one
+/// second. A longer loop cannot react to anything Dicio reacts to, and an
+/// unbounded one (`9223372036854775807`) made the daemon sleep for ever.
+pub const MAX_PERIOD_US: u64 = 1_000_000;
+/// Largest accepted slow period (`media_period_ms`, `rescan_ms`,
+/// `placement.period_ms`): one minute.
+pub const MAX_SLOW_PERIOD_MS: u64 = 60_000;
+/// Largest accepted expiry or residency (`core_spec.*_expiry_ms`,
+/// `placement.min_residency_ms`): one day.
+pub const MAX_EXPIRY_MS: u64 = 86_400_000;
+/// Default `daemon.watchdog_ms`: the guard kills a daemon whose loop made no
+/// progress for this long and undoes its changes (issue 22 item 3). Long
+/// against a loop iteration (~1 ms) and a rescan (a few ms), short against
+/// how long a frozen BE job may wait.
+pub const DEFAULT_WATCHDOG_MS: u64 = 2_000;
+/// Smallest accepted `daemon.watchdog_ms`.
+pub const MIN_WATCHDOG_MS: u64 = 100;
+/// Largest accepted `daemon.watchdog_ms`: ten minutes.
+pub const MAX_WATCHDOG_MS: u64 = 600_000;
 /// Default `daemon.media_period_ms`: PM media counters take ~4.5 ms to read
 /// through ACPI (Dicio polls them about that often from a dedicated thread);
 /// through the `ipmctl` program each reading also spawns a process, so the
@@ -92,7 +111,7 @@ pub enum PmCpus {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DaemonSection {
     /// `period_us`, default 1000: period of the main loop (WPQ and
-    /// request-level checks), microseconds, at least 10.
+    /// request-level checks), microseconds, 10..=1000000.
     pub period_us: u64,
     /// `media_period_ms`, default 50: period of the slow path reading PM media
     /// counters (ipmctl/ACPI take ~4.5 ms), milliseconds, at least 1.
@@ -100,6 +119,10 @@ pub struct DaemonSection {
     /// `rescan_ms`, default 250: period of the /proc rescan that finds new,
     /// exited and exec'd processes and new threads, milliseconds, at least 10.
     pub rescan_ms: u64,
+    /// `watchdog_ms`, default 2000, 100..=600000: a daemon whose loop makes
+    /// no progress for this long (stopped, hung) is killed by its guard,
+    /// which then undoes every change (docs/control.md "Watchdog").
+    pub watchdog_ms: u64,
     /// `socket`, default `/run/memtamer/control.sock`: control socket path.
     pub socket: PathBuf,
     /// `journal`, default `/run/memtamer/journal`: restore journal path.
@@ -241,6 +264,9 @@ pub struct JobConfig {
     pub cpus: Option<CpuSet>,
     /// `match` (required): the selectors as written.
     pub matcher: JobMatch,
+    /// `require` (optional): uid and cgroup every process of the job must
+    /// have besides matching (docs/control.md "Trust model").
+    pub require: JobRequire,
     /// The compiled selectors.
     pub selector: Selector,
 }

@@ -4,7 +4,7 @@
 use super::error::{root, KeyPath};
 use super::raw::*;
 use super::types::*;
-use crate::select::{JobMatch, Selector, SelectorError};
+use crate::select::{JobMatch, JobRequire, Selector, SelectorError};
 use memtamer_core::isolation::IsolationParams;
 use memtamer_core::registry::{self, PolicyName, RegistryError};
 use memtamer_core::{CpuSet, JobClass};
@@ -29,6 +29,17 @@ pub(super) fn at_least(path: KeyPath, v: u64, min: u64) -> Result<u64, Invalid> 
         Ok(v)
     } else {
         Err((path, format!("must be at least {min}, got {v}")))
+    }
+}
+
+/// A duration (or other count) key with both ends bounded: an unbounded one
+/// such as `period_us = 9223372036854775807` would be accepted and then make
+/// the daemon sleep for ever between iterations (issue 22 item 3).
+pub(super) fn within(path: KeyPath, v: u64, min: u64, max: u64) -> Result<u64, Invalid> {
+    if (min..=max).contains(&v) {
+        Ok(v)
+    } else {
+        Err((path, format!("must be between {min} and {max}, got {v}")))
     }
 }
 
@@ -90,13 +101,45 @@ pub(super) fn isolation_policy(
 pub(super) fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
     let d = root().key("daemon");
     let daemon = DaemonSection {
-        period_us: at_least(d.key("period_us"), raw.daemon.period_us, MIN_PERIOD_US)?,
-        media_period_ms: at_least(d.key("media_period_ms"), raw.daemon.media_period_ms, 1)?,
-        rescan_ms: at_least(d.key("rescan_ms"), raw.daemon.rescan_ms, 10)?,
+        period_us: within(
+            d.key("period_us"),
+            raw.daemon.period_us,
+            MIN_PERIOD_US,
+            MAX_PERIOD_US,
+        )?,
+        media_period_ms: within(
+            d.key("media_period_ms"),
+            raw.daemon.media_period_ms,
+            1,
+            MAX_SLOW_PERIOD_MS,
+        )?,
+        rescan_ms: within(
+            d.key("rescan_ms"),
+            raw.daemon.rescan_ms,
+            10,
+            MAX_SLOW_PERIOD_MS,
+        )?,
+        watchdog_ms: within(
+            d.key("watchdog_ms"),
+            raw.daemon.watchdog_ms,
+            MIN_WATCHDOG_MS,
+            MAX_WATCHDOG_MS,
+        )?,
         socket: non_empty_path(d.key("socket"), raw.daemon.socket)?,
         journal: non_empty_path(d.key("journal"), raw.daemon.journal)?,
         dry_run: raw.daemon.dry_run,
     };
+    // the loop beats once per iteration: a watchdog shorter than a few
+    // periods would kill a healthy daemon
+    if daemon.watchdog_ms.saturating_mul(1000) < daemon.period_us.saturating_mul(4) {
+        return Err((
+            d.key("watchdog_ms"),
+            format!(
+                "{} ms is shorter than 4 loop periods (period_us = {}); a healthy daemon would be killed",
+                daemon.watchdog_ms, daemon.period_us
+            ),
+        ));
+    }
 
     let i = root().key("isolation");
     let ri = raw.isolation;
@@ -151,7 +194,12 @@ pub(super) fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
     let isolation = IsolationConfig {
         policy,
         params,
-        duty_period_us: at_least(i.key("duty_period_us"), ri.duty_period_us, MIN_PERIOD_US)?,
+        duty_period_us: within(
+            i.key("duty_period_us"),
+            ri.duty_period_us,
+            MIN_PERIOD_US,
+            MAX_PERIOD_US,
+        )?,
         be_cpus,
         actuator: match ri.actuator.as_str() {
             "affinity" => Actuator::Affinity,
@@ -185,8 +233,13 @@ pub(super) fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
     let core_spec = CoreSpecConfig {
         enabled: rc.enabled,
         pm_cpus,
-        pm_expiry_ms: at_least(c.key("pm_expiry_ms"), rc.pm_expiry_ms, 1)?,
-        general_expiry_ms: at_least(c.key("general_expiry_ms"), rc.general_expiry_ms, 1)?,
+        pm_expiry_ms: within(c.key("pm_expiry_ms"), rc.pm_expiry_ms, 1, MAX_EXPIRY_MS)?,
+        general_expiry_ms: within(
+            c.key("general_expiry_ms"),
+            rc.general_expiry_ms,
+            1,
+            MAX_EXPIRY_MS,
+        )?,
     };
 
     let pl = root().key("placement");
@@ -203,8 +256,13 @@ pub(super) fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
     };
     let placement = PlacementConfig {
         enabled: rp.enabled,
-        period_ms: at_least(pl.key("period_ms"), rp.period_ms, 1)?,
-        min_residency_ms: rp.min_residency_ms,
+        period_ms: within(pl.key("period_ms"), rp.period_ms, 1, MAX_SLOW_PERIOD_MS)?,
+        min_residency_ms: within(
+            pl.key("min_residency_ms"),
+            rp.min_residency_ms,
+            0,
+            MAX_EXPIRY_MS,
+        )?,
         max_moves: at_least(pl.key("max_moves"), rp.max_moves, 2)?,
         numa_imbalance_pct: pct("numa_imbalance_pct", rp.numa_imbalance_pct)?,
         llc_imbalance_pct: pct("llc_imbalance_pct", rp.llc_imbalance_pct)?,
@@ -238,6 +296,8 @@ pub(super) fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
         None => (None, Vec::new()),
     };
 
+    let mut warnings = warnings;
+    warnings.extend(spoofable_jobs(&jobs));
     Ok(DaemonConfig {
         daemon,
         isolation,
@@ -300,8 +360,36 @@ pub(super) fn validate_gate(g: RawGate) -> Result<(GateSection, Vec<String>), In
     ))
 }
 
+/// A job name is a directory name under the cgroup hierarchy
+/// (`memtamer/NAME`), so `.` and `..` are refused besides any character
+/// outside `[A-Za-z0-9_.-]` (issue 22 item 7).
+/// One warning per managed job that any user can join: selected by `comm`
+/// or `exe` (which whoever starts a process chooses) with no
+/// `[job.require]` (issue 22 item 5, docs/control.md "Trust model").
+pub(super) fn spoofable_jobs(jobs: &[JobConfig]) -> Vec<String> {
+    jobs.iter()
+        .enumerate()
+        .filter(|(_, j)| j.class != JobClass::Unmanaged)
+        .filter(|(_, j)| j.matcher.comm.is_some() || j.matcher.exe.is_some())
+        .filter(|(_, j)| j.selector.require.is_empty())
+        .map(|(n, j)| {
+            let effect = match (j.class, j.cpus) {
+                (JobClass::Lc, Some(c)) => format!("managed as LC and pinned to CPUs {c}"),
+                (JobClass::Lc, None) => "managed as LC".to_string(),
+                _ => "throttled as BE".to_string(),
+            };
+            format!(
+                "job[{n}] ({:?}) is selected by comm/exe, which any user chooses: any user's process of that name is {effect}; add [job.require] uid or cgroup",
+                j.name
+            )
+        })
+        .collect()
+}
+
 pub(super) fn valid_name(name: &str) -> bool {
     !name.is_empty()
+        && name != "."
+        && name != ".."
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
@@ -322,7 +410,7 @@ pub(super) fn validate_jobs(raw: Vec<RawJob>) -> Result<Vec<JobConfig>, Invalid>
             return Err((
                 p.key("name"),
                 format!(
-                    "invalid job name {:?}: must be non-empty and use only A-Z a-z 0-9 _ . -",
+                    "invalid job name {:?}: must be non-empty, not . or .., and use only A-Z a-z 0-9 _ . -",
                     rj.name
                 ),
             ));
@@ -372,6 +460,27 @@ pub(super) fn validate_jobs(raw: Vec<RawJob>) -> Result<Vec<JobConfig>, Invalid>
             SelectorError::NoSelector => (mp.clone(), e.to_string()),
             SelectorError::Glob { field, source } => (mp.key(field), source.to_string()),
         })?;
+        let rp = p.key("require");
+        let require = match rj.require {
+            None => JobRequire::default(),
+            Some(r) => {
+                let mut uid = Vec::new();
+                for (k, v) in r.uid.unwrap_or_default().into_iter().enumerate() {
+                    match u32::try_from(v) {
+                        Ok(v) if v != u32::MAX => uid.push(v),
+                        _ => return Err((rp.key("uid").index(k), format!("not a valid uid: {v}"))),
+                    }
+                }
+                JobRequire {
+                    uid,
+                    cgroup: r.cgroup,
+                }
+            }
+        };
+        let selector = selector.with_require(&require).map_err(|e| match e {
+            SelectorError::Glob { source, .. } => (rp.key("cgroup"), source.to_string()),
+            e => (rp.clone(), e.to_string()),
+        })?;
         if let Some(mine) = cpus {
             for (m, other) in jobs.iter().enumerate() {
                 let Some(theirs) = other.cpus else { continue };
@@ -400,6 +509,7 @@ pub(super) fn validate_jobs(raw: Vec<RawJob>) -> Result<Vec<JobConfig>, Invalid>
             class,
             cpus,
             matcher,
+            require,
             selector,
         });
     }

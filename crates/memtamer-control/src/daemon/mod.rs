@@ -183,6 +183,9 @@ pub struct Daemon {
     published: Arc<crate::socket::StatusBoard>,
     /// The shared gate of `[gate]`, whose limit the daemon owns.
     gate: Option<Arc<memtamer_gate::Gate>>,
+    /// The guard's watchdog pipe: one beat per loop iteration
+    /// ([`memtamer_actuate::watchdog`]).
+    heartbeat: Option<memtamer_actuate::watchdog::Heartbeat>,
 }
 
 impl Daemon {
@@ -274,6 +277,7 @@ impl Daemon {
             cgroups: BTreeMap::new(),
             cgroup_members: Default::default(),
             published: Arc::new(crate::socket::StatusBoard::new("{}")),
+            heartbeat: None,
             cfg,
         })
     }
@@ -282,6 +286,12 @@ impl Daemon {
     /// the config cannot name).
     pub fn set_policy(&mut self, policy: Composite) {
         self.policy = policy;
+    }
+
+    /// Beats on `heartbeat` after every iteration, so that the guard's
+    /// watchdog can tell a stopped or hung daemon from a working one.
+    pub fn set_heartbeat(&mut self, heartbeat: memtamer_actuate::watchdog::Heartbeat) {
+        self.heartbeat = Some(heartbeat);
     }
 
     /// The status document shared with the control socket.
@@ -563,10 +573,13 @@ impl Daemon {
                     && max_iterations.is_none_or(|m| self.stats.iterations < m)
                 {
                     self.step()?;
+                    if let Some(h) = &mut self.heartbeat {
+                        h.beat();
+                    }
                     next += period;
                     let now = Instant::now();
                     if next > now {
-                        std::thread::sleep(next - now);
+                        sleep_unless_stopped(next - now);
                     } else {
                         next = now;
                     }
@@ -599,6 +612,27 @@ impl Daemon {
                 )))
             }
         }
+    }
+}
+
+/// Longest sleep between two looks at the stop flag: a signal is honoured
+/// within this even when the period is long (std's sleep resumes after a
+/// signal handler, so one long sleep would ignore SIGTERM until it ends).
+pub const STOP_CHECK: Duration = Duration::from_millis(20);
+
+/// Sleeps `d`, in slices of [`STOP_CHECK`], returning early once a stop
+/// was requested.
+fn sleep_unless_stopped(d: Duration) {
+    let end = Instant::now() + d;
+    loop {
+        if STOP.load(Ordering::SeqCst) {
+            return;
+        }
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(STOP_CHECK));
     }
 }
 
@@ -638,14 +672,25 @@ fn original_cgroup(pending: &[Change], pid: i32, start_time: u64, now: &str) -> 
     })
 }
 
-/// Where the guard process for a daemon is started from.
-pub fn guard_command(exe: &Path, daemon_pid: u32, journal: &Path) -> std::process::Command {
+/// Where the guard process for a daemon is started from. With a
+/// `watchdog`, the guard reads the daemon's heartbeat on its standard input
+/// (the caller pipes it and hands the write end to
+/// [`Daemon::set_heartbeat`]) and kills and undoes a daemon silent that long.
+pub fn guard_command(
+    exe: &Path,
+    daemon_pid: u32,
+    journal: &Path,
+    watchdog: Option<Duration>,
+) -> std::process::Command {
     let mut c = std::process::Command::new(exe);
     c.arg("guard")
         .arg("--pid")
         .arg(daemon_pid.to_string())
         .arg("--journal")
         .arg(journal);
+    if let Some(w) = watchdog {
+        c.arg("--watchdog-ms").arg(w.as_millis().to_string());
+    }
     c
 }
 

@@ -223,9 +223,51 @@ pub unsafe extern "C" fn pmemobj_tx_end() -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: usize) -> c_int {
     if ribbon::enabled() {
-        ribbon::before_unmap();
+        ribbon::before_unmap(addr as usize, len);
     }
     let f = real_fn!(c"munmap", unsafe extern "C" fn(*mut c_void, usize) -> c_int);
     // SAFETY: the caller's arguments are forwarded unchanged.
     unsafe { f(addr, len) }
+}
+
+/// libpmem's `pmem_map_file`, forwarded; in Ribbon mode with
+/// `MEMTAMER_RIBBON_PROACTIVE=pebs` the mapping becomes a range proactive
+/// flushing may touch (until its `munmap`).
+///
+/// # Safety
+/// As for libpmem's `pmem_map_file`.
+#[no_mangle]
+pub unsafe extern "C" fn pmem_map_file(
+    path: *const std::ffi::c_char,
+    len: usize,
+    flags: c_int,
+    mode: libc::mode_t,
+    mapped_lenp: *mut usize,
+    is_pmemp: *mut c_int,
+) -> *mut c_void {
+    let f = real_fn!(
+        c"pmem_map_file",
+        unsafe extern "C" fn(
+            *const std::ffi::c_char,
+            usize,
+            c_int,
+            libc::mode_t,
+            *mut usize,
+            *mut c_int,
+        ) -> *mut c_void
+    );
+    // Learn the mapped length even when the caller does not ask for it.
+    let mut own_len = 0usize;
+    let lenp = if mapped_lenp.is_null() {
+        &mut own_len as *mut usize
+    } else {
+        mapped_lenp
+    };
+    // SAFETY: the caller's arguments are forwarded, lenp points to a usize.
+    let addr = unsafe { f(path, len, flags, mode, lenp, is_pmemp) };
+    if !addr.is_null() && ribbon::enabled() {
+        // SAFETY: libpmem filled *lenp on success.
+        ribbon::mapped(addr as usize, unsafe { *lenp });
+    }
+    addr
 }

@@ -36,6 +36,12 @@ pub const ENV_STATS: &str = "MEMTAMER_RIBBON_STATS";
 /// write counters through `memtamer-sense` where they open, else Ribbon's
 /// own flushed-bytes rate) or `flushed` (always the latter).
 pub const ENV_BANDWIDTH: &str = "MEMTAMER_RIBBON_BANDWIDTH";
+/// Env var: `pebs` starts proactive flushing fed by PEBS store samples
+/// (`memtamer_sense::ribbon::PebsStores`) over the files the program maps
+/// with `pmem_map_file`; unset or `off`: no proactive flushing.
+pub const ENV_PROACTIVE: &str = "MEMTAMER_RIBBON_PROACTIVE";
+/// PEBS sample period (one sample per this many stores; the KIT thesis's 9973).
+const PEBS_PERIOD: u64 = 9973;
 /// Where the perf PMUs are described.
 const PMU_ROOT: &str = "/sys/bus/event_source/devices";
 
@@ -112,6 +118,27 @@ fn real_drain() {
     unsafe { f() };
 }
 
+/// Whether `MEMTAMER_RIBBON_PROACTIVE` asks for PEBS-fed proactive flushing.
+pub fn proactive_wanted() -> bool {
+    let v = std::env::var(ENV_PROACTIVE).unwrap_or_default();
+    match v.trim() {
+        "pebs" => true,
+        "" | "off" | "0" => false,
+        other => {
+            eprintln!("memtamer shim: {ENV_PROACTIVE}={other:?} is not pebs/off; off");
+            false
+        }
+    }
+}
+
+/// A file the program mapped with `pmem_map_file`: with proactive flushing
+/// on, Ribbon may flush sampled lines inside it until it is unmapped.
+pub fn mapped(addr: usize, len: usize) {
+    if len > 0 && proactive_wanted() && ensure_started() {
+        global::allow_proactive(addr, len);
+    }
+}
+
 /// The bandwidth signal `MEMTAMER_RIBBON_BANDWIDTH` asks for; None means
 /// Ribbon's own flushed-bytes rate (which `source=` in the statistics then
 /// names).
@@ -156,6 +183,14 @@ fn start() -> bool {
             };
             if c.flushers == Flushers::Adaptive {
                 c.bandwidth = bandwidth_source();
+            }
+            if proactive_wanted() {
+                match memtamer_sense::ribbon::PebsStores::open(PEBS_PERIOD) {
+                    Ok(s) => c.sampler = Some(Box::new(s)),
+                    Err(why) => eprintln!(
+                        "memtamer shim: {ENV_PROACTIVE}=pebs but no PEBS store sampling ({why}); Ribbon runs without proactive flushing"
+                    ),
+                }
             }
             c
         });
@@ -240,8 +275,9 @@ pub unsafe fn flush(addr: *const c_void, len: usize) {
 /// Before memory is unmapped: every queued flush must have run (a flush
 /// queued by `pmem_flush` and never drained would otherwise fault in a
 /// flusher after the unmap; libpmem itself flushes at the call).
-pub fn before_unmap() {
+pub fn before_unmap(addr: usize, len: usize) {
     if STARTED.load(Ordering::Acquire) {
+        global::forbid_proactive_overlapping(addr, len);
         global::drain_all();
         if let Some(stats) = global::stats() {
             write_stats("unmap", &stats);

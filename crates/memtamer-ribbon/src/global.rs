@@ -118,6 +118,26 @@ pub fn forget_after_fork() {
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
+/// Allows proactive flushes in `addr..addr+len` on the running instance
+/// (`Ribbon::allow_proactive`); false if none runs.
+pub fn allow_proactive(addr: usize, len: usize) -> bool {
+    GLOBAL
+        .read()
+        .ok()
+        .and_then(|g| g.as_ref().map(|r| r.allow_proactive(addr, len)))
+        .is_some()
+}
+
+/// Forbids proactive flushes in every allowed range overlapping
+/// `addr..addr+len` (before unmapping it).
+pub fn forbid_proactive_overlapping(addr: usize, len: usize) {
+    if let Ok(g) = GLOBAL.read() {
+        if let Some(r) = g.as_ref() {
+            r.forbid_proactive_overlapping(addr, len);
+        }
+    }
+}
+
 /// Waits until every queued flush of the running instance has executed
 /// (call before unmapping memory that may have been flushed).
 pub fn drain_all() {

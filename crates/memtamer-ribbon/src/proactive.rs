@@ -61,9 +61,27 @@ pub fn lines_to_flush(samples: &[u64], allowed: &[(usize, usize)]) -> Vec<usize>
     lines
 }
 
+/// Drops every allowed range that overlaps `addr..addr+len` (memory about
+/// to be unmapped, whatever part of a range it is).
+pub fn retain_outside(allowed: &mut Vec<(usize, usize)>, addr: usize, len: usize) {
+    let end = addr.saturating_add(len);
+    allowed.retain(|&(start, l)| start.saturating_add(l) <= addr || start >= end);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unmapping_any_part_of_a_range_forbids_all_of_it() {
+        let mut a = vec![(0x1000, 0x1000), (0x3000, 0x1000), (0x5000, 0x100)];
+        retain_outside(&mut a, 0x3800, 0x10);
+        assert_eq!(a, vec![(0x1000, 0x1000), (0x5000, 0x100)]);
+        retain_outside(&mut a, 0x2000, 0x3000); // touches neither end
+        assert_eq!(a, vec![(0x1000, 0x1000), (0x5000, 0x100)]);
+        retain_outside(&mut a, 0, usize::MAX);
+        assert!(a.is_empty());
+    }
 
     #[test]
     fn only_allowed_lines_each_once() {

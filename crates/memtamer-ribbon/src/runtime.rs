@@ -155,6 +155,15 @@ impl Ribbon {
         }
     }
 
+    /// Removes every allowed range overlapping `addr..addr+len`; when this
+    /// returns no proactive flush touches them (the shim calls it from its
+    /// `munmap` wrapper, which sees only the range being unmapped).
+    pub fn forbid_proactive_overlapping(&self, addr: usize, len: usize) {
+        if let Ok(mut r) = self.shared.proactive_regions.write() {
+            crate::proactive::retain_outside(&mut r, addr, len);
+        }
+    }
+
     /// Blocks until every flush enqueued on any queue before the call was
     /// executed and fenced: what must happen before memory is unmapped
     /// (a queued flush of unmapped memory would fault in a flusher). A

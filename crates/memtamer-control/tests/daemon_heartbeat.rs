@@ -46,7 +46,7 @@ fn the_loop_beats_while_it_runs_and_stops_beating_when_it_stops() {
     std::fs::create_dir_all(&dir).expect("dir");
     // the longest period: one iteration, then a 1 s sleep the stop cuts short
     let text = format!(
-        "[daemon]\nperiod_us = 1000000\nsocket = \"{d}/control.sock\"\njournal = \"{d}/journal\"\n\
+        "[daemon]\nperiod_us = 1000000\nwatchdog_ms = 5000\nsocket = \"{d}/control.sock\"\njournal = \"{d}/journal\"\n\
          [isolation]\npolicy = \"off\"\n\
          [[job]]\nname = \"nobody-here\"\nclass = \"be\"\nmatch = {{ pid = [999999999] }}\n",
         d = dir.display()

@@ -113,7 +113,7 @@ pub struct ProcessInfo {
     /// (`kthreadd`), or a child of pid 2 without an `exe`.
     pub kernel_thread: bool,
     /// Real and effective uid (`Uid:` of `status`); `None` when not read
-    /// ([`Parts::uids`]). What a selector's `[job.require] uid` checks: unlike
+    /// ([`Parts::uids`]) or unreadable. What a selector's `[job.require] uid` checks: unlike
     /// comm or exe, no user can choose another user's uid.
     pub uids: Option<Uids>,
 }
@@ -307,8 +307,10 @@ impl ProcFs {
                 } else {
                     CpuSet::empty()
                 };
+                // a status without a Uid line (a fake tree) leaves it
+                // unknown, which fails any uid requirement
                 let u = if parts.uids {
-                    Some(parse_status_uids(t)?)
+                    parse_status_uids(t).ok()
                 } else {
                     None
                 };
@@ -630,8 +632,8 @@ impl ProcFs {
             // a setuid() keeps comm and exe: seen here, at the refresh
             && (!parts.uids
                 || self
-                    .parsed(pid, "status", parse_status_uids)
-                    .is_ok_and(|u| Some(u) == p.uids))
+                    .parsed(pid, "status", |t| Ok(parse_status_uids(t).ok()))
+                    .is_ok_and(|u| u == p.uids))
     }
 }
 

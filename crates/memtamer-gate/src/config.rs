@@ -349,6 +349,8 @@ mod tests {
             ("MEMTAMER_GATE_POLICY", "gate:4294967295"),
             ("MEMTAMER_PM_INTERLEAVE", "0"),
             ("MEMTAMER_GATE_BYPASS", "-1"),
+            // 2^32-1 would silently disable gating (issue 22 item 7)
+            ("MEMTAMER_GATE_BYPASS", "4294967295"),
             ("MEMTAMER_GATE_WINDOW_MS", "0"),
             ("MEMTAMER_GATE_DIR", "/nonexistent"),
         ] {

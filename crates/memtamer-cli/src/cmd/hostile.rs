@@ -65,7 +65,7 @@ fn hostile_value(i: u32, old: u32, rng: &mut Rng) -> u32 {
 /// words in order, odd ones pick a word of one of the first slots.
 fn trial_offset(i: u32, layout: &integrity::Layout, rng: &mut Rng) -> u64 {
     let header_words = (layout.header_bytes / 4) as u64;
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         (u64::from(i / 2) % header_words) * 4
     } else {
         let slot = u64::from(i / 2) % SLOTS_TORTURED as u64;
@@ -363,7 +363,7 @@ mod tests {
         let mut seen = vec![false; header_words];
         for i in 0..(2 * header_words as u32) {
             let off = trial_offset(i, &layout, &mut rng) as usize;
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 seen[off / 4] = true;
             } else {
                 assert!(off >= layout.header_bytes);

@@ -231,7 +231,7 @@ pub fn markdown(cases: &[Case]) -> String {
     );
     let _ = writeln!(
         s,
-        "| proactive allowed under contention, 24 threads (worst Ribbon + proactive over Ribbon) | >= -1% | {} |",
+        "| proactive allowed, 24 threads (worst Ribbon + proactive over Ribbon; the controller switches it off only after a search lowered M) | >= -1% when off | {} |",
         pct(sm.proactive_cost_24)
     );
     s

@@ -20,6 +20,8 @@ pub mod policies;
 pub mod report;
 pub mod rng;
 pub mod runner;
+pub mod tier_eval;
+pub mod tiering;
 pub mod topology;
 pub mod validate;
 pub mod workload;

@@ -96,6 +96,11 @@ pub fn run(cmd: SimCmd) -> Result<Outcome, CliError> {
             print!("{}", memtamer_sim::placement_eval::markdown(&cases));
             Ok(Outcome::Success)
         }
+        SimCmd::Unimem {
+            platforms,
+            scenarios,
+            jobs,
+        } => super::sim_unimem::run(&platforms, &scenarios, jobs),
         SimCmd::Sampler { periods } => {
             print!("{}", validate::sampler_accuracy(&periods)?);
             Ok(Outcome::Success)

@@ -130,6 +130,8 @@ pub struct RunResult {
     pub pm_store_truth: Vec<u64>,
     /// Migrations performed.
     pub migrations: u64,
+    /// Reports of the phased ranks (empty for other workloads).
+    pub ranks: Vec<crate::workload::phased::RankReport>,
 }
 
 /// The simulator state.
@@ -697,6 +699,11 @@ impl Engine {
             pm_store_truth: self.threads.iter().map(|t| t.pm_store_bytes).collect(),
             sampler: self.sampler.take(),
             migrations: self.migrations,
+            ranks: self
+                .threads
+                .iter()
+                .filter_map(|t| t.gen.rank_report())
+                .collect(),
         }
     }
 

@@ -348,6 +348,19 @@ pub(crate) enum SimCmd {
         #[arg(long, default_value_t = 0)]
         jobs: usize,
     },
+    /// Unimem and its baselines on phased MPI-like programs over tiered data objects
+    /// (issue 20 item 5); prints the Markdown of docs/unimem.md "In the simulator".
+    Unimem {
+        /// Platforms (built-in emulations emul-bw2, emul-lat4, or any simulator platform).
+        #[arg(long, value_delimiter = ',', default_value = "emul-bw2,emul-lat4,pats")]
+        platforms: Vec<String>,
+        /// Phased scenarios (built-in names or .toml paths).
+        #[arg(long, value_delimiter = ',', default_value = "cg,mg,ft,bt,nek")]
+        scenarios: Vec<String>,
+        /// Worker threads (default: all cores).
+        #[arg(long, default_value_t = 0)]
+        jobs: usize,
+    },
     /// Ribbon in the simulator (issue 19): eager flushing, the PATS gate, the four-point
     /// search and proactive flushing against the M = 1..P4 oracle sweep; prints the
     /// Markdown tables of docs/ribbon.md "Ribbon in the simulator".

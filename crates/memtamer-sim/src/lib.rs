@@ -22,6 +22,8 @@ pub mod ribbon_eval;
 pub mod rng;
 pub mod runner;
 pub mod tahoe_eval;
+pub mod tier_eval;
+pub mod tiering;
 pub mod topology;
 pub mod validate;
 pub mod workload;

@@ -252,6 +252,26 @@ impl Driver {
             capacity: self.rt.config().dram_budget as u64,
             iterations: self.cfg.iterations,
         };
+        // Issue 20 item 5: the simulator can replay this profile
+        // (`memtamer sim unimem`, scenario key `profile`).
+        if let Ok(path) = std::env::var("MEMTAMER_TIER_PROFILE_OUT") {
+            let names: Vec<String> = self
+                .addrs
+                .iter()
+                .map(|a| {
+                    objs.iter()
+                        .find(|o| o.addr == *a)
+                        .map_or_else(|| format!("obj{a:x}"), |o| o.name.clone())
+                })
+                .collect();
+            let text = crate::unimem::profile_file::format_profile(
+                &names,
+                &problem.sizes,
+                &problem.phases,
+            );
+            // best effort: a profile that cannot be written changes nothing
+            let _ = std::fs::write(format!("{path}.{}", std::process::id()), text);
+        }
         let plan = decide(&problem, &start);
         let uses: Vec<Vec<bool>> = (0..problem.sizes.len()).map(|o| problem.uses(o)).collect();
         let (moves, _) = schedule_checked(&plan.dram, &uses, &problem.sizes, problem.capacity);

@@ -157,6 +157,11 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             print!("{}", memtamer_sim::ribbon_eval::markdown(&cases));
             Ok(Outcome::Success)
         }
+        SimCmd::Unimem {
+            platforms,
+            scenarios,
+            jobs,
+        } => super::sim_unimem::run(&platforms, &scenarios, jobs),
         SimCmd::Sampler { periods } => {
             pick("memtamer sim sampler", format, &[Format::Table])?;
             print!("{}", validate::sampler_accuracy(&periods)?);

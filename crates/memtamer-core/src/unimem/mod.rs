@@ -14,6 +14,7 @@
 pub mod knapsack;
 pub mod model;
 pub mod plan;
+pub mod profile_file;
 pub mod schedule;
 
 #[cfg(test)]

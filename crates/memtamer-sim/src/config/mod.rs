@@ -15,6 +15,7 @@
 
 pub mod flush_spec;
 pub mod overrides;
+pub mod phased;
 pub mod platform;
 pub mod profiles;
 pub mod scenario;
@@ -35,7 +36,10 @@ pub use workload_spec::{
 
 use crate::error::{line_col, line_of_key, SimError};
 
-fn parse_toml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, SimError> {
+pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
+    file: &str,
+    text: &str,
+) -> Result<T, SimError> {
     toml::from_str::<T>(text).map_err(|e| {
         let (line, column) = e.span().map_or((0, 0), |s| line_col(text, s.start));
         SimError::Parse {
@@ -47,7 +51,7 @@ fn parse_toml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<
     })
 }
 
-fn invalid(file: &str, text: &str, key: &str, message: impl Into<String>) -> SimError {
+pub(crate) fn invalid(file: &str, text: &str, key: &str, message: impl Into<String>) -> SimError {
     SimError::Invalid {
         file: file.to_string(),
         line: line_of_key(text, key),

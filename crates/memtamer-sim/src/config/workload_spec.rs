@@ -4,6 +4,7 @@
 
 use super::flush_spec::validate_flush;
 pub use super::flush_spec::{FlushMode, FlushPattern, LineState};
+use super::phased::{PhasedProgram, PlacementSpec};
 use super::profiles::{cpu_profile, CPU_PROFILES};
 use serde::{Deserialize, Serialize};
 
@@ -283,6 +284,23 @@ pub enum WorkloadSpec {
         #[serde(default = "default_pm")]
         region: String,
     },
+    /// An iterative MPI-like program over tiered data objects (issue 20
+    /// item 5; `config::phased`, `workload::phased`). Threads come in pairs:
+    /// thread 2r runs rank r's program, thread 2r+1 its migration helper.
+    Phased {
+        /// Objects, phases, iterations.
+        program: Box<PhasedProgram>,
+        /// Placement policy.
+        placement: Box<PlacementSpec>,
+        /// DRAM capacity of one rank, bytes.
+        dram_bytes: u64,
+        /// Region of the fast tier.
+        #[serde(default = "default_dram")]
+        fast_region: String,
+        /// Region of the slow tier.
+        #[serde(default = "default_pm")]
+        slow_region: String,
+    },
 }
 
 fn default_flush_bytes() -> u64 {
@@ -497,6 +515,16 @@ impl WorkloadSpec {
                 *probe_us,
                 *interval_us,
             ),
+            WorkloadSpec::Phased {
+                program,
+                placement,
+                dram_bytes,
+                ..
+            } => {
+                program.validate()?;
+                placement.validate()?;
+                check("dram_bytes", *dram_bytes as f64, 4096.0)
+            }
             WorkloadSpec::Trace {
                 trace,
                 tx_compute_ns,

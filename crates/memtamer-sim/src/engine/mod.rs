@@ -137,6 +137,8 @@ pub struct RunResult {
     pub migrations: u64,
     /// Flush jobs (flush workloads), over the measured window.
     pub flush: Vec<FlushJobResult>,
+    /// Reports of the phased ranks (empty for other workloads).
+    pub ranks: Vec<crate::workload::phased::RankReport>,
 }
 
 /// The simulator state.
@@ -740,6 +742,11 @@ impl Engine {
             flush: self.flush_results(),
             sampler: self.sampler.take(),
             migrations: self.migrations,
+            ranks: self
+                .threads
+                .iter()
+                .filter_map(|t| t.gen.rank_report())
+                .collect(),
         }
     }
 

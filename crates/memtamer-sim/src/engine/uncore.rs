@@ -111,6 +111,11 @@ pub(super) fn workload_regions(w: &WorkloadSpec) -> Vec<String> {
         | WorkloadSpec::Cpu { region, .. }
         | WorkloadSpec::Trace { region, .. }
         | WorkloadSpec::Flush { region, .. } => vec![region.clone()],
+        WorkloadSpec::Phased {
+            fast_region,
+            slow_region,
+            ..
+        } => vec![fast_region.clone(), slow_region.clone()],
         WorkloadSpec::LcServer {
             dram_region,
             pm_region,

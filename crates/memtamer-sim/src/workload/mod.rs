@@ -16,6 +16,7 @@ mod flush;
 mod kv;
 mod lc;
 mod mbw;
+pub mod phased;
 mod pm_stream;
 mod probe;
 pub mod taskgraph;
@@ -144,6 +145,8 @@ enum GenKind {
     Cpu(Cpu),
     Lc(Lc),
     Trace(TraceReplay),
+    /// One rank of a phased program ([`phased`]).
+    Phased(phased::PhasedRank),
     /// The migration helper of a tiered-object process ([`tiered`]).
     TierHelper(tiered::MigrationHelper),
     /// A worker of a task-graph program ([`taskgraph`]).
@@ -164,6 +167,11 @@ const FILE_BYTES: u64 = 8 << 30;
 fn ns(v: f64) -> Ps {
     (v * NS as f64).round().max(0.0) as Ps
 }
+
+/// How often an idle migration helper looks at its FIFO (a thread blocked
+/// on a condition variable wakes within microseconds; 1 µs keeps the
+/// simulated delay below one copy of a page).
+const HELPER_POLL: Ps = 1000 * NS;
 
 /// Offset of the stride-style (fresh XPLine) stream in a thread's span.
 const STRIDE_BASE: u64 = 1 << 35;
@@ -263,6 +271,9 @@ impl Generator {
                     slot,
                 ))
             }
+            // a rank and its helper share state: `for_job` builds them; a
+            // lone thread of this kind (never built by the engine) idles
+            WorkloadSpec::Phased { .. } => GenKind::Cpu(Cpu::new(NS, 0, false, 0, slot)),
             WorkloadSpec::LatencyProbe { region, pattern } => {
                 GenKind::Probe(Probe::new(region_of(region), slot, *pattern))
             }
@@ -350,9 +361,56 @@ impl Generator {
         threads: u32,
         region_of: &dyn Fn(&str) -> u8,
     ) -> Vec<Generator> {
+        if let WorkloadSpec::Phased {
+            program,
+            placement,
+            dram_bytes,
+            fast_region,
+            slow_region,
+        } = spec
+        {
+            let objs: Vec<(String, u64, tiered::Tier)> = program
+                .objects
+                .iter()
+                .map(|o| (o.name.clone(), o.bytes, tiered::Tier::Slow))
+                .collect();
+            let mut out = Vec::with_capacity(threads as usize);
+            for i in (0..threads).step_by(2) {
+                let space = tiered::TierSpace::new(
+                    region_of(fast_region),
+                    region_of(slow_region),
+                    first_slot + i,
+                    &objs,
+                    *dram_bytes,
+                )
+                .into_handle();
+                let policy = crate::tiering::build(placement, program, *dram_bytes);
+                let rank =
+                    phased::PhasedRank::new(program, space.clone(), policy, placement.label());
+                out.push(Generator {
+                    kind: GenKind::Phased(rank),
+                    pending: Default::default(),
+                });
+                if i + 1 < threads {
+                    out.push(Generator::tier_helper(tiered::MigrationHelper::new(
+                        space,
+                        HELPER_POLL,
+                    )));
+                }
+            }
+            return out;
+        }
         (0..threads)
             .map(|i| Generator::new(spec, first_slot + i, region_of))
             .collect()
+    }
+
+    /// The report of a phased rank (None for every other kind).
+    pub fn rank_report(&self) -> Option<phased::RankReport> {
+        match &self.kind {
+            GenKind::Phased(r) => Some(r.report()),
+            _ => None,
+        }
     }
 
     /// A generator running `helper` (a tiered process's migration thread).
@@ -424,6 +482,7 @@ impl Generator {
             GenKind::TaskWorker(g) => g.refill(q, rng, now),
             GenKind::FlushApp(g) => g.refill(q, rng),
             GenKind::FlushAgent(g) => g.refill(q),
+            GenKind::Phased(g) => g.refill(q, rng, now),
         }
     }
 }

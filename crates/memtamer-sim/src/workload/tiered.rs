@@ -49,12 +49,12 @@
 //! policy against it; it never refuses a move.
 
 use super::{addr, Op, OpBatch, Ps, LINE};
-use memtamer_core::unimem::Tier;
+pub use crate::tiering::{MoveReq, SpaceView, Tier, PAGE};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Placement granule: one 4 KiB page (what `move_pages` moves).
-pub const PAGE: u64 = 4096;
+/// Sleep of a helper whose program has ended (1 ms).
+const CLOSED_SLEEP: Ps = 1_000_000_000;
 
 /// Lines of one page.
 const LINES_PER_PAGE: u64 = PAGE / LINE;
@@ -89,32 +89,6 @@ impl TierObject {
     /// Number of pages.
     pub fn page_count(&self) -> u64 {
         self.pages.len() as u64
-    }
-}
-
-/// A migration request: pages `first_page .. first_page + pages` of `obj`
-/// to `to` (clipped to the object; pages already there are skipped).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MoveReq {
-    /// Object index.
-    pub obj: usize,
-    /// First page.
-    pub first_page: u64,
-    /// Number of pages (`u64::MAX`: to the end of the object).
-    pub pages: u64,
-    /// Destination tier.
-    pub to: Tier,
-}
-
-impl MoveReq {
-    /// The whole object to `to` (Unimem moves objects, §3.5).
-    pub fn whole(obj: usize, to: Tier) -> MoveReq {
-        MoveReq {
-            obj,
-            first_page: 0,
-            pages: u64::MAX,
-            to,
-        }
     }
 }
 
@@ -162,6 +136,8 @@ pub struct TierSpace {
     capacity: u64,
     dram_bytes: u64,
     stats: TierStats,
+    /// The program ended: the helper stops polling.
+    closed: bool,
 }
 
 /// The handle both generators of one process hold.
@@ -212,7 +188,27 @@ impl TierSpace {
                 peak_dram_bytes: dram_bytes,
                 ..Default::default()
             },
+            closed: false,
         }
+    }
+
+    /// The program has ended: an idle helper may sleep for good.
+    pub fn close(&mut self) {
+        self.closed = true;
+    }
+
+    /// Sets the initial placement: the first `dram_pages[o]` pages of
+    /// object `o` in DRAM, the rest in the slow tier (a policy's
+    /// `initial()`; before any move).
+    pub fn set_initial(&mut self, dram_pages: &[u64]) {
+        for (o, obj) in self.objs.iter_mut().enumerate() {
+            let n = dram_pages.get(o).copied().unwrap_or(0) as usize;
+            for (p, t) in obj.pages.iter_mut().enumerate() {
+                *t = if p < n { Tier::Dram } else { Tier::Slow };
+            }
+        }
+        self.dram_bytes = self.objs.iter().map(|o| o.bytes_in(Tier::Dram)).sum();
+        self.stats.peak_dram_bytes = self.dram_bytes;
     }
 
     /// Wraps the space into a shared handle.
@@ -353,6 +349,31 @@ impl TierSpace {
     }
 }
 
+impl SpaceView for TierSpace {
+    fn capacity(&self) -> u64 {
+        self.capacity
+    }
+    fn dram_bytes(&self) -> u64 {
+        self.dram_bytes
+    }
+    fn idle(&self) -> bool {
+        TierSpace::idle(self)
+    }
+    fn page_count(&self, obj: usize) -> u64 {
+        self.objs.get(obj).map_or(0, |o| o.page_count())
+    }
+    fn page_tier(&self, obj: usize, page: u64) -> Tier {
+        self.objs
+            .get(obj)
+            .and_then(|o| o.pages.get(page as usize))
+            .copied()
+            .unwrap_or(Tier::Slow)
+    }
+    fn settled(&self, obj: usize) -> bool {
+        TierSpace::settled(self, obj)
+    }
+}
+
 /// The copy the helper is working on.
 #[derive(Clone, Debug)]
 struct Copy {
@@ -403,7 +424,8 @@ impl MigrationHelper {
                         })
                     }
                     None => {
-                        q.push_back(Op::Compute(self.poll));
+                        let sleep = if s.closed { CLOSED_SLEEP } else { self.poll };
+                        q.push_back(Op::Compute(sleep));
                         return;
                     }
                 },
@@ -551,5 +573,17 @@ mod tests {
         st.exposed_ps = 200;
         assert_eq!(st.overlap_share(), 0.0);
         assert_eq!(TierStats::default().overlap_share(), 1.0);
+    }
+
+    #[test]
+    fn initial_placement_by_leading_pages() {
+        let h = space();
+        let mut s = lock(&h);
+        s.set_initial(&[2, 0]);
+        assert_eq!(s.dram_bytes(), 2 * PAGE);
+        assert_eq!(s.page_tier(0, 1), Tier::Dram);
+        assert_eq!(s.page_tier(0, 2), Tier::Slow);
+        assert_eq!(s.page_tier(1, 0), Tier::Slow);
+        assert_eq!(s.page_tier(9, 0), Tier::Slow);
     }
 }

@@ -1,0 +1,21 @@
+//! `memtamer sim unimem`: Unimem and its baselines on the phased scenarios
+//! (issue 20 item 5; docs/unimem.md "In the simulator").
+
+use crate::error::{CliError, Outcome};
+use memtamer_sim::tier_eval;
+
+/// Runs every scenario under every policy on every platform and prints the
+/// Markdown tables with the issue's "Done when" figures.
+pub(super) fn run(
+    platforms: &[String],
+    scenarios: &[String],
+    jobs: usize,
+) -> Result<Outcome, CliError> {
+    let sc = scenarios
+        .iter()
+        .map(|s| tier_eval::load_scenario(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let res = tier_eval::evaluate(&sc, platforms, jobs)?;
+    print!("{}", tier_eval::markdown(&res));
+    Ok(Outcome::Success)
+}

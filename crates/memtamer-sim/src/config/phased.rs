@@ -1,0 +1,261 @@
+//! The `phased` workload's program and placement policy (issue 20 item 5):
+//! an iterative MPI-like program as a sequence of phases delimited by
+//! communication (thesis §3.2: a phase is a computation region between MPI
+//! calls), each touching some data objects with a pattern and a read/write
+//! mix, and the policy that places those objects between DRAM and the slow
+//! tier.
+
+use super::workload_spec::Pattern;
+use serde::{Deserialize, Serialize};
+
+/// One data object (the thesis's "target object", allocated by
+/// `unimem_malloc`).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectSpec {
+    /// Name (unique in the program).
+    pub name: String,
+    /// Size, bytes.
+    pub bytes: u64,
+}
+
+/// What one phase does with one object.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AccessSpec {
+    /// Object name.
+    pub object: String,
+    /// Bytes of main-memory traffic to it in the phase (LLC misses × 64 B).
+    pub bytes: u64,
+    /// `seq` (streamed, L2-prefetched) or `rand` (independent random lines).
+    pub pattern: Pattern,
+    /// Share of the lines that are stores (read-for-ownership + write-back).
+    #[serde(default)]
+    pub write_fraction: f64,
+}
+
+/// One phase: a computation region ended by an MPI call.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseSpec {
+    /// Name (for reports).
+    pub name: String,
+    /// CPU time of the phase beside its memory accesses, ns (overlaps them).
+    #[serde(default)]
+    pub compute_ns: f64,
+    /// Time of the MPI call that ends the phase, ns (no memory traffic).
+    #[serde(default)]
+    pub comm_ns: f64,
+    /// Objects touched.
+    #[serde(default)]
+    pub access: Vec<AccessSpec>,
+}
+
+/// An iterative program: the phase sequence runs `iterations` times.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PhasedProgram {
+    /// Data objects.
+    pub objects: Vec<ObjectSpec>,
+    /// Phases of one iteration.
+    pub phases: Vec<PhaseSpec>,
+    /// Iterations of the main loop.
+    pub iterations: u32,
+}
+
+impl PhasedProgram {
+    /// Index of the object called `name`.
+    pub fn object_index(&self, name: &str) -> Option<usize> {
+        self.objects.iter().position(|o| o.name == name)
+    }
+
+    /// Checks names, sizes and mixes; on error, the key and why.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if self.objects.is_empty() {
+            return Err(("objects", "a phased program needs objects".into()));
+        }
+        if self.phases.is_empty() {
+            return Err(("phases", "a phased program needs phases".into()));
+        }
+        if self.iterations == 0 {
+            return Err(("iterations", "iterations must be >= 1".into()));
+        }
+        for (i, o) in self.objects.iter().enumerate() {
+            if o.bytes == 0 || o.bytes > 1 << 34 {
+                return Err((
+                    "objects",
+                    format!("object {}: bytes must be in 1..=16 GiB", o.name),
+                ));
+            }
+            if self.objects[..i].iter().any(|p| p.name == o.name) {
+                return Err(("objects", format!("object {} named twice", o.name)));
+            }
+        }
+        for p in &self.phases {
+            for (what, v) in [("compute_ns", p.compute_ns), ("comm_ns", p.comm_ns)] {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(("phases", format!("phase {}: {what} must be >= 0", p.name)));
+                }
+            }
+            for a in &p.access {
+                if self.object_index(&a.object).is_none() {
+                    return Err((
+                        "phases",
+                        format!("phase {}: unknown object {}", p.name, a.object),
+                    ));
+                }
+                if a.pattern == Pattern::Stride {
+                    return Err((
+                        "phases",
+                        format!("phase {}: pattern must be seq or rand", p.name),
+                    ));
+                }
+                if !(0.0..=1.0).contains(&a.write_fraction) {
+                    return Err((
+                        "phases",
+                        format!("phase {}: write_fraction must be in [0, 1]", p.name),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which objects a search may use (Unimem's ablations, thesis Fig. 3.11).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchSpec {
+    /// Both searches, the better prediction wins (the thesis's Unimem).
+    #[default]
+    Both,
+    /// Phase-local search only.
+    Local,
+    /// Cross-phase global search only.
+    Global,
+}
+
+/// Unimem's platform constants (thesis §3.4: measured offline per platform
+/// with STREAM and a pointer chaser; the evaluation harness measures them on
+/// the simulated platform the same way). Bandwidths in B/s, latencies in s.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// Streaming bandwidth of one rank from DRAM.
+    pub dram_bw: f64,
+    /// Streaming bandwidth of one rank from the slow tier.
+    pub slow_bw: f64,
+    /// Time per random access from DRAM.
+    pub dram_lat: f64,
+    /// Time per random access from the slow tier.
+    pub slow_lat: f64,
+    /// Bandwidth of one helper's tier-to-tier copy.
+    pub copy_bw: f64,
+}
+
+/// Where the objects go (issue 20 item 5: Unimem and its baselines).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum PlacementSpec {
+    /// Everything in DRAM (capacity ignored): the upper bound.
+    DramOnly,
+    /// Everything in the slow tier: the lower bound.
+    SlowOnly,
+    /// Pages go to DRAM in the order the program first touches them, until
+    /// DRAM is full (Linux's default local allocation); never moved.
+    FirstTouch,
+    /// At the first phase start every object that still fits (in object
+    /// order) is promoted by the helper and the program waits: the naive
+    /// "copy everything first" policy; the evaluation measures the copy
+    /// bandwidth of the helper with it.
+    Eager,
+    /// X-Mem-like: an offline profile of the whole run (every access, no
+    /// timing), objects classified by their access pattern, one knapsack;
+    /// placed at allocation, never moved.
+    Static {
+        /// Platform constants for the benefit model.
+        model: ModelSpec,
+    },
+    /// Unimem: profile the first iteration(s), decide with the phase-local
+    /// and cross-phase searches, migrate proactively by the helper.
+    Unimem {
+        /// Platform constants.
+        model: ModelSpec,
+        /// Which searches (ablations).
+        #[serde(default)]
+        search: SearchSpec,
+        /// §3.4.2 opt. 2: start with the most-referenced objects in DRAM.
+        #[serde(default = "yes")]
+        initial_placement: bool,
+        /// Iterations profiled before deciding.
+        #[serde(default = "one")]
+        profile_iterations: u32,
+    },
+    /// A hot-page policy in the style of Linux memory tiering / TPP: every
+    /// `scan_us` the pages touched in two consecutive scan periods are
+    /// promoted, cold DRAM pages demoted to make room.
+    HotPage {
+        /// Scan period, µs.
+        scan_us: f64,
+        /// Most pages moved per scan (the kernel's promotion rate limit).
+        max_pages_per_scan: u64,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl PlacementSpec {
+    /// Short name for tables.
+    pub fn label(&self) -> String {
+        match self {
+            PlacementSpec::DramOnly => "dram-only".into(),
+            PlacementSpec::SlowOnly => "slow-only".into(),
+            PlacementSpec::FirstTouch => "first-touch".into(),
+            PlacementSpec::Eager => "eager".into(),
+            PlacementSpec::Static { .. } => "static".into(),
+            PlacementSpec::Unimem { search, .. } => match search {
+                SearchSpec::Both => "unimem".into(),
+                SearchSpec::Local => "local-only".into(),
+                SearchSpec::Global => "global-only".into(),
+            },
+            PlacementSpec::HotPage { .. } => "hot-page".into(),
+        }
+    }
+
+    /// Checks values; on error, the key and why.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        let model_ok = |m: &ModelSpec| {
+            [m.dram_bw, m.slow_bw, m.dram_lat, m.slow_lat, m.copy_bw]
+                .iter()
+                .all(|v| v.is_finite() && *v > 0.0)
+        };
+        match self {
+            PlacementSpec::Static { model } | PlacementSpec::Unimem { model, .. }
+                if !model_ok(model) =>
+            {
+                Err((
+                    "placement",
+                    "model bandwidths and latencies must be > 0".into(),
+                ))
+            }
+            PlacementSpec::Unimem {
+                profile_iterations: 0,
+                ..
+            } => Err(("placement", "profile_iterations must be >= 1".into())),
+            PlacementSpec::HotPage {
+                scan_us,
+                max_pages_per_scan,
+            } if !(scan_us.is_finite() && *scan_us > 0.0) || *max_pages_per_scan == 0 => Err((
+                "placement",
+                "hot-page needs scan_us > 0 and max_pages_per_scan >= 1".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+}

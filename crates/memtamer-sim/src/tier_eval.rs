@@ -1,0 +1,821 @@
+//! Issue 20 item 5's evaluation: Unimem and its baselines on phased
+//! MPI-like programs, on the thesis's emulated slow tiers and on Optane
+//! (`memtamer sim unimem`; docs/unimem.md "In the simulator").
+//!
+//! For each platform the harness first measures Unimem's platform
+//! constants on the simulated machine itself, as the thesis measures them
+//! offline per platform (§3.4: STREAM for bandwidth, a pointer chaser for
+//! latency): per-rank streaming bandwidth and time per random access with
+//! every rank running, from DRAM and from the slow tier, and the helper's
+//! copy bandwidth. The X-Mem-like static policy uses the same constants.
+//! Then every scenario runs under every policy; a run's time is the
+//! slowest rank's end of its last iteration.
+
+use crate::config::phased::{
+    AccessSpec, ModelSpec, ObjectSpec, PhaseSpec, PhasedProgram, PlacementSpec, SearchSpec,
+};
+use crate::config::{parse_toml, JobSpec, Pattern, Platform, Scenario, WorkloadSpec};
+use crate::engine::{Engine, EngineConfig};
+use crate::error::SimError;
+use crate::runner::{parallel_map, Builtin, PLATFORMS};
+use crate::workload::phased::RankReport;
+use crate::workload::tiered::TierStats;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// Built-in phased scenarios (modelled on the thesis's NPB benchmarks).
+pub const SCENARIOS: &[Builtin] = &[
+    ("cg", include_str!("../builtin/tiered/cg.toml")),
+    ("mg", include_str!("../builtin/tiered/mg.toml")),
+    ("ft", include_str!("../builtin/tiered/ft.toml")),
+    ("bt", include_str!("../builtin/tiered/bt.toml")),
+    ("nek", include_str!("../builtin/tiered/nek.toml")),
+];
+
+/// Built-in platforms of the evaluation: the thesis's two emulations, and
+/// Optane (PATS's machine, from the main platform list).
+pub const TIER_PLATFORMS: &[Builtin] = &[
+    ("emul-bw2", include_str!("../builtin/tiered/emul-bw2.toml")),
+    (
+        "emul-lat4",
+        include_str!("../builtin/tiered/emul-lat4.toml"),
+    ),
+];
+
+/// Platforms evaluated by default.
+pub const DEFAULT_PLATFORMS: &[&str] = &["emul-bw2", "emul-lat4", "pats"];
+
+/// A phased scenario file.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TierScenario {
+    /// Name.
+    pub name: String,
+    /// What it models.
+    #[serde(default)]
+    pub title: String,
+    /// MPI ranks on the node (each with its migration helper).
+    pub ranks: u32,
+    /// DRAM of one rank as a share of its footprint (objects' bytes).
+    pub dram_share: f64,
+    /// Simulated time limit of one run, ms.
+    pub max_ms: f64,
+    /// The program (or `profile`).
+    #[serde(default)]
+    pub program: Option<PhasedProgram>,
+    /// A recorded profile (`memtamer-phase-profile v1`, see
+    /// [`parse_profile`]) instead of `program`.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// Iterations when the program comes from a profile.
+    #[serde(default)]
+    pub iterations: Option<u32>,
+}
+
+impl TierScenario {
+    /// Parses and checks a scenario file (`file` names it in errors).
+    pub fn parse(file: &str, text: &str) -> Result<TierScenario, SimError> {
+        let mut s: TierScenario = parse_toml(file, text)?;
+        let bad = |key: &str, m: String| crate::config::invalid(file, text, key, m);
+        if s.ranks == 0 || s.ranks > 16 {
+            return Err(bad("ranks", "ranks must be in 1..=16".into()));
+        }
+        if !(s.dram_share > 0.0 && s.dram_share <= 1.0) {
+            return Err(bad("dram_share", "dram_share must be in (0, 1]".into()));
+        }
+        if !(s.max_ms > 0.0 && s.max_ms <= 15_000.0) {
+            return Err(bad("max_ms", "max_ms must be in (0, 15000]".into()));
+        }
+        match (&s.program, &s.profile) {
+            (Some(_), None) => {}
+            (None, Some(p)) => {
+                let text = match p.strip_prefix("builtin:") {
+                    Some(n) => PROFILES
+                        .iter()
+                        .find(|(k, _)| *k == n)
+                        .map(|(_, t)| t.to_string())
+                        .ok_or_else(|| bad("profile", format!("no built-in profile {n}")))?,
+                    None => std::fs::read_to_string(p).map_err(|source| SimError::Io {
+                        path: p.clone(),
+                        source,
+                    })?,
+                };
+                let it = s
+                    .iterations
+                    .ok_or_else(|| bad("iterations", "a profile needs iterations".into()))?;
+                s.program = Some(parse_profile(p, &text, it)?);
+            }
+            _ => {
+                return Err(bad(
+                    "program",
+                    "give exactly one of program and profile".into(),
+                ))
+            }
+        }
+        if let Some(p) = &s.program {
+            p.validate().map_err(|(k, m)| bad(k, m))?;
+        }
+        Ok(s)
+    }
+
+    /// The program (always set after [`Self::parse`]).
+    pub fn program(&self) -> &PhasedProgram {
+        static EMPTY: PhasedProgram = PhasedProgram {
+            objects: Vec::new(),
+            phases: Vec::new(),
+            iterations: 0,
+        };
+        self.program.as_ref().unwrap_or(&EMPTY)
+    }
+
+    /// DRAM of one rank, bytes (whole pages).
+    pub fn dram_bytes(&self) -> u64 {
+        let total: u64 = self.program().objects.iter().map(|o| o.bytes).sum();
+        ((total as f64 * self.dram_share) as u64 / 4096).max(1) * 4096
+    }
+}
+
+/// Built-in recorded profiles.
+pub const PROFILES: &[Builtin] = &[];
+
+/// Parses a recorded per-phase object profile, format
+/// `memtamer-phase-profile v1` (one record per line, `#` comments):
+///
+/// ```text
+/// # memtamer-phase-profile v1
+/// object NAME BYTES
+/// phase NAME TIME_NS            a phase of one iteration, its measured time
+/// access OBJECT LINES           main-memory lines of OBJECT in the last phase
+/// ```
+///
+/// The real runtime's profiler counts page visits, not patterns, so every
+/// access is streamed (its driver's assumption); the measured phase time
+/// becomes the phase's compute, which the simulator overlaps with its
+/// accesses (the real run's slow tier was DRAM-backed).
+pub fn parse_profile(file: &str, text: &str, iterations: u32) -> Result<PhasedProgram, SimError> {
+    let mut objects = Vec::new();
+    let mut phases: Vec<PhaseSpec> = Vec::new();
+    let err = |line: usize, m: String| SimError::Invalid {
+        file: file.to_string(),
+        line,
+        key: "profile".into(),
+        message: m,
+    };
+    let mut lines = text.lines().enumerate();
+    match lines.next() {
+        Some((_, l)) if l.trim() == "# memtamer-phase-profile v1" => {}
+        _ => {
+            return Err(err(
+                1,
+                "first line must be `# memtamer-phase-profile v1`".into(),
+            ))
+        }
+    }
+    for (i, l) in lines {
+        let l = l.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let num = |s: &str| -> Result<u64, SimError> {
+            s.parse::<u64>()
+                .map_err(|_| err(i + 1, format!("`{s}` is not a number")))
+        };
+        match f.as_slice() {
+            ["object", name, bytes] => objects.push(ObjectSpec {
+                name: name.to_string(),
+                bytes: num(bytes)?,
+            }),
+            ["phase", name, ns] => phases.push(PhaseSpec {
+                name: name.to_string(),
+                compute_ns: num(ns)? as f64,
+                comm_ns: 0.0,
+                access: Vec::new(),
+            }),
+            ["access", obj, n] => {
+                let p = phases
+                    .last_mut()
+                    .ok_or_else(|| err(i + 1, "access before any phase".into()))?;
+                p.access.push(AccessSpec {
+                    object: obj.to_string(),
+                    bytes: num(n)? * 64,
+                    pattern: Pattern::Seq,
+                    write_fraction: 0.0,
+                });
+            }
+            _ => return Err(err(i + 1, format!("cannot read `{l}`"))),
+        }
+    }
+    let p = PhasedProgram {
+        objects,
+        phases,
+        iterations,
+    };
+    p.validate().map_err(|(k, m)| err(0, format!("{k}: {m}")))?;
+    Ok(p)
+}
+
+/// Loads a tier scenario by built-in name or path.
+pub fn load_scenario(name: &str) -> Result<TierScenario, SimError> {
+    if let Some((n, t)) = SCENARIOS.iter().find(|(n, _)| *n == name) {
+        return TierScenario::parse(&format!("<builtin tiered {n}>"), t);
+    }
+    if name.ends_with(".toml") || name.contains('/') {
+        let text = std::fs::read_to_string(name).map_err(|source| SimError::Io {
+            path: name.to_string(),
+            source,
+        })?;
+        return TierScenario::parse(name, &text);
+    }
+    Err(SimError::Unknown {
+        what: "tiered scenario",
+        name: name.into(),
+        known: SCENARIOS
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
+/// Loads a platform: the evaluation's own, else the simulator's.
+pub fn load_platform(name: &str) -> Result<Platform, SimError> {
+    if let Some((n, t)) = TIER_PLATFORMS.iter().find(|(n, _)| *n == name) {
+        return Platform::parse(&format!("<builtin platform {n}>"), t);
+    }
+    if PLATFORMS.iter().any(|(n, _)| *n == name) || name.ends_with(".toml") {
+        return crate::runner::load_platform(name, &BTreeMap::new());
+    }
+    Err(SimError::Unknown {
+        what: "platform",
+        name: name.into(),
+        known: TIER_PLATFORMS
+            .iter()
+            .chain(PLATFORMS.iter())
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
+/// One run's outcome.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// Policy label.
+    pub policy: String,
+    /// Slowest rank's end of its last iteration, s.
+    pub seconds: f64,
+    /// Migration accounting summed over ranks.
+    pub stats: TierStats,
+    /// Share of lines served by DRAM.
+    pub dram_line_share: f64,
+    /// Rank 0's policy summary.
+    pub summary: String,
+}
+
+/// Runs `prog` with `ranks` ranks on `platform` under `placement`.
+pub fn run_program(
+    platform: &Platform,
+    prog: &PhasedProgram,
+    ranks: u32,
+    dram_bytes: u64,
+    placement: PlacementSpec,
+    max_ms: f64,
+    slow_region: &str,
+) -> Result<Outcome, SimError> {
+    let label = placement.label();
+    let job = JobSpec {
+        name: "ranks".into(),
+        class: Default::default(),
+        threads: 2 * ranks,
+        cpus: Some(format!("0-{}", 2 * ranks - 1)),
+        start_cpus: None,
+        group: None,
+        workload: WorkloadSpec::Phased {
+            program: Box::new(prog.clone()),
+            placement: Box::new(placement),
+            dram_bytes,
+            fast_region: "dram".into(),
+            slow_region: slow_region.into(),
+        },
+    };
+    let sc = Scenario::with_jobs("tiered", &platform.name, vec![job]);
+    let cfg = EngineConfig {
+        seed: sc.seed,
+        warmup: 0,
+        duration: (max_ms * 1e9) as u64,
+        window: 1_000_000_000,
+        sampler: None,
+    };
+    let bad = |m: String| SimError::Invalid {
+        file: platform.name.clone(),
+        line: 0,
+        key: "job".into(),
+        message: m,
+    };
+    let engine = Engine::new(platform, &sc, &cfg).map_err(bad)?;
+    let r = engine.run(&mut memtamer_core::Baseline);
+    outcome(label, &r.ranks).map_err(|m| bad(format!("{m} within max_ms = {max_ms}")))
+}
+
+fn outcome(policy: String, ranks: &[RankReport]) -> Result<Outcome, String> {
+    let mut end = 0u64;
+    let mut st = TierStats::default();
+    let (mut d, mut s) = (0u64, 0u64);
+    for r in ranks {
+        end = end.max(r.finished.ok_or("a rank did not finish")?);
+        st.moves += r.stats.moves;
+        st.pages_moved += r.stats.pages_moved;
+        st.bytes_moved += r.stats.bytes_moved;
+        st.copy_ps += r.stats.copy_ps;
+        st.exposed_ps += r.stats.exposed_ps;
+        st.peak_dram_bytes = st.peak_dram_bytes.max(r.stats.peak_dram_bytes);
+        d += r.dram_lines;
+        s += r.slow_lines;
+    }
+    Ok(Outcome {
+        policy,
+        seconds: end as f64 * 1e-12,
+        stats: st,
+        dram_line_share: d as f64 / (d + s).max(1) as f64,
+        summary: ranks.first().map(|r| r.summary.clone()).unwrap_or_default(),
+    })
+}
+
+/// Bytes of the calibration object (per rank).
+const CAL_BYTES: u64 = 1 << 20;
+
+/// The calibration programs: with `Pattern::Seq` one STREAM triad per
+/// iteration (a = b + s * c: two arrays streamed in, one written, as
+/// STREAM's headline kernel), with `Pattern::Rand` random loads over one
+/// array (independent misses, the core's fill buffers in use).
+fn cal_program(pattern: Pattern) -> PhasedProgram {
+    let obj = |n: &str| ObjectSpec {
+        name: n.into(),
+        bytes: CAL_BYTES,
+    };
+    let acc = |n: &str, w: f64| AccessSpec {
+        object: n.into(),
+        bytes: CAL_BYTES,
+        pattern,
+        write_fraction: w,
+    };
+    let (objects, access) = match pattern {
+        Pattern::Rand => (vec![obj("x")], vec![acc("x", 0.0)]),
+        _ => (
+            vec![obj("a"), obj("b"), obj("c")],
+            vec![acc("b", 0.0), acc("c", 0.0), acc("a", 1.0)],
+        ),
+    };
+    PhasedProgram {
+        objects,
+        phases: vec![PhaseSpec {
+            name: "touch".into(),
+            compute_ns: 0.0,
+            comm_ns: 0.0,
+            access,
+        }],
+        iterations: 4,
+    }
+}
+
+/// Measures Unimem's platform constants with `ranks` ranks (see the module doc).
+pub fn calibrate(platform: &Platform, ranks: u32, slow: &str) -> Result<ModelSpec, SimError> {
+    let per_rank = |pattern, placement| -> Result<f64, SimError> {
+        let job = cal_program(pattern);
+        let o = run_program(platform, &job, ranks, 4 * CAL_BYTES, placement, 100.0, slow)?;
+        // seconds per iteration
+        Ok(o.seconds / job.iterations as f64)
+    };
+    let b = CAL_BYTES as f64;
+    let lines = b / 64.0;
+    // STREAM counts a triad as 3 arrays of bytes
+    let dram_bw = 3.0 * b / per_rank(Pattern::Seq, PlacementSpec::DramOnly)?;
+    let slow_bw = 3.0 * b / per_rank(Pattern::Seq, PlacementSpec::SlowOnly)?;
+    let dram_lat = per_rank(Pattern::Rand, PlacementSpec::DramOnly)? / lines;
+    let slow_lat = per_rank(Pattern::Rand, PlacementSpec::SlowOnly)? / lines;
+    let job = cal_program(Pattern::Seq);
+    let o = run_program(
+        platform,
+        &job,
+        ranks,
+        CAL_BYTES,
+        PlacementSpec::Eager,
+        100.0,
+        slow,
+    )?;
+    let copy_bw = o.stats.bytes_moved as f64 / (o.stats.copy_ps.max(1) as f64 * 1e-12);
+    Ok(ModelSpec {
+        dram_bw,
+        slow_bw,
+        dram_lat,
+        slow_lat,
+        copy_bw,
+    })
+}
+
+/// Policies of the evaluation, in table order.
+pub fn policies(model: &ModelSpec) -> Vec<PlacementSpec> {
+    let unimem = |search| PlacementSpec::Unimem {
+        model: model.clone(),
+        search,
+        initial_placement: true,
+        profile_iterations: 1,
+    };
+    vec![
+        PlacementSpec::DramOnly,
+        PlacementSpec::SlowOnly,
+        PlacementSpec::FirstTouch,
+        PlacementSpec::Static {
+            model: model.clone(),
+        },
+        PlacementSpec::HotPage {
+            scan_us: 100.0,
+            max_pages_per_scan: 64,
+        },
+        unimem(SearchSpec::Global),
+        unimem(SearchSpec::Local),
+        unimem(SearchSpec::Both),
+    ]
+}
+
+/// The slow region of a platform: `pm` if it has one, else `slow`.
+pub fn slow_region(p: &Platform) -> &'static str {
+    if p.regions.iter().any(|r| r.name == "pm") {
+        "pm"
+    } else {
+        "slow"
+    }
+}
+
+/// Results of one platform.
+#[derive(Clone, Debug)]
+pub struct PlatformResult {
+    /// Platform name.
+    pub platform: String,
+    /// What it emulates.
+    pub description: String,
+    /// Measured constants.
+    pub model: ModelSpec,
+    /// (scenario, outcomes in [`policies`] order).
+    pub rows: Vec<(String, Vec<Outcome>)>,
+}
+
+/// Runs every scenario under every policy on every platform (`jobs`
+/// worker threads, 0 = all cores).
+pub fn evaluate(
+    scenarios: &[TierScenario],
+    platforms: &[String],
+    jobs: usize,
+) -> Result<Vec<PlatformResult>, SimError> {
+    let mut out = Vec::new();
+    for pname in platforms {
+        let p = load_platform(pname)?;
+        let slow = slow_region(&p);
+        // constants per rank count (the scenarios' ranks share the node)
+        let mut rank_counts: Vec<u32> = scenarios.iter().map(|s| s.ranks).collect();
+        rank_counts.sort_unstable();
+        rank_counts.dedup();
+        let models = parallel_map(&rank_counts, jobs, None, |_, &r| calibrate(&p, r, slow))?;
+        let model_of = |r: u32| -> &ModelSpec {
+            let i = rank_counts.iter().position(|&x| x == r).unwrap_or(0);
+            &models[i]
+        };
+        let npol = policies(&models[0]).len();
+        let items: Vec<(usize, usize)> = (0..scenarios.len())
+            .flat_map(|s| (0..npol).map(move |k| (s, k)))
+            .collect();
+        let res = parallel_map(&items, jobs, Some((pname, "runs")), |_, &(s, k)| {
+            let sc = &scenarios[s];
+            let pol = policies(model_of(sc.ranks)).swap_remove(k);
+            run_program(
+                &p,
+                sc.program(),
+                sc.ranks,
+                sc.dram_bytes(),
+                pol,
+                sc.max_ms,
+                slow,
+            )
+        })?;
+        let model = models[0].clone();
+        let mut rows: Vec<(String, Vec<Outcome>)> = scenarios
+            .iter()
+            .map(|s| (s.name.clone(), Vec::new()))
+            .collect();
+        for ((s, _), o) in items.iter().zip(res) {
+            rows[*s].1.push(o);
+        }
+        out.push(PlatformResult {
+            platform: p.name.clone(),
+            description: p.description.clone(),
+            model,
+            rows,
+        });
+    }
+    Ok(out)
+}
+
+/// Index of a policy label in a row.
+fn col(row: &[Outcome], label: &str) -> Option<usize> {
+    row.iter().position(|o| o.policy == label)
+}
+
+/// The issue's "Done when" figures of one platform: per scenario Unimem's
+/// gap to DRAM-only and the share of the slow-only gap it closes, Unimem
+/// vs static on `nek`, and the overlapped share of Unimem's copy time.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DoneWhen {
+    /// (scenario, Unimem time / DRAM-only time - 1, share of slow-only gap closed).
+    pub gaps: Vec<(String, f64, f64)>,
+    /// 1 - Unimem time / static time on the phase-varying scenario.
+    pub vs_static: Option<f64>,
+    /// Overlapped / copy time over all of Unimem's runs.
+    pub overlapped: f64,
+}
+
+/// Computes [`DoneWhen`] for one platform.
+pub fn done_when(r: &PlatformResult) -> DoneWhen {
+    let mut d = DoneWhen::default();
+    let (mut copy, mut over) = (0u64, 0u64);
+    for (name, row) in &r.rows {
+        let t = |l: &str| col(row, l).map(|i| row[i].seconds);
+        if let (Some(dram), Some(slow), Some(u)) = (t("dram-only"), t("slow-only"), t("unimem")) {
+            let closed = if slow > dram {
+                (slow - u) / (slow - dram)
+            } else {
+                1.0
+            };
+            d.gaps.push((name.clone(), u / dram - 1.0, closed));
+            if name == "nek" {
+                d.vs_static = t("static").map(|st| 1.0 - u / st);
+            }
+        }
+        if let Some(i) = col(row, "unimem") {
+            copy += row[i].stats.copy_ps;
+            over += row[i].stats.overlapped_ps();
+        }
+    }
+    d.overlapped = if copy == 0 {
+        1.0
+    } else {
+        over as f64 / copy as f64
+    };
+    d
+}
+
+/// The Markdown tables of docs/unimem.md "In the simulator".
+pub fn markdown(results: &[PlatformResult]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for r in results {
+        let m = &r.model;
+        let _ = writeln!(
+            s,
+            "### {}\n\n{}\n\nMeasured constants (per rank, all ranks running): stream {:.2} / {:.2} GB/s (DRAM / slow), random access {:.1} / {:.1} ns, helper copy {:.2} GB/s.\n",
+            r.platform,
+            r.description,
+            m.dram_bw / 1e9,
+            m.slow_bw / 1e9,
+            m.dram_lat * 1e9,
+            m.slow_lat * 1e9,
+            m.copy_bw / 1e9
+        );
+        let labels: Vec<String> = r
+            .rows
+            .first()
+            .map(|(_, o)| o.iter().map(|x| x.policy.clone()).collect())
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "| scenario | DRAM-only ms | {} | Unimem: moves, MB moved, overlapped | slow-only gap closed |",
+            labels
+                .iter()
+                .filter(|l| *l != "dram-only")
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        let _ = writeln!(s, "|{}", "---|".repeat(labels.len() + 3));
+        for (name, row) in &r.rows {
+            let dram = col(row, "dram-only").map_or(f64::NAN, |i| row[i].seconds);
+            let cells: Vec<String> = row
+                .iter()
+                .filter(|o| o.policy != "dram-only")
+                .map(|o| format!("{:.3}", o.seconds / dram))
+                .collect();
+            let (um, closed) = match col(row, "unimem") {
+                Some(i) => {
+                    let u = &row[i];
+                    let slow = col(row, "slow-only").map_or(f64::NAN, |k| row[k].seconds);
+                    (
+                        format!(
+                            "{}, {:.1}, {:.0}%",
+                            u.stats.moves,
+                            u.stats.bytes_moved as f64 / 1e6,
+                            u.stats.overlap_share() * 100.0
+                        ),
+                        format!("{:.0}%", (slow - u.seconds) / (slow - dram) * 100.0),
+                    )
+                }
+                None => (String::new(), String::new()),
+            };
+            let _ = writeln!(
+                s,
+                "| {name} | {:.3} | {} | {um} | {closed} |",
+                dram * 1e3,
+                cells.join(" | ")
+            );
+        }
+        let d = done_when(r);
+        let worst = d.gaps.iter().map(|g| g.1).fold(f64::NEG_INFINITY, f64::max);
+        let least = d.gaps.iter().map(|g| g.2).fold(f64::INFINITY, f64::min);
+        let _ = writeln!(
+            s,
+            "\nUnimem vs DRAM-only: worst gap {:+.1}% (target <= 7%); slow-only gap closed: least {:.0}% (target >= 80%); vs static on nek: {}; Unimem copy time overlapped: {:.0}% (target >= 60%).\n",
+            worst * 100.0,
+            least * 100.0,
+            d.vs_static
+                .map_or("-".into(), |v| format!("{:+.1}% (target >= 10% better)", v * 100.0)),
+            d.overlapped * 100.0
+        );
+        let _ = writeln!(s, "Decisions (rank 0):\n");
+        for (name, row) in &r.rows {
+            for o in row.iter().filter(|o| {
+                !o.summary.is_empty() && o.policy != "dram-only" && o.policy != "slow-only"
+            }) {
+                let _ = writeln!(s, "* {name} / {}: {}", o.policy, o.summary);
+            }
+        }
+        let _ = writeln!(s);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::metrics;
+
+    /// Idle load latency of `region` on `p` (one latency probe).
+    fn idle_ns(p: &Platform, region: &str) -> f64 {
+        let job = JobSpec {
+            name: "probe".into(),
+            class: Default::default(),
+            threads: 1,
+            cpus: Some("0".into()),
+            start_cpus: None,
+            group: None,
+            workload: WorkloadSpec::LatencyProbe {
+                region: region.into(),
+                pattern: Pattern::Rand,
+            },
+        };
+        let mut sc = Scenario::with_jobs("probe", &p.name, vec![job]);
+        sc.duration_ms = 0.5;
+        sc.warmup_ms = 0.1;
+        let cfg = EngineConfig {
+            seed: 1,
+            warmup: 100_000_000,
+            duration: 500_000_000,
+            window: 1_000_000_000,
+            sampler: None,
+        };
+        let r = Engine::new(p, &sc, &cfg)
+            .unwrap()
+            .run(&mut memtamer_core::Baseline);
+        metrics(&sc, p, &r)["probe.latency_ns"]
+    }
+
+    #[test]
+    fn emulated_platforms_emulate_what_they_say() {
+        // 4x latency: the slow tier's idle latency is 4x DRAM's (±10%)
+        let p = load_platform("emul-lat4").unwrap();
+        let (d, s) = (idle_ns(&p, "dram"), idle_ns(&p, "slow"));
+        assert!((s / d - 4.0).abs() < 0.4, "{d} {s}");
+        // 1/2 bandwidth: same idle latency, half the channels
+        let p = load_platform("emul-bw2").unwrap();
+        let (d, s) = (idle_ns(&p, "dram"), idle_ns(&p, "slow"));
+        assert!((s / d - 1.0).abs() < 0.05, "{d} {s}");
+        let chans = |r: &str| {
+            p.regions
+                .iter()
+                .find(|x| x.name == r)
+                .map_or(0, |x| x.channels.len())
+        };
+        assert_eq!(2 * chans("slow"), chans("dram"));
+    }
+
+    fn small() -> TierScenario {
+        let mut s = load_scenario("nek").unwrap();
+        s.ranks = 2;
+        if let Some(p) = &mut s.program {
+            p.iterations = 3;
+        }
+        s
+    }
+
+    fn run(p: &Platform, s: &TierScenario, pol: PlacementSpec) -> Outcome {
+        run_program(
+            p,
+            s.program(),
+            s.ranks,
+            s.dram_bytes(),
+            pol,
+            s.max_ms,
+            slow_region(p),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn placement_decides_where_accesses_go_and_migrations_are_traffic() {
+        let p = load_platform("emul-lat4").unwrap();
+        let mut s = small();
+        if let Some(p) = &mut s.program {
+            p.iterations = 4;
+        }
+        let dram = run(&p, &s, PlacementSpec::DramOnly);
+        let slow = run(&p, &s, PlacementSpec::SlowOnly);
+        assert_eq!(dram.dram_line_share, 1.0);
+        assert_eq!(slow.dram_line_share, 0.0);
+        assert!(slow.seconds > 1.2 * dram.seconds, "{slow:?} {dram:?}");
+        assert_eq!(dram.stats.moves + slow.stats.moves, 0);
+        // Unimem: profiled iteration in place, then moves that take time,
+        // never more DRAM than the budget, exposed time within copy time
+        let model = calibrate(&p, s.ranks, slow_region(&p)).unwrap();
+        assert!(model.slow_lat > 2.0 * model.dram_lat, "{model:?}");
+        // without the initial placement everything starts slow, so the
+        // decision must move objects in
+        let u = run(
+            &p,
+            &s,
+            PlacementSpec::Unimem {
+                model,
+                search: SearchSpec::Both,
+                initial_placement: false,
+                profile_iterations: 1,
+            },
+        );
+        assert_eq!(u.policy, "unimem");
+        assert!(u.stats.moves > 0 && u.stats.copy_ps > 0, "{u:?}");
+        assert!(u.stats.peak_dram_bytes <= s.dram_bytes(), "{u:?}");
+        // exposed may exceed the copies by the helper's wake-up (<= 1 us poll) per move
+        assert!(
+            u.stats.exposed_ps <= u.stats.copy_ps + u.stats.moves * 1_100_000,
+            "{u:?}"
+        );
+        assert!(u.seconds < slow.seconds, "{u:?} {slow:?}");
+        assert!(u.dram_line_share > 0.0 && u.dram_line_share < 1.0);
+    }
+
+    #[test]
+    fn hot_page_promotes_within_capacity() {
+        let p = load_platform("emul-lat4").unwrap();
+        let s = small();
+        let h = run(
+            &p,
+            &s,
+            PlacementSpec::HotPage {
+                scan_us: 50.0,
+                max_pages_per_scan: 32,
+            },
+        );
+        assert!(h.stats.pages_moved > 0, "{h:?}");
+        assert!(h.stats.peak_dram_bytes <= s.dram_bytes(), "{h:?}");
+    }
+
+    #[test]
+    fn scenario_and_profile_errors_name_the_problem() {
+        let e = TierScenario::parse(
+            "x.toml",
+            "name = \"x\"\nranks = 0\ndram_share = 0.5\nmax_ms = 1.0\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("ranks"), "{e}");
+        let e = parse_profile("p", "# memtamer-phase-profile v1\naccess a 10\n", 2)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("p:2") && e.contains("before any phase"), "{e}");
+        let e = parse_profile("p", "nope\n", 2).unwrap_err().to_string();
+        assert!(e.contains("memtamer-phase-profile v1"), "{e}");
+        let prog = parse_profile(
+            "p",
+            "# memtamer-phase-profile v1\nobject a 8192\nobject b 4096\nphase spmv 50000\naccess a 128\naccess b 4\nphase dot 1000\naccess b 64\n",
+            5,
+        )
+        .unwrap();
+        assert_eq!(prog.phases.len(), 2);
+        assert_eq!(prog.phases[0].access[0].bytes, 128 * 64);
+        assert_eq!(prog.iterations, 5);
+        let e = parse_profile(
+            "p",
+            "# memtamer-phase-profile v1\nobject a 64\nphase x 5\naccess zz 1\n",
+            1,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unknown object zz"), "{e}");
+    }
+}

@@ -1,0 +1,381 @@
+//! Unimem as a simulator policy (thesis ch. 3, §3.3 workflow): profile the
+//! first iteration(s), decide at their end with `memtamer_core::unimem` (the
+//! planner `memtamer-tier`'s MPI driver runs: Eq. 3.1-3.4, phase-local and
+//! cross-phase knapsacks, the better prediction wins), then enforce from
+//! the next iteration on with the proactive schedule: at each phase start
+//! queue the moves issued there and wait only for the promotions that phase
+//! needs. This mirrors `memtamer_tier::driver::Driver` (`decide_now`,
+//! `enforce`) step for step; drift re-profiling is left out because a
+//! simulated phase does not drift.
+
+use super::{all_in_dram, page_sizes, MoveReq, PhaseObs, PhasePolicy, PhaseStart, SpaceView, Tier};
+use crate::config::phased::{ModelSpec, PhasedProgram, SearchSpec};
+use memtamer_core::unimem::model::{ObjPhase, PhaseProfile, Platform};
+use memtamer_core::unimem::plan::{
+    decide, global_search, initial_placement, local_search, predict, Problem, Search,
+};
+use memtamer_core::unimem::schedule::{schedule_checked, Move};
+use memtamer_core::unimem::ObjId;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Unimem's model platform from measured constants: constant factors 1
+/// (the constants are measured on the same platform with the same access
+/// kinds), t1 = 80%, t2 = 10% of the DRAM streaming peak (§3.4).
+pub fn platform(m: &ModelSpec) -> Platform {
+    Platform {
+        dram_bw: m.dram_bw,
+        slow_bw: m.slow_bw,
+        dram_lat: m.dram_lat,
+        slow_lat: m.slow_lat,
+        cacheline: 64.0,
+        copy_bw: m.copy_bw,
+        bw_peak: m.dram_bw,
+        cf_bw: 1.0,
+        cf_lat: 1.0,
+        t1: 0.8,
+        t2: 0.1,
+    }
+}
+
+/// One rank's Unimem.
+#[derive(Clone, Debug)]
+pub struct UnimemPolicy {
+    sizes: Vec<u64>,
+    /// §3.4.2 opt. 2 reference counts (bytes per iteration, "compiler analysis").
+    refs: Vec<f64>,
+    capacity: u64,
+    platform: Platform,
+    search: SearchSpec,
+    initial_placement: bool,
+    profile_iterations: u32,
+    iterations: u32,
+    /// Profile of the last profiled iteration, one per phase.
+    profile: Vec<PhaseProfile>,
+    /// The decided schedule (enforcing once set).
+    moves: Option<Vec<Move>>,
+    /// One-time moves to queue at the next phase start.
+    once: Vec<MoveReq>,
+    /// Uses per object per phase (for the write-blocking wait rule).
+    uses: Vec<Vec<bool>>,
+    decided: String,
+}
+
+impl UnimemPolicy {
+    /// A policy for one rank of `prog`.
+    pub fn new(
+        prog: &PhasedProgram,
+        capacity: u64,
+        platform: Platform,
+        search: SearchSpec,
+        initial_placement: bool,
+        profile_iterations: u32,
+    ) -> UnimemPolicy {
+        let sizes = page_sizes(prog);
+        let mut refs = vec![0.0; sizes.len()];
+        let mut uses = vec![vec![false; prog.phases.len()]; sizes.len()];
+        for (i, ph) in prog.phases.iter().enumerate() {
+            for a in &ph.access {
+                if let Some(o) = prog.object_index(&a.object) {
+                    refs[o] += a.bytes as f64;
+                    uses[o][i] = true;
+                }
+            }
+        }
+        UnimemPolicy {
+            sizes,
+            refs,
+            capacity,
+            platform,
+            search,
+            initial_placement,
+            profile_iterations,
+            iterations: prog.iterations,
+            profile: Vec::new(),
+            moves: None,
+            once: Vec::new(),
+            uses,
+            decided: "not decided".into(),
+        }
+    }
+
+    /// The decision at the end of the profiled iterations (driver
+    /// `decide_now`): plan from where the objects are, one-time moves to
+    /// phase 0's set (evictions first), the cyclic schedule for the rest.
+    fn decide_now(&mut self, v: &dyn SpaceView) {
+        let start: BTreeSet<ObjId> = (0..self.sizes.len())
+            .filter(|&o| all_in_dram(v, o))
+            .collect();
+        let problem = Problem {
+            sizes: self.sizes.clone(),
+            phases: self.profile.clone(),
+            platform: self.platform.clone(),
+            capacity: self.capacity,
+            iterations: self.iterations.saturating_sub(self.profile_iterations) as f64,
+        };
+        let n = problem.phases.len();
+        let (search, dram) = match self.search {
+            SearchSpec::Both => {
+                let p = decide(&problem, &start);
+                (p.search, p.dram)
+            }
+            SearchSpec::Local => (Search::Local, local_search(&problem, &start)),
+            SearchSpec::Global => (Search::Global, vec![global_search(&problem, &start); n]),
+        };
+        let predicted = predict(&problem, &dram, &start);
+        let uses: Vec<Vec<bool>> = (0..self.sizes.len()).map(|o| problem.uses(o)).collect();
+        let (moves, early) = schedule_checked(&dram, &uses, &self.sizes, self.capacity);
+        let first = dram.first().cloned().unwrap_or_default();
+        self.once = start
+            .difference(&first)
+            .map(|&o| MoveReq::whole(o, Tier::Slow))
+            .chain(
+                first
+                    .difference(&start)
+                    .map(|&o| MoveReq::whole(o, Tier::Dram)),
+            )
+            .collect();
+        let sets: Vec<String> = dram
+            .iter()
+            .map(|s| {
+                s.iter()
+                    .map(|o| o.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect();
+        self.decided = format!(
+            "{} search, predicted {:.3} ms, {} moves per iteration{}, DRAM sets [{}]",
+            if search == Search::Local {
+                "local"
+            } else {
+                "global"
+            },
+            predicted * 1e3,
+            moves.len(),
+            if early { "" } else { " (issued at need)" },
+            sets.join(" | ")
+        );
+        self.moves = Some(moves);
+    }
+}
+
+impl PhasePolicy for UnimemPolicy {
+    fn initial(&mut self) -> Vec<u64> {
+        let mut out = vec![0; self.sizes.len()];
+        if self.initial_placement {
+            for o in initial_placement(&self.sizes, &self.refs, self.capacity) {
+                out[o] = self.sizes[o] / super::PAGE;
+            }
+        }
+        out
+    }
+
+    fn phase_start(&mut self, _iter: u32, phase: usize, v: &dyn SpaceView) -> PhaseStart {
+        let Some(moves) = &self.moves else {
+            return PhaseStart::default();
+        };
+        let mut out = PhaseStart {
+            moves: std::mem::take(&mut self.once),
+            wait: Vec::new(),
+        };
+        let once: BTreeSet<usize> = out.moves.iter().map(|m| m.obj).collect();
+        for m in moves.iter().filter(|m| m.issue == phase) {
+            out.moves.push(MoveReq::whole(m.obj, m.to));
+        }
+        // The driver waits for the promotions this phase needs; the
+        // one-time moves are all needed by phase 0. An object this phase
+        // touches while a move of it is pending also waits: the real
+        // runtime write-protects it during the copy.
+        let mut wait: BTreeSet<usize> = moves
+            .iter()
+            .filter(|m| m.needed_by == phase && m.to == Tier::Dram)
+            .map(|m| m.obj)
+            .chain(once)
+            .collect();
+        for (o, u) in self.uses.iter().enumerate() {
+            if u.get(phase).copied().unwrap_or(false) && !v.settled(o) {
+                wait.insert(o);
+            }
+        }
+        for m in &out.moves {
+            if self.uses[m.obj].get(phase).copied().unwrap_or(false) {
+                wait.insert(m.obj);
+            }
+        }
+        out.wait = wait.into_iter().collect();
+        out
+    }
+
+    fn phase_end(&mut self, iter: u32, phase: usize, obs: &PhaseObs, v: &dyn SpaceView) {
+        if self.moves.is_some() || iter >= self.profile_iterations {
+            return;
+        }
+        if phase == 0 {
+            self.profile.clear();
+        }
+        // Every LLC miss is a sample: #samples_with_data_accesses of an
+        // object is its miss count, #samples the phase's (Eq. 3.1).
+        let objs: BTreeMap<ObjId, ObjPhase> = obs
+            .lines
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(o, &n)| {
+                (
+                    o,
+                    ObjPhase {
+                        accesses: n as f64,
+                        samples: n as f64,
+                    },
+                )
+            })
+            .collect();
+        self.profile.push(PhaseProfile {
+            time: obs.time,
+            samples: obs.lines.iter().sum::<u64>() as f64,
+            objs,
+        });
+        if iter + 1 == self.profile_iterations
+            && phase + 1 == self.uses.first().map_or(0, |u| u.len())
+        {
+            self.decide_now(v);
+        }
+    }
+
+    fn summary(&self) -> String {
+        self.decided.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{program, View};
+    use super::super::PAGE;
+    use super::*;
+
+    fn model() -> ModelSpec {
+        ModelSpec {
+            dram_bw: 10e9,
+            slow_bw: 5e9,
+            dram_lat: 100e-9,
+            slow_lat: 400e-9,
+            copy_bw: 5e9,
+        }
+    }
+
+    /// Runs the profiling iteration of `pol` with phase times `t` over a view.
+    fn profile(pol: &mut UnimemPolicy, prog: &PhasedProgram, v: &View, t: f64) {
+        let lines = super::super::static_lines(prog);
+        for (i, l) in lines.iter().enumerate() {
+            assert_eq!(pol.phase_start(0, i, v), PhaseStart::default());
+            let obs = PhaseObs {
+                time: t,
+                lines: l.iter().map(|x| x.0).collect(),
+            };
+            pol.phase_end(0, i, &obs, v);
+        }
+    }
+
+    #[test]
+    fn phase_varying_program_gets_per_phase_moves_with_room_to_overlap() {
+        // 4 phases, each streaming its own object of 16 pages hard; DRAM for
+        // 2 objects. Long phases: copies hide in the phases between uses.
+        let prog = program(
+            &[16, 16, 16, 16],
+            &[
+                &[(0, 100_000, true)],
+                &[(1, 100_000, true)],
+                &[(2, 100_000, true)],
+                &[(3, 100_000, true)],
+            ],
+        );
+        let mut pol = UnimemPolicy::new(
+            &prog,
+            32 * PAGE,
+            platform(&model()),
+            SearchSpec::Both,
+            false,
+            1,
+        );
+        assert_eq!(pol.initial(), vec![0, 0, 0, 0]);
+        let v = View {
+            pages: vec![vec![Tier::Slow; 16]; 4],
+            capacity: 32 * PAGE,
+            busy: false,
+        };
+        profile(&mut pol, &prog, &v, 0.01);
+        assert!(pol.summary().starts_with("local"), "{}", pol.summary());
+        // phase 0 of the next iteration: the one-time promotion of object 0 and waits for it
+        let s = pol.phase_start(1, 0, &v);
+        assert!(s.moves.contains(&MoveReq::whole(0, Tier::Dram)), "{s:?}");
+        assert!(s.wait.contains(&0));
+        // every phase issues moves, and across the iteration each object comes in
+        let mut promoted = BTreeSet::new();
+        for i in 0..4 {
+            for m in pol.phase_start(1, i, &v).moves {
+                if m.to == Tier::Dram {
+                    promoted.insert(m.obj);
+                }
+            }
+        }
+        // (one object may stay resident: the plan is per phase, not a rotation)
+        assert!(promoted.len() >= 3, "{promoted:?}: {}", pol.summary());
+    }
+
+    #[test]
+    fn global_only_ablation_never_moves_inside_the_loop() {
+        let prog = program(
+            &[16, 16, 16],
+            &[
+                &[(0, 100_000, true)],
+                &[(1, 50_000, true)],
+                &[(2, 10, true)],
+            ],
+        );
+        let mut pol = UnimemPolicy::new(
+            &prog,
+            32 * PAGE,
+            platform(&model()),
+            SearchSpec::Global,
+            false,
+            1,
+        );
+        let v = View {
+            pages: vec![vec![Tier::Slow; 16]; 3],
+            capacity: 32 * PAGE,
+            busy: false,
+        };
+        profile(&mut pol, &prog, &v, 0.01);
+        let s = pol.phase_start(1, 0, &v);
+        let mut once: Vec<MoveReq> = s.moves.clone();
+        once.sort_by_key(|m| m.obj);
+        assert_eq!(
+            once,
+            vec![MoveReq::whole(0, Tier::Dram), MoveReq::whole(1, Tier::Dram)]
+        );
+        for it in 1..3 {
+            for i in 0..3 {
+                if (it, i) != (1, 0) {
+                    assert!(pol.phase_start(it, i, &v).moves.is_empty());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn initial_placement_takes_the_most_referenced_objects() {
+        let prog = program(
+            &[8, 8, 8],
+            &[&[(0, 10, false), (1, 1000, false)], &[(2, 500, true)]],
+        );
+        let mut pol = UnimemPolicy::new(
+            &prog,
+            16 * PAGE,
+            platform(&model()),
+            SearchSpec::Both,
+            true,
+            1,
+        );
+        assert_eq!(pol.initial(), vec![0, 8, 8]);
+    }
+}

@@ -14,6 +14,7 @@ mod demo;
 mod gate;
 mod serve_metrics;
 mod sim;
+mod sim_tahoe;
 mod stat;
 mod top;
 mod topology;

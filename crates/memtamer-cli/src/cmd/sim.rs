@@ -96,6 +96,25 @@ pub fn run(cmd: SimCmd) -> Result<Outcome, CliError> {
             print!("{}", memtamer_sim::placement_eval::markdown(&cases));
             Ok(Outcome::Success)
         }
+        SimCmd::Tahoe {
+            platforms,
+            benches,
+            recorded,
+            reuse,
+            shrink,
+            ratio,
+            seed,
+            jobs,
+        } => super::sim_tahoe::run(super::sim_tahoe::Opts {
+            platforms,
+            benches,
+            recorded,
+            reuse,
+            shrink,
+            ratio,
+            seed,
+            jobs,
+        }),
         SimCmd::Sampler { periods } => {
             print!("{}", validate::sampler_accuracy(&periods)?);
             Ok(Outcome::Success)

@@ -418,8 +418,16 @@ impl Runtime {
         let ready: Vec<usize> = self.ready.iter().copied().collect();
         let d = {
             let mut tier = lock(&self.tier);
-            self.policy
-                .dispatch(&self.graph, &mut tier, head, &ready, &self.active)
+            let mut d = self
+                .policy
+                .dispatch(&self.graph, &mut tier, head, &ready, &self.active);
+            // moves of its blocks still queued for the helper: the worker
+            // does them first itself rather than wait behind the queue
+            let blocks: Vec<usize> = self.graph.tasks[head].args.iter().map(|a| a.block).collect();
+            let mut own = tier.steal_queued(&blocks);
+            own.append(&mut d.own);
+            d.own = own;
+            d
         };
         self.active.push(head);
         let r = &mut self.records[head];

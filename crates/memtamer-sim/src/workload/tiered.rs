@@ -326,6 +326,29 @@ impl TierSpace {
         self.pages_to_copy(m)
     }
 
+    /// Removes from the helper's FIFO the requests naming one of `objs`
+    /// that it has not started, in FIFO order: a program thread about to
+    /// use those objects carries them out itself ([`TierSpace::begin_move`])
+    /// instead of waiting behind the helper's queue.
+    pub fn steal_queued(&mut self, objs: &[usize]) -> Vec<MoveReq> {
+        let mut out = Vec::new();
+        let mut keep = VecDeque::with_capacity(self.fifo.len());
+        for m in self.fifo.drain(..) {
+            if objs.contains(&m.obj) {
+                out.push(m);
+            } else {
+                keep.push_back(m);
+            }
+        }
+        self.fifo = keep;
+        for m in &out {
+            if let Some(o) = self.objs.get_mut(m.obj) {
+                o.pending = o.pending.saturating_sub(1);
+            }
+        }
+        out
+    }
+
     /// The copy of a [`TierSpace::begin_move`] is durable: switch placement
     /// and account it (`copy_ps`: its duration).
     pub fn end_move(&mut self, m: &MoveReq, pages: &[u64], copy_ps: Ps) {

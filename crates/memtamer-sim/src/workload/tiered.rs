@@ -329,7 +329,8 @@ impl TierSpace {
     /// Removes from the helper's FIFO the requests naming one of `objs`
     /// that it has not started, in FIFO order: a program thread about to
     /// use those objects carries them out itself ([`TierSpace::begin_move`])
-    /// instead of waiting behind the helper's queue.
+    /// instead of waiting behind the helper's queue. Other objects' requests
+    /// stay queued.
     pub fn steal_queued(&mut self, objs: &[usize]) -> Vec<MoveReq> {
         let mut out = Vec::new();
         let mut keep = VecDeque::with_capacity(self.fifo.len());

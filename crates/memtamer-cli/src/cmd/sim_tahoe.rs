@@ -25,7 +25,10 @@ pub(super) fn run(o: Opts) -> Result<Outcome, CliError> {
     let mut cases = builtin_cases(&o.benches)?;
     if let Some(r) = &o.recorded {
         let (name, text) = if r == "builtin" {
-            ("heat-recorded".to_string(), recorded::HEAT_RECORDING.to_string())
+            (
+                "heat-recorded".to_string(),
+                recorded::HEAT_RECORDING.to_string(),
+            )
         } else {
             let text = std::fs::read_to_string(r).map_err(|source| SimError::Io {
                 path: r.clone(),

@@ -428,12 +428,11 @@ impl Engine {
             };
             let mut gens = match injected.get_mut(j).and_then(Option::take) {
                 Some(g) => g,
-                None => Generator::for_job(
-                    &job.workload,
-                    eng.threads.len() as u32,
-                    job.threads,
-                    &|n| region_of(n).unwrap_or(0),
-                ),
+                None => {
+                    Generator::for_job(&job.workload, eng.threads.len() as u32, job.threads, &|n| {
+                        region_of(n).unwrap_or(0)
+                    })
+                }
             }
             .into_iter();
             for i in 0..job.threads {

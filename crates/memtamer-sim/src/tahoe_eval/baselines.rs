@@ -61,7 +61,14 @@ impl TaskPolicy for Fixed {
         }
     }
 
-    fn dispatch(&mut self, _: &TaskGraph, _: &mut TierSpace, _: usize, _: &[usize], _: &[usize]) -> Dispatch {
+    fn dispatch(
+        &mut self,
+        _: &TaskGraph,
+        _: &mut TierSpace,
+        _: usize,
+        _: &[usize],
+        _: &[usize],
+    ) -> Dispatch {
         Dispatch::default()
     }
 }
@@ -88,14 +95,25 @@ impl TaskPolicy for FirstTouch {
         }
     }
 
-    fn dispatch(&mut self, _: &TaskGraph, _: &mut TierSpace, _: usize, _: &[usize], _: &[usize]) -> Dispatch {
+    fn dispatch(
+        &mut self,
+        _: &TaskGraph,
+        _: &mut TierSpace,
+        _: usize,
+        _: &[usize],
+        _: &[usize],
+    ) -> Dispatch {
         Dispatch::default()
     }
 }
 
 /// Expected line accesses per global page over a set of tasks (uniform
 /// over each argument's pages, as the patterns generate them).
-pub fn page_accesses(g: &TaskGraph, layout: &Layout, tasks: impl Iterator<Item = usize>) -> BTreeMap<u64, f64> {
+pub fn page_accesses(
+    g: &TaskGraph,
+    layout: &Layout,
+    tasks: impl Iterator<Item = usize>,
+) -> BTreeMap<u64, f64> {
     let mut m = BTreeMap::new();
     for t in tasks {
         for a in &g.tasks[t].args {
@@ -131,7 +149,14 @@ impl TaskPolicy for StaticHot {
         }
     }
 
-    fn dispatch(&mut self, _: &TaskGraph, _: &mut TierSpace, _: usize, _: &[usize], _: &[usize]) -> Dispatch {
+    fn dispatch(
+        &mut self,
+        _: &TaskGraph,
+        _: &mut TierSpace,
+        _: usize,
+        _: &[usize],
+        _: &[usize],
+    ) -> Dispatch {
         Dispatch::default()
     }
 }
@@ -200,7 +225,9 @@ impl TaskPolicy for UnimemTasks {
 
     fn start(&mut self, g: &TaskGraph, tier: &mut TierSpace) {
         let iters = g.iterations.max(1) as f64;
-        let sizes: Vec<u64> = (0..g.arrays.len()).map(|a| Self::array_bytes(g, a)).collect();
+        let sizes: Vec<u64> = (0..g.arrays.len())
+            .map(|a| Self::array_bytes(g, a))
+            .collect();
         let mut phases: Vec<PhaseProfile> = (0..g.types.len())
             .map(|t| PhaseProfile {
                 time: self.times.0.get(t).copied().unwrap_or(0.0),

@@ -150,7 +150,10 @@ fn seq(block: usize, mode: Mode) -> Arg {
 pub fn heat(nb: usize, bs: u64, sweeps: u32) -> TaskGraph {
     let mut b = Builder::new("heat", sweeps);
     let bytes = bs * bs * 8;
-    let grid = [b.array("grid0", nb * nb, bytes), b.array("grid1", nb * nb, bytes)];
+    let grid = [
+        b.array("grid0", nb * nb, bytes),
+        b.array("grid1", nb * nb, bytes),
+    ];
     let lines = (bytes / 64) as f64;
     for s in 0..sweeps as usize {
         let (src, dst) = (grid[s % 2], grid[(s + 1) % 2]);
@@ -263,7 +266,11 @@ pub fn strassen(t: usize, ts: u64) -> TaskGraph {
     // C22 = M1 - M2 + M3 + M6
     let combos: [&[usize]; 4] = [&[0, 3, 4, 6], &[2, 4], &[1, 3], &[0, 1, 2, 5]];
     for (k, ms) in combos.iter().enumerate() {
-        let ty = if ms.len() == 4 { "combine4" } else { "combine2" };
+        let ty = if ms.len() == 4 {
+            "combine4"
+        } else {
+            "combine2"
+        };
         for i in 0..t {
             for j in 0..t {
                 let mut args: Vec<Arg> = ms

@@ -58,7 +58,9 @@ const SLOW_LIMIT_MS: f64 = 1000.0;
 /// Loads a platform of [`PLATFORMS`] by name, or a platform file.
 pub fn load_platform(name: &str) -> Result<Platform, SimError> {
     match PLATFORMS.iter().find(|p| p.0 == name) {
-        Some((n, text)) => Platform::parse_with(&format!("<builtin platform {n}>"), text, &BTreeMap::new()),
+        Some((n, text)) => {
+            Platform::parse_with(&format!("<builtin platform {n}>"), text, &BTreeMap::new())
+        }
         None => crate::runner::load_platform(name, &BTreeMap::new()),
     }
 }
@@ -78,7 +80,11 @@ fn region_facts(p: &Platform, name: &str) -> Option<(f64, f64)> {
         + p.dram.access_ns
         + 64.0 / p.dram.bus_gbps
         + p.cpu.uncore_to_core_ns
-        + if remote { 2.0 * p.uncore.numa_link_ns } else { 0.0 };
+        + if remote {
+            2.0 * p.uncore.numa_link_ns
+        } else {
+            0.0
+        };
     Some((lat_ns * 1e-9, chans.len() as f64 * p.dram.bus_gbps * 1e9))
 }
 
@@ -112,7 +118,12 @@ pub struct RunOut {
     pub counters: Vec<(&'static str, f64)>,
 }
 
-fn scenario(platform: &Platform, graph: &TaskGraph, duration_ms: f64, seed: u64) -> Result<Scenario, SimError> {
+fn scenario(
+    platform: &Platform,
+    graph: &TaskGraph,
+    duration_ms: f64,
+    seed: u64,
+) -> Result<Scenario, SimError> {
     let text = format!(
         "name = \"tahoe-{g}\"\ntitle = \"{g} task graph\"\nplatform = \"{p}\"\nduration_ms = {d}\nwarmup_ms = 0.0\nseed = {seed}\n\n[[job]]\nname = \"tasks\"\nthreads = {t}\ncpus = \"0-{w}\"\nworkload = {{ kind = \"cpu\", compute_ns = 1000.0, mem_lines = 0, region = \"dram\" }}\n",
         g = graph.name,
@@ -140,7 +151,13 @@ pub fn run(
         key: "task".into(),
         message: m,
     })?;
-    let region = |n: &str| platform.regions.iter().position(|r| r.name == n).map(|i| i as u8);
+    let region = |n: &str| {
+        platform
+            .regions
+            .iter()
+            .position(|r| r.name == n)
+            .map(|i| i as u8)
+    };
     let (Some(fast), Some(slow)) = (region("dram"), region("slow")) else {
         return Err(SimError::Invalid {
             file: platform.name.clone(),
@@ -153,7 +170,13 @@ pub fn run(
         .blocks
         .iter()
         .enumerate()
-        .map(|(i, b)| (format!("{}[{i}]", graph.arrays[b.array]), b.bytes, Tier::Slow))
+        .map(|(i, b)| {
+            (
+                format!("{}[{i}]", graph.arrays[b.array]),
+                b.bytes,
+                Tier::Slow,
+            )
+        })
         .collect();
     let tier = TierSpace::new(fast, slow, 0, &objs, capacity).into_handle();
     let name = policy.name();
@@ -161,7 +184,10 @@ pub fn run(
     let mut gens: Vec<Generator> = (0..WORKERS)
         .map(|_| Generator::task_worker(Worker::new(rt.clone(), POLL)))
         .collect();
-    gens.push(Generator::tier_helper(MigrationHelper::new(tier.clone(), POLL)));
+    gens.push(Generator::tier_helper(MigrationHelper::new(
+        tier.clone(),
+        POLL,
+    )));
     let sc = scenario(platform, &graph, duration_ms, seed)?;
     let cfg = EngineConfig {
         seed,
@@ -298,41 +324,81 @@ fn round1(k: usize) -> Box<dyn TaskPolicy> {
 
 /// Runs every case on every platform (see the module doc); `jobs` worker
 /// threads for independent runs (0 = all cores).
-pub fn evaluate(platforms: &[String], cases: &[Case], seed: u64, jobs: usize) -> Result<Vec<Measured>, SimError> {
-    let plats: Vec<Platform> = platforms.iter().map(|p| load_platform(p)).collect::<Result<_, _>>()?;
+pub fn evaluate(
+    platforms: &[String],
+    cases: &[Case],
+    seed: u64,
+    jobs: usize,
+) -> Result<Vec<Measured>, SimError> {
+    let plats: Vec<Platform> = platforms
+        .iter()
+        .map(|p| load_platform(p))
+        .collect::<Result<_, _>>()?;
     let pairs: Vec<(usize, usize)> = (0..plats.len())
         .flat_map(|p| (0..cases.len()).map(move |c| (p, c)))
         .collect();
     let cap = |c: usize| capacity(&cases[c].graph, cases[c].ratio);
     // Round 0: all-slow (bounds every other run's duration).
-    let slow: Vec<RunOut> = parallel_map(&pairs, jobs, Some(("tahoe all-slow", "runs")), |_, &(p, c)| {
-        run(&plats[p], cases[c].graph.clone(), Box::new(Fixed(FixedKind::AllSlow)), cap(c), SLOW_LIMIT_MS, seed)
-    })?;
+    let slow: Vec<RunOut> = parallel_map(
+        &pairs,
+        jobs,
+        Some(("tahoe all-slow", "runs")),
+        |_, &(p, c)| {
+            run(
+                &plats[p],
+                cases[c].graph.clone(),
+                Box::new(Fixed(FixedKind::AllSlow)),
+                cap(c),
+                SLOW_LIMIT_MS,
+                seed,
+            )
+        },
+    )?;
     let limit = |i: usize| 8.0 * slow[i].makespan_ms + 5.0;
     // Round 1: references, first touch, static, oracle; Unimem.
-    let items: Vec<(usize, usize)> = (0..pairs.len()).flat_map(|i| (0..6).map(move |k| (i, k))).collect();
-    let r1: Vec<RunOut> = parallel_map(&items, jobs, Some(("tahoe references", "runs")), |_, &(i, k)| {
-        let (p, c) = pairs[i];
-        let pol: Box<dyn TaskPolicy> = if k < 5 {
-            round1(k)
-        } else {
-            let g = &cases[c].graph;
-            let means = type_means(g, &slow[i].records);
-            let mut per_type = vec![0usize; g.types.len()];
-            for t in &g.tasks {
-                per_type[t.ty] += 1;
-            }
-            let iters = g.iterations.max(1) as f64;
-            let times = means
-                .iter()
-                .zip(&per_type)
-                .map(|(m, &n)| m.1 * 1e-9 * n as f64 / WORKERS as f64 / iters)
-                .collect();
-            Box::new(UnimemTasks::new(unimem_model(&plats[p])?, PhaseTimes(times)))
-        };
-        let name = pol.name();
-        Ok(unfinished(name, run(&plats[p], cases[c].graph.clone(), pol, cap(c), limit(i), seed)))
-    })?;
+    let items: Vec<(usize, usize)> = (0..pairs.len())
+        .flat_map(|i| (0..6).map(move |k| (i, k)))
+        .collect();
+    let r1: Vec<RunOut> = parallel_map(
+        &items,
+        jobs,
+        Some(("tahoe references", "runs")),
+        |_, &(i, k)| {
+            let (p, c) = pairs[i];
+            let pol: Box<dyn TaskPolicy> = if k < 5 {
+                round1(k)
+            } else {
+                let g = &cases[c].graph;
+                let means = type_means(g, &slow[i].records);
+                let mut per_type = vec![0usize; g.types.len()];
+                for t in &g.tasks {
+                    per_type[t.ty] += 1;
+                }
+                let iters = g.iterations.max(1) as f64;
+                let times = means
+                    .iter()
+                    .zip(&per_type)
+                    .map(|(m, &n)| m.1 * 1e-9 * n as f64 / WORKERS as f64 / iters)
+                    .collect();
+                Box::new(UnimemTasks::new(
+                    unimem_model(&plats[p])?,
+                    PhaseTimes(times),
+                ))
+            };
+            let name = pol.name();
+            Ok(unfinished(
+                name,
+                run(
+                    &plats[p],
+                    cases[c].graph.clone(),
+                    pol,
+                    cap(c),
+                    limit(i),
+                    seed,
+                ),
+            ))
+        },
+    )?;
     // Leave-one-out fit of the fallback per platform and case.
     let samples = |i: usize| -> Vec<(f64, f64, f64)> {
         let (_, c) = pairs[i];
@@ -351,15 +417,33 @@ pub fn evaluate(platforms: &[String], cases: &[Case], seed: u64, jobs: usize) ->
         })
         .collect();
     // Round 2: Tahoe.
-    let r2: Vec<RunOut> = parallel_map(&(0..pairs.len()).collect::<Vec<_>>(), jobs, Some(("tahoe", "runs")), |_, &i| {
-        let (p, c) = pairs[i];
-        let pol = TahoePolicy::new((cap(c) / PAGE) as usize, betas[i], CORUN);
-        Ok(unfinished("tahoe".into(), run(&plats[p], cases[c].graph.clone(), Box::new(pol), cap(c), limit(i), seed)))
-    })?;
+    let r2: Vec<RunOut> = parallel_map(
+        &(0..pairs.len()).collect::<Vec<_>>(),
+        jobs,
+        Some(("tahoe", "runs")),
+        |_, &i| {
+            let (p, c) = pairs[i];
+            let pol = TahoePolicy::new((cap(c) / PAGE) as usize, betas[i], CORUN);
+            Ok(unfinished(
+                "tahoe".into(),
+                run(
+                    &plats[p],
+                    cases[c].graph.clone(),
+                    Box::new(pol),
+                    cap(c),
+                    limit(i),
+                    seed,
+                ),
+            ))
+        },
+    )?;
     let mut out = Vec::new();
     for (i, &(p, c)) in pairs.iter().enumerate() {
         let mut runs = BTreeMap::new();
-        for r in std::iter::once(&slow[i]).chain(&r1[i * 6..i * 6 + 6]).chain(std::iter::once(&r2[i])) {
+        for r in std::iter::once(&slow[i])
+            .chain(&r1[i * 6..i * 6 + 6])
+            .chain(std::iter::once(&r2[i]))
+        {
             runs.insert(r.policy.clone(), r.clone());
         }
         out.push(Measured {

@@ -58,7 +58,12 @@ fn eq44(g: &TaskGraph, run: &RunOut, slow: &[(f64, f64)], dram: &[(f64, f64)]) -
     let (mut pred, mut meas, mut per, mut n) = (0.0, 0.0, 0.0, 0usize);
     for (t, r) in run.records.iter().enumerate() {
         let ty = g.tasks[t].ty;
-        let p = t_partial(slow[ty].1, dram[ty].1, (r.lines - r.dram_lines) as f64, r.lines as f64);
+        let p = t_partial(
+            slow[ty].1,
+            dram[ty].1,
+            (r.lines - r.dram_lines) as f64,
+            r.lines as f64,
+        );
         let m = r.run_ns();
         pred += p;
         meas += m;
@@ -165,7 +170,11 @@ pub fn markdown(rows: &[Row]) -> String {
             );
         }
         let gm = |f: &dyn Fn(&Row) -> f64| -> f64 {
-            let v: Vec<f64> = rs.iter().map(|r| f(r)).filter(|x| x.is_finite() && *x > 0.0).collect();
+            let v: Vec<f64> = rs
+                .iter()
+                .map(|r| f(r))
+                .filter(|x| x.is_finite() && *x > 0.0)
+                .collect();
             (v.iter().map(|x| x.ln()).sum::<f64>() / v.len().max(1) as f64).exp()
         };
         let _ = writeln!(

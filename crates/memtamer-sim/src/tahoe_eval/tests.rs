@@ -26,9 +26,28 @@ fn the_slow_tier_is_slower_and_every_task_completes() {
     let p = quarter();
     let g = small();
     let cap = capacity(&g, 4);
-    let slow = run(&p, g.clone(), Box::new(Fixed(FixedKind::AllSlow)), cap, 200.0, 1).unwrap();
-    let dram = run(&p, g.clone(), Box::new(Fixed(FixedKind::AllDram)), cap, 200.0, 1).unwrap();
-    assert!(slow.records.iter().all(|r| r.ended >= r.started && r.lines > 0));
+    let slow = run(
+        &p,
+        g.clone(),
+        Box::new(Fixed(FixedKind::AllSlow)),
+        cap,
+        200.0,
+        1,
+    )
+    .unwrap();
+    let dram = run(
+        &p,
+        g.clone(),
+        Box::new(Fixed(FixedKind::AllDram)),
+        cap,
+        200.0,
+        1,
+    )
+    .unwrap();
+    assert!(slow
+        .records
+        .iter()
+        .all(|r| r.ended >= r.started && r.lines > 0));
     assert!(slow.records.iter().all(|r| r.dram_lines == 0));
     assert!(dram.records.iter().all(|r| r.dram_lines == r.lines));
     assert!(
@@ -85,13 +104,27 @@ fn policies_respect_the_dram_capacity() {
             assert_eq!(c["profiled"], 1.0);
             assert!(c["promoted_pages"] > 0.0 && r.tier.bytes_moved > 0);
             assert_eq!(r.records.iter().filter(|x| x.profiled).count(), 1);
-            assert!(r.records.iter().filter(|x| x.predicted_ns.is_some()).count() > 10);
+            assert!(
+                r.records
+                    .iter()
+                    .filter(|x| x.predicted_ns.is_some())
+                    .count()
+                    > 10
+            );
         }
     }
 }
 
 #[test]
 fn unfinished_runs_are_an_error() {
-    let e = run(&quarter(), small(), Box::new(Fixed(FixedKind::AllSlow)), 0, 0.01, 1).unwrap_err();
+    let e = run(
+        &quarter(),
+        small(),
+        Box::new(Fixed(FixedKind::AllSlow)),
+        0,
+        0.01,
+        1,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("tasks completed"), "{e}");
 }

@@ -139,7 +139,7 @@ impl TaskGraph {
             for &(b, write) in &seen {
                 p.extend(last_writer[b]);
                 if write {
-                    p.extend(readers[b].drain(..));
+                    p.append(&mut readers[b]);
                     last_writer[b] = Some(t);
                 } else {
                     readers[b].push(t);
@@ -181,7 +181,10 @@ impl TaskGraph {
 
     /// Total bytes of all blocks (page-rounded, as laid out).
     pub fn footprint(&self) -> u64 {
-        self.blocks.iter().map(|b| b.bytes.div_ceil(PAGE) * PAGE).sum()
+        self.blocks
+            .iter()
+            .map(|b| b.bytes.div_ceil(PAGE) * PAGE)
+            .sum()
     }
 
     /// Blocks of array `a`.
@@ -423,7 +426,11 @@ impl Runtime {
                 .dispatch(&self.graph, &mut tier, head, &ready, &self.active);
             // moves of its blocks still queued for the helper: the worker
             // does them first itself rather than wait behind the queue
-            let blocks: Vec<usize> = self.graph.tasks[head].args.iter().map(|a| a.block).collect();
+            let blocks: Vec<usize> = self.graph.tasks[head]
+                .args
+                .iter()
+                .map(|a| a.block)
+                .collect();
             let mut own = tier.steal_queued(&blocks);
             own.append(&mut d.own);
             d.own = own;

@@ -43,12 +43,12 @@ fn graph(tasks: Vec<Vec<Arg>>) -> TaskGraph {
 #[test]
 fn dependences_follow_the_openmp_rule() {
     let g = graph(vec![
-        vec![arg(0, Mode::Out)],                    // 0 writes a
-        vec![arg(0, Mode::In), arg(1, Mode::Out)],  // 1 reads a (after 0)
-        vec![arg(0, Mode::In)],                     // 2 reads a (after 0)
-        vec![arg(0, Mode::InOut)],                  // 3 after 0 (writer) and 1, 2 (readers)
+        vec![arg(0, Mode::Out)],                     // 0 writes a
+        vec![arg(0, Mode::In), arg(1, Mode::Out)],   // 1 reads a (after 0)
+        vec![arg(0, Mode::In)],                      // 2 reads a (after 0)
+        vec![arg(0, Mode::InOut)],                   // 3 after 0 (writer) and 1, 2 (readers)
         vec![arg(1, Mode::In), arg(1, Mode::InOut)], // 4: b named twice, write wins: after 1
-        vec![arg(2, Mode::In)],                     // 5: nothing before
+        vec![arg(2, Mode::In)],                      // 5: nothing before
     ]);
     assert_eq!(
         g.predecessors(),

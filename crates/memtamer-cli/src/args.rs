@@ -348,6 +348,40 @@ pub(crate) enum SimCmd {
         #[arg(long, default_value_t = 0)]
         jobs: usize,
     },
+    /// Tahoe (issue 21) against unmanaged first touch, static placement, Unimem with task
+    /// types as phases and an oracle, on task-graph programs with the slow tier at 1/4
+    /// bandwidth and at 4x latency; prints the Markdown tables of docs/tahoe.md.
+    Tahoe {
+        /// Platforms (the two built-in slow tiers, or platform files with regions dram and slow).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "tahoe-quarter-bw,tahoe-4x-latency"
+        )]
+        platforms: Vec<String>,
+        /// Benchmarks (default: all): heat, strassen, fft, cg, randomaccess.
+        #[arg(long = "bench", value_delimiter = ',')]
+        benches: Vec<String>,
+        /// Also evaluate a recording of the OMPT tool (MEMTAMER_TAHOE_RECORD=FILE), or
+        /// `builtin` for the shipped recording of the heat client.
+        #[arg(long)]
+        recorded: Option<String>,
+        /// Recorded program: tasks of a type that share one data block.
+        #[arg(long, default_value_t = 4)]
+        reuse: u64,
+        /// Recorded program: divisor of instance counts and footprints.
+        #[arg(long, default_value_t = 16)]
+        shrink: u64,
+        /// Recorded program: data bytes per DRAM byte.
+        #[arg(long, default_value_t = 10)]
+        ratio: u64,
+        /// Seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Worker threads (default: all cores).
+        #[arg(long, default_value_t = 0)]
+        jobs: usize,
+    },
     /// Unimem and its baselines on phased MPI-like programs over tiered data objects
     /// (issue 20 item 5); prints the Markdown of docs/unimem.md "In the simulator".
     Unimem {

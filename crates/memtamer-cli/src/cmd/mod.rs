@@ -16,6 +16,7 @@ mod gate;
 mod hostile;
 mod serve_metrics;
 mod sim;
+mod sim_tahoe;
 mod sim_unimem;
 mod stat;
 mod top;

@@ -162,6 +162,25 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             scenarios,
             jobs,
         } => super::sim_unimem::run(&platforms, &scenarios, jobs),
+        SimCmd::Tahoe {
+            platforms,
+            benches,
+            recorded,
+            reuse,
+            shrink,
+            ratio,
+            seed,
+            jobs,
+        } => super::sim_tahoe::run(super::sim_tahoe::Opts {
+            platforms,
+            benches,
+            recorded,
+            reuse,
+            shrink,
+            ratio,
+            seed,
+            jobs,
+        }),
         SimCmd::Sampler { periods } => {
             pick("memtamer sim sampler", format, &[Format::Table])?;
             print!("{}", validate::sampler_accuracy(&periods)?);

@@ -115,6 +115,7 @@ impl TaskPolicy for TahoePolicy {
         let a: Vec<Task> = active.iter().map(|&t| tahoe_task(g, layout, t)).collect();
         match self.planner.decide(&h, &r, &a) {
             Decision::Profile => Dispatch {
+                own: Vec::new(),
                 predicted_ns: None,
                 profile: true,
             },
@@ -123,13 +124,22 @@ impl TaskPolicy for TahoePolicy {
                 batches,
                 predicted_ns,
             } => {
+                // evictions (task 0) and the head's batch: on the worker,
+                // before the task runs; look-ahead batches: the helper
+                let mut own = Vec::new();
                 for b in &batches {
                     let to = if b.to_dram { Tier::Dram } else { Tier::Slow };
-                    for m in layout.moves(&b.pages, to) {
-                        tier.request(m);
+                    let moves = layout.moves(&b.pages, to);
+                    if b.task == 0 || b.task == h.id {
+                        own.extend(moves);
+                    } else {
+                        for m in moves {
+                            tier.request(m);
+                        }
                     }
                 }
                 Dispatch {
+                    own,
                     predicted_ns: Some(predicted_ns),
                     profile: false,
                 }
@@ -257,6 +267,7 @@ impl TaskPolicy for Oracle {
             .chain(active)
             .flat_map(|&t| g.tasks[t].args.iter().map(|a| a.block))
             .collect();
+        let mut own = Vec::new();
         for &t in &plan {
             for a in &g.tasks[t].args {
                 let b = a.block;
@@ -290,16 +301,30 @@ impl TaskPolicy for Oracle {
                 if free < s {
                     continue;
                 }
+                // the head's moves on its worker, look-ahead on the helper
+                let mut moves: Vec<MoveReq> = evict
+                    .iter()
+                    .map(|&v| MoveReq::whole(v, Tier::Slow))
+                    .collect();
+                moves.push(MoveReq::whole(b, Tier::Dram));
                 for v in evict {
-                    tier.request(MoveReq::whole(v, Tier::Slow));
                     self.resident.remove(&v);
                     self.used -= Self::size(g, v);
                 }
-                tier.request(MoveReq::whole(b, Tier::Dram));
                 self.resident.insert(b);
                 self.used += s;
+                if t == head {
+                    own.extend(moves);
+                } else {
+                    for m in moves {
+                        tier.request(m);
+                    }
+                }
             }
         }
-        Dispatch::default()
+        Dispatch {
+            own,
+            ..Dispatch::default()
+        }
     }
 }

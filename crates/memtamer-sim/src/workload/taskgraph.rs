@@ -139,7 +139,7 @@ impl TaskGraph {
             for &(b, write) in &seen {
                 p.extend(last_writer[b]);
                 if write {
-                    p.extend(readers[b].drain(..));
+                    p.append(&mut readers[b]);
                     last_writer[b] = Some(t);
                 } else {
                     readers[b].push(t);
@@ -261,8 +261,13 @@ impl Layout {
 }
 
 /// What a policy says when a worker takes a task.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Dispatch {
+    /// Moves the worker carries out itself before running the task, in
+    /// order (evictions first): Tahoe's worker migrates the pages of the
+    /// task it is about to run (§4.3.3), while moves queued on the
+    /// [`TierSpace`] go to the helper thread.
+    pub own: Vec<MoveReq>,
     /// Predicted run time of the task (ns), if the policy has a model.
     pub predicted_ns: Option<f64>,
     /// Record the task's per-page access counts (a representative to profile).
@@ -411,20 +416,32 @@ impl Runtime {
     }
 
     /// Takes the head of the ready queue and lets the policy decide.
-    fn take(&mut self, now: Ps) -> Option<(usize, bool)> {
+    fn take(&mut self, now: Ps) -> Option<(usize, Dispatch)> {
         let head = self.ready.pop_front()?;
         let ready: Vec<usize> = self.ready.iter().copied().collect();
         let d = {
             let mut tier = lock(&self.tier);
-            self.policy
-                .dispatch(&self.graph, &mut tier, head, &ready, &self.active)
+            let mut d = self
+                .policy
+                .dispatch(&self.graph, &mut tier, head, &ready, &self.active);
+            // moves of its blocks still queued for the helper: the worker
+            // does them first itself rather than wait behind the queue
+            let blocks: Vec<usize> = self.graph.tasks[head]
+                .args
+                .iter()
+                .map(|a| a.block)
+                .collect();
+            let mut own = tier.steal_queued(&blocks);
+            own.append(&mut d.own);
+            d.own = own;
+            d
         };
         self.active.push(head);
         let r = &mut self.records[head];
         r.dispatched = now;
         r.predicted_ns = d.predicted_ns;
         r.profiled = d.profile;
-        Some((head, d.profile))
+        Some((head, d))
     }
 
     /// `t` completed at `now`: release its successors, tell the policy.
@@ -457,6 +474,8 @@ const CHUNK: u64 = 16;
 
 #[derive(Clone, Debug)]
 enum Stage {
+    /// Carrying out its own moves.
+    Migrate,
     /// Waiting for the moves naming its blocks.
     Wait,
     /// Issuing accesses.
@@ -475,6 +494,10 @@ struct Current {
     turn: usize,
     /// Per-page counts when profiling.
     profile: Option<HashMap<u64, f64>>,
+    /// Own moves not started yet.
+    own: VecDeque<MoveReq>,
+    /// The own move being copied: request, pages, next page, drained, start.
+    mv: Option<(MoveReq, Vec<u64>, usize, bool, Ps)>,
     dram_lines: u64,
     lines: u64,
 }
@@ -518,13 +541,15 @@ impl Worker {
             let Some(c) = &mut self.cur else {
                 let mut rt = lock_rt(&self.rt);
                 match rt.take(now) {
-                    Some((task, profile)) => {
+                    Some((task, d)) => {
                         self.cur = Some(Current {
                             task,
-                            stage: Stage::Wait,
+                            stage: Stage::Migrate,
                             issued: vec![0; self.graph.tasks[task].args.len()],
                             turn: 0,
-                            profile: profile.then(HashMap::new),
+                            profile: d.profile.then(HashMap::new),
+                            own: d.own.into(),
+                            mv: None,
                             dram_lines: 0,
                             lines: 0,
                         });
@@ -543,6 +568,37 @@ impl Worker {
             };
             let def = &self.graph.tasks[c.task];
             match c.stage {
+                Stage::Migrate => {
+                    let mut tier = lock(&self.tier);
+                    match &mut c.mv {
+                        None => match c.own.pop_front() {
+                            Some(m) => {
+                                let pages = tier.begin_move(m);
+                                c.mv = Some((m, pages, 0, false, now));
+                            }
+                            None => c.stage = Stage::Wait,
+                        },
+                        Some((m, pages, next, drained, start)) => {
+                            if *next < pages.len() {
+                                let page = pages[*next];
+                                *next += 1;
+                                for l in 0..PAGE / LINE {
+                                    let (src, dst) = tier.copy_pair(m.obj, page, l, m.to);
+                                    q.push_back(Op::CopyLine { src, dst, nt: true });
+                                }
+                                return;
+                            }
+                            if !*drained && !pages.is_empty() {
+                                *drained = true;
+                                q.push_back(Op::Drain);
+                                return;
+                            }
+                            tier.end_move(m, pages, now - *start);
+                            c.mv = None;
+                        }
+                    }
+                    continue;
+                }
                 Stage::Wait => {
                     let mut tier = lock(&self.tier);
                     if def.args.iter().all(|a| tier.settled(a.block)) {

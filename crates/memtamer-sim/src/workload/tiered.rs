@@ -304,6 +304,59 @@ impl TierSpace {
     /// not already in its destination). Promotions count against DRAM now.
     fn start_next(&mut self) -> Option<(MoveReq, Vec<u64>)> {
         let m = self.fifo.pop_front()?;
+        Some((m, self.pages_to_copy(m)))
+    }
+
+    /// Starts `m` on the calling thread instead of the helper: a program
+    /// thread that migrates data itself before using it (Tahoe's worker
+    /// moves the pages of the task it is about to run, thesis §4.3.3).
+    /// Returns the pages to copy (none for an unknown object). The caller
+    /// issues a `CopyLine` per line of each from [`TierSpace::copy_pair`],
+    /// drains, then calls [`TierSpace::end_move`]; until then the object is
+    /// not [`TierSpace::settled`] and accesses go to the old copy.
+    pub fn begin_move(&mut self, m: MoveReq) -> Vec<u64> {
+        match self.objs.get_mut(m.obj) {
+            Some(o) => o.pending += 1,
+            None => return Vec::new(),
+        }
+        self.pages_to_copy(m)
+    }
+
+    /// Removes from the helper's FIFO the requests naming one of `objs`
+    /// that it has not started, in FIFO order: a program thread about to
+    /// use those objects carries them out itself ([`TierSpace::begin_move`])
+    /// instead of waiting behind the helper's queue. Other objects' requests
+    /// stay queued.
+    pub fn steal_queued(&mut self, objs: &[usize]) -> Vec<MoveReq> {
+        let mut out = Vec::new();
+        let mut keep = VecDeque::with_capacity(self.fifo.len());
+        for m in self.fifo.drain(..) {
+            if objs.contains(&m.obj) {
+                out.push(m);
+            } else {
+                keep.push_back(m);
+            }
+        }
+        self.fifo = keep;
+        for m in &out {
+            if let Some(o) = self.objs.get_mut(m.obj) {
+                o.pending = o.pending.saturating_sub(1);
+            }
+        }
+        out
+    }
+
+    /// The copy of a [`TierSpace::begin_move`] is durable: switch placement
+    /// and account it (`copy_ps`: its duration).
+    pub fn end_move(&mut self, m: &MoveReq, pages: &[u64], copy_ps: Ps) {
+        if m.obj < self.objs.len() {
+            self.finish(m, pages, copy_ps);
+        }
+    }
+
+    /// Pages of `m` not yet in its destination; promotions count against
+    /// DRAM from now.
+    fn pages_to_copy(&mut self, m: MoveReq) -> Vec<u64> {
         let o = &self.objs[m.obj];
         let end = m.first_page.saturating_add(m.pages).min(o.page_count());
         let pages: Vec<u64> = (m.first_page.min(end)..end)
@@ -313,7 +366,7 @@ impl TierSpace {
             self.dram_bytes += pages.len() as u64 * PAGE;
             self.stats.peak_dram_bytes = self.stats.peak_dram_bytes.max(self.dram_bytes);
         }
-        Some((m, pages))
+        pages
     }
 
     /// The helper's copy of `pages` of `m` is durable: switch placement.
@@ -336,7 +389,7 @@ impl TierSpace {
 
     /// Source and destination of line `line` of page `page` of `obj` when
     /// moving it to `to`.
-    fn copy_pair(&self, obj: usize, page: u64, line: u64, to: Tier) -> (u64, u64) {
+    pub fn copy_pair(&self, obj: usize, page: u64, line: u64, to: Tier) -> (u64, u64) {
         let off = self.objs[obj].base + page * PAGE + line * LINE;
         let from = match to {
             Tier::Dram => Tier::Slow,

@@ -1,0 +1,62 @@
+//! `memtamer sim tahoe`: Tahoe and its comparison systems on task-graph
+//! programs in the simulator (issue 21 item 4; docs/tahoe.md "In the simulator").
+
+use crate::error::{CliError, Outcome};
+use memtamer_sim::tahoe_eval::{builtin_cases, evaluate, markdown, recorded, Case, Row};
+use memtamer_sim::SimError;
+use std::sync::Arc;
+
+/// The command's options (see `args.rs`).
+pub(super) struct Opts {
+    pub platforms: Vec<String>,
+    pub benches: Vec<String>,
+    pub recorded: Option<String>,
+    pub reuse: u64,
+    pub shrink: u64,
+    pub ratio: u64,
+    pub seed: u64,
+    pub jobs: usize,
+}
+
+/// Runs the evaluation and prints its tables. A recorded program is
+/// evaluated beside the built-in benchmarks, which train its model
+/// (leave-one-out).
+pub(super) fn run(o: Opts) -> Result<Outcome, CliError> {
+    let mut cases = builtin_cases(&o.benches)?;
+    if let Some(r) = &o.recorded {
+        let (name, text) = if r == "builtin" {
+            (
+                "heat-recorded".to_string(),
+                recorded::HEAT_RECORDING.to_string(),
+            )
+        } else {
+            let text = std::fs::read_to_string(r).map_err(|source| SimError::Io {
+                path: r.clone(),
+                source,
+            })?;
+            (format!("recorded:{r}"), text)
+        };
+        let g = recorded::graph(&name, &text, o.reuse, o.shrink).map_err(|message| {
+            SimError::Invalid {
+                file: r.clone(),
+                line: 0,
+                key: "recording".into(),
+                message,
+            }
+        })?;
+        cases.push(Case {
+            graph: Arc::new(g),
+            ratio: o.ratio,
+        });
+    }
+    let measured = evaluate(&o.platforms, &cases, o.seed, o.jobs)?;
+    let rows: Vec<Row> = measured
+        .iter()
+        .filter_map(|m| {
+            let c = cases.iter().find(|c| c.graph.name == m.bench)?;
+            Some(Row::of(m, &c.graph))
+        })
+        .collect();
+    print!("{}", markdown(&rows));
+    Ok(Outcome::Success)
+}

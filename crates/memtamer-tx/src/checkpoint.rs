@@ -31,8 +31,18 @@ use crate::pool::{lock, Pool};
 use crate::region::PersistStats;
 use crate::table::Entry;
 
+/// Underutilised regions one pass of `run_checkpointer` moves at most (a
+/// bound on the work done between two checkpoints).
+pub const DEFRAG_REGIONS_PER_PASS: usize = 16;
+/// Least time between two defragmentation passes of `run_checkpointer`
+/// (a pass reads every live object's header to find sparse regions).
+pub const DEFRAG_MIN_GAP: Duration = Duration::from_secs(1);
+
 /// Volatile checkpoint state of an open pool.
 pub(crate) struct ChkpState {
+    /// Set while a checkpoint collects the slots: `begin` waits, so the
+    /// checkpoint is not starved by transactions re-taking their slots.
+    pub pausing: AtomicBool,
     pub log: Mutex<LogState>,
     pub tracker: DirtyTracker,
     pub totals: Mutex<CheckpointStats>,
@@ -92,6 +102,7 @@ pub struct CheckpointStats {
 impl ChkpState {
     pub(crate) fn new(tracker: DirtyTracker, log: LogState) -> ChkpState {
         ChkpState {
+            pausing: AtomicBool::new(false),
             log: Mutex::new(log),
             tracker,
             totals: Mutex::new(CheckpointStats::default()),
@@ -143,7 +154,10 @@ impl Pool {
             return Err(TxError::Nested);
         }
         let t0 = Instant::now();
+        // pause transactions (thesis §5.4.6 step 1): new ones wait in begin
+        self.chkp.pausing.store(true, Ordering::SeqCst);
         let mut guards: Vec<_> = self.slots.iter().map(lock).collect();
+        self.chkp.pausing.store(false, Ordering::SeqCst);
         let mut log = lock(&self.chkp.log);
         let mut st = PersistStats::default();
         // 1. only live objects keep valid headers
@@ -251,6 +265,12 @@ impl Pool {
         Ok(rep)
     }
 
+    /// Switches the online defragmentation of `run_checkpointer` on or off
+    /// (`PoolOptions::defrag` sets it at open).
+    pub fn set_defrag(&self, on: bool) {
+        self.defrag_on.store(on, Ordering::Relaxed);
+    }
+
     /// Checkpoints every `every` until `stop` is set (the thesis's
     /// checkpoint thread, 30 s in its evaluation); with
     /// `PoolOptions::defrag` on, a defragmentation pass follows each one.
@@ -258,14 +278,18 @@ impl Pool {
     pub fn run_checkpointer(&self, every: Duration, stop: &AtomicBool) {
         let step = Duration::from_millis(10).min(every);
         let mut next = Instant::now() + every;
+        let mut last_defrag: Option<Instant> = None;
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(step);
             if Instant::now() < next {
                 continue;
             }
             let _ = self.checkpoint();
-            if self.defrag_on {
-                let _ = self.defrag(usize::MAX);
+            if self.defrag_on.load(Ordering::Relaxed)
+                && last_defrag.is_none_or(|t| t.elapsed() >= DEFRAG_MIN_GAP)
+            {
+                let _ = self.defrag(DEFRAG_REGIONS_PER_PASS);
+                last_defrag = Some(Instant::now());
             }
             next = Instant::now() + every;
         }

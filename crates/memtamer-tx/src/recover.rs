@@ -350,7 +350,7 @@ impl Pool {
             recovery: rep,
             faults: Faults::default(),
             chkp: ChkpState::new(tracker, log),
-            defrag_on: o.defrag,
+            defrag_on: std::sync::atomic::AtomicBool::new(o.defrag),
             region,
         };
         if fresh {

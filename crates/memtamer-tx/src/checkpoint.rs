@@ -114,26 +114,44 @@ impl Pool {
     /// Logs that `start..start+len` was taken from the global free list
     /// (CHKP-diff), persisted before any block in it is written.
     pub(crate) fn log_fetch(&self, start: u32, len: u32, st: &mut PersistStats) {
+        self.log_fetches(&[(start, len)], st);
+    }
+
+    /// Logs several fetched extents at once: consecutive entries, one flush
+    /// of their range and one fence (a refill that takes several extents
+    /// pays one fence, not one each). A crash before the fence can persist a
+    /// later entry without an earlier one; recovery then sees a damaged log
+    /// and takes the full scan (safe), since none of the extents was used.
+    pub(crate) fn log_fetches(&self, ext: &[(u32, u32)], st: &mut PersistStats) {
         let mut g = lock(&self.chkp.log);
-        if g.overflow {
+        if g.overflow || ext.is_empty() {
             return;
         }
         let h = &self.hdr;
-        let (s, n) = if g.next + 1 >= h.log_cap {
-            g.overflow = true;
-            (OVERFLOW, 0)
-        } else {
-            (start, len)
-        };
-        let off = h.log_off(g.epoch, g.next);
-        self.region
-            .write(off, &chkp::encode_entry(h.salt, g.epoch, g.next, s, n));
-        if !self.faults.skip_log_persist.load(Ordering::Relaxed) {
-            self.region.persist(off, 16, st);
+        let (mut lo, mut hi, mut logged) = (usize::MAX, 0usize, 0u64);
+        for &(start, len) in ext {
+            if g.overflow {
+                break;
+            }
+            let (s, n) = if g.next + 1 >= h.log_cap {
+                g.overflow = true;
+                (OVERFLOW, 0)
+            } else {
+                (start, len)
+            };
+            let off = h.log_off(g.epoch, g.next);
+            self.region
+                .write(off, &chkp::encode_entry(h.salt, g.epoch, g.next, s, n));
+            lo = lo.min(off);
+            hi = hi.max(off + 16);
+            g.next += 1;
+            logged += 1;
         }
-        g.next += 1;
+        if !self.faults.skip_log_persist.load(Ordering::Relaxed) {
+            self.region.persist(lo, hi - lo, st);
+        }
         drop(g);
-        lock(&self.chkp.totals).fetches_logged += 1;
+        lock(&self.chkp.totals).fetches_logged += logged;
     }
 
     /// How the checkpoint finds changed table pages.

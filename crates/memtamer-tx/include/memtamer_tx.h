@@ -28,6 +28,9 @@ const char *mtx_last_error(void);
 mtx_pool *mtx_pool_create(const char *path, uint64_t size, uint32_t root_size);
 mtx_pool *mtx_pool_open(const char *path);
 void mtx_pool_close(mtx_pool *pool);
+/* Incremental checkpoint of the lookup table (close takes one too): the next
+ * open recovers from it instead of scanning the whole pool. 0, or -1. */
+int mtx_pool_checkpoint(const mtx_pool *pool);
 uint32_t mtx_root(const mtx_pool *pool);
 
 mtx_tx *mtx_tx_begin(const mtx_pool *pool);

@@ -106,6 +106,29 @@ pub unsafe extern "C" fn mtx_pool_close(pool: *mut Pool) {
         // SAFETY: per the contract, a live pool box.
         let p = unsafe { Box::from_raw(pool) };
         p.collect();
+        // a checkpoint at close: the next open scans nothing
+        let _ = p.checkpoint();
+    }
+}
+
+/// Takes an incremental checkpoint of the lookup table (0, or -1 with
+/// `mtx_last_error`), so that the next open recovers from it.
+///
+/// # Safety
+/// `pool` is a live pool; no transaction of this thread is running on it.
+#[no_mangle]
+pub unsafe extern "C" fn mtx_pool_checkpoint(pool: *const Pool) -> c_int {
+    // SAFETY: per the contract.
+    let Some(p) = (unsafe { pool.as_ref() }) else {
+        set_err("mtx_pool_checkpoint: NULL pool".into());
+        return -1;
+    };
+    match p.checkpoint() {
+        Ok(_) => 0,
+        Err(e) => {
+            set_err(e.to_string());
+            -1
+        }
     }
 }
 

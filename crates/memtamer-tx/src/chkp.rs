@@ -186,7 +186,9 @@ pub fn pick_record(h: &PoolHeader, region: &Region) -> Result<Record, Unusable> 
     // A newer epoch that logged a fetch proves its record existed: it was
     // lost (corrupted), and CHKP may already hold its contents.
     let next = rec.epoch + 1;
-    if decode_entry(h.salt, next, 0, region.bytes(h.log_off(next, 0), 16)).is_some() {
+    let in_use = (0..h.log_cap)
+        .any(|i| decode_entry(h.salt, next, i, region.bytes(h.log_off(next, i), 16)).is_some());
+    if in_use {
         return Err(format!(
             "checkpoint record of epoch {next} is missing but its log is in use"
         ));

@@ -42,7 +42,7 @@ pub struct Fragmentation {
 /// What one defragmentation pass did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DefragReport {
-    /// Underutilised regions found.
+    /// Underutilised regions with live objects taken on in this pass.
     pub sparse: u64,
     /// Regions whose objects were all moved.
     pub regions_moved: u64,
@@ -59,9 +59,9 @@ pub fn underutilised(used: u32) -> bool {
 }
 
 impl Pool {
-    /// Live lines per 4 KB region, and the small objects starting there.
-    fn region_usage(&self) -> BTreeMap<u32, (u32, Vec<u32>)> {
-        let mut m: BTreeMap<u32, (u32, Vec<u32>)> = BTreeMap::new();
+    /// Live lines per 4 KB region (reads every live object's header).
+    fn region_usage(&self) -> BTreeMap<u32, u32> {
+        let mut m: BTreeMap<u32, u32> = BTreeMap::new();
         let max = self.next_id.load(Ordering::Relaxed).min(self.table.cap());
         for id in 1..max {
             let Some(e) = self.table.get(id) else {
@@ -79,24 +79,22 @@ impl Pool {
             while l < end {
                 let r = l / REGION_LINES;
                 let upto = ((r + 1) * REGION_LINES).min(end);
-                m.entry(r).or_default().0 += upto - l;
+                *m.entry(r).or_default() += upto - l;
                 l = upto;
-            }
-            if n <= LARGE_LINES {
-                m.entry(line / REGION_LINES).or_default().1.push(id);
             }
         }
         m
     }
 
-    /// Fragmentation of the live data now (volatile view of the table).
+    /// Fragmentation of the live data now (volatile view of the table; a
+    /// diagnostic that reads every live object's header).
     pub fn fragmentation(&self) -> Fragmentation {
         let m = self.region_usage();
         let mut f = Fragmentation {
             regions: m.len() as u64,
             ..Fragmentation::default()
         };
-        for (used, _) in m.values() {
+        for used in m.values() {
             f.live_lines += u64::from(*used);
             f.sparse += u64::from(underutilised(*used));
         }
@@ -106,6 +104,59 @@ impl Pool {
         f
     }
 
+    /// Regions that the free and recycle lists show more than half free
+    /// (but not empty), with that many lines not known free: a cheap,
+    /// conservative view (free lines still in slot portions or deallocation
+    /// lists count as used), O(free extents) instead of O(objects).
+    fn sparse_candidates(&self) -> Vec<(u32, u32)> {
+        let mut free: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut add = |s: u32, n: u32| {
+            let (mut l, end) = (s, s + n);
+            while l < end {
+                let r = l / REGION_LINES;
+                let upto = ((r + 1) * REGION_LINES).min(end);
+                *free.entry(r).or_default() += upto - l;
+                l = upto;
+            }
+        };
+        for (s, n) in crate::pool::lock(&self.global).iter() {
+            add(s, n);
+        }
+        for (s, n) in crate::pool::lock(&self.recycle).iter() {
+            add(*s, *n);
+        }
+        let nregions = self.hdr.nlines().div_ceil(REGION_LINES);
+        free.into_iter()
+            .filter(|(r, _)| *r + 1 < nregions) // the last region may be short
+            .map(|(r, f)| (REGION_LINES - f.min(REGION_LINES), r))
+            .filter(|(used, _)| underutilised(*used))
+            .collect()
+    }
+
+    /// Live small objects whose block starts in region `r`, found by
+    /// walking its lines' headers and confirmed by the lookup table.
+    fn region_objects(&self, r: u32) -> Vec<u32> {
+        let mut ids = Vec::new();
+        let end = ((r + 1) * REGION_LINES).min(self.hdr.nlines());
+        let mut line = r * REGION_LINES;
+        while line < end {
+            let b = self.region.bytes(self.line_off(line), OBJ_HDR);
+            let Some(h) = layout::decode_obj(self.hdr.salt, line, b) else {
+                line += 1;
+                continue;
+            };
+            let live = self
+                .table
+                .get(h.id)
+                .is_some_and(|e| e.snap().old == line + 1);
+            if live && h.lines() <= LARGE_LINES {
+                ids.push(h.id);
+            }
+            line += h.lines().max(1);
+        }
+        ids
+    }
+
     /// One defragmentation pass over at most `max_regions` underutilised
     /// regions (emptiest first): each region's objects move in one mock
     /// write transaction. `TxError::Nested` inside a transaction.
@@ -113,18 +164,23 @@ impl Pool {
         if crate::tx::in_tx() {
             return Err(TxError::Nested);
         }
-        let m = self.region_usage();
-        let mut sparse: Vec<(u32, u32, Vec<u32>)> = m
-            .into_iter()
-            .filter(|(_, (used, ids))| underutilised(*used) && !ids.is_empty())
-            .map(|(r, (used, ids))| (used, r, ids))
-            .collect();
-        sparse.sort_unstable_by_key(|(used, r, _)| (*used, *r));
+        let mut cands = self.sparse_candidates();
+        cands.sort_unstable();
+        let mut sparse: Vec<(u32, u32, Vec<u32>)> = Vec::new();
+        for (used, r) in cands {
+            if sparse.len() >= max_regions {
+                break;
+            }
+            let ids = self.region_objects(r);
+            if !ids.is_empty() {
+                sparse.push((used, r, ids));
+            }
+        }
         let mut rep = DefragReport {
             sparse: sparse.len() as u64,
             ..DefragReport::default()
         };
-        for (_, _, ids) in sparse.into_iter().take(max_regions) {
+        for (_, _, ids) in sparse {
             let mut tx = self.begin()?;
             let mut moved = 0u64;
             let mut ok = true;

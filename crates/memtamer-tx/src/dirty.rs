@@ -172,9 +172,10 @@ impl DirtyTracker {
         if unsafe { libc::ioctl(ufd.as_raw_fd(), UFFDIO_API, &mut api) } != 0 {
             return Err(os("UFFDIO_API (WP_ASYNC needs Linux 6.7)"));
         }
-        // Keep 4 KB pages: a transparent huge page would be reported whole.
-        // SAFETY: advice on our own mapping.
-        unsafe { libc::madvise(base as *mut _, len, libc::MADV_NOHUGEPAGE) };
+        // No madvise here: if the table is backed by transparent huge pages
+        // (faster lookups), a written huge page is reported whole, 2 MB =
+        // 131,072 ids; the checkpoint compares those lines and still writes
+        // only the changed ones.
         let mut reg = UffdioRegister {
             start: base as u64,
             len: len as u64,

@@ -23,6 +23,7 @@ pub mod bench;
 pub mod capi;
 pub mod checkpoint;
 pub mod chkp;
+pub mod chkp_bench;
 pub mod crash;
 pub mod defrag;
 pub mod dirty;

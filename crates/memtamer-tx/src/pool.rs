@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::alloc::{Dealloc, FreeList, Portion, LARGE_LINES};
 use crate::checkpoint::ChkpState;
+use crate::chkp;
 use crate::error::{PoolError, TxError};
 use crate::layout::{
     self, HeaderFault, ObjHeader, PoolHeader, SlotState, LINE, OBJ_HDR, SLOTS_OFF,
@@ -169,7 +170,7 @@ pub struct Pool {
     #[doc(hidden)]
     pub faults: Faults,
     pub(crate) chkp: ChkpState,
-    pub(crate) defrag_on: bool,
+    pub(crate) defrag_on: AtomicBool,
 }
 
 fn header_error(path: &Path, f: HeaderFault, file_len: u64) -> PoolError {
@@ -264,6 +265,19 @@ impl Pool {
             &layout::slot_word(1, SlotState::End).to_le_bytes(),
         );
         region.flush(SLOTS_OFF as usize, hdr.nslots as usize * LINE, &mut st);
+        // The first checkpoint (epoch 1, nothing logged): CHKP knows the
+        // root, so opening the new pool scans nothing.
+        let mut locs = [0u32; layout::CHKP_PER_LINE as usize];
+        locs[hdr.root_id as usize % locs.len()] = 1;
+        region.write(hdr.chkp_line_off(0), &chkp::encode_line(hdr.salt, 0, &locs));
+        region.flush(hdr.chkp_line_off(0), LINE, &mut st);
+        let rec = chkp::Record {
+            epoch: 1,
+            clock: 2,
+            nids: hdr.root_id + 1,
+        };
+        region.write(hdr.record_off(1), &chkp::encode_record(hdr.salt, &rec));
+        region.flush(hdr.record_off(1), LINE, &mut st);
         region.fence(&mut st);
         region.write(0, &layout::encode_header(&hdr));
         region.persist(0, layout::HEADER_LEN, &mut st);
@@ -398,9 +412,7 @@ impl Pool {
                 let taken =
                     lock(&self.global).refill_portion(n, self.segment_lines, &mut ctx.portion);
                 if !taken.is_empty() {
-                    for (s, len) in taken {
-                        self.log_fetch(s, len, &mut ctx.stats);
-                    }
+                    self.log_fetches(&taken, &mut ctx.stats);
                     continue;
                 }
             } else if let Some(l) = lock(&self.global).take_best(n) {

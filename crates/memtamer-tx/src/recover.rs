@@ -12,7 +12,6 @@
 //! (`chkp::load` says why) makes recovery take the full scan and write a
 //! fresh checkpoint afterwards.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::Mutex;
 
@@ -36,6 +35,55 @@ pub enum RecoveryMode {
     FullScan,
 }
 
+/// Newest committed copy per id: a vector indexed by id (ids are dense,
+/// `1..next_id`), grown to the largest id seen; `id == 0` marks a hole.
+#[derive(Default)]
+struct IdMap {
+    v: Vec<(u32, ObjHeader)>,
+    len: usize,
+}
+
+const HOLE: (u32, ObjHeader) = (
+    0,
+    ObjHeader {
+        id: 0,
+        size: 0,
+        txid: 0,
+    },
+);
+
+impl IdMap {
+    fn get(&self, id: u32) -> Option<(u32, ObjHeader)> {
+        self.v.get(id as usize).copied().filter(|(_, h)| h.id != 0)
+    }
+    fn contains(&self, id: u32) -> bool {
+        self.get(id).is_some()
+    }
+    fn insert(&mut self, id: u32, line: u32, h: ObjHeader) {
+        let i = id as usize;
+        if i >= self.v.len() {
+            self.v.resize(i + 1, HOLE);
+        }
+        if self.v[i].1.id == 0 {
+            self.len += 1;
+        }
+        self.v[i] = (line, h);
+    }
+    fn remove(&mut self, id: u32) {
+        if self.contains(id) {
+            self.v[id as usize] = HOLE;
+            self.len -= 1;
+        }
+    }
+    fn iter(&self) -> impl Iterator<Item = (u32, u32, ObjHeader)> + '_ {
+        self.v
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, h))| h.id != 0)
+            .map(|(i, (l, h))| (i as u32, *l, *h))
+    }
+}
+
 struct Judge<'a> {
     region: &'a Region,
     hdr: &'a PoolHeader,
@@ -43,7 +91,7 @@ struct Judge<'a> {
     max_ts: u64,
     rep: RecoveryReport,
     unfinished: std::collections::HashSet<u64>,
-    best: HashMap<u32, (u32, ObjHeader)>,
+    best: IdMap,
     drop_copies: Vec<(u32, u32)>,
     drop_tombs: Vec<(u32, u32)>,
 }
@@ -88,7 +136,10 @@ impl Judge<'_> {
             self.drop_copies.push((line, n));
             return Ok(n);
         }
-        match self.best.get(&h.id).copied() {
+        if h.id >= self.hdr.nlines().saturating_add(2) {
+            return Err(self.corrupt(line, format!("object id {} beyond the id space", h.id)));
+        }
+        match self.best.get(h.id) {
             Some((_, b)) if layout::untag_txid(b.txid).1 == t => {
                 return Err(self.corrupt(
                     line,
@@ -104,7 +155,7 @@ impl Judge<'_> {
                     self.rep.stale += 1;
                     self.push_drop(pl, &ph);
                 }
-                self.best.insert(h.id, (line, h));
+                self.best.insert(h.id, line, h);
             }
         }
         Ok(n)
@@ -136,7 +187,7 @@ impl Judge<'_> {
             }
         }
         self.scan(&c.extents)?;
-        let mut all: Vec<(u32, u32)> = self.best.values().map(|(l, h)| (*l, h.lines())).collect();
+        let mut all: Vec<(u32, u32)> = self.best.iter().map(|(_, l, h)| (l, h.lines())).collect();
         all.extend_from_slice(&self.drop_copies);
         all.extend_from_slice(&self.drop_tombs);
         all.sort_unstable();
@@ -200,7 +251,7 @@ impl Pool {
             max_ts,
             rep: RecoveryReport::default(),
             unfinished: Default::default(),
-            best: HashMap::new(),
+            best: IdMap::default(),
             drop_copies: Vec::new(),
             drop_tombs: Vec::new(),
         };
@@ -238,21 +289,19 @@ impl Pool {
         } = j;
         rep.unfinished_tx = unfinished.len() as u64;
         // Tombstones that won: the object is deleted; drop the record last.
-        best.retain(|_, (l, h)| {
-            if h.is_tombstone() {
-                rep.tombstones += 1;
-                drop_tombs.push((*l, h.lines()));
-                false
-            } else {
-                true
-            }
-        });
+        let tombs: Vec<(u32, u32, ObjHeader)> =
+            best.iter().filter(|(_, _, h)| h.is_tombstone()).collect();
+        for (id, l, h) in tombs {
+            rep.tombstones += 1;
+            drop_tombs.push((l, h.lines()));
+            best.remove(id);
+        }
         let corrupt = |offset: u64, why: String| PoolError::Corrupted {
             path: region.path().into(),
             offset,
             why,
         };
-        if !best.contains_key(&hdr.root_id) {
+        if !best.contains(hdr.root_id) {
             return Err(corrupt(0, format!("root object {} missing", hdr.root_id)));
         }
         let mut st = PersistStats::default();
@@ -282,32 +331,34 @@ impl Pool {
             op: "mmap lookup table",
             source,
         })?;
-        let mut used: Vec<(u32, u32)> = Vec::with_capacity(best.len());
+        let mut used: Vec<(u32, u32)> = Vec::with_capacity(best.len);
         let mut max_id = hdr.root_id;
-        for (id, (l, h)) in &best {
-            let e = table.get(*id).ok_or_else(|| {
+        for (id, l, h) in best.iter() {
+            let e = table.get(id).ok_or_else(|| {
                 corrupt(
-                    u64::from(*l) * LINE as u64,
+                    u64::from(l) * LINE as u64,
                     format!("object id {id} beyond table capacity {cap}"),
                 )
             })?;
             e.old.store(l + 1, std::sync::atomic::Ordering::Relaxed);
-            used.push((*l, h.lines()));
-            max_id = max_id.max(*id);
+            used.push((l, h.lines()));
+            max_id = max_id.max(id);
         }
         used.sort_unstable();
-        let mut free = FreeList::default();
+        let mut gaps = Vec::with_capacity(used.len() + 1);
         let mut cur = 0u32;
         for (l, n) in &used {
-            free.insert(cur, l - cur);
+            gaps.push((cur, l - cur));
             cur = l + n;
         }
-        free.insert(cur, nlines - cur);
-        rep.objects = best.len() as u64;
+        gaps.push((cur, nlines - cur));
+        let mut free = FreeList::default();
+        free.absorb_runs(&mut gaps);
+        rep.objects = best.len as u64;
         rep.free_lines = free.total();
         let spare: Vec<u32> = (1..=max_id)
             .rev()
-            .filter(|id| !best.contains_key(id))
+            .filter(|id| !best.contains(*id))
             .collect();
 
         let (tbase, tlen) = table.raw();
@@ -350,7 +401,7 @@ impl Pool {
             recovery: rep,
             faults: Faults::default(),
             chkp: ChkpState::new(tracker, log),
-            defrag_on: o.defrag,
+            defrag_on: std::sync::atomic::AtomicBool::new(o.defrag),
             region,
         };
         if fresh {

@@ -81,6 +81,9 @@ impl Pool {
         if IN_TX.with(|c| c.replace(true)) {
             return Err(TxError::Nested);
         }
+        while self.chkp.pausing.load(Ordering::Acquire) {
+            std::thread::yield_now(); // a checkpoint is collecting the slots
+        }
         let n = self.slots.len();
         let hint = SLOT_HINT.with(|h| h.get());
         let start = if hint < n { hint } else { thread_index() % n };

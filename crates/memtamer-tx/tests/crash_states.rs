@@ -113,6 +113,7 @@ fn run_with(
     }
     pool.collect();
     let mut models = vec![model.clone()];
+    let mut moved = 0u64;
     rec.start();
     fault(&pool);
     for i in 1..=ops {
@@ -130,13 +131,21 @@ fn run_with(
         models.push(model.clone());
         rec.mark(i);
         if maint.defrag_every > 0 && i % maint.defrag_every == 0 {
-            pool.defrag(4).unwrap();
+            moved += pool.defrag(4).unwrap().objects_moved;
         }
         if maint.checkpoint_every > 0 && i % maint.checkpoint_every == 0 {
             pool.checkpoint().unwrap();
         }
     }
     rec.stop();
+    if maint.defrag_every > 0 {
+        eprintln!("defragmentation moved {moved} objects during the recorded run");
+        // (the short fault-injection runs may have nothing to move yet)
+        assert!(
+            moved > 0 || ops < 300,
+            "the defragmentation passes must move something"
+        );
+    }
     let flat = |m: &Model| m.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>();
     enumerate(&rec, eo, &mut |p, done| {
         let (items, refs) = contents(kind, p).map_err(|e| format!("structure unreadable: {e}"))?;

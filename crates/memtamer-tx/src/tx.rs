@@ -591,7 +591,13 @@ impl<'p> Tx<'p> {
             pool.gc(self.slot, &mut self.ctx);
         }
         if pool.tombs_len.load(Ordering::Relaxed) >= pool.gc_batch {
-            pool.gc(self.slot, &mut self.ctx);
+            // Our GC step only while we hold back the oldest deletion
+            // record: once past it, another one per commit (a fence each)
+            // cannot let it go sooner; the slots that lag run theirs.
+            let oldest = pool.tombs_oldest.load(Ordering::SeqCst);
+            if pool.states[self.slot].zeroed_gen.load(Ordering::SeqCst) <= oldest {
+                pool.gc(self.slot, &mut self.ctx);
+            }
             pool.reap(Some(self.slot), &mut self.ctx.stats);
         }
     }

@@ -398,6 +398,7 @@ impl Pool {
             gen: AtomicU64::new(1),
             tombs: Mutex::new(Vec::new()),
             tombs_len: std::sync::atomic::AtomicUsize::new(0),
+            tombs_oldest: std::sync::atomic::AtomicU64::new(u64::MAX),
             recovery: rep,
             faults: Faults::default(),
             chkp: ChkpState::new(tracker, log),

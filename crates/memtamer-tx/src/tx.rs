@@ -210,6 +210,7 @@ impl<'p> Tx<'p> {
             .table
             .get(id)
             .ok_or(TxError::NoSuchObject { id })?;
+        let mut spins = 0u32;
         loop {
             let s = e.snap();
             let pick = if s.new == 0 {
@@ -222,8 +223,18 @@ impl<'p> Tx<'p> {
                 let st = &self.pool.states[(s.writer - 1) as usize];
                 let w = st.word.load(Ordering::Acquire);
                 match w & 3 {
+                    // Its CommitID is drawn and above our TxID: invisible
+                    // to us whether or not it commits.
+                    DS_COMMITTING if st.commit.load(Ordering::SeqCst) > self.txid => s.old,
                     DS_COMMITTING => {
-                        std::hint::spin_loop();
+                        // Wait until its COMMITTED record is durable; yield
+                        // if that takes long (it may have been preempted).
+                        spins += 1;
+                        if spins > 64 {
+                            std::thread::yield_now();
+                        } else {
+                            std::hint::spin_loop();
+                        }
                         continue;
                     }
                     DS_COMMITTED if st.commit.load(Ordering::Acquire) <= self.txid => s.new,
@@ -522,9 +533,13 @@ impl<'p> Tx<'p> {
         st.word
             .store(self.txid << 2 | DS_COMMITTING, Ordering::SeqCst);
         let cid = pool.clock.fetch_add(1, Ordering::SeqCst);
+        // Published before the record is persisted: a reader that meets
+        // COMMITTING with a CommitID above its TxID takes the old version
+        // at once instead of waiting out our flush + fence (a slot's
+        // CommitIDs only grow, so a stale value here only makes it wait).
+        st.commit.store(cid, Ordering::SeqCst);
         let w = layout::slot_word(self.txid, SlotState::Committed);
         pool.write_slot(self.slot, w, Some(cid), &mut self.ctx.stats, true);
-        st.commit.store(cid, Ordering::Release);
         // Release suffices: readers spin on COMMITTING and acquire this;
         // committers that must see our TxID order through the clock RMW.
         st.word
@@ -594,7 +609,13 @@ impl<'p> Tx<'p> {
             pool.gc(self.slot, &mut self.ctx);
         }
         if pool.tombs_len.load(Ordering::Relaxed) >= pool.gc_batch {
-            pool.gc(self.slot, &mut self.ctx);
+            // Our GC step only while we hold back the oldest deletion
+            // record: once past it, another one per commit (a fence each)
+            // cannot let it go sooner; the slots that lag run theirs.
+            let oldest = pool.tombs_oldest.load(Ordering::SeqCst);
+            if pool.states[self.slot].zeroed_gen.load(Ordering::SeqCst) <= oldest {
+                pool.gc(self.slot, &mut self.ctx);
+            }
             pool.reap(Some(self.slot), &mut self.ctx.stats);
         }
     }

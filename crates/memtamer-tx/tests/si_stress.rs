@@ -3,13 +3,20 @@ use std::sync::Arc;
 
 #[test]
 fn transfers_conserve_the_sum() {
-    let pool = Arc::new(
-        Pool::create_in_memory(&PoolOptions {
+    // A file pool with real cache flushes: the commit record's flush +
+    // fence is the window in which readers meet COMMITTING writers.
+    let path = std::env::temp_dir().join(format!("mtx-si-stress-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let created = Pool::create(
+        &path,
+        &PoolOptions {
             size: 8 << 20,
+            force_pmem: Some(true),
             ..PoolOptions::default()
-        })
-        .unwrap(),
+        },
     );
+    let _ = std::fs::remove_file(&path);
+    let pool = Arc::new(created.unwrap());
     let ids: Vec<u32> = pool
         .transaction(|tx| {
             (0..8)
@@ -27,7 +34,7 @@ fn transfers_conserve_the_sum() {
             let (p, ids) = (pool.clone(), ids.clone());
             std::thread::spawn(move || {
                 let mut x = t * 7 + 3;
-                for _ in 0..3000 {
+                for _ in 0..20_000 {
                     x = x
                         .wrapping_mul(6364136223846793005)
                         .wrapping_add(1442695040888963407);
@@ -53,8 +60,40 @@ fn transfers_conserve_the_sum() {
             })
         })
         .collect();
+    // Readers: every snapshot must hold whole transfers (sum 800), also
+    // while a writer sits between drawing its CommitID and publishing
+    // COMMITTED (readers above it take the old copies, below it wait).
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (p, ids, stop) = (pool.clone(), ids.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) || n == 0 {
+                    let sum: u64 = p
+                        .transaction(|tx| {
+                            let mut s = 0;
+                            for id in ids.iter() {
+                                let mut v = [0u8; 8];
+                                tx.read_at(*id, 0, &mut v)?;
+                                s += u64::from_le_bytes(v);
+                            }
+                            Ok(s)
+                        })
+                        .unwrap();
+                    assert_eq!(sum, 800, "snapshot {n} saw part of a transfer");
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
     for h in hs {
         h.join().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
     }
     let sum: u64 = pool
         .transaction(|tx| {

@@ -367,6 +367,7 @@ pub(super) fn validate_jobs(raw: Vec<RawJob>) -> Result<Vec<JobConfig>, Invalid>
             comm: rm.comm,
             exe: rm.exe,
             pid,
+            pod: rm.pod,
         };
         let selector = Selector::compile(&matcher).map_err(|e| match e {
             SelectorError::NoSelector => (mp.clone(), e.to_string()),

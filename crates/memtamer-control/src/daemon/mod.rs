@@ -300,6 +300,13 @@ impl Daemon {
     fn rescan(&mut self) -> Result<(), DaemonError> {
         let managed: std::collections::HashSet<i32> =
             self.managed.iter().map(|(k, _)| k.pid).collect();
+        // `pod = "NS/NAME"` selectors: the node's pods as of this rescan
+        if self.selectors.iter().any(|s| s.pod.is_some()) {
+            let pods = crate::kubepods::PodIndex::read(&crate::kubepods::pod_log_dir());
+            for s in &mut self.selectors {
+                s.set_pods(&pods);
+            }
+        }
         // thread lists only of managed processes and of those a job selects
         let selectors = &self.selectors;
         let mut scan = self.procfs.scan_cached(&mut self.scan_cache, |p| {

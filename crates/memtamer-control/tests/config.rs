@@ -1020,3 +1020,29 @@ fn gate_section_is_validated_by_the_gate_rules_and_names_its_keys() {
         );
     }
 }
+
+#[test]
+fn pod_selectors_parse_and_refuse_the_cgroup_actuator() {
+    let text = r#"
+[isolation]
+actuator = "affinity"
+
+[[job]]
+name = "batch"
+class = "be"
+[job.match]
+pod = "batch/*"
+"#;
+    let c = parse(text).unwrap();
+    assert_eq!(c.jobs[0].matcher.pod.as_deref(), Some("batch/*"));
+    // moving a pod's processes out of the kubelet's cgroup is refused
+    let bad = text.replace("\"affinity\"", "\"cgroup\"");
+    expect_err(&bad, 3, "isolation.actuator", "the kubelet owns");
+    // a bad glob names the key
+    expect_err(
+        &text.replace("batch/*", "batch/["),
+        9,
+        "job[0].match.pod",
+        "",
+    );
+}

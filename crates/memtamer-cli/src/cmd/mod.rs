@@ -45,8 +45,12 @@ pub fn run(cli: Cli) -> Result<Outcome, CliError> {
             proc_root,
             iterations,
             no_guard,
+            check_config,
         } => {
             none("memtamer run")?;
+            if check_config {
+                return daemon::check_config(&config);
+            }
             daemon::run(&config, &proc_root, iterations, no_guard)
         }
         Cmd::Status { socket, json } => daemon::status(

@@ -77,9 +77,16 @@ pub fn install_stop_handlers() {
     }
 }
 
-/// Asks a running loop in this process to stop (tests, embedding).
+/// Asks a running loop in this process to stop (tests, embedding). Only
+/// stores to an atomic, so a signal handler may call it.
 pub fn request_stop() {
     STOP.store(true, Ordering::SeqCst);
+}
+
+/// Clears a stop request, so that a new `Daemon` can run in this process
+/// (`memtamer run` restarting with a reloaded config on SIGHUP).
+pub fn clear_stop() {
+    STOP.store(false, Ordering::SeqCst);
 }
 
 /// A managed thread as the daemon tracks it.

@@ -152,6 +152,14 @@ pub(crate) enum Cmd {
         #[command(subcommand)]
         cmd: GateCmd,
     },
+    /// (packaging) Write man pages and bash/zsh/fish completions generated from this
+    /// command line into DIR/man1 and DIR/completions.
+    #[command(hide = true)]
+    GenerateAssets {
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 // the options of `memtamer calibrate`

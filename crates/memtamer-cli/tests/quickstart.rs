@@ -108,3 +108,29 @@ fn sighup_reloads_the_config_and_keeps_the_old_one_when_broken() {
     assert!(status.success(), "{status:?}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Man pages and completions come from the clap definitions (packaging).
+#[test]
+fn generated_man_pages_and_completions() {
+    let dir = std::env::temp_dir().join(format!("memtamer-assets-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_memtamer"))
+        .args(["generate-assets", "--out", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let page = |name: &str| std::fs::read_to_string(dir.join("man1").join(name));
+    assert!(page("memtamer.1").unwrap().contains(".TH memtamer"));
+    // every visible subcommand has a page, with the global --format
+    let run = page("memtamer-sim-run.1").unwrap();
+    assert!(run.contains("\\-\\-format") && run.contains("\\-\\-jobs"));
+    assert!(page("memtamer-gate-stats.1").is_ok());
+    // hidden and clap's own help commands have none
+    assert!(page("memtamer-generate-assets.1").is_err());
+    assert!(page("memtamer-help.1").is_err());
+    for f in ["memtamer.bash", "_memtamer", "memtamer.fish"] {
+        let text = std::fs::read_to_string(dir.join("completions").join(f)).unwrap();
+        assert!(text.contains("validate"), "{f} lacks sim validate");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -8,6 +8,7 @@ use crate::format::{pick, with_json_alias, Format};
 use memtamer_sim::ScenarioResult;
 use std::path::Path;
 
+mod assets;
 mod bench;
 mod calibrate;
 mod daemon;
@@ -95,6 +96,10 @@ pub fn run(cli: Cli) -> Result<Outcome, CliError> {
         } => {
             none("memtamer serve-metrics (it serves Prometheus text over HTTP)")?;
             serve_metrics::run(&listen, &gate, interval_ms, per_thread)
+        }
+        Cmd::GenerateAssets { out } => {
+            none("memtamer generate-assets")?;
+            assets::run(&out)
         }
         Cmd::Stat {
             gate,

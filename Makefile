@@ -9,7 +9,10 @@
 #   lib/libmemtamer.so.0 (+ libmemtamer.so link, libmemtamer.a), libmemtamer_ribbon.so,
 #   lib/libmemtamer_tx.so, lib/memtamer/libmemtamer_pmem_shim.so (LD_PRELOAD only),
 #   lib/pkgconfig/memtamer.pc, include/memtamer*.h, share/doc/memtamer/,
-#   share/memtamer/examples/memtamer.toml, lib/systemd/system/memtamer.service
+#   share/memtamer/examples/memtamer.toml, lib/systemd/system/memtamer.service,
+#   share/man/man1/memtamer*.1, share/bash-completion/completions/memtamer,
+#   share/zsh/vendor-completions/_memtamer, share/fish/vendor_completions.d/memtamer.fish
+#   (man pages and completions generated from the clap definitions)
 
 PREFIX   ?= /usr/local
 DESTDIR  ?=
@@ -18,6 +21,7 @@ LIBDIR   ?= $(PREFIX)/lib
 INCDIR   ?= $(PREFIX)/include
 DATADIR  ?= $(PREFIX)/share
 UNITDIR  ?= $(PREFIX)/lib/systemd/system
+MANDIR   ?= $(DATADIR)/man
 CARGO    ?= cargo
 TARGET   ?= target/release
 VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
@@ -51,12 +55,23 @@ install: build
 	$(INSTALL) -m 0644 crates/memtamer-control/testdata/example.toml \
 	  $(DESTDIR)$(DATADIR)/memtamer/examples/memtamer-reference.toml
 	$(INSTALL) -m 0644 LICENSE README.md docs/*.md $(DESTDIR)$(DATADIR)/doc/memtamer/
+	rm -rf $(TARGET)/assets
+	$(TARGET)/memtamer generate-assets --out $(TARGET)/assets
+	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)/bash-completion/completions \
+	  $(DESTDIR)$(DATADIR)/zsh/vendor-completions $(DESTDIR)$(DATADIR)/fish/vendor_completions.d
+	$(INSTALL) -m 0644 $(TARGET)/assets/man1/*.1 $(DESTDIR)$(MANDIR)/man1/
+	$(INSTALL) -m 0644 $(TARGET)/assets/completions/memtamer.bash \
+	  $(DESTDIR)$(DATADIR)/bash-completion/completions/memtamer
+	$(INSTALL) -m 0644 $(TARGET)/assets/completions/_memtamer $(DESTDIR)$(DATADIR)/zsh/vendor-completions/
+	$(INSTALL) -m 0644 $(TARGET)/assets/completions/memtamer.fish $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/memtamer $(DESTDIR)$(LIBDIR)/libmemtamer.so* $(DESTDIR)$(LIBDIR)/libmemtamer.a \
 	  $(DESTDIR)$(LIBDIR)/libmemtamer_ribbon.so $(DESTDIR)$(LIBDIR)/libmemtamer_tx.so \
 	  $(DESTDIR)$(LIBDIR)/pkgconfig/memtamer.pc $(DESTDIR)$(UNITDIR)/memtamer.service
 	rm -rf $(DESTDIR)$(LIBDIR)/memtamer $(DESTDIR)$(DATADIR)/doc/memtamer $(DESTDIR)$(DATADIR)/memtamer
+	rm -f $(DESTDIR)$(MANDIR)/man1/memtamer*.1 $(DESTDIR)$(DATADIR)/bash-completion/completions/memtamer \
+	  $(DESTDIR)$(DATADIR)/zsh/vendor-completions/_memtamer $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/memtamer.fish
 	cd crates && for h in */include/*.h; do rm -f $(DESTDIR)$(INCDIR)/$$(basename $$h); done
 
 deb:

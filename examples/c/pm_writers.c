@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
         if (memcmp(pm + block * BLOCK, want, BLOCK) != 0)
             damaged++;
     }
-    struct memtamer_gate_stats s;
+    struct memtamer_gate_stats s = { .size = sizeof s };
     if (memtamer_gate_stats(&s) != 0) {
         fprintf(stderr, "memtamer_gate_stats failed\n");
         return 1;

@@ -58,14 +58,17 @@ void *memtamer_memset_persist(void *pmemdest, int c, size_t len);
  * MEMTAMER_GATE_POLICY=external. Returns 0 or -1. */
 int memtamer_set_limit(uint32_t limit);
 
-/* A snapshot of the gate. */
+/* A snapshot of the gate. Set `size` to sizeof(struct memtamer_gate_stats)
+ * before the call: the library fills as many fields as both sides know and
+ * sets `size` to the bytes it filled, so a program built against an older or
+ * newer header keeps working (new fields are only ever appended). */
 struct memtamer_gate_stats {
+    uint32_t size;           /* in: the caller's sizeof; out: bytes filled */
     uint32_t limit;          /* T_S; 0 = unlimited */
     uint32_t serving;        /* admitted requests in flight */
     uint32_t waiting;        /* threads waiting */
     uint32_t peak_serving;   /* most requests ever in flight at once */
     uint32_t threads;        /* registered threads */
-    uint32_t reserved;
     uint64_t admissions;     /* gated requests admitted */
     uint64_t contended;      /* of those, admitted after waiting */
     uint64_t reclaimed;      /* capacity taken back from dead threads */
@@ -75,7 +78,8 @@ struct memtamer_gate_stats {
     uint64_t wait_ns_total;  /* time spent waiting */
 };
 
-/* Fills *out. Returns 0, or -1 if the gate is disabled or out is NULL. */
+/* Fills *out. Returns 0, or -1 if the gate is disabled, out is NULL or
+ * out->size is smaller than this struct's first version (80 bytes). */
 int memtamer_gate_stats(struct memtamer_gate_stats *out);
 
 #ifdef __cplusplus

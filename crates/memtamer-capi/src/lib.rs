@@ -121,6 +121,9 @@ pub extern "C" fn memtamer_set_limit(limit: u32) -> c_int {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MemtamerGateStats {
+    /// In: the caller's `sizeof`; out: bytes filled (fields are only ever
+    /// appended, so old and new callers keep working).
+    pub size: u32,
     /// T_S; 0 = unlimited.
     pub limit: u32,
     /// Admitted requests in flight.
@@ -131,8 +134,6 @@ pub struct MemtamerGateStats {
     pub peak_serving: u32,
     /// Registered threads.
     pub threads: u32,
-    /// Zero.
-    pub reserved: u32,
     /// Gated requests admitted.
     pub admissions: u64,
     /// Admitted after waiting.
@@ -149,27 +150,44 @@ pub struct MemtamerGateStats {
     pub wait_ns_total: u64,
 }
 
-/// Fills `*out` with a snapshot.
+/// The first (smallest) layout of `struct memtamer_gate_stats` a caller may
+/// pass: every field up to `wait_ns_total`.
+pub const GATE_STATS_MIN_SIZE: u32 = 80;
+
+/// How many bytes of a caller's `size`-byte struct the library fills: all it
+/// knows, never more than the caller has; None below the first layout.
+pub fn stats_bytes(caller_size: u32) -> Option<usize> {
+    (caller_size >= GATE_STATS_MIN_SIZE)
+        .then(|| (caller_size as usize).min(std::mem::size_of::<MemtamerGateStats>()))
+}
+
+/// Fills `*out` with a snapshot (as many bytes as `out->size` and this
+/// library both know; `out->size` then holds the bytes filled).
 ///
 /// # Safety
-/// `out` must be NULL or point to a writable `struct memtamer_gate_stats`.
+/// `out` must be NULL or point to a writable struct of `out->size` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn memtamer_gate_stats(out: *mut MemtamerGateStats) -> c_int {
     if out.is_null() {
         return -1;
     }
+    // SAFETY: non-null; the first field of every layout is the u32 size
+    let caller_size = unsafe { std::ptr::addr_of!((*out).size).read_unaligned() };
+    let Some(n) = stats_bytes(caller_size) else {
+        return -1;
+    };
     let Some(g) = process::gate() else {
         return -1;
     };
     let s = g.snapshot();
     let total = s.total();
     let stats = MemtamerGateStats {
+        size: n as u32,
         limit: s.limit.unwrap_or(0),
         serving: s.serving,
         waiting: s.waiting,
         peak_serving: s.peak_serving,
         threads: s.threads.len() as u32,
-        reserved: 0,
         admissions: s.admissions,
         contended: s.contended_admissions,
         reclaimed: s.reclaimed,
@@ -178,14 +196,38 @@ pub unsafe extern "C" fn memtamer_gate_stats(out: *mut MemtamerGateStats) -> c_i
         bypassed: total.bypassed,
         wait_ns_total: total.wait_ns_total,
     };
-    // SAFETY: checked non-null; the caller guarantees it is writable.
-    unsafe { out.write(stats) };
+    // SAFETY: checked non-null; the caller guarantees `caller_size >= n`
+    // writable bytes, and `stats` has at least `n` bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            (&stats as *const MemtamerGateStats).cast::<u8>(),
+            out.cast::<u8>(),
+            n,
+        )
+    };
     0
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stats_size_negotiation() {
+        assert_eq!(std::mem::size_of::<MemtamerGateStats>(), 80);
+        assert_eq!(stats_bytes(0), None);
+        assert_eq!(stats_bytes(79), None);
+        assert_eq!(stats_bytes(80), Some(80));
+        // a newer caller with appended fields gets what this library knows
+        assert_eq!(stats_bytes(120), Some(80));
+        let mut s = MemtamerGateStats {
+            size: 8,
+            ..Default::default()
+        };
+        // SAFETY: a valid struct; refused before any write
+        assert_eq!(unsafe { memtamer_gate_stats(&mut s) }, -1);
+        assert_eq!(s.size, 8);
+    }
 
     #[test]
     fn version_is_the_crate_version() {

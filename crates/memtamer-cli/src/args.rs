@@ -118,6 +118,10 @@ pub(crate) enum Cmd {
         /// Do not start the guard process (only for tests of the guard itself).
         #[arg(long, hide = true)]
         no_guard: bool,
+        /// Only load and validate the config, then exit (systemd ExecReload runs this
+        /// before sending SIGHUP, which makes the daemon undo, reload and restart).
+        #[arg(long)]
+        check_config: bool,
     },
     /// Jobs, classes, policy state and the last decisions of a running daemon.
     Status {
@@ -151,6 +155,14 @@ pub(crate) enum Cmd {
     Gate {
         #[command(subcommand)]
         cmd: GateCmd,
+    },
+    /// (packaging) Write man pages and bash/zsh/fish completions generated from this
+    /// command line into DIR/man1 and DIR/completions.
+    #[command(hide = true)]
+    GenerateAssets {
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
     },
 }
 

@@ -46,3 +46,91 @@ fn the_readme_daemon_quick_start_is_a_dry_run_without_pids() {
     assert!(makefile
         .contains("dist/memtamer.toml $(DESTDIR)$(DATADIR)/memtamer/examples/memtamer.toml"));
 }
+
+/// `systemctl reload` = `--check-config`, then SIGHUP: the daemon undoes,
+/// reloads the file and runs again; a broken file keeps the old config.
+#[test]
+fn sighup_reloads_the_config_and_keeps_the_old_one_when_broken() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = std::env::temp_dir().join(format!("memtamer-reload-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("proc")).unwrap();
+    let base = std::fs::read_to_string(root.join("dist/memtamer.toml")).unwrap();
+    let config = dir.join("memtamer.toml");
+    let text = base.replacen(
+        "[daemon]\n",
+        &format!(
+            "[daemon]\nsocket = {:?}\njournal = {:?}\n",
+            dir.join("sock"),
+            dir.join("journal")
+        ),
+        1,
+    );
+    std::fs::write(&config, &text).unwrap();
+    let exe = env!("CARGO_BIN_EXE_memtamer");
+    let check = Command::new(exe)
+        .args([
+            "run",
+            "--check-config",
+            "--config",
+            config.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{check:?}");
+    let mut child = Command::new(exe)
+        .args(["run", "--no-guard", "--config", config.to_str().unwrap()])
+        .arg("--proc-root")
+        .arg(dir.join("proc"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut next_with = |needle: &str| loop {
+        let l = lines.next().expect("daemon output").unwrap();
+        if l.contains(needle) {
+            return l;
+        }
+    };
+    let hup = |pid: u32| unsafe { libc::kill(pid as i32, libc::SIGHUP) };
+    next_with("running");
+    hup(child.id());
+    next_with("SIGHUP: reloaded");
+    next_with("running");
+    std::fs::write(&config, format!("{text}\nbroken")).unwrap();
+    hup(child.id());
+    assert!(next_with("SIGHUP:").contains("keeping the previous config"));
+    next_with("running");
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Man pages and completions come from the clap definitions (packaging).
+#[test]
+fn generated_man_pages_and_completions() {
+    let dir = std::env::temp_dir().join(format!("memtamer-assets-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_memtamer"))
+        .args(["generate-assets", "--out", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let page = |name: &str| std::fs::read_to_string(dir.join("man1").join(name));
+    assert!(page("memtamer.1").unwrap().contains(".TH memtamer"));
+    // every visible subcommand has a page, with the global --format
+    let run = page("memtamer-sim-run.1").unwrap();
+    assert!(run.contains("\\-\\-format") && run.contains("\\-\\-jobs"));
+    assert!(page("memtamer-gate-stats.1").is_ok());
+    // hidden and clap's own help commands have none
+    assert!(page("memtamer-generate-assets.1").is_err());
+    assert!(page("memtamer-help.1").is_err());
+    for f in ["memtamer.bash", "_memtamer", "memtamer.fish"] {
+        let text = std::fs::read_to_string(dir.join("completions").join(f)).unwrap();
+        assert!(text.contains("validate"), "{f} lacks sim validate");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

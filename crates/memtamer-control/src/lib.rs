@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod daemon;
+pub mod kubepods;
 pub mod procfs;
 pub mod select;
 pub mod socket;

@@ -253,7 +253,7 @@ pub fn match_cgroup_path(process: &ProcessInfo) -> Option<&str> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SelectorError {
     /// No selector at all: such a job would silently manage nothing.
-    #[error("no selector given; set at least one of cgroup, unit, comm, exe, pid")]
+    #[error("no selector given; set at least one of cgroup, unit, comm, exe, pid, pod")]
     NoSelector,
     /// One of the glob selectors is malformed.
     #[error("{field}: {source}")]
@@ -282,6 +282,10 @@ pub struct JobMatch {
     pub exe: Option<String>,
     /// `pid`: exact pids (each > 0); an empty list selects nothing.
     pub pid: Vec<i32>,
+    /// `pod`: glob on `NAMESPACE/NAME` of the Kubernetes pod the process runs
+    /// in (its cgroup path gives the pod UID, /var/log/pods the name; see
+    /// `kubepods`).
+    pub pod: Option<String>,
 }
 
 /// `[job.require]`: conditions EVERY process of the job must meet besides
@@ -346,6 +350,11 @@ pub struct Selector {
     pub pids: Vec<i32>,
     /// `[job.require]`: what every selected process must also be.
     pub require: Require,
+    /// Glob on the pod's `NAMESPACE/NAME`.
+    pub pod: Option<Glob>,
+    /// The node's pods as of the last [`Selector::set_pods`] (empty unless
+    /// `pod` is set).
+    pub pods: crate::kubepods::PodIndex,
 }
 
 impl Selector {
@@ -364,12 +373,15 @@ impl Selector {
             exe: glob("exe", &m.exe)?,
             pids: m.pid.clone(),
             require: Require::default(),
+            pod: glob("pod", &m.pod)?,
+            pods: Default::default(),
         };
         if s.cgroup.is_none()
             && s.unit.is_none()
             && s.comm.is_none()
             && s.exe.is_none()
             && s.pids.is_empty()
+            && s.pod.is_none()
         {
             return Err(SelectorError::NoSelector);
         }
@@ -425,7 +437,21 @@ impl Selector {
                 return true;
             }
         }
+        if let (Some(g), Some(pod)) = (&self.pod, path.and_then(crate::kubepods::parse_pod_cgroup))
+        {
+            if self.pods.name_of(&pod.uid).is_some_and(|n| g.matches(n)) {
+                return true;
+            }
+        }
         false
+    }
+
+    /// Takes the node's current pods (a rescan reads them once for all
+    /// selectors); a no-op for selectors without `pod`.
+    pub fn set_pods(&mut self, pods: &crate::kubepods::PodIndex) {
+        if self.pod.is_some() {
+            self.pods = pods.clone();
+        }
     }
 }
 
@@ -434,9 +460,9 @@ impl Selector {
 pub fn parts_read_by(selectors: &[Selector]) -> Parts {
     Parts {
         exe: selectors.iter().any(|s| s.exe.is_some()),
-        cgroups: selectors
-            .iter()
-            .any(|s| s.cgroup.is_some() || s.unit.is_some() || s.require.cgroup.is_some()),
+        cgroups: selectors.iter().any(|s| {
+            s.cgroup.is_some() || s.unit.is_some() || s.require.cgroup.is_some() || s.pod.is_some()
+        }),
         cpus_allowed: false,
         uids: selectors.iter().any(|s| !s.require.uids.is_empty()),
     }

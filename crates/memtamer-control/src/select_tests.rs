@@ -552,3 +552,60 @@ fn requirements_keep_out_processes_of_other_users_and_cgroups() {
         })
     ));
 }
+
+#[test]
+fn selector_by_pod_name_on_a_fake_kubelet_tree() {
+    // a Burstable pod under the systemd driver, a Guaranteed one under
+    // cgroupfs, and a host service
+    let uid_a = "0f3c1a2b-4d5e-6f70-8192-a3b4c5d6e7f8";
+    let uid_b = "11111111-2222-3333-4444-555555555555";
+    let a = proc_(
+        10,
+        "memcached",
+        None,
+        vec![cg(
+            0,
+            "",
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f3c1a2b_4d5e_6f70_8192_a3b4c5d6e7f8.slice/cri-containerd-aa.scope",
+        )],
+    );
+    let b = proc_(
+        11,
+        "fio",
+        None,
+        vec![cg(0, "", &format!("/kubepods/pod{uid_b}/bb"))],
+    );
+    let host = proc_(
+        12,
+        "memcached",
+        None,
+        vec![cg(0, "", "/system.slice/memcached.service")],
+    );
+    let pods = crate::kubepods::PodIndex::from_entries([
+        format!("prod_memcached-7d9f_{uid_a}").as_str(),
+        format!("batch_fio-1_{uid_b}").as_str(),
+    ]);
+    let mut lc = sel(JobMatch {
+        pod: Some("prod/memcached-*".into()),
+        ..Default::default()
+    });
+    let mut be = sel(JobMatch {
+        pod: Some("batch/*".into()),
+        ..Default::default()
+    });
+    // before the node's pods are known nothing matches
+    assert!(!lc.matches(&a));
+    lc.set_pods(&pods);
+    be.set_pods(&pods);
+    assert!(lc.matches(&a) && !lc.matches(&b) && !lc.matches(&host));
+    assert!(be.matches(&b) && !be.matches(&a) && !be.matches(&host));
+    // the pod selector needs cgroup paths read
+    assert!(parts_read_by(&[lc]).cgroups);
+    // a bad glob names the key
+    let err = Selector::compile(&JobMatch {
+        pod: Some("[".into()),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(matches!(err, SelectorError::Glob { field: "pod", .. }));
+}

@@ -1155,3 +1155,29 @@ fn job_requirements_and_the_spoofing_warning() {
         "unknown field `user`",
     );
 }
+
+#[test]
+fn pod_selectors_parse_and_refuse_the_cgroup_actuator() {
+    let text = r#"
+[isolation]
+actuator = "affinity"
+
+[[job]]
+name = "batch"
+class = "be"
+[job.match]
+pod = "batch/*"
+"#;
+    let c = parse(text).unwrap();
+    assert_eq!(c.jobs[0].matcher.pod.as_deref(), Some("batch/*"));
+    // moving a pod's processes out of the kubelet's cgroup is refused
+    let bad = text.replace("\"affinity\"", "\"cgroup\"");
+    expect_err(&bad, 3, "isolation.actuator", "the kubelet owns");
+    // a bad glob names the key
+    expect_err(
+        &text.replace("batch/*", "batch/["),
+        9,
+        "job[0].match.pod",
+        "",
+    );
+}

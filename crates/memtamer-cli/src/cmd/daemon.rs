@@ -4,18 +4,64 @@ use memtamer_control::config::DaemonConfig;
 use memtamer_control::daemon::{self, Daemon};
 use std::os::fd::AsFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::error::{CliError, Outcome};
 
-/// `memtamer run --config FILE`: the foreground daemon.
+/// Set by SIGHUP: the loop stops (undoing everything, as on SIGTERM), then
+/// `run` reloads the config and starts again.
+static RELOAD: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_reload_signal(_sig: libc::c_int) {
+    RELOAD.store(true, Ordering::SeqCst);
+    daemon::request_stop();
+}
+
+/// `memtamer run --check-config`: load and validate, print the warnings.
+pub fn check_config(config: &Path) -> Result<Outcome, CliError> {
+    let cfg = DaemonConfig::load(config)?;
+    for w in &cfg.warnings {
+        eprintln!("memtamer: {}: warning: {w}", config.display());
+    }
+    println!("{}: ok ({} jobs)", config.display(), cfg.jobs.len());
+    Ok(Outcome::Success)
+}
+
+/// `memtamer run --config FILE`: the foreground daemon. SIGHUP reloads the
+/// config: the running daemon undoes its changes and stops, the new config is
+/// loaded (the old one is kept when the new one is invalid) and a new daemon
+/// starts.
 pub fn run(
     config: &Path,
     proc_root: &Path,
     iterations: Option<u64>,
     no_guard: bool,
 ) -> Result<Outcome, CliError> {
-    let cfg = DaemonConfig::load(config)?;
+    let mut cfg = DaemonConfig::load(config)?;
+    loop {
+        let outcome = run_once(cfg.clone(), proc_root, iterations, no_guard)?;
+        if !RELOAD.swap(false, Ordering::SeqCst) {
+            return Ok(outcome);
+        }
+        match DaemonConfig::load(config) {
+            Ok(new) => {
+                eprintln!("memtamer: SIGHUP: reloaded {}", config.display());
+                cfg = new;
+            }
+            Err(e) => eprintln!("memtamer: SIGHUP: {e}; keeping the previous config"),
+        }
+        daemon::clear_stop();
+    }
+}
+
+/// One daemon lifetime with `cfg`, until a stop (or reload) signal.
+fn run_once(
+    cfg: DaemonConfig,
+    proc_root: &Path,
+    iterations: Option<u64>,
+    no_guard: bool,
+) -> Result<Outcome, CliError> {
     let mut sources = memtamer_sense::sources::SourceConfig {
         media_period: std::time::Duration::from_millis(cfg.daemon.media_period_ms),
         ..memtamer_sense::sources::SourceConfig::from_env()
@@ -28,6 +74,13 @@ pub fn run(
     let journal = cfg.daemon.journal.clone();
     let socket = cfg.daemon.socket.clone();
     daemon::install_stop_handlers();
+    // SAFETY: the handler only stores to atomics (async-signal-safe).
+    unsafe {
+        libc::signal(
+            libc::SIGHUP,
+            on_reload_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
     let watchdog = std::time::Duration::from_millis(cfg.daemon.watchdog_ms);
     let mut d = Daemon::start(cfg, proc_root, &sources)?;
     // the guard restores the journal if this process dies without doing

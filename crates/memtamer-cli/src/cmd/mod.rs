@@ -8,6 +8,7 @@ use crate::format::{pick, with_json_alias, Format};
 use memtamer_sim::ScenarioResult;
 use std::path::Path;
 
+mod assets;
 mod bench;
 mod calibrate;
 mod daemon;
@@ -48,8 +49,12 @@ pub fn run(cli: Cli) -> Result<Outcome, CliError> {
             proc_root,
             iterations,
             no_guard,
+            check_config,
         } => {
             none("memtamer run")?;
+            if check_config {
+                return daemon::check_config(&config);
+            }
             daemon::run(&config, &proc_root, iterations, no_guard)
         }
         Cmd::Status { socket, json } => daemon::status(
@@ -98,6 +103,10 @@ pub fn run(cli: Cli) -> Result<Outcome, CliError> {
         } => {
             none("memtamer serve-metrics (it serves Prometheus text over HTTP)")?;
             serve_metrics::run(&listen, &gate, interval_ms, per_thread)
+        }
+        Cmd::GenerateAssets { out } => {
+            none("memtamer generate-assets")?;
+            assets::run(&out)
         }
         Cmd::Stat {
             gate,

@@ -205,4 +205,5 @@ pub(super) struct RawMatch {
     pub(super) comm: Option<String>,
     pub(super) exe: Option<String>,
     pub(super) pid: Option<Vec<i64>>,
+    pub(super) pod: Option<String>,
 }

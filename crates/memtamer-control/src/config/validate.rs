@@ -288,6 +288,24 @@ pub(super) fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
         }
     }
 
+    // the kubelet owns a pod's cgroups: the cgroup actuator would move the
+    // pod's processes into memtamer/JOB, out of the pod's cgroup (its limits,
+    // accounting and CPU manager cpuset); affinity leaves them where they are
+    if isolation.actuator == Actuator::Cgroup {
+        if let Some(j) = jobs
+            .iter()
+            .find(|j| j.class == JobClass::Be && j.matcher.pod.is_some())
+        {
+            return Err((
+                i.key("actuator"),
+                format!(
+                    "job {:?} selects a Kubernetes pod; the cgroup actuator would move its processes out of the pod's cgroup, which the kubelet owns: use actuator = \"affinity\" (docs/kubernetes.md)",
+                    j.name
+                ),
+            ));
+        }
+    }
+
     let (gate, warnings) = match raw.gate {
         Some(g) => {
             let (g, w) = validate_gate(g)?;
@@ -455,6 +473,7 @@ pub(super) fn validate_jobs(raw: Vec<RawJob>) -> Result<Vec<JobConfig>, Invalid>
             comm: rm.comm,
             exe: rm.exe,
             pid,
+            pod: rm.pod,
         };
         let selector = Selector::compile(&matcher).map_err(|e| match e {
             SelectorError::NoSelector => (mp.clone(), e.to_string()),

@@ -77,9 +77,16 @@ pub fn install_stop_handlers() {
     }
 }
 
-/// Asks a running loop in this process to stop (tests, embedding).
+/// Asks a running loop in this process to stop (tests, embedding). Only
+/// stores to an atomic, so a signal handler may call it.
 pub fn request_stop() {
     STOP.store(true, Ordering::SeqCst);
+}
+
+/// Clears a stop request, so that a new `Daemon` can run in this process
+/// (`memtamer run` restarting with a reloaded config on SIGHUP).
+pub fn clear_stop() {
+    STOP.store(false, Ordering::SeqCst);
 }
 
 /// A managed thread as the daemon tracks it.
@@ -310,6 +317,13 @@ impl Daemon {
     fn rescan(&mut self) -> Result<(), DaemonError> {
         let managed: std::collections::HashSet<i32> =
             self.managed.iter().map(|(k, _)| k.pid).collect();
+        // `pod = "NS/NAME"` selectors: the node's pods as of this rescan
+        if self.selectors.iter().any(|s| s.pod.is_some()) {
+            let pods = crate::kubepods::PodIndex::read(&crate::kubepods::pod_log_dir());
+            for s in &mut self.selectors {
+                s.set_pods(&pods);
+            }
+        }
         // thread lists only of managed processes and of those a job selects
         let selectors = &self.selectors;
         let mut scan = self.procfs.scan_cached(&mut self.scan_cache, |p| {

@@ -1,0 +1,220 @@
+//! Kubernetes pods from what a node already has: the pod's UID and QoS class
+//! from a process's cgroup path as the kubelet lays it out (both cgroup
+//! drivers), and its namespace and name from the kubelet's log directory
+//! `/var/log/pods/NAMESPACE_NAME_UID`. No API server is needed, so a job can
+//! say `pod = "prod/memcached-*"` and keep matching when the pod is recreated
+//! with a new UID. Labels are not on the node's disk; selecting by label
+//! would need the API server and is not supported.
+//!
+//! Layouts (kubelet `pkg/kubelet/cm/cgroup_manager_linux.go`):
+//! * systemd driver: `/kubepods.slice/kubepods-burstable.slice/
+//!   kubepods-burstable-pod<uid with _>.slice/cri-containerd-<id>.scope`
+//!   (Guaranteed pods sit directly under `kubepods.slice`);
+//! * cgroupfs driver: `/kubepods/burstable/pod<uid>/<container id>`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The kubelet's QoS classes, which are cgroup levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Qos {
+    /// Requests equal limits: the pod cgroup sits directly under kubepods.
+    Guaranteed,
+    /// Some requests.
+    Burstable,
+    /// No requests.
+    BestEffort,
+}
+
+/// Where a process sits in the kubelet's cgroup tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodCgroup {
+    /// QoS class (from the tree level).
+    pub qos: Qos,
+    /// Pod UID with dashes (`0f3c...-...`), as in the API and /var/log/pods.
+    pub uid: String,
+    /// The pod's own cgroup path (the prefix of the process's path ending in
+    /// the pod level): in-place changes go at or under it.
+    pub pod_path: String,
+    /// The container's cgroup component, if the process is in one.
+    pub container: Option<String>,
+}
+
+/// Parses a cgroup path (v2, or the v1 `name=systemd`/cpuset path) of a
+/// process in a pod; None for processes outside the kubelet's tree. Leading
+/// components before `kubepods` (a cgroup namespace's `/../..`, a
+/// kind/k3s node's own slice) are accepted.
+pub fn parse_pod_cgroup(path: &str) -> Option<PodCgroup> {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let root = parts
+        .iter()
+        .position(|p| *p == "kubepods.slice" || *p == "kubepods")?;
+    let systemd = parts[root] == "kubepods.slice";
+    let mut i = root + 1;
+    let mut qos = Qos::Guaranteed;
+    let level = parts.get(i)?;
+    let qos_of = |name: &str| match name {
+        "burstable" => Some(Qos::Burstable),
+        "besteffort" => Some(Qos::BestEffort),
+        _ => None,
+    };
+    let level_name = if systemd {
+        level
+            .strip_prefix("kubepods-")
+            .and_then(|l| l.strip_suffix(".slice"))
+            .unwrap_or("")
+    } else {
+        level
+    };
+    if let Some(q) = qos_of(level_name) {
+        qos = q;
+        i += 1;
+    }
+    let pod = parts.get(i)?;
+    let uid = if systemd {
+        // kubepods[-qos]-pod<uid with _>.slice
+        let stem = pod.strip_suffix(".slice")?;
+        let at = stem.rfind("-pod")?;
+        stem[at + 4..].replace('_', "-")
+    } else {
+        pod.strip_prefix("pod")?.to_string()
+    };
+    if uid.is_empty() || !uid.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return None;
+    }
+    Some(PodCgroup {
+        qos,
+        uid,
+        pod_path: format!("/{}", parts[..=i].join("/")),
+        container: parts.get(i + 1).map(|c| c.to_string()),
+    })
+}
+
+/// Pod UID -> `NAMESPACE/NAME`, from the kubelet's log directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodIndex {
+    names: BTreeMap<String, String>,
+}
+
+impl PodIndex {
+    /// Builds the index from directory names `NAMESPACE_NAME_UID` (names and
+    /// namespaces are DNS labels, so they hold no `_`); others are skipped.
+    pub fn from_entries<'a>(entries: impl IntoIterator<Item = &'a str>) -> PodIndex {
+        let mut names = BTreeMap::new();
+        for e in entries {
+            let mut it = e.splitn(3, '_');
+            if let (Some(ns), Some(name), Some(uid)) = (it.next(), it.next(), it.next()) {
+                if !ns.is_empty() && !name.is_empty() && !uid.is_empty() {
+                    names.insert(uid.to_string(), format!("{ns}/{name}"));
+                }
+            }
+        }
+        PodIndex { names }
+    }
+
+    /// Reads `dir` (normally `/var/log/pods`); a missing directory is an
+    /// empty index (not a Kubernetes node, or not mounted in).
+    pub fn read(dir: &Path) -> PodIndex {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return PodIndex::default();
+        };
+        let names: Vec<String> = rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        PodIndex::from_entries(names.iter().map(String::as_str))
+    }
+
+    /// `NAMESPACE/NAME` of a pod UID.
+    pub fn name_of(&self, uid: &str) -> Option<&str> {
+        self.names.get(uid).map(String::as_str)
+    }
+
+    /// Pods known.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// No pods known.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+/// Where the kubelet's pod log directories are: `MEMTAMER_POD_LOG_DIR`, else
+/// `/var/log/pods` (the DaemonSet mounts the host's at `/host/var/log/pods`).
+pub fn pod_log_dir() -> std::path::PathBuf {
+    std::env::var_os("MEMTAMER_POD_LOG_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/var/log/pods".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UID: &str = "0f3c1a2b-4d5e-6f70-8192-a3b4c5d6e7f8";
+
+    #[test]
+    fn systemd_driver_paths() {
+        let p = parse_pod_cgroup(
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f3c1a2b_4d5e_6f70_8192_a3b4c5d6e7f8.slice/cri-containerd-abc123.scope",
+        )
+        .unwrap();
+        assert_eq!(p.qos, Qos::Burstable);
+        assert_eq!(p.uid, UID);
+        assert_eq!(
+            p.pod_path,
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f3c1a2b_4d5e_6f70_8192_a3b4c5d6e7f8.slice"
+        );
+        assert_eq!(p.container.as_deref(), Some("cri-containerd-abc123.scope"));
+        // Guaranteed: directly under kubepods.slice
+        let g = parse_pod_cgroup(
+            "/kubepods.slice/kubepods-pod0f3c1a2b_4d5e_6f70_8192_a3b4c5d6e7f8.slice/crio-9f.scope",
+        )
+        .unwrap();
+        assert_eq!((g.qos, g.uid.as_str()), (Qos::Guaranteed, UID));
+    }
+
+    #[test]
+    fn cgroupfs_driver_and_prefixes() {
+        let p = parse_pod_cgroup(&format!("/kubepods/besteffort/pod{UID}/4f2e")).unwrap();
+        assert_eq!(p.qos, Qos::BestEffort);
+        assert_eq!(p.uid, UID);
+        assert_eq!(p.pod_path, format!("/kubepods/besteffort/pod{UID}"));
+        // a kind node's own cgroup above kubepods; a pod-level process (pause)
+        let k =
+            parse_pod_cgroup(&format!("/system.slice/docker-1.scope/kubepods/pod{UID}")).unwrap();
+        assert_eq!((k.qos, k.container), (Qos::Guaranteed, None));
+        // not pods
+        assert_eq!(parse_pod_cgroup("/system.slice/memcached.service"), None);
+        assert_eq!(
+            parse_pod_cgroup("/kubepods.slice/kubepods-burstable.slice"),
+            None
+        );
+        assert_eq!(parse_pod_cgroup("/kubepods/burstable/podnot-a-uid!"), None);
+    }
+
+    #[test]
+    fn names_from_the_log_directory() {
+        let idx = PodIndex::from_entries([
+            "prod_memcached-7d9f_0f3c1a2b-4d5e-6f70-8192-a3b4c5d6e7f8",
+            "batch_fio-writer-1_11111111-2222-3333-4444-555555555555",
+            "garbage",
+        ]);
+        assert_eq!(idx.len(), 2);
+        assert_eq!(idx.name_of(UID), Some("prod/memcached-7d9f"));
+        assert_eq!(idx.name_of("nope"), None);
+    }
+
+    #[test]
+    fn reads_a_fake_node() {
+        let dir = std::env::temp_dir().join(format!("memtamer-kubepods-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join(format!("prod_memcached-0_{UID}"))).unwrap();
+        let idx = PodIndex::read(&dir);
+        assert_eq!(idx.name_of(UID), Some("prod/memcached-0"));
+        assert!(PodIndex::read(&dir.join("missing")).is_empty());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -154,20 +154,29 @@ impl Gate {
         }
     }
 
-    /// Online repair (issue 22): under the lock, resets what the slots
-    /// prove inconsistent (`integrity::heal_locked`), lets the Selector pass
-    /// on what that freed, then reaps every slot (dead, zombie, exec'd or
-    /// stopped holders). Run by a waiter that reached its admission bound
-    /// (a corrupted word must not keep every later request waiting a full
-    /// bound too) and by `memtamer gate repair`. Returns what was wrong.
+    /// Online repair (issue 22): `heal_state`, then a reap of every slot
+    /// (dead, zombie, exec'd or stopped holders). Run by a waiter that
+    /// reached its admission bound (a corrupted word must not keep every
+    /// later request waiting a full bound too) and by `memtamer gate
+    /// repair`. Returns what was wrong.
     pub(crate) fn heal(&self) -> Vec<String> {
+        let found = self.heal_state();
+        self.reap_with(true, true);
+        found
+    }
+
+    /// Under the lock, resets what the slots prove inconsistent
+    /// (`integrity::heal_locked`) and lets the Selector pass on what that
+    /// freed. Cheap (one scan of the slots in use): every collector runs it
+    /// each window, so a count corrupted too low (which admits too much,
+    /// and makes nobody wait) is rebuilt within a window.
+    pub(crate) fn heal_state(&self) -> Vec<String> {
         let guard = self.lock();
         let stale = self.max_wait_ns.max(REAP_INTERVAL_NS);
         let found = crate::integrity::heal_locked(self, os::now_ns(), stale);
         let granted = self.select();
         drop(guard);
         self.wake(&granted);
-        self.reap_with(true, true);
         found
     }
 

@@ -125,7 +125,8 @@ pub struct Collector {
 
 impl Collector {
     /// Starts the collector thread for `gate`. Every window it reaps dead
-    /// threads and makes sure no held unit keeps a waiter out; while it
+    /// threads, makes sure no held unit keeps a waiter out and heals what
+    /// the slots prove inconsistent (`Gate::heal_state`); while it
     /// holds the lease it also runs `policy`.
     pub fn spawn(
         gate: Arc<Gate>,
@@ -147,6 +148,8 @@ impl Collector {
                     }
                     gate.reap_with(false, thorough);
                     gate.serve_waiters();
+                    // a corrupted word the slots contradict (issue 22)
+                    gate.heal_state();
                     if let Some(core) = core.as_mut() {
                         if hold_lease(&gate, window) {
                             core.tick(&gate);

@@ -5,12 +5,13 @@
 //! lock-protected words itself, and these two let an operator see and fix
 //! the first kind (issue 22).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use crate::gate::{Gate, GateOptions};
 use crate::shm::{
-    header_check, header_fault, Mapping, HOLDING, LAYOUT_BYTES, MAGIC, MAX_BYPASS, SLOTS,
+    header_check, header_fault, Header, Mapping, HOLDING, IDLE, LAYOUT_BYTES, MAGIC, MAX_BYPASS,
+    SLOTS,
 };
 use crate::{os, GateError};
 
@@ -54,7 +55,33 @@ fn problems(map: &Mapping) -> Vec<String> {
         return found;
     }
     found.extend(header_fault(h));
-    let l = |a: &std::sync::atomic::AtomicU32| a.load(Ordering::Relaxed);
+    found.extend(bound_faults(h));
+    for i in 0..SLOTS {
+        let slot = map.slot(i);
+        let state = slot.state.load(Ordering::Relaxed);
+        if slot.owner_pid.load(Ordering::Relaxed) != 0 && state > HOLDING {
+            found.push(format!("slot {i}: state {state} unknown"));
+        }
+    }
+    let lock = h.lock.load(Ordering::Relaxed);
+    if lock != 0 && !os::alive((lock >> 32) as u32, lock as u32) {
+        found.push(format!(
+            "lock held by dead thread {}/{}",
+            lock >> 32,
+            lock as u32
+        ));
+    }
+    found
+}
+
+/// Faults of the lock-protected words that their bounds alone reveal: a
+/// serving count or queue length beyond the slots, a queue start or entry
+/// naming no slot, a zero limit. The one implementation of these checks:
+/// `gate check` reports them, and the gate rebuilds its state when it finds
+/// one each time it takes its lock (`Gate::check_locked`).
+pub(crate) fn bound_faults(h: &Header) -> Vec<String> {
+    let l = |a: &AtomicU32| a.load(Ordering::Relaxed);
+    let mut found = Vec::new();
     let (serving, len, start) = (l(&h.serving), l(&h.queue_len), l(&h.queue_start));
     if serving > SLOTS as u32 {
         found.push(format!("serving {serving} > {SLOTS} slots"));
@@ -74,20 +101,88 @@ fn problems(map: &Mapping) -> Vec<String> {
             found.push(format!("queue entry {i} names slot {q} >= {SLOTS}"));
         }
     }
+    found
+}
+
+/// Online repair (issue 22), with the gate lock held: finds what is
+/// provably inconsistent in the shared state and puts it right, so that a
+/// corrupted word costs the waiters one admission bound, not every request
+/// after it. Run by a waiter that reached its bound (`GateThread` wait) and
+/// by `repair`. Returns what was wrong (empty: nothing touched).
+///
+/// Only what the slots contradict is reset; the slots are the source of
+/// truth, and under the lock these invariants hold exactly (every change of
+/// `serving`, `queue_*` and of a slot's admitted state is made under it; a
+/// holder's unlocked RUNNING <-> HOLDING flips keep its unit counted):
+/// * `serving` equals the slots RUNNING or HOLDING and not `taken`, and
+///   every WAITING slot is in the queue: otherwise both are rebuilt from the
+///   slots (`Gate::repair`). A recount admits exactly the units the slots
+///   hold, so it cannot put more than the limit in flight beyond what was
+///   already running; an over-count (units nobody holds) is what it frees.
+/// * a slot state beyond HOLDING is no state: reset to IDLE (its owner, if
+///   running, ends unadmitted; the recount no longer counts it).
+/// * `slot_hwm` below an owned slot hides that slot from every scan (its
+///   unit could never be reaped): raised. Raising only widens scans.
+/// * the reaper's try-lock held longer than `stale_ns` since the reaper
+///   last started, or a last start in the future, stops all reaping: reset.
+///   The try-lock only saves duplicate work; reapers re-judge every slot
+///   under the gate lock, so two at once are safe.
+///
+/// The limit itself is policy, not checked beyond `bound_faults` (a zero
+/// limit becomes 1); whoever sets it sets it again.
+pub(crate) fn heal_locked(gate: &Gate, now_ns: u64, stale_ns: u64) -> Vec<String> {
+    let h = gate.header();
+    let mut found = bound_faults(h);
+    if h.limit.load(Ordering::Relaxed) == 0 {
+        h.limit.store(1, Ordering::Relaxed);
+    }
+    let mut owned_to = 0;
     for i in 0..SLOTS {
-        let slot = map.slot(i);
-        let state = l(&slot.state);
-        if l(&slot.owner_pid) != 0 && state > HOLDING {
+        let slot = gate.slot(i);
+        if slot.owner_pid.load(Ordering::Acquire) == 0 {
+            continue;
+        }
+        owned_to = i + 1;
+        let state = slot.state.load(Ordering::Acquire);
+        if state > HOLDING {
             found.push(format!("slot {i}: state {state} unknown"));
+            slot.state.store(IDLE, Ordering::Release);
         }
     }
-    let lock = h.lock.load(Ordering::Relaxed);
-    if lock != 0 && !os::alive((lock >> 32) as u32, lock as u32) {
+    let hwm = h.slot_hwm.load(Ordering::Acquire) as usize;
+    if hwm < owned_to || hwm > SLOTS {
         found.push(format!(
-            "lock held by dead thread {}/{}",
-            lock >> 32,
-            lock as u32
+            "slot_hwm {hwm}, slot {} is owned",
+            owned_to.max(1) - 1
         ));
+        h.slot_hwm.store(owned_to as u32, Ordering::Release);
+    }
+    let (serving, waiting) = gate.tally();
+    let counted = h.serving.load(Ordering::Relaxed);
+    if counted != serving {
+        found.push(format!("serving {counted}, the slots hold {serving}"));
+    }
+    let start = h.queue_start.load(Ordering::Relaxed) as usize;
+    let len = (h.queue_len.load(Ordering::Relaxed) as usize).min(SLOTS);
+    let queued: Vec<u32> = (0..len)
+        .map(|i| h.queue[(start + i) % SLOTS].load(Ordering::Relaxed))
+        .collect();
+    let lost = waiting.iter().filter(|(_, w)| !queued.contains(w)).count();
+    if lost > 0 {
+        found.push(format!("{lost} waiting slots missing from the queue"));
+    }
+    let last = h.last_reap_ns.load(Ordering::Relaxed);
+    if last > now_ns {
+        found.push(format!("last_reap_ns {last} in the future"));
+        h.last_reap_ns.store(0, Ordering::Relaxed);
+    }
+    if h.reaper_busy.load(Ordering::Acquire) != 0 && now_ns.saturating_sub(last) > stale_ns {
+        found.push("reaper try-lock held by nobody".into());
+        h.reaper_busy.store(0, Ordering::Release);
+    }
+    if !found.is_empty() {
+        gate.repair();
+        h.lock_repairs.fetch_add(1, Ordering::Relaxed);
     }
     found
 }
@@ -117,15 +212,8 @@ pub fn repair(options: &GateOptions) -> Result<Vec<String>, GateError> {
         header_check(MAGIC, LAYOUT_BYTES as u64, SLOTS as u32, bypass),
         Ordering::Release,
     );
-    for i in 0..SLOTS {
-        let slot = map.slot(i);
-        if slot.state.load(Ordering::Relaxed) > HOLDING {
-            slot.state.store(crate::shm::IDLE, Ordering::Release);
-        }
-    }
     let gate = Arc::new(Gate::from_mapping(map, options));
-    gate.rebuild();
-    gate.reap(true);
+    gate.heal();
     Ok(found)
 }
 

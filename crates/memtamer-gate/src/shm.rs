@@ -116,7 +116,9 @@ pub(crate) struct Header {
     pub reclaimed: AtomicU64,
     /// Slots freed because their owner died.
     pub reaped_slots: AtomicU64,
-    /// Times the lock was taken over from a dead owner and state rebuilt.
+    /// Times the lock-protected state was found inconsistent and rebuilt: a
+    /// lock taken over from a dead owner, a word out of bounds, or an online
+    /// heal at the admission bound (`integrity::heal_locked`).
     pub lock_repairs: AtomicU64,
     /// Times the limit changed.
     pub limit_changes: AtomicU64,

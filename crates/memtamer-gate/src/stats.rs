@@ -152,7 +152,8 @@ pub struct GateSnapshot {
     pub reclaimed: u64,
     /// Slots freed because their thread died.
     pub reaped_slots: u64,
-    /// Locks taken over from a dead owner.
+    /// Times the state was rebuilt: locks taken over from a dead owner,
+    /// out-of-bounds words, online heals at the admission bound.
     pub lock_repairs: u64,
     /// Limit changes.
     pub limit_changes: u64,

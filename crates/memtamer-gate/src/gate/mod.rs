@@ -154,14 +154,30 @@ impl Gate {
         }
     }
 
-    /// Takes the lock and rebuilds the serving count and the queue from
-    /// the slots (`memtamer gate repair`).
-    pub(crate) fn rebuild(&self) {
+    /// Online repair (issue 22): `heal_state`, then a reap of every slot
+    /// (dead, zombie, exec'd or stopped holders). Run by a waiter that
+    /// reached its admission bound (a corrupted word must not keep every
+    /// later request waiting a full bound too) and by `memtamer gate
+    /// repair`. Returns what was wrong.
+    pub(crate) fn heal(&self) -> Vec<String> {
+        let found = self.heal_state();
+        self.reap_with(true, true);
+        found
+    }
+
+    /// Under the lock, resets what the slots prove inconsistent
+    /// (`integrity::heal_locked`) and lets the Selector pass on what that
+    /// freed. Cheap (one scan of the slots in use): every collector runs it
+    /// each window, so a count corrupted too low (which admits too much,
+    /// and makes nobody wait) is rebuilt within a window.
+    pub(crate) fn heal_state(&self) -> Vec<String> {
         let guard = self.lock();
-        self.repair();
+        let stale = self.max_wait_ns.max(REAP_INTERVAL_NS);
+        let found = crate::integrity::heal_locked(self, os::now_ns(), stale);
         let granted = self.select();
         drop(guard);
         self.wake(&granted);
+        found
     }
 
     /// The shared file.
@@ -333,16 +349,7 @@ impl Gate {
     /// the lock held, each time it is taken.
     fn check_locked(&self) {
         let h = self.header();
-        let len = h.queue_len.load(Ordering::Relaxed);
-        let start = h.queue_start.load(Ordering::Relaxed);
-        let bad = h.serving.load(Ordering::Relaxed) > SLOTS as u32
-            || len > SLOTS as u32
-            || start >= SLOTS as u32
-            || h.limit.load(Ordering::Relaxed) == 0
-            || (0..len as usize).any(|i| {
-                h.queue[(start as usize + i) % SLOTS].load(Ordering::Relaxed) >= SLOTS as u32
-            });
-        if bad {
+        if !crate::integrity::bound_faults(h).is_empty() {
             if h.limit.load(Ordering::Relaxed) == 0 {
                 h.limit.store(1, Ordering::Relaxed);
             }
@@ -354,8 +361,21 @@ impl Gate {
     /// Rebuilds the lock-protected state from the slots, which are the
     /// source of truth: serving = slots RUNNING, queue = slots WAITING in
     /// ticket order. Called with the lock held.
-    fn repair(&self) {
+    pub(crate) fn repair(&self) {
         let h = self.header();
+        let (serving, waiting) = self.tally();
+        h.serving.store(serving, Ordering::Relaxed);
+        h.queue_start.store(0, Ordering::Relaxed);
+        h.queue_len.store(waiting.len() as u32, Ordering::Relaxed);
+        for (i, (_, index)) in waiting.iter().enumerate() {
+            h.queue[i].store(*index, Ordering::Relaxed);
+        }
+    }
+
+    /// What the slots say the lock-protected state is: the units they hold
+    /// (RUNNING or HOLDING, not taken) and the WAITING slots as (ticket,
+    /// index) in ticket order. Exact when called with the lock held.
+    pub(crate) fn tally(&self) -> (u32, Vec<(u64, u32)>) {
         let mut serving = 0u32;
         let mut waiting: Vec<(u64, u32)> = Vec::new();
         for index in 0..self.slots_in_use() {
@@ -371,12 +391,7 @@ impl Gate {
             }
         }
         waiting.sort_unstable();
-        h.serving.store(serving, Ordering::Relaxed);
-        h.queue_start.store(0, Ordering::Relaxed);
-        h.queue_len.store(waiting.len() as u32, Ordering::Relaxed);
-        for (i, (_, index)) in waiting.iter().enumerate() {
-            h.queue[i].store(*index, Ordering::Relaxed);
-        }
+        (serving, waiting)
     }
 
     /// Takes back every unit held by an idle thread. Called with the lock

@@ -122,3 +122,95 @@ fn a_lock_left_by_a_dead_thread_is_taken_over_and_the_state_rebuilt() {
     drop(me);
     let _ = std::fs::remove_file(options.path());
 }
+
+/// A gate with limit `limit` and a short admission bound (200 ms).
+fn bounded_gate(tag: &str, limit: u32) -> (Arc<Gate>, Cleanup) {
+    let options = GateOptions {
+        name: format!("unit-{tag}-{}", std::process::id()),
+        initial_limit: limit,
+        max_wait: Duration::from_millis(200),
+        ..GateOptions::default()
+    };
+    let _ = std::fs::remove_file(options.path());
+    (Gate::open(&options).expect("open"), Cleanup(options.path()))
+}
+
+/// Two rounds of one 4 KiB request from each of `threads` threads at once
+/// (each thread registered before the first round): the admissions per round.
+fn two_rounds(gate: &Arc<Gate>, threads: usize) -> [Vec<Admission>; 2] {
+    let barrier = Arc::new(std::sync::Barrier::new(threads));
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            let (g, b) = (Arc::clone(gate), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                let me = g.register().expect("register");
+                let mut out = Vec::new();
+                for _ in 0..2 {
+                    b.wait();
+                    let permit = me.enter(4096, true);
+                    std::thread::sleep(Duration::from_millis(1));
+                    out.push(permit.admission);
+                    drop(permit);
+                    b.wait();
+                }
+                out
+            })
+        })
+        .collect();
+    let mut rounds = [Vec::new(), Vec::new()];
+    for w in workers {
+        let got = w.join().expect("worker");
+        rounds[0].push(got[0]);
+        rounds[1].push(got[1]);
+    }
+    rounds
+}
+
+#[test]
+fn a_serving_count_corrupted_within_bounds_is_healed_at_the_first_bound() {
+    let (gate, _cleanup) = bounded_gate("heal-serving", 2);
+    let h = gate.header();
+    // a flipped bit: 128 is within the slot count, so no bound check sees
+    // it; only the slots (none admitted) contradict it
+    h.serving.store(128, Ordering::SeqCst);
+    let [first, second] = two_rounds(&gate, 3);
+    eprintln!("first round {first:?}, second round {second:?}");
+    // the first round waits for the bound, where a waiter heals the gate
+    assert!(h.lock_repairs.load(Ordering::SeqCst) >= 1);
+    // ...so the second round is admitted, not sent on past the bound
+    assert!(
+        second.iter().all(|a| !matches!(a, Admission::Overdue(_))),
+        "the gate stayed degraded: {second:?}"
+    );
+    assert_eq!(h.serving.load(Ordering::SeqCst), gate.tally().0);
+}
+
+#[test]
+fn a_dead_holder_hidden_by_corrupted_reaper_words_is_freed_at_the_first_bound() {
+    let (gate, _cleanup) = bounded_gate("heal-reaper", 1);
+    let mut child = std::process::Command::new("true").spawn().expect("spawn");
+    let dead = child.id();
+    child.wait().expect("wait");
+    let h = gate.header();
+    // a holder died admitted in slot 40 (serving counts its unit)...
+    let slot = gate.slot(40);
+    slot.owner_pid.store(dead, Ordering::SeqCst);
+    slot.owner_tid.store(dead, Ordering::SeqCst);
+    slot.state.store(HOLDING, Ordering::SeqCst);
+    h.serving.store(1, Ordering::SeqCst);
+    // ...and three words say nobody need look: the scans' end below it, a
+    // reaper forever busy, a last reap in the future
+    h.slot_hwm.store(0, Ordering::SeqCst);
+    h.reaper_busy.store(1, Ordering::SeqCst);
+    h.last_reap_ns.store(u64::MAX, Ordering::SeqCst);
+    let [first, second] = two_rounds(&gate, 2);
+    eprintln!("first round {first:?}, second round {second:?}");
+    assert!(h.lock_repairs.load(Ordering::SeqCst) >= 1);
+    assert_eq!(h.reaped_slots.load(Ordering::SeqCst), 1);
+    assert_eq!(slot.owner_pid.load(Ordering::SeqCst), 0);
+    assert!(
+        second.iter().all(|a| !matches!(a, Admission::Overdue(_))),
+        "the gate stayed degraded: {second:?}"
+    );
+    assert_eq!(h.serving.load(Ordering::SeqCst), gate.tally().0);
+}

@@ -761,7 +761,10 @@ mod tests {
         assert!(u.stats.moves > 0 && u.stats.copy_ps > 0, "{u:?}");
         assert!(u.stats.peak_dram_bytes <= s.dram_bytes(), "{u:?}");
         // exposed may exceed the copies by the helper's wake-up (<= 1 us poll) per move
-        assert!(u.stats.exposed_ps <= u.stats.copy_ps + u.stats.moves * 1_100_000, "{u:?}");
+        assert!(
+            u.stats.exposed_ps <= u.stats.copy_ps + u.stats.moves * 1_100_000,
+            "{u:?}"
+        );
         assert!(u.seconds < slow.seconds, "{u:?} {slow:?}");
         assert!(u.dram_line_share > 0.0 && u.dram_line_share < 1.0);
     }

@@ -146,7 +146,7 @@ enum GenKind {
     Lc(Lc),
     Trace(TraceReplay),
     /// One rank of a phased program ([`phased`]).
-    Phased(phased::PhasedRank),
+    Phased(Box<phased::PhasedRank>),
     /// The migration helper of a tiered-object process ([`tiered`]).
     TierHelper(tiered::MigrationHelper),
     /// A worker of a task-graph program ([`taskgraph`]).
@@ -388,7 +388,7 @@ impl Generator {
                 let rank =
                     phased::PhasedRank::new(program, space.clone(), policy, placement.label());
                 out.push(Generator {
-                    kind: GenKind::Phased(rank),
+                    kind: GenKind::Phased(Box::new(rank)),
                     pending: Default::default(),
                 });
                 if i + 1 < threads {

@@ -118,7 +118,8 @@ pub enum WorkloadSpec {
         #[serde(default = "default_pm")]
         region: String,
     },
-    /// Dicio's antagonist: 64 B accesses in stream or stride pattern, rate-limited with nops.
+    /// Dicio's antagonist: 64 B accesses in stream, stride or random pattern
+    /// (`rand`: fence-free small stores to random lines), rate-limited with nops.
     ///
     /// Optional schedules (Dicio §5.1 PMantagonist, §5.2 MEMantagonist) change
     /// the behaviour over *simulated* time (from t = 0, warm-up included): value
@@ -126,7 +127,7 @@ pub enum WorkloadSpec {
     Antagonist {
         /// Read or write.
         rw: Rw,
-        /// `seq` (stream) or `stride`.
+        /// `seq` (stream), `stride` or `rand` (a random 64 B line of the file).
         pattern: Pattern,
         /// Nop time between accesses, ns.
         #[serde(default)]

@@ -86,6 +86,7 @@ pub fn probe_beside_pm(
                     store: StoreKind::Nt,
                     per_request_ns: 150.0,
                     gated: true,
+                    fence_reads: true,
                     region: "pm".into(),
                 },
             },

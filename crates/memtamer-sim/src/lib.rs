@@ -21,6 +21,7 @@ pub mod report;
 pub mod ribbon_eval;
 pub mod rng;
 pub mod runner;
+pub mod shape;
 pub mod tahoe_eval;
 pub mod tier_eval;
 pub mod tiering;

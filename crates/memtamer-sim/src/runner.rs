@@ -200,10 +200,38 @@ pub fn load_platform(
     Platform::parse_with(&file, &text, overrides)
 }
 
-/// Loads a scenario by built-in name or path.
+/// Loads a scenario by built-in name or path. A scenario read from a file
+/// names its platform files (`platform = "x.toml"`, swept `platform` values)
+/// relative to its own folder, so it runs from any working directory;
+/// built-in names and absolute paths stay as they are.
 pub fn load_scenario(name: &str) -> Result<Scenario, SimError> {
     let (file, text) = read_named("scenario", SCENARIOS, name)?;
-    Scenario::parse(&file, &text)
+    let mut s = Scenario::parse(&file, &text)?;
+    if !SCENARIOS.iter().any(|(n, _)| *n == name) {
+        let dir = std::path::Path::new(name)
+            .parent()
+            .unwrap_or(std::path::Path::new(""));
+        s.platform = beside(dir, &s.platform);
+        for sw in s.sweep.iter_mut().filter(|sw| sw.key == "platform") {
+            for v in &mut sw.values {
+                if let toml::Value::String(p) = v {
+                    *p = beside(dir, p);
+                }
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// `platform` resolved against `dir` when it is a relative file path (ends in
+/// `.toml` or has a `/`, as `read_named` reads it) and not a built-in name.
+fn beside(dir: &std::path::Path, platform: &str) -> String {
+    let is_file = platform.ends_with(".toml") || platform.contains('/');
+    let builtin = PLATFORMS.iter().any(|(n, _)| *n == platform);
+    if !is_file || builtin || std::path::Path::new(platform).is_absolute() {
+        return platform.to_string();
+    }
+    dir.join(platform).to_string_lossy().into_owned()
 }
 
 use crate::policies::{policy_by_name, ModelSource};
@@ -375,6 +403,16 @@ impl ScenarioResult {
                     && with.iter().all(|(k, v)| p.params.get(k) == Some(v))
             })
             .and_then(|p| p.metrics.get(metric).copied())
+    }
+
+    /// `(x, metric)` of every point whose params match `with` (the curve a
+    /// shape check looks at).
+    pub fn curve(&self, metric: &str, with: &BTreeMap<String, toml::Value>) -> Vec<(f64, f64)> {
+        self.points
+            .iter()
+            .filter(|p| with.iter().all(|(k, v)| p.params.get(k) == Some(v)))
+            .filter_map(|p| Some((p.x?, *p.metrics.get(metric)?)))
+            .collect()
     }
 
     fn value(
@@ -721,9 +759,16 @@ pub fn run_scenario(
         .check
         .iter()
         .map(|c| {
-            let v = result
-                .value(&c.metric, c.at, c.relative_to, &c.with, &c.relative_with)
-                .map(round_sig);
+            let v = match (c.kind, c.at) {
+                (crate::config::CheckKind::Point, Some(at)) => {
+                    result.value(&c.metric, at, c.relative_to, &c.with, &c.relative_with)
+                }
+                (crate::config::CheckKind::Point, None) => None,
+                (kind, _) => {
+                    crate::shape::feature_x(&result.curve(&c.metric, &c.with), kind, c.fraction)
+                }
+            }
+            .map(round_sig);
             let pass =
                 v.is_some_and(|v| c.min.is_none_or(|m| v >= m) && c.max.is_none_or(|m| v <= m));
             CheckResult {

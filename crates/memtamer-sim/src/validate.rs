@@ -69,6 +69,7 @@ pub fn measure_platform_metric(platform: &str, metric: &str) -> Result<Option<f6
         store: StoreKind::Nt,
         per_request_ns: 0.0,
         gated: false,
+        fence_reads: true,
         region: "pm".into(),
     };
     let p = load_platform(platform, &BTreeMap::new())?;
@@ -333,6 +334,7 @@ pub fn sampler_accuracy(periods: &[u64]) -> Result<String, SimError> {
                     store,
                     per_request_ns: 100.0,
                     gated: false,
+                    fence_reads: true,
                     region: "pm".into(),
                 };
                 let mut sc = probe_scenario("kit", vec![job("w", 3, "0-2", w)]);

@@ -164,6 +164,7 @@ fn writer(name: &str, cpu: u32, bytes: u64) -> JobSpec {
             store: StoreKind::Nt,
             per_request_ns: 100.0,
             gated: true,
+            fence_reads: true,
             region: "pm".into(),
         },
     }

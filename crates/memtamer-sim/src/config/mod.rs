@@ -28,7 +28,7 @@ pub use platform::{
     UncoreParams, LOCAL_DRAM, LOCAL_DRAM_INDEX,
 };
 pub use profiles::{cpu_profile, CpuProfile, CPU_PROFILES, PROFILE_CLOCK_GHZ};
-pub use scenario::{Check, JobSpec, PaperPoint, PlotSpec, Scenario, SweepSpec};
+pub use scenario::{Check, CheckKind, JobSpec, PaperPoint, PlotSpec, Scenario, SweepSpec};
 pub use workload_spec::{
     CpuWork, FlushMode, FlushPattern, KvOp, LineState, MbwMode, Pattern, Rw, StoreKind,
     WorkloadSpec,

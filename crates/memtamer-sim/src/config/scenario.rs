@@ -66,6 +66,30 @@ pub struct PaperPoint {
     pub tolerance: Option<f64>,
 }
 
+/// What a check compares: a point's value, or where along the x axis the
+/// curve has a feature (a peak's position, a saturation knee), because a
+/// paper's claim is often "peaks at 4 threads", not a value (issue 24 item 5).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckKind {
+    /// The metric at `at` (optionally relative); the default.
+    #[default]
+    Point,
+    /// The x of the largest value (the first on ties).
+    Argmax,
+    /// The x of the smallest value (the first on ties).
+    Argmin,
+    /// The smallest x whose value reaches `fraction` of the largest value
+    /// (where a rising curve saturates).
+    Knee,
+}
+
+impl CheckKind {
+    fn is_point(&self) -> bool {
+        *self == CheckKind::Point
+    }
+}
+
 /// A pass/fail condition on the results (the issue's "done when" lines).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -74,8 +98,18 @@ pub struct Check {
     pub name: String,
     /// Metric path.
     pub metric: String,
-    /// X value (point) to check.
-    pub at: f64,
+    /// What is compared (default: the point at `at`); for `argmax`, `argmin`
+    /// and `knee` the bounds apply to an x value, over the points that match
+    /// `with` (which must leave one point per x).
+    #[serde(default, skip_serializing_if = "CheckKind::is_point")]
+    pub kind: CheckKind,
+    /// X value (point) to check; required for (and only for) `kind = "point"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<f64>,
+    /// `knee` only: the fraction of the largest value that marks the knee
+    /// (default `shape::DEFAULT_KNEE_FRACTION`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fraction: Option<f64>,
     /// If set, the checked value is metric(at) / metric(relative_to).
     pub relative_to: Option<f64>,
     /// Inclusive lower bound.
@@ -310,6 +344,33 @@ impl Scenario {
                         "variant",
                         format!("variant `{key}.{value}` sets variant `{k}`: variants do not nest"),
                     ));
+                }
+            }
+        }
+        for c in &self.check {
+            let bad = |m: &str| invalid(file, text, "check", format!("check `{}`: {m}", c.name));
+            match c.kind {
+                CheckKind::Point => {
+                    if !c.at.is_some_and(f64::is_finite) {
+                        return Err(bad("a point check needs a finite `at`"));
+                    }
+                    if c.fraction.is_some() {
+                        return Err(bad("`fraction` is for kind = \"knee\" only"));
+                    }
+                }
+                kind => {
+                    if c.at.is_some() || c.relative_to.is_some() || !c.relative_with.is_empty() {
+                        return Err(bad(&format!(
+                            "kind = \"{}\" compares an x over all points: no `at`, `relative_to` or `relative_with`",
+                            format!("{kind:?}").to_lowercase()
+                        )));
+                    }
+                    if kind != CheckKind::Knee && c.fraction.is_some() {
+                        return Err(bad("`fraction` is for kind = \"knee\" only"));
+                    }
+                    if c.fraction.is_some_and(|f| !(f > 0.0 && f <= 1.0)) {
+                        return Err(bad("`fraction` must be in (0, 1]"));
+                    }
                 }
             }
         }

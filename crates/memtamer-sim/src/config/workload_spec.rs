@@ -97,7 +97,8 @@ pub enum WorkloadSpec {
         #[serde(default = "default_dram")]
         region: String,
     },
-    /// fio-like PM reader/writer with libpmem semantics (NT stores, fence per request).
+    /// fio-like PM reader/writer with libpmem semantics (NT stores, fence per
+    /// request; reads fence too unless `fence_reads = false`).
     PmStream {
         /// Read or write.
         rw: Rw,
@@ -115,11 +116,20 @@ pub enum WorkloadSpec {
         /// Whether requests pass through the PATS gate when one is active.
         #[serde(default = "default_true")]
         gated: bool,
+        /// Reads: whether the thread waits for a request's loads before its
+        /// next request (default, today's model). `false`: plain loads with
+        /// no fence (a libpmem reader's memcpy), so a thread's read
+        /// parallelism is what its core's fill buffers (random) and L2
+        /// prefetch slots (sequential) allow (issue 24 item 4). Writes always
+        /// fence (`pmem_drain`).
+        #[serde(default = "default_true", skip_serializing_if = "is_true")]
+        fence_reads: bool,
         /// Region.
         #[serde(default = "default_pm")]
         region: String,
     },
-    /// Dicio's antagonist: 64 B accesses in stream or stride pattern, rate-limited with nops.
+    /// Dicio's antagonist: 64 B accesses in stream, stride or random pattern
+    /// (`rand`: fence-free small stores to random lines), rate-limited with nops.
     ///
     /// Optional schedules (Dicio §5.1 PMantagonist, §5.2 MEMantagonist) change
     /// the behaviour over *simulated* time (from t = 0, warm-up included): value
@@ -127,7 +137,7 @@ pub enum WorkloadSpec {
     Antagonist {
         /// Read or write.
         rw: Rw,
-        /// `seq` (stream) or `stride`.
+        /// `seq` (stream), `stride` or `rand` (a random 64 B line of the file).
         pattern: Pattern,
         /// Nop time between accesses, ns.
         #[serde(default)]
@@ -348,6 +358,9 @@ fn default_nt() -> StoreKind {
 }
 fn default_req_ns() -> f64 {
     150.0
+}
+fn is_true(b: &bool) -> bool {
+    *b
 }
 fn default_true() -> bool {
     true

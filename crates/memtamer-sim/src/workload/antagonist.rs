@@ -1,5 +1,5 @@
 //! Dicio's antagonist (Dicio §5.1 PMantagonist, §5.2 MEMantagonist): 64 B
-//! accesses in a stream or stride pattern, rate-limited with nops, whose
+//! accesses in a stream, stride or random pattern, rate-limited with nops, whose
 //! gap, write amplification and DRAM share may follow schedules over
 //! simulated time.
 
@@ -125,6 +125,11 @@ impl Antagonist {
                 );
                 self.stride_pos += 256;
                 a
+            } else if self.pattern == Pattern::Rand {
+                // fence-free small stores (or loads) to random lines: each
+                // access lands on its own XPLine, so the DIMMs cannot combine
+                // them (the access pattern of issue 24 item 5)
+                addr(self.region, self.slot, rng.below(FILE_BYTES / LINE) * LINE)
             } else {
                 let step = if self.pattern == Pattern::Stride {
                     256
@@ -142,7 +147,7 @@ impl Antagonist {
                 Rw::Read => Op::Load {
                     addr: a,
                     dep: false,
-                    stream: true,
+                    stream: self.pattern != Pattern::Rand,
                 },
                 Rw::Write => Op::StoreNt { addr: a },
             });
@@ -151,5 +156,77 @@ impl Antagonist {
             units: 16 * LINE,
             bytes: 16 * LINE,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Generator, THREAD_SPAN};
+    use crate::config::{Pattern, Rw, WorkloadSpec};
+    use crate::rng::Rng;
+    use crate::workload::{Op, LINE};
+
+    fn accesses(pattern: Pattern, rw: Rw, n: usize) -> Vec<Op> {
+        let spec = WorkloadSpec::Antagonist {
+            rw,
+            pattern,
+            gap_ns: 0.0,
+            gap_ns_schedule: None,
+            gap_period_ms: None,
+            write_amplification: None,
+            wa_schedule: None,
+            wa_period_ms: None,
+            dram_fraction: None,
+            dram_fraction_schedule: None,
+            dram_period_ms: None,
+            dram_region: None,
+            region: "pm".into(),
+        };
+        let mut g = Generator::new(&spec, 0, &|_| 1);
+        let mut rng = Rng::new(1, 1);
+        (0..n).map(|_| g.next(&mut rng, 0)).collect()
+    }
+
+    #[test]
+    fn rand_pattern_stores_to_random_lines_without_fences() {
+        let o = accesses(Pattern::Rand, Rw::Write, 17 * 200);
+        assert!(!o.iter().any(|o| matches!(o, Op::Drain)), "no fence");
+        let a: Vec<u64> = o
+            .iter()
+            .filter_map(|o| match o {
+                Op::StoreNt { addr } => Some(addr & (THREAD_SPAN - 1)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(a.len(), 16 * 200);
+        assert!(a.iter().all(|x| x % LINE == 0), "line-aligned");
+        // consecutive stores rarely share an XPLine (256 B) or follow each other
+        let same_xpline = a.windows(2).filter(|w| w[0] / 256 == w[1] / 256).count();
+        let sequential = a.windows(2).filter(|w| w[1] == w[0] + LINE).count();
+        assert!(
+            same_xpline <= 2 && sequential <= 2,
+            "{same_xpline} {sequential}"
+        );
+        // and they spread over the file
+        let max = a.iter().copied().max().unwrap_or(0);
+        assert!(max > (1 << 32), "{max:x}");
+    }
+
+    #[test]
+    fn rand_loads_are_not_prefetchable_streams() {
+        let o = accesses(Pattern::Rand, Rw::Read, 17 * 10);
+        let loads: Vec<bool> = o
+            .iter()
+            .filter_map(|o| match o {
+                Op::Load { stream, .. } => Some(*stream),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(loads.len(), 160);
+        assert!(loads.iter().all(|s| !s));
+        let o = accesses(Pattern::Seq, Rw::Read, 17 * 10);
+        assert!(o
+            .iter()
+            .all(|o| !matches!(o, Op::Load { stream: false, .. })));
     }
 }

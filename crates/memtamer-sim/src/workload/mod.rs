@@ -213,13 +213,14 @@ impl Generator {
                 request_bytes,
                 store,
                 per_request_ns,
+                fence_reads,
                 region,
                 ..
             } => GenKind::PmStream(PmStream::new(
                 *rw,
                 *pattern,
                 *request_bytes,
-                *store,
+                (*store, *fence_reads),
                 ns(*per_request_ns),
                 region_of(region),
                 slot,
@@ -634,6 +635,7 @@ mod tests {
             store: StoreKind::Nt,
             per_request_ns: 100.0,
             gated: true,
+            fence_reads: true,
             region: "pm".into(),
         };
         let o = ops(&spec, 2 * 69);

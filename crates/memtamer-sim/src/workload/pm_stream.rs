@@ -1,5 +1,8 @@
 //! A fio-like PM reader or writer with libpmem semantics: each request is
-//! bracketed by `PmBegin`/`PmEnd` (the PATS gate) and ends with a fence.
+//! bracketed by `PmBegin`/`PmEnd` (the PATS gate) and ends with a fence;
+//! a reader with `fence_reads = false` issues plain loads and goes on, so
+//! its parallelism is bounded by the core's fill buffers and L2 prefetch
+//! slots (`engine::fill`), not by one request's lines.
 
 use super::{addr, OpBatch, FILE_BYTES};
 use crate::config::{Pattern, Rw, StoreKind};
@@ -13,6 +16,8 @@ pub(super) struct PmStream {
     pattern: Pattern,
     request_bytes: u64,
     store: StoreKind,
+    /// A read request waits for its loads before the next one.
+    fence_reads: bool,
     per_request: Ps,
     region: u8,
     slot: u32,
@@ -21,12 +26,13 @@ pub(super) struct PmStream {
 }
 
 impl PmStream {
-    /// `per_request`: the software cost of one request (fio + libpmem call).
+    /// `per_request`: the software cost of one request (fio + libpmem call);
+    /// `store`: the store flavour of writes and whether reads fence.
     pub(super) fn new(
         rw: Rw,
         pattern: Pattern,
         request_bytes: u64,
-        store: StoreKind,
+        (store, fence_reads): (StoreKind, bool),
         per_request: Ps,
         region: u8,
         slot: u32,
@@ -36,6 +42,7 @@ impl PmStream {
             pattern,
             request_bytes,
             store,
+            fence_reads,
             per_request,
             region,
             slot,
@@ -81,7 +88,9 @@ impl PmStream {
                 },
             });
         }
-        q.push_back(Op::Drain);
+        if write || self.fence_reads {
+            q.push_back(Op::Drain);
+        }
         q.push_back(Op::PmEnd);
         if self.per_request > 0 {
             // software overhead varies per request (uniform +-50%), which
@@ -93,5 +102,39 @@ impl PmStream {
             units: req,
             bytes: req,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::NS;
+
+    fn ops(rw: Rw, fence_reads: bool) -> Vec<Op> {
+        let mut g = PmStream::new(
+            rw,
+            Pattern::Rand,
+            256,
+            (StoreKind::Nt, fence_reads),
+            100 * NS,
+            1,
+            0,
+        );
+        let mut q = OpBatch::default();
+        let mut rng = Rng::new(1, 1);
+        g.refill(&mut q, &mut rng);
+        std::iter::from_fn(|| q.pop_front()).collect()
+    }
+
+    #[test]
+    fn reads_fence_only_when_asked_and_writes_always() {
+        let drains = |o: &[Op]| o.iter().filter(|o| matches!(o, Op::Drain)).count();
+        assert_eq!(drains(&ops(Rw::Read, true)), 1);
+        let free = ops(Rw::Read, false);
+        assert_eq!(drains(&free), 0);
+        // the request is still bracketed for the gate and counted
+        assert!(matches!(free[0], Op::PmBegin { bytes: 256, write: false }));
+        assert!(free.iter().any(|o| matches!(o, Op::PmEnd)));
+        assert_eq!(drains(&ops(Rw::Write, false)), 1);
     }
 }

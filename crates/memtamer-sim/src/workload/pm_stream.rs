@@ -133,7 +133,13 @@ mod tests {
         let free = ops(Rw::Read, false);
         assert_eq!(drains(&free), 0);
         // the request is still bracketed for the gate and counted
-        assert!(matches!(free[0], Op::PmBegin { bytes: 256, write: false }));
+        assert!(matches!(
+            free[0],
+            Op::PmBegin {
+                bytes: 256,
+                write: false
+            }
+        ));
         assert!(free.iter().any(|o| matches!(o, Op::PmEnd)));
         assert_eq!(drains(&ops(Rw::Write, false)), 1);
     }

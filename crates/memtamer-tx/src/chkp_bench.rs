@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::checkpoint::CheckpointReport;
 use crate::error::{PoolError, TxError};
+use crate::pool::checkpoint::CheckpointReport;
 use crate::pool::{Pool, PoolOptions, RecoveryMode, RecoveryReport};
 
 /// Bench parameters.
@@ -159,7 +159,7 @@ pub fn run(o: &ChkpBenchOptions) -> Result<ChkpBenchReport, ChkpBenchError> {
         let idle = pool.checkpoint()?;
         let frag_before = pool.fragmentation();
         let t = Instant::now();
-        let defrag = pool.defrag(crate::checkpoint::DEFRAG_REGIONS_PER_PASS)?;
+        let defrag = pool.defrag(crate::pool::checkpoint::DEFRAG_REGIONS_PER_PASS)?;
         let defrag_secs = t.elapsed().as_secs_f64();
         // throughput without a checkpointer, with one every `interval`, and
         // with defragmentation passes after each checkpoint; A B C C B A so
@@ -280,7 +280,7 @@ impl std::fmt::Display for ChkpBenchReport {
             self.frag_before.rate * 100.0,
             self.frag_before.sparse,
             self.frag_before.regions,
-            crate::checkpoint::DEFRAG_REGIONS_PER_PASS,
+            crate::pool::checkpoint::DEFRAG_REGIONS_PER_PASS,
             self.defrag.objects_moved,
             self.defrag_secs * 1e3
         )?;

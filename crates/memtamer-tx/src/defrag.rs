@@ -161,7 +161,7 @@ impl Pool {
     /// regions (emptiest first): each region's objects move in one mock
     /// write transaction. `TxError::Nested` inside a transaction.
     pub fn defrag(&self, max_regions: usize) -> Result<DefragReport, TxError> {
-        if crate::tx::in_tx() {
+        if crate::pool::in_tx() {
             return Err(TxError::Nested);
         }
         let mut cands = self.sparse_candidates();

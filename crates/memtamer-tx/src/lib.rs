@@ -21,7 +21,6 @@
 pub mod alloc;
 pub mod bench;
 pub mod capi;
-pub mod checkpoint;
 pub mod chkp;
 pub mod chkp_bench;
 pub mod crash;
@@ -33,8 +32,8 @@ pub mod layout;
 #[cfg(has_pmdk)]
 pub mod pmdk;
 pub mod pool;
+pub use pool::{checkpoint, recover};
 pub mod rbtree;
-pub mod recover;
 pub mod region;
 pub mod table;
 pub mod tatp;

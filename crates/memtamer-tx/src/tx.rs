@@ -19,6 +19,7 @@ use std::sync::MutexGuard;
 use crate::alloc::Dealloc;
 use crate::error::TxError;
 use crate::layout::{self, ObjHeader, SlotState, MAX_OBJ, OBJ_HDR, TOMBSTONE};
+use crate::pool::IN_TX;
 use crate::pool::{Pool, SlotCtx};
 
 /// DRAM slot states (the persistent ones are `layout::SlotState`).
@@ -28,7 +29,6 @@ pub(crate) const DS_COMMITTED: u64 = 2;
 pub(crate) const DS_COMMITTING: u64 = 3;
 
 thread_local! {
-    static IN_TX: Cell<bool> = const { Cell::new(false) };
     static SLOT_HINT: Cell<usize> = const { Cell::new(usize::MAX) };
     static BUFS: Cell<Bufs> = Cell::new(Bufs::default());
 }
@@ -701,10 +701,4 @@ impl Drop for Tx<'_> {
             self.do_abort();
         }
     }
-}
-
-/// Whether this thread runs a transaction (a checkpoint would wait for its
-/// own slot).
-pub(crate) fn in_tx() -> bool {
-    IN_TX.with(|c| c.get())
 }

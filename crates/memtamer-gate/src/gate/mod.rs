@@ -173,7 +173,7 @@ impl Gate {
     pub(crate) fn heal_state(&self) -> Vec<String> {
         let guard = self.lock();
         let stale = self.max_wait_ns.max(REAP_INTERVAL_NS);
-        let found = crate::integrity::heal_locked(self, os::now_ns(), stale);
+        let found = crate::gate::integrity::heal_locked(self, os::now_ns(), stale);
         let granted = self.select();
         drop(guard);
         self.wake(&granted);
@@ -349,7 +349,7 @@ impl Gate {
     /// the lock held, each time it is taken.
     fn check_locked(&self) {
         let h = self.header();
-        if !crate::integrity::bound_faults(h).is_empty() {
+        if !crate::gate::integrity::bound_faults(h).is_empty() {
             if h.limit.load(Ordering::Relaxed) == 0 {
                 h.limit.store(1, Ordering::Relaxed);
             }
@@ -679,6 +679,7 @@ impl Drop for LockGuard<'_> {
     }
 }
 
+pub mod integrity;
 mod thread;
 pub use thread::{GateThread, Permit};
 

@@ -168,7 +168,7 @@ impl Pool {
     /// doc). Pauses transactions while it runs; `TxError::Nested` if called
     /// inside a transaction of this thread.
     pub fn checkpoint(&self) -> Result<CheckpointReport, TxError> {
-        if crate::tx::in_tx() {
+        if crate::pool::in_tx() {
             return Err(TxError::Nested);
         }
         let t0 = Instant::now();

@@ -16,11 +16,11 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::Mutex;
 
 use crate::alloc::FreeList;
-use crate::checkpoint::{ChkpState, LogState};
 use crate::chkp;
 use crate::dirty::DirtyTracker;
 use crate::error::PoolError;
 use crate::layout::{self, ObjHeader, PoolHeader, SlotState, LINE, OBJ_HDR, SLOTS_OFF};
+use crate::pool::checkpoint::{ChkpState, LogState};
 use crate::pool::{Faults, Pool, PoolOptions, PoolStats, RecoveryReport, SlotCtx, SlotDram};
 use crate::region::{PersistStats, Region};
 use crate::table::Table;

@@ -5,16 +5,19 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+pub mod checkpoint;
+pub mod recover;
+
 use crate::alloc::{Dealloc, FreeList, Portion, LARGE_LINES};
-use crate::checkpoint::ChkpState;
 use crate::chkp;
 use crate::error::{PoolError, TxError};
 use crate::layout::{
     self, HeaderFault, ObjHeader, PoolHeader, SlotState, LINE, OBJ_HDR, SLOTS_OFF,
 };
-pub use crate::recover::RecoveryMode;
+use crate::pool::checkpoint::ChkpState;
 use crate::region::{self, PersistHook, PersistMode, PersistStats, Region};
 use crate::table::Table;
+pub use recover::RecoveryMode;
 
 /// How to create a pool.
 #[derive(Clone)]
@@ -622,4 +625,15 @@ impl Pool {
             })
             .collect()
     }
+}
+
+thread_local! {
+    /// Whether this thread is inside a transaction: checkpoints and
+    /// defragmentation refuse to run nested in one (they take every slot).
+    pub(crate) static IN_TX: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True inside a transaction of this thread (see [`IN_TX`]).
+pub(crate) fn in_tx() -> bool {
+    IN_TX.with(|c| c.get())
 }

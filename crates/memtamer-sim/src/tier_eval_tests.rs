@@ -1,0 +1,166 @@
+//! Tests of `tier_eval.rs`.
+
+use super::*;
+use crate::runner::metrics;
+
+/// Idle load latency of `region` on `p` (one latency probe).
+fn idle_ns(p: &Platform, region: &str) -> f64 {
+    let job = JobSpec {
+        name: "probe".into(),
+        class: Default::default(),
+        threads: 1,
+        cpus: Some("0".into()),
+        start_cpus: None,
+        group: None,
+        workload: WorkloadSpec::LatencyProbe {
+            region: region.into(),
+            pattern: Pattern::Rand,
+        },
+    };
+    let mut sc = Scenario::with_jobs("probe", &p.name, vec![job]);
+    sc.duration_ms = 0.5;
+    sc.warmup_ms = 0.1;
+    let cfg = EngineConfig {
+        seed: 1,
+        warmup: 100_000_000,
+        duration: 500_000_000,
+        window: 1_000_000_000,
+        sampler: None,
+    };
+    let r = Engine::new(p, &sc, &cfg)
+        .unwrap()
+        .run(&mut memtamer_core::Baseline);
+    metrics(&sc, p, &r)["probe.latency_ns"]
+}
+
+#[test]
+fn emulated_platforms_emulate_what_they_say() {
+    // 4x latency: the slow tier's idle latency is 4x DRAM's (±10%)
+    let p = load_platform("emul-lat4").unwrap();
+    let (d, s) = (idle_ns(&p, "dram"), idle_ns(&p, "slow"));
+    assert!((s / d - 4.0).abs() < 0.4, "{d} {s}");
+    // 1/2 bandwidth: same idle latency, half the channels
+    let p = load_platform("emul-bw2").unwrap();
+    let (d, s) = (idle_ns(&p, "dram"), idle_ns(&p, "slow"));
+    assert!((s / d - 1.0).abs() < 0.05, "{d} {s}");
+    let chans = |r: &str| {
+        p.regions
+            .iter()
+            .find(|x| x.name == r)
+            .map_or(0, |x| x.channels.len())
+    };
+    assert_eq!(2 * chans("slow"), chans("dram"));
+}
+
+fn small() -> TierScenario {
+    let mut s = load_scenario("nek").unwrap();
+    s.ranks = 2;
+    if let Some(p) = &mut s.program {
+        p.iterations = 3;
+    }
+    s
+}
+
+fn run(p: &Platform, s: &TierScenario, pol: PlacementSpec) -> Outcome {
+    run_program(
+        p,
+        s.program(),
+        s.ranks,
+        s.dram_bytes(),
+        pol,
+        s.max_ms,
+        slow_region(p),
+    )
+    .unwrap()
+}
+
+#[test]
+fn placement_decides_where_accesses_go_and_migrations_are_traffic() {
+    let p = load_platform("emul-lat4").unwrap();
+    let mut s = small();
+    if let Some(p) = &mut s.program {
+        p.iterations = 4;
+    }
+    let dram = run(&p, &s, PlacementSpec::DramOnly);
+    let slow = run(&p, &s, PlacementSpec::SlowOnly);
+    assert_eq!(dram.dram_line_share, 1.0);
+    assert_eq!(slow.dram_line_share, 0.0);
+    assert!(slow.seconds > 1.2 * dram.seconds, "{slow:?} {dram:?}");
+    assert_eq!(dram.stats.moves + slow.stats.moves, 0);
+    // Unimem: profiled iteration in place, then moves that take time,
+    // never more DRAM than the budget, exposed time within copy time
+    let model = calibrate(&p, s.ranks, slow_region(&p)).unwrap();
+    assert!(model.slow_lat > 2.0 * model.dram_lat, "{model:?}");
+    // without the initial placement everything starts slow, so the
+    // decision must move objects in
+    let u = run(
+        &p,
+        &s,
+        PlacementSpec::Unimem {
+            model,
+            search: SearchSpec::Both,
+            initial_placement: false,
+            profile_iterations: 1,
+        },
+    );
+    assert_eq!(u.policy, "unimem");
+    assert!(u.stats.moves > 0 && u.stats.copy_ps > 0, "{u:?}");
+    assert!(u.stats.peak_dram_bytes <= s.dram_bytes(), "{u:?}");
+    // exposed may exceed the copies by the helper's wake-up (<= 1 us poll) per move
+    assert!(
+        u.stats.exposed_ps <= u.stats.copy_ps + u.stats.moves * 1_100_000,
+        "{u:?}"
+    );
+    assert!(u.seconds < slow.seconds, "{u:?} {slow:?}");
+    assert!(u.dram_line_share > 0.0 && u.dram_line_share < 1.0);
+}
+
+#[test]
+fn hot_page_promotes_within_capacity() {
+    let p = load_platform("emul-lat4").unwrap();
+    let s = small();
+    let h = run(
+        &p,
+        &s,
+        PlacementSpec::HotPage {
+            scan_us: 50.0,
+            max_pages_per_scan: 32,
+        },
+    );
+    assert!(h.stats.pages_moved > 0, "{h:?}");
+    assert!(h.stats.peak_dram_bytes <= s.dram_bytes(), "{h:?}");
+}
+
+#[test]
+fn scenario_and_profile_errors_name_the_problem() {
+    let e = TierScenario::parse(
+        "x.toml",
+        "name = \"x\"\nranks = 0\ndram_share = 0.5\nmax_ms = 1.0\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("ranks"), "{e}");
+    let e = parse_profile("p", "# memtamer-phase-profile v1\naccess a 10\n", 2)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("p:2") && e.contains("before any phase"), "{e}");
+    let e = parse_profile("p", "nope\n", 2).unwrap_err().to_string();
+    assert!(e.contains("memtamer-phase-profile v1"), "{e}");
+    let prog = parse_profile(
+        "p",
+        "# memtamer-phase-profile v1\nobject a 8192\nobject b 4096\nphase spmv 50000\naccess a 128\naccess b 4\nphase dot 1000\naccess b 64\n",
+        5,
+    )
+    .unwrap();
+    assert_eq!(prog.phases.len(), 2);
+    assert_eq!(prog.phases[0].access[0].bytes, 128 * 64);
+    assert_eq!(prog.iterations, 5);
+    let e = parse_profile(
+        "p",
+        "# memtamer-phase-profile v1\nobject a 64\nphase x 5\naccess zz 1\n",
+        1,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("unknown object zz"), "{e}");
+}

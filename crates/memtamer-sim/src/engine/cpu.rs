@@ -64,6 +64,58 @@ pub(super) struct Thread {
     pub(super) flush_role: super::flush::FlushRole,
 }
 
+/// Where a new thread starts: the parts a job's set-up chooses; every other
+/// field of [`Thread`] starts at rest (off CPU, nothing pending, zero stats).
+pub(super) struct ThreadStart {
+    pub(super) job: u32,
+    pub(super) gen: Generator,
+    pub(super) rng: Rng,
+    pub(super) cpu: u32,
+    pub(super) allowed: CpuSet,
+    pub(super) gated: bool,
+    pub(super) arrival_mean_ps: f64,
+    pub(super) flush_role: super::flush::FlushRole,
+}
+
+impl Thread {
+    /// A thread at rest, as every job's set-up creates them (one place, so
+    /// a new field cannot be forgotten in one of the set-ups).
+    pub(super) fn new(start: ThreadStart) -> Thread {
+        Thread {
+            job: start.job,
+            gen: start.gen,
+            rng: start.rng,
+            cpu: start.cpu,
+            allowed: start.allowed,
+            on_cpu: false,
+            block: Block::None,
+            wake_gen: 0,
+            compute_left: 0,
+            pending: None,
+            outstanding: 0,
+            gated: start.gated,
+            gate_held: false,
+            gate_wait_start: 0,
+            pm_req: None,
+            arrivals: VecDeque::new(),
+            cur_arrival: 0,
+            arrival_mean_ps: start.arrival_mean_ps,
+            units: 0,
+            bytes: 0,
+            pm: AccessStats::default(),
+            dram: AccessStats::default(),
+            gate_wait: 0,
+            run_time: 0,
+            run_since: 0,
+            latency: Histogram::default(),
+            pm_store_bytes: 0,
+            duty_off: false,
+            parked: false,
+            flush_role: start.flush_role,
+        }
+    }
+}
+
 /// A job's duty cycle (`CoreBudget::duty_cycle` < 1): its threads run during
 /// the first `on` of every period of the engine's grid and are descheduled
 /// for the rest. Events of an older setting carry an older `gen` and are ignored.

@@ -2,15 +2,13 @@
 //! proactive threads (simulated threads of the same job, on the job's
 //! CPUs), and the controller's ticks.
 
-use super::cpu::{Block, Thread};
+use super::cpu::{Thread, ThreadStart};
 use super::flush::{FlushJob, FlushJobSpec, FlushRole, FlushUnit};
 use super::{Engine, EvKind};
 use crate::config::{FlushMode, JobSpec, Platform, WorkloadSpec};
-use crate::histogram::Histogram;
 use crate::rng::Rng;
 use crate::workload::{Generator, Ps, NS};
-use memtamer_core::{AccessStats, CpuSet};
-use std::collections::VecDeque;
+use memtamer_core::CpuSet;
 
 /// Where a job's threads go (the engine's round-robin placement).
 pub(super) struct Placement<'a> {
@@ -140,38 +138,16 @@ impl Engine {
             *next_cpu += 1;
             c
         };
-        self.threads.push(Thread {
+        self.threads.push(Thread::new(ThreadStart {
             job: j as u32,
             gen: Generator::flush_agent(),
             rng: Rng::new(place.seed, tid as u64 + 1),
             cpu,
             allowed: place.allowed,
-            on_cpu: false,
-            block: Block::None,
-            wake_gen: 0,
-            compute_left: 0,
-            pending: None,
-            outstanding: 0,
             gated: false,
-            gate_held: false,
-            gate_wait_start: 0,
-            pm_req: None,
-            arrivals: VecDeque::new(),
-            cur_arrival: 0,
             arrival_mean_ps: 0.0,
-            units: 0,
-            bytes: 0,
-            pm: AccessStats::default(),
-            dram: AccessStats::default(),
-            gate_wait: 0,
-            run_time: 0,
-            run_since: 0,
-            latency: Histogram::default(),
-            pm_store_bytes: 0,
-            duty_off: false,
-            parked: false,
             flush_role: role,
-        });
+        }));
         self.job_threads[j].push(tid);
         tid
     }

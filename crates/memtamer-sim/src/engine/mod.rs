@@ -35,7 +35,7 @@ use crate::workload::{Generator, Ps, NS};
 use bus::BusScheduler;
 use channel::{Channel, ChannelParams};
 use completion::WriteCompletion;
-use cpu::{Block, Core, CoreParams, Cpu, JobDuty, Thread};
+use cpu::{Block, Core, CoreParams, Cpu, JobDuty, Thread, ThreadStart};
 use fill::Req;
 use gate::Gate;
 use memtamer_core::{AccessStats, Actuators, CpuSet, Policy};
@@ -459,38 +459,16 @@ impl Engine {
                     next_cpu += 1;
                     c
                 };
-                eng.threads.push(Thread {
+                eng.threads.push(Thread::new(ThreadStart {
                     job: j as u32,
                     gen,
                     rng: Rng::new(cfg.seed, tid as u64 + 1),
                     cpu,
                     allowed,
-                    on_cpu: false,
-                    block: Block::None,
-                    wake_gen: 0,
-                    compute_left: 0,
-                    pending: None,
-                    outstanding: 0,
                     gated,
-                    gate_held: false,
-                    gate_wait_start: 0,
-                    pm_req: None,
-                    arrivals: VecDeque::new(),
-                    cur_arrival: 0,
                     arrival_mean_ps: mean,
-                    units: 0,
-                    bytes: 0,
-                    pm: AccessStats::default(),
-                    dram: AccessStats::default(),
-                    gate_wait: 0,
-                    run_time: 0,
-                    run_since: 0,
-                    latency: Histogram::default(),
-                    pm_store_bytes: 0,
-                    duty_off: false,
-                    parked: false,
                     flush_role: flush::FlushRole::None,
-                });
+                }));
                 eng.job_threads[j].push(tid);
             }
             if let WorkloadSpec::Flush { .. } = &job.workload {

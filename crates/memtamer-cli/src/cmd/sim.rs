@@ -152,6 +152,7 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             Ok(Outcome::Success)
         }
         SimCmd::Ribbon { jobs } => {
+            pick("memtamer sim ribbon", format, &[Format::Markdown])?;
             let cases = memtamer_sim::ribbon_eval::evaluate(jobs, true)?;
             eprintln!();
             print!("{}", memtamer_sim::ribbon_eval::markdown(&cases));
@@ -161,7 +162,10 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             platforms,
             scenarios,
             jobs,
-        } => super::sim_unimem::run(&platforms, &scenarios, jobs),
+        } => {
+            pick("memtamer sim unimem", format, &[Format::Markdown])?;
+            super::sim_unimem::run(&platforms, &scenarios, jobs)
+        }
         SimCmd::Tahoe {
             platforms,
             benches,
@@ -171,16 +175,19 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             ratio,
             seed,
             jobs,
-        } => super::sim_tahoe::run(super::sim_tahoe::Opts {
-            platforms,
-            benches,
-            recorded,
-            reuse,
-            shrink,
-            ratio,
-            seed,
-            jobs,
-        }),
+        } => {
+            pick("memtamer sim tahoe", format, &[Format::Markdown])?;
+            super::sim_tahoe::run(super::sim_tahoe::Opts {
+                platforms,
+                benches,
+                recorded,
+                reuse,
+                shrink,
+                ratio,
+                seed,
+                jobs,
+            })
+        }
         SimCmd::Sampler { periods } => {
             pick("memtamer sim sampler", format, &[Format::Table])?;
             print!("{}", validate::sampler_accuracy(&periods)?);

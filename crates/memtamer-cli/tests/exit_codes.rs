@@ -1,39 +1,15 @@
 //! The exit code of each class of ending, through the built binary: 0 ok,
 //! 1 a check failed, 2 usage error, 3 runtime error. Scripts branch on these.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn memtamer(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memtamer"))
-        .args(args)
-        .output()
-        .expect("the memtamer binary runs")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exited, not killed by a signal")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// A fresh directory of this test process.
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("memtamer-exit-codes-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod common;
+use common::*;
 
 #[test]
 fn success_is_0() {
     let out = memtamer(&["sim", "list"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("scenarios:"));
-    let dir = temp_dir("ok");
+    let dir = temp_dir("exit-codes", "ok");
     let journal = dir.join("journal");
     let out = memtamer(&["restore", "--journal", journal.to_str().unwrap()]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -44,7 +20,7 @@ fn success_is_0() {
 fn a_failed_check_is_1() {
     // a journal whose one change cannot be undone: the "cgroup file" is a
     // directory, so writing the original value back fails
-    let dir = temp_dir("failed");
+    let dir = temp_dir("exit-codes", "failed");
     let target = dir.join("not-a-file");
     std::fs::create_dir(&target).unwrap();
     let journal = dir.join("journal");
@@ -97,7 +73,7 @@ fn usage_errors_are_2() {
 
 #[test]
 fn runtime_errors_are_3() {
-    let dir = temp_dir("runtime");
+    let dir = temp_dir("exit-codes", "runtime");
     let d = dir.to_str().unwrap();
     let out = memtamer(&["gate", "stats", "--name", "absent", "--dir", d]);
     assert_eq!(code(&out), 3, "{}", stderr(&out));

@@ -5,37 +5,8 @@
 //! one spelling of "unlimited".
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn memtamer(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memtamer"))
-        .args(args)
-        .output()
-        .expect("the memtamer binary runs")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exited, not killed by a signal")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// A fresh directory of this test process.
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "memtamer-output-contract-{}-{tag}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod common;
+use common::*;
 
 /// A tiny scenario (one point per policy, 0.2 simulated ms) with one check
 /// that `expect_pass` decides.
@@ -81,7 +52,7 @@ with = {{ "policy" = "baseline" }}
 
 #[test]
 fn validate_exits_1_on_a_fail_and_0_when_every_check_holds() {
-    let dir = temp_dir("validate");
+    let dir = temp_dir("output-contract", "validate");
     let fail = scenario_file(&dir, false);
     let out = memtamer(&["sim", "validate", fail.to_str().unwrap()]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
@@ -95,7 +66,7 @@ fn validate_exits_1_on_a_fail_and_0_when_every_check_holds() {
 
 #[test]
 fn every_format_is_honoured_or_refused_with_a_usage_error() {
-    let dir = temp_dir("formats");
+    let dir = temp_dir("output-contract", "formats");
     let s = scenario_file(&dir, true);
     let s = s.to_str().unwrap();
     // honoured: parseable output of the asked kind
@@ -164,7 +135,7 @@ fn every_format_is_honoured_or_refused_with_a_usage_error() {
 
 #[test]
 fn jobs_do_not_change_results_and_progress_stays_off_pipes() {
-    let dir = temp_dir("jobs");
+    let dir = temp_dir("output-contract", "jobs");
     let s = scenario_file(&dir, true);
     let s = s.to_str().unwrap();
     let one = memtamer(&["sim", "run", s, "--format", "json", "--jobs", "1"]);
@@ -213,7 +184,7 @@ fn units_are_decimal_gb_per_s_and_stated() {
 
 #[test]
 fn set_limit_takes_only_the_one_spelling_of_unlimited() {
-    let dir = temp_dir("unlimited");
+    let dir = temp_dir("output-contract", "unlimited");
     let d = dir.to_str().unwrap();
     for bad in ["inf", "none", "max", "0"] {
         let out = memtamer(&["gate", "set-limit", "--dir", d, bad]);

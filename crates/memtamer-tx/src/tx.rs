@@ -210,6 +210,16 @@ impl<'p> Tx<'p> {
             .table
             .get(id)
             .ok_or(TxError::NoSuchObject { id })?;
+        // Fast path: no copy in flight, `old` is every snapshot's version
+        // (see `Entry::locs`): one 8-byte load.
+        let (new, old) = e.locs();
+        if new == 0 {
+            return if old == 0 {
+                Err(TxError::NoSuchObject { id })
+            } else {
+                Ok(old)
+            };
+        }
         let mut spins = 0u32;
         loop {
             let s = e.snap();

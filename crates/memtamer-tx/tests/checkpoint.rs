@@ -89,7 +89,11 @@ fn checkpoints_are_incremental_under_write_protection() {
             assert!(!second.full);
             assert!(second.dirty_pages >= 1, "{second:?}");
             assert!(
-                second.lines_compared <= second.dirty_pages * 4096 / 16 / 15 + 2,
+                second.lines_compared
+                    <= second.dirty_pages * 4096
+                        / memtamer_tx::table::Table::RAW_BYTES_PER_ID as u64
+                        / 15
+                        + 2,
                 "only the dirty pages' lines are compared: {second:?}"
             );
         }

@@ -29,7 +29,7 @@ use crate::error::TxError;
 use crate::layout::{CHKP_PER_LINE, LINE};
 use crate::pool::{lock, Pool};
 use crate::region::PersistStats;
-use crate::table::Entry;
+use crate::table::Table;
 
 /// Underutilised regions one pass of `run_checkpointer` moves at most (a
 /// bound on the work done between two checkpoints).
@@ -212,7 +212,7 @@ impl Pool {
         if rep.full {
             todo.extend(0..nlines_chkp);
         } else {
-            let esz = std::mem::size_of::<Entry>();
+            let esz = Table::RAW_BYTES_PER_ID;
             for (a, b) in dirty.iter().flatten() {
                 rep.dirty_pages += ((b - a) / 4096) as u64;
                 let (id0, id1) = ((a / esz) as u32, (b / esz) as u32);

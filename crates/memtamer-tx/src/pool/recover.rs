@@ -340,7 +340,7 @@ impl Pool {
                     format!("object id {id} beyond table capacity {cap}"),
                 )
             })?;
-            e.old.store(l + 1, std::sync::atomic::Ordering::Relaxed);
+            e.set_old_unshared(l + 1);
             used.push((l, h.lines()));
             max_id = max_id.max(id);
         }

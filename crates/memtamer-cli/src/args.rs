@@ -482,6 +482,28 @@ pub(crate) enum BenchCmd {
         #[arg(long)]
         no_pmdk: bool,
     },
+    /// Unimem: a CG kernel on tier objects with and without the runtime's profiling and
+    /// decisions (objects starting in DRAM, then in the slow tier), ratio in one run.
+    Tier {
+        /// Grid columns (the matrix has nx * ny rows).
+        #[arg(long, default_value_t = 512)]
+        nx: usize,
+        /// Grid rows.
+        #[arg(long, default_value_t = 512)]
+        ny: usize,
+        /// CG iterations per run.
+        #[arg(long, default_value_t = 60)]
+        iters: usize,
+        /// Alternating rounds (the median ratio is reported).
+        #[arg(long, default_value_t = 7)]
+        rounds: usize,
+        /// Profiling sampler period, microseconds (the C ABI's default).
+        #[arg(long, default_value_t = 1000)]
+        tick_us: u64,
+        /// Pages armed per object per tick.
+        #[arg(long, default_value_t = 16)]
+        pages: usize,
+    },
     /// (internal) the managed worker process of `bench daemon`.
     #[command(hide = true)]
     DaemonWorker {

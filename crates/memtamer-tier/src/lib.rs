@@ -10,6 +10,7 @@
 //! * [`capi`]: `mt_tier_malloc` / `mt_tier_free` and friends for C and Fortran.
 
 pub mod backing;
+pub mod bench;
 pub mod capi;
 pub mod driver;
 pub mod error;

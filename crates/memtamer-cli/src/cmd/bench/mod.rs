@@ -64,6 +64,26 @@ pub fn run(cmd: BenchCmd) -> Result<Outcome, CliError> {
                 memtamer_tx::bench::run(&opts).map_err(|e| CliError::Bench(e.to_string()))?;
             print!("{report}");
         }
+        BenchCmd::Tier {
+            nx,
+            ny,
+            iters,
+            rounds,
+            tick_us,
+            pages,
+        } => {
+            let opts = memtamer_tier::bench::TierBenchOptions {
+                nx,
+                ny,
+                iters,
+                rounds,
+                tick: std::time::Duration::from_micros(tick_us),
+                pages_per_tick: pages,
+            };
+            let rows =
+                memtamer_tier::bench::run(&opts).map_err(|e| CliError::Bench(e.to_string()))?;
+            print!("{}", memtamer_tier::bench::render(&opts, &rows));
+        }
         BenchCmd::DaemonWorker { threads } => daemon::worker(threads.max(1)),
         BenchCmd::ShimWorker {
             file,

@@ -2,8 +2,12 @@
  * Solves (L + s I) x = b for the 2-D 5-point Laplacian L on an nx x ny grid
  * split in y-slabs over the ranks, b = A*1, so the exact solution is all
  * ones; checks max|x - 1| and the true residual at the end.
- * usage: cg [nx] [rows_per_rank] [iterations] */
+ * usage: cg [nx] [rows_per_rank] [iterations]
+ * MT_CG_KILL_RANK=R: rank R SIGKILLs itself right after the second
+ * iteration's mt_tier_iteration(), while the moves the first iteration's
+ * decision queued are being copied (run.sh's rank-death check). */
 #include <math.h>
+#include <signal.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,8 +58,11 @@ int main(int argc, char **argv) {
     for (long i = 0; i < n; i++) rr_local += r[i] * r[i];
     MPI_Allreduce(&rr_local, &rr, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     double rr0 = rr, t0 = MPI_Wtime();
+    const char *kill_env = getenv("MT_CG_KILL_RANK");
+    int kill_rank = kill_env ? atoi(kill_env) : -1;
     for (int it = 0; it < iters; it++) {
         mt_tier_iteration();
+        if (it == 1 && rank == kill_rank) raise(SIGKILL);
         /* halo exchange: my last row up, my first row down */
         MPI_Sendrecv(p + n, (int)nx, MPI_DOUBLE, up, 1, p, (int)nx, MPI_DOUBLE, down, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         MPI_Sendrecv(p + nx, (int)nx, MPI_DOUBLE, down, 2, p + n + nx, (int)nx, MPI_DOUBLE, up, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);

@@ -35,5 +35,20 @@ out=$(MEMTAMER_NODE_DRAM=0 $MPIRUN -np 2 $bin/mt_cg 64 64 2 2>&1) && { echo "FAI
 echo "$out" | grep -q "DRAM budget of 0 B" || { echo "FAIL: no clear message for budget 0"; fail=1; }
 out=$(MEMTAMER_DRAM_BUDGET=999999G $MPIRUN -np 1 $bin/mt_cg 64 64 2 2>&1) && { echo "FAIL: huge budget accepted"; fail=1; }
 echo "$out" | grep -q "DRAM budget .* is invalid" || { echo "FAIL: no clear message for a huge budget"; fail=1; }
+# A rank killed mid-migration (right after the second iteration queued the
+# decided moves): the job must end, not hang, with the launcher naming the
+# signal, and the killed rank's slow-tier files (O_TMPFILE in a private
+# MEMTAMER_TIER_DIR) must be gone with it.
+kd=$(mktemp -d /dev/shm/memtamer-tier-kill.XXXXXX)
+rc=0
+out=$(MEMTAMER_TIER_DIR=$kd MT_CG_KILL_RANK=1 MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M} \
+      timeout 120 $MPIRUN -np 2 $bin/mt_cg $NX $NY $IT 2>&1) || rc=$?
+if [ $rc = 0 ] || [ $rc = 124 ]; then echo "FAIL: rank death: exit $rc (0: not noticed, 124: hung)"; fail=1; fi
+echo "$out" | grep -qiE "signal 9|SIGNAL: 9|killed" || { echo "FAIL: rank death: no message naming the signal"; fail=1; }
+echo "$out" | grep -q VERIFIED && { echo "FAIL: rank death: a result was reported"; fail=1; }
+[ -z "$(ls -A "$kd")" ] || { echo "FAIL: rank death: files left in $kd"; fail=1; }
+rmdir "$kd"
+pgrep -f "$bin/mt_cg" >/dev/null && { echo "FAIL: rank death: mt_cg processes left"; fail=1; }
+echo "rank death: exit $rc, launcher says: $(echo "$out" | grep -iE 'signal 9|SIGNAL: 9|killed' | head -1)"
 [ $fail = 0 ] && echo "mpi checks: all passed"
 exit $fail

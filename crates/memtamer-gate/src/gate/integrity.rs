@@ -148,6 +148,12 @@ pub(crate) fn heal_due(h: &Header, now_ns: u64) -> bool {
 ///   already running; an over-count (units nobody holds) is what it frees.
 /// * a slot state beyond HOLDING is no state: reset to IDLE (its owner, if
 ///   running, ends unadmitted; the recount no longer counts it).
+/// * a unit on a slot with no owner (a zeroed owner pid) is counted by no
+///   recount, and its owner would go on reusing it unseen: taken back, as
+///   from an idle holder (`taken`); the owner puts its words back at its
+///   next request through the lock.
+/// * waiters the queue had lost get the units parked while it looked
+///   empty (`Gate::reclaim_held`), as a first waiter would.
 /// * `slot_hwm` below an owned slot hides that slot from every scan (its
 ///   unit could never be reaped): raised. Raising only widens scans.
 /// * the reaper's try-lock held longer than `REAPER_STALE_NS` since the

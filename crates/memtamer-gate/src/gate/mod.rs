@@ -174,9 +174,11 @@ impl Gate {
 
     /// Under the lock, resets what the slots prove inconsistent
     /// (`integrity::heal_locked`) and lets the Selector pass on what that
-    /// freed. Cheap (one scan of the slots in use): every collector runs it
-    /// each window, so a count corrupted too low (which admits too much,
-    /// and makes nobody wait) is rebuilt within a window.
+    /// freed. Cheap (one scan of the slots): every collector runs it each
+    /// window, and waiters at most once per heal interval system-wide
+    /// (`heal_if_due`), so a count corrupted too low (which admits too
+    /// much, and makes nobody wait) is rebuilt within a window, and one
+    /// corrupted too high within an interval of a waiter's first reap.
     pub(crate) fn heal_state(&self) -> Vec<String> {
         let guard = self.lock();
         let found = crate::gate::integrity::heal_locked(self, os::now_ns());

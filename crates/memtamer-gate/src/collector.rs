@@ -105,7 +105,9 @@ fn hold_lease(gate: &Gate, window: Duration) -> bool {
         return true;
     }
     let stale_after = (window.as_nanos() as u64 * LEASE_WINDOWS).max(200_000_000);
-    let stale = now.saturating_sub(h.collector_heartbeat_ns.load(Ordering::Acquire)) > stale_after;
+    // a heartbeat in the future is a corrupted word, not a live holder
+    let beat = h.collector_heartbeat_ns.load(Ordering::Acquire);
+    let stale = beat > now || now - beat > stale_after;
     if (holder == 0 || stale || !os::alive(holder, 0))
         && h.collector_pid
             .compare_exchange(holder, me, Ordering::AcqRel, Ordering::Relaxed)

@@ -16,7 +16,7 @@ use crate::GateError;
 
 /// Layout magic: "MTGATE" and the layout version. Bump the last byte on any
 /// layout change so that old and new processes refuse to share a file.
-pub(crate) const MAGIC: u64 = 0x4d54_4741_5445_0006;
+pub(crate) const MAGIC: u64 = 0x4d54_4741_5445_0007;
 
 /// Slots: PA-threads that can be registered at once, system-wide.
 pub const SLOTS: usize = 256;
@@ -93,7 +93,12 @@ pub(crate) struct Header {
     /// Checksum of the four words above (`header_check`), stored by the
     /// creator: a gate whose fixed words were corrupted is refused.
     pub check: AtomicU64,
-    _pad0: [u64; 4],
+    /// When a waiter last ran the online heal (CLOCK_MONOTONIC ns): waiters
+    /// heal at most once per `integrity::HEAL_INTERVAL_NS` system-wide. A
+    /// corrupted value cannot stop healing: one in the future or in the
+    /// past lets the next waiter heal (issue 22).
+    pub last_heal_ns: AtomicU64,
+    _pad0: [u64; 3],
     /// The lock word: owner (pid << 32 | tid), 0 when free. Own cache line.
     pub lock: AtomicU64,
     _pad1: [u64; 7],

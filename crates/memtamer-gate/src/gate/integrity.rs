@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::gate::{Gate, GateOptions};
 use crate::shm::{
     header_check, header_fault, Header, Mapping, HOLDING, IDLE, LAYOUT_BYTES, MAGIC, MAX_BYPASS,
-    SLOTS,
+    RUNNING, SLOTS,
 };
 use crate::{os, GateError};
 
@@ -104,11 +104,38 @@ pub(crate) fn bound_faults(h: &Header) -> Vec<String> {
     found
 }
 
+/// How often waiters run the online heal, system-wide (`heal_due`): a
+/// waiter that has waited a reap interval heals at most this long after a
+/// word was corrupted, whatever the admission bound (issue 22). One heal is
+/// one lock hold and one scan of the slots (microseconds).
+pub(crate) const HEAL_INTERVAL_NS: u64 = 10_000_000;
+
+/// The reaper's try-lock held this long since the reaper last started is
+/// held by nobody (a reaper scans the slots in milliseconds): `heal_locked`
+/// resets it. Fixed, not the admission bound: a corrupted try-lock must
+/// not stop reaping for a whole bound.
+pub(crate) const REAPER_STALE_NS: u64 = 50_000_000;
+
+/// Whether the caller should run the online heal now, claiming this
+/// interval for itself: true when the last heal is `HEAL_INTERVAL_NS` old
+/// or stamped in the future (a corrupted stamp), and this caller won the
+/// stamp. Lock-free: one load when not due.
+pub(crate) fn heal_due(h: &Header, now_ns: u64) -> bool {
+    let last = h.last_heal_ns.load(Ordering::Relaxed);
+    if last <= now_ns && now_ns - last < HEAL_INTERVAL_NS {
+        return false;
+    }
+    h.last_heal_ns
+        .compare_exchange(last, now_ns, Ordering::AcqRel, Ordering::Relaxed)
+        .is_ok()
+}
+
 /// Online repair (issue 22), with the gate lock held: finds what is
 /// provably inconsistent in the shared state and puts it right, so that a
-/// corrupted word costs the waiters one admission bound, not every request
-/// after it. Run by a waiter that reached its bound (`GateThread` wait) and
-/// by `repair`. Returns what was wrong (empty: nothing touched).
+/// corrupted word costs a waiter at most one heal interval
+/// (`HEAL_INTERVAL_NS`), never an admission bound. Run by waiters
+/// (`Gate::heal_if_due`), by collectors each window and by `repair`.
+/// Returns what was wrong (empty: nothing touched).
 ///
 /// Only what the slots contradict is reset; the slots are the source of
 /// truth, and under the lock these invariants hold exactly (every change of
@@ -121,16 +148,23 @@ pub(crate) fn bound_faults(h: &Header) -> Vec<String> {
 ///   already running; an over-count (units nobody holds) is what it frees.
 /// * a slot state beyond HOLDING is no state: reset to IDLE (its owner, if
 ///   running, ends unadmitted; the recount no longer counts it).
+/// * a unit on a slot with no owner (a zeroed owner pid) is counted by no
+///   recount, and its owner would go on reusing it unseen: taken back, as
+///   from an idle holder (`taken`); the owner puts its words back at its
+///   next request through the lock.
+/// * waiters the queue had lost get the units parked while it looked
+///   empty (`Gate::reclaim_held`), as a first waiter would.
 /// * `slot_hwm` below an owned slot hides that slot from every scan (its
 ///   unit could never be reaped): raised. Raising only widens scans.
-/// * the reaper's try-lock held longer than `stale_ns` since the reaper
-///   last started, or a last start in the future, stops all reaping: reset.
+/// * the reaper's try-lock held longer than `REAPER_STALE_NS` since the
+///   reaper last started, or a last start in the future, stops all
+///   reaping: reset.
 ///   The try-lock only saves duplicate work; reapers re-judge every slot
 ///   under the gate lock, so two at once are safe.
 ///
 /// The limit itself is policy, not checked beyond `bound_faults` (a zero
 /// limit becomes 1); whoever sets it sets it again.
-pub(crate) fn heal_locked(gate: &Gate, now_ns: u64, stale_ns: u64) -> Vec<String> {
+pub(crate) fn heal_locked(gate: &Gate, now_ns: u64) -> Vec<String> {
     let h = gate.header();
     let mut found = bound_faults(h);
     if h.limit.load(Ordering::Relaxed) == 0 {
@@ -140,6 +174,17 @@ pub(crate) fn heal_locked(gate: &Gate, now_ns: u64, stale_ns: u64) -> Vec<String
     for i in 0..SLOTS {
         let slot = gate.slot(i);
         if slot.owner_pid.load(Ordering::Acquire) == 0 {
+            if matches!(slot.state.load(Ordering::Acquire), RUNNING | HOLDING)
+                && slot.taken.load(Ordering::Relaxed) == 0
+            {
+                // a unit on a slot with no owner (a corrupted owner word):
+                // counted by no one, so the owner would reuse it unseen;
+                // taken back as from a holder (the owner, if any, settles
+                // under the lock at its next request and puts its words back)
+                found.push(format!("slot {i}: admitted with no owner"));
+                slot.taken.store(1, Ordering::Release);
+                slot.state.store(IDLE, Ordering::Release);
+            }
             continue;
         }
         owned_to = i + 1;
@@ -171,18 +216,24 @@ pub(crate) fn heal_locked(gate: &Gate, now_ns: u64, stale_ns: u64) -> Vec<String
     if lost > 0 {
         found.push(format!("{lost} waiting slots missing from the queue"));
     }
-    let last = h.last_reap_ns.load(Ordering::Relaxed);
+    let mut last = h.last_reap_ns.load(Ordering::Relaxed);
     if last > now_ns {
         found.push(format!("last_reap_ns {last} in the future"));
         h.last_reap_ns.store(0, Ordering::Relaxed);
+        last = 0;
     }
-    if h.reaper_busy.load(Ordering::Acquire) != 0 && now_ns.saturating_sub(last) > stale_ns {
+    if h.reaper_busy.load(Ordering::Acquire) != 0 && now_ns.saturating_sub(last) > REAPER_STALE_NS {
         found.push("reaper try-lock held by nobody".into());
         h.reaper_busy.store(0, Ordering::Release);
     }
     if !found.is_empty() {
         gate.repair();
         h.lock_repairs.fetch_add(1, Ordering::Relaxed);
+        if h.queue_len.load(Ordering::Relaxed) != 0 {
+            // waiters the queue had lost: units parked while it looked
+            // empty are theirs, as for a first waiter
+            gate.reclaim_held();
+        }
     }
     found
 }

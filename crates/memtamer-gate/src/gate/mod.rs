@@ -33,6 +33,7 @@
 //! left by a dead thread is taken over and the state rebuilt from the slots;
 //! the reaper frees slots of dead threads and returns their capacity.
 
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
@@ -52,6 +53,12 @@ const WAIT_SLICE: Duration = Duration::from_millis(2);
 pub(crate) const REAP_INTERVAL_NS: u64 = 5_000_000;
 /// A lock held this long makes waiters check whether its owner is alive.
 const LOCK_SUSPECT_NS: u64 = 2_000_000;
+/// A lock held this long by a live owner is taken over too (or after the
+/// admission bound, if shorter): critical sections take microseconds, so
+/// the owner is stopped, or the word was corrupted to name a live thread
+/// that will never release it. Fixed so that a corrupted lock word costs a
+/// waiter this, not a whole admission bound (issue 22).
+const LOCK_STALE_NS: u64 = 50_000_000;
 /// Spins before a waiter sleeps.
 const SPINS: u32 = 200;
 
@@ -167,17 +174,31 @@ impl Gate {
 
     /// Under the lock, resets what the slots prove inconsistent
     /// (`integrity::heal_locked`) and lets the Selector pass on what that
-    /// freed. Cheap (one scan of the slots in use): every collector runs it
-    /// each window, so a count corrupted too low (which admits too much,
-    /// and makes nobody wait) is rebuilt within a window.
+    /// freed. Cheap (one scan of the slots): every collector runs it each
+    /// window, and waiters at most once per heal interval system-wide
+    /// (`heal_if_due`), so a count corrupted too low (which admits too
+    /// much, and makes nobody wait) is rebuilt within a window, and one
+    /// corrupted too high within an interval of a waiter's first reap.
     pub(crate) fn heal_state(&self) -> Vec<String> {
         let guard = self.lock();
-        let stale = self.max_wait_ns.max(REAP_INTERVAL_NS);
-        let found = crate::gate::integrity::heal_locked(self, os::now_ns(), stale);
+        let found = crate::gate::integrity::heal_locked(self, os::now_ns());
         let granted = self.select();
         drop(guard);
         self.wake(&granted);
         found
+    }
+
+    /// `heal_state` if no waiter healed in the last heal interval
+    /// (`integrity::heal_due`). Run by every waiter at each re-check past
+    /// a reap interval: whatever word was corrupted, and whatever the
+    /// admission bound, a waiter waits at most about one interval longer
+    /// than the slots justify (issue 22). Returns what was wrong.
+    pub(crate) fn heal_if_due(&self) -> Vec<String> {
+        if crate::gate::integrity::heal_due(self.header(), os::now_ns()) {
+            self.heal_state()
+        } else {
+            Vec::new()
+        }
     }
 
     /// The shared file.
@@ -203,6 +224,22 @@ impl Gate {
     /// dies first.
     pub fn register(self: &Arc<Gate>) -> Result<GateThread, GateError> {
         let (pid, tid) = (os::pid(), os::tid());
+        let index = self.claim_slot(pid, tid)?;
+        Ok(GateThread {
+            gate: Arc::clone(self),
+            slot: Cell::new(NonNull::from(self.slot(index))),
+            header: NonNull::from(self.header()),
+            bypass: u64::from(self.header().bypass_bytes.load(Ordering::Relaxed)),
+            index: Cell::new(index),
+            me: (u64::from(pid) << 32) | u64::from(tid),
+            may_hold: os::fence_free(),
+            _not_send: PhantomData,
+        })
+    }
+
+    /// Claims a free slot for thread `tid` of process `pid` (reaping dead
+    /// threads' slots once if all are taken) and returns its index.
+    pub(crate) fn claim_slot(&self, pid: u32, tid: u32) -> Result<usize, GateError> {
         for attempt in 0..2 {
             for index in 0..SLOTS {
                 let slot = self.slot(index);
@@ -220,16 +257,7 @@ impl Gate {
                         .fetch_max(index as u32 + 1, Ordering::AcqRel);
                     slot.state.store(IDLE, Ordering::Release);
                     slot.sleeping.store(0, Ordering::Relaxed);
-                    return Ok(GateThread {
-                        gate: Arc::clone(self),
-                        slot: NonNull::from(slot),
-                        header: NonNull::from(self.header()),
-                        bypass: u64::from(self.header().bypass_bytes.load(Ordering::Relaxed)),
-                        index,
-                        me: (u64::from(pid) << 32) | u64::from(tid),
-                        may_hold: os::fence_free(),
-                        _not_send: PhantomData,
-                    });
+                    return Ok(index);
                 }
             }
             if attempt == 0 {
@@ -241,6 +269,11 @@ impl Gate {
             path: self.map.path.clone(),
             slots: SLOTS,
         })
+    }
+
+    /// Where this process maps the gate file (recorded in its slots).
+    pub(crate) fn map_base(&self) -> u64 {
+        self.map.base()
     }
 
     /// The current limit (None: unlimited).
@@ -313,11 +346,16 @@ impl Gate {
                     match suspect_since {
                         Some((who, since)) if who == owner => {
                             let held = now.saturating_sub(since);
-                            // a dead owner, or one (or a corrupted word)
-                            // holding a µs critical section past the bound
+                            let (pid, tid) = ((owner >> 32) as u32, owner as u32);
+                            // a dead owner, a word naming no thread, or
+                            // one (or a corrupted word naming a live
+                            // thread) holding a µs critical section for
+                            // LOCK_STALE_NS
                             if held > LOCK_SUSPECT_NS
-                                && (held > self.max_wait_ns
-                                    || !os::alive((owner >> 32) as u32, owner as u32))
+                                && (held > self.max_wait_ns.min(LOCK_STALE_NS)
+                                    || pid == 0
+                                    || tid == 0
+                                    || !os::alive(pid, tid))
                                 && h.lock
                                     .compare_exchange(
                                         owner,
@@ -565,9 +603,11 @@ impl Gate {
         let slot = self.slot(index);
         let pid = slot.owner_pid.load(Ordering::Acquire);
         let tid = slot.owner_tid.load(Ordering::Acquire);
-        if pid == 0 || tid == 0 {
+        if pid == 0 {
             return None;
         }
+        // a zero tid is a corrupted word (the owner restores it): judged
+        // by its process
         let holds = matches!(slot.state.load(Ordering::Acquire), RUNNING | HOLDING)
             && slot.taken.load(Ordering::Acquire) == 0;
         match os::liveness(pid, tid) {
@@ -683,5 +723,7 @@ pub mod integrity;
 mod thread;
 pub use thread::{GateThread, Permit};
 
+#[cfg(test)]
+mod heal_tests;
 #[cfg(test)]
 mod tests;

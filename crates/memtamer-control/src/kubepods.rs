@@ -199,6 +199,65 @@ impl PodIndex {
     }
 }
 
+/// Pure: checks a `labels` entry of a job as Kubernetes checks labels
+/// (apimachinery `validation.IsQualifiedName`, `IsValidLabelValue`): key
+/// `[PREFIX/]NAME`, NAME and value at most 63 characters of
+/// `[A-Za-z0-9._-]` beginning and ending alphanumeric (the value may be
+/// empty), PREFIX a DNS subdomain. Set-based expressions (`in (a,b)`,
+/// `!key`, `key notin (...)`) are not supported and are named as such.
+pub fn check_label(key: &str, value: &str) -> Result<(), String> {
+    let set_based = |s: &str| {
+        s.contains(" in ")
+            || s.contains("notin")
+            || s.starts_with('!')
+            || s.contains('(')
+            || s.contains(',')
+    };
+    if set_based(key) || set_based(value) {
+        return Err(
+            "set-based selectors (in, notin, !key, lists) are not supported; give one value per key (equality)"
+                .into(),
+        );
+    }
+    let part_ok = |s: &str| {
+        s.len() <= 63
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && s.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+            && s.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric())
+    };
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    if !part_ok(name) {
+        return Err(format!(
+            "key name {name:?} must be 1-63 characters of [A-Za-z0-9._-], alphanumeric at both ends"
+        ));
+    }
+    if let Some(p) = prefix {
+        let dns_ok = !p.is_empty()
+            && p.len() <= 253
+            && p.split('.').all(|l| {
+                !l.is_empty()
+                    && l.len() <= 63
+                    && l.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+            });
+        if !dns_ok {
+            return Err(format!("key prefix {p:?} must be a DNS subdomain"));
+        }
+    }
+    if !value.is_empty() && !part_ok(value) {
+        return Err(format!(
+            "value {value:?} must be at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends"
+        ));
+    }
+    Ok(())
+}
+
 /// The kubelet's cgroup drivers, which name the pod cgroups differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Driver {

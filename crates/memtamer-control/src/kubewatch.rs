@@ -9,7 +9,7 @@
 //! and logged once per distinct cause.
 
 use crate::kubeapi::{ApiEndpoint, KubeError, Pod, PodError, PodList};
-use crate::kubepods::PodIndex;
+use crate::kubepods::{pod_log_dir, PodIndex};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -196,5 +196,58 @@ impl Drop for KubeWatcher {
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
+    }
+}
+
+/// The node's pods as the daemon's selectors see them: the API server's view
+/// (labels) when [`API_ENV`] is set, filled in with the kubelet's log
+/// directory (names and namespaces of pods the API has not shown yet).
+#[derive(Debug)]
+pub struct NodePods {
+    watcher: Option<KubeWatcher>,
+    log_dir: std::path::PathBuf,
+}
+
+impl NodePods {
+    /// Starts watching if the environment names an API; the strings are
+    /// warnings for the log (a label selector without an API never matches).
+    pub fn start(selectors: &[crate::select::Selector]) -> (NodePods, Vec<String>) {
+        let mut warnings = Vec::new();
+        let watcher = match WatchConfig::from_env() {
+            Ok(Some(cfg)) => Some(KubeWatcher::start(cfg)),
+            Ok(None) => None,
+            Err(e) => {
+                warnings.push(format!("{e}; selecting pods from /var/log/pods only"));
+                None
+            }
+        };
+        if watcher.is_none() && selectors.iter().any(|s| !s.labels.is_empty()) {
+            warnings.push(format!(
+                "a job selects pods by label, but {API_ENV} is not set: labels come only from the API server, so no pod matches (docs/kubernetes.md)"
+            ));
+        }
+        let pods = NodePods {
+            watcher,
+            log_dir: pod_log_dir(),
+        };
+        (pods, warnings)
+    }
+
+    /// The index for this rescan.
+    pub fn index(&self) -> PodIndex {
+        let from_disk = PodIndex::read(&self.log_dir);
+        match &self.watcher {
+            None => from_disk,
+            Some(w) => {
+                let mut idx = w.view().index();
+                idx.fill_from(&from_disk);
+                idx
+            }
+        }
+    }
+
+    /// The API view, if the API is used (for status).
+    pub fn view(&self) -> Option<PodView> {
+        self.watcher.as_ref().map(KubeWatcher::view)
     }
 }

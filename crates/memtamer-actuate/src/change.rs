@@ -56,6 +56,18 @@ pub enum Change {
         /// Its contents before the first write.
         original: String,
     },
+    /// A file of a cgroup that someone else owns (a Kubernetes pod's, which
+    /// the kubelet writes) was changed in place: restored only while it
+    /// still holds what memtamer wrote, so a newer value of the owner (an
+    /// in-place pod resize) is never overwritten with an older one.
+    OwnedValue {
+        /// The file.
+        file: PathBuf,
+        /// Its contents before the first write.
+        original: String,
+        /// What memtamer wrote last.
+        written: String,
+    },
     /// A cgroup was frozen (v2 `cgroup.freeze` or v1 `freezer.state`).
     Frozen {
         /// Absolute cgroup directory.
@@ -103,6 +115,11 @@ pub enum ChangeKey {
         /// The file.
         file: PathBuf,
     },
+    /// A file of someone else's cgroup, written in place.
+    OwnedValue {
+        /// The file.
+        file: PathBuf,
+    },
     /// A frozen cgroup.
     Frozen {
         /// The directory.
@@ -143,6 +160,7 @@ impl Change {
             },
             Change::CgroupCreated { path, .. } => ChangeKey::CgroupCreated { path: path.clone() },
             Change::CgroupValue { file, .. } => ChangeKey::CgroupValue { file: file.clone() },
+            Change::OwnedValue { file, .. } => ChangeKey::OwnedValue { file: file.clone() },
             Change::Frozen { cgroup } => ChangeKey::Frozen {
                 cgroup: cgroup.clone(),
             },
@@ -173,9 +191,22 @@ impl Change {
 
 /// Combines a live record with a new change of the same key: the FIRST
 /// original always wins. Returns the record to write if anything else needs
-/// updating (only a cgroup move's destination can change), else `None`.
+/// updating (a cgroup move's destination, an owned value's last write),
+/// else `None`.
 pub fn merge(existing: &Change, new: &Change) -> Option<Change> {
     match (existing, new) {
+        (
+            Change::OwnedValue {
+                file,
+                original,
+                written: old,
+            },
+            Change::OwnedValue { written: new, .. },
+        ) if old != new => Some(Change::OwnedValue {
+            file: file.clone(),
+            original: original.clone(),
+            written: new.clone(),
+        }),
         (Change::CgroupMove { to: old_to, .. }, Change::CgroupMove { to: new_to, .. })
             if old_to != new_to =>
         {

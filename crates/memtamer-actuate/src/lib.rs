@@ -17,7 +17,9 @@
 //! * [`undo`]: puts one journaled change back, using only the primitives;
 //! * [`journal`]: the write-ahead file, replay and restore (calls [`undo`]);
 //! * [`affinity`], [`cgroup`], [`duty`], [`guard`]: the actuators and the
-//!   guard, which journal before they change anything.
+//!   guard, which journal before they change anything;
+//! * [`inplace`]: knobs of a Kubernetes pod's own cgroup changed in place
+//!   (the processes stay in the kubelet's cgroups).
 
 #![warn(missing_docs)]
 
@@ -27,6 +29,7 @@ pub mod cgroupfs;
 pub mod change;
 pub mod duty;
 pub mod guard;
+pub mod inplace;
 pub mod journal;
 pub mod process;
 pub mod sched;
@@ -123,6 +126,15 @@ pub enum Error {
         controller: String,
         /// Where we looked.
         detail: String,
+    },
+    /// A cgroup file the kubelet manages (the static CPU manager's
+    /// cpusets): memtamer leaves it alone rather than fight the kubelet.
+    #[error("{path}: {why}")]
+    KubeletOwned {
+        /// The cgroup that shows the kubelet's ownership.
+        path: PathBuf,
+        /// What the kubelet set.
+        why: String,
     },
     /// Another process holds the journal lock (a second daemon on the same journal).
     #[error("journal {path} is locked by another process")]

@@ -33,6 +33,24 @@ pub fn subtree_control_diff(original: &str, current: &str) -> Vec<String> {
     out
 }
 
+/// Whether a cgroup file's contents are the value written: the kernel
+/// echoes values in its own format (`cpuset.cpus` "0-3" for "0,1,2,3",
+/// `cpu.max` "max 100000"), so compare CPU lists as sets and the rest as
+/// whitespace-separated words.
+pub fn same_value(now: &str, written: &str) -> bool {
+    let (a, b) = (now.trim(), written.trim());
+    if a == b {
+        return true;
+    }
+    match (
+        memtamer_core::CpuSet::parse_list(a),
+        memtamer_core::CpuSet::parse_list(b),
+    ) {
+        (Ok(x), Ok(y)) if !a.contains(' ') && !b.contains(' ') => x == y,
+        _ => a.split_whitespace().eq(b.split_whitespace()),
+    }
+}
+
 fn gone(e: &Error) -> bool {
     match e {
         Error::ProcessGone { .. } => true,
@@ -128,6 +146,27 @@ pub(crate) fn undo(change: &Change, all: &[Change]) -> Outcome {
                 Err(e) => Outcome::Failed(e.to_string()),
             }
         }
+        Change::OwnedValue {
+            file,
+            original,
+            written,
+        } => {
+            let now = match read_value(file) {
+                Ok(v) => v,
+                Err(_) => return Outcome::Skipped("file no longer exists".into()),
+            };
+            if !same_value(&now, written) {
+                return Outcome::Skipped(format!(
+                    "changed by its owner since (now {:?}, memtamer wrote {:?}): left as is",
+                    now.trim(),
+                    written.trim()
+                ));
+            }
+            match write_value(file, original.trim()) {
+                Ok(()) => Outcome::Restored,
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
+        }
         Change::Frozen { cgroup } => {
             if !cgroup.is_dir() {
                 return Outcome::Skipped("cgroup no longer exists".into());
@@ -204,7 +243,7 @@ fn outside(change: &Change, scope: &Scope) -> Option<std::path::PathBuf> {
             ..
         } => vec![hierarchy, original, to],
         Change::CgroupCreated { path, hierarchy } => vec![path, hierarchy],
-        Change::CgroupValue { file, .. } => vec![file],
+        Change::CgroupValue { file, .. } | Change::OwnedValue { file, .. } => vec![file],
         Change::Frozen { cgroup } => vec![cgroup],
         _ => Vec::new(),
     }

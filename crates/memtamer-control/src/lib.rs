@@ -3,7 +3,9 @@
 
 pub mod config;
 pub mod daemon;
+pub mod kubeapi;
 pub mod kubepods;
+pub mod kubewatch;
 pub mod procfs;
 pub mod select;
 pub mod socket;

@@ -253,8 +253,19 @@ pub fn match_cgroup_path(process: &ProcessInfo) -> Option<&str> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SelectorError {
     /// No selector at all: such a job would silently manage nothing.
-    #[error("no selector given; set at least one of cgroup, unit, comm, exe, pid, pod")]
+    #[error(
+        "no selector given; set at least one of cgroup, unit, comm, exe, pid, pod, namespace, labels"
+    )]
     NoSelector,
+    /// A `labels` entry is not a valid Kubernetes label (or is a set-based
+    /// expression, which is not supported).
+    #[error("labels.{key}: {why}")]
+    Label {
+        /// The label key as written.
+        key: String,
+        /// What is wrong.
+        why: String,
+    },
     /// One of the glob selectors is malformed.
     #[error("{field}: {source}")]
     Glob {
@@ -286,6 +297,12 @@ pub struct JobMatch {
     /// in (its cgroup path gives the pod UID, /var/log/pods the name; see
     /// `kubepods`).
     pub pod: Option<String>,
+    /// `namespace`: glob on the pod's namespace (from the API server, else
+    /// /var/log/pods).
+    pub namespace: Option<String>,
+    /// `labels`: equality selectors on the pod's labels, all of which must
+    /// hold (`labels = { app = "redis" }`); needs the API server.
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// `[job.require]`: conditions EVERY process of the job must meet besides
@@ -352,8 +369,12 @@ pub struct Selector {
     pub require: Require,
     /// Glob on the pod's `NAMESPACE/NAME`.
     pub pod: Option<Glob>,
+    /// Glob on the pod's namespace.
+    pub namespace: Option<Glob>,
+    /// Labels the pod must carry with these values.
+    pub labels: std::collections::BTreeMap<String, String>,
     /// The node's pods as of the last [`Selector::set_pods`] (empty unless
-    /// `pod` is set).
+    /// the selector looks at pods).
     pub pods: crate::kubepods::PodIndex,
 }
 
@@ -374,14 +395,22 @@ impl Selector {
             pids: m.pid.clone(),
             require: Require::default(),
             pod: glob("pod", &m.pod)?,
+            namespace: glob("namespace", &m.namespace)?,
+            labels: m.labels.clone(),
             pods: Default::default(),
         };
+        for (key, value) in &s.labels {
+            crate::kubepods::check_label(key, value).map_err(|why| SelectorError::Label {
+                key: key.clone(),
+                why,
+            })?;
+        }
         if s.cgroup.is_none()
             && s.unit.is_none()
             && s.comm.is_none()
             && s.exe.is_none()
             && s.pids.is_empty()
-            && s.pod.is_none()
+            && !s.selects_pods()
         {
             return Err(SelectorError::NoSelector);
         }
@@ -437,19 +466,44 @@ impl Selector {
                 return true;
             }
         }
-        if let (Some(g), Some(pod)) = (&self.pod, path.and_then(crate::kubepods::parse_pod_cgroup))
-        {
-            if self.pods.name_of(&pod.uid).is_some_and(|n| g.matches(n)) {
+        if self.selects_pods() {
+            let meta = path
+                .and_then(crate::kubepods::parse_pod_cgroup)
+                .and_then(|pod| self.pods.get(&pod.uid));
+            if meta.is_some_and(|m| self.pod_matches(m)) {
                 return true;
             }
         }
         false
     }
 
+    /// Whether the selector looks at pods (`pod`, `namespace`, `labels`).
+    pub fn selects_pods(&self) -> bool {
+        self.pod.is_some() || self.namespace.is_some() || !self.labels.is_empty()
+    }
+
+    /// The pod keys together are ONE alternative: every one given must
+    /// hold (as in a Kubernetes selector, `namespace` and `labels` narrow
+    /// each other). Labels match only pods the API server described.
+    fn pod_matches(&self, m: &crate::kubepods::PodMeta) -> bool {
+        let name_ok = self.pod.as_ref().is_none_or(|g| g.matches(&m.full_name));
+        let ns_ok = self
+            .namespace
+            .as_ref()
+            .is_none_or(|g| g.matches(m.namespace()));
+        let labels_ok = self.labels.is_empty()
+            || m.labels.as_ref().is_some_and(|have| {
+                self.labels
+                    .iter()
+                    .all(|(k, v)| have.get(k).is_some_and(|h| h == v))
+            });
+        name_ok && ns_ok && labels_ok
+    }
+
     /// Takes the node's current pods (a rescan reads them once for all
-    /// selectors); a no-op for selectors without `pod`.
+    /// selectors); a no-op for selectors that do not look at pods.
     pub fn set_pods(&mut self, pods: &crate::kubepods::PodIndex) {
-        if self.pod.is_some() {
+        if self.selects_pods() {
             self.pods = pods.clone();
         }
     }
@@ -461,7 +515,7 @@ pub fn parts_read_by(selectors: &[Selector]) -> Parts {
     Parts {
         exe: selectors.iter().any(|s| s.exe.is_some()),
         cgroups: selectors.iter().any(|s| {
-            s.cgroup.is_some() || s.unit.is_some() || s.require.cgroup.is_some() || s.pod.is_some()
+            s.cgroup.is_some() || s.unit.is_some() || s.require.cgroup.is_some() || s.selects_pods()
         }),
         cpus_allowed: false,
         uids: selectors.iter().any(|s| !s.require.uids.is_empty()),

@@ -609,3 +609,114 @@ fn selector_by_pod_name_on_a_fake_kubelet_tree() {
     .unwrap_err();
     assert!(matches!(err, SelectorError::Glob { field: "pod", .. }));
 }
+
+#[test]
+fn selector_by_namespace_and_labels_from_the_api_view() {
+    // the recorded PodList of node-a; its pods' processes in the kubelet's
+    // tree (systemd driver), plus a pod the API does not know yet
+    let list =
+        crate::kubeapi::parse_pod_list(include_str!("../tests/fixtures/podlist-node-a.json"))
+            .unwrap();
+    let in_pod = |pid, p: &crate::kubeapi::Pod| {
+        let path =
+            crate::kubepods::pod_cgroup_path(crate::kubepods::Driver::Systemd, p.qos, &p.uid);
+        proc_(
+            pid,
+            "x",
+            None,
+            vec![cg(0, "", &format!("/{path}/cri-containerd-1.scope"))],
+        )
+    };
+    let (redis, memcached, fio) = (
+        in_pod(1, &list.pods[0]),
+        in_pod(2, &list.pods[1]),
+        in_pod(3, &list.pods[2]),
+    );
+    let new_uid = "22222222-3333-4444-5555-666666666666";
+    let newcomer = proc_(
+        4,
+        "x",
+        None,
+        vec![cg(0, "", &format!("/kubepods/besteffort/pod{new_uid}/c"))],
+    );
+    let mut pods = crate::kubepods::PodIndex::from_api(&list.pods);
+    pods.fill_from(&crate::kubepods::PodIndex::from_entries([
+        format!("batch_newcomer_{new_uid}").as_str(),
+        // the API's name wins for a pod both know
+        "other_name_6d1b0c2e-93a4-4f7b-8c55-0e2f1a9b7c31",
+    ]));
+    let labels = |kv: &[(&str, &str)]| {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let mut cache = sel(JobMatch {
+        labels: labels(&[("tier", "cache")]),
+        ..Default::default()
+    });
+    let mut redis_only = sel(JobMatch {
+        namespace: Some("prod".into()),
+        labels: labels(&[
+            ("app", "redis"),
+            ("statefulset.kubernetes.io/pod-name", "redis-0"),
+        ]),
+        ..Default::default()
+    });
+    let mut batch = sel(JobMatch {
+        namespace: Some("b*".into()),
+        ..Default::default()
+    });
+    let mut batch_storage = sel(JobMatch {
+        namespace: Some("batch".into()),
+        labels: labels(&[("team", "storage")]),
+        ..Default::default()
+    });
+    // namespace and labels narrow each other: no pod of prod is a fio
+    let mut none = sel(JobMatch {
+        namespace: Some("prod".into()),
+        labels: labels(&[("app", "fio")]),
+        ..Default::default()
+    });
+    for s in [
+        &mut cache,
+        &mut redis_only,
+        &mut batch,
+        &mut batch_storage,
+        &mut none,
+    ] {
+        assert!(
+            !s.matches(&redis) && !s.matches(&fio),
+            "nothing before the pods are known"
+        );
+        s.set_pods(&pods);
+    }
+    let all = [&redis, &memcached, &fio, &newcomer];
+    let hits =
+        |s: &Selector| -> Vec<i32> { all.iter().filter(|p| s.matches(p)).map(|p| p.pid).collect() };
+    assert_eq!(hits(&cache), [1, 2]);
+    assert_eq!(hits(&redis_only), [1]);
+    // the newcomer's namespace is known from /var/log/pods...
+    assert_eq!(hits(&batch), [3, 4]);
+    // ...its labels are not, so a label selector leaves it alone
+    assert_eq!(hits(&batch_storage), [3]);
+    assert!(hits(&none).is_empty());
+    assert!(parts_read_by(&[batch]).cgroups);
+    // bad and set-based label selectors are refused, naming the key
+    for (k, v, needle) in [
+        ("app", "in (redis,memcached)", "set-based"),
+        ("!app", "", "set-based"),
+        ("app", "-redis", "alphanumeric at both ends"),
+        ("Example.com/app", "x", "DNS subdomain"),
+        ("", "x", "key name"),
+    ] {
+        let e = Selector::compile(&JobMatch {
+            labels: labels(&[(k, v)]),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(
+            matches!(&e, SelectorError::Label { key, why } if key == k && why.contains(needle)),
+            "{k}={v}: {e}"
+        );
+    }
+}

@@ -1181,3 +1181,35 @@ pod = "batch/*"
         "",
     );
 }
+
+#[test]
+fn namespace_and_label_selectors_parse_and_bad_labels_name_the_key() {
+    let text = r#"
+[isolation]
+actuator = "affinity"
+
+[[job]]
+name = "redis"
+class = "lc"
+[job.match]
+namespace = "prod"
+labels = { app = "redis", "app.kubernetes.io/part-of" = "cache" }
+"#;
+    let c = parse(text).unwrap();
+    let m = &c.jobs[0].matcher;
+    assert_eq!(m.namespace.as_deref(), Some("prod"));
+    assert_eq!(m.labels.get("app").map(String::as_str), Some("redis"));
+    assert_eq!(m.labels.len(), 2);
+    expect_err(
+        &text.replace("\"redis\", \"app", "\"in (redis, x)\", \"app"),
+        10,
+        "job[0].match.labels.app",
+        "set-based selectors",
+    );
+    expect_err(
+        &text.replace("namespace = \"prod\"", "namespace = \"[\""),
+        9,
+        "job[0].match.namespace",
+        "unclosed",
+    );
+}

@@ -206,4 +206,6 @@ pub(super) struct RawMatch {
     pub(super) exe: Option<String>,
     pub(super) pid: Option<Vec<i64>>,
     pub(super) pod: Option<String>,
+    pub(super) namespace: Option<String>,
+    pub(super) labels: Option<std::collections::BTreeMap<String, String>>,
 }

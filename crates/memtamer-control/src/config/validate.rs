@@ -474,10 +474,13 @@ pub(super) fn validate_jobs(raw: Vec<RawJob>) -> Result<Vec<JobConfig>, Invalid>
             exe: rm.exe,
             pid,
             pod: rm.pod,
+            namespace: rm.namespace,
+            labels: rm.labels.unwrap_or_default(),
         };
         let selector = Selector::compile(&matcher).map_err(|e| match e {
             SelectorError::NoSelector => (mp.clone(), e.to_string()),
             SelectorError::Glob { field, source } => (mp.key(field), source.to_string()),
+            SelectorError::Label { ref key, ref why } => (mp.key("labels").key(key), why.clone()),
         })?;
         let rp = p.key("require");
         let require = match rj.require {

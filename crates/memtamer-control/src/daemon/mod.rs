@@ -193,6 +193,8 @@ pub struct Daemon {
     /// The guard's watchdog pipe: one beat per loop iteration
     /// ([`memtamer_actuate::watchdog`]).
     heartbeat: Option<memtamer_actuate::watchdog::Heartbeat>,
+    /// The node's pods (API server and /var/log/pods), when a job selects pods.
+    node_pods: Option<crate::kubewatch::NodePods>,
 }
 
 impl Daemon {
@@ -257,7 +259,15 @@ impl Daemon {
             )?)
         };
         let selectors = cfg.selectors();
+        let node_pods = selectors.iter().any(|s| s.selects_pods()).then(|| {
+            let (pods, warnings) = crate::kubewatch::NodePods::start(&selectors);
+            warnings
+                .iter()
+                .for_each(|w| eprintln!("memtamer: warning: {w}"));
+            pods
+        });
         Ok(Daemon {
+            node_pods,
             procfs: ProcFs::new(proc_root),
             scan_cache: crate::procfs::ScanCache::new(select::parts_read_by(&selectors)),
             selectors,
@@ -317,9 +327,9 @@ impl Daemon {
     fn rescan(&mut self) -> Result<(), DaemonError> {
         let managed: std::collections::HashSet<i32> =
             self.managed.iter().map(|(k, _)| k.pid).collect();
-        // `pod = "NS/NAME"` selectors: the node's pods as of this rescan
-        if self.selectors.iter().any(|s| s.pod.is_some()) {
-            let pods = crate::kubepods::PodIndex::read(&crate::kubepods::pod_log_dir());
+        // pod, namespace and label selectors: the node's pods as of this rescan
+        if let Some(np) = &self.node_pods {
+            let pods = np.index();
             for s in &mut self.selectors {
                 s.set_pods(&pods);
             }

@@ -222,6 +222,18 @@ pub fn liveness(pid: u32, tid: u32) -> Liveness {
     }
 }
 
+/// Whether thread `tid` of process `pid` is on a CPU or waiting for one
+/// (`R`), or in an uninterruptible wait (`D`): busy, as a lock owner that
+/// was preempted inside its critical section is. False if the state cannot
+/// be read.
+pub fn runnable(pid: u32, tid: u32) -> bool {
+    let task = if tid == 0 { pid } else { tid };
+    matches!(
+        memtamer_linux::ProcRoot::default().task_state(pid as i32, task as i32),
+        Ok('R' | 'D')
+    )
+}
+
 /// Whether thread `tid` of process `pid` still exists and is not a zombie
 /// (`tid` 0: the process). A stopped thread is alive.
 pub fn alive(pid: u32, tid: u32) -> bool {

@@ -246,6 +246,25 @@ fn a_lock_word_naming_no_thread_or_a_live_one_is_taken_over_within_a_fixed_time(
     });
     drop(stop_tx);
     sleeper.join().expect("sleeper");
+    // a live thread that runs (as an owner preempted inside would)
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let flag = Arc::clone(&stop);
+    let spinner = std::thread::spawn(move || {
+        let _ = tx.send(os::tid());
+        while !flag.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+    });
+    let tid = rx.recv().expect("tid");
+    request_survives("lockbusy", |g| {
+        g.header().lock.store(
+            (u64::from(os::pid()) << 32) | u64::from(tid),
+            Ordering::SeqCst,
+        )
+    });
+    stop.store(true, Ordering::Relaxed);
+    spinner.join().expect("spinner");
 }
 
 #[test]

@@ -53,12 +53,16 @@ const WAIT_SLICE: Duration = Duration::from_millis(2);
 pub(crate) const REAP_INTERVAL_NS: u64 = 5_000_000;
 /// A lock held this long makes waiters check whether its owner is alive.
 const LOCK_SUSPECT_NS: u64 = 2_000_000;
-/// A lock held this long by a live owner is taken over too (or after the
-/// admission bound, if shorter): critical sections take microseconds, so
-/// the owner is stopped, or the word was corrupted to name a live thread
-/// that will never release it. Fixed so that a corrupted lock word costs a
-/// waiter this, not a whole admission bound (issue 22).
+/// A lock held this long by a live owner that is not running (stopped, or
+/// asleep: no critical section sleeps) is taken over too, or after the
+/// admission bound if that is shorter: the owner is stopped, or the word
+/// was corrupted to name a live thread that will never release it. Fixed
+/// so that a corrupted lock word costs a waiter this, not a whole
+/// admission bound (issue 22).
 const LOCK_STALE_NS: u64 = 50_000_000;
+/// The same for an owner that is running or runnable (a holder preempted
+/// inside its critical section on a loaded machine): a second.
+const LOCK_BUSY_STALE_NS: u64 = 1_000_000_000;
 /// Spins before a waiter sleeps.
 const SPINS: u32 = 200;
 
@@ -350,12 +354,15 @@ impl Gate {
                             // a dead owner, a word naming no thread, or
                             // one (or a corrupted word naming a live
                             // thread) holding a µs critical section for
-                            // LOCK_STALE_NS
+                            // LOCK_STALE_NS (LOCK_BUSY_STALE_NS if it runs)
+                            let bound = self.max_wait_ns;
                             if held > LOCK_SUSPECT_NS
-                                && (held > self.max_wait_ns.min(LOCK_STALE_NS)
-                                    || pid == 0
+                                && (pid == 0
                                     || tid == 0
-                                    || !os::alive(pid, tid))
+                                    || !os::alive(pid, tid)
+                                    || (held > bound.min(LOCK_STALE_NS)
+                                        && (held > bound.min(LOCK_BUSY_STALE_NS)
+                                            || !os::runnable(pid, tid))))
                                 && h.lock
                                     .compare_exchange(
                                         owner,

@@ -4,7 +4,9 @@
 //! flusher count M = 1..P4): per pattern and thread count, the four-point
 //! search against the oracle's best, Ribbon's gain over eager flushing, and
 //! proactive flushing's gain and cost (docs/ribbon.md "Ribbon in the
-//! simulator"). Nothing here feeds back into a run: it only reads results.
+//! simulator"); and `ribbon-contention` (a PM writer arrives, the
+//! controller searches again: proactive flushing's cost once it is off).
+//! Nothing here feeds back into a run: it only reads results.
 
 use crate::error::SimError;
 use crate::experiment::{load_scenario, run_scenario, RunOptions, ScenarioResult};
@@ -237,6 +239,124 @@ pub fn markdown(cases: &[Case]) -> String {
     s
 }
 
+/// One pattern of `ribbon-contention`: a PM writer starts streaming while
+/// the application runs, the controller searches again under contention,
+/// and the window after that decision is measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ContentionRow {
+    /// Pattern variant.
+    pub app: String,
+    /// kops per flushing mode (`eager`, `ribbon`, `ribbon-proactive`).
+    pub kops: BTreeMap<String, f64>,
+    /// Time-averaged flusher count per Ribbon mode in the window.
+    pub flushers: BTreeMap<String, f64>,
+    /// Proactive write-back bandwidth of `ribbon-proactive` in the window,
+    /// GB/s: 0 means the controller had switched it off.
+    pub proactive_gbps: f64,
+    /// The contending writer's bandwidth per mode, GB/s (what throttling
+    /// the flushers hands to the other process).
+    pub other_gbps: BTreeMap<String, f64>,
+}
+
+impl ContentionRow {
+    /// Whether proactive flushing was off for the whole measured window.
+    pub fn proactive_off(&self) -> bool {
+        self.proactive_gbps == 0.0
+    }
+
+    /// Ribbon + proactive over Ribbon alone, minus one.
+    pub fn proactive_cost(&self) -> Option<f64> {
+        let a = self.kops.get("ribbon-proactive")?;
+        let b = self.kops.get("ribbon")?;
+        (*b > 0.0).then(|| a / b - 1.0)
+    }
+}
+
+/// Groups `ribbon-contention`'s points by pattern (pure: tested on
+/// made-up results).
+pub fn contention_rows(r: &ScenarioResult) -> Vec<ContentionRow> {
+    let mut by: BTreeMap<String, ContentionRow> = BTreeMap::new();
+    for p in &r.points {
+        let (Some(app), Some(mode)) = (param_str(&p.params, "app"), param_str(&p.params, "flush"))
+        else {
+            continue;
+        };
+        let m = |k: &str| p.metrics.get(k).copied().unwrap_or(0.0);
+        let row = by.entry(app.clone()).or_insert_with(|| ContentionRow {
+            app,
+            ..Default::default()
+        });
+        row.kops.insert(mode.clone(), m("app.kops"));
+        row.other_gbps.insert(mode.clone(), m("be.gbps"));
+        if mode != "eager" {
+            row.flushers.insert(mode.clone(), m("app.flushers"));
+        }
+        if mode == "ribbon-proactive" {
+            row.proactive_gbps = m("app.proactive_gbps");
+        }
+    }
+    by.into_values().collect()
+}
+
+/// Runs `ribbon-contention` (`jobs` worker threads).
+pub fn evaluate_contention(jobs: usize, progress: bool) -> Result<Vec<ContentionRow>, SimError> {
+    let opts = RunOptions {
+        jobs,
+        progress,
+        ..Default::default()
+    };
+    Ok(contention_rows(&run_scenario(
+        &load_scenario("ribbon-contention")?,
+        &opts,
+    )?))
+}
+
+/// The Markdown table of `ribbon-contention` and its Done-when line: the
+/// cost of proactive flushing over the patterns where the controller had
+/// switched it off (thesis §6.3.2 step 4), and how many those were.
+pub fn contention_markdown(rows: &[ContentionRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "| pattern | eager kops | Ribbon kops (M) | Ribbon + proactive kops (M) | proactive GB/s | Ribbon + proactive over Ribbon | other writer GB/s (Ribbon / + proactive) |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+    let num = |m: &BTreeMap<String, f64>, k: &str, d: usize| {
+        m.get(k).map_or("-".into(), |v| format!("{v:.d$}"))
+    };
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} ({}) | {} ({}) | {:.2}{} | {} | {} / {} |",
+            r.app,
+            num(&r.kops, "eager", 0),
+            num(&r.kops, "ribbon", 0),
+            num(&r.flushers, "ribbon", 1),
+            num(&r.kops, "ribbon-proactive", 0),
+            num(&r.flushers, "ribbon-proactive", 1),
+            r.proactive_gbps,
+            if r.proactive_off() { " (off)" } else { "" },
+            pct(r.proactive_cost()),
+            num(&r.other_gbps, "ribbon", 2),
+            num(&r.other_gbps, "ribbon-proactive", 2),
+        );
+    }
+    let off: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.proactive_off())
+        .filter_map(ContentionRow::proactive_cost)
+        .collect();
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "| proactive's cost when disabled under contention (worst Ribbon + proactive over Ribbon where it was off) | >= -1% | {} ({} of {} patterns had it off) |",
+        pct(off.iter().copied().reduce(f64::min)),
+        off.len(),
+        rows.len()
+    );
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,6 +456,39 @@ mod tests {
         let md = markdown(&c);
         assert!(md.contains("| kv | 24 | 100 | 90 (-10.0%)"), "{md}");
         assert!(md.contains("1 of 1"), "{md}");
+    }
+
+    #[test]
+    fn contention_rows_count_only_patterns_whose_proactive_flushing_was_off() {
+        let mut pts = Vec::new();
+        for (app, mode, kops, pro) in [
+            ("a", "eager", 100.0, 0.0),
+            ("a", "ribbon", 100.0, 0.0),
+            ("a", "ribbon-proactive", 99.5, 0.0),
+            ("b", "ribbon", 100.0, 0.0),
+            ("b", "ribbon-proactive", 80.0, 0.2),
+        ] {
+            let mut p = point(&[("app", s(app)), ("flush", s(mode))], kops, 4.0);
+            p.metrics.insert("app.proactive_gbps".into(), pro);
+            p.metrics.insert("be.gbps".into(), 3.0);
+            pts.push(p);
+        }
+        let rows = contention_rows(&result(pts));
+        assert_eq!(rows.len(), 2);
+        assert!(rows[0].proactive_off());
+        assert!(!rows[1].proactive_off());
+        assert!((rows[0].proactive_cost().unwrap() + 0.005).abs() < 1e-12);
+        assert_eq!(rows[0].flushers.get("eager"), None);
+        let md = contention_markdown(&rows);
+        // b lost 20% but had proactive on: only a's -0.5% counts
+        assert!(
+            md.contains("| -0.5% (1 of 2 patterns had it off) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| a | 100 | 100 (4.0) | 100 (4.0) | 0.00 (off) | -0.5% |"),
+            "{md}"
+        );
     }
 
     #[test]

@@ -167,6 +167,10 @@ pub const SCENARIOS: &[Builtin] = &[
         "ribbon-oracle",
         include_str!("../builtin/scenarios/ribbon-oracle.toml"),
     ),
+    (
+        "ribbon-contention",
+        include_str!("../builtin/scenarios/ribbon-contention.toml"),
+    ),
 ];
 
 fn read_named(

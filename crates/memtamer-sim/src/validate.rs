@@ -128,9 +128,15 @@ pub fn run_all_jobs(progress: bool, jobs: usize) -> Result<Validation, SimError>
     let names: Vec<String> = experiment::SCENARIOS
         .iter()
         .map(|(n, _)| n.to_string())
-        // the Ribbon oracle and characterization sweeps (~500 points) run
-        // under `memtamer sim ribbon` / `sim run`, not here
-        .filter(|n| n != "demo" && n != "ribbon-oracle" && n != "ribbon-char")
+        // the Ribbon oracle and characterization sweeps (~500 points) and
+        // the contention run (no checks) run under `memtamer sim ribbon` /
+        // `sim run`, not here
+        .filter(|n| {
+            !matches!(
+                n.as_str(),
+                "demo" | "ribbon-oracle" | "ribbon-char" | "ribbon-contention"
+            )
+        })
         .collect();
     Ok(Validation {
         scenarios: run_scenarios(&names, progress, jobs)?,

@@ -156,6 +156,10 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             let cases = memtamer_sim::ribbon_eval::evaluate(jobs, true)?;
             eprintln!();
             print!("{}", memtamer_sim::ribbon_eval::markdown(&cases));
+            let rows = memtamer_sim::ribbon_eval::evaluate_contention(jobs, true)?;
+            eprintln!();
+            println!();
+            print!("{}", memtamer_sim::ribbon_eval::contention_markdown(&rows));
             Ok(Outcome::Success)
         }
         SimCmd::Unimem {

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum FlushPattern {
-    /// PMEMKV-like put: a value of `value_bytes` at a random, value-aligned
-    /// place is stored, the rest of the operation (`compute_ns`: index
+    /// PMEMKV-like put: a value of `value_bytes` at a random 64 B-aligned
+    /// place (the allocator's unit) is stored, the rest of the operation (`compute_ns`: index
     /// update, allocator, transaction bookkeeping) runs, then the value's
     /// lines are flushed and one fence ends the operation (libpmemobj
     /// commit).

@@ -336,19 +336,36 @@ impl Planner {
         batches
     }
 
+    /// Pages already in DRAM when the program starts (first touch): see
+    /// [`Residency::adopt`].
+    pub fn adopt(&mut self, pages: &[u64]) {
+        self.dram.adopt(pages);
+    }
+
     /// A promotion failed in the shell: forget those pages.
     pub fn failed(&mut self, pages: &[u64]) {
         self.dram.release(pages);
     }
 
     /// `task` finished after `ns`. A representative's profile is stored
-    /// (`samples`: per-page counts if a sampler ran, else uniform); every
-    /// task's DRAM pages join the FIFO.
+    /// (`samples`: per-page counts if a sampler ran, else uniform; its time
+    /// is raised to all-slow by the fallback model for the sampled accesses
+    /// to pages that were in DRAM); every task's DRAM pages join the FIFO.
     pub fn completed(&mut self, task: &Task, ns: f64, samples: Option<&[(u64, f64)]>) {
         let ty = task.task_type();
         if self.profiling.get(&ty) == Some(&task.id) {
             self.profiling.remove(&ty);
             let page = self.cfg.page;
+            // A representative that found some of its pages in DRAM (adopted
+            // first-touch pages): its all-slow time by the fallback inverted,
+            // T_slow = T_measured + beta * (accesses served by DRAM).
+            let dram_acc: f64 = samples
+                .unwrap_or_default()
+                .iter()
+                .filter(|(p, _)| self.dram.contains(*p))
+                .map(|x| x.1)
+                .sum();
+            let ns = ns + self.model.fallback.beta_ns * dram_acc;
             let prof = match samples {
                 Some(s) => TypeProfile::from_samples(task, s, page, ns, None)
                     .unwrap_or_else(|_| TypeProfile::uniform(task, page, ns, None)),

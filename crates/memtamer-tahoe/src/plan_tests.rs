@@ -258,3 +258,16 @@ fn cost_benefit_skips_single_use_pages_and_takes_reused_ones() {
         assert_eq!(moved, expect, "copy {copy}, {} later", future.len());
     }
 }
+
+#[test]
+fn a_representative_partly_in_dram_is_profiled_at_its_all_slow_time() {
+    let mut pl = planner(8, 1);
+    pl.adopt(&[0, 1]);
+    let r = task(1, 7, &[(0, 4)]);
+    assert_eq!(pl.decide(&r, &[], &[]), Decision::Profile);
+    // 10 accesses per page; pages 0 and 1 were in DRAM: 20 x beta (10 ns)
+    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 10.0)).collect();
+    pl.completed(&r, 1000.0, Some(&samples));
+    let p = pl.db().get(&r).unwrap();
+    assert!((p.t_slow_ns - 1200.0).abs() < 1e-9);
+}

@@ -12,7 +12,9 @@
 //!   (Eq. 4.1/4.2).
 //! * [`residency`]: DRAM residency with the 10-entry FIFO eviction list.
 //! * [`plan`]: proactive, batched migration planning over the ready queue.
+//! * [`benefit`]: the migration cost-benefit check (saving over reuse vs copy).
 
+pub mod benefit;
 pub mod error;
 pub mod extents;
 pub mod fasthash;

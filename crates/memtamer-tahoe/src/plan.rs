@@ -7,7 +7,8 @@
 //! task's hottest re-based pages in one batch per task (one `move_pages`
 //! call, one TLB flush: §4.3.6 optimisation 2).
 
-use crate::fasthash::PageSet;
+use crate::benefit::{future_savings, saving_per_access, worth_moving};
+use crate::fasthash::{PageMap, PageSet};
 use crate::model::HybridModel;
 use crate::profile::{ProfileDb, TypeProfile};
 use crate::residency::Residency;
@@ -25,6 +26,10 @@ pub struct PlanConfig {
     /// Largest number of DP units (pages are grouped into units so the
     /// O(K C^2) DP stays cheap).
     pub max_units: usize,
+    /// Cost of copying one page to DRAM, ns (a measured machine property).
+    /// `Some`: promote only pages whose predicted saving exceeds it
+    /// ([`crate::benefit`]); `None`: promote whatever fits (the thesis).
+    pub copy_ns_per_page: Option<f64>,
 }
 
 impl Default for PlanConfig {
@@ -33,6 +38,7 @@ impl Default for PlanConfig {
             page: 4096,
             corun: 4,
             max_units: 32,
+            copy_ns_per_page: None,
         }
     }
 }
@@ -142,58 +148,139 @@ impl Planner {
     /// Decides for `head` with `ready` the queue behind it (FIFO order)
     /// and `active` the tasks now running (their pages are guarded).
     pub fn decide(&mut self, head: &Task, ready: &[Task], active: &[Task]) -> Decision {
+        self.decide_ahead(head, ready, active, &[])
+    }
+
+    /// [`Planner::decide`] with `future`, the created, not yet started
+    /// tasks after `head` in creation order, whose reuse of the head's
+    /// pages counts in the cost-benefit check ([`crate::benefit`]).
+    pub fn decide_ahead(
+        &mut self,
+        head: &Task,
+        ready: &[Task],
+        active: &[Task],
+        future: &[Task],
+    ) -> Decision {
         self.stats.decisions += 1;
         match self.observe(head) {
             Decision::Place { .. } => {}
             d => return d,
         }
-        let ty = head.task_type();
-        let page = self.cfg.page;
         // Co-runners: the head plus the next known-type ready tasks.
-        let mut group: Vec<(&Task, &TypeProfile)> = Vec::new();
-        for t in std::iter::once(head).chain(ready.iter()) {
-            if group.len() >= self.cfg.corun.max(1) {
-                break;
-            }
-            if let Some(p) = self.db.get(t) {
-                group.push((t, p));
-            }
+        let group: Vec<&Task> = std::iter::once(head)
+            .chain(ready.iter())
+            .filter(|t| self.db.get(t).is_some())
+            .take(self.cfg.corun.max(1))
+            .collect();
+        let batches = self.place(&group, active.iter(), future);
+        Decision::Place {
+            batches,
+            predicted_ns: self.predict(head).unwrap_or(0.0),
         }
+    }
+
+    /// Decides at ready-queue entry (§4.3.3: the decision belongs to the
+    /// Initialized/Ready states, so the copy overlaps the running tasks).
+    /// `newly` are the tasks that just became ready (planned together,
+    /// `corun` at a time, in order); `queued` the rest of the ready queue
+    /// and the running tasks, whose pages are guarded; `future` as in
+    /// [`Planner::decide_ahead`]. Tasks of unknown type are skipped (they
+    /// are decided when they start: representative or not). Returns the
+    /// batches (evictions first) and the ids of the tasks planned.
+    pub fn plan_ready(
+        &mut self,
+        newly: &[Task],
+        queued: &[Task],
+        future: &[Task],
+    ) -> (Vec<Batch>, Vec<u64>) {
+        let known: Vec<&Task> = newly.iter().filter(|t| self.db.get(t).is_some()).collect();
+        let mut out = Vec::new();
+        for chunk in known.chunks(self.cfg.corun.max(1)) {
+            self.stats.decisions += chunk.len() as u64;
+            out.extend(self.place(chunk, queued.iter().chain(newly), future));
+        }
+        (out, known.iter().map(|t| t.id).collect())
+    }
+
+    /// Eq. 4.4 time of `t` under the current residency (None: type unknown).
+    pub fn predict(&self, t: &Task) -> Option<f64> {
+        let p = self.db.get(t)?;
+        let slow: f64 = p
+            .rebase(t, self.cfg.page)
+            .unwrap_or_default()
+            .iter()
+            .filter(|(pg, _)| !self.dram.contains(*pg))
+            .map(|x| x.1)
+            .sum();
+        Some(self.model.t_partial(p, slow))
+    }
+
+    /// Splits DRAM among `group` (known types; the first is the head),
+    /// guards the pages of `guarded` and of the group, evicts from the FIFO
+    /// and admits each task's hottest pages that pass the cost-benefit
+    /// check: evictions first, then one batch per task.
+    fn place<'a>(
+        &mut self,
+        group: &[&Task],
+        guarded: impl Iterator<Item = &'a Task>,
+        future: &[Task],
+    ) -> Vec<Batch> {
+        let Some(first) = group.first() else {
+            return Vec::new();
+        };
+        let ty = first.task_type();
+        let page = self.cfg.page;
         let mut guard = PageSet::default();
-        for t in active.iter().chain(group.iter().map(|g| g.0)) {
+        for t in guarded {
             guard.extend(t.footprint(page));
         }
-        // Hot pages per co-runner, not yet resident.
+        for t in group {
+            guard.extend(t.footprint(page));
+        }
+        let later: PageMap<f64> = match self.cfg.copy_ns_per_page {
+            Some(_) => future_savings(&self.db, &self.model, future, page, self.dram.capacity()),
+            None => PageMap::default(),
+        };
+        // Hot pages per co-runner, not yet resident, worth their copy.
         let mut hot: Vec<Vec<(u64, f64)>> = Vec::new();
         let mut base_slow: Vec<f64> = Vec::new();
-        for (t, p) in &group {
-            let v = p.rebase(t, page).unwrap_or_default();
-            base_slow.push(
-                v.iter()
-                    .filter(|(pg, _)| !self.dram.contains(*pg))
-                    .map(|x| x.1)
-                    .sum(),
-            );
+        let mut profs: Vec<&TypeProfile> = Vec::new();
+        for t in group {
+            let Some(p) = self.db.get(t) else {
+                return Vec::new();
+            };
+            let per = saving_per_access(&self.model, p);
+            let v: Vec<(u64, f64)> = p
+                .rebase(t, page)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(pg, _)| !self.dram.contains(*pg))
+                .collect();
+            base_slow.push(v.iter().map(|x| x.1).sum());
             hot.push(
                 v.into_iter()
-                    .filter(|(pg, _)| !self.dram.contains(*pg))
+                    .filter(|&(pg, a)| {
+                        let l = later.get(&pg).copied().unwrap_or(0.0);
+                        worth_moving(a, per, l, self.cfg.copy_ns_per_page)
+                    })
                     .collect(),
             );
+            profs.push(p);
         }
         let avail = self.dram.free() + self.dram.evictable(&guard);
         let want: usize = hot.iter().map(Vec::len).sum();
         let avail = avail.min(want);
         let unit = avail.div_ceil(self.cfg.max_units.max(1)).max(1);
         let cap_units = avail / unit;
-        let same_type = group.iter().all(|g| g.0.task_type() == ty);
+        let same_type = group.iter().all(|t| t.task_type() == ty);
         let units = if same_type {
             split_even(group.len(), cap_units)
         } else {
-            let curves: Vec<Vec<f64>> = group
+            let curves: Vec<Vec<f64>> = profs
                 .iter()
                 .zip(&hot)
                 .zip(&base_slow)
-                .map(|(((_, p), h), &slow0)| {
+                .map(|((p, h), &slow0)| {
                     let n = h.len().div_ceil(unit);
                     let mut slow = slow0;
                     let mut c = vec![self.model.t_partial(p, slow)];
@@ -212,7 +299,7 @@ impl Planner {
         let mut batches = Vec::new();
         let mut promote: Vec<(u64, Vec<u64>)> = Vec::new();
         let mut dedup = PageSet::default();
-        for (((t, _), h), &u) in group.iter().zip(&hot).zip(&units) {
+        for ((t, h), &u) in group.iter().zip(&hot).zip(&units) {
             let pages: Vec<u64> = h
                 .iter()
                 .map(|x| x.0)
@@ -225,28 +312,17 @@ impl Planner {
         let ev = self.dram.evict_for(need, &guard);
         if !ev.is_empty() {
             self.stats.evicted += ev.len() as u64;
+            self.stats.batches += 1;
             batches.push(Batch {
                 task: 0,
                 pages: ev,
                 to_dram: false,
             });
         }
-        let mut predicted_ns = 0.0;
-        for (i, (id, mut pages)) in promote.into_iter().enumerate() {
+        for (id, mut pages) in promote {
             let room = self.dram.free();
             pages.truncate(room);
             self.dram.admit(&pages);
-            if i == 0 {
-                let (t, p) = group[0];
-                let slow: f64 = p
-                    .rebase(t, page)
-                    .unwrap_or_default()
-                    .iter()
-                    .filter(|(pg, _)| !self.dram.contains(*pg))
-                    .map(|x| x.1)
-                    .sum();
-                predicted_ns = self.model.t_partial(p, slow);
-            }
             if !pages.is_empty() {
                 self.stats.promoted += pages.len() as u64;
                 self.stats.batches += 1;
@@ -257,13 +333,13 @@ impl Planner {
                 });
             }
         }
-        if batches.first().is_some_and(|b| !b.to_dram) {
-            self.stats.batches += 1;
-        }
-        Decision::Place {
-            batches,
-            predicted_ns,
-        }
+        batches
+    }
+
+    /// Pages already in DRAM when the program starts (first touch): see
+    /// [`Residency::adopt`].
+    pub fn adopt(&mut self, pages: &[u64]) {
+        self.dram.adopt(pages);
     }
 
     /// A promotion failed in the shell: forget those pages.
@@ -272,13 +348,24 @@ impl Planner {
     }
 
     /// `task` finished after `ns`. A representative's profile is stored
-    /// (`samples`: per-page counts if a sampler ran, else uniform); every
-    /// task's DRAM pages join the FIFO.
+    /// (`samples`: per-page counts if a sampler ran, else uniform; its time
+    /// is raised to all-slow by the fallback model for the sampled accesses
+    /// to pages that were in DRAM); every task's DRAM pages join the FIFO.
     pub fn completed(&mut self, task: &Task, ns: f64, samples: Option<&[(u64, f64)]>) {
         let ty = task.task_type();
         if self.profiling.get(&ty) == Some(&task.id) {
             self.profiling.remove(&ty);
             let page = self.cfg.page;
+            // A representative that found some of its pages in DRAM (adopted
+            // first-touch pages): its all-slow time by the fallback inverted,
+            // T_slow = T_measured + beta * (accesses served by DRAM).
+            let dram_acc: f64 = samples
+                .unwrap_or_default()
+                .iter()
+                .filter(|(p, _)| self.dram.contains(*p))
+                .map(|x| x.1)
+                .sum();
+            let ns = ns + self.model.fallback.beta_ns * dram_acc;
             let prof = match samples {
                 Some(s) => TypeProfile::from_samples(task, s, page, ns, None)
                     .unwrap_or_else(|_| TypeProfile::uniform(task, page, ns, None)),

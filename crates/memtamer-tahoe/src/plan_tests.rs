@@ -25,6 +25,7 @@ fn planner(dram: usize, corun: usize) -> Planner {
             page: P,
             corun,
             max_units: 64,
+            copy_ns_per_page: None,
         },
         HybridModel {
             counters: None,
@@ -187,4 +188,86 @@ fn observe_only_profiles_and_never_moves() {
     );
     assert_eq!(pl.dram().used(), 0);
     assert_eq!(pl.stats().decisions, 0);
+}
+
+/// A planner with the cost-benefit check: `copy` ns per page.
+fn costed(dram: usize, copy: f64) -> Planner {
+    Planner::new(
+        PlanConfig {
+            page: P,
+            corun: 2,
+            max_units: 64,
+            copy_ns_per_page: Some(copy),
+        },
+        HybridModel {
+            counters: None,
+            fallback: LinearAccess { beta_ns: 10.0 },
+        },
+        dram,
+    )
+}
+
+#[test]
+fn ready_entry_plans_known_types_only_and_guards_the_queue() {
+    let mut pl = planner(8, 2);
+    let r = task(1, 7, &[(0, 4)]);
+    assert_eq!(pl.decide(&r, &[], &[]), Decision::Profile);
+    pl.completed(&r, 1000.0, None);
+    let b = task(2, 7, &[(10, 4)]);
+    let u = task(3, 9, &[(20, 4)]); // unknown type: decided when it starts
+    let (batches, planned) = pl.plan_ready(&[b.clone(), u.clone()], &[], &[]);
+    assert_eq!(planned, vec![2]);
+    assert_eq!(batches.len(), 1);
+    assert_eq!(batches[0].pages, vec![10, 11, 12, 13]);
+    assert_eq!(pl.predict(&b), Some(1000.0 - 10.0 * 4.0));
+    assert_eq!(pl.predict(&u), None);
+    // b's pages sit in the FIFO (another task used them); b is queued
+    // again: c may not take its pages, and takes them once b is gone
+    let mut pl4 = planner(4, 2);
+    pl4.decide(&r, &[], &[]);
+    pl4.completed(&r, 1000.0, None);
+    pl4.plan_ready(std::slice::from_ref(&b), &[], &[]);
+    pl4.completed(&task(6, 7, &[(10, 4)]), 1.0, None);
+    let c = task(4, 7, &[(30, 4)]);
+    let (batches, _) = pl4.plan_ready(std::slice::from_ref(&c), std::slice::from_ref(&b), &[]);
+    assert!(batches.is_empty(), "{batches:?}");
+    let (batches, _) = pl4.plan_ready(std::slice::from_ref(&c), &[], &[]);
+    assert_eq!(batches.len(), 2, "{batches:?}");
+    assert!(!batches[0].to_dram);
+    assert_eq!(batches[1].pages, vec![30, 31, 32, 33]);
+}
+
+#[test]
+fn cost_benefit_skips_single_use_pages_and_takes_reused_ones() {
+    // representative: one pass (64 accesses) over each of 4 pages,
+    // 10 ns saved per access: 640 ns per page and task
+    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 64.0)).collect();
+    let r = task(1, 7, &[(0, 4)]);
+    let b = task(2, 7, &[(10, 4)]);
+    let later = task(3, 7, &[(10, 4)]);
+    for (copy, future, expect) in [
+        (1000.0, vec![], 0),              // single use: 640 < 1000
+        (1000.0, vec![later.clone()], 4), // reused once more: 1280 > 1000
+        (500.0, vec![], 4),               // a cheap copy pays even once
+    ] {
+        let mut pl = costed(8, copy);
+        pl.decide(&r, &[], &[]);
+        pl.completed(&r, 10_000.0, Some(&samples));
+        let (batches, _) = pl.plan_ready(std::slice::from_ref(&b), &[], &future);
+        let moved: usize = batches.iter().map(|x| x.pages.len()).sum();
+        assert_eq!(moved, expect, "copy {copy}, {} later", future.len());
+    }
+}
+
+#[test]
+fn a_representative_partly_in_dram_is_profiled_at_its_all_slow_time() {
+    let mut pl = planner(8, 1);
+    pl.adopt(&[0, 1]);
+    let r = task(1, 7, &[(0, 4)]);
+    assert_eq!(pl.decide(&r, &[], &[]), Decision::Profile);
+    // 10 accesses per page; pages 0 and 1 were in DRAM: 20 x beta (10 ns)
+    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 10.0)).collect();
+    pl.completed(&r, 1000.0, Some(&samples));
+    let p = pl.db().get(&r).unwrap();
+    assert!((p.t_slow_ns - 1200.0).abs() < 1e-9);
 }

@@ -90,6 +90,24 @@ impl Residency {
         n
     }
 
+    /// Pages found in DRAM when the runtime starts (the OS placed them at
+    /// first touch): resident, and first in the eviction order (the old
+    /// pool) until a task that uses them runs. Returns how many were new.
+    pub fn adopt(&mut self, pages: &[u64]) -> usize {
+        let mut n = 0;
+        for &p in pages {
+            if self.resident.len() >= self.capacity {
+                break;
+            }
+            if self.resident.insert(p) {
+                self.owner.insert(p, 0);
+                self.old.push(p);
+                n += 1;
+            }
+        }
+        n
+    }
+
     /// Forgets pages (a demotion, or a promotion that failed).
     pub fn release(&mut self, pages: &[u64]) {
         for p in pages {
@@ -188,6 +206,21 @@ impl Residency {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn adopted_pages_are_evicted_first_until_a_task_uses_them() {
+        let mut r = Residency::new(4, FIFO_ENTRIES);
+        assert_eq!(r.adopt(&[1, 2, 3]), 3);
+        r.admit(&[9]);
+        r.executed(&[9, 2]); // page 2 now belongs to a FIFO entry
+        let none = PageSet::default();
+        assert_eq!(r.evictable(&none), 4);
+        // the adopted pages not used since go first, then the FIFO entry
+        assert_eq!(r.evict_for(2, &none), vec![1, 3]);
+        let mut rest = r.evict_for(4, &none);
+        rest.sort_unstable();
+        assert_eq!(rest, vec![2, 9]);
+    }
 
     #[test]
     fn admit_respects_capacity_and_regions_merge() {

@@ -21,7 +21,7 @@ pub const FLOPS_PER_NS: f64 = 9.6;
 pub enum Bench {
     /// Jacobi heat, 2D blocks (1:10).
     Heat,
-    /// One level of Strassen over tiled quadrants (1:5).
+    /// Recursive Strassen, two levels over 8 x 8 tiles (1:5).
     Strassen,
     /// 2D FFT: row FFTs, blocked transpose, row FFTs, transpose (1:15).
     Fft,
@@ -72,7 +72,7 @@ impl Bench {
     pub fn graph(self) -> TaskGraph {
         match self {
             Bench::Heat => heat(8, 128, 6),
-            Bench::Strassen => strassen(2, 96),
+            Bench::Strassen => strassen(2, 8, 64),
             Bench::Fft => fft(1024, 32),
             Bench::Cg => cg(1024, 16, 8),
             Bench::RandomAccess => random_access(16 << 20, 32, 8, 2048),
@@ -193,23 +193,93 @@ pub fn heat(nb: usize, bs: u64, sweeps: u32) -> TaskGraph {
     b.g
 }
 
-/// One level of Strassen on matrices of 2 x 2 quadrants, each `t` x `t`
-/// tiles of `ts` x `ts` doubles: 10 sums S (one add task per tile), 7
-/// products M (tile products accumulated over `t` steps, each tile triple
-/// fitting the cache: one pass per tile, 2 ts^3 flops), then C from the M
-/// (one task per tile). Array order: A, B, S, M, C.
-pub fn strassen(t: usize, ts: u64) -> TaskGraph {
+/// A square matrix of tiles inside an array stored row-major `w` tiles
+/// wide: the `n` x `n` tiles from (`r0`, `c0`).
+#[derive(Clone, Copy, Debug)]
+struct View {
+    base: usize,
+    w: usize,
+    r0: usize,
+    c0: usize,
+    n: usize,
+}
+
+impl View {
+    fn tile(self, i: usize, j: usize) -> usize {
+        self.base + (self.r0 + i) * self.w + self.c0 + j
+    }
+
+    /// Quadrant k (0 = 11, 1 = 12, 2 = 21, 3 = 22).
+    fn quad(self, k: usize) -> View {
+        let h = self.n / 2;
+        View {
+            r0: self.r0 + (k / 2) * h,
+            c0: self.c0 + (k % 2) * h,
+            n: h,
+            ..self
+        }
+    }
+}
+
+/// Recursive Strassen, as the BSC OmpSs version the thesis ran: C = A B
+/// on matrices of `nt` x `nt` tiles of `ts` x `ts` doubles, `levels` levels
+/// of recursion, tasks created depth first (each node: 10 sums into its own
+/// temporaries S, the 7 products M recursively, then the 4 combines into C;
+/// one task per tile). Below the last level a tiled classical product (one
+/// task per tile triple, accumulating into the C tile: 2 ts^3 flops, one
+/// pass per tile). Temporaries are produced just before they are consumed,
+/// which is the program's reuse within a DRAM of a fraction of the data.
+/// Array order: A, B, C, then the temporaries in creation order.
+pub fn strassen(levels: u32, nt: usize, ts: u64) -> TaskGraph {
     let mut b = Builder::new("strassen", 1);
     let bytes = ts * ts * 8;
-    let q = t * t; // tiles per quadrant
-    let a = b.array("A", 4 * q, bytes);
-    let bm = b.array("B", 4 * q, bytes);
-    let s = b.array("S", 10 * q, bytes);
-    let m = b.array("M", 7 * q, bytes);
-    let c = b.array("C", 4 * q, bytes);
-    // quadrant k (0 = 11, 1 = 12, 2 = 21, 3 = 22) of matrix at `base`, tile (i, j)
-    let tile = |base: usize, k: usize, i: usize, j: usize| base + k * q + i * t + j;
+    let full = |base| View {
+        base,
+        w: nt,
+        r0: 0,
+        c0: 0,
+        n: nt,
+    };
+    let a = full(b.array("A", nt * nt, bytes));
+    let bm = full(b.array("B", nt * nt, bytes));
+    let c = full(b.array("C", nt * nt, bytes));
+    strassen_node(&mut b, a, bm, c, levels, bytes, ts);
+    b.g
+}
+
+fn strassen_node(b: &mut Builder, a: View, bm: View, c: View, level: u32, bytes: u64, ts: u64) {
     let elems = (ts * ts) as f64;
+    if level == 0 || a.n < 2 {
+        for i in 0..a.n {
+            for j in 0..a.n {
+                for x in 0..a.n {
+                    let args = vec![
+                        seq(a.tile(i, x), Mode::In),
+                        seq(bm.tile(x, j), Mode::In),
+                        seq(c.tile(i, j), Mode::InOut),
+                    ];
+                    b.task("mul", args, 2.0 * (ts * ts * ts) as f64);
+                }
+            }
+        }
+        return;
+    }
+    let h = a.n / 2;
+    let node = b.g.arrays.len();
+    let temps = |b: &mut Builder, name: &str, k: usize| -> Vec<View> {
+        let first = b.array(&format!("{name}{node}"), k * h * h, bytes);
+        (0..k)
+            .map(|i| View {
+                base: first + i * h * h,
+                w: h,
+                r0: 0,
+                c0: 0,
+                n: h,
+            })
+            .collect()
+    };
+    let s = temps(b, "S", 10);
+    let m = temps(b, "M", 7);
     // S1 = A11 + A22, S2 = B11 + B22, S3 = A21 + A22, S4 = B12 - B22,
     // S5 = B21 - B11, S6 = A11 + A12, S7 = A21 - A11, S8 = B11 + B12,
     // S9 = A12 - A22, S10 = B21 + B22
@@ -226,41 +296,31 @@ pub fn strassen(t: usize, ts: u64) -> TaskGraph {
         (bm, 2, bm, 3),
     ];
     for (k, &(x, xq, y, yq)) in sums.iter().enumerate() {
-        for i in 0..t {
-            for j in 0..t {
+        let (x, y) = (x.quad(xq), y.quad(yq));
+        for i in 0..h {
+            for j in 0..h {
                 let args = vec![
-                    seq(tile(x, xq, i, j), Mode::In),
-                    seq(tile(y, yq, i, j), Mode::In),
-                    seq(tile(s, k, i, j), Mode::Out),
+                    seq(x.tile(i, j), Mode::In),
+                    seq(y.tile(i, j), Mode::In),
+                    seq(s[k].tile(i, j), Mode::Out),
                 ];
                 b.task("add", args, elems);
             }
         }
     }
     // M1 = S1 S2, M2 = S3 B11, M3 = A11 S4, M4 = A22 S5, M5 = S6 B22,
-    // M6 = S7 S8, M7 = S9 S10; operand = (matrix base, quadrant)
+    // M6 = S7 S8, M7 = S9 S10
     let prods = [
-        ((s, 0), (s, 1)),
-        ((s, 2), (bm, 0)),
-        ((a, 0), (s, 3)),
-        ((a, 3), (s, 4)),
-        ((s, 5), (bm, 3)),
-        ((s, 6), (s, 7)),
-        ((s, 8), (s, 9)),
+        (s[0], s[1]),
+        (s[2], bm.quad(0)),
+        (a.quad(0), s[3]),
+        (a.quad(3), s[4]),
+        (s[5], bm.quad(3)),
+        (s[6], s[7]),
+        (s[8], s[9]),
     ];
-    for (k, &((l, lq), (r, rq))) in prods.iter().enumerate() {
-        for i in 0..t {
-            for j in 0..t {
-                for x in 0..t {
-                    let args = vec![
-                        seq(tile(l, lq, i, x), Mode::In),
-                        seq(tile(r, rq, x, j), Mode::In),
-                        seq(tile(m, k, i, j), Mode::InOut),
-                    ];
-                    b.task("mul", args, 2.0 * (ts * ts * ts) as f64);
-                }
-            }
-        }
+    for (k, &(l, r)) in prods.iter().enumerate() {
+        strassen_node(b, l, r, m[k], level - 1, bytes, ts);
     }
     // C11 = M1 + M4 - M5 + M7, C12 = M3 + M5, C21 = M2 + M4,
     // C22 = M1 - M2 + M3 + M6
@@ -271,18 +331,18 @@ pub fn strassen(t: usize, ts: u64) -> TaskGraph {
         } else {
             "combine2"
         };
-        for i in 0..t {
-            for j in 0..t {
+        let cq = c.quad(k);
+        for i in 0..h {
+            for j in 0..h {
                 let mut args: Vec<Arg> = ms
                     .iter()
-                    .map(|&mk| seq(tile(m, mk, i, j), Mode::In))
+                    .map(|&mk| seq(m[mk].tile(i, j), Mode::In))
                     .collect();
-                args.push(seq(tile(c, k, i, j), Mode::Out));
+                args.push(seq(cq.tile(i, j), Mode::Out));
                 b.task(ty, args, (ms.len() - 1) as f64 * elems);
             }
         }
     }
-    b.g
 }
 
 /// 2D FFT of an `n` x `n` complex-double matrix stored as `ts` x `ts`
@@ -412,16 +472,29 @@ mod tests {
     }
 
     #[test]
-    fn strassen_products_chain_on_their_m_tile() {
-        let g = strassen(2, 8);
-        // 10 sums x 4 tiles, 7 products x 4 tiles x 2 steps, 4 x 4 combines
-        assert_eq!(g.tasks.len(), 40 + 56 + 16);
+    fn strassen_recurses_depth_first_and_chains_products() {
+        // one level over 2 x 2 tiles: 10 sums, 7 leaf products of 1 tile
+        // triple each, 4 combines
+        let g = strassen(1, 2, 8);
+        assert_eq!(g.tasks.len(), 10 + 7 + 4);
         let preds = g.predecessors();
-        // the second step of M1 tile (0,0) follows the first
-        assert!(preds[41].contains(&40));
-        // C11 tile (0,0) needs the last steps of M1, M4, M5, M7 tile (0,0)
-        let c0 = 96;
-        assert_eq!(preds[c0].len(), 4);
+        // M1 = S1 S2 follows the sums S1 (task 0) and S2 (task 1)
+        assert_eq!(preds[10], vec![0, 1]);
+        // C11 needs M1, M4, M5, M7 (tasks 10, 13, 14, 16)
+        assert_eq!(preds[17], vec![10, 13, 14, 16]);
+        // two levels: each of the 7 products is a node of its own, whose
+        // sums read the parent's temporaries before the next node starts
+        let g2 = strassen(2, 4, 8);
+        let per_node = 10 + 7 + 4;
+        assert_eq!(g2.tasks.len(), 10 * 4 + 7 * per_node + 4 * 4);
+        let p2 = g2.predecessors();
+        // the first task of the first child (its S1 sum) reads S1 and S2
+        // of the root, written by root tasks 0..4 and 4..8
+        assert!(p2[40].iter().all(|&q| q < 8));
+        // a 2 x 2-tile leaf product: 8 tile triples accumulate on 4 tiles
+        let leaf = strassen(0, 2, 8);
+        assert_eq!(leaf.tasks.len(), 8);
+        assert_eq!(leaf.predecessors()[1], vec![0]);
     }
 
     #[test]

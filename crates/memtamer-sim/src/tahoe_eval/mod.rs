@@ -17,6 +17,7 @@ pub mod bench;
 pub mod policy;
 pub mod recorded;
 mod report;
+pub mod reuse;
 
 use crate::config::{Platform, Scenario};
 use crate::engine::{Engine, EngineConfig};
@@ -50,6 +51,10 @@ pub const PLATFORMS: [(&str, &str); 2] = [
 pub const WORKERS: u32 = 8;
 /// Co-running tasks Tahoe plans together (the OMPT tool's default K).
 pub const CORUN: usize = 4;
+/// Tahoe starts from the first-touch placement, as the unmanaged baseline
+/// does (the same machine and OS; Tahoe adopts those pages as resident).
+/// The thesis's runs started every page in the slow tier (§4.3.1).
+pub const FIRST_TOUCH: bool = true;
 /// Poll period of idle workers and of the migration helper.
 const POLL: Ps = NS * 1000;
 /// Simulated time the all-slow run may take (ms).
@@ -294,6 +299,9 @@ pub struct Measured {
     pub runs: BTreeMap<String, RunOut>,
     /// Fallback beta (ns per line access) Tahoe used, fitted leave-one-out.
     pub beta_ns: f64,
+    /// Copy cost per page (ns) of Tahoe's cost-benefit check, measured
+    /// leave-one-out (NaN: none measured, no check).
+    pub copy_ns_per_page: f64,
 }
 
 /// A run that did not complete in time stays in the table as NaN (with
@@ -416,16 +424,36 @@ pub fn evaluate(
             LinearAccess::fit(&v).map(|m| m.beta_ns).unwrap_or(0.0)
         })
         .collect();
-    // Round 2: Tahoe.
-    let r2: Vec<RunOut> = parallel_map(
-        &(0..pairs.len()).collect::<Vec<_>>(),
-        jobs,
-        Some(("tahoe", "runs")),
-        |_, &i| {
+    // Copy cost per page for the cost-benefit check, measured leave-one-out
+    // like beta: the oracle's copies (time per moved page, both directions,
+    // under the contention of its runs) on the other benchmarks.
+    let copy_ns: Vec<Option<f64>> = (0..pairs.len())
+        .map(|i| {
+            let (ps, pages) = (0..pairs.len())
+                .filter(|&j| j != i && pairs[j].0 == pairs[i].0)
+                .map(|j| &r1[j * 6 + 4].tier)
+                .fold((0u64, 0u64), |a, t| (a.0 + t.copy_ps, a.1 + t.pages_moved));
+            (pages > 0).then(|| ps as f64 / NS as f64 / pages as f64)
+        })
+        .collect();
+    // Round 2: Tahoe with the check, and without it (the thesis's planner,
+    // also deciding at ready-queue entry).
+    let items2: Vec<(usize, bool)> = (0..pairs.len())
+        .flat_map(|i| [(i, true), (i, false)])
+        .collect();
+    let r2: Vec<RunOut> =
+        parallel_map(&items2, jobs, Some(("tahoe", "runs")), |_, &(i, check)| {
             let (p, c) = pairs[i];
-            let pol = TahoePolicy::new((cap(c) / PAGE) as usize, betas[i], CORUN);
+            let pol = TahoePolicy::new(
+                (cap(c) / PAGE) as usize,
+                betas[i],
+                CORUN,
+                if check { copy_ns[i] } else { None },
+                FIRST_TOUCH,
+            );
+            let name = pol.name();
             Ok(unfinished(
-                "tahoe".into(),
+                name,
                 run(
                     &plats[p],
                     cases[c].graph.clone(),
@@ -435,14 +463,13 @@ pub fn evaluate(
                     seed,
                 ),
             ))
-        },
-    )?;
+        })?;
     let mut out = Vec::new();
     for (i, &(p, c)) in pairs.iter().enumerate() {
         let mut runs = BTreeMap::new();
         for r in std::iter::once(&slow[i])
             .chain(&r1[i * 6..i * 6 + 6])
-            .chain(std::iter::once(&r2[i]))
+            .chain(&r2[i * 2..i * 2 + 2])
         {
             runs.insert(r.policy.clone(), r.clone());
         }
@@ -452,6 +479,7 @@ pub fn evaluate(
             capacity: cap(c),
             runs,
             beta_ns: betas[i],
+            copy_ns_per_page: copy_ns[i].unwrap_or(f64::NAN),
         });
     }
     Ok(out)

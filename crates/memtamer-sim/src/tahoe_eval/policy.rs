@@ -3,10 +3,16 @@
 //! * [`TahoePolicy`] runs the *same* pure code as the OMPT tool
 //!   (`memtamer_tahoe::plan::Planner`: representative profiling and
 //!   re-basing, the hybrid model's fallback with Eq. 4.4, the DP split
-//!   among co-running tasks, the 10-entry FIFO eviction, one batch per task
-//!   planned over the ready queue as look-ahead). All pages start in the
-//!   slow tier (thesis §4.3.1). A representative's profile is its per-page
-//!   line counts (a sampler with period 1).
+//!   among co-running tasks, the 10-entry FIFO eviction, one batch per
+//!   task). All pages start in the slow tier (thesis §4.3.1). A
+//!   representative's profile is its per-page line counts (a sampler with
+//!   period 1). It decides when a task enters the ready queue (§4.3.3), so
+//!   the helper copies while other tasks run; a task whose type became
+//!   known only after it was queued is decided when it starts, its own
+//!   batch then on its worker. With a copy cost it promotes only pages
+//!   whose predicted saving (this task and later tasks in creation order
+//!   within the DRAM reuse distance) exceeds the copy
+//!   (`memtamer_tahoe::benefit`).
 //! * [`Oracle`]: knows the whole task graph. When a worker takes a task,
 //!   it makes room for the blocks of that task and of the next
 //!   `lookahead` ready tasks by Belady's MIN rule at block granularity:
@@ -16,6 +22,7 @@
 //!   It is a strong reference, not a proven optimum: MIN minimises the
 //!   number of block fetches, not time.
 
+use super::baselines::FirstTouch;
 use crate::workload::taskgraph::{Dispatch, Layout, Mode, TaskGraph, TaskPolicy};
 use crate::workload::tiered::{MoveReq, TierSpace, PAGE};
 use memtamer_core::unimem::Tier;
@@ -53,21 +60,50 @@ pub fn tahoe_task(g: &TaskGraph, layout: &Layout, t: usize) -> Task {
 /// Ready tasks the planner sees behind the head (it uses the first known
 /// `corun - 1` of them; the cap only bounds the conversion work).
 const LOOKAHEAD_SCAN: usize = 64;
+/// Created, not yet started tasks scanned for reuse (the planner stops
+/// earlier, at the DRAM reuse distance; the cap bounds the work).
+const FUTURE_SCAN: usize = 256;
 
 /// Tahoe (see the module doc).
 #[derive(Debug)]
 pub struct TahoePolicy {
     planner: Planner,
     layout: Option<Layout>,
+    /// Per task: taken by a worker.
+    started: Vec<bool>,
+    /// Per task: planned at ready-queue entry.
+    planned: Vec<bool>,
+    /// A representative completed since the last ready-queue event.
+    new_profile: bool,
+    /// Cost-benefit check on.
+    check: bool,
+    /// Start from the OS's first-touch placement (as unmanaged does)
+    /// instead of all pages in the slow tier.
+    first_touch: bool,
+    /// Blocks with demotions queued on the helper by ready-queue planning.
+    evicting: Vec<usize>,
 }
 
 impl TahoePolicy {
     /// Tahoe with `dram_pages` of DRAM and the fallback model's `beta_ns`
-    /// (ns saved per line access moved to DRAM), `corun` co-runners.
-    pub fn new(dram_pages: usize, beta_ns: f64, corun: usize) -> Self {
+    /// (ns saved per line access moved to DRAM), `corun` co-runners, and
+    /// the cost-benefit check's copy cost per page (None: no check).
+    ///
+    /// `first_touch`: the program's data starts where the OS put it at
+    /// first touch (the unmanaged placement, [`FirstTouch`]), and Tahoe
+    /// adopts those pages as resident, first in its eviction order;
+    /// otherwise every page starts in the slow tier (thesis §4.3.1).
+    pub fn new(
+        dram_pages: usize,
+        beta_ns: f64,
+        corun: usize,
+        copy_ns_per_page: Option<f64>,
+        first_touch: bool,
+    ) -> Self {
         let cfg = PlanConfig {
             page: PAGE,
             corun,
+            copy_ns_per_page,
             ..PlanConfig::default()
         };
         let model = HybridModel {
@@ -77,7 +113,22 @@ impl TahoePolicy {
         TahoePolicy {
             planner: Planner::new(cfg, model, dram_pages),
             layout: None,
+            started: Vec::new(),
+            planned: Vec::new(),
+            new_profile: false,
+            check: copy_ns_per_page.is_some(),
+            first_touch,
+            evicting: Vec::new(),
         }
+    }
+
+    /// Created, not yet started tasks after task `after` (creation order).
+    fn future(&self, g: &TaskGraph, layout: &Layout, after: usize) -> Vec<Task> {
+        (after + 1..g.tasks.len())
+            .filter(|&t| !self.started[t])
+            .take(FUTURE_SCAN)
+            .map(|t| tahoe_task(g, layout, t))
+            .collect()
     }
 
     /// The planner's counters.
@@ -88,11 +139,77 @@ impl TahoePolicy {
 
 impl TaskPolicy for TahoePolicy {
     fn name(&self) -> String {
-        "tahoe".into()
+        if self.check {
+            "tahoe".into()
+        } else {
+            "tahoe-nocheck".into()
+        }
     }
 
-    fn start(&mut self, g: &TaskGraph, _tier: &mut TierSpace) {
-        self.layout = Some(Layout::new(g));
+    fn start(&mut self, g: &TaskGraph, tier: &mut TierSpace) {
+        let layout = Layout::new(g);
+        if self.first_touch {
+            FirstTouch.start(g, tier);
+            let pages: Vec<u64> = (0..g.blocks.len())
+                .flat_map(|b| {
+                    let o = &tier.objects()[b];
+                    (0..o.page_count())
+                        .filter(move |&p| o.tier_at(p * PAGE) == Tier::Dram)
+                        .map(move |p| (b, p))
+                })
+                .map(|(b, p)| layout.page(b, p * PAGE))
+                .collect();
+            self.planner.adopt(&pages);
+        }
+        self.layout = Some(layout);
+        self.started = vec![false; g.tasks.len()];
+        self.planned = vec![false; g.tasks.len()];
+    }
+
+    fn ready(
+        &mut self,
+        g: &TaskGraph,
+        tier: &mut TierSpace,
+        newly: &[usize],
+        queued: &[usize],
+        active: &[usize],
+    ) {
+        let Some(layout) = &self.layout else {
+            return;
+        };
+        // the newly ready tasks; after a representative completed, also the
+        // queued tasks that were of unknown type when they were queued
+        let mut todo: Vec<usize> = Vec::new();
+        if std::mem::take(&mut self.new_profile) {
+            todo.extend(queued.iter().copied().filter(|&t| !self.planned[t]));
+        }
+        todo.extend_from_slice(newly);
+        let Some(&first) = todo.iter().min() else {
+            return;
+        };
+        let n: Vec<Task> = todo.iter().map(|&t| tahoe_task(g, layout, t)).collect();
+        let q: Vec<Task> = queued
+            .iter()
+            .filter(|&&t| !todo.contains(&t))
+            .chain(active)
+            .map(|&t| tahoe_task(g, layout, t))
+            .collect();
+        let future = self.future(g, layout, first);
+        let (batches, planned) = self.planner.plan_ready(&n, &q, &future);
+        for b in &batches {
+            let to = if b.to_dram { Tier::Dram } else { Tier::Slow };
+            for m in layout.moves(&b.pages, to) {
+                if !b.to_dram && !self.evicting.contains(&m.obj) {
+                    self.evicting.push(m.obj);
+                }
+                tier.request(m);
+            }
+        }
+        for id in planned {
+            if let Some(p) = self.planned.get_mut(id as usize - 1) {
+                *p = true;
+            }
+        }
     }
 
     fn dispatch(
@@ -107,13 +224,36 @@ impl TaskPolicy for TahoePolicy {
             return Dispatch::default();
         };
         let h = tahoe_task(g, layout, head);
+        if let Some(s) = self.started.get_mut(head) {
+            *s = true;
+        }
+        if self.planned.get(head) == Some(&true) {
+            // decided when it entered the ready queue: its copies are on
+            // the helper (or done); the worker waits for what is left. Its
+            // own moves the helper has not started, it does itself, after
+            // the queued demotions that make room for them (so DRAM never
+            // holds a promotion before the eviction planned for it).
+            let blocks: Vec<usize> = g.tasks[head].args.iter().map(|a| a.block).collect();
+            let mine = tier.steal_queued(&blocks);
+            let mut own = Vec::new();
+            if !mine.is_empty() {
+                own = tier.steal_queued(&std::mem::take(&mut self.evicting));
+                own.extend(mine);
+            }
+            return Dispatch {
+                own,
+                predicted_ns: self.planner.predict(&h),
+                profile: false,
+            };
+        }
+        let future = self.future(g, layout, head);
         let r: Vec<Task> = ready
             .iter()
             .take(LOOKAHEAD_SCAN)
             .map(|&t| tahoe_task(g, layout, t))
             .collect();
         let a: Vec<Task> = active.iter().map(|&t| tahoe_task(g, layout, t)).collect();
-        match self.planner.decide(&h, &r, &a) {
+        match self.planner.decide_ahead(&h, &r, &a, &future) {
             Decision::Profile => Dispatch {
                 own: Vec::new(),
                 predicted_ns: None,
@@ -168,7 +308,9 @@ impl TaskPolicy for TahoePolicy {
     ) {
         if let Some(layout) = &self.layout {
             let t = tahoe_task(g, layout, task);
+            let before = self.planner.db().len();
             self.planner.completed(&t, ns, profile);
+            self.new_profile |= self.planner.db().len() > before;
         }
     }
 }

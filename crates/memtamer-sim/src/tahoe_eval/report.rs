@@ -1,5 +1,6 @@
 //! The numbers of issue 21's "Sim" line, from [`super::Measured`] runs.
 
+use super::reuse::{reuse, Reuse};
 use super::{type_means, Measured, RunOut};
 use crate::workload::taskgraph::TaskGraph;
 use memtamer_tahoe::model::t_partial;
@@ -12,8 +13,8 @@ pub struct Row {
     pub platform: String,
     /// Benchmark.
     pub bench: String,
-    /// Makespans (ms): unmanaged, static, unimem, tahoe, oracle, dram-only, slow-only.
-    pub ms: [f64; 7],
+    /// Makespans (ms) in [`POLICIES`] order.
+    pub ms: [f64; 8],
     /// Time reduction of Tahoe vs unmanaged (1 - T_tahoe / T_unmanaged).
     pub vs_unmanaged: f64,
     /// Time reduction of Tahoe vs Unimem.
@@ -36,14 +37,21 @@ pub struct Row {
     pub tahoe_gb_moved: f64,
     /// Fallback beta used (ns per line access).
     pub beta_ns: f64,
+    /// Copy cost per page of the cost-benefit check (ns).
+    pub copy_ns: f64,
+    /// Time reduction of Tahoe without the check vs unmanaged.
+    pub nocheck_vs_unmanaged: f64,
+    /// The program's reuse at this DRAM size.
+    pub reuse: Reuse,
 }
 
 /// Column order of [`Row::ms`].
-pub const POLICIES: [&str; 7] = [
+pub const POLICIES: [&str; 8] = [
     "unmanaged",
     "static",
     "unimem",
     "tahoe",
+    "tahoe-nocheck",
     "oracle",
     "dram-only",
     "slow-only",
@@ -115,16 +123,19 @@ impl Row {
         Row {
             platform: m.platform.clone(),
             bench: m.bench.clone(),
-            ms: [v[0], v[1], v[2], v[3], v[4], v[5], v[6]],
+            ms: [v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]],
             vs_unmanaged: 1.0 - t / v[0],
             vs_unimem: 1.0 - t / v[2],
-            over_oracle: t / v[4] - 1.0,
+            over_oracle: t / v[5] - 1.0,
             eq44_err,
             tahoe_err,
             tahoe_task_err,
             tahoe_exposed: th.map_or(f64::NAN, |r| 1.0 - r.tier.overlap_share()),
             tahoe_gb_moved: th.map_or(f64::NAN, |r| r.tier.bytes_moved as f64 / 1e9),
             beta_ns: m.beta_ns,
+            copy_ns: m.copy_ns_per_page,
+            nocheck_vs_unmanaged: 1.0 - v[4] / v[0],
+            reuse: reuse(g, m.capacity),
         }
     }
 }
@@ -142,29 +153,42 @@ pub fn markdown(rows: &[Row]) -> String {
     for p in plats {
         let rs: Vec<&Row> = rows.iter().filter(|r| r.platform == p).collect();
         let _ = writeln!(s, "#### {p}\n");
-        let _ = writeln!(s, "| Benchmark | {} (ms) |", POLICIES.join(" | "));
-        let _ = writeln!(s, "|---|{}", "---:|".repeat(POLICIES.len()));
+        let _ = writeln!(
+            s,
+            "| Benchmark | {} (ms) | tasks per block | LRU-reusable accesses |",
+            POLICIES.join(" | ")
+        );
+        let _ = writeln!(s, "|---|{}---:|---:|", "---:|".repeat(POLICIES.len()));
         for r in &rs {
             let cells: Vec<String> = r.ms.iter().map(|x| format!("{x:.3}")).collect();
-            let _ = writeln!(s, "| {} | {} |", r.bench, cells.join(" | "));
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.2} | {:.0}% |",
+                r.bench,
+                cells.join(" | "),
+                r.reuse.users_per_block,
+                100.0 * r.reuse.lru_hits
+            );
         }
         let _ = writeln!(
             s,
-            "\n| Benchmark | Tahoe vs unmanaged | vs Unimem | vs oracle (time over) | Eq. 4.4 error (round-robin run) | Tahoe's prediction error (sum / per task) | beta ns/line | exposed copy | GB moved |"
+            "\n| Benchmark | Tahoe vs unmanaged | vs Unimem | vs oracle (time over) | no-check Tahoe vs unmanaged | Eq. 4.4 error (round-robin run) | Tahoe's prediction error (sum / per task) | beta ns/line | copy ns/page | exposed copy | GB moved |"
         );
-        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for r in &rs {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {:.1}% | {:.1}% / {:.1}% | {:.2} | {:.0}% | {:.3} |",
+                "| {} | {} | {} | {} | {} | {:.1}% | {:.1}% / {:.1}% | {:.2} | {:.0} | {:.0}% | {:.3} |",
                 r.bench,
                 pct(r.vs_unmanaged),
                 pct(r.vs_unimem),
                 pct(r.over_oracle),
+                pct(r.nocheck_vs_unmanaged),
                 100.0 * r.eq44_err,
                 100.0 * r.tahoe_err,
                 100.0 * r.tahoe_task_err,
                 r.beta_ns,
+                r.copy_ns,
                 100.0 * r.tahoe_exposed,
                 r.tahoe_gb_moved,
             );
@@ -179,10 +203,11 @@ pub fn markdown(rows: &[Row]) -> String {
         };
         let _ = writeln!(
             s,
-            "| **geomean** | {} | {} | {} | | | | | |\n",
+            "| **geomean** | {} | {} | {} | {} | | | | | | |\n",
             pct(1.0 - gm(&|r| r.ms[3] / r.ms[0])),
             pct(1.0 - gm(&|r| r.ms[3] / r.ms[2])),
-            pct(gm(&|r| r.ms[3] / r.ms[4]) - 1.0),
+            pct(gm(&|r| r.ms[3] / r.ms[5]) - 1.0),
+            pct(1.0 - gm(&|r| r.ms[4] / r.ms[0])),
         );
     }
     s

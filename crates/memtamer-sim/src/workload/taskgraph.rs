@@ -292,6 +292,20 @@ pub trait TaskPolicy: Send + std::fmt::Debug {
         ready: &[usize],
         active: &[usize],
     ) -> Dispatch;
+    /// After every completion (and once for the roots): tasks `newly` (may
+    /// be none) just entered the ready queue (its tail; `queued` is the
+    /// queue before them, `active` the running tasks). A policy that
+    /// decides at ready-queue entry (Tahoe, §4.3.3) queues their moves for
+    /// the helper here, so the copies overlap the running tasks.
+    fn ready(
+        &mut self,
+        _g: &TaskGraph,
+        _tier: &mut TierSpace,
+        _newly: &[usize],
+        _queued: &[usize],
+        _active: &[usize],
+    ) {
+    }
     /// Counters for the report (name, value).
     fn report(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
@@ -371,10 +385,15 @@ impl Runtime {
             }
         }
         let preds_left: Vec<u32> = preds.iter().map(|p| p.len() as u32).collect();
-        let ready = (0..graph.tasks.len())
+        let ready: VecDeque<usize> = (0..graph.tasks.len())
             .filter(|&t| preds_left[t] == 0)
             .collect();
-        policy.start(&graph, &mut lock(&tier));
+        {
+            let mut tier = lock(&tier);
+            policy.start(&graph, &mut tier);
+            let roots: Vec<usize> = ready.iter().copied().collect();
+            policy.ready(&graph, &mut tier, &roots, &[], &[]);
+        }
         Runtime {
             layout: Layout::new(&graph),
             records: vec![TaskRecord::default(); graph.tasks.len()],
@@ -452,13 +471,15 @@ impl Runtime {
         r.lines = lines.1;
         let ns = r.run_ns();
         self.active.retain(|&x| x != t);
+        let mut newly = Vec::new();
         for i in 0..self.succs[t].len() {
             let s = self.succs[t][i];
             self.preds_left[s] -= 1;
             if self.preds_left[s] == 0 {
-                self.ready.push_back(s);
+                newly.push(s);
             }
         }
+
         self.done += 1;
         if self.done == self.graph.tasks.len() {
             self.makespan = Some(now);
@@ -466,6 +487,12 @@ impl Runtime {
         let mut tier = lock(&self.tier);
         self.policy
             .completed(&self.graph, &mut tier, t, ns, prof.as_deref());
+        // successors enter the ready queue after the policy saw the
+        // completion (a representative's profile is known to them)
+        let queued: Vec<usize> = self.ready.iter().copied().collect();
+        self.ready.extend(newly.iter().copied());
+        self.policy
+            .ready(&self.graph, &mut tier, &newly, &queued, &self.active);
     }
 }
 

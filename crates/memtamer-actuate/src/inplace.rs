@@ -40,6 +40,8 @@ pub struct InPlaceCgroup {
     /// freezer where mounted.
     dirs: Vec<(&'static str, PathBuf)>,
     journal: Arc<Journal>,
+    /// Frozen by [`InPlaceCgroup::freeze`] and not thawed since.
+    frozen: std::sync::atomic::AtomicBool,
 }
 
 /// Pure: whether a cgroup path is a pod's cgroup in the kubelet's tree (the
@@ -123,6 +125,7 @@ impl InPlaceCgroup {
             mode,
             dirs,
             journal,
+            frozen: false.into(),
         })
     }
 
@@ -151,9 +154,14 @@ impl InPlaceCgroup {
         Ok(f)
     }
 
-    /// Journals (first original wins, last write kept) then writes.
+    /// Journals (first original wins, last write kept) then writes; a file
+    /// that already holds `value` is left alone (the daemon re-applies its
+    /// budget every window).
     fn write_owned(&self, file: &Path, value: &str) -> Result<()> {
         let original = read_value(file)?;
+        if crate::undo::same_value(&original, value) {
+            return Ok(());
+        }
         self.journal.record(Change::OwnedValue {
             file: file.to_path_buf(),
             original,
@@ -289,14 +297,23 @@ impl InPlaceCgroup {
         let (file, on, _) = self.freezer()?;
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
         self.journal.record(Change::Frozen { cgroup: dir })?;
-        write_value(&file, on)
+        write_value(&file, on)?;
+        self.frozen
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 
-    /// Thaws the pod and drops the journal record.
+    /// Thaws the pod and drops the journal record; a no-op unless frozen
+    /// by [`InPlaceCgroup::freeze`].
     pub fn thaw(&self) -> Result<()> {
+        if !self.frozen.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
         let (file, _, off) = self.freezer()?;
         write_value(&file, off)?;
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+        self.frozen
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         self.journal.forget(&ChangeKey::Frozen { cgroup: dir })
     }
 

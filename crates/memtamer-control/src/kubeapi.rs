@@ -221,6 +221,18 @@ struct RawContainer {
     container_id: Option<String>,
 }
 
+/// The selection index of `pods` (namespace, name, labels by uid).
+pub fn index(pods: &[Pod]) -> crate::kubepods::PodIndex {
+    crate::kubepods::PodIndex::from_api(pods.iter().map(|p| {
+        (
+            p.uid.as_str(),
+            p.namespace.as_str(),
+            p.name.as_str(),
+            &p.labels,
+        )
+    }))
+}
+
 /// The QoS class from `status.qosClass`.
 pub fn parse_qos(value: &str) -> Option<Qos> {
     match value {

@@ -138,17 +138,20 @@ impl PodIndex {
         PodIndex { pods }
     }
 
-    /// Builds the index from the API server's view (labels known).
-    pub fn from_api(pods: &[crate::kubeapi::Pod]) -> PodIndex {
+    /// Builds the index from the API server's view, `(uid, namespace, name,
+    /// labels)` per pod (labels known; `kubeapi::index` passes its pods).
+    pub fn from_api<'a>(
+        pods: impl IntoIterator<Item = (&'a str, &'a str, &'a str, &'a BTreeMap<String, String>)>,
+    ) -> PodIndex {
         let pods = pods
-            .iter()
-            .map(|p| {
+            .into_iter()
+            .map(|(uid, ns, name, labels)| {
                 (
-                    p.uid.clone(),
+                    uid.to_string(),
                     PodMeta {
-                        full_name: format!("{}/{}", p.namespace, p.name),
-                        ns_len: p.namespace.len(),
-                        labels: Some(p.labels.clone()),
+                        full_name: format!("{ns}/{name}"),
+                        ns_len: ns.len(),
+                        labels: Some(labels.clone()),
                     },
                 )
             })

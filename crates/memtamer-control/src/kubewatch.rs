@@ -110,7 +110,7 @@ impl PodView {
 
     /// The selection index of these pods.
     pub fn index(&self) -> PodIndex {
-        PodIndex::from_api(&self.pods)
+        crate::kubeapi::index(&self.pods)
     }
 }
 

@@ -305,6 +305,22 @@ pub struct JobMatch {
     pub labels: std::collections::BTreeMap<String, String>,
 }
 
+impl JobMatch {
+    /// Whether any pod key (`pod`, `namespace`, `labels`) is given.
+    pub fn selects_pods(&self) -> bool {
+        self.pod.is_some() || self.namespace.is_some() || !self.labels.is_empty()
+    }
+
+    /// Whether any key that is not about pods is given.
+    pub fn selects_non_pods(&self) -> bool {
+        self.cgroup.is_some()
+            || self.unit.is_some()
+            || self.comm.is_some()
+            || self.exe.is_some()
+            || !self.pid.is_empty()
+    }
+}
+
 /// `[job.require]`: conditions EVERY process of the job must meet besides
 /// matching a selector (issue 22 item 5). comm and exe are chosen by whoever
 /// starts a process, so with them alone any user's process named like an LC

@@ -639,7 +639,7 @@ fn selector_by_namespace_and_labels_from_the_api_view() {
         None,
         vec![cg(0, "", &format!("/kubepods/besteffort/pod{new_uid}/c"))],
     );
-    let mut pods = crate::kubepods::PodIndex::from_api(&list.pods);
+    let mut pods = crate::kubeapi::index(&list.pods);
     pods.fill_from(&crate::kubepods::PodIndex::from_entries([
         format!("batch_newcomer_{new_uid}").as_str(),
         // the API's name wins for a pod both know

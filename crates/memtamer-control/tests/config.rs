@@ -1157,7 +1157,7 @@ fn job_requirements_and_the_spoofing_warning() {
 }
 
 #[test]
-fn pod_selectors_parse_and_refuse_the_cgroup_actuator() {
+fn pod_selectors_parse_and_the_cgroup_actuator_acts_in_place() {
     let text = r#"
 [isolation]
 actuator = "affinity"
@@ -1170,9 +1170,17 @@ pod = "batch/*"
 "#;
     let c = parse(text).unwrap();
     assert_eq!(c.jobs[0].matcher.pod.as_deref(), Some("batch/*"));
-    // moving a pod's processes out of the kubelet's cgroup is refused
-    let bad = text.replace("\"affinity\"", "\"cgroup\"");
-    expect_err(&bad, 3, "isolation.actuator", "the kubelet owns");
+    // the cgroup actuator changes the pods' own cgroups in place
+    let in_place = text.replace("\"affinity\"", "\"cgroup\"");
+    assert!(parse(&in_place).is_ok());
+    // a job of pods and other processes would need both ways: refused
+    let mixed = in_place.replace("pod = \"batch/*\"", "pod = \"batch/*\"\ncomm = \"fio\"");
+    expect_err(
+        &mixed,
+        3,
+        "isolation.actuator",
+        "selects Kubernetes pods and other processes",
+    );
     // a bad glob names the key
     expect_err(
         &text.replace("batch/*", "batch/["),

@@ -288,18 +288,18 @@ pub(super) fn validate(raw: RawConfig) -> Result<DaemonConfig, Invalid> {
         }
     }
 
-    // the kubelet owns a pod's cgroups: the cgroup actuator would move the
-    // pod's processes into memtamer/JOB, out of the pod's cgroup (its limits,
-    // accounting and CPU manager cpuset); affinity leaves them where they are
+    // the kubelet owns a pod's cgroups: for a BE job that selects pods the
+    // cgroup actuator changes each pod's own cgroup in place and moves no
+    // process (daemon/pods.rs); a job that also selects processes outside
+    // pods would need both ways at once
     if isolation.actuator == Actuator::Cgroup {
-        if let Some(j) = jobs
-            .iter()
-            .find(|j| j.class == JobClass::Be && j.matcher.pod.is_some())
-        {
+        if let Some(j) = jobs.iter().find(|j| {
+            j.class == JobClass::Be && j.matcher.selects_pods() && j.matcher.selects_non_pods()
+        }) {
             return Err((
                 i.key("actuator"),
                 format!(
-                    "job {:?} selects a Kubernetes pod; the cgroup actuator would move its processes out of the pod's cgroup, which the kubelet owns: use actuator = \"affinity\" (docs/kubernetes.md)",
+                    "job {:?} selects Kubernetes pods and other processes; the cgroup actuator changes a pod's own cgroup in place but moves other processes into memtamer/JOB: split it into two jobs (docs/kubernetes.md)",
                     j.name
                 ),
             ));

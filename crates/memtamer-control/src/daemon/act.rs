@@ -221,6 +221,16 @@ impl Daemon {
     /// for a duty cycle, the freezer for a stopped job.
     fn act_budgets_cgroup(&mut self, d: &Decision, r: &mut ApplyReport) {
         for (job, budget) in self.be_budgets(d, r) {
+            // a pod's processes stay in the kubelet's cgroups
+            if self
+                .cfg
+                .jobs
+                .get(job)
+                .is_some_and(|j| j.matcher.selects_pods())
+            {
+                self.act_budget_in_place(job, &budget, r);
+                continue;
+            }
             if let Err(()) = self.ensure_cgroup(job) {
                 r.ignored(Knob::JobBudgets, 1, FAILED);
                 continue;

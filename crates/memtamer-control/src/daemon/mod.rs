@@ -17,6 +17,7 @@
 mod act;
 mod build;
 mod observe;
+mod pods;
 
 pub use act::{
     DRY_RUN, FAILED, NOT_BE, NOT_MANAGED, NO_DUTY, NO_GATE, OUTSIDE_AFFINITY, UNMANAGED_JOB,
@@ -171,6 +172,10 @@ pub struct Daemon {
     cgroup_layout: Option<CgroupLayout>,
     cgroups: BTreeMap<usize, ManagedCgroup>,
     cgroup_members: std::collections::BTreeSet<ProcessKey>,
+    /// BE jobs that select pods: each pod's own cgroup, changed in place,
+    /// and the processes whose pod is known.
+    pod_cgroups: BTreeMap<usize, BTreeMap<String, memtamer_actuate::inplace::InPlaceCgroup>>,
+    pod_members: std::collections::BTreeSet<ProcessKey>,
     /// Whether `obs` must be rebuilt from `skeleton` (after a rescan that
     /// found other threads, or an affinity change).
     obs_stale: bool,
@@ -293,6 +298,8 @@ impl Daemon {
             cgroup_layout,
             cgroups: BTreeMap::new(),
             cgroup_members: Default::default(),
+            pod_cgroups: BTreeMap::new(),
+            pod_members: Default::default(),
             published: Arc::new(crate::socket::StatusBoard::new("{}")),
             heartbeat: None,
             cfg,

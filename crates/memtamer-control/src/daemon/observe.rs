@@ -173,6 +173,7 @@ impl Daemon {
                     "threads": threads,
                     "cpus": budget.map(|b| b.cpus.to_string()),
                     "duty_cycle": budget.map(|b| b.duty_cycle),
+                    "pods_in_place": self.pod_cgroups.get(&i).map(|p| p.len()),
                 })
             })
             .collect();
@@ -187,6 +188,16 @@ impl Daemon {
             .policy
             .concurrency()
             .map(|c| serde_json::json!({ "pm_group_threads": c.pm_group_size() }));
+        // the API server's view of the node's pods (selection by label)
+        let kubernetes = self.node_pods.as_ref().and_then(|n| n.view()).map(|v| {
+            serde_json::json!({
+                "pods": v.pods.len(),
+                "good_polls": v.good_polls,
+                "failing_for": v.failing_for,
+                "last_error": v.last_error,
+                "rejected": v.rejected.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+            })
+        });
         let doc = serde_json::json!({
             "pid": std::process::id(),
             "uptime_s": self.started.elapsed().as_secs_f64(),
@@ -197,6 +208,7 @@ impl Daemon {
             "jobs": jobs,
             "isolation": isolation,
             "core_spec": core_spec,
+            "kubernetes": kubernetes,
             "journal": {
                 "path": self.journal.path(),
                 "pending": self.journal.pending().len(),

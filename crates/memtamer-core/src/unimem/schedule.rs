@@ -49,7 +49,7 @@ pub fn schedule_checked(
     capacity: u64,
 ) -> (Vec<Move>, bool) {
     let early = schedule_with(dram, uses, true);
-    match replay(dram, &early, sizes, 3) {
+    match replay(dram, uses, &early, sizes, 3) {
         Ok(peak) if peak <= capacity => (hoist(dram, uses, sizes, capacity, early), true),
         _ => (schedule_with(dram, uses, false), false),
     }
@@ -78,7 +78,7 @@ pub fn hoist(
     if n < 2 {
         return moves;
     }
-    let fits = |m: &[Move]| matches!(replay(dram, m, sizes, 3), Ok(p) if p <= capacity);
+    let fits = |m: &[Move]| matches!(replay(dram, uses, m, sizes, 3), Ok(p) if p <= capacity);
     // (object, need): one promotion per object and transition
     let promotions: Vec<(ObjId, usize)> = moves
         .iter()
@@ -161,12 +161,24 @@ fn schedule_with(dram: &[BTreeSet<ObjId>], uses: &[Vec<bool>], early: bool) -> V
 /// first) as if copies were instant, and returns the highest DRAM use seen
 /// from the second cycle on, or the first phase whose objects were not all
 /// in DRAM when it started. `moves` must be in [`schedule`]'s order.
+///
+/// Only the objects a phase uses (`uses[o][i]`) must be resident in it: a
+/// plan's set may also hold objects the phase does not touch (the local
+/// search keeps them where they are), and [`schedule`] evicts those right
+/// after their last use, before the set that lists them ends. Checking
+/// them too failed every such schedule and sent all its moves to the
+/// phase that needs them, with nothing left to overlap.
 pub fn replay(
     dram: &[BTreeSet<ObjId>],
+    uses: &[Vec<bool>],
     moves: &[Move],
     sizes: &[u64],
     cycles: usize,
 ) -> Result<u64, (usize, usize)> {
+    let used = |o: &ObjId, i: usize| {
+        uses.get(*o)
+            .is_none_or(|u| u.get(i).copied().unwrap_or(true))
+    };
     let n = dram.len();
     let mut resident = dram.last().cloned().unwrap_or_default();
     let mut peak = 0;
@@ -181,7 +193,7 @@ pub fn replay(
                     peak = peak.max(resident.iter().map(|&o| sizes[o]).sum());
                 }
             }
-            if c > 0 && !want.is_subset(&resident) {
+            if c > 0 && want.iter().any(|o| used(o, i) && !resident.contains(o)) {
                 return Err((c, i));
             }
         }
@@ -228,7 +240,7 @@ mod tests {
             obj: 0,
             needed_by: 0
         }));
-        assert_eq!(replay(&dram, &m, &[10, 10], 3), Ok(10));
+        assert_eq!(replay(&dram, &uses, &m, &[10, 10], 3), Ok(10));
     }
 
     #[test]
@@ -291,7 +303,7 @@ mod tests {
             let uses: Vec<Vec<bool>> = (0..n_obj).map(|o| p.uses(o)).collect();
             let (m, was_early) = schedule_checked(&plan.dram, &uses, &p.sizes, p.capacity);
             early += was_early as usize;
-            let peak = replay(&plan.dram, &m, &p.sizes, 3).unwrap();
+            let peak = replay(&plan.dram, &uses, &m, &p.sizes, 3).unwrap();
             assert!(
                 peak <= p.capacity,
                 "peak {peak} > {} for {plan:?}",
@@ -325,7 +337,7 @@ mod tests {
         for mv in m.iter().filter(|m| m.to == Tier::Dram) {
             assert_eq!(mv.issue, (mv.needed_by + 3) % 4, "{mv:?}");
         }
-        assert_eq!(replay(&dram, &m, &sizes, 3), Ok(40));
+        assert_eq!(replay(&dram, &uses, &m, &sizes, 3), Ok(40));
         // with room for one phase's set only, nothing moves earlier
         let (m, _) = schedule_checked(&dram, &uses, &sizes, 20);
         assert_eq!(m, plain);
@@ -337,7 +349,37 @@ mod tests {
                 .count(),
             4
         );
-        assert!(replay(&dram, &m, &sizes, 3).unwrap() <= 30);
+        assert!(replay(&dram, &uses, &m, &sizes, 3).unwrap() <= 30);
+    }
+
+    #[test]
+    fn unused_resident_objects_do_not_force_issue_at_need() {
+        // The local search's shape on nek-eddy: objects 4, 5 stay in the
+        // set of phase 3, which does not use them, and are evicted for
+        // phase 0 right after their last use (phase 2).
+        let uses: Vec<Vec<bool>> = (0..8)
+            .map(|o| (0..4).map(|i| o / 2 == i).collect())
+            .collect();
+        let dram = vec![
+            set(&[0, 1, 6, 7]),
+            set(&[2, 3, 6, 7]),
+            set(&[4, 5, 6, 7]),
+            set(&[4, 5, 6, 7]),
+        ];
+        let (m, early) = schedule_checked(&dram, &uses, &[10; 8], 40);
+        assert!(early);
+        // phase 0's objects come in during phase 3, where 4, 5 go out
+        for o in [0, 1] {
+            assert!(
+                m.contains(&Move {
+                    issue: 3,
+                    to: Tier::Dram,
+                    obj: o,
+                    needed_by: 0
+                }),
+                "{m:?}"
+            );
+        }
     }
 
     #[test]

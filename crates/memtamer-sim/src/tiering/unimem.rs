@@ -143,7 +143,12 @@ impl UnimemPolicy {
         let uses: Vec<Vec<bool>> = (0..self.sizes.len()).map(|o| problem.uses(o)).collect();
         let (moves, early) = schedule_checked(&dram, &uses, &self.sizes, self.capacity);
         let first = resident_in_phase0(&dram, &moves);
-        let need = |o: ObjId| (0..n).find(|&i| dram[i].contains(&o)).unwrap_or(n);
+        // the first phase that uses the object while the plan has it in DRAM
+        let need = |o: ObjId| {
+            (0..n)
+                .find(|&i| dram[i].contains(&o) && uses[o].get(i).copied().unwrap_or(false))
+                .unwrap_or(n)
+        };
         let mut ins: Vec<ObjId> = first.difference(&start).copied().collect();
         ins.sort_by_key(|&o| (need(o), o));
         self.once_need = ins.iter().map(|&o| (o, need(o))).collect();
@@ -407,12 +412,13 @@ mod tests {
 
     #[test]
     fn one_time_promotions_are_waited_for_where_first_needed() {
-        // o0 hot in phase 0, o1 hot in phase 1 and read lightly in phase 0;
-        // DRAM for both: global keeps {0, 1}.
+        // o0 hot in phase 0, o1 hot in phase 1, o2 read lightly in phases 0
+        // and 2 and in DRAM at the decision; DRAM for two: global keeps
+        // {0, 1} and evicts o2.
         let mut prog = program(
             &[16, 16, 16],
             &[
-                &[(0, 100_000, true), (1, 10, false)],
+                &[(0, 100_000, true), (2, 10, false)],
                 &[(1, 100_000, true)],
                 &[(2, 10, true)],
             ],
@@ -428,28 +434,37 @@ mod tests {
             )
         };
         let v = View {
-            pages: vec![vec![Tier::Slow; 16]; 3],
+            pages: vec![
+                vec![Tier::Slow; 16],
+                vec![Tier::Slow; 16],
+                vec![Tier::Dram; 16],
+            ],
             capacity: 32 * PAGE,
             busy: true,
         };
         let mut pol = build(&prog);
         profile(&mut pol, &prog, &v, 0.01);
         let s = pol.phase_start(1, 0, &v);
-        // both queued at once, in the order of need
+        // all queued at once: the eviction, then promotions in order of need
         assert_eq!(
             s.moves,
-            vec![MoveReq::whole(0, Tier::Dram), MoveReq::whole(1, Tier::Dram)]
+            vec![
+                MoveReq::whole(2, Tier::Slow),
+                MoveReq::whole(0, Tier::Dram),
+                MoveReq::whole(1, Tier::Dram)
+            ]
         );
-        // phase 0 waits for o0 only: it reads o1 from the old copy meanwhile
+        // phase 0 waits for o0 only: o1 is needed in phase 1, and phase 0
+        // reads o2 from the old copy while it is evicted
         assert_eq!(s.wait, vec![0]);
         assert_eq!(pol.phase_start(1, 1, &v).wait, vec![1]);
-        // a later iteration waits for nothing (no moves, all settled)
+        // a later iteration waits for nothing (no moves, nothing written)
         assert!(pol.phase_start(2, 1, &v).wait.is_empty());
-        // a phase that writes an object being copied waits for it
+        // a phase that writes an object being moved waits for it
         prog.phases[0].access[1].write_fraction = 0.5;
         let mut pol = build(&prog);
         profile(&mut pol, &prog, &v, 0.01);
-        assert_eq!(pol.phase_start(1, 0, &v).wait, vec![0, 1]);
+        assert_eq!(pol.phase_start(1, 0, &v).wait, vec![0, 2]);
     }
 
     #[test]

@@ -401,7 +401,7 @@ pub(crate) enum SimCmd {
         #[arg(long, value_delimiter = ',', default_value = "emul-bw2,emul-lat4,pats")]
         platforms: Vec<String>,
         /// Phased scenarios (built-in names or .toml paths).
-        #[arg(long, value_delimiter = ',', default_value = "cg,mg,ft,bt,nek")]
+        #[arg(long, value_delimiter = ',', default_value = "cg,mg,ft,bt,nek,nek-eddy")]
         scenarios: Vec<String>,
         /// Worker threads (default: all cores).
         #[arg(long, default_value_t = 0)]

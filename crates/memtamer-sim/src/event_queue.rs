@@ -13,6 +13,19 @@
 //! Before the lanes every event went into the sorted vector, and finding
 //! its place and shifting the later ones up was about a fifth of the
 //! engine's work.
+//!
+//! An event that would go more than a few places from the vector's end
+//! waits in a binary heap instead: tiered runs whose slow tier backs up
+//! keep thousands of events pending, and walking past them took nearly all
+//! of such a run's time. Every part pops in the same order (by key, then
+//! by insertion), so splitting them never changes which event comes next.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// Events from the end of the sorted vector an insertion may walk past one
+/// by one; an event that would go further waits in the far heap instead.
+const NEAR: usize = 8;
 
 /// Number of FIFO lanes.
 pub(crate) const LANES: usize = 2;
@@ -120,6 +133,35 @@ pub(crate) struct EventQueue<K> {
     sorted: Vec<Ev<K>>,
     /// Key of `sorted`'s last event; `u64::MAX` when empty.
     sorted_key: u64,
+    /// Events outside the lanes that would have gone more than [`NEAR`]
+    /// places from `sorted`'s end: a binary heap by pop order.
+    far: BinaryHeap<Far<K>>,
+    /// Key of `far`'s first event; `u64::MAX` when empty.
+    far_key: u64,
+}
+
+/// An event in the far heap, ordered so that the heap's top is the first
+/// to pop ([`Ev::rank`], smallest first).
+struct Far<K>(Ev<K>);
+
+impl<K> PartialEq for Far<K> {
+    fn eq(&self, o: &Far<K>) -> bool {
+        self.0.rank() == o.0.rank()
+    }
+}
+
+impl<K> Eq for Far<K> {}
+
+impl<K> PartialOrd for Far<K> {
+    fn partial_cmp(&self, o: &Far<K>) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl<K> Ord for Far<K> {
+    fn cmp(&self, o: &Far<K>) -> Ordering {
+        o.0.rank().cmp(&self.0.rank())
+    }
 }
 
 impl<K: Copy> Default for EventQueue<K> {
@@ -128,6 +170,8 @@ impl<K: Copy> Default for EventQueue<K> {
             lanes: [Lane::new(), Lane::new()],
             sorted: Vec::new(),
             sorted_key: u64::MAX,
+            far: BinaryHeap::new(),
+            far_key: u64::MAX,
         }
     }
 }
@@ -150,7 +194,19 @@ impl<K: Copy> EventQueue<K> {
         // The events outside the lanes are mostly scheduled a few places
         // from the end: shifting those up one by one beats a binary search
         // and a memmove call.
-        let mut i = self.sorted.len();
+        // When thousands of events wait (tiered runs whose slow tier backs
+        // up, so that requests and completions miss the lanes), that walk
+        // took nearly all of the engine's time: an event that would go
+        // more than NEAR places from the end waits in the far heap instead
+        // (O(log n)). Each part pops in rank order and `pop` takes the
+        // smallest front, so the order of events is unchanged.
+        let n = self.sorted.len();
+        if n >= NEAR && self.sorted[n - NEAR].key <= ev.key {
+            self.far.push(Far(ev));
+            self.far_key = self.far_key.min(ev.key);
+            return;
+        }
+        let mut i = n;
         self.sorted.push(ev);
         let events = self.sorted.as_mut_slice();
         while i > 0 && events[i - 1].key <= ev.key {
@@ -158,7 +214,7 @@ impl<K: Copy> EventQueue<K> {
             i -= 1;
         }
         events[i] = ev;
-        self.sorted_key = events[events.len() - 1].key;
+        self.sorted_key = self.sorted[self.sorted.len() - 1].key;
     }
 
     /// Removes the last event of `sorted`.
@@ -169,17 +225,27 @@ impl<K: Copy> EventQueue<K> {
         ev
     }
 
+    /// Removes the first event of `far`.
+    fn pop_far(&mut self) -> Option<Ev<K>> {
+        let ev = self.far.pop().map(|f| f.0);
+        self.far_key = self.far.peek().map_or(u64::MAX, |f| f.0.key);
+        ev
+    }
+
     /// Removes and returns the next event.
     #[inline(always)]
     pub(crate) fn pop(&mut self) -> Option<Ev<K>> {
         let [a, b] = [self.lanes[0].front_key, self.lanes[1].front_key];
-        let other = self.sorted_key;
+        let (c, d) = (self.sorted_key, self.far_key);
+        let other = c.min(d);
         if a < b && a < other {
             Some(self.lanes[0].pop_front())
         } else if b < a && b < other {
             Some(self.lanes[1].pop_front())
-        } else if other < a && other < b {
+        } else if c < a && c < b && c < d {
             self.pop_sorted()
+        } else if d < a && d < b && d < c {
+            self.pop_far()
         } else {
             self.pop_tied()
         }
@@ -191,15 +257,18 @@ impl<K: Copy> EventQueue<K> {
         let a = self.lanes[0].front().map_or(u128::MAX, Ev::rank);
         let b = self.lanes[1].front().map_or(u128::MAX, Ev::rank);
         let other = self.sorted.last().map_or(u128::MAX, Ev::rank);
-        let first = a.min(b).min(other);
+        let far = self.far.peek().map_or(u128::MAX, |f| f.0.rank());
+        let first = a.min(b).min(other).min(far);
         if first == u128::MAX {
             None
         } else if first == a {
             Some(self.lanes[0].pop_front())
         } else if first == b {
             Some(self.lanes[1].pop_front())
-        } else {
+        } else if first == other {
             self.pop_sorted()
+        } else {
+            self.pop_far()
         }
     }
 }
@@ -214,14 +283,28 @@ mod tests {
     /// sequence number here, so that equal keys are frequent.
     #[test]
     fn pops_in_key_then_insertion_order() {
+        check_order(51, 30_000);
+    }
+
+    /// Hundreds of events pending (pushes outnumber pops until the end), so
+    /// that insertions far from the sorted vector's end take the binary
+    /// search: same order.
+    #[test]
+    fn many_pending_events_keep_the_order() {
+        check_order(80, 6_000);
+    }
+
+    /// Pushes with probability `push_pct`% for `steps` steps, then drains;
+    /// every pop must be the smallest (key, sequence number) pending.
+    fn check_order(push_pct: u64, steps: usize) {
         for seed in 0..10 {
             let mut rng = Rng::new(seed, 7);
             let mut q = EventQueue::default();
             // (key, sequence number)
             let mut pending: Vec<(u64, u64)> = Vec::new();
             let (mut now, mut seq) = (0u64, 0u64);
-            for _ in 0..30_000 {
-                if rng.below(100) < 51 {
+            for step in 0..2 * steps {
+                if step < steps && rng.below(100) < push_pct {
                     seq += 1;
                     let t = match rng.below(10) {
                         0 => now,

@@ -30,7 +30,12 @@ pub const SCENARIOS: &[Builtin] = &[
     ("ft", include_str!("../builtin/tiered/ft.toml")),
     ("bt", include_str!("../builtin/tiered/bt.toml")),
     ("nek", include_str!("../builtin/tiered/nek.toml")),
+    ("nek-eddy", include_str!("../builtin/tiered/nek-eddy.toml")),
 ];
+
+/// The phase-varying scenarios, where the issue asks Unimem to beat the
+/// static placement by 10% (thesis §3.6: Nek5000).
+pub const PHASE_VARYING: &[&str] = &["nek", "nek-eddy"];
 
 /// Built-in platforms of the evaluation: the thesis's two emulations, and
 /// Optane (PATS's machine, from the main platform list).
@@ -523,13 +528,14 @@ fn col(row: &[Outcome], label: &str) -> Option<usize> {
 
 /// The issue's "Done when" figures of one platform: per scenario Unimem's
 /// gap to DRAM-only and the share of the slow-only gap it closes, Unimem
-/// vs static on `nek`, and the overlapped share of Unimem's copy time.
+/// vs static on the [`PHASE_VARYING`] scenarios, and the overlapped share
+/// of Unimem's copy time.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DoneWhen {
     /// (scenario, Unimem time / DRAM-only time - 1, share of slow-only gap closed).
     pub gaps: Vec<(String, f64, f64)>,
-    /// 1 - Unimem time / static time on the phase-varying scenario.
-    pub vs_static: Option<f64>,
+    /// (scenario, 1 - Unimem time / static time) for the phase-varying scenarios.
+    pub vs_static: Vec<(String, f64)>,
     /// Overlapped / copy time over all of Unimem's runs.
     pub overlapped: f64,
 }
@@ -547,8 +553,10 @@ pub fn done_when(r: &PlatformResult) -> DoneWhen {
                 1.0
             };
             d.gaps.push((name.clone(), u / dram - 1.0, closed));
-            if name == "nek" {
-                d.vs_static = t("static").map(|st| 1.0 - u / st);
+            if PHASE_VARYING.contains(&name.as_str()) {
+                if let Some(st) = t("static") {
+                    d.vs_static.push((name.clone(), 1.0 - u / st));
+                }
             }
         }
         if let Some(i) = col(row, "unimem") {
@@ -632,11 +640,18 @@ pub fn markdown(results: &[PlatformResult]) -> String {
         let least = d.gaps.iter().map(|g| g.2).fold(f64::INFINITY, f64::min);
         let _ = writeln!(
             s,
-            "\nUnimem vs DRAM-only: worst gap {:+.1}% (target <= 7%); slow-only gap closed: least {:.0}% (target >= 80%); vs static on nek: {}; Unimem copy time overlapped: {:.0}% (target >= 60%).\n",
+            "\nUnimem vs DRAM-only: worst gap {:+.1}% (target <= 7%); slow-only gap closed: least {:.0}% (target >= 80%); Unimem better than static by: {} (target >= 10% on a phase-varying scenario); Unimem copy time overlapped: {:.0}% (target >= 60%).\n",
             worst * 100.0,
             least * 100.0,
-            d.vs_static
-                .map_or("-".into(), |v| format!("{:+.1}% (target >= 10% better)", v * 100.0)),
+            if d.vs_static.is_empty() {
+                "-".to_string()
+            } else {
+                d.vs_static
+                    .iter()
+                    .map(|(n, v)| format!("{:+.1}% on {n}", v * 100.0))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
             d.overlapped * 100.0
         );
         let _ = writeln!(s, "Decisions (rank 0):\n");

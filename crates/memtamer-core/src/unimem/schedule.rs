@@ -39,6 +39,9 @@ pub fn schedule(dram: &[BTreeSet<ObjId>], uses: &[Vec<bool>]) -> Vec<Move> {
 /// could ever overfill DRAM or miss a phase, every move is issued at the
 /// start of the phase that needs it instead (always feasible: evictions
 /// run first, and each phase's set fits). The flag says which was kept.
+///
+/// When the early schedule is kept, each promotion is then [`hoist`]ed
+/// further ahead into free DRAM where the replay allows it.
 pub fn schedule_checked(
     dram: &[BTreeSet<ObjId>],
     uses: &[Vec<bool>],
@@ -46,10 +49,73 @@ pub fn schedule_checked(
     capacity: u64,
 ) -> (Vec<Move>, bool) {
     let early = schedule_with(dram, uses, true);
-    match replay(dram, &early, sizes, 3) {
-        Ok(peak) if peak <= capacity => (early, true),
+    match replay(dram, uses, &early, sizes, 3) {
+        Ok(peak) if peak <= capacity => (hoist(dram, uses, sizes, capacity, early), true),
         _ => (schedule_with(dram, uses, false), false),
     }
+}
+
+/// Issues promotions earlier where DRAM has room for them: [`schedule`]
+/// starts a promotion no earlier than the evictions of its transition,
+/// which is needless when the DRAM left free by the current phase already
+/// holds the newcomer. Then the copy for phase `i + 1` runs during phase
+/// `i`, hidden behind its computation (thesis §3.4 "Enforcement": the
+/// helper moves data for upcoming phases; Fig. 3.5's window). In rounds,
+/// each promotion in schedule order is issued one phase earlier if that
+/// stays inside its Fig. 3.5 window (the phases before its need that do
+/// not use it) and [`replay`] still finds every phase's set resident and
+/// DRAM within `capacity`; rounds repeat until nothing moves, so every
+/// promotion gets one phase of lead before any gets two. `moves` must pass
+/// that check already; the result does too.
+pub fn hoist(
+    dram: &[BTreeSet<ObjId>],
+    uses: &[Vec<bool>],
+    sizes: &[u64],
+    capacity: u64,
+    mut moves: Vec<Move>,
+) -> Vec<Move> {
+    let n = dram.len();
+    if n < 2 {
+        return moves;
+    }
+    let fits = |m: &[Move]| matches!(replay(dram, uses, m, sizes, 3), Ok(p) if p <= capacity);
+    // (object, need): one promotion per object and transition
+    let promotions: Vec<(ObjId, usize)> = moves
+        .iter()
+        .filter(|m| m.to == Tier::Dram)
+        .map(|m| (m.obj, m.needed_by))
+        .collect();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &(obj, need) in &promotions {
+            let Some(k) = moves
+                .iter()
+                .position(|m| m.to == Tier::Dram && m.obj == obj && m.needed_by == need)
+            else {
+                continue;
+            };
+            let window = uses.get(obj).map_or(0, |u| free_before(u, need)).min(n - 1);
+            // phases of lead the move has now
+            let lead = (need + n - moves[k].issue) % n;
+            if lead >= window {
+                continue;
+            }
+            let mut trial = moves.clone();
+            trial[k].issue = (need + n - lead - 1) % n;
+            sort_moves(&mut trial);
+            if fits(&trial) {
+                moves = trial;
+                changed = true;
+            }
+        }
+    }
+    moves
+}
+
+/// Issue order; evictions before promotions of the same phase.
+fn sort_moves(m: &mut [Move]) {
+    m.sort_by_key(|m| (m.issue, m.to == Tier::Dram, m.needed_by, m.obj));
 }
 
 fn schedule_with(dram: &[BTreeSet<ObjId>], uses: &[Vec<bool>], early: bool) -> Vec<Move> {
@@ -86,8 +152,7 @@ fn schedule_with(dram: &[BTreeSet<ObjId>], uses: &[Vec<bool>], early: bool) -> V
             });
         }
     }
-    // Issue order; evictions before promotions of the same phase.
-    out.sort_by_key(|m| (m.issue, m.to == Tier::Dram, m.needed_by, m.obj));
+    sort_moves(&mut out);
     out
 }
 
@@ -96,12 +161,24 @@ fn schedule_with(dram: &[BTreeSet<ObjId>], uses: &[Vec<bool>], early: bool) -> V
 /// first) as if copies were instant, and returns the highest DRAM use seen
 /// from the second cycle on, or the first phase whose objects were not all
 /// in DRAM when it started. `moves` must be in [`schedule`]'s order.
+///
+/// Only the objects a phase uses (`uses[o][i]`) must be resident in it: a
+/// plan's set may also hold objects the phase does not touch (the local
+/// search keeps them where they are), and [`schedule`] evicts those right
+/// after their last use, before the set that lists them ends. Checking
+/// them too failed every such schedule and sent all its moves to the
+/// phase that needs them, with nothing left to overlap.
 pub fn replay(
     dram: &[BTreeSet<ObjId>],
+    uses: &[Vec<bool>],
     moves: &[Move],
     sizes: &[u64],
     cycles: usize,
 ) -> Result<u64, (usize, usize)> {
+    let used = |o: &ObjId, i: usize| {
+        uses.get(*o)
+            .is_none_or(|u| u.get(i).copied().unwrap_or(true))
+    };
     let n = dram.len();
     let mut resident = dram.last().cloned().unwrap_or_default();
     let mut peak = 0;
@@ -116,7 +193,7 @@ pub fn replay(
                     peak = peak.max(resident.iter().map(|&o| sizes[o]).sum());
                 }
             }
-            if c > 0 && !want.is_subset(&resident) {
+            if c > 0 && want.iter().any(|o| used(o, i) && !resident.contains(o)) {
                 return Err((c, i));
             }
         }
@@ -163,7 +240,7 @@ mod tests {
             obj: 0,
             needed_by: 0
         }));
-        assert_eq!(replay(&dram, &m, &[10, 10], 3), Ok(10));
+        assert_eq!(replay(&dram, &uses, &m, &[10, 10], 3), Ok(10));
     }
 
     #[test]
@@ -226,7 +303,7 @@ mod tests {
             let uses: Vec<Vec<bool>> = (0..n_obj).map(|o| p.uses(o)).collect();
             let (m, was_early) = schedule_checked(&plan.dram, &uses, &p.sizes, p.capacity);
             early += was_early as usize;
-            let peak = replay(&plan.dram, &m, &p.sizes, 3).unwrap();
+            let peak = replay(&plan.dram, &uses, &m, &p.sizes, 3).unwrap();
             assert!(
                 peak <= p.capacity,
                 "peak {peak} > {} for {plan:?}",
@@ -237,6 +314,72 @@ mod tests {
             }
         }
         assert!(early > 400, "early issue kept in only {early} of 500");
+    }
+
+    #[test]
+    fn promotions_hoisted_into_free_dram() {
+        // 4 phases, each with its own 2 objects (size 10); DRAM holds 40:
+        // the current phase's set plus the next one's.
+        let uses: Vec<Vec<bool>> = (0..8)
+            .map(|o| (0..4).map(|i| o / 2 == i).collect())
+            .collect();
+        let dram: Vec<BTreeSet<ObjId>> = (0..4).map(|i| set(&[2 * i, 2 * i + 1])).collect();
+        let sizes = vec![10; 8];
+        let plain = schedule(&dram, &uses);
+        // without hoisting every promotion waits for its transition's evictions
+        assert!(plain
+            .iter()
+            .filter(|m| m.to == Tier::Dram)
+            .all(|m| m.issue == m.needed_by));
+        let (m, early) = schedule_checked(&dram, &uses, &sizes, 40);
+        assert!(early);
+        // each phase's objects are brought in during the phase before
+        for mv in m.iter().filter(|m| m.to == Tier::Dram) {
+            assert_eq!(mv.issue, (mv.needed_by + 3) % 4, "{mv:?}");
+        }
+        assert_eq!(replay(&dram, &uses, &m, &sizes, 3), Ok(40));
+        // with room for one phase's set only, nothing moves earlier
+        let (m, _) = schedule_checked(&dram, &uses, &sizes, 20);
+        assert_eq!(m, plain);
+        // room for one extra object: one promotion per phase goes early
+        let (m, _) = schedule_checked(&dram, &uses, &sizes, 30);
+        assert_eq!(
+            m.iter()
+                .filter(|m| m.to == Tier::Dram && m.issue != m.needed_by)
+                .count(),
+            4
+        );
+        assert!(replay(&dram, &uses, &m, &sizes, 3).unwrap() <= 30);
+    }
+
+    #[test]
+    fn unused_resident_objects_do_not_force_issue_at_need() {
+        // The local search's shape on nek-eddy: objects 4, 5 stay in the
+        // set of phase 3, which does not use them, and are evicted for
+        // phase 0 right after their last use (phase 2).
+        let uses: Vec<Vec<bool>> = (0..8)
+            .map(|o| (0..4).map(|i| o / 2 == i).collect())
+            .collect();
+        let dram = vec![
+            set(&[0, 1, 6, 7]),
+            set(&[2, 3, 6, 7]),
+            set(&[4, 5, 6, 7]),
+            set(&[4, 5, 6, 7]),
+        ];
+        let (m, early) = schedule_checked(&dram, &uses, &[10; 8], 40);
+        assert!(early);
+        // phase 0's objects come in during phase 3, where 4, 5 go out
+        for o in [0, 1] {
+            assert!(
+                m.contains(&Move {
+                    issue: 3,
+                    to: Tier::Dram,
+                    obj: o,
+                    needed_by: 0
+                }),
+                "{m:?}"
+            );
+        }
     }
 
     #[test]

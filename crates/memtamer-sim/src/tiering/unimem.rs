@@ -7,6 +7,16 @@
 //! needs. This mirrors `memtamer_tier::driver::Driver` (`decide_now`,
 //! `enforce`) step for step; drift re-profiling is left out because a
 //! simulated phase does not drift.
+//!
+//! Proactive, overlapped moves (thesis §3.4 "Enforcement", §3.5): the
+//! helper copies during the phases before the one that needs an object,
+//! and a phase waits only for the promotions it needs. This holds for the
+//! one-time moves after the decision too: they are queued at once (evictions
+//! first, then promotions in the order of the phase that first needs them)
+//! and each is waited for at that phase of the first enforced iteration,
+//! not all at its phase 0. An object being copied stays readable (readers
+//! use the old copy, as `memtamer-tier`'s write-protect protocol allows),
+//! so a phase waits for a pending move of an object only if it writes it.
 
 use super::{all_in_dram, page_sizes, MoveReq, PhaseObs, PhasePolicy, PhaseStart, SpaceView, Tier};
 use crate::config::phased::{ModelSpec, PhasedProgram, SearchSpec};
@@ -55,8 +65,12 @@ pub struct UnimemPolicy {
     moves: Option<Vec<Move>>,
     /// One-time moves to queue at the next phase start.
     once: Vec<MoveReq>,
-    /// Uses per object per phase (for the write-blocking wait rule).
-    uses: Vec<Vec<bool>>,
+    /// One-time promotions: (object, the phase of the first enforced
+    /// iteration that first needs it in DRAM and waits for it).
+    once_need: Vec<(usize, usize)>,
+    /// Writes per object per phase (for the write-blocking wait rule).
+    writes: Vec<Vec<bool>>,
+    phases: usize,
     decided: String,
 }
 
@@ -72,12 +86,12 @@ impl UnimemPolicy {
     ) -> UnimemPolicy {
         let sizes = page_sizes(prog);
         let mut refs = vec![0.0; sizes.len()];
-        let mut uses = vec![vec![false; prog.phases.len()]; sizes.len()];
+        let mut writes = vec![vec![false; prog.phases.len()]; sizes.len()];
         for (i, ph) in prog.phases.iter().enumerate() {
             for a in &ph.access {
                 if let Some(o) = prog.object_index(&a.object) {
                     refs[o] += a.bytes as f64;
-                    uses[o][i] = true;
+                    writes[o][i] |= a.write_fraction > 0.0;
                 }
             }
         }
@@ -93,14 +107,18 @@ impl UnimemPolicy {
             profile: Vec::new(),
             moves: None,
             once: Vec::new(),
-            uses,
+            once_need: Vec::new(),
+            writes,
+            phases: prog.phases.len(),
             decided: "not decided".into(),
         }
     }
 
     /// The decision at the end of the profiled iterations (driver
-    /// `decide_now`): plan from where the objects are, one-time moves to
-    /// phase 0's set (evictions first), the cyclic schedule for the rest.
+    /// `decide_now`): plan from where the objects are, the cyclic schedule,
+    /// and one-time moves to the set the schedule has resident when an
+    /// iteration starts (evictions first, then promotions by the phase
+    /// that first needs them; see the module doc).
     fn decide_now(&mut self, v: &dyn SpaceView) {
         let start: BTreeSet<ObjId> = (0..self.sizes.len())
             .filter(|&o| all_in_dram(v, o))
@@ -124,15 +142,20 @@ impl UnimemPolicy {
         let predicted = predict(&problem, &dram, &start);
         let uses: Vec<Vec<bool>> = (0..self.sizes.len()).map(|o| problem.uses(o)).collect();
         let (moves, early) = schedule_checked(&dram, &uses, &self.sizes, self.capacity);
-        let first = dram.first().cloned().unwrap_or_default();
+        let first = resident_in_phase0(&dram, &moves);
+        // the first phase that uses the object while the plan has it in DRAM
+        let need = |o: ObjId| {
+            (0..n)
+                .find(|&i| dram[i].contains(&o) && uses[o].get(i).copied().unwrap_or(false))
+                .unwrap_or(n)
+        };
+        let mut ins: Vec<ObjId> = first.difference(&start).copied().collect();
+        ins.sort_by_key(|&o| (need(o), o));
+        self.once_need = ins.iter().map(|&o| (o, need(o))).collect();
         self.once = start
             .difference(&first)
             .map(|&o| MoveReq::whole(o, Tier::Slow))
-            .chain(
-                first
-                    .difference(&start)
-                    .map(|&o| MoveReq::whole(o, Tier::Dram)),
-            )
+            .chain(ins.iter().map(|&o| MoveReq::whole(o, Tier::Dram)))
             .collect();
         let sets: Vec<String> = dram
             .iter()
@@ -170,7 +193,7 @@ impl PhasePolicy for UnimemPolicy {
         out
     }
 
-    fn phase_start(&mut self, _iter: u32, phase: usize, v: &dyn SpaceView) -> PhaseStart {
+    fn phase_start(&mut self, iter: u32, phase: usize, v: &dyn SpaceView) -> PhaseStart {
         let Some(moves) = &self.moves else {
             return PhaseStart::default();
         };
@@ -178,27 +201,34 @@ impl PhasePolicy for UnimemPolicy {
             moves: std::mem::take(&mut self.once),
             wait: Vec::new(),
         };
-        let once: BTreeSet<usize> = out.moves.iter().map(|m| m.obj).collect();
         for m in moves.iter().filter(|m| m.issue == phase) {
             out.moves.push(MoveReq::whole(m.obj, m.to));
         }
-        // The driver waits for the promotions this phase needs; the
-        // one-time moves are all needed by phase 0. An object this phase
-        // touches while a move of it is pending also waits: the real
-        // runtime write-protects it during the copy.
+        // The driver waits for the promotions this phase needs: the
+        // schedule's, and in the first enforced iteration the one-time
+        // promotions first needed here. An object this phase writes while
+        // a move of it is pending also waits: the real runtime
+        // write-protects it during the copy (readers go on with the old copy).
+        let first_enforced = iter == self.profile_iterations;
         let mut wait: BTreeSet<usize> = moves
             .iter()
             .filter(|m| m.needed_by == phase && m.to == Tier::Dram)
             .map(|m| m.obj)
-            .chain(once)
+            .chain(
+                self.once_need
+                    .iter()
+                    .filter(|&&(_, p)| first_enforced && p == phase)
+                    .map(|&(o, _)| o),
+            )
             .collect();
-        for (o, u) in self.uses.iter().enumerate() {
-            if u.get(phase).copied().unwrap_or(false) && !v.settled(o) {
+        let writes = |o: usize| self.writes[o].get(phase).copied().unwrap_or(false);
+        for o in 0..self.writes.len() {
+            if writes(o) && !v.settled(o) {
                 wait.insert(o);
             }
         }
         for m in &out.moves {
-            if self.uses[m.obj].get(phase).copied().unwrap_or(false) {
+            if writes(m.obj) {
                 wait.insert(m.obj);
             }
         }
@@ -235,9 +265,7 @@ impl PhasePolicy for UnimemPolicy {
             samples: obs.lines.iter().sum::<u64>() as f64,
             objs,
         });
-        if iter + 1 == self.profile_iterations
-            && phase + 1 == self.uses.first().map_or(0, |u| u.len())
-        {
+        if iter + 1 == self.profile_iterations && phase + 1 == self.phases {
             self.decide_now(v);
         }
     }
@@ -245,6 +273,26 @@ impl PhasePolicy for UnimemPolicy {
     fn summary(&self) -> String {
         self.decided.clone()
     }
+}
+
+/// Objects in DRAM during phase 0 of an iteration under the cyclic
+/// schedule `moves` for the per-phase sets `dram`, the moves issued at
+/// phase 0 done: replayed for two cycles from the last phase's set (as
+/// `schedule::replay`) and then phase 0's moves, so moves issued early
+/// for later phases count. The one-time moves go straight there; the
+/// schedule's phase-0 moves of the first enforced iteration are then no-ops.
+fn resident_in_phase0(dram: &[BTreeSet<ObjId>], moves: &[Move]) -> BTreeSet<ObjId> {
+    let mut resident = dram.last().cloned().unwrap_or_default();
+    let n = dram.len();
+    for step in 0..2 * n + 1 {
+        for m in moves.iter().filter(|m| m.issue == step % n.max(1)) {
+            match m.to {
+                Tier::Slow => resident.remove(&m.obj),
+                Tier::Dram => resident.insert(m.obj),
+            };
+        }
+    }
+    resident
 }
 
 #[cfg(test)]
@@ -360,6 +408,63 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn one_time_promotions_are_waited_for_where_first_needed() {
+        // o0 hot in phase 0, o1 hot in phase 1, o2 read lightly in phases 0
+        // and 2 and in DRAM at the decision; DRAM for two: global keeps
+        // {0, 1} and evicts o2.
+        let mut prog = program(
+            &[16, 16, 16],
+            &[
+                &[(0, 100_000, true), (2, 10, false)],
+                &[(1, 100_000, true)],
+                &[(2, 10, true)],
+            ],
+        );
+        let build = |prog: &PhasedProgram| {
+            UnimemPolicy::new(
+                prog,
+                32 * PAGE,
+                platform(&model()),
+                SearchSpec::Global,
+                false,
+                1,
+            )
+        };
+        let v = View {
+            pages: vec![
+                vec![Tier::Slow; 16],
+                vec![Tier::Slow; 16],
+                vec![Tier::Dram; 16],
+            ],
+            capacity: 32 * PAGE,
+            busy: true,
+        };
+        let mut pol = build(&prog);
+        profile(&mut pol, &prog, &v, 0.01);
+        let s = pol.phase_start(1, 0, &v);
+        // all queued at once: the eviction, then promotions in order of need
+        assert_eq!(
+            s.moves,
+            vec![
+                MoveReq::whole(2, Tier::Slow),
+                MoveReq::whole(0, Tier::Dram),
+                MoveReq::whole(1, Tier::Dram)
+            ]
+        );
+        // phase 0 waits for o0 only: o1 is needed in phase 1, and phase 0
+        // reads o2 from the old copy while it is evicted
+        assert_eq!(s.wait, vec![0]);
+        assert_eq!(pol.phase_start(1, 1, &v).wait, vec![1]);
+        // a later iteration waits for nothing (no moves, nothing written)
+        assert!(pol.phase_start(2, 1, &v).wait.is_empty());
+        // a phase that writes an object being moved waits for it
+        prog.phases[0].access[1].write_fraction = 0.5;
+        let mut pol = build(&prog);
+        profile(&mut pol, &prog, &v, 0.01);
+        assert_eq!(pol.phase_start(1, 0, &v).wait, vec![0, 2]);
     }
 
     #[test]

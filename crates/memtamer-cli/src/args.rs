@@ -401,7 +401,11 @@ pub(crate) enum SimCmd {
         #[arg(long, value_delimiter = ',', default_value = "emul-bw2,emul-lat4,pats")]
         platforms: Vec<String>,
         /// Phased scenarios (built-in names or .toml paths).
-        #[arg(long, value_delimiter = ',', default_value = "cg,mg,ft,bt,nek,nek-eddy")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "cg,mg,ft,bt,nek,nek-eddy"
+        )]
         scenarios: Vec<String>,
         /// Worker threads (default: all cores).
         #[arg(long, default_value_t = 0)]
@@ -491,8 +495,8 @@ pub(crate) enum BenchCmd {
         /// Grid rows.
         #[arg(long, default_value_t = 512)]
         ny: usize,
-        /// CG iterations per run.
-        #[arg(long, default_value_t = 60)]
+        /// CG iterations per run (NPB CG class B/C runs 75 x 25 = 1875).
+        #[arg(long, default_value_t = 200)]
         iters: usize,
         /// Alternating rounds (the median ratio is reported).
         #[arg(long, default_value_t = 7)]

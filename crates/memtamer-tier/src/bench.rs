@@ -51,7 +51,7 @@ impl Default for TierBenchOptions {
         TierBenchOptions {
             nx: 512,
             ny: 512,
-            iters: 60,
+            iters: 200,
             rounds: 7,
             tick: Duration::from_millis(1),
             pages_per_tick: 16,

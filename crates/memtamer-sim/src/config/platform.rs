@@ -180,6 +180,104 @@ pub struct DramParams {
     pub access_ns: f64,
     /// Read/write bus turnaround, ns.
     pub turnaround_ns: f64,
+    /// Banks and row buffers (`[dram.banks]`, issue 24 item 3). Absent: every
+    /// access costs `access_ns` (the model before issue 24, kept for files
+    /// that do not describe their DIMMs' organisation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub banks: Option<DramBankParams>,
+}
+
+/// The bank and row-buffer organisation of the DRAM on one channel and its
+/// DDR4 timings (JEDEC JESD79-4 speed bin; the platform file cites its
+/// source), used by `engine::dram`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DramBankParams {
+    /// Ranks on the channel (each has its own banks and four-activate window).
+    pub ranks: u32,
+    /// Banks per rank (DDR4: 4 bank groups x 4 banks).
+    pub banks_per_rank: u32,
+    /// Row (page) size of a rank, bytes: what one activate opens.
+    pub row_bytes: u32,
+    /// Activate to column command, ns.
+    pub trcd_ns: f64,
+    /// Precharge to activate, ns.
+    pub trp_ns: f64,
+    /// Read column command to data (CAS latency), ns.
+    pub tcl_ns: f64,
+    /// Write column command to data (CAS write latency), ns.
+    pub tcwl_ns: f64,
+    /// Activate to precharge (minimum row open time), ns.
+    pub tras_ns: f64,
+    /// Four-activate window of a rank, ns.
+    pub tfaw_ns: f64,
+    /// Read to precharge, ns.
+    pub trtp_ns: f64,
+    /// Write recovery (end of write data to precharge), ns.
+    pub twr_ns: f64,
+    /// Close-adaptive policy: a row idle this long after its last column
+    /// command is precharged, ns.
+    #[serde(default)]
+    pub page_close_ns: f64,
+    /// When a row is closed.
+    #[serde(default)]
+    pub page_policy: PagePolicy,
+}
+
+impl DramBankParams {
+    /// Timings finite and >= 0; bank count a power of two (the bank index is
+    /// XOR-hashed with the row); a row at least one 64 B line, a power of two.
+    fn validate(&self, file: &str, text: &str) -> Result<(), SimError> {
+        let times = [
+            ("dram.banks.trcd_ns", self.trcd_ns),
+            ("dram.banks.trp_ns", self.trp_ns),
+            ("dram.banks.tcl_ns", self.tcl_ns),
+            ("dram.banks.tcwl_ns", self.tcwl_ns),
+            ("dram.banks.tras_ns", self.tras_ns),
+            ("dram.banks.tfaw_ns", self.tfaw_ns),
+            ("dram.banks.trtp_ns", self.trtp_ns),
+            ("dram.banks.twr_ns", self.twr_ns),
+            ("dram.banks.page_close_ns", self.page_close_ns),
+        ];
+        for (k, v) in times {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(invalid(file, text, k, format!("must be >= 0, got {v}")));
+            }
+        }
+        let banks = self.ranks.saturating_mul(self.banks_per_rank);
+        if self.ranks == 0 || self.banks_per_rank == 0 || !banks.is_power_of_two() {
+            return Err(invalid(
+                file,
+                text,
+                "dram.banks.banks_per_rank",
+                format!("ranks x banks_per_rank must be a power of two >= 1, got {banks}"),
+            ));
+        }
+        if self.row_bytes < 64 || !self.row_bytes.is_power_of_two() {
+            return Err(invalid(
+                file,
+                text,
+                "dram.banks.row_bytes",
+                format!("must be a power of two >= 64, got {}", self.row_bytes),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// When the memory controller closes (precharges) an open row.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PagePolicy {
+    /// Close a row once it has been idle for `page_close_ns` after its last
+    /// column command (an adaptive page policy with an idle timer): streams
+    /// hit open rows, an isolated random access finds its bank precharged.
+    #[default]
+    CloseAdaptive,
+    /// Leave every row open until a request for another row needs the bank.
+    Open,
+    /// Ablation: no bank state; every access costs `dram.access_ns`.
+    Flat,
 }
 
 /// Optane DIMM parameters.
@@ -405,6 +503,9 @@ impl Platform {
                     format!("must be >= 0, got {v}"),
                 ));
             }
+        }
+        if let Some(b) = &self.dram.banks {
+            b.validate(file, text)?;
         }
         if self.cpu.llc_bytes.is_some_and(|b| b < 64) {
             return Err(invalid(

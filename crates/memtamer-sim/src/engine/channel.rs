@@ -3,6 +3,7 @@
 //! of its Optane DIMM (DDR-T transfers, media starts, acknowledgements).
 
 use super::completion::WriteStage;
+use super::dram::{DramBanks, DramTiming};
 use super::{Engine, EvKind};
 use crate::pmdimm::NO_REQ;
 use crate::workload::Ps;
@@ -15,6 +16,9 @@ pub(super) struct WriteItem {
     pub(super) pm: bool,
     pub(super) dimm: u32,
     pub(super) dev: u64,
+    /// When the WPQ accepted it (the DRAM bank model: from then on its bank
+    /// may open its row).
+    pub(super) at: Ps,
 }
 
 #[derive(Default, Clone, Copy, Debug)]
@@ -56,6 +60,8 @@ pub(super) struct Channel {
     pub(super) kick_at: Option<Ps>,
     pub(super) dimm: Option<u32>,
     pub(super) counters: ChannelCounters,
+    /// The DRAM's banks (empty without a bank model).
+    pub(super) banks: DramBanks,
 }
 
 /// Channel queue sizes and timing (from `[memory]` and `[dram]`), in ps.
@@ -72,11 +78,14 @@ pub(super) struct ChannelParams {
     pub(super) dram_access: Ps,
     /// Read/write bus turnaround.
     pub(super) turnaround: Ps,
+    /// DRAM banks and row buffers (`[dram.banks]`); `None`: every access
+    /// costs `dram_access`.
+    pub(super) dram: Option<DramTiming>,
 }
 
 impl Channel {
     /// An empty channel on `socket`, with Optane DIMM `dimm` if it has one.
-    pub(super) fn new(socket: u32, dimm: Option<u32>) -> Channel {
+    pub(super) fn new(socket: u32, dimm: Option<u32>, dram: Option<&DramTiming>) -> Channel {
         Channel {
             socket,
             rpq_used: 0,
@@ -99,6 +108,7 @@ impl Channel {
             kick_at: None,
             dimm,
             counters: ChannelCounters::default(),
+            banks: dram.map(DramBanks::new).unwrap_or_default(),
         }
     }
 }
@@ -131,6 +141,7 @@ impl Engine {
             pm,
             dimm,
             dev,
+            at: self.now,
         };
         if pm {
             ch.pm_wq.push_back(item);
@@ -173,8 +184,17 @@ impl Engine {
                 None => self.start_media(dimm),
             }
         } else {
-            ch.dram_rq
-                .push_back((self.now + self.chan_params.dram_access, r));
+            let ready = match &self.chan_params.dram {
+                None => self.now + self.chan_params.dram_access,
+                Some(t) => t.tcl() + ch.banks.access(t, self.now, self.now, dev, false),
+            };
+            // ready-first: the bus takes reads in the order their data is ready
+            if ch.dram_rq.back().is_none_or(|&(b, _)| b <= ready) {
+                ch.dram_rq.push_back((ready, r));
+            } else {
+                let at = ch.dram_rq.partition_point(|&(b, _)| b <= ready);
+                ch.dram_rq.insert(at, (ready, r));
+            }
             self.kick(channel);
         }
     }
@@ -249,6 +269,16 @@ impl Engine {
         if pick_pm.is_some() {
             let w = if pick_pm == Some(true) {
                 ch.pm_wq.pop_front()
+            } else if let Some(t) = &self.chan_params.dram {
+                // first-ready: the oldest DRAM write that hits an open row,
+                // else the oldest (FR-FCFS write drain)
+                let banks = &ch.banks;
+                let i = ch
+                    .dram_wq
+                    .iter()
+                    .position(|w| banks.would_hit(t, w.at, w.dev))
+                    .unwrap_or(0);
+                ch.dram_wq.remove(i)
             } else {
                 ch.dram_wq.pop_front()
             };
@@ -259,7 +289,17 @@ impl Engine {
                 self.chan_params.turnaround
             };
             ch.last_write = true;
-            let end = now + turn + self.chan_params.burst;
+            let mut start = now + turn;
+            if let (false, Some(t)) = (w.pm, &self.chan_params.dram) {
+                // the column command goes tCWL ahead of the data; a miss's
+                // activate may have started once the write was queued; a
+                // write whose bank is not ready holds the bus until it is
+                let cas = ch
+                    .banks
+                    .access(t, w.at, start.saturating_sub(t.tcwl()), w.dev, true);
+                start = start.max(cas + t.tcwl());
+            }
+            let end = start + self.chan_params.burst;
             ch.bus_free = end;
             if w.pm {
                 self.account_occupancy(ci);

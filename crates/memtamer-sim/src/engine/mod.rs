@@ -10,6 +10,7 @@ mod bus;
 mod channel;
 mod completion;
 mod cpu;
+mod dram;
 mod fill;
 mod flush;
 mod flush_setup;
@@ -245,6 +246,12 @@ impl Engine {
         let mut channel_names = Vec::new();
         let mut dimms = Vec::new();
         let mut dimm_channel = Vec::new();
+        let burst = ps(64.0 / p.dram.bus_gbps);
+        let dram_timing = p
+            .dram
+            .banks
+            .as_ref()
+            .and_then(|b| dram::DramTiming::new(b, burst));
         for c in &p.channels {
             let dimm = if c.pm {
                 dimms.push(PmDimm::new(&p.pm));
@@ -254,7 +261,7 @@ impl Engine {
                 None
             };
             channel_names.push(c.name.clone());
-            channels.push(Channel::new(c.socket, dimm));
+            channels.push(Channel::new(c.socket, dimm, dram_timing.as_ref()));
         }
         // one request table per memory controller (or per socket)
         let per_imc = p.uncore.request_table_scope == RequestTableScope::Imc;
@@ -345,9 +352,10 @@ impl Engine {
                 rpq_cap: p.memory.rpq_entries,
                 wpq_cap: p.memory.wpq_entries,
                 imc_cycle_ps: 1e6 / p.memory.imc_clock_mhz,
-                burst: ps(64.0 / p.dram.bus_gbps),
+                burst,
                 dram_access: ps(p.dram.access_ns),
                 turnaround: ps(p.dram.turnaround_ns),
+                dram: dram_timing,
             },
             port: PortState {
                 media_delay: ps(p.pm.media_counter_delay_ms * 1e6),

@@ -26,6 +26,10 @@ void mt_malloc_stop(void);
 void mt_malloc_report(char *buf, size_t len);
 
 static int mt_on = 0;
+/* MEMTAMER_TIER_ITER_EVERY=K: a program with no mt_tier_iteration() in its
+ * main loop (hpcc) gets one every K phase boundaries, so Unimem profiles,
+ * decides and moves its (interposed-malloc) objects anyway. 0: off. */
+static unsigned long iter_every, since_iter;
 /* Set while a Fortran wrapper runs: MPICH's Fortran layer calls the C MPI_*
  * (not PMPI_*), so the C wrapper must not count the same call again. */
 static __thread int mt_in_fortran = 0;
@@ -67,12 +71,20 @@ static void mt_start(void) {
         fprintf(stderr, "memtamer[%d]: %s; aborting\n", wrank, mt_tier_last_error());
         PMPI_Abort(MPI_COMM_WORLD, 3);
     }
+    const char *ie = getenv("MEMTAMER_TIER_ITER_EVERY");
+    iter_every = ie ? strtoul(ie, NULL, 10) : 0;
     mt_on = 1;
     mt_malloc_start();
 }
 
+
 static void mt_phase(void) {
-    if (mt_on && !mt_in_fortran) mt_tier_phase_boundary();
+    if (!mt_on || mt_in_fortran) return;
+    mt_tier_phase_boundary();
+    if (iter_every && ++since_iter >= iter_every) {
+        since_iter = 0;
+        mt_tier_iteration();
+    }
 }
 
 /* Stops the malloc interposition and prints this rank's report line. */

@@ -22,7 +22,7 @@ else
   run() { mpirun --allow-run-as-root --oversubscribe -np "$1" -x LD_PRELOAD -x MEMTAMER_NODE_DRAM \
           -x MEMTAMER_TIER_MALLOC_MIN -x MEMTAMER_TIER_ITER_EVERY hpcc; }
 fi
-[ -f "$lib" ] || crates/memtamer-tier/mpi/build.sh >/dev/null
+MPI_FLAVOR=${MPI_FLAVOR:-openmpi} crates/memtamer-tier/mpi/build.sh >/dev/null
 export MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M}
 export MEMTAMER_TIER_MALLOC_MIN=${MEMTAMER_TIER_MALLOC_MIN-1M}
 export MEMTAMER_TIER_ITER_EVERY=${MEMTAMER_TIER_ITER_EVERY-500}
@@ -43,8 +43,10 @@ for n in 1 2 4; do
   if grep -E "^ *[1-9][0-9]* tests completed and failed" "$out" || grep -E "Found [1-9][0-9]* errors" "$out" || grep -q FAILED "$out"; then
     echo "FAIL: $n ranks: hpcc check failed"; fail=1
   fi
-  r0=$(echo "$err" | grep 'memtamer\[0\]')
-  echo "hpcc ${MPI_FLAVOR:-openmpi} $n ranks: $(grep -c PASSED "$out") PASSED lines, $(grep HPL_Tflops "$out"); $(echo "$r0" | cut -d' ' -f1-5) $(echo "$r0" | grep -oE 'moves [0-9]+ failed [0-9]+ bytes_moved [0-9]+') $(echo "$r0" | grep -oE 'malloc_objects.*')"
+  # Summed over the ranks' report lines.
+  sum=$(echo "$err" | grep 'memtamer\[' | awk '{for (i = 2; i < NF; i++) if ($i ~ /^(boundaries|iterations|moves|failed|bytes_moved|malloc_objects|malloc_bytes)$/) t[$i] += $(i + 1)}
+    END {printf "boundaries %d iterations %d moves %d failed %d bytes_moved %d malloc_objects %d malloc_bytes %d", t["boundaries"], t["iterations"], t["moves"], t["failed"], t["bytes_moved"], t["malloc_objects"], t["malloc_bytes"]}')
+  echo "hpcc ${MPI_FLAVOR:-openmpi} $n ranks: $(grep -c PASSED "$out") PASSED lines, $(grep HPL_Tflops "$out"); all ranks: $sum"
   rm -rf "$d"
 done
 [ $fail = 0 ] && echo "hpcc checks: all passed"

@@ -22,7 +22,7 @@ else
   run() { mpirun --allow-run-as-root --oversubscribe -np "$1" -x LD_PRELOAD -x MEMTAMER_NODE_DRAM \
           -x MEMTAMER_TIER_MALLOC_MIN -x MEMTAMER_TIER_ITER_EVERY hpcc; }
 fi
-MPI_FLAVOR=${MPI_FLAVOR:-openmpi} crates/memtamer-tier/mpi/build.sh >/dev/null
+MPI_FLAVOR=${MPI_FLAVOR:-openmpi} crates/memtamer-tier/mpi/build.sh >/dev/null 2>&1 || { echo "FAIL: mpi/build.sh (MPI_FLAVOR=${MPI_FLAVOR:-openmpi})"; exit 1; }
 export MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M}
 export MEMTAMER_TIER_MALLOC_MIN=${MEMTAMER_TIER_MALLOC_MIN-1M}
 export MEMTAMER_TIER_ITER_EVERY=${MEMTAMER_TIER_ITER_EVERY-500}

@@ -264,3 +264,27 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
     }
     line.len() as c_int
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_runtime_guard_nests_and_clears() {
+        assert_eq!(mt_tier_in_runtime(), 0);
+        {
+            let _outer = InRuntime::enter();
+            assert_eq!(mt_tier_in_runtime(), 1);
+            {
+                let _inner = InRuntime::enter();
+                assert_eq!(mt_tier_in_runtime(), 1);
+            }
+            // The inner guard's drop must not clear the outer one.
+            assert_eq!(mt_tier_in_runtime(), 1);
+        }
+        assert_eq!(mt_tier_in_runtime(), 0);
+        // A C ABI call leaves the thread outside the runtime when it returns.
+        assert_eq!(mt_tier_free(std::ptr::null_mut()), 0);
+        assert_eq!(mt_tier_in_runtime(), 0);
+    }
+}

@@ -105,8 +105,6 @@ static void mt_prepare_env(void) {
      * KNEM/XPMEM let peers map them. Single node only: a network transport
      * registers or sends user pages directly (see docs/unimem.md). */
     setenv("UCX_TLS", "self,posix,sysv", 0);
-    /* UCX's malloc hooks would replace the interposed malloc. */
-    if (getenv("MEMTAMER_TIER_MALLOC_MIN")) setenv("UCX_MEM_MALLOC_HOOKS", "no", 0);
 }
 
 int MPI_Init(int *argc, char ***argv) {

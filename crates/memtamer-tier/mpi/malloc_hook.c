@@ -175,7 +175,7 @@ void *calloc(size_t k, size_t n) {
 void *realloc(void *old, size_t n) {
     if (!real_realloc) resolve();
     if (!old) return malloc(n);
-    size_t had = is_boot(old) ? sizeof boot : tab_get(old, 0);
+    size_t had = is_boot(old) ? (size_t)(boot + sizeof boot - (char *)old) : tab_get(old, 0);
     if (!had && !wanted(n, 0)) return real_realloc(old, n);
     if (n == 0) { free(old); return NULL; }
     if (had && !is_boot(old) && n <= had && n >= min_size) return old; /* shrinking in place */

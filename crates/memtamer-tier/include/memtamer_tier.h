@@ -19,6 +19,9 @@ void mt_tier_iteration(void);
 void mt_tier_phase_boundary(void);
 /* Stop, wait for moves, write a one-line report. Returns its length or -1. */
 int mt_tier_finish(char *buf, size_t len);
+/* 1 while the calling thread is inside a mt_tier_* call (the interposed
+ * malloc's recursion guard; never allocates). */
+int mt_tier_in_runtime(void);
 #ifdef __cplusplus
 }
 #endif

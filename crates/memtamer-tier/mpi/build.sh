@@ -11,10 +11,14 @@ case "${MPI_FLAVOR:-openmpi}" in
   *) CC=mpicc; FC=mpif90; out=target/release ;;
 esac
 mkdir -p $out
-$CC -O2 -fPIC -shared -o $out/libmemtamer_mpi.so crates/memtamer-tier/mpi/memtamer_mpi.c \
+$CC -O2 -fPIC -shared -o $out/libmemtamer_mpi.so crates/memtamer-tier/mpi/memtamer_mpi.c crates/memtamer-tier/mpi/malloc_hook.c \
   -Wl,--whole-archive target/release/libmemtamer_tier.a -Wl,--no-whole-archive \
   -Wl,--version-script=crates/memtamer-tier/mpi/exports.map -lpthread -ldl -lm
 $CC -O2 -o $out/mt_cg crates/memtamer-tier/mpi/cg.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out" -lm
+# The same CG kernel on plain malloc/free: its arrays become tier objects
+# only through the interposer's MEMTAMER_TIER_MALLOC_MIN.
+$CC -O2 -DMT_PLAIN_MALLOC -o $out/mt_cg_malloc crates/memtamer-tier/mpi/cg.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out" -lm
+$CC -O2 -o $out/mt_malloc_test crates/memtamer-tier/mpi/malloc_test.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out"
 $CC -O2 -o $out/mt_ft crates/memtamer-tier/mpi/ft.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out"
 if command -v $FC >/dev/null 2>&1; then
   $FC -O2 -o $out/mt_phases_f crates/memtamer-tier/mpi/phases.f90 -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out"

@@ -2,6 +2,7 @@
  * Solves (L + s I) x = b for the 2-D 5-point Laplacian L on an nx x ny grid
  * split in y-slabs over the ranks, b = A*1, so the exact solution is all
  * ones; checks max|x - 1| and the true residual at the end.
+ * Built with -DMT_PLAIN_MALLOC (mt_cg_malloc) it uses plain malloc/free.
  * usage: cg [nx] [rows_per_rank] [iterations]
  * MT_CG_KILL_RANK=R: rank R SIGKILLs itself right after the second
  * iteration's mt_tier_iteration(), while the moves the first iteration's
@@ -12,6 +13,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "../include/memtamer_tier.h"
+
+#ifdef MT_PLAIN_MALLOC
+/* mt_cg_malloc: plain malloc/free; with MEMTAMER_TIER_MALLOC_MIN set the
+ * interposer turns the large arrays into tier objects (malloc_hook.c). */
+#define mt_tier_malloc(n, name) malloc(n)
+#define FREE(p) (free(p), 0)
+#else
+#define FREE(p) mt_tier_free(p)
+#endif
 
 static void *xmalloc(size_t n, const char *name) {
     void *p = mt_tier_malloc(n, name);
@@ -104,7 +114,7 @@ int main(int argc, char **argv) {
         printf("cg ranks %d grid %ldx%ld iters %d time %.3f s rel_residual %.3e max_err %.3e %s\n", size, nx, ny * size, iters, t, sqrt(res / rr0), err, ok ? "VERIFIED" : "FAILED");
     void *objs[] = {rowptr, col, a, x, r, p, q, b};
     for (int i = 0; i < 8; i++)
-        if (mt_tier_free(objs[i]) != 0) { fprintf(stderr, "free: %s\n", mt_tier_last_error()); ok = 0; }
+        if (FREE(objs[i]) != 0) { fprintf(stderr, "free: %s\n", mt_tier_last_error()); ok = 0; }
     int bogus = 0;
     if (mt_tier_free(&bogus) == 0) { fprintf(stderr, "freeing a stack address was accepted\n"); ok = 0; }
     MPI_Finalize();

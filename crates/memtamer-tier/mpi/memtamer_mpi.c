@@ -20,12 +20,22 @@
 #include <string.h>
 #include "../include/memtamer_tier.h"
 
+/* malloc_hook.c: large-allocation interposition (MEMTAMER_TIER_MALLOC_MIN). */
+void mt_malloc_start(void);
+void mt_malloc_stop(void);
+void mt_malloc_report(char *buf, size_t len);
+
 static int mt_on = 0;
+/* MEMTAMER_TIER_ITER_EVERY=K: a program with no mt_tier_iteration() in its
+ * main loop (hpcc) gets one every K phase boundaries, so Unimem profiles,
+ * decides and moves its (interposed-malloc) objects anyway. 0: off. */
+static unsigned long iter_every, since_iter;
 /* Set while a Fortran wrapper runs: MPICH's Fortran layer calls the C MPI_*
  * (not PMPI_*), so the C wrapper must not count the same call again. */
 static __thread int mt_in_fortran = 0;
 
-static size_t parse_bytes(const char *s) {
+/* Bytes with an optional K/M/G suffix; 0 for garbage. */
+size_t mt_parse_bytes(const char *s) {
     char *end;
     double v = strtod(s, &end);
     if (end == s || v < 0) return 0;
@@ -50,7 +60,7 @@ static void mt_start(void) {
     }
     const char *nd = getenv("MEMTAMER_NODE_DRAM");
     if (!getenv("MEMTAMER_DRAM_BUDGET") && nd) {
-        size_t b = parse_bytes(nd);
+        size_t b = mt_parse_bytes(nd);
         budget = local > 0 ? b / (size_t)local : b;
         if (budget == 0) {
             fprintf(stderr, "memtamer[%d]: MEMTAMER_NODE_DRAM=%s gives a DRAM budget of 0 B for each of %d local ranks; aborting\n", wrank, nd, local);
@@ -61,11 +71,28 @@ static void mt_start(void) {
         fprintf(stderr, "memtamer[%d]: %s; aborting\n", wrank, mt_tier_last_error());
         PMPI_Abort(MPI_COMM_WORLD, 3);
     }
+    const char *ie = getenv("MEMTAMER_TIER_ITER_EVERY");
+    iter_every = ie ? strtoul(ie, NULL, 10) : 0;
     mt_on = 1;
+    mt_malloc_start();
 }
 
+
 static void mt_phase(void) {
-    if (mt_on && !mt_in_fortran) mt_tier_phase_boundary();
+    if (!mt_on || mt_in_fortran) return;
+    mt_tier_phase_boundary();
+    if (iter_every && ++since_iter >= iter_every) {
+        since_iter = 0;
+        mt_tier_iteration();
+    }
+}
+
+/* Stops the malloc interposition and prints this rank's report line. */
+static void mt_report(int rank) {
+    char line[512], extra[96];
+    mt_malloc_stop();
+    mt_malloc_report(extra, sizeof extra);
+    if (mt_tier_finish(line, sizeof line) >= 0) fprintf(stderr, "memtamer[%d]: %s%s\n", rank, line, extra);
 }
 
 static void mt_prepare_env(void) {
@@ -96,10 +123,9 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 
 int MPI_Finalize(void) {
     if (mt_on) {
-        char line[512];
         int rank = 0;
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        if (mt_tier_finish(line, sizeof line) >= 0) fprintf(stderr, "memtamer[%d]: %s\n", rank, line);
+        mt_report(rank);
         mt_on = 0;
     }
     return PMPI_Finalize();
@@ -152,10 +178,9 @@ void mpi_init_(int *e) {
 }
 void mpi_finalize_(int *e) {
     if (mt_on) {
-        char line[512];
         int rank = 0;
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        if (mt_tier_finish(line, sizeof line) >= 0) fprintf(stderr, "memtamer[%d]: %s\n", rank, line);
+        mt_report(rank);
         mt_on = 0;
     }
     if (pmpi_finalize_) pmpi_finalize_(e);

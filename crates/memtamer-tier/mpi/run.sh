@@ -20,6 +20,24 @@ for n in 1 2 4; do
   echo "$out" | grep -q VERIFIED || { echo "FAIL: $n ranks"; fail=1; }
   [ "$(echo "$out" | grep -c 'memtamer\[')" = "$n" ] || { echo "FAIL: $n ranks, report lines missing"; fail=1; }
 done
+# The CG kernel on plain malloc: MEMTAMER_TIER_MALLOC_MIN=1M makes its 8
+# arrays tier objects through the interposed malloc; they must be moved and
+# the result still verified. Without the variable nothing is placed.
+for n in 1 2 4; do
+  out=$(MEMTAMER_TIER_MALLOC_MIN=1M MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M} $MPIRUN -np $n $bin/mt_cg_malloc $NX $NY $IT 2>&1) || true
+  echo "$out" | grep -E '^(cg|memtamer\[0\])' | sed 's/^cg /cg_malloc /'
+  echo "$out" | grep -q VERIFIED || { echo "FAIL: cg_malloc $n ranks"; fail=1; }
+  [ "$(echo "$out" | grep -c 'memtamer\[.* moves [1-9].* malloc_objects 8 ')" = "$n" ] || { echo "FAIL: cg_malloc $n ranks: arrays not placed and moved on every rank"; fail=1; }
+done
+out=$(MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M} $MPIRUN -np 1 $bin/mt_cg_malloc $NX $NY $IT 2>&1) || true
+echo "$out" | grep -q VERIFIED || { echo "FAIL: cg_malloc without interposition"; fail=1; }
+echo "$out" | grep -q 'moves 0 .*of [0-9]*$' || { echo "FAIL: cg_malloc without MEMTAMER_TIER_MALLOC_MIN placed something"; fail=1; }
+# The interposed allocator's edge cases (calloc zero, realloc in and out of
+# the tier, alignment, pre-Init blocks): 6 tier objects on each rank.
+out=$(MEMTAMER_TIER_MALLOC_MIN=1M MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M} $MPIRUN -np 2 $bin/mt_malloc_test 2>&1) || true
+echo "$out" | grep -E '^malloc_test'
+echo "$out" | grep -q "malloc_test VERIFIED" || { echo "FAIL: malloc_test"; echo "$out" | grep 'malloc_test:'; fail=1; }
+[ "$(echo "$out" | grep -c 'memtamer\[.* malloc_objects 6 ')" = 2 ] || { echo "FAIL: malloc_test: not 6 tier objects per rank"; fail=1; }
 for n in 1 2 4; do
   out=$(MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M} $MPIRUN -np $n $bin/mt_ft 1024 20 2>&1) || true
   echo "$out" | grep -E '^(ft|memtamer\[0\])'

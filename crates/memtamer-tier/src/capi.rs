@@ -13,7 +13,7 @@ use crate::driver::{Driver, DriverConfig};
 use crate::registry::parse_bytes;
 use crate::unimem::model::Platform;
 use crate::{Tier, TierConfig, TierError, TierRuntime};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -23,6 +23,36 @@ static DRIVER: Mutex<Option<Driver>> = Mutex::new(None);
 
 thread_local! {
     static LAST: RefCell<CString> = RefCell::new(CString::default());
+    /// Depth of C ABI calls on this thread. The interposer's `malloc`
+    /// (`mpi/memtamer_mpi.c`, `MEMTAMER_TIER_MALLOC_MIN`) asks
+    /// [`mt_tier_in_runtime`] and sends every allocation made while the
+    /// runtime runs to the real allocator: the runtime's own buffers must
+    /// never become tier objects (that would recurse into the registry).
+    /// Const-initialised, no destructor: reading it never allocates.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Marks the current thread as inside the runtime for its lifetime.
+struct InRuntime;
+
+impl InRuntime {
+    fn enter() -> Self {
+        DEPTH.with(|d| d.set(d.get() + 1));
+        InRuntime
+    }
+}
+
+impl Drop for InRuntime {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+/// 1 while the calling thread is inside a `mt_tier_*` call, else 0. The
+/// interposed `malloc` uses it as its recursion guard; it never allocates.
+#[no_mangle]
+pub extern "C" fn mt_tier_in_runtime() -> c_int {
+    DEPTH.with(|d| c_int::from(d.get() > 0))
 }
 
 fn set_err(e: impl std::fmt::Display) {
@@ -101,6 +131,7 @@ fn init(budget: usize) -> Result<&'static Arc<TierRuntime>, TierError> {
 /// -1 with [`mt_tier_last_error`] set. A second call is a no-op.
 #[no_mangle]
 pub extern "C" fn mt_tier_init(dram_budget: usize) -> c_int {
+    let _g = InRuntime::enter();
     match init(dram_budget) {
         Ok(_) => 0,
         Err(e) => {
@@ -117,6 +148,7 @@ pub extern "C" fn mt_tier_init(dram_budget: usize) -> c_int {
 /// `name` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn mt_tier_malloc(size: usize, name: *const c_char) -> *mut c_void {
+    let _g = InRuntime::enter();
     let name = if name.is_null() {
         "anon".into()
     } else {
@@ -134,6 +166,7 @@ pub unsafe extern "C" fn mt_tier_malloc(size: usize, name: *const c_char) -> *mu
 /// Frees an object; an unknown pointer returns -1 (never a crash).
 #[no_mangle]
 pub extern "C" fn mt_tier_free(ptr: *mut c_void) -> c_int {
+    let _g = InRuntime::enter();
     if ptr.is_null() {
         return 0;
     }
@@ -166,12 +199,14 @@ fn with_driver(f: impl FnOnce(&mut Driver)) {
 /// Top of the main loop, each iteration (the thesis's `unimem_start`).
 #[no_mangle]
 pub extern "C" fn mt_tier_iteration() {
+    let _g = InRuntime::enter();
     with_driver(|d| d.iteration());
 }
 
 /// A phase boundary; called by the MPI wrappers.
 #[no_mangle]
 pub extern "C" fn mt_tier_phase_boundary() {
+    let _g = InRuntime::enter();
     with_driver(|d| d.boundary());
 }
 
@@ -183,6 +218,7 @@ pub extern "C" fn mt_tier_phase_boundary() {
 /// `buf` points to `len` writable bytes (or is NULL with `len` 0).
 #[no_mangle]
 pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
+    let _g = InRuntime::enter();
     let Some(rt) = RT.get() else { return -1 };
     let st = rt.stats();
     let mut line = format!(
@@ -227,4 +263,28 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
         *buf.add(n) = 0;
     }
     line.len() as c_int
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_runtime_guard_nests_and_clears() {
+        assert_eq!(mt_tier_in_runtime(), 0);
+        {
+            let _outer = InRuntime::enter();
+            assert_eq!(mt_tier_in_runtime(), 1);
+            {
+                let _inner = InRuntime::enter();
+                assert_eq!(mt_tier_in_runtime(), 1);
+            }
+            // The inner guard's drop must not clear the outer one.
+            assert_eq!(mt_tier_in_runtime(), 1);
+        }
+        assert_eq!(mt_tier_in_runtime(), 0);
+        // A C ABI call leaves the thread outside the runtime when it returns.
+        assert_eq!(mt_tier_free(std::ptr::null_mut()), 0);
+        assert_eq!(mt_tier_in_runtime(), 0);
+    }
 }

@@ -1,0 +1,217 @@
+/* Large-allocation interposition of memtamer-tier (issue 20 item 1: "explicit
+ * mt_tier_malloc API plus optional interposition of large malloc").
+ *
+ * With MEMTAMER_TIER_MALLOC_MIN=<bytes> (K/M/G suffix) set, malloc, calloc,
+ * realloc, posix_memalign, aligned_alloc and memalign of blocks of at least
+ * that size become tier objects (named "malloc#<n>:<size>", n the call
+ * order), so a program that never calls mt_tier_* (hpcc) has its arrays
+ * placed and moved by Unimem. Everything else goes to the real allocator
+ * (dlsym RTLD_NEXT):
+ *   - smaller blocks, and everything before MPI_Init / after MPI_Finalize;
+ *   - threads other than the one that called MPI_Init (the runtime's own
+ *     sampler and migration threads among them);
+ *   - any allocation made while the runtime itself runs on this thread
+ *     (mt_tier_in_runtime(), the Rust side's thread-local guard): the
+ *     runtime's buffers never become tier objects, so there is no recursion;
+ *   - alignments above a page (tier objects are page-aligned mappings).
+ * free/realloc/malloc_usable_size look the pointer up in a table of the
+ * objects made here; a pointer the table does not know goes to the real
+ * allocator, so mt_tier_free never sees a heap pointer. realloc of a tier
+ * object allocates the new block, copies, and frees the old one. If the
+ * runtime refuses an object (no space in the slow-tier directory, say) the
+ * block comes from the real allocator instead: nothing fails that would not
+ * fail without the interposer. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../include/memtamer_tier.h"
+
+size_t mt_parse_bytes(const char *s);
+
+static void *(*real_malloc)(size_t);
+static void (*real_free)(void *);
+static void *(*real_calloc)(size_t, size_t);
+static void *(*real_realloc)(void *, size_t);
+static int (*real_posix_memalign)(void **, size_t, size_t);
+static void *(*real_aligned_alloc)(size_t, size_t);
+static void *(*real_memalign)(size_t, size_t);
+static size_t (*real_usable)(void *);
+
+/* dlsym may allocate (its error buffer): serve that from a static arena. */
+static char boot[16384] __attribute__((aligned(64)));
+static size_t boot_used;
+static int resolving;
+
+static void *boot_alloc(size_t n) {
+    n = (n + 63) & ~(size_t)63;
+    if (boot_used + n > sizeof boot) return NULL;
+    void *p = boot + boot_used;
+    boot_used += n;
+    return p;
+}
+static int is_boot(void *p) { return (char *)p >= boot && (char *)p < boot + sizeof boot; }
+
+static void resolve(void) {
+    if (real_malloc || resolving) return;
+    resolving = 1;
+    real_calloc = dlsym(RTLD_NEXT, "calloc");
+    real_free = dlsym(RTLD_NEXT, "free");
+    real_realloc = dlsym(RTLD_NEXT, "realloc");
+    real_posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
+    real_aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
+    real_memalign = dlsym(RTLD_NEXT, "memalign");
+    real_usable = dlsym(RTLD_NEXT, "malloc_usable_size");
+    real_malloc = dlsym(RTLD_NEXT, "malloc");
+    resolving = 0;
+}
+
+/* Interposition state: set by the MPI_Init/MPI_Finalize wrappers. */
+static size_t min_size;              /* 0: interposition off */
+static volatile int active;
+static pthread_t owner;
+static unsigned long seq, objects, live;
+static size_t bytes_total;
+
+/* Open-addressing table of live tier objects (pointer -> size). */
+#define SLOTS 16384
+static struct { uintptr_t p; size_t n; } tab[SLOTS];
+static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
+#define TOMB ((uintptr_t)1)
+
+static size_t slot_of(uintptr_t p) { return (size_t)((p >> 12) * 0x9E3779B97F4A7C15ull >> 50) % SLOTS; }
+
+static int tab_put(void *ptr, size_t n) {
+    uintptr_t p = (uintptr_t)ptr;
+    pthread_mutex_lock(&tab_lock);
+    for (size_t i = 0, s = slot_of(p); i < SLOTS; i++, s = (s + 1) % SLOTS)
+        if (tab[s].p == 0 || tab[s].p == TOMB) {
+            tab[s].p = p; tab[s].n = n; live++;
+            pthread_mutex_unlock(&tab_lock);
+            return 0;
+        }
+    pthread_mutex_unlock(&tab_lock);
+    return -1;
+}
+
+/* Size of a tier object (0: not one); remove it from the table if `take`. */
+static size_t tab_get(void *ptr, int take) {
+    uintptr_t p = (uintptr_t)ptr;
+    size_t n = 0;
+    if (!live) return 0;
+    pthread_mutex_lock(&tab_lock);
+    for (size_t i = 0, s = slot_of(p); i < SLOTS && tab[s].p; i++, s = (s + 1) % SLOTS)
+        if (tab[s].p == p) {
+            n = tab[s].n;
+            if (take) { tab[s].p = TOMB; live--; }
+            break;
+        }
+    pthread_mutex_unlock(&tab_lock);
+    return n;
+}
+
+static int wanted(size_t n, size_t align) {
+    return active && min_size && n >= min_size && align <= 4096 && pthread_equal(pthread_self(), owner) &&
+           !mt_tier_in_runtime();
+}
+
+static void *tier_alloc(size_t n) {
+    char name[64];
+    snprintf(name, sizeof name, "malloc#%lu:%zu", seq++, n);
+    void *p = mt_tier_malloc(n, name);
+    if (!p) return NULL;
+    if (tab_put(p, n) != 0) { mt_tier_free(p); return NULL; }
+    objects++;
+    bytes_total += n;
+    return p;
+}
+
+void mt_malloc_start(void) {
+    const char *s = getenv("MEMTAMER_TIER_MALLOC_MIN");
+    resolve();
+    min_size = s ? mt_parse_bytes(s) : 0;
+    owner = pthread_self();
+    active = min_size > 0;
+}
+
+void mt_malloc_stop(void) { active = 0; }
+
+/* " malloc_objects N malloc_bytes B" for the report line ("" when off). */
+void mt_malloc_report(char *buf, size_t len) {
+    if (min_size) snprintf(buf, len, " malloc_objects %lu malloc_bytes %zu", objects, bytes_total);
+    else if (len) buf[0] = 0;
+}
+
+void *malloc(size_t n) {
+    if (!real_malloc) { resolve(); if (!real_malloc) return boot_alloc(n); }
+    if (wanted(n, 0)) { void *p = tier_alloc(n); if (p) return p; }
+    return real_malloc(n);
+}
+
+void free(void *p) {
+    if (!p || is_boot(p)) return;
+    if (tab_get(p, 1)) { mt_tier_free(p); return; }
+    if (!real_free) resolve();
+    real_free(p);
+}
+
+void *calloc(size_t k, size_t n) {
+    if (!real_calloc) {
+        resolve();
+        if (!real_calloc) { void *p = boot_alloc(k * n); if (p) memset(p, 0, k * n); return p; }
+    }
+    if (n && k > SIZE_MAX / n) { errno = ENOMEM; return NULL; }
+    if (wanted(k * n, 0)) {
+        void *p = tier_alloc(k * n);
+        if (p) { memset(p, 0, k * n); return p; }
+    }
+    return real_calloc(k, n);
+}
+
+void *realloc(void *old, size_t n) {
+    if (!real_realloc) resolve();
+    if (!old) return malloc(n);
+    size_t had = is_boot(old) ? (size_t)(boot + sizeof boot - (char *)old) : tab_get(old, 0);
+    if (!had && !wanted(n, 0)) return real_realloc(old, n);
+    if (n == 0) { free(old); return NULL; }
+    if (had && !is_boot(old) && n <= had && n >= min_size) return old; /* shrinking in place */
+    if (!had) had = real_usable(old);
+    void *p = malloc(n);
+    if (!p) return NULL;
+    memcpy(p, old, had < n ? had : n);
+    free(old);
+    return p;
+}
+
+int posix_memalign(void **out, size_t align, size_t n) {
+    if (!real_posix_memalign) resolve();
+    if (wanted(n, align) && align && (align & (align - 1)) == 0 && align % sizeof(void *) == 0) {
+        void *p = tier_alloc(n);
+        if (p) { *out = p; return 0; }
+    }
+    return real_posix_memalign(out, align, n);
+}
+
+void *aligned_alloc(size_t align, size_t n) {
+    if (!real_aligned_alloc) resolve();
+    if (wanted(n, align)) { void *p = tier_alloc(n); if (p) return p; }
+    return real_aligned_alloc(align, n);
+}
+
+void *memalign(size_t align, size_t n) {
+    if (!real_memalign) resolve();
+    if (wanted(n, align)) { void *p = tier_alloc(n); if (p) return p; }
+    return real_memalign(align, n);
+}
+
+size_t malloc_usable_size(void *p) {
+    size_t n = p ? tab_get(p, 0) : 0;
+    if (n) return n;
+    if (!p || is_boot(p)) return 0;
+    if (!real_usable) resolve();
+    return real_usable(p);
+}

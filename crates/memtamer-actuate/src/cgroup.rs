@@ -93,6 +93,18 @@ pub enum CgroupMode {
     V2,
 }
 
+impl CgroupMode {
+    /// The freezer knob of this API: (controller, file, frozen value,
+    /// thawed value). One place for both actuators (per-job cgroups and
+    /// pods' own cgroups).
+    pub fn freezer_knob(self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match self {
+            CgroupMode::V2 => ("freezer", "cgroup.freeze", "1", "0"),
+            CgroupMode::V1 => ("freezer", "freezer.state", "FROZEN", "THAWED"),
+        }
+    }
+}
+
 /// Where the cgroup hierarchies are mounted on this host, so the actuators
 /// know whether to speak v1 or v2 and which files to use.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -560,14 +572,8 @@ impl ManagedCgroup {
     }
 
     fn freeze_file(&self) -> Result<(PathBuf, &'static str, &'static str)> {
-        Ok(match self.mode {
-            CgroupMode::V2 => (self.file_for("freezer", "cgroup.freeze")?, "1", "0"),
-            CgroupMode::V1 => (
-                self.file_for("freezer", "freezer.state")?,
-                "FROZEN",
-                "THAWED",
-            ),
-        })
+        let (ctrl, file, on, off) = self.mode.freezer_knob();
+        Ok((self.file_for(ctrl, file)?, on, off))
     }
 
     fn freezer_dir(&self) -> Result<PathBuf> {

@@ -282,14 +282,8 @@ impl InPlaceCgroup {
     }
 
     fn freezer(&self) -> Result<(PathBuf, &'static str, &'static str)> {
-        Ok(match self.mode {
-            CgroupMode::V2 => (self.file_for("freezer", "cgroup.freeze")?, "1", "0"),
-            CgroupMode::V1 => (
-                self.file_for("freezer", "freezer.state")?,
-                "FROZEN",
-                "THAWED",
-            ),
-        })
+        let (ctrl, file, on, off) = self.mode.freezer_knob();
+        Ok((self.file_for(ctrl, file)?, on, off))
     }
 
     /// Freezes the pod (journaled: the guard thaws it after a crash).

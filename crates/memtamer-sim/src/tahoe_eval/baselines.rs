@@ -60,17 +60,6 @@ impl TaskPolicy for Fixed {
             }
         }
     }
-
-    fn dispatch(
-        &mut self,
-        _: &TaskGraph,
-        _: &mut TierSpace,
-        _: usize,
-        _: &[usize],
-        _: &[usize],
-    ) -> Dispatch {
-        Dispatch::default()
-    }
 }
 
 /// Unmanaged first touch (see the module doc).
@@ -93,17 +82,6 @@ impl TaskPolicy for FirstTouch {
                 room -= 1;
             }
         }
-    }
-
-    fn dispatch(
-        &mut self,
-        _: &TaskGraph,
-        _: &mut TierSpace,
-        _: usize,
-        _: &[usize],
-        _: &[usize],
-    ) -> Dispatch {
-        Dispatch::default()
     }
 }
 
@@ -147,17 +125,6 @@ impl TaskPolicy for StaticHot {
                 tier.place_page(b, i, Tier::Dram);
             }
         }
-    }
-
-    fn dispatch(
-        &mut self,
-        _: &TaskGraph,
-        _: &mut TierSpace,
-        _: usize,
-        _: &[usize],
-        _: &[usize],
-    ) -> Dispatch {
-        Dispatch::default()
     }
 }
 

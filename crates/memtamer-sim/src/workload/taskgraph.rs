@@ -283,15 +283,19 @@ pub trait TaskPolicy: Send + std::fmt::Debug {
     /// Before any task: the initial placement (first touch, static layout).
     fn start(&mut self, _g: &TaskGraph, _tier: &mut TierSpace) {}
     /// A worker took `head` from the ready queue; `ready` is the queue
-    /// behind it (FIFO order), `active` the tasks now running.
+    /// behind it (FIFO order), `active` the tasks now running. The default
+    /// moves nothing: the placement-only baselines (first touch, static,
+    /// all-DRAM...) decide everything in [`TaskPolicy::start`].
     fn dispatch(
         &mut self,
-        g: &TaskGraph,
-        tier: &mut TierSpace,
-        head: usize,
-        ready: &[usize],
-        active: &[usize],
-    ) -> Dispatch;
+        _g: &TaskGraph,
+        _tier: &mut TierSpace,
+        _head: usize,
+        _ready: &[usize],
+        _active: &[usize],
+    ) -> Dispatch {
+        Dispatch::default()
+    }
     /// After every completion (and once for the roots): tasks `newly` (may
     /// be none) just entered the ready queue (its tail; `queued` is the
     /// queue before them, `active` the running tasks). A policy that

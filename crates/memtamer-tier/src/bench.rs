@@ -26,7 +26,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::driver::{Driver, DriverConfig, DriverStats};
-use crate::unimem::model::Platform;
 use crate::{Tier, TierConfig, TierError, TierRuntime};
 
 /// Knobs of the benchmark.
@@ -92,15 +91,14 @@ pub enum TierBenchError {
     Verify(String),
 }
 
-/// The driver configuration the C ABI uses by default (capi.rs).
+/// The driver configuration the C ABI uses by default, with the bench's
+/// sampler settings and iteration count.
 fn driver_config(o: &TierBenchOptions) -> DriverConfig {
     DriverConfig {
         tick: o.tick,
         pages_per_tick: o.pages_per_tick,
-        platform: Platform::emulated(10e9, 100e-9, 2.0, 4.0),
         iterations: o.iters as f64,
-        drift: 0.1,
-        recalibrate: true,
+        ..DriverConfig::default()
     }
 }
 
@@ -250,7 +248,7 @@ fn solve(
         d.finish();
     }
     let secs = t0.elapsed().as_secs_f64();
-    ((secs), (rr / rr0).sqrt(), x.to_vec())
+    (secs, (rr / rr0).sqrt(), x.to_vec())
 }
 
 fn median(v: &mut [f64]) -> f64 {

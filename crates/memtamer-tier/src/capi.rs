@@ -88,19 +88,25 @@ fn budget_from_env() -> Result<usize, TierError> {
 }
 
 fn driver_config() -> Result<DriverConfig, TierError> {
+    use crate::driver::{
+        DEFAULT_DRAM_BW, DEFAULT_DRAM_LATENCY_S, DEFAULT_SLOW_BW_DIV, DEFAULT_SLOW_LAT_MUL,
+    };
+    let d = DriverConfig::default();
     let platform = Platform::emulated(
-        env_num("MEMTAMER_DRAM_BW", 10e9)?,
-        100e-9,
-        env_num("MEMTAMER_SLOW_BW_DIV", 2.0)?.max(1.0),
-        env_num("MEMTAMER_SLOW_LAT_MUL", 4.0)?.max(1.0),
+        env_num("MEMTAMER_DRAM_BW", DEFAULT_DRAM_BW)?,
+        DEFAULT_DRAM_LATENCY_S,
+        env_num("MEMTAMER_SLOW_BW_DIV", DEFAULT_SLOW_BW_DIV)?.max(1.0),
+        env_num("MEMTAMER_SLOW_LAT_MUL", DEFAULT_SLOW_LAT_MUL)?.max(1.0),
     );
     Ok(DriverConfig {
-        tick: Duration::from_micros(env_num("MEMTAMER_TIER_TICK_US", 1000.0)? as u64),
-        pages_per_tick: env_num("MEMTAMER_TIER_PAGES", 16.0)? as usize,
+        tick: Duration::from_micros(
+            env_num("MEMTAMER_TIER_TICK_US", d.tick.as_micros() as f64)? as u64
+        ),
+        pages_per_tick: env_num("MEMTAMER_TIER_PAGES", d.pages_per_tick as f64)? as usize,
         platform,
-        iterations: env_num("MEMTAMER_ITERS", 100.0)?,
-        drift: env_num("MEMTAMER_DRIFT", 0.1)?,
-        recalibrate: true,
+        iterations: env_num("MEMTAMER_ITERS", d.iterations)?,
+        drift: env_num("MEMTAMER_DRIFT", d.drift)?,
+        recalibrate: d.recalibrate,
     })
 }
 

@@ -13,6 +13,9 @@ void *mt_tier_malloc(size_t size, const char *name);
 /* 0 ok; -1 for a pointer mt_tier_malloc never returned (see mt_tier_last_error). */
 int mt_tier_free(void *ptr);
 const char *mt_tier_last_error(void);
+/* This process's MPI_COMM_WORLD rank and size (the interposer's MPI_Init
+ * calls it): names its status file rank<R>.json in MEMTAMER_TIER_STATUS_DIR. */
+void mt_tier_set_rank(int rank, int size);
 /* Call at the top of every main-loop iteration (thesis unimem_start). */
 void mt_tier_iteration(void);
 /* A phase boundary; the MPI wrappers call it for you. */

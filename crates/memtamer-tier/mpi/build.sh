@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds libmemtamer_mpi.so (PMPI wrappers + the Rust tier runtime as one
-# shared library), the CG kernel and the Fortran client.
+# shared library), the CG, FT and MG kernels and the Fortran client.
 #   crates/memtamer-tier/mpi/build.sh                    Open MPI (mpicc) -> target/release/
 #   MPI_FLAVOR=mpich crates/memtamer-tier/mpi/build.sh   MPICH (mpicc.mpich) -> target/release/mpich/
 set -e
@@ -20,6 +20,10 @@ $CC -O2 -o $out/mt_cg crates/memtamer-tier/mpi/cg.c -L$out -lmemtamer_mpi -Wl,-r
 $CC -O2 -DMT_PLAIN_MALLOC -o $out/mt_cg_malloc crates/memtamer-tier/mpi/cg.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out" -lm
 $CC -O2 -o $out/mt_malloc_test crates/memtamer-tier/mpi/malloc_test.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out"
 $CC -O2 -o $out/mt_ft crates/memtamer-tier/mpi/ft.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out"
+$CC -O2 -o $out/mt_mg crates/memtamer-tier/mpi/mg.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out" -lm
+# The MG kernel without memtamer (no interposer, plain malloc): the
+# reference run.sh compares mt_mg's checksum with, bit for bit.
+$CC -O2 -DMT_NO_TIER -o $out/mt_mg_plain crates/memtamer-tier/mpi/mg.c -lm
 if command -v $FC >/dev/null 2>&1; then
   $FC -O2 -o $out/mt_phases_f crates/memtamer-tier/mpi/phases.f90 -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out"
 fi

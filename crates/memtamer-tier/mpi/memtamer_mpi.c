@@ -58,6 +58,9 @@ static void mt_start(void) {
         PMPI_Comm_rank(node, &lrank);
         PMPI_Comm_free(&node);
     }
+    int wsize = 1;
+    PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    mt_tier_set_rank(wrank, wsize);
     const char *nd = getenv("MEMTAMER_NODE_DRAM");
     if (!getenv("MEMTAMER_DRAM_BUDGET") && nd) {
         size_t b = mt_parse_bytes(nd);

@@ -7,10 +7,14 @@
 //! `MEMTAMER_DRAM_BUDGET` (bytes, K/M/G suffix), `MEMTAMER_TIER_DIR`,
 //! `MEMTAMER_TIER_TICK_US`, `MEMTAMER_TIER_PAGES`, `MEMTAMER_ITERS`,
 //! `MEMTAMER_SLOW_BW_DIV`, `MEMTAMER_SLOW_LAT_MUL`, `MEMTAMER_DRIFT`,
-//! `MEMTAMER_UNIMEM=0` (no profiling or moves: the baseline).
+//! `MEMTAMER_UNIMEM=0` (no profiling or moves: the baseline),
+//! `MEMTAMER_TIER_STATUS_DIR` (publish this process's status there, see
+//! [`crate::status`]).
 
 use crate::driver::{Driver, DriverConfig};
+use crate::publish::Publisher;
 use crate::registry::parse_bytes;
+use crate::status::RunState;
 use crate::unimem::model::Platform;
 use crate::{Tier, TierConfig, TierError, TierRuntime};
 use std::cell::{Cell, RefCell};
@@ -20,6 +24,11 @@ use std::time::Duration;
 
 static RT: OnceLock<Arc<TierRuntime>> = OnceLock::new();
 static DRIVER: Mutex<Option<Driver>> = Mutex::new(None);
+/// Status publisher (`MEMTAMER_TIER_STATUS_DIR`); `None`: not asked for, or
+/// switched off after a write failed (reported once on stderr).
+static STATUS: Mutex<Option<Publisher>> = Mutex::new(None);
+/// `MPI_COMM_WORLD` rank and size, from the interposer (`mt_tier_set_rank`).
+static RANK: OnceLock<(u32, u32)> = OnceLock::new();
 
 thread_local! {
     static LAST: RefCell<CString> = RefCell::new(CString::default());
@@ -129,6 +138,7 @@ fn init(budget: usize) -> Result<&'static Arc<TierRuntime>, TierError> {
     };
     let rt = RT.get_or_init(|| rt);
     *DRIVER.lock().unwrap_or_else(|e| e.into_inner()) = drv;
+    *STATUS.lock().unwrap_or_else(|e| e.into_inner()) = Publisher::from_env();
     Ok(rt)
 }
 
@@ -202,11 +212,46 @@ fn with_driver(f: impl FnOnce(&mut Driver)) {
     }
 }
 
+/// Records this process's `MPI_COMM_WORLD` rank and size (the interposer
+/// calls it in `MPI_Init`), naming its status file `rank<R>.json`. The first
+/// call wins.
+#[no_mangle]
+pub extern "C" fn mt_tier_set_rank(rank: c_int, size: c_int) {
+    if let (Ok(r), Ok(n)) = (u32::try_from(rank), u32::try_from(size)) {
+        if r < n {
+            let _ = RANK.set((r, n));
+        }
+    }
+}
+
+/// Publishes the status (if asked for) when it changed, or always with
+/// `state` finished. A failed write is reported once and stops publishing:
+/// the program itself is not disturbed.
+fn publish(rt: &TierRuntime, driver: Option<&Driver>, state: RunState) {
+    let mut guard = STATUS.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(p) = guard.as_mut() else { return };
+    let rank = RANK.get().copied();
+    let r = match state {
+        RunState::Running => p.maybe_publish(rt, driver, rank).map(|_| ()),
+        RunState::Finished => p.publish(rt, driver, rank, state).map(|_| ()),
+    };
+    if let Err(e) = r {
+        eprintln!("memtamer-tier: cannot write the status file (MEMTAMER_TIER_STATUS_DIR): {e}; status publishing is off");
+        *guard = None;
+    }
+}
+
 /// Top of the main loop, each iteration (the thesis's `unimem_start`).
 #[no_mangle]
 pub extern "C" fn mt_tier_iteration() {
     let _g = InRuntime::enter();
-    with_driver(|d| d.iteration());
+    let mut drv = DRIVER.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(d) = drv.as_mut() {
+        d.iteration();
+    }
+    if let Some(rt) = RT.get() {
+        publish(rt, drv.as_ref(), RunState::Running);
+    }
 }
 
 /// A phase boundary; called by the MPI wrappers.
@@ -263,6 +308,11 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             line.push_str(&format!(" last_move_error: {e}"));
         }
     });
+    publish(
+        rt,
+        DRIVER.lock().unwrap_or_else(|e| e.into_inner()).as_ref(),
+        RunState::Finished,
+    );
     if !buf.is_null() && len > 0 {
         let n = line.len().min(len - 1);
         std::ptr::copy_nonoverlapping(line.as_ptr(), buf as *mut u8, n);

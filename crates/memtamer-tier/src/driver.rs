@@ -13,7 +13,7 @@ use crate::unimem::model::{ObjPhase, PhaseProfile, Platform};
 use crate::unimem::plan::{decide, drifted, Plan, Problem};
 use crate::unimem::schedule::{schedule_checked, Move};
 use crate::{Tier, TierRuntime};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -125,6 +125,7 @@ pub struct Driver {
     moves: Vec<Move>,
     sampler: Option<Sampler>,
     stats: DriverStats,
+    shares: BTreeMap<usize, f64>,
 }
 
 impl Driver {
@@ -149,12 +150,20 @@ impl Driver {
             moves: Vec::new(),
             sampler: None,
             stats: DriverStats::default(),
+            shares: BTreeMap::new(),
         }
     }
 
     /// Totals so far.
     pub fn stats(&self) -> DriverStats {
         self.stats.clone()
+    }
+
+    /// Each profiled object's share of the sampled accesses of the last
+    /// profiled iteration (all phases), by address; empty before the first
+    /// decision. What `memtamer tier status` shows as "access".
+    pub fn access_shares(&self) -> &BTreeMap<usize, f64> {
+        &self.shares
     }
 
     /// The plan in force, if any.
@@ -302,6 +311,25 @@ impl Driver {
             // best effort: a profile that cannot be written changes nothing
             let _ = std::fs::write(format!("{path}.{}", std::process::id()), text);
         }
+        let per_obj: Vec<f64> = (0..self.addrs.len())
+            .map(|o| {
+                self.profile
+                    .iter()
+                    .filter_map(|p| p.objs.get(&o))
+                    .map(|x| x.accesses)
+                    .sum()
+            })
+            .collect();
+        let total: f64 = per_obj.iter().sum();
+        self.shares = if total > 0.0 {
+            self.addrs
+                .iter()
+                .zip(&per_obj)
+                .map(|(&a, &x)| (a, x / total))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
         let plan = decide(&problem, &start);
         let uses: Vec<Vec<bool>> = (0..problem.sizes.len()).map(|o| problem.uses(o)).collect();
         let (moves, _) = schedule_checked(&plan.dram, &uses, &problem.sizes, problem.capacity);

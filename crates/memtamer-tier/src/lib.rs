@@ -8,6 +8,8 @@
 //! * [`profiler`]: PMU-free access sampling by protection faults.
 //! * [`unimem`]: the pure placement core (models, knapsack, schedule).
 //! * [`capi`]: `mt_tier_malloc` / `mt_tier_free` and friends for C and Fortran.
+//! * [`status`] / [`publish`]: per-rank status files (`MEMTAMER_TIER_STATUS_DIR`)
+//!   and their reader (`memtamer tier status`).
 
 pub mod backing;
 pub mod bench;
@@ -18,7 +20,9 @@ pub mod guard;
 pub mod migrator;
 pub mod numa;
 pub mod profiler;
+pub mod publish;
 pub mod registry;
+pub mod status;
 pub mod synthetic;
 
 pub use error::TierError;
@@ -93,6 +97,7 @@ impl TierRuntime {
     pub fn migrate_now(&self, ptr: *mut u8, to: Tier) -> Result<MoveReport, TierError> {
         let r = registry::migrate(&self.shared, ptr as usize, to)?;
         self.migrator.record_sync(r.bytes, r.copy_ns);
+        self.shared.lock().add_exposed(ptr as usize, r.copy_ns);
         Ok(r)
     }
 
@@ -107,7 +112,11 @@ impl TierRuntime {
 
     /// Waits for the queued moves of one object (exposed time).
     pub fn wait(&self, ptr: *mut u8) -> Result<(), String> {
-        self.migrator.wait(ptr as usize)
+        let (ns, r) = self.migrator.wait_timed(ptr as usize);
+        if ns > 0 {
+            self.shared.lock().add_exposed(ptr as usize, ns);
+        }
+        r
     }
 
     /// Waits for every queued move (exposed time).
@@ -139,6 +148,11 @@ impl TierRuntime {
     /// Snapshot of every object.
     pub fn objects(&self) -> Vec<ObjectView> {
         self.shared.lock().objects()
+    }
+
+    /// Live objects.
+    pub fn object_count(&self) -> usize {
+        self.shared.lock().objects.len()
     }
 
     /// DRAM bytes in use or reserved.

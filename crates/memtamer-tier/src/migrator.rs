@@ -92,12 +92,16 @@ impl Migrator {
             .spawn(move || {
                 for (addr, to) in rx {
                     let r = migrate(&shared, addr, to);
-                    let blocked = shared
-                        .lock()
-                        .objects
-                        .get(&addr)
-                        .map(|o| SLOTS[o.slot].blocked_ns.swap(0, SeqCst))
-                        .unwrap_or(0);
+                    let blocked = {
+                        let mut reg = shared.lock();
+                        let b = reg
+                            .objects
+                            .get(&addr)
+                            .map(|o| SLOTS[o.slot].blocked_ns.swap(0, SeqCst))
+                            .unwrap_or(0);
+                        reg.add_exposed(addr, b);
+                        b
+                    };
                     let mut st = inner2.state.lock().unwrap_or_else(|e| e.into_inner());
                     st.stats.fault_blocked_ns += blocked;
                     match r {
@@ -148,16 +152,25 @@ impl Migrator {
     /// Blocks until every queued move of `addr` is done; the wait counts as
     /// exposed time. Returns the last error of that object's moves, if any.
     pub fn wait(&self, addr: usize) -> Result<(), String> {
+        self.wait_timed(addr).1
+    }
+
+    /// [`Migrator::wait`], also returning the nanoseconds waited (0 when
+    /// nothing of `addr` was queued), so the caller can charge the object.
+    pub(crate) fn wait_timed(&self, addr: usize) -> (u64, Result<(), String>) {
         let t0 = Instant::now();
         let mut st = self.state();
         let waited = st.pending.contains_key(&addr);
         while st.pending.contains_key(&addr) {
             st = self.inner.done.wait(st).unwrap_or_else(|e| e.into_inner());
         }
-        if waited {
-            st.stats.wait_ns += t0.elapsed().as_nanos() as u64;
-        }
-        st.errors.get(&addr).map_or(Ok(()), |e| Err(e.clone()))
+        let ns = if waited {
+            t0.elapsed().as_nanos() as u64
+        } else {
+            0
+        };
+        st.stats.wait_ns += ns;
+        (ns, st.errors.get(&addr).map_or(Ok(()), |e| Err(e.clone())))
     }
 
     /// Blocks until the queue is empty (counted as exposed time).

@@ -120,6 +120,12 @@ pub(crate) struct Object {
     /// Pages the profiler has mapped `PROT_NONE` and not yet disarmed.
     pub armed: Vec<usize>,
     pub migrating: bool,
+    /// Completed moves of this object and the bytes they copied.
+    pub moves: u64,
+    pub bytes_moved: u64,
+    /// Time the application spent on this object's moves: waits for it
+    /// and writes blocked during its copies (`memtamer tier status`).
+    pub exposed_ns: u64,
 }
 
 /// What a caller may see of an object.
@@ -135,6 +141,13 @@ pub struct ObjectView {
     pub tier: Tier,
     /// Whether a move is in progress.
     pub migrating: bool,
+    /// Completed moves of this object.
+    pub moves: u64,
+    /// Bytes those moves copied.
+    pub bytes_moved: u64,
+    /// Nanoseconds the application waited for this object's moves or was
+    /// blocked writing it during a copy (its share of the exposed time).
+    pub exposed_ns: u64,
 }
 
 /// A move that has passed step 1 of the protocol.
@@ -262,6 +275,9 @@ impl Registry {
             slot,
             armed: Vec::new(),
             migrating: false,
+            moves: 0,
+            bytes_moved: 0,
+            exposed_ns: 0,
         };
         self.objects.insert(addr, obj);
         Ok(addr)
@@ -302,8 +318,20 @@ impl Registry {
                 size: o.size,
                 tier: o.tier,
                 migrating: o.migrating,
+                moves: o.moves,
+                bytes_moved: o.bytes_moved,
+                // blocked writes of a copy not yet collected by the helper
+                exposed_ns: o.exposed_ns + SLOTS[o.slot].blocked_ns.load(SeqCst),
             })
             .collect()
+    }
+
+    /// Charges `ns` of exposed move time to the object at `addr` (no-op for
+    /// an address freed meanwhile).
+    pub(crate) fn add_exposed(&mut self, addr: usize, ns: u64) {
+        if let Some(o) = self.objects.get_mut(&addr) {
+            o.exposed_ns += ns;
+        }
     }
 
     /// Whether `addr` is a live object currently being moved.
@@ -414,6 +442,8 @@ impl Registry {
                         self.dram_used -= t.len;
                     }
                     o.tier = to;
+                    o.moves += 1;
+                    o.bytes_moved += t.len as u64;
                 }
                 (Err(_), Tier::Dram) => self.dram_used -= t.len,
                 (Err(_), Tier::Slow) => {}

@@ -1,0 +1,228 @@
+use super::*;
+
+fn doc() -> RankStatus {
+    RankStatus {
+        format: FORMAT.into(),
+        version: VERSION,
+        host: "nodeA".into(),
+        pid: 4242,
+        rank: Some(1),
+        ranks: Some(4),
+        state: RunState::Running,
+        updated_unix_ms: 10_000,
+        unimem: true,
+        dram_budget: 4 << 20,
+        dram_used: 3 << 20,
+        iterations: 30,
+        decisions: 2,
+        plan: Some("global".into()),
+        moves: 5,
+        failed: 0,
+        bytes_moved: 6 << 20,
+        copy_ms: 12.5,
+        exposed_ms: 0.25,
+        last_move_error: None,
+        objects: vec![
+            ObjectStatus {
+                name: "r0".into(),
+                size: 1 << 20,
+                tier: TierName::Slow,
+                migrating: false,
+                access_share: Some(0.125),
+                moves: 0,
+                bytes_moved: 0,
+                exposed_ms: 0.0,
+            },
+            ObjectStatus {
+                name: "u0".into(),
+                size: 3 << 20,
+                tier: TierName::Dram,
+                migrating: false,
+                access_share: Some(0.5),
+                moves: 1,
+                bytes_moved: 3 << 20,
+                exposed_ms: 0.25,
+            },
+        ],
+    }
+}
+
+fn p() -> PathBuf {
+    PathBuf::from("/d/rank1.json")
+}
+
+#[test]
+fn round_trips_through_json() {
+    let d = doc();
+    let text = serde_json::to_string_pretty(&d).unwrap();
+    assert_eq!(parse(&text, &p()).unwrap(), d);
+    assert_eq!(d.file_name(), "rank1.json");
+    assert_eq!(file_name(None, 7), "pid7.json");
+}
+
+#[test]
+fn truncated_file_names_the_file_and_position() {
+    let text = serde_json::to_string_pretty(&doc()).unwrap();
+    let e = parse(&text[..text.len() / 2], &p()).unwrap_err();
+    let m = e.to_string();
+    assert!(matches!(e, StatusError::Parse { .. }), "{m}");
+    assert!(
+        m.starts_with("/d/rank1.json: not a tier status file"),
+        "{m}"
+    );
+    assert!(m.contains("line"), "{m}");
+    let e = parse("", &p()).unwrap_err();
+    assert!(e.to_string().contains("/d/rank1.json"));
+    // JSON, but some other document
+    let e = parse(r#"{"hello": 1}"#, &p()).unwrap_err();
+    assert!(e.to_string().contains("missing field"), "{e}");
+}
+
+#[test]
+fn impossible_values_are_named() {
+    type Mutate = Box<dyn Fn(&mut RankStatus)>;
+    let cases: Vec<(Mutate, &str)> = vec![
+        (
+            Box::new(|d| d.format = "other".into()),
+            "format is \"other\"",
+        ),
+        (Box::new(|d| d.version = 9), "version 9"),
+        (Box::new(|d| d.dram_budget = 0), "dram_budget is 0"),
+        (
+            Box::new(|d| d.dram_used = d.dram_budget + 1),
+            "exceeds dram_budget",
+        ),
+        (
+            Box::new(|d| d.rank = Some(4)),
+            "rank 4 is not below ranks 4",
+        ),
+        (Box::new(|d| d.copy_ms = -1.0), "copy_ms is -1"),
+        (
+            Box::new(|d| d.objects[0].access_share = Some(1.5)),
+            "object \"r0\": access_share 1.5",
+        ),
+        (
+            Box::new(|d| d.objects[1].exposed_ms = -0.5),
+            "object \"u0\": exposed_ms is -0.5",
+        ),
+    ];
+    for (mutate, want) in cases {
+        let mut d = doc();
+        mutate(&mut d);
+        let text = serde_json::to_string(&d).unwrap();
+        let e = parse(&text, &p()).unwrap_err();
+        assert!(matches!(e, StatusError::Invalid { .. }));
+        let m = e.to_string();
+        assert!(m.starts_with("/d/rank1.json: invalid tier status: "), "{m}");
+        assert!(m.contains(want), "{m} lacks {want}");
+    }
+}
+
+#[test]
+fn table_shows_every_rank_and_object_largest_first() {
+    let mut d0 = doc();
+    d0.rank = Some(0);
+    d0.state = RunState::Finished;
+    d0.objects[0].migrating = true;
+    d0.objects[0].access_share = None;
+    let t = render_table(&[(p(), d0), (p(), doc())], 12_500);
+    let lines: Vec<&str> = t.lines().collect();
+    assert!(
+        lines[0].starts_with("rank 0 of 4 (pid 4242 on nodeA, finished, updated 2.5 s ago"),
+        "{t}"
+    );
+    assert!(
+        lines[1].contains("DRAM 3.0 MiB of 4.0 MiB (75%); unimem on; 30 iterations, 2 decisions (plan global); 5 moves (0 failed), 6.0 MiB moved"),
+        "{t}"
+    );
+    assert!(lines[2].split_whitespace().eq([
+        "object",
+        "size",
+        "tier",
+        "access",
+        "moves",
+        "moved",
+        "exposed_ms"
+    ]));
+    assert!(lines[3]
+        .split_whitespace()
+        .eq(["u0", "3.0", "MiB", "dram", "50.0%", "1", "3.0", "MiB", "0.250"]));
+    assert!(lines[4]
+        .split_whitespace()
+        .eq(["r0", "1.0", "MiB", "move", "-", "0", "0", "B", "0.000"]));
+    assert!(lines[5].starts_with("rank 1 of 4"), "{t}");
+    assert!(lines[8].trim_start().starts_with("u0"), "{t}");
+    assert!(
+        lines[9].contains("slow") && lines[9].contains("12.5%"),
+        "{t}"
+    );
+}
+
+#[test]
+fn human_bytes_units() {
+    assert_eq!(human_bytes(0), "0 B");
+    assert_eq!(human_bytes(1023), "1023 B");
+    assert_eq!(human_bytes(1536), "1.5 KiB");
+    assert_eq!(human_bytes(5 << 30), "5.0 GiB");
+}
+
+#[test]
+fn directory_sorts_ranks_and_reports_bad_and_stale_files() {
+    let dir = std::env::temp_dir().join(format!("mt-status-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(matches!(
+        read_dir(&dir, "nodeA", |_| true),
+        Err(StatusError::Read { .. })
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let e = read_dir(&dir, "nodeA", |_| true).unwrap_err();
+    assert!(e.to_string().contains("no tier status files"), "{e}");
+    let mut r2 = doc();
+    r2.rank = Some(2);
+    r2.pid = 11;
+    write_atomic(&dir, &r2.file_name(), &serde_json::to_string(&r2).unwrap()).unwrap();
+    let mut r0 = doc();
+    r0.rank = Some(0);
+    r0.pid = 10;
+    write_atomic(&dir, &r0.file_name(), &serde_json::to_string(&r0).unwrap()).unwrap();
+    // a writer's temporary and a non-JSON file are not status files
+    std::fs::write(dir.join(".rank3.json.99.tmp"), "{").unwrap();
+    std::fs::write(dir.join("notes.txt"), "x").unwrap();
+    let DirStatus {
+        ranks: good,
+        problems: bad,
+    } = read_dir(&dir, "nodeA", |_| true).unwrap();
+    assert!(bad.is_empty(), "{bad:?}");
+    assert_eq!(
+        good.iter().map(|(_, s)| s.rank).collect::<Vec<_>>(),
+        [Some(0), Some(2)]
+    );
+    // a truncated file, and rank 2's process gone while running: both
+    // named, rank 0 still shown; on another host liveness is not judged
+    std::fs::write(dir.join("rank1.json"), "{\"format\": \"memtamer-tier-st").unwrap();
+    let DirStatus {
+        ranks: good,
+        problems: bad,
+    } = read_dir(&dir, "nodeA", |pid| pid != 11).unwrap();
+    assert_eq!(good.len(), 1);
+    let msgs: Vec<String> = bad.iter().map(|e| e.to_string()).collect();
+    assert_eq!(msgs.len(), 2, "{msgs:?}");
+    assert!(
+        msgs[0].contains("rank1.json: not a tier status file"),
+        "{msgs:?}"
+    );
+    assert!(
+        msgs[1].contains("rank2.json: stale: process 11 on nodeA"),
+        "{msgs:?}"
+    );
+    let DirStatus {
+        ranks: good,
+        problems: bad,
+    } = read_dir(&dir, "nodeB", |pid| pid != 11).unwrap();
+    assert_eq!((good.len(), bad.len()), (2, 1));
+    let all = StatusError::Several(bad);
+    assert!(all
+        .to_string()
+        .starts_with("1 status files cannot be shown:\n  "));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

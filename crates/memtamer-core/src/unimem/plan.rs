@@ -89,6 +89,35 @@ impl Problem {
         )
     }
 
+    /// [`Self::exposed_copy`] for a promotion of `obj` needed at phase `i`
+    /// of the cyclic plan `dram`, with the Fig. 3.5 window cut to the phases
+    /// in which the plan leaves DRAM room for `obj` next to that phase's own
+    /// set. Eq. 3.3 credits the whole window, but a copy can only run in a
+    /// phase whose DRAM has room for it (the thesis notes its estimate
+    /// omits evictions); in a plan that fills DRAM in every phase the copy
+    /// waits for the transition and is exposed in full.
+    pub fn exposed_copy_in(&self, obj: ObjId, i: usize, dram: &[BTreeSet<ObjId>]) -> f64 {
+        let n = dram.len();
+        let uses = self.uses(obj);
+        let d = free_phases_before(&uses, i);
+        let times = self.times();
+        let room = |k: usize| {
+            let other: u64 = dram[k]
+                .iter()
+                .filter(|&&o| o != obj)
+                .map(|&o| self.sizes[o])
+                .sum();
+            other + self.sizes[obj] <= self.capacity
+        };
+        // the contiguous phases right before `i` with room
+        let window: f64 = (1..=d)
+            .map(|k| (i + n - k) % n)
+            .take_while(|&k| room(k))
+            .map(|k| times[k])
+            .sum();
+        move_cost(self.sizes[obj] as f64, self.platform.copy_bw, window)
+    }
+
     fn one_time(&self, obj: ObjId) -> f64 {
         self.sizes[obj] as f64 / self.platform.copy_bw
     }
@@ -206,7 +235,9 @@ pub fn global_search(p: &Problem, start: &BTreeSet<ObjId>) -> BTreeSet<ObjId> {
 }
 
 /// Seconds per iteration lost to the slow tier (benefits forgone) and to
-/// exposed copies between consecutive phases (cyclic).
+/// exposed copies between consecutive phases (cyclic): a promotion's
+/// Eq. 3.3 window only counts the phases where the plan leaves DRAM room
+/// for it ([`Problem::exposed_copy_in`]).
 pub fn per_iteration(p: &Problem, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
     let n = p.phases.len();
     let mut lost = 0.0;
@@ -219,7 +250,7 @@ pub fn per_iteration(p: &Problem, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
         }
         let prev = &dram[(i + n - 1) % n];
         for &o in dram[i].difference(prev) {
-            moves += p.exposed_copy(o, i);
+            moves += p.exposed_copy_in(o, i, dram);
         }
         for &o in prev.difference(&dram[i]) {
             moves += p.exposed_copy(o, i);
@@ -242,12 +273,54 @@ pub fn predict(p: &Problem, dram: &[BTreeSet<ObjId>], start: &BTreeSet<ObjId>) -
     p.iterations * (lost + moves) + first
 }
 
+/// Most removals [`leave_room`] makes (bounds the decision's cost on large
+/// problems; each round evaluates every (phase, object) once).
+pub const LEAVE_ROOM_ROUNDS: usize = 256;
+
+/// Leaves DRAM room for the next phases (not in the thesis, whose local
+/// search fills DRAM phase by phase, so nothing can be copied ahead): from
+/// the per-phase sets `dram`, greedily takes an object out of one phase's
+/// set while that lowers [`predict`], which charges what it costs (the
+/// phase's benefit of the object forgone, the extra eviction and
+/// re-promotion) and credits what it buys (copies for later phases that
+/// now have room to run during this one, [`Problem::exposed_copy_in`]).
+/// Each round tries every (phase, object) and applies the best; at most
+/// `2 · objects · phases` rounds, and [`LEAVE_ROOM_ROUNDS`].
+pub fn leave_room(
+    p: &Problem,
+    dram: &[BTreeSet<ObjId>],
+    start: &BTreeSet<ObjId>,
+) -> Vec<BTreeSet<ObjId>> {
+    let mut cur = dram.to_vec();
+    let mut best = predict(p, &cur, start);
+    let rounds = (2 * p.sizes.len() * cur.len()).min(LEAVE_ROOM_ROUNDS);
+    for _ in 0..rounds {
+        let mut pick: Option<(usize, ObjId, f64)> = None;
+        for i in 0..cur.len() {
+            for &o in &cur[i] {
+                let mut t = cur.clone();
+                t[i].remove(&o);
+                let v = predict(p, &t, start);
+                if v < pick.map_or(best, |x| x.2) - 1e-12 * best.abs().max(1e-12) {
+                    pick = Some((i, o, v));
+                }
+            }
+        }
+        let Some((i, o, v)) = pick else { break };
+        cur[i].remove(&o);
+        best = v;
+    }
+    cur
+}
+
 /// Both searches; the plan with the smaller prediction wins (global on a tie:
-/// it moves less).
+/// it moves less). The local plan also runs through [`leave_room`], and
+/// the roomier version replaces it when predicted faster.
 pub fn decide(p: &Problem, start: &BTreeSet<ObjId>) -> Plan {
     let g = global_search(p, start);
     let global = vec![g; p.phases.len()];
     let local = local_search(p, start);
+    let local = leave_room(p, &local, start);
     let (pg, pl) = (predict(p, &global, start), predict(p, &local, start));
     if pl < pg {
         Plan {

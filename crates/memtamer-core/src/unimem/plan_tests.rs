@@ -187,7 +187,15 @@ fn random_plans_fit_and_keep_the_better() {
         let plan = decide(&p, &start);
         let pl = predict(&p, &local, &start);
         let pg = predict(&p, &vec![global.clone(); p.phases.len()], &start);
-        assert!((plan.predicted - pl.min(pg)).abs() < 1e-12);
+        // leave_room only ever lowers the local prediction
+        let roomy = leave_room(&p, &local, &start);
+        let pr = predict(&p, &roomy, &start);
+        assert!(pr <= pl + 1e-12 * pl.abs().max(1.0), "{pr} > {pl}");
+        assert!((plan.predicted - pr.min(pg)).abs() < 1e-12);
+        assert!((plan.predicted - predict(&p, &plan.dram, &start)).abs() < 1e-12);
+        for d in &plan.dram {
+            assert!(d.iter().map(|&o| p.sizes[o]).sum::<u64>() <= p.capacity);
+        }
     }
 }
 
@@ -227,4 +235,55 @@ fn everything_fits_nothing_is_lost() {
         .dram
         .iter()
         .any(|d| d.contains(&3)));
+}
+
+/// Eq. 3.3's window counts only phases whose DRAM has room for the copy:
+/// a plan that fills DRAM everywhere exposes the copy in full, the same
+/// plan with a phase left roomy hides it there.
+#[test]
+fn copy_window_needs_room_in_dram() {
+    // 3 objects of 100, DRAM 200; phase 0 uses 0, phase 1 uses 1, phase 2 uses 2
+    let p = Problem {
+        sizes: vec![100, 100, 100],
+        phases: vec![
+            phase(1.0, &[(0, 1e6)]),
+            phase(1.0, &[(1, 1e6)]),
+            phase(1.0, &[(2, 1e6)]),
+        ],
+        platform: platform(100.0), // a copy takes 1 s
+        capacity: 200,
+        iterations: 10.0,
+    };
+    // the plain Eq. 3.3 window of object 1 at phase 1 is phase 0
+    assert_eq!(p.exposed_copy(1, 1), 0.0);
+    // full: phase 0 holds {0, 2}, no room for 1
+    let full = vec![set(&[0, 2]), set(&[0, 1]), set(&[1, 2])];
+    assert_eq!(p.exposed_copy_in(1, 1, &full), 1.0);
+    // roomy: phase 0 holds only 0
+    let roomy = vec![set(&[0]), set(&[0, 1]), set(&[1, 2])];
+    assert_eq!(p.exposed_copy_in(1, 1, &roomy), 0.0);
+}
+
+/// On the full plan above, [`leave_room`] finds a roomier one that
+/// predicts faster, and never returns a slower one.
+#[test]
+fn leave_room_trades_a_resident_for_hidden_copies() {
+    let p = Problem {
+        sizes: vec![100, 100, 100],
+        phases: vec![
+            phase(1.0, &[(0, 1e6), (2, 1e3)]),
+            phase(1.0, &[(1, 1e6), (0, 1e3)]),
+            phase(1.0, &[(2, 1e6), (1, 1e3)]),
+        ],
+        platform: platform(100.0),
+        capacity: 200,
+        iterations: 10.0,
+    };
+    let full = vec![set(&[0, 2]), set(&[0, 1]), set(&[1, 2])];
+    let start = full[0].clone();
+    let before = predict(&p, &full, &start);
+    let after = leave_room(&p, &full, &start);
+    let got = predict(&p, &after, &start);
+    assert!(got < before, "{got} !< {before}: {after:?}");
+    assert!(after.iter().zip(&full).all(|(a, f)| a.is_subset(f)));
 }

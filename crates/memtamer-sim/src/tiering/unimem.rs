@@ -17,8 +17,14 @@
 //! not all at its phase 0. An object being copied stays readable (readers
 //! use the old copy, as `memtamer-tier`'s write-protect protocol allows),
 //! so a phase waits for a pending move of an object only if it writes it.
+//!
+//! Large objects (§3.4.2 opt. 3): an object larger than the rank's DRAM
+//! whose every access is sequential (the thesis partitions only 1-D arrays
+//! with regular references) is split into chunks of a quarter of the DRAM,
+//! each profiled (per-page line counts of the profiled iteration) and
+//! placed as its own unit.
 
-use super::{all_in_dram, page_sizes, MoveReq, PhaseObs, PhasePolicy, PhaseStart, SpaceView, Tier};
+use super::{page_sizes, MoveReq, PhaseObs, PhasePolicy, PhaseStart, SpaceView, Tier};
 use crate::config::phased::{ModelSpec, PhasedProgram, SearchSpec};
 use memtamer_core::unimem::model::{ObjPhase, PhaseProfile, Platform};
 use memtamer_core::unimem::plan::{
@@ -47,9 +53,94 @@ pub fn platform(m: &ModelSpec) -> Platform {
     }
 }
 
+/// A placement unit: a whole object, or one chunk of a large one
+/// (§3.4.2 opt. 3), as pages `first .. first + pages` of `obj`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unit {
+    /// Object index.
+    pub obj: usize,
+    /// First page.
+    pub first: u64,
+    /// Pages.
+    pub pages: u64,
+    /// Chunk number within its object (`None`: the whole object).
+    pub chunk: Option<usize>,
+}
+
+impl Unit {
+    fn req(&self, to: Tier) -> MoveReq {
+        MoveReq {
+            obj: self.obj,
+            first_page: self.first,
+            pages: self.pages,
+            to,
+        }
+    }
+
+    fn label(&self) -> String {
+        match self.chunk {
+            Some(k) => format!("{}.{k}", self.obj),
+            None => self.obj.to_string(),
+        }
+    }
+}
+
+/// Units of `prog` for a DRAM of `capacity` bytes (§3.4.2 opt. 3): objects
+/// larger than the DRAM with only sequential accesses ("1-D arrays with
+/// regular references") split into chunks of `capacity / 4` (whole
+/// pages), every other object whole. The thesis gives no chunk size beyond
+/// "smaller than the DRAM"; a quarter lets chunks of several objects
+/// share DRAM.
+pub fn units(prog: &PhasedProgram, capacity: u64) -> Vec<Unit> {
+    let sizes = page_sizes(prog);
+    let chunk_pages = (capacity / super::PAGE / 4).max(1);
+    let mut out = Vec::new();
+    for (o, &size) in sizes.iter().enumerate() {
+        let regular = prog
+            .phases
+            .iter()
+            .flat_map(|p| p.access.iter())
+            .filter(|a| prog.object_index(&a.object) == Some(o))
+            .all(|a| a.pattern == crate::config::Pattern::Seq);
+        let pages = size / super::PAGE;
+        if size > capacity && regular && pages > chunk_pages {
+            let mut first = 0;
+            let mut k = 0;
+            while first < pages {
+                let n = chunk_pages.min(pages - first);
+                out.push(Unit {
+                    obj: o,
+                    first,
+                    pages: n,
+                    chunk: Some(k),
+                });
+                first += n;
+                k += 1;
+            }
+        } else {
+            out.push(Unit {
+                obj: o,
+                first: 0,
+                pages,
+                chunk: None,
+            });
+        }
+    }
+    out
+}
+
 /// One rank's Unimem.
 #[derive(Clone, Debug)]
 pub struct UnimemPolicy {
+    /// Placement units (objects, or chunks of large ones).
+    units: Vec<Unit>,
+    /// Unit of each (object, page): `first_unit[obj] + page / chunk_pages`
+    /// for a chunked object.
+    first_unit: Vec<usize>,
+    chunk_pages: u64,
+    /// Lines per unit of the chunked objects in the current profiled phase.
+    chunk_lines: Vec<u64>,
+    /// Byte size of each unit (the planner's object sizes).
     sizes: Vec<u64>,
     /// §3.4.2 opt. 2 reference counts (bytes per iteration, "compiler analysis").
     refs: Vec<f64>,
@@ -84,18 +175,34 @@ impl UnimemPolicy {
         initial_placement: bool,
         profile_iterations: u32,
     ) -> UnimemPolicy {
-        let sizes = page_sizes(prog);
-        let mut refs = vec![0.0; sizes.len()];
-        let mut writes = vec![vec![false; prog.phases.len()]; sizes.len()];
+        let obj_sizes = page_sizes(prog);
+        let mut obj_refs = vec![0.0; obj_sizes.len()];
+        let mut writes = vec![vec![false; prog.phases.len()]; obj_sizes.len()];
         for (i, ph) in prog.phases.iter().enumerate() {
             for a in &ph.access {
                 if let Some(o) = prog.object_index(&a.object) {
-                    refs[o] += a.bytes as f64;
+                    obj_refs[o] += a.bytes as f64;
                     writes[o][i] |= a.write_fraction > 0.0;
                 }
             }
         }
+        let units = units(prog, capacity);
+        let mut first_unit = vec![0; obj_sizes.len()];
+        for (u, un) in units.iter().enumerate().rev() {
+            first_unit[un.obj] = u;
+        }
+        let sizes: Vec<u64> = units.iter().map(|u| u.pages * super::PAGE).collect();
+        // "compiler analysis" of a regular 1-D array: its references spread
+        // over its pages
+        let refs: Vec<f64> = units
+            .iter()
+            .map(|u| obj_refs[u.obj] * u.pages as f64 / (obj_sizes[u.obj] / super::PAGE) as f64)
+            .collect();
         UnimemPolicy {
+            chunk_pages: (capacity / super::PAGE / 4).max(1),
+            chunk_lines: vec![0; units.len()],
+            first_unit,
+            units,
             sizes,
             refs,
             capacity,
@@ -120,8 +227,11 @@ impl UnimemPolicy {
     /// iteration starts (evictions first, then promotions by the phase
     /// that first needs them; see the module doc).
     fn decide_now(&mut self, v: &dyn SpaceView) {
-        let start: BTreeSet<ObjId> = (0..self.sizes.len())
-            .filter(|&o| all_in_dram(v, o))
+        let start: BTreeSet<ObjId> = (0..self.units.len())
+            .filter(|&u| {
+                let un = self.units[u];
+                (un.first..un.first + un.pages).all(|p| v.page_tier(un.obj, p) == Tier::Dram)
+            })
             .collect();
         let problem = Problem {
             sizes: self.sizes.clone(),
@@ -154,20 +264,39 @@ impl UnimemPolicy {
         self.once_need = ins.iter().map(|&o| (o, need(o))).collect();
         self.once = start
             .difference(&first)
-            .map(|&o| MoveReq::whole(o, Tier::Slow))
-            .chain(ins.iter().map(|&o| MoveReq::whole(o, Tier::Dram)))
+            .map(|&u| self.units[u].req(Tier::Slow))
+            .chain(ins.iter().map(|&u| self.units[u].req(Tier::Dram)))
             .collect();
         let sets: Vec<String> = dram
             .iter()
             .map(|s| {
                 s.iter()
-                    .map(|o| o.to_string())
+                    .map(|&u| self.units[u].label())
                     .collect::<Vec<_>>()
                     .join(",")
             })
             .collect();
+        let chunked: BTreeSet<usize> = self
+            .units
+            .iter()
+            .filter(|u| u.chunk.is_some())
+            .map(|u| u.obj)
+            .collect();
+        let chunks = if chunked.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "objects {} in chunks of {} KiB (o.k = chunk k of object o), ",
+                chunked
+                    .iter()
+                    .map(|o| o.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                self.chunk_pages * super::PAGE / 1024
+            )
+        };
         self.decided = format!(
-            "{} search, predicted {:.3} ms, {} moves per iteration{}, DRAM sets [{}]",
+            "{chunks}{} search, predicted {:.3} ms, {} moves per iteration{}, DRAM sets [{}]",
             if search == Search::Local {
                 "local"
             } else {
@@ -184,10 +313,17 @@ impl UnimemPolicy {
 
 impl PhasePolicy for UnimemPolicy {
     fn initial(&mut self) -> Vec<u64> {
-        let mut out = vec![0; self.sizes.len()];
+        let mut out = vec![0; self.first_unit.len()];
         if self.initial_placement {
-            for o in initial_placement(&self.sizes, &self.refs, self.capacity) {
-                out[o] = self.sizes[o] / super::PAGE;
+            let chosen = initial_placement(&self.sizes, &self.refs, self.capacity);
+            // leading pages only: an object's chunks from its first while chosen
+            let mut open = vec![true; out.len()];
+            for (u, un) in self.units.iter().enumerate() {
+                if open[un.obj] && chosen.contains(&u) {
+                    out[un.obj] += un.pages;
+                } else {
+                    open[un.obj] = false;
+                }
             }
         }
         out
@@ -202,7 +338,7 @@ impl PhasePolicy for UnimemPolicy {
             wait: Vec::new(),
         };
         for m in moves.iter().filter(|m| m.issue == phase) {
-            out.moves.push(MoveReq::whole(m.obj, m.to));
+            out.moves.push(self.units[m.obj].req(m.to));
         }
         // The driver waits for the promotions this phase needs: the
         // schedule's, and in the first enforced iteration the one-time
@@ -213,12 +349,12 @@ impl PhasePolicy for UnimemPolicy {
         let mut wait: BTreeSet<usize> = moves
             .iter()
             .filter(|m| m.needed_by == phase && m.to == Tier::Dram)
-            .map(|m| m.obj)
+            .map(|m| self.units[m.obj].obj)
             .chain(
                 self.once_need
                     .iter()
                     .filter(|&&(_, p)| first_enforced && p == phase)
-                    .map(|&(o, _)| o),
+                    .map(|&(u, _)| self.units[u].obj),
             )
             .collect();
         let writes = |o: usize| self.writes[o].get(phase).copied().unwrap_or(false);
@@ -245,14 +381,23 @@ impl PhasePolicy for UnimemPolicy {
         }
         // Every LLC miss is a sample: #samples_with_data_accesses of an
         // object is its miss count, #samples the phase's (Eq. 3.1).
-        let objs: BTreeMap<ObjId, ObjPhase> = obs
-            .lines
+        let lines: Vec<u64> = self
+            .units
+            .iter()
+            .enumerate()
+            .map(|(u, un)| match un.chunk {
+                Some(_) => self.chunk_lines[u],
+                None => obs.lines.get(un.obj).copied().unwrap_or(0),
+            })
+            .collect();
+        self.chunk_lines.iter_mut().for_each(|l| *l = 0);
+        let objs: BTreeMap<ObjId, ObjPhase> = lines
             .iter()
             .enumerate()
             .filter(|(_, &n)| n > 0)
-            .map(|(o, &n)| {
+            .map(|(u, &n)| {
                 (
-                    o,
+                    u,
                     ObjPhase {
                         accesses: n as f64,
                         samples: n as f64,
@@ -272,6 +417,34 @@ impl PhasePolicy for UnimemPolicy {
 
     fn summary(&self) -> String {
         self.decided.clone()
+    }
+
+    /// Per-chunk profiling of the profiled iteration: the lines of each
+    /// chunked object's pages, summed per chunk.
+    fn tick(&mut self, _now: f64, heat: &mut [Vec<u32>], _v: &dyn SpaceView) -> Vec<MoveReq> {
+        if self.moves.is_some() {
+            return Vec::new();
+        }
+        for (u, un) in self.units.iter().enumerate() {
+            if un.chunk.is_none() || self.first_unit[un.obj] != u {
+                continue;
+            }
+            let Some(h) = heat.get_mut(un.obj) else {
+                continue;
+            };
+            for (p, c) in h.iter_mut().enumerate() {
+                let k = u + p / self.chunk_pages as usize;
+                if let Some(l) = self.chunk_lines.get_mut(k) {
+                    *l += u64::from(*c);
+                }
+                *c = 0;
+            }
+        }
+        Vec::new()
+    }
+
+    fn wants_heat(&self) -> bool {
+        self.units.iter().any(|u| u.chunk.is_some())
     }
 }
 

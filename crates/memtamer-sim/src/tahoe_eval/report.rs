@@ -43,6 +43,8 @@ pub struct Row {
     pub nocheck_vs_unmanaged: f64,
     /// The program's reuse at this DRAM size.
     pub reuse: Reuse,
+    /// Which run the oracle column is (`super::ORACLE_CANDIDATES`).
+    pub oracle_pick: String,
 }
 
 /// Column order of [`Row::ms`].
@@ -136,6 +138,7 @@ impl Row {
             copy_ns: m.copy_ns_per_page,
             nocheck_vs_unmanaged: 1.0 - v[4] / v[0],
             reuse: reuse(g, m.capacity),
+            oracle_pick: m.oracle_pick.clone(),
         }
     }
 }
@@ -155,17 +158,18 @@ pub fn markdown(rows: &[Row]) -> String {
         let _ = writeln!(s, "#### {p}\n");
         let _ = writeln!(
             s,
-            "| Benchmark | {} (ms) | tasks per block | LRU-reusable accesses |",
+            "| Benchmark | {} (ms) | oracle's pick | tasks per block | LRU-reusable accesses |",
             POLICIES.join(" | ")
         );
-        let _ = writeln!(s, "|---|{}---:|---:|", "---:|".repeat(POLICIES.len()));
+        let _ = writeln!(s, "|---|{}---|---:|---:|", "---:|".repeat(POLICIES.len()));
         for r in &rs {
             let cells: Vec<String> = r.ms.iter().map(|x| format!("{x:.3}")).collect();
             let _ = writeln!(
                 s,
-                "| {} | {} | {:.2} | {:.0}% |",
+                "| {} | {} | {} | {:.2} | {:.0}% |",
                 r.bench,
                 cells.join(" | "),
+                r.oracle_pick,
                 r.reuse.users_per_block,
                 100.0 * r.reuse.lru_hits
             );

@@ -3,10 +3,12 @@
 //! before the DRAM must give it up. The measure is a bound that no policy
 //! sees: an LRU cache of `capacity` bytes at block granularity, fed the
 //! program's line accesses in task creation order, and the share of those
-//! accesses it would serve (a block's first use is always a miss).
+//! accesses it would serve (a block's first use is always a miss; a task's
+//! passes after its first over a block that fits the DRAM are hits).
 
 use crate::workload::taskgraph::TaskGraph;
 use crate::workload::tiered::PAGE;
+use crate::workload::LINE;
 
 /// Reuse facts of one program at one DRAM size.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -38,6 +40,12 @@ pub fn reuse(g: &TaskGraph, capacity: u64) -> Reuse {
                 hits += lines;
                 continue;
             }
+            // passes after the first over a block that fits the DRAM
+            let first = lines.min(g.blocks[b].bytes.div_ceil(LINE));
+            if size[b] <= capacity {
+                hits += lines - first;
+            }
+            let lines = first;
             seen.push(b);
             users[b] += 1;
             if let Some(l) = last[b] {
@@ -105,5 +113,14 @@ mod tests {
         // 0 0 0: two of three accesses reuse at distance 1
         let hot = g(&[0, 0, 0]);
         assert!((reuse(&hot, PAGE).lru_hits - 2.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn passes_after_the_first_hit_only_if_the_block_fits() {
+        // one task, 4 passes over a one-page block: 3 of 4 served
+        let mut prog = g(&[0]);
+        prog.tasks[0].args[0].passes = 4.0;
+        assert!((reuse(&prog, PAGE).lru_hits - 0.75).abs() < 1e-12);
+        assert_eq!(reuse(&prog, PAGE - LINE).lru_hits, 0.0);
     }
 }

@@ -156,6 +156,11 @@ pub(crate) enum Cmd {
         #[command(subcommand)]
         cmd: GateCmd,
     },
+    /// Tiered data objects (Unimem): status of objects and placements per rank.
+    Tier {
+        #[command(subcommand)]
+        cmd: crate::cmd::tier::TierCmd,
+    },
     /// (packaging) Write man pages and bash/zsh/fish completions generated from this
     /// command line into DIR/man1 and DIR/completions.
     #[command(hide = true)]

@@ -153,6 +153,9 @@ pub enum CliError {
     /// A calibrated model could not be serialized.
     #[error("cannot write the model as TOML: {0}")]
     Toml(#[from] toml::ser::Error),
+    /// A tier status directory or file cannot be shown (each error names its file).
+    #[error("tier status: {0}")]
+    TierStatus(#[from] memtamer_tier::status::StatusError),
     /// A benchmark could not take its measurement.
     #[error("bench: {0}")]
     Bench(String),

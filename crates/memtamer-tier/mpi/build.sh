@@ -19,6 +19,7 @@ $CC -O2 -o $out/mt_cg crates/memtamer-tier/mpi/cg.c -L$out -lmemtamer_mpi -Wl,-r
 # only through the interposer's MEMTAMER_TIER_MALLOC_MIN.
 $CC -O2 -DMT_PLAIN_MALLOC -o $out/mt_cg_malloc crates/memtamer-tier/mpi/cg.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out" -lm
 $CC -O2 -o $out/mt_malloc_test crates/memtamer-tier/mpi/malloc_test.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out"
+$CC -O2 -o $out/mt_mmap_test crates/memtamer-tier/mpi/mmap_test.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out"
 $CC -O2 -o $out/mt_ft crates/memtamer-tier/mpi/ft.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out"
 $CC -O2 -o $out/mt_mg crates/memtamer-tier/mpi/mg.c -L$out -lmemtamer_mpi -Wl,-rpath,"$PWD/$out" -lm
 # The MG kernel without memtamer (no interposer, plain malloc): the

@@ -193,11 +193,13 @@ int main(int argc, char **argv) {
     if (!rank)
         printf("mg ranks %d grid %ldx%ldx%ld levels %d cycles %d time %.3f s rel_residual %.3e max_err %.3e checksum %a %s\n",
                size, m, m, nz * size, nlev, cycles, t, rel, err, sum, ok ? "VERIFIED" : "FAILED");
+    /* Freed after MPI_Finalize, so the final status document (written there,
+     * MEMTAMER_TIER_STATUS_DIR) still lists every object with its tier. */
+    MPI_Finalize();
     for (int l = 0; l < nlev; l++) {
         double *p[] = {lv[l].u, lv[l].f, lv[l].r};
         for (int q = 0; q < 3; q++)
             if (mt_tier_free(p[q]) != 0) { fprintf(stderr, "mt_tier_free: %s\n", mt_tier_last_error()); ok = 0; }
     }
-    MPI_Finalize();
     return ok ? 0 : 1;
 }

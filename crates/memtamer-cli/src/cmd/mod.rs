@@ -20,6 +20,7 @@ mod sim;
 mod sim_tahoe;
 mod sim_unimem;
 mod stat;
+pub(crate) mod tier;
 mod top;
 mod topology;
 
@@ -104,6 +105,10 @@ pub fn run(cli: Cli) -> Result<Outcome, CliError> {
             none("memtamer serve-metrics (it serves Prometheus text over HTTP)")?;
             serve_metrics::run(&listen, &gate, interval_ms, per_thread)
         }
+        Cmd::Tier { cmd } => tier::run(
+            cmd,
+            pick("memtamer tier", f, &[Format::Table, Format::Json])?,
+        ),
         Cmd::GenerateAssets { out } => {
             none("memtamer generate-assets")?;
             assets::run(&out)

@@ -69,11 +69,14 @@ pub struct Unit {
 
 impl Unit {
     fn req(&self, to: Tier) -> MoveReq {
-        MoveReq {
-            obj: self.obj,
-            first_page: self.first,
-            pages: self.pages,
-            to,
+        match self.chunk {
+            None => MoveReq::whole(self.obj, to),
+            Some(_) => MoveReq {
+                obj: self.obj,
+                first_page: self.first,
+                pages: self.pages,
+                to,
+            },
         }
     }
 

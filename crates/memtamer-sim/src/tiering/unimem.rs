@@ -69,11 +69,14 @@ pub struct Unit {
 
 impl Unit {
     fn req(&self, to: Tier) -> MoveReq {
-        MoveReq {
-            obj: self.obj,
-            first_page: self.first,
-            pages: self.pages,
-            to,
+        match self.chunk {
+            None => MoveReq::whole(self.obj, to),
+            Some(_) => MoveReq {
+                obj: self.obj,
+                first_page: self.first,
+                pages: self.pages,
+                to,
+            },
         }
     }
 
@@ -638,6 +641,79 @@ mod tests {
         let mut pol = build(&prog);
         profile(&mut pol, &prog, &v, 0.01);
         assert_eq!(pol.phase_start(1, 0, &v).wait, vec![0, 2]);
+    }
+
+    #[test]
+    fn large_regular_objects_are_split_into_chunks() {
+        // 64 pages streamed, 64 pages random, 8 pages; DRAM 32 pages:
+        // chunks of 8 pages for the streamed one only
+        let prog = program(
+            &[64, 64, 8],
+            &[&[(0, 1000, false), (1, 1000, true), (2, 10, false)]],
+        );
+        let u = units(&prog, 32 * PAGE);
+        assert_eq!(u.len(), 8 + 1 + 1);
+        for (k, c) in u.iter().take(8).enumerate() {
+            assert_eq!(
+                *c,
+                Unit {
+                    obj: 0,
+                    first: 8 * k as u64,
+                    pages: 8,
+                    chunk: Some(k)
+                }
+            );
+        }
+        assert_eq!(u[8].chunk, None);
+        assert_eq!((u[8].obj, u[8].pages), (1, 64));
+        assert_eq!((u[9].obj, u[9].pages), (2, 8));
+        // a DRAM larger than every object: nothing split
+        assert!(units(&prog, 128 * PAGE).iter().all(|c| c.chunk.is_none()));
+    }
+
+    #[test]
+    fn chunks_are_profiled_and_placed_by_their_own_heat() {
+        // object 0: 64 pages, only its first 16 pages hot; DRAM 32 pages
+        let prog = program(&[64], &[&[(0, 16 * 64 * 100, false)]]);
+        let mut pol = UnimemPolicy::new(
+            &prog,
+            32 * PAGE,
+            platform(&model()),
+            SearchSpec::Both,
+            false,
+            1,
+        );
+        assert!(pol.wants_heat());
+        let v = View {
+            pages: vec![vec![Tier::Slow; 64]],
+            capacity: 32 * PAGE,
+            busy: false,
+        };
+        assert_eq!(pol.phase_start(0, 0, &v), PhaseStart::default());
+        let mut heat = vec![(0..64)
+            .map(|p| if p < 16 { 6400 } else { 0 })
+            .collect::<Vec<u32>>()];
+        assert!(pol.tick(0.0, &mut heat, &v).is_empty());
+        assert!(
+            heat[0].iter().all(|&h| h == 0),
+            "the policy clears what it read"
+        );
+        let obs = PhaseObs {
+            time: 0.01,
+            lines: vec![16 * 6400],
+        };
+        pol.phase_end(0, 0, &obs, &v);
+        let s = pol.phase_start(1, 0, &v);
+        let mut got: Vec<(u64, u64)> = s
+            .moves
+            .iter()
+            .filter(|m| m.to == Tier::Dram)
+            .map(|m| (m.first_page, m.pages))
+            .collect();
+        got.sort_unstable();
+        // the two hot chunks (pages 0-7, 8-15), not the cold ones
+        assert_eq!(got, vec![(0, 8), (8, 8)], "{}", pol.summary());
+        assert!(pol.summary().contains("0.0,0.1"), "{}", pol.summary());
     }
 
     #[test]

@@ -11,8 +11,11 @@
 //! With `MEMTAMER_RIBBON=1` the flushes and fences go through Ribbon's
 //! queues and flusher threads instead (see [`ribbon`] and docs/ribbon.md).
 //! With `MEMTAMER_TRACE=FILE` every flush, fence and libpmemobj transaction
-//! end is also recorded as a flush/fence trace (see [`trace`]).
+//! end is also recorded as a flush/fence trace (see [`trace`]); a program
+//! that calls `memtamer_pmem_shim_count_start` gets the same calls counted
+//! (see [`count`]).
 
+pub mod count;
 pub mod ribbon;
 pub mod trace;
 
@@ -202,8 +205,9 @@ pub unsafe extern "C" fn pmem_drain() {
     )
 }
 
-/// libpmemobj's transaction end, forwarded; in trace mode (only) the end
-/// of an outermost transaction is recorded as a `tx` record.
+/// libpmemobj's transaction end, forwarded; in trace mode the end of an
+/// outermost transaction is recorded as a `tx` record, in counting mode
+/// counted.
 ///
 /// # Safety
 /// As for libpmemobj's pmemobj_tx_end.

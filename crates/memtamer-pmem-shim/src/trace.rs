@@ -8,7 +8,8 @@
 //! * the copies (`pmem_memcpy*`, `pmem_memmove*`, `pmem_memset*`) that
 //!   flush → `flush` of the destination (+ `fence` unless no-drain);
 //!   `PMEM_F_MEM_NOFLUSH` copies record nothing (a later flush covers them);
-//! * `pmemobj_tx_end` closing the outermost transaction → `tx`.
+//! * `pmemobj_tx_end` closing the outermost transaction → `tx`;
+//! * [`memtamer_trace_modified`], called by the traced program → `mod`.
 //!
 //! Stores are invisible to a preload library, so before each `flush` the
 //! flushed lines are compared with their bytes at their previous flush
@@ -90,13 +91,27 @@ pub enum After {
     /// A transaction ended (recorded if `pmemobj_tx_stage` then says none
     /// is open, i.e. it was the outermost).
     TxEnd,
+    /// The program reports the bytes its last transaction modified.
+    Modified(u64),
+}
+
+/// Records `THREAD mod BYTES` in trace mode: the program (memtamer-tx's
+/// `trace` example, found by `dlsym`) reports how many bytes its last
+/// transaction modified through the API, the denominator of the thesis's
+/// write amplification (§5.2.1). A no-op otherwise.
+#[no_mangle]
+pub extern "C" fn memtamer_trace_modified(bytes: u64) {
+    if enabled() {
+        record(After::Modified(bytes));
+    }
 }
 
 /// Runs `call`; in trace mode records `after` when this is the outermost
-/// traced call of the thread.
+/// traced call of the thread, in counting mode counts it
+/// ([`crate::count`]).
 #[inline]
 pub fn around<R>(after: impl FnOnce() -> After, call: impl FnOnce() -> R) -> R {
-    if !enabled() {
+    if !enabled() && !crate::count::enabled() {
         return call();
     }
     let depth = DEPTH.with(|d| {
@@ -107,7 +122,26 @@ pub fn around<R>(after: impl FnOnce() -> After, call: impl FnOnce() -> R) -> R {
     let r = call();
     DEPTH.with(|d| d.set(depth));
     if depth == 0 {
-        record(after());
+        let a = after();
+        if a == After::TxEnd && !outermost_tx_ended() {
+            return r;
+        }
+        if crate::count::enabled() {
+            match a {
+                After::Flush(addr, len, fence) => {
+                    crate::count::flush(addr, len);
+                    if fence {
+                        crate::count::fence();
+                    }
+                }
+                After::Fence => crate::count::fence(),
+                After::TxEnd => crate::count::tx_end(),
+                After::Nothing | After::Modified(_) => {}
+            }
+        }
+        if enabled() {
+            record(a);
+        }
     }
     r
 }
@@ -164,9 +198,6 @@ fn record(after: After) {
     if after == After::Nothing {
         return;
     }
-    if after == After::TxEnd && !outermost_tx_ended() {
-        return;
-    }
     let t = tid();
     let mut g = STATE.lock().unwrap_or_else(|p| p.into_inner());
     let me = std::process::id();
@@ -220,6 +251,7 @@ fn record(after: After) {
         After::Flush(..) | After::Nothing => Ok(()),
         After::Fence => writeln!(out, "{t} fence"),
         After::TxEnd => writeln!(out, "{t} tx"),
+        After::Modified(n) => writeln!(out, "{t} mod {n}"),
     };
 }
 

@@ -508,18 +508,8 @@ pub fn metrics(scenario: &Scenario, platform: &Platform, r: &RunResult) -> BTree
         if let WorkloadSpec::Trace { trace, .. } = &spec.workload {
             // what the trace persists (timing-independent), beside the rates
             if let Ok(t) = crate::workload::trace::load(trace) {
-                let st = t.stats;
-                let per_tx = |v: u64| v as f64 / st.txs.max(1) as f64;
-                m.insert(format!("{n}.trace_big_write_share"), st.big_write_share());
-                m.insert(
-                    format!("{n}.trace_bytes_per_tx"),
-                    per_tx(st.persisted_bytes),
-                );
-                m.insert(format!("{n}.trace_fences_per_tx"), per_tx(st.fences));
-                m.insert(
-                    format!("{n}.trace_flushed_lines_per_tx"),
-                    per_tx(st.flushed_lines),
-                );
+                let media = r.dimms.iter().map(|(_, d)| d.media_write_bytes).sum();
+                crate::workload::trace::metrics(n, &t.stats, job.units, media, &mut m);
             }
         }
         if matches!(spec.workload, WorkloadSpec::LatencyProbe { .. }) && job.units > 0 {

@@ -16,7 +16,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use memtamer_tx::kv::{hash, Engine, HashTable, Val};
+use memtamer_tx::kv::{hash, Engine, HashTable, Ref, TxOps, Val};
 use memtamer_tx::tpcc::Tpcc;
 use memtamer_tx::{Pool, PoolOptions, TraceRecorder, TxError};
 
@@ -63,9 +63,35 @@ fn preload(e: &dyn Engine, o: &Opts) -> Result<Ds, TxError> {
     Ok(Ds::Hash(h))
 }
 
+/// Counts the bytes a transaction modifies through the API (`put`): the
+/// denominator of the thesis's write amplification (§5.2.1, "bytes
+/// modified by transactions"), the same for both engines since both run
+/// the same structure code.
+struct Counting<'a> {
+    inner: &'a mut dyn TxOps,
+    bytes: &'a mut u64,
+}
+
+impl TxOps for Counting<'_> {
+    fn get(&mut self, r: Ref, off: usize, out: &mut [u8]) -> Result<(), TxError> {
+        self.inner.get(r, off, out)
+    }
+    fn put(&mut self, r: Ref, off: usize, data: &[u8]) -> Result<(), TxError> {
+        *self.bytes += data.len() as u64;
+        self.inner.put(r, off, data)
+    }
+    fn alloc(&mut self, size: usize) -> Result<Ref, TxError> {
+        self.inner.alloc(size)
+    }
+    fn free(&mut self, r: Ref) -> Result<(), TxError> {
+        self.inner.free(r)
+    }
+}
+
 /// `o.txs` update transactions per thread (insert or remove of a random
-/// key among 2 x preload, or one new-order); `done` runs after each commit.
-fn run(e: &dyn Engine, ds: &Ds, o: &Opts, done: &(dyn Fn() + Sync)) -> Result<(), TxError> {
+/// key among 2 x preload, or one new-order); `done(modified bytes)` runs
+/// after each commit.
+fn run(e: &dyn Engine, ds: &Ds, o: &Opts, done: &(dyn Fn(u64) + Sync)) -> Result<(), TxError> {
     let space = (o.preload * 2).max(1);
     std::thread::scope(|sc| {
         let hs: Vec<_> = (0..o.threads)
@@ -75,14 +101,22 @@ fn run(e: &dyn Engine, ds: &Ds, o: &Opts, done: &(dyn Fn() + Sync)) -> Result<()
                     for _ in 0..o.txs {
                         x = hash(x);
                         let (k, v) = key_val(x % space);
-                        match ds {
-                            Ds::Tpcc(p) => e.run(true, &mut |tx| p.new_order(tx, x))?,
-                            Ds::Hash(h) if (x >> 40).is_multiple_of(2) => {
-                                e.run(true, &mut |tx| h.put(tx, k, &v).map(drop))?
+                        let insert = (x >> 40).is_multiple_of(2);
+                        // reset per attempt: a conflict retries the closure
+                        let mut modified = 0u64;
+                        e.run(true, &mut |tx| {
+                            modified = 0;
+                            let c = &mut Counting {
+                                inner: tx,
+                                bytes: &mut modified,
+                            };
+                            match ds {
+                                Ds::Tpcc(p) => p.new_order(c, x),
+                                Ds::Hash(h) if insert => h.put(c, k, &v).map(drop),
+                                Ds::Hash(h) => h.remove(c, k).map(drop),
                             }
-                            Ds::Hash(h) => e.run(true, &mut |tx| h.remove(tx, k).map(drop))?,
-                        }
-                        done();
+                        })?;
+                        done(modified);
                     }
                     Ok(())
                 })
@@ -148,7 +182,11 @@ fn real_main(args: &[String]) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
             let h = preload(&pool, &o).map_err(|e| e.to_string())?;
             rec.start();
-            run(&pool, &h, &o, &|| rec.mark_tx()).map_err(|e| e.to_string())?;
+            run(&pool, &h, &o, &|m| {
+                rec.mark_modified(m);
+                rec.mark_tx();
+            })
+            .map_err(|e| e.to_string())?;
             rec.stop();
             let mut f =
                 std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -185,7 +223,20 @@ fn pmdk(mode: &str, path: &Path, o: &Opts, size: u64) -> Result<(), String> {
     } else {
         Ds::Hash(HashTable::open(&p, 0).map_err(|e| e.to_string())?)
     };
-    run(&p, &ds, o, &|| {}).map_err(|e| e.to_string())
+    // the shim's `memtamer_trace_modified` writes the `mod` records
+    // SAFETY: dlsym with a NUL-terminated name.
+    let f =
+        unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"memtamer_trace_modified".as_ptr()) } as usize;
+    if f == 0 {
+        eprintln!("trace: not under the pmem shim: no `mod` records (thesis WA unavailable)");
+    }
+    run(&p, &ds, o, &|m| {
+        if f != 0 {
+            // SAFETY: the shim's `extern "C" fn memtamer_trace_modified(u64)`.
+            unsafe { std::mem::transmute::<usize, extern "C" fn(u64)>(f)(m) };
+        }
+    })
+    .map_err(|e| e.to_string())
 }
 
 #[cfg(not(has_pmdk))]

@@ -127,7 +127,8 @@ pub struct Cell {
     /// Operations per CPU-second the worker threads actually ran (robust
     /// on a loaded machine; a thread blocked on PMDK's lock costs nothing).
     pub ops_per_cpu_s: f64,
-    /// ArchTM persistence counters over the cell (None for PMDK).
+    /// Persistence counters over the cell: ArchTM's own; libpmemobj's
+    /// from the libpmem shim when the bench runs under it (else None).
     pub persist: Option<PoolStats>,
 }
 
@@ -319,6 +320,30 @@ fn stats_delta(a: &PoolStats, b: &PoolStats) -> PoolStats {
         fences: b.fences - a.fences,
         persisted_bytes: b.persisted_bytes - a.persisted_bytes,
         bytes_in_big_runs: b.bytes_in_big_runs - a.bytes_in_big_runs,
+        flush_calls: b.flush_calls - a.flush_calls,
+        call_bytes: b.call_bytes - a.call_bytes,
+        call_big_bytes: b.call_big_bytes - a.call_big_bytes,
+    }
+}
+
+/// Where a side's persistence counters come from.
+enum Counts<'a> {
+    /// ArchTM's own counters.
+    Pool(&'a Pool),
+    /// The libpmem shim's counting mode (libpmemobj).
+    Shim,
+    /// Not measured.
+    None,
+}
+
+impl Counts<'_> {
+    fn read(&self) -> Option<PoolStats> {
+        match self {
+            Counts::Pool(p) => Some(p.stats()),
+            Counts::Shim => crate::shim_counts::snapshot()
+                .map(|c| crate::shim_counts::delta(&Default::default(), &c)),
+            Counts::None => None,
+        }
     }
 }
 
@@ -326,7 +351,7 @@ fn stats_delta(a: &PoolStats, b: &PoolStats) -> PoolStats {
 struct Side<'a> {
     name: &'static str,
     engine: &'a dyn Engine,
-    pool: Option<&'a Pool>,
+    counts: Counts<'a>,
     ds: Ds,
     space: u64,
 }
@@ -353,7 +378,7 @@ fn measure(
             let mut best: Vec<Option<Cell>> = vec![None; sides.len()];
             for &i in &order {
                 let sd = &sides[i];
-                let before = sd.pool.map(|p| p.stats());
+                let before = sd.counts.read();
                 let (ops, wall, cpu) =
                     cell(sd.engine, &sd.ds, sd.space, t, u, o.secs).map_err(|source| {
                         BenchError::Tx {
@@ -362,8 +387,8 @@ fn measure(
                             source,
                         }
                     })?;
-                let persist = match (sd.pool, before) {
-                    (Some(p), Some(b)) => Some(stats_delta(&b, &p.stats())),
+                let persist = match (before, sd.counts.read()) {
+                    (Some(b), Some(a)) => Some(stats_delta(&b, &a)),
                     _ => None,
                 };
                 let c = Cell {
@@ -404,6 +429,9 @@ fn sum_stats(a: &PoolStats, b: &PoolStats) -> PoolStats {
         fences: a.fences + b.fences,
         persisted_bytes: a.persisted_bytes + b.persisted_bytes,
         bytes_in_big_runs: a.bytes_in_big_runs + b.bytes_in_big_runs,
+        flush_calls: a.flush_calls + b.flush_calls,
+        call_bytes: a.call_bytes + b.call_bytes,
+        call_big_bytes: a.call_big_bytes + b.call_big_bytes,
     }
 }
 
@@ -432,6 +460,15 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport, BenchError> {
         crate::kv::hash(Instant::now().elapsed().as_nanos() as u64)
     );
     let maxt = o.threads.iter().copied().max().unwrap_or(1) as u32;
+    // libpmemobj's flushes and fences, counted by the libpmem shim when
+    // this process runs under it (`shim_counts::reexec_under_shim`)
+    let shim = o.pmdk && cfg!(has_pmdk) && crate::shim_counts::start();
+    if o.pmdk && cfg!(has_pmdk) && !shim {
+        rep.notes.push(format!(
+            "libpmemobj's flushes/fences not counted: run under LD_PRELOAD={} (memtamer bench tx does so itself when the shim is built beside it)",
+            crate::shim_counts::SHIM_FILE
+        ));
+    }
     for &s in &o.structures {
         let n = match s {
             Structure::Hash => o.hash_preload,
@@ -471,7 +508,7 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport, BenchError> {
         let mut sides = vec![Side {
             name: "ArchTM",
             engine: &pool,
-            pool: Some(&pool),
+            counts: Counts::Pool(&pool),
             ds,
             space,
         }];
@@ -488,7 +525,7 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport, BenchError> {
             sides.push(Side {
                 name: "PMDK",
                 engine: &pm,
-                pool: None,
+                counts: if shim { Counts::Shim } else { Counts::None },
                 ds,
                 space,
             });
@@ -548,12 +585,7 @@ impl fmt::Display for BenchReport {
                 ),
                 _ => (dash(), dash(), dash()),
             };
-            let name = match c.structure {
-                Structure::Hash => "hash",
-                Structure::RbTree => "rbtree",
-                Structure::TpccNewOrder => "tpcc-no",
-                Structure::Tatp => "tatp",
-            };
+            let name = structure_name(c.structure);
             let cells = [
                 name.to_string(),
                 c.updates.to_string(),
@@ -569,7 +601,8 @@ impl fmt::Display for BenchReport {
             writeln!(f, "{}", row(&cells))?;
         }
         writeln!(f, "op/s: best wall-clock throughput of 2 alternating runs per engine; ratio = ArchTM/PMDK; cpu-ratio = the same per CPU-second the worker threads ran (robust on a loaded host, but it does not charge PMDK for threads blocked on its lock)")?;
-        writeln!(f, "lines/utx, fence/utx: ArchTM cache lines flushed and fences per update transaction; >=256B: share of ArchTM's persisted bytes in contiguous runs of >= 256 B per fence epoch (libpmemobj's flushes need the libpmem shim trace: not measured here)")?;
+        writeln!(f, "lines/utx, fence/utx: ArchTM cache lines flushed and fences per update transaction; >=256B: share of ArchTM's persisted bytes in contiguous runs of >= 256 B per fence epoch")?;
+        persist_table(f, &self.cells)?;
         writeln!(
             f,
             "DRAM lookup table: {} bytes per object",
@@ -579,6 +612,78 @@ impl fmt::Display for BenchReport {
             writeln!(f, "note: {n}")?;
         }
         Ok(())
+    }
+}
+
+/// Persistence per update transaction, both engines side by side (A =
+/// ArchTM, P = libpmemobj, counted by the libpmem shim).
+fn persist_table(f: &mut fmt::Formatter<'_>, cells: &[Cell]) -> fmt::Result {
+    let per = |c: Option<&Cell>| -> [String; 5] {
+        match c.and_then(|c| c.persist.as_ref()) {
+            Some(s) if s.commits > 0 => {
+                let n = s.commits as f64;
+                [
+                    format!("{:.2}", s.flush_calls as f64 / n),
+                    format!("{:.2}", s.flushed_lines as f64 / n),
+                    format!("{:.2}", s.fences as f64 / n),
+                    format!(
+                        "{:.0}%",
+                        100.0 * s.bytes_in_big_runs as f64 / s.persisted_bytes.max(1) as f64
+                    ),
+                    format!(
+                        "{:.0}%",
+                        100.0 * s.call_big_bytes as f64 / s.call_bytes.max(1) as f64
+                    ),
+                ]
+            }
+            _ => std::array::from_fn(|_| "-".to_string()),
+        }
+    };
+    writeln!(
+        f,
+        "persistence per update transaction (A = ArchTM, P = libpmemobj via the libpmem shim):"
+    )?;
+    writeln!(
+        f,
+        "{:<7} {:>4} {:>3} | {:>7} {:>7} | {:>7} {:>7} | {:>7} {:>7} | {:>6} {:>6} | {:>6} {:>6}",
+        "struct",
+        "upd%",
+        "thr",
+        "A calls",
+        "P calls",
+        "A lines",
+        "P lines",
+        "A fence",
+        "P fence",
+        "A run",
+        "P run",
+        "A call",
+        "P call"
+    )?;
+    for c in cells.iter().filter(|c| c.engine == "ArchTM") {
+        let p = cells.iter().find(|d| {
+            d.engine == "PMDK"
+                && d.structure == c.structure
+                && d.threads == c.threads
+                && d.updates == c.updates
+        });
+        let (a, b) = (per(Some(c)), per(p));
+        writeln!(
+            f,
+            "{:<7} {:>4} {:>3} | {:>7} {:>7} | {:>7} {:>7} | {:>7} {:>7} | {:>6} {:>6} | {:>6} {:>6}",
+            structure_name(c.structure), c.updates, c.threads, a[0], b[0], a[1], b[1], a[2],
+            b[2], a[3], b[3], a[4], b[4]
+        )?;
+    }
+    writeln!(f, "calls: flush calls; lines: 64 B lines flushed; fence: fences; run: share of flushed bytes in contiguous runs >= 256 B within a fence epoch; call: share of the flush calls' bytes in calls of >= 256 B (the thesis's persist-call sizes, §5.2.1 Fig. 5.1b)")
+}
+
+fn structure_name(s: Structure) -> &'static str {
+    match s {
+        Structure::Hash => "hash",
+        Structure::RbTree => "rbtree",
+        Structure::TpccNewOrder => "tpcc-no",
+        Structure::Tatp => "tatp",
     }
 }
 

@@ -4,8 +4,8 @@
 //! workload replays on simulated Optane (issue 18 item 5).
 //!
 //! Records: `THREAD store OFF LEN` (lines written since their last flush),
-//! `THREAD flush OFF LEN`, `THREAD fence`, `THREAD tx` (addresses are pool
-//! offsets, in hex). Stores are learnt the way the crash [`Recorder`]
+//! `THREAD flush OFF LEN`, `THREAD fence`, `THREAD tx`, `THREAD mod BYTES`
+//! (bytes the transaction modified; addresses are pool offsets, in hex). Stores are learnt the way the crash [`Recorder`]
 //! learns them, but only for the flushed lines: at each flush the lines of
 //! the range are compared with a shadow copy taken at their previous flush
 //! (or at [`TraceRecorder::start`]); the changed ones are emitted as
@@ -119,6 +119,18 @@ impl TraceRecorder {
         if g.on {
             let t = g.tid();
             g.push(format_args!("{t} tx"));
+        }
+    }
+
+    /// The calling thread's transaction just committed having modified
+    /// `bytes` bytes through the API (a `mod` record: the denominator of the
+    /// thesis's write amplification, §5.2.1: NVM write traffic / bytes
+    /// modified by transactions).
+    pub fn mark_modified(&self, bytes: u64) {
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if g.on {
+            let t = g.tid();
+            g.push(format_args!("{t} mod {bytes}"));
         }
     }
 

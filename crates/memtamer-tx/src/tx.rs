@@ -527,6 +527,10 @@ impl<'p> Tx<'p> {
         if !faults.skip_copy_flush.load(Ordering::Relaxed) {
             if locs.len() > 1 {
                 locs.sort_unstable();
+                // copies of consecutive allocations lie in adjacent lines
+                // (§5.4.4): one flush call per contiguous run, as the
+                // thesis's "writes >= 256 B" are sized per persist call
+                crate::region::coalesce_lines(&mut locs);
             }
             for &(off, len) in &locs {
                 pool.region.flush(off, len, &mut self.ctx.stats);

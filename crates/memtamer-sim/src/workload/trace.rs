@@ -73,12 +73,109 @@ pub struct TraceStats {
     /// epoch of one thread (Optane combines these into full XPLine writes;
     /// the same definition as memtamer-tx's `bytes_in_big_runs`).
     pub big_run_bytes: u64,
+    /// Sum of the flush records' lengths (one record = one persist call).
+    pub call_bytes: u64,
+    /// Of those, the lengths of records of >= 256 B: the thesis's "writes
+    /// >= 256 B" (§5.2.1, Fig. 5.1b sizes each persist API call by its start
+    /// address and size).
+    pub call_big_bytes: u64,
+    /// Bytes the transactions modified through the library's API (`mod`
+    /// records): the denominator of the thesis's write amplification.
+    pub modified_bytes: u64,
+    /// `mod` records seen.
+    pub mod_records: u64,
+    /// 256 B per distinct XPLine a fence epoch of a thread wrote: the media
+    /// bytes if the on-DIMM buffer wrote every epoch's XPLines through once
+    /// (no reuse across epochs), an analytic figure from the trace alone.
+    pub epoch_xpline_bytes: u64,
+    /// Persisted bytes written to an XPLine the same thread had already
+    /// written earlier in the same transaction (in an earlier fence epoch):
+    /// the rewrites a write-back XPBuffer can absorb.
+    pub xpline_rewrite_bytes: u64,
 }
 
 impl TraceStats {
     /// Share of persisted bytes in writes >= 256 B (issue 18's metric).
     pub fn big_write_share(&self) -> f64 {
         self.big_run_bytes as f64 / (self.persisted_bytes.max(1)) as f64
+    }
+
+    /// Share of the flush records' bytes in records of >= 256 B.
+    pub fn call_big_write_share(&self) -> f64 {
+        self.call_big_bytes as f64 / (self.call_bytes.max(1)) as f64
+    }
+
+    fn add(&mut self, s: &TraceStats) {
+        self.txs += s.txs;
+        self.fences += s.fences;
+        self.flushed_lines += s.flushed_lines;
+        self.persisted_bytes += s.persisted_bytes;
+        self.big_run_bytes += s.big_run_bytes;
+        self.call_bytes += s.call_bytes;
+        self.call_big_bytes += s.call_big_bytes;
+        self.modified_bytes += s.modified_bytes;
+        self.mod_records += s.mod_records;
+        self.epoch_xpline_bytes += s.epoch_xpline_bytes;
+        self.xpline_rewrite_bytes += s.xpline_rewrite_bytes;
+    }
+}
+
+/// The trace metrics of job `n` (docs/simulator.md "Flush/fence traces"):
+/// what the trace persists, and the thesis's write amplification (§5.2.1:
+/// NVM write traffic measured by counters / bytes modified by
+/// transactions) at two counter levels: `thesis_wa_imc` counts the bytes
+/// the DIMMs received (the iMC's PM write counters), `thesis_wa_media` the
+/// simulated media writes per transaction (the DIMMs' media counters,
+/// `media_write_bytes` over the `units` transactions of the window; only
+/// meaningful when this job is the only PM writer).
+pub fn metrics(
+    n: &str,
+    st: &TraceStats,
+    units: u64,
+    media_write_bytes: u64,
+    m: &mut std::collections::BTreeMap<String, f64>,
+) {
+    let per_tx = |v: u64| v as f64 / st.txs.max(1) as f64;
+    m.insert(format!("{n}.trace_big_write_share"), st.big_write_share());
+    m.insert(
+        format!("{n}.trace_bytes_per_tx"),
+        per_tx(st.persisted_bytes),
+    );
+    m.insert(format!("{n}.trace_fences_per_tx"), per_tx(st.fences));
+    m.insert(
+        format!("{n}.trace_flushed_lines_per_tx"),
+        per_tx(st.flushed_lines),
+    );
+    m.insert(
+        format!("{n}.trace_call_big_write_share"),
+        st.call_big_write_share(),
+    );
+    m.insert(
+        format!("{n}.trace_epoch_xpline_bytes_per_tx"),
+        per_tx(st.epoch_xpline_bytes),
+    );
+    m.insert(
+        format!("{n}.trace_xpline_rewrite_share"),
+        st.xpline_rewrite_bytes as f64 / st.persisted_bytes.max(1) as f64,
+    );
+    if st.mod_records == 0 || st.modified_bytes == 0 {
+        return;
+    }
+    let modified = per_tx(st.modified_bytes);
+    m.insert(format!("{n}.trace_modified_bytes_per_tx"), modified);
+    m.insert(
+        format!("{n}.thesis_wa_imc"),
+        per_tx(st.persisted_bytes) / modified,
+    );
+    m.insert(
+        format!("{n}.thesis_wa_epoch_xpline"),
+        per_tx(st.epoch_xpline_bytes) / modified,
+    );
+    if units > 0 {
+        m.insert(
+            format!("{n}.thesis_wa_media"),
+            media_write_bytes as f64 / units as f64 / modified,
+        );
     }
 }
 
@@ -96,6 +193,7 @@ enum Rec {
     Flush(u64, u64),
     Fence,
     Tx,
+    Mod(u64),
 }
 
 fn parse_line(line: &str, n: usize) -> Result<Option<(usize, Rec)>, String> {
@@ -141,7 +239,12 @@ fn parse_line(line: &str, n: usize) -> Result<Option<(usize, Rec)>, String> {
         }
         "fence" => Rec::Fence,
         "tx" => Rec::Tx,
-        _ => return Err(bad("op must be store, flush, fence or tx")),
+        "mod" => Rec::Mod(
+            f.next()
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| bad("expected a decimal byte count"))?,
+        ),
+        _ => return Err(bad("op must be store, flush, fence, tx or mod")),
     };
     if f.next().is_some() {
         return Err(bad("trailing fields"));
@@ -200,6 +303,11 @@ impl Trace {
         let nthreads = recs.iter().map(|(t, _)| t + 1).max().unwrap_or(0);
         let mut threads = vec![Vec::new(); nthreads];
         let mut epochs = vec![Vec::new(); nthreads];
+        // XPLines (256 B) written in the current fence epoch / in earlier
+        // epochs of the current transaction, per thread
+        let mut epoch_x: Vec<HashSet<u64>> = vec![HashSet::new(); nthreads];
+        let mut tx_x: Vec<HashSet<u64>> = vec![HashSet::new(); nthreads];
+        const LINES_PER_XPLINE: u64 = 256 / LINE;
         let mut dirty: HashSet<u64> = HashSet::new();
         let mut sts = vec![TraceStats::default(); nthreads];
         let mut steps = 0usize;
@@ -212,28 +320,48 @@ impl Trace {
                         return Err(format!("the trace expands to more than {MAX_STEPS} steps"));
                     }
                     let st = &mut sts[t];
+                    st.call_bytes += l;
+                    if l >= 256 {
+                        st.call_big_bytes += l;
+                    }
                     for line in lines_of(a - base, l) {
                         st.flushed_lines += 1;
                         if dirty.remove(&line) {
                             st.persisted_bytes += LINE;
                             threads[t].push(Step::Write(line));
                             epochs[t].push(line);
+                            let xpl = line / LINES_PER_XPLINE;
+                            if tx_x[t].contains(&xpl) {
+                                st.xpline_rewrite_bytes += LINE;
+                            }
+                            epoch_x[t].insert(xpl);
                         }
                     }
                 }
                 Rec::Fence => {
                     sts[t].fences += 1;
                     sts[t].big_run_bytes += close_epoch(&mut epochs[t]);
+                    sts[t].epoch_xpline_bytes += epoch_x[t].len() as u64 * 256;
+                    let done: Vec<u64> = epoch_x[t].drain().collect();
+                    tx_x[t].extend(done);
                     threads[t].push(Step::Fence);
                 }
                 Rec::Tx => {
                     sts[t].txs += 1;
+                    tx_x[t].clear();
                     threads[t].push(Step::Tx);
+                }
+                Rec::Mod(n) => {
+                    sts[t].modified_bytes += n;
+                    sts[t].mod_records += 1;
                 }
             }
         }
         for (e, st) in epochs.iter_mut().zip(sts.iter_mut()) {
             st.big_run_bytes += close_epoch(e);
+        }
+        for (x, st) in epoch_x.iter().zip(sts.iter_mut()) {
+            st.epoch_xpline_bytes += x.len() as u64 * 256;
         }
         // Replay (and report) the threads that ran transactions: a thread
         // without any `tx` record (the main thread opening a libpmemobj
@@ -254,12 +382,7 @@ impl Trace {
         }
         let mut st = TraceStats::default();
         for &t in &keep {
-            let s = sts[t];
-            st.txs += s.txs;
-            st.fences += s.fences;
-            st.flushed_lines += s.flushed_lines;
-            st.persisted_bytes += s.persisted_bytes;
-            st.big_run_bytes += s.big_run_bytes;
+            st.add(&sts[t]);
         }
         let threads = keep
             .into_iter()
@@ -422,6 +545,50 @@ mod tests {
             t.threads[1],
             vec![Step::Write(65), Step::Fence, Step::Fence, Step::Tx]
         );
+    }
+
+    #[test]
+    fn call_sizes_modified_bytes_and_xpline_epochs() {
+        // one transaction: a 320 B flush (5 dirty lines, XPLines 0-1) and
+        // a 64 B flush, fence; then a rewrite of line 1 (XPLine 0 again)
+        let text = "# memtamer-trace v1
+0 store 0 320
+0 flush 0 320
+0 store 1000 64
+0 flush 1000 64
+0 fence
+0 store 40 64
+0 flush 40 8
+0 fence
+0 mod 24
+0 tx
+0 store 40 64
+0 flush 40 8
+0 fence
+0 mod 8
+0 tx
+";
+        let s = Trace::parse(text).unwrap().stats;
+        assert_eq!(s.txs, 2);
+        assert_eq!((s.call_bytes, s.call_big_bytes), (320 + 64 + 8 + 8, 320));
+        assert!((s.call_big_write_share() - 320.0 / 400.0).abs() < 1e-12);
+        assert_eq!((s.modified_bytes, s.mod_records), (32, 2));
+        // epochs: {0, 1, 16} + {0} + {0} XPLines
+        assert_eq!(s.epoch_xpline_bytes, 5 * 256);
+        // only the first rewrite of line 1 is in the same transaction
+        assert_eq!(s.xpline_rewrite_bytes, 64);
+        let mut m = std::collections::BTreeMap::new();
+        metrics("j", &s, 2, 2 * 512, &mut m);
+        assert_eq!(m["j.trace_modified_bytes_per_tx"], 16.0);
+        assert_eq!(m["j.thesis_wa_imc"], (8.0 * 64.0 / 2.0) / 16.0);
+        assert_eq!(m["j.thesis_wa_media"], 512.0 / 16.0);
+        assert_eq!(m["j.thesis_wa_epoch_xpline"], (5.0 * 256.0 / 2.0) / 16.0);
+        // without mod records: no thesis WA
+        let s = Trace::parse(T).unwrap().stats;
+        let mut m = std::collections::BTreeMap::new();
+        metrics("j", &s, 2, 1024, &mut m);
+        assert!(!m.contains_key("j.thesis_wa_media"));
+        assert!(m.contains_key("j.trace_call_big_write_share"));
     }
 
     #[test]

@@ -104,6 +104,12 @@ pub struct PoolStats {
     pub persisted_bytes: u64,
     /// Bytes flushed in contiguous runs >= 256 B per fence epoch.
     pub bytes_in_big_runs: u64,
+    /// Flush calls.
+    pub flush_calls: u64,
+    /// Bytes named by the flush calls (their lengths).
+    pub call_bytes: u64,
+    /// Bytes of flush calls of >= 256 B (thesis Fig. 5.1b's definition).
+    pub call_big_bytes: u64,
 }
 
 /// Deliberate persistence bugs, to prove the crash tests notice them.
@@ -369,6 +375,9 @@ impl Pool {
             t.fences += x.fences;
             t.persisted_bytes += x.persisted_bytes;
             t.bytes_in_big_runs += x.bytes_in_big_runs;
+            t.flush_calls += x.flush_calls;
+            t.call_bytes += x.call_bytes;
+            t.call_big_bytes += x.call_big_bytes;
         }
         t
     }
@@ -600,6 +609,9 @@ pub(crate) fn fold_stats(
     t.fences += std::mem::take(&mut st.fences);
     t.persisted_bytes += std::mem::take(&mut st.bytes);
     t.bytes_in_big_runs += std::mem::take(&mut st.bytes_in_big_runs);
+    t.flush_calls += std::mem::take(&mut st.calls);
+    t.call_bytes += std::mem::take(&mut st.call_bytes);
+    t.call_big_bytes += std::mem::take(&mut st.call_big_bytes);
 }
 
 /// Locks a mutex, recovering from poisoning (a panicked holder leaves only

@@ -47,6 +47,13 @@ pub fn run(cmd: BenchCmd) -> Result<Outcome, CliError> {
             quick,
             no_pmdk,
         } => {
+            // libpmemobj's flushes/fences are counted by the libpmem shim:
+            // run this command again under it when it is built beside us
+            if !no_pmdk {
+                if let Some(code) = memtamer_tx::shim_counts::reexec_under_shim() {
+                    std::process::exit(code);
+                }
+            }
             let mut opts = memtamer_tx::bench::BenchOptions {
                 dir,
                 threads,

@@ -142,6 +142,10 @@ pub const SCENARIOS: &[Builtin] = &[
         "kit-fig5",
         include_str!("../builtin/scenarios/kit-fig5.toml"),
     ),
+    (
+        "yang-fig4-ntwrite",
+        include_str!("../builtin/scenarios/yang-fig4-ntwrite.toml"),
+    ),
     ("demo", include_str!("../builtin/scenarios/demo.toml")),
     (
         "archtm-replay",

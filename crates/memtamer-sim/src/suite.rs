@@ -176,3 +176,57 @@ pub fn run_suite(
         platforms,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{JobSpec, WorkloadSpec};
+
+    fn spec(name: &str) -> Scenario {
+        Scenario::with_jobs(
+            name,
+            "pats",
+            vec![JobSpec {
+                start_cpus: None,
+                group: None,
+                name: "probe".into(),
+                class: Default::default(),
+                threads: 1,
+                cpus: Some("0".into()),
+                workload: WorkloadSpec::LatencyProbe {
+                    region: "dram".into(),
+                    pattern: crate::config::Pattern::Rand,
+                },
+            }],
+        )
+    }
+
+    #[test]
+    fn names_and_report_fields_do_not_split_runs_but_inputs_do() {
+        let a = spec("one");
+        let mut b = spec("two");
+        b.title = "another".into();
+        assert_eq!(run_key(&a), run_key(&b));
+        let mut c = spec("one");
+        c.seed += 1;
+        assert_ne!(run_key(&a), run_key(&c));
+        let mut d = spec("one");
+        d.jobs[0].threads = 2;
+        assert_ne!(run_key(&a), run_key(&d));
+        let mut e = spec("one");
+        e.platform_set
+            .insert("pm.media_partitions".into(), toml::Value::Integer(1));
+        assert_ne!(run_key(&a), run_key(&e));
+    }
+
+    #[test]
+    fn longer_runs_are_estimated_costlier() {
+        let a = spec("a");
+        let mut b = spec("b");
+        b.duration_ms *= 2.0;
+        let mut c = spec("c");
+        c.jobs[0].threads = 4;
+        assert!(estimated_cost(&b) > estimated_cost(&a));
+        assert!(estimated_cost(&c) > estimated_cost(&a));
+    }
+}

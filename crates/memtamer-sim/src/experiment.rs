@@ -16,8 +16,9 @@ pub use crate::policies::{
     SIM_PLACEMENT_RESIDENCY_MS,
 };
 pub use crate::runner::{
-    load_platform, load_scenario, metrics, parallel_map, round_sig, Builtin, CheckResult,
-    Comparison, PointResult, RunOptions, ScenarioResult, PLATFORMS, SCENARIOS,
+    finish_scenario, load_platform, load_scenario, metrics, parallel_map, parallel_map_ordered,
+    round_sig, Builtin, CheckResult, Comparison, PointResult, PointRun, PreparedScenario,
+    RunOptions, ScenarioResult, PLATFORMS, SCENARIOS,
 };
 
 /// Runs a scenario (overrides, sweeps in parallel, metrics, comparisons, checks).
@@ -42,4 +43,18 @@ pub fn policy_by_name(name: &str, platform: &Platform) -> Result<Box<dyn Policy>
 /// Simulated memory requests and wall seconds for one point (speed benchmark).
 pub fn speed(scenario: &Scenario) -> Result<(u64, f64), SimError> {
     crate::runner::speed(scenario, model_for)
+}
+
+/// Applies a run's overrides and expands its sweeps into checked points
+/// (see [`crate::runner::prepare_scenario`]).
+pub fn prepare_scenario(base: &Scenario, opts: &RunOptions) -> Result<PreparedScenario, SimError> {
+    crate::runner::prepare_scenario(base, opts, model_for)
+}
+
+/// Runs one fully specified point and computes its metrics.
+pub fn run_point_metrics(
+    spec: &Scenario,
+    sampler: Option<(u64, u64)>,
+) -> Result<PointRun, SimError> {
+    crate::runner::run_point_metrics(spec, sampler, model_for)
 }

@@ -9,8 +9,6 @@ use crate::engine::{Engine, EngineConfig, RunResult};
 use crate::error::SimError;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// A built-in file: (name, text).
 pub type Builtin = (&'static str, &'static str);
@@ -244,56 +242,7 @@ fn beside(dir: &std::path::Path, platform: &str) -> String {
 
 use crate::policies::{policy_by_name, ModelSource};
 
-/// Runs `f` over `items` on `jobs` worker threads (0 = all cores) and
-/// returns the results in item order; the first error in item order wins.
-/// With `progress = Some((label, unit))` it counts `label: done/total unit`
-/// on stderr. Simulated runs are independent and deterministic, so the
-/// order they finish in does not matter.
-pub fn parallel_map<T: Sync, R: Send>(
-    items: &[T],
-    jobs: usize,
-    progress: Option<(&str, &str)>,
-    f: impl Fn(usize, &T) -> Result<R, SimError> + Sync,
-) -> Result<Vec<R>, SimError> {
-    let workers = if jobs == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        jobs
-    }
-    .min(items.len().max(1));
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<R, SimError>>>> =
-        Mutex::new((0..items.len()).map(|_| None).collect());
-    std::thread::scope(|sc| {
-        for _ in 0..workers {
-            sc.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(item) = items.get(i) else { break };
-                let res = f(i, item);
-                if let Ok(mut g) = results.lock() {
-                    g[i] = Some(res);
-                }
-                let d = done.fetch_add(1, Ordering::SeqCst) + 1;
-                if let Some((label, unit)) = progress {
-                    eprint!("\r{label}: {d}/{} {unit}", items.len());
-                    if d == items.len() {
-                        eprintln!();
-                    }
-                }
-            });
-        }
-    });
-    let mut out = Vec::with_capacity(items.len());
-    for r in results.into_inner().unwrap_or_default() {
-        match r {
-            Some(Ok(v)) => out.push(v),
-            Some(Err(e)) => return Err(e),
-            None => {}
-        }
-    }
-    Ok(out)
-}
+pub use crate::pool::{parallel_map, parallel_map_ordered};
 
 /// How to run a scenario.
 #[derive(Clone, Debug, Default)]
@@ -685,19 +634,35 @@ pub fn round_sig(v: f64) -> f64 {
     (v * f).round() / f
 }
 
-/// Runs a scenario with its sweeps; points run in parallel, results in order.
-pub fn run_scenario(
+/// A scenario with its overrides applied and its sweep expanded into fully
+/// specified points, validated, not yet run: [`run_scenario`] runs its points
+/// on a pool of its own, a suite ([`crate::validate`]) pools the points of
+/// many scenarios.
+#[derive(Clone, Debug)]
+pub struct PreparedScenario {
+    /// The scenario after `RunOptions::sets` and `seed`.
+    pub scenario: Scenario,
+    /// The sweeps in effect (the scenario's or `RunOptions::sweep`).
+    pub sweeps: Vec<SweepSpec>,
+    /// Swept `(key, value)`s of each point, in sweep order.
+    pub points: Vec<Vec<(String, toml::Value)>>,
+    /// The fully specified scenario of each point.
+    pub specs: Vec<Scenario>,
+}
+
+/// Applies `opts`' overrides and seed, expands the sweeps and checks every
+/// point's platform and policy before any time is spent running.
+pub fn prepare_scenario(
     base: &Scenario,
     opts: &RunOptions,
     models: ModelSource,
-) -> Result<ScenarioResult, SimError> {
+) -> Result<PreparedScenario, SimError> {
     let mut scenario = base.with_overrides(&opts.sets)?;
     if let Some(seed) = opts.seed {
         scenario.seed = seed;
     }
     let sweeps = opts.sweep.clone().unwrap_or_else(|| scenario.sweep.clone());
     let points = sweep_points(&sweeps);
-    // validate every point before spending time
     let mut specs = Vec::with_capacity(points.len());
     for p in &points {
         let s = scenario.with_overrides(p)?;
@@ -705,20 +670,76 @@ pub fn run_scenario(
         policy_by_name(&s.policy, &platform, models)?;
         specs.push(s);
     }
-    let out = parallel_map(
-        &specs,
+    Ok(PreparedScenario {
+        scenario,
+        sweeps,
+        points,
+        specs,
+    })
+}
+
+/// What a point's run gives, before its sweep coordinates are attached:
+/// the same for every point with the same simulated inputs.
+#[derive(Clone, Debug)]
+pub struct PointRun {
+    /// Metrics (see [`metrics`]).
+    pub metrics: BTreeMap<String, f64>,
+    /// Cache-line requests simulated.
+    pub requests: u64,
+    /// Events processed.
+    pub events: u64,
+}
+
+/// Runs one fully specified point and computes its metrics.
+pub fn run_point_metrics(
+    spec: &Scenario,
+    sampler: Option<(u64, u64)>,
+    models: ModelSource,
+) -> Result<PointRun, SimError> {
+    run_point(spec, sampler, models).map(|(plat, r)| PointRun {
+        metrics: metrics(spec, &plat, &r),
+        requests: r.requests,
+        events: r.events,
+    })
+}
+
+/// Runs a scenario with its sweeps; points run in parallel, results in order.
+pub fn run_scenario(
+    base: &Scenario,
+    opts: &RunOptions,
+    models: ModelSource,
+) -> Result<ScenarioResult, SimError> {
+    let prep = prepare_scenario(base, opts, models)?;
+    let runs = parallel_map(
+        &prep.specs,
         opts.jobs,
         opts.progress.then_some((base.name.as_str(), "points")),
-        |i, s| {
-            run_point(s, opts.sampler, models).map(|(plat, r)| PointResult {
-                params: points[i].iter().cloned().collect(),
-                x: points[i].first().and_then(|(_, v)| as_f64(v)),
-                metrics: metrics(s, &plat, &r),
-                requests: r.requests,
-                events: r.events,
-            })
-        },
+        |_, s| run_point_metrics(s, opts.sampler, models),
     )?;
+    Ok(finish_scenario(prep, runs))
+}
+
+/// The scenario's result from its points' runs (`runs[i]` for
+/// `prep.specs[i]`): points with their sweep coordinates, paper comparisons
+/// and checks.
+pub fn finish_scenario(prep: PreparedScenario, runs: Vec<PointRun>) -> ScenarioResult {
+    let PreparedScenario {
+        scenario,
+        sweeps,
+        points,
+        ..
+    } = prep;
+    let out: Vec<PointResult> = points
+        .iter()
+        .zip(runs)
+        .map(|(p, r)| PointResult {
+            params: p.iter().cloned().collect(),
+            x: p.first().and_then(|(_, v)| as_f64(v)),
+            metrics: r.metrics,
+            requests: r.requests,
+            events: r.events,
+        })
+        .collect();
     let mut result = ScenarioResult {
         scenario: scenario.name.clone(),
         title: scenario.title.clone(),
@@ -778,7 +799,7 @@ pub fn run_scenario(
             }
         })
         .collect();
-    Ok(result)
+    result
 }
 
 /// Simulated memory requests per second of wall time for one point (speed benchmark).

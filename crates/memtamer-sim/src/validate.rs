@@ -4,8 +4,9 @@
 
 use crate::config::{JobSpec, Pattern, Rw, Scenario, StoreKind, WorkloadSpec};
 use crate::error::SimError;
-use crate::experiment::{self, load_platform, run_point, RunOptions, ScenarioResult};
+use crate::experiment::{self, load_platform, run_point, PointRun, ScenarioResult};
 use crate::report::num;
+use crate::suite::run_suite;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -56,8 +57,14 @@ fn probe_scenario(platform: &str, jobs: Vec<JobSpec>) -> Scenario {
     Scenario::with_jobs(&format!("probe-{platform}"), platform, jobs)
 }
 
-/// Measures one platform metric with a probe run.
-pub fn measure_platform_metric(platform: &str, metric: &str) -> Result<Option<f64>, SimError> {
+/// The probe runs behind one platform metric and the metric each reports:
+/// the metric's value is the largest the runs give (one run for latencies;
+/// a thread-count sweep for peak bandwidths). `None` for metrics without a
+/// probe.
+pub fn platform_probes(
+    platform: &str,
+    metric: &str,
+) -> Result<Option<(Vec<Scenario>, &'static str)>, SimError> {
     let probe = |region: &str, pattern: Pattern| WorkloadSpec::LatencyProbe {
         region: region.into(),
         pattern,
@@ -74,33 +81,28 @@ pub fn measure_platform_metric(platform: &str, metric: &str) -> Result<Option<f6
     };
     let p = load_platform(platform, &BTreeMap::new())?;
     let ncpu = p.cpu.cores_per_socket;
-    let lat = |w: WorkloadSpec| -> Result<Option<f64>, SimError> {
+    let lat = |w: WorkloadSpec| {
         let s = probe_scenario(platform, vec![job("probe", 1, "0", w)]);
-        let (plat, r) = run_point(&s, None)?;
-        Ok(experiment::metrics(&s, &plat, &r)
-            .get("probe.latency_ns")
-            .copied())
+        Some((vec![s], "probe.latency_ns"))
     };
-    let bw = |w: WorkloadSpec, metric: &str, counts: &[u32]| -> Result<Option<f64>, SimError> {
-        let mut best: Option<f64> = None;
-        for &n in counts {
-            let s = probe_scenario(
-                platform,
-                vec![job(
-                    "bw",
-                    n.min(ncpu),
-                    &format!("0-{}", ncpu - 1),
-                    w.clone(),
-                )],
-            );
-            let (plat, r) = run_point(&s, None)?;
-            if let Some(v) = experiment::metrics(&s, &plat, &r).get(metric).copied() {
-                best = Some(best.map_or(v, |b: f64| b.max(v)));
-            }
-        }
-        Ok(best)
+    let bw = |w: WorkloadSpec, metric: &'static str, counts: &[u32]| {
+        let runs = counts
+            .iter()
+            .map(|&n| {
+                probe_scenario(
+                    platform,
+                    vec![job(
+                        "bw",
+                        n.min(ncpu),
+                        &format!("0-{}", ncpu - 1),
+                        w.clone(),
+                    )],
+                )
+            })
+            .collect();
+        Some((runs, metric))
     };
-    match metric {
+    Ok(match metric {
         "dram_idle_ns" => lat(probe("dram", Pattern::Rand)),
         "pm_idle_random_ns" => lat(probe("pm", Pattern::Rand)),
         "pm_idle_seq_ns" | "pm_idle_dicio_ns" => lat(probe("pm", Pattern::Seq)),
@@ -113,8 +115,29 @@ pub fn measure_platform_metric(platform: &str, metric: &str) -> Result<Option<f6
             "pm.media_write_gbps",
             &(1..=16).collect::<Vec<u32>>(),
         ),
-        _ => Ok(None),
-    }
+        _ => None,
+    })
+}
+
+/// The largest `metric` among probe runs, in run order.
+pub(crate) fn probe_value<'a>(
+    runs: impl Iterator<Item = &'a PointRun>,
+    metric: &str,
+) -> Option<f64> {
+    runs.filter_map(|r| r.metrics.get(metric).copied())
+        .fold(None, |best, v| Some(best.map_or(v, |b: f64| b.max(v))))
+}
+
+/// Measures one platform metric with its probe runs ([`platform_probes`]).
+pub fn measure_platform_metric(platform: &str, metric: &str) -> Result<Option<f64>, SimError> {
+    let Some((specs, key)) = platform_probes(platform, metric)? else {
+        return Ok(None);
+    };
+    let runs = specs
+        .iter()
+        .map(|s| experiment::run_point_metrics(s, None))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(probe_value(runs.iter(), key))
 }
 
 /// Runs every built-in reproduction and platform expectation.
@@ -122,26 +145,27 @@ pub fn run_all(progress: bool) -> Result<Validation, SimError> {
     run_all_jobs(progress, 0)
 }
 
-/// [`run_all`] on `jobs` worker threads (0: all cores); results do not
-/// depend on `jobs` (each point is seeded on its own).
-pub fn run_all_jobs(progress: bool, jobs: usize) -> Result<Validation, SimError> {
-    let names: Vec<String> = experiment::SCENARIOS
+/// The built-in scenarios `sim validate` runs: all but the Ribbon oracle and
+/// characterization sweeps (~500 points) and the contention run (no checks),
+/// which run under `memtamer sim ribbon` / `sim run`, and the demo.
+pub fn suite_names() -> Vec<String> {
+    experiment::SCENARIOS
         .iter()
         .map(|(n, _)| n.to_string())
-        // the Ribbon oracle and characterization sweeps (~500 points) and
-        // the contention run (no checks) run under `memtamer sim ribbon` /
-        // `sim run`, not here
         .filter(|n| {
             !matches!(
                 n.as_str(),
                 "demo" | "ribbon-oracle" | "ribbon-char" | "ribbon-contention"
             )
         })
-        .collect();
-    Ok(Validation {
-        scenarios: run_scenarios(&names, progress, jobs)?,
-        platforms: platform_checks()?,
-    })
+        .collect()
+}
+
+/// [`run_all`] on `jobs` worker threads (0: all cores); results do not
+/// depend on `jobs` (each point is seeded on its own). Every scenario point
+/// and platform probe goes into one pool (see [`run_suite`]).
+pub fn run_all_jobs(progress: bool, jobs: usize) -> Result<Validation, SimError> {
+    run_suite(&suite_names(), true, progress, jobs)
 }
 
 /// Runs the named scenarios (built-in names or .toml files) with their
@@ -151,38 +175,13 @@ pub fn run_scenarios(
     progress: bool,
     jobs: usize,
 ) -> Result<Vec<ScenarioResult>, SimError> {
-    let mut scenarios = Vec::new();
-    for name in names {
-        let s = experiment::load_scenario(name)?;
-        let opts = RunOptions {
-            progress,
-            jobs,
-            ..Default::default()
-        };
-        scenarios.push(experiment::run_scenario(&s, &opts)?);
-    }
-    Ok(scenarios)
+    Ok(run_suite(names, false, progress, jobs)?.scenarios)
 }
 
 /// Measures every built-in platform's `[[expect]]` metrics (idle latencies,
 /// peak bandwidths) beside the published values they cite.
 pub fn platform_checks() -> Result<Vec<PlatformCheck>, SimError> {
-    let mut platforms = Vec::new();
-    for (name, _) in experiment::PLATFORMS {
-        let p = load_platform(name, &BTreeMap::new())?;
-        for e in &p.expect {
-            if let Some(v) = measure_platform_metric(name, &e.metric)? {
-                platforms.push(PlatformCheck {
-                    platform: name.to_string(),
-                    metric: e.metric.clone(),
-                    expected: e.value,
-                    simulated: experiment::round_sig(v),
-                    source: e.source.clone(),
-                });
-            }
-        }
-    }
-    Ok(platforms)
+    Ok(run_suite(&[], true, false, 0)?.platforms)
 }
 
 /// Plain-text validation report.

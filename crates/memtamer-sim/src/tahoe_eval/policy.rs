@@ -215,7 +215,8 @@ impl TahoePolicy {
     /// Plans, at ready-queue entry (§4.3.3), the tasks of the look-ahead
     /// (the first [`WINDOW`] of `order`, the ready queue in FIFO order)
     /// not yet planned; their copies go to the helper. Guarded are the
-    /// look-ahead and the `running` tasks, not the whole queue: the thesis
+    /// `running` tasks, the look-ahead and the queued tasks behind it
+    /// whose footprints fit half the DRAM, not the whole queue: the thesis
     /// guards "the next task in readyQueue" (§4.3.5), and a long queue
     /// (RandomAccess has a whole round ready at once) would otherwise
     /// guard every page.
@@ -237,12 +238,24 @@ impl TahoePolicy {
             .collect();
         if let Some(&first) = todo.iter().min() {
             let n: Vec<Task> = todo.iter().map(|&t| tahoe_task(g, &layout, t)).collect();
-            let q: Vec<Task> = window
-                .iter()
-                .filter(|&&t| !todo.contains(&t))
-                .chain(running)
-                .map(|&t| tahoe_task(g, &layout, t))
-                .collect();
+            // guarded: the running tasks, the look-ahead, and the queued
+            // tasks behind it while their footprints fit half the DRAM
+            // (they run before the DRAM turns over; the other half is
+            // what the new plans may take)
+            let mut q: Vec<Task> = running.iter().map(|&t| tahoe_task(g, &layout, t)).collect();
+            let half = self.planner.dram().capacity() / 2;
+            let mut pages = 0usize;
+            for (i, &t) in order.iter().enumerate() {
+                if todo.contains(&t) {
+                    continue;
+                }
+                let task = tahoe_task(g, &layout, t);
+                pages += task.footprint(PAGE).len();
+                if i >= window.len() && pages > half {
+                    break;
+                }
+                q.push(task);
+            }
             let future = self.future(g, &layout, first);
             let (batches, planned) = self.planner.plan_ready(&n, &q, &future);
             for b in &batches {

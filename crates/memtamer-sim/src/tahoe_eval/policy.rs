@@ -64,6 +64,10 @@ pub fn tahoe_task(g: &TaskGraph, layout: &Layout, t: usize) -> Task {
 /// Ready tasks the planner sees behind the head (it uses the first known
 /// `corun - 1` of them; the cap only bounds the conversion work).
 const LOOKAHEAD_SCAN: usize = 64;
+/// The ready-queue look-ahead planned at entry: as many queued tasks as
+/// there are workers (the next wave to start). Tasks further back are
+/// planned when they reach it.
+const WINDOW: usize = super::WORKERS as usize;
 /// Created, not yet started tasks scanned for reuse (the planner stops
 /// earlier, at the DRAM reuse distance; the cap bounds the work).
 const FUTURE_SCAN: usize = 256;
@@ -77,8 +81,6 @@ pub struct TahoePolicy {
     started: Vec<bool>,
     /// Per task: planned at ready-queue entry.
     planned: Vec<bool>,
-    /// A representative completed since the last ready-queue event.
-    new_profile: bool,
     /// Cost-benefit check on.
     check: bool,
     /// Start from the OS's first-touch placement (as unmanaged does)
@@ -119,7 +121,6 @@ impl TahoePolicy {
             layout: None,
             started: Vec::new(),
             planned: Vec::new(),
-            new_profile: false,
             check: copy_ns_per_page.is_some(),
             first_touch,
             evicting: Vec::new(),
@@ -135,88 +136,8 @@ impl TahoePolicy {
             .collect()
     }
 
-    /// The planner's counters.
-    pub fn stats(&self) -> PlanStats {
-        self.planner.stats()
-    }
-}
-
-impl TaskPolicy for TahoePolicy {
-    fn name(&self) -> String {
-        if self.check {
-            "tahoe".into()
-        } else {
-            "tahoe-nocheck".into()
-        }
-    }
-
-    fn start(&mut self, g: &TaskGraph, tier: &mut TierSpace) {
-        let layout = Layout::new(g);
-        if self.first_touch {
-            FirstTouch.start(g, tier);
-            let pages: Vec<u64> = (0..g.blocks.len())
-                .flat_map(|b| {
-                    let o = &tier.objects()[b];
-                    (0..o.page_count())
-                        .filter(move |&p| o.tier_at(p * PAGE) == Tier::Dram)
-                        .map(move |p| (b, p))
-                })
-                .map(|(b, p)| layout.page(b, p * PAGE))
-                .collect();
-            self.planner.adopt(&pages);
-        }
-        self.layout = Some(layout);
-        self.started = vec![false; g.tasks.len()];
-        self.planned = vec![false; g.tasks.len()];
-    }
-
-    fn ready(
-        &mut self,
-        g: &TaskGraph,
-        tier: &mut TierSpace,
-        newly: &[usize],
-        queued: &[usize],
-        active: &[usize],
-    ) {
-        let Some(layout) = &self.layout else {
-            return;
-        };
-        // the newly ready tasks; after a representative completed, also the
-        // queued tasks that were of unknown type when they were queued
-        let mut todo: Vec<usize> = Vec::new();
-        if std::mem::take(&mut self.new_profile) {
-            todo.extend(queued.iter().copied().filter(|&t| !self.planned[t]));
-        }
-        todo.extend_from_slice(newly);
-        let Some(&first) = todo.iter().min() else {
-            return;
-        };
-        let n: Vec<Task> = todo.iter().map(|&t| tahoe_task(g, layout, t)).collect();
-        let q: Vec<Task> = queued
-            .iter()
-            .filter(|&&t| !todo.contains(&t))
-            .chain(active)
-            .map(|&t| tahoe_task(g, layout, t))
-            .collect();
-        let future = self.future(g, layout, first);
-        let (batches, planned) = self.planner.plan_ready(&n, &q, &future);
-        for b in &batches {
-            let to = if b.to_dram { Tier::Dram } else { Tier::Slow };
-            for m in layout.moves(&b.pages, to) {
-                if !b.to_dram && !self.evicting.contains(&m.obj) {
-                    self.evicting.push(m.obj);
-                }
-                tier.request(m);
-            }
-        }
-        for id in planned {
-            if let Some(p) = self.planned.get_mut(id as usize - 1) {
-                *p = true;
-            }
-        }
-    }
-
-    fn dispatch(
+    /// The start-time decision for `head` (see the module doc).
+    fn decide_head(
         &mut self,
         g: &TaskGraph,
         tier: &mut TierSpace,
@@ -291,6 +212,132 @@ impl TaskPolicy for TahoePolicy {
         }
     }
 
+    /// Plans, at ready-queue entry (§4.3.3), the tasks of the look-ahead
+    /// (the first [`WINDOW`] of `order`, the ready queue in FIFO order)
+    /// not yet planned; their copies go to the helper. Guarded are the
+    /// `running` tasks, the look-ahead and the queued tasks behind it
+    /// whose footprints fit half the DRAM, not the whole queue: the thesis
+    /// guards "the next task in readyQueue" (§4.3.5), and a long queue
+    /// (RandomAccess has a whole round ready at once) would otherwise
+    /// guard every page.
+    fn plan_window(
+        &mut self,
+        g: &TaskGraph,
+        tier: &mut TierSpace,
+        order: &[usize],
+        running: &[usize],
+    ) {
+        let Some(layout) = self.layout.take() else {
+            return;
+        };
+        let window = &order[..order.len().min(WINDOW)];
+        let todo: Vec<usize> = window
+            .iter()
+            .copied()
+            .filter(|&t| !self.planned[t])
+            .collect();
+        if let Some(&first) = todo.iter().min() {
+            let n: Vec<Task> = todo.iter().map(|&t| tahoe_task(g, &layout, t)).collect();
+            // guarded: the running tasks, the look-ahead, and the queued
+            // tasks behind it while their footprints fit half the DRAM
+            // (they run before the DRAM turns over; the other half is
+            // what the new plans may take)
+            let mut q: Vec<Task> = running.iter().map(|&t| tahoe_task(g, &layout, t)).collect();
+            let half = self.planner.dram().capacity() / 2;
+            let mut pages = 0usize;
+            for (i, &t) in order.iter().enumerate() {
+                if todo.contains(&t) {
+                    continue;
+                }
+                let task = tahoe_task(g, &layout, t);
+                pages += task.footprint(PAGE).len();
+                if i >= window.len() && pages > half {
+                    break;
+                }
+                q.push(task);
+            }
+            let future = self.future(g, &layout, first);
+            let (batches, planned) = self.planner.plan_ready(&n, &q, &future);
+            for b in &batches {
+                let to = if b.to_dram { Tier::Dram } else { Tier::Slow };
+                for m in layout.moves(&b.pages, to) {
+                    if !b.to_dram && !self.evicting.contains(&m.obj) {
+                        self.evicting.push(m.obj);
+                    }
+                    tier.request(m);
+                }
+            }
+            for id in planned {
+                if let Some(p) = self.planned.get_mut(id as usize - 1) {
+                    *p = true;
+                }
+            }
+        }
+        self.layout = Some(layout);
+    }
+
+    /// The planner's counters.
+    pub fn stats(&self) -> PlanStats {
+        self.planner.stats()
+    }
+}
+
+impl TaskPolicy for TahoePolicy {
+    fn name(&self) -> String {
+        if self.check {
+            "tahoe".into()
+        } else {
+            "tahoe-nocheck".into()
+        }
+    }
+
+    fn start(&mut self, g: &TaskGraph, tier: &mut TierSpace) {
+        let layout = Layout::new(g);
+        if self.first_touch {
+            FirstTouch.start(g, tier);
+            let pages: Vec<u64> = (0..g.blocks.len())
+                .flat_map(|b| {
+                    let o = &tier.objects()[b];
+                    (0..o.page_count())
+                        .filter(move |&p| o.tier_at(p * PAGE) == Tier::Dram)
+                        .map(move |p| (b, p))
+                })
+                .map(|(b, p)| layout.page(b, p * PAGE))
+                .collect();
+            self.planner.adopt(&pages);
+        }
+        self.layout = Some(layout);
+        self.started = vec![false; g.tasks.len()];
+        self.planned = vec![false; g.tasks.len()];
+    }
+
+    fn ready(
+        &mut self,
+        g: &TaskGraph,
+        tier: &mut TierSpace,
+        newly: &[usize],
+        queued: &[usize],
+        active: &[usize],
+    ) {
+        let order: Vec<usize> = queued.iter().chain(newly).copied().collect();
+        self.plan_window(g, tier, &order, active);
+    }
+
+    fn dispatch(
+        &mut self,
+        g: &TaskGraph,
+        tier: &mut TierSpace,
+        head: usize,
+        ready: &[usize],
+        active: &[usize],
+    ) -> Dispatch {
+        let d = self.decide_head(g, tier, head, ready, active);
+        // the queue moved up: plan the tasks that entered the look-ahead
+        let running: Vec<usize> = active.iter().copied().chain([head]).collect();
+        self.plan_window(g, tier, ready, &running);
+        d
+    }
+
     fn report(&self) -> Vec<(&'static str, f64)> {
         let s = self.planner.stats();
         vec![
@@ -312,9 +359,7 @@ impl TaskPolicy for TahoePolicy {
     ) {
         if let Some(layout) = &self.layout {
             let t = tahoe_task(g, layout, task);
-            let before = self.planner.db().len();
             self.planner.completed(&t, ns, profile);
-            self.new_profile |= self.planner.db().len() > before;
         }
     }
 }

@@ -125,6 +125,7 @@ fn table_shows_every_rank_and_object_largest_first() {
     d0.state = RunState::Finished;
     d0.objects[0].migrating = true;
     d0.objects[0].access_share = None;
+    d0.objects[1].access_share = Some(-0.0);
     let t = render_table(&[(p(), d0), (p(), doc())], 12_500);
     let lines: Vec<&str> = t.lines().collect();
     assert!(

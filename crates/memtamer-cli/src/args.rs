@@ -159,7 +159,7 @@ pub(crate) enum Cmd {
     /// Tiered data objects (Unimem): status of objects and placements per rank.
     Tier {
         #[command(subcommand)]
-        cmd: crate::cmd::tier::TierCmd,
+        cmd: TierCmd,
     },
     /// (packaging) Write man pages and bash/zsh/fish completions generated from this
     /// command line into DIR/man1 and DIR/completions.
@@ -573,4 +573,18 @@ pub(crate) struct HostileArgs {
     /// (worker) Stop after this many requests instead of at the end of stdin.
     #[arg(long)]
     pub(crate) requests: Option<u64>,
+}
+
+/// `memtamer tier ...`
+#[derive(Subcommand)]
+pub(crate) enum TierCmd {
+    /// Per rank: objects (size, tier, access share, moves, bytes moved, exposed time) and
+    /// DRAM budget use, from the status files the tier runtime writes into
+    /// MEMTAMER_TIER_STATUS_DIR. A bad, truncated or stale file is named (exit 3);
+    /// the others are still printed.
+    Status {
+        /// The job's status directory (default: $MEMTAMER_TIER_STATUS_DIR).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }

@@ -99,10 +99,17 @@ echo "$out" | grep -q "DRAM budget .* is invalid" || { echo "FAIL: no clear mess
 # decided moves): the job must end, not hang, with the launcher naming the
 # signal, and the killed rank's slow-tier files (O_TMPFILE in a private
 # MEMTAMER_TIER_DIR) must be gone with it.
+# Its status file (MEMTAMER_TIER_STATUS_DIR) must be reported stale by
+# `memtamer tier status` (exit 3, the file named).
 kd=$(mktemp -d /dev/shm/memtamer-tier-kill.XXXXXX)
+ksd=$(mktemp -d /tmp/memtamer-tier-kill-status.XXXXXX)
 rc=0
-out=$(MEMTAMER_TIER_DIR=$kd MT_CG_KILL_RANK=1 MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M} \
+out=$(MEMTAMER_TIER_STATUS_DIR=$ksd MEMTAMER_TIER_DIR=$kd MT_CG_KILL_RANK=1 MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M} \
       timeout 120 $MPIRUN -np 2 $bin/mt_cg $NX $NY $IT 2>&1) || rc=$?
+st=$(target/release/memtamer tier status --dir "$ksd" 2>&1) && src=0 || src=$?
+[ $src = 3 ] && echo "$st" | grep -q "rank1.json: stale: process [0-9]* on .* is gone" || { echo "FAIL: rank death: tier status exit $src, rank1.json not reported stale: $st"; fail=1; }
+echo "rank death: tier status says: $(echo "$st" | grep -o 'rank1.json: stale: process [0-9]*')"
+rm -rf "$ksd"
 if [ $rc = 0 ] || [ $rc = 124 ]; then echo "FAIL: rank death: exit $rc (0: not noticed, 124: hung)"; fail=1; fi
 echo "$out" | grep -qiE "signal 9|SIGNAL: 9|killed" || { echo "FAIL: rank death: no message naming the signal"; fail=1; }
 echo "$out" | grep -q VERIFIED && { echo "FAIL: rank death: a result was reported"; fail=1; }

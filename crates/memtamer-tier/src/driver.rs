@@ -325,7 +325,8 @@ impl Driver {
             self.addrs
                 .iter()
                 .zip(&per_obj)
-                .map(|(&a, &x)| (a, x / total))
+                // an object with no samples: 0, not the -0.0 an empty f64 sum gives
+                .map(|(&a, &x)| (a, if x > 0.0 { x / total } else { 0.0 }))
                 .collect()
         } else {
             BTreeMap::new()

@@ -389,7 +389,8 @@ pub fn render_table(ranks: &[(PathBuf, RankStatus)], now_ms: u64) -> String {
                     (TierName::Slow, _) => "slow",
                 },
                 o.access_share
-                    .map_or("-".into(), |a| format!("{:.1}%", 100.0 * a)),
+                    // + 0.0 turns a -0.0 share into 0.0 (no "-0.0%")
+                    .map_or("-".into(), |a| format!("{:.1}%", 100.0 * a + 0.0)),
                 o.moves,
                 human_bytes(o.bytes_moved),
                 o.exposed_ms

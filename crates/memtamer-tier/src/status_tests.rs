@@ -125,6 +125,7 @@ fn table_shows_every_rank_and_object_largest_first() {
     d0.state = RunState::Finished;
     d0.objects[0].migrating = true;
     d0.objects[0].access_share = None;
+    d0.objects[1].access_share = Some(-0.0);
     let t = render_table(&[(p(), d0), (p(), doc())], 12_500);
     let lines: Vec<&str> = t.lines().collect();
     assert!(
@@ -146,7 +147,7 @@ fn table_shows_every_rank_and_object_largest_first() {
     ]));
     assert!(lines[3]
         .split_whitespace()
-        .eq(["u0", "3.0", "MiB", "dram", "50.0%", "1", "3.0", "MiB", "0.250"]));
+        .eq(["u0", "3.0", "MiB", "dram", "0.0%", "1", "3.0", "MiB", "0.250"]));
     assert!(lines[4]
         .split_whitespace()
         .eq(["r0", "1.0", "MiB", "move", "-", "0", "0", "B", "0.000"]));

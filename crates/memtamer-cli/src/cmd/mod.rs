@@ -20,7 +20,7 @@ mod sim;
 mod sim_tahoe;
 mod sim_unimem;
 mod stat;
-pub(crate) mod tier;
+mod tier;
 mod top;
 mod topology;
 

@@ -3,25 +3,11 @@
 //! 20 item 6). The files and their checks are `memtamer_tier::status`; this
 //! is the shell: read the directory, print, map problems to exit codes.
 
+use crate::args::TierCmd;
 use crate::error::{CliError, Outcome};
 use crate::format::Format;
-use clap::Subcommand;
 use memtamer_tier::status::{self, StatusError};
 use std::path::{Path, PathBuf};
-
-/// `memtamer tier ...`
-#[derive(Subcommand)]
-pub(crate) enum TierCmd {
-    /// Per rank: objects (size, tier, access share, moves, bytes moved, exposed time) and
-    /// DRAM budget use, from the status files the tier runtime writes into
-    /// MEMTAMER_TIER_STATUS_DIR. A bad, truncated or stale file is named (exit 3);
-    /// the others are still printed.
-    Status {
-        /// The job's status directory (default: $MEMTAMER_TIER_STATUS_DIR).
-        #[arg(long)]
-        dir: Option<PathBuf>,
-    },
-}
 
 /// Runs one `tier` subcommand.
 pub(crate) fn run(cmd: TierCmd, format: Format) -> Result<Outcome, CliError> {

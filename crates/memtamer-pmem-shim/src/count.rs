@@ -77,7 +77,7 @@ fn add(i: usize, v: u64) {
 }
 
 /// Bytes of the merged runs of `ranges` (line ranges, any order) that are
-/// >= 256 B long; empties `ranges`.
+/// at least 256 B long; empties `ranges`.
 pub fn close_epoch(ranges: &mut Vec<(usize, usize)>) -> u64 {
     ranges.sort_unstable();
     let mut big = 0u64;

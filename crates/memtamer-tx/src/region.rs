@@ -50,9 +50,9 @@ pub struct PersistStats {
     pub calls: u64,
     /// Bytes named by the flush calls (their `len` arguments).
     pub call_bytes: u64,
-    /// Of those, bytes of calls with `len >= 256`: the thesis's "writes
-    /// >= 256 B" (§5.2.1, Fig. 5.1b sizes each persist API call by its
-    /// start address and size).
+    /// Of those, bytes of calls with `len >= 256`: the thesis's writes of
+    /// at least 256 B (§5.2.1, Fig. 5.1b sizes each persist API call by
+    /// its start address and size).
     pub call_big_bytes: u64,
     pending: Vec<(usize, usize)>,
 }

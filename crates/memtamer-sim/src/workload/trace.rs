@@ -75,9 +75,9 @@ pub struct TraceStats {
     pub big_run_bytes: u64,
     /// Sum of the flush records' lengths (one record = one persist call).
     pub call_bytes: u64,
-    /// Of those, the lengths of records of >= 256 B: the thesis's "writes
-    /// >= 256 B" (§5.2.1, Fig. 5.1b sizes each persist API call by its start
-    /// address and size).
+    /// Of those, the lengths of records of at least 256 B: the thesis's
+    /// big writes (§5.2.1, Fig. 5.1b sizes each persist API call by its
+    /// start address and size).
     pub call_big_bytes: u64,
     /// Bytes the transactions modified through the library's API (`mod`
     /// records): the denominator of the thesis's write amplification.

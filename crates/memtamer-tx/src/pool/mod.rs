@@ -467,14 +467,23 @@ impl Pool {
         let list = std::mem::take(&mut ctx.dealloc);
         if !list.is_empty() {
             let zeros = [0u8; OBJ_HDR];
-            for d in &list {
-                let off = self.line_off(d.line);
-                self.region.write(off, &zeros);
-                self.region.flush(off, OBJ_HDR, &mut ctx.stats);
-            }
-            self.region.fence(&mut ctx.stats);
             let mut runs: Vec<(u32, u32)> = list.iter().map(|d| (d.line, d.lines)).collect();
             runs.sort_unstable();
+            // headers in address order, those in adjacent lines (one-line
+            // blocks freed side by side) flushed as one range: the same
+            // lines as one flush each, in fewer and larger calls
+            let mut hdrs: Vec<(usize, usize)> = runs
+                .iter()
+                .map(|&(l, _)| (self.line_off(l), OBJ_HDR))
+                .collect();
+            for &(off, _) in &hdrs {
+                self.region.write(off, &zeros);
+            }
+            crate::region::coalesce_lines(&mut hdrs);
+            for &(off, len) in &hdrs {
+                self.region.flush(off, len, &mut ctx.stats);
+            }
+            self.region.fence(&mut ctx.stats);
             let mut merged: Vec<(u32, u32)> = Vec::with_capacity(runs.len());
             for (l, n) in runs {
                 match merged.last_mut() {

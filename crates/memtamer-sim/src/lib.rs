@@ -6,6 +6,7 @@
 //! read/write pending queues shared by DRAM and PM, the DDR-T write credits,
 //! the Optane XPBuffer and the media's service time. See `docs/simulator.md`.
 
+pub mod builtins;
 pub mod calibrate;
 pub mod compare;
 pub mod config;
@@ -18,6 +19,7 @@ pub mod placement_eval;
 pub use engine::pmdimm;
 pub mod policies;
 pub mod pool;
+pub mod probes;
 pub mod report;
 pub mod ribbon_eval;
 pub mod rng;

@@ -18,7 +18,7 @@ use crate::experiment::{
     self, finish_scenario, load_platform, parallel_map_ordered, prepare_scenario,
     run_point_metrics, RunOptions, PLATFORMS,
 };
-use crate::validate::{platform_probes, probe_value, PlatformCheck, Validation};
+use crate::probes::{platform_probes, probe_value, PlatformCheck, Validation};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 

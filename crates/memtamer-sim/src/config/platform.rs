@@ -307,12 +307,28 @@ pub struct PmParams {
     /// times, so the DIMM reaches its bandwidth only while the operations it
     /// starts in order spread over the partitions. 1 = a single server.
     pub media_partitions: u32,
+    /// Granularity, bytes, of the DIMM's address indirection table (AIT):
+    /// the DIMM maps each block of this size to an internal media block of
+    /// its own choosing (Yang et al., FAST'20 §3.1: the AIT translates
+    /// physical to media addresses for wear levelling; Wang et al., MICRO'20
+    /// (LENS) measure its translation at 4 KB). Within a block consecutive
+    /// XPLines rotate over the partitions; which partition a block starts on
+    /// is a seeded hash of the block (the mapping is unpublished, so the
+    /// model draws it from the run seed). 0 = no indirection: XPLine address
+    /// modulo `media_partitions` (the model before, an ablation).
+    #[serde(default = "default_ait_block_bytes")]
+    pub ait_block_bytes: u32,
     /// Delay before media counters can be read (ACPI), ms.
     pub media_counter_delay_ms: f64,
     /// When the core sees a PM write complete: at WPQ acceptance (`wpq`), when
     /// it leaves the WPQ over DDR-T into the DIMM (`ddrt`), or only once the
     /// XPBuffer takes it (`xpbuffer`).
     pub write_completion: PmWriteCompletion,
+}
+
+/// LENS's (Wang et al., MICRO'20) 4 KB AIT translation granularity.
+fn default_ait_block_bytes() -> u32 {
+    4096
 }
 
 /// The point at which a PM write completes for the core.
@@ -493,6 +509,15 @@ impl Platform {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(invalid(file, text, k, format!("must be >= 0, got {v}")));
             }
+        }
+        let ait = self.pm.ait_block_bytes;
+        if ait != 0 && !(ait >= 256 && ait.is_power_of_two()) {
+            return Err(invalid(
+                file,
+                text,
+                "pm.ait_block_bytes",
+                format!("must be 0 or a power of two >= 256 (one XPLine), got {ait}"),
+            ));
         }
         if let Some(v) = self.cpu.clwb_clean_ns {
             if !(v.is_finite() && v >= 0.0) {

@@ -311,12 +311,15 @@ pub struct PmParams {
     /// the DIMM maps each block of this size to an internal media block of
     /// its own choosing (Yang et al., FAST'20 §3.1: the AIT translates
     /// physical to media addresses for wear levelling; Wang et al., MICRO'20
-    /// (LENS) measure its translation at 4 KB). Within a block consecutive
-    /// XPLines rotate over the partitions; which partition a block starts on
-    /// is a seeded hash of the block (the mapping is unpublished, so the
-    /// model draws it from the run seed). 0 = no indirection: XPLine address
-    /// modulo `media_partitions` (the model before, an ablation).
-    #[serde(default = "default_ait_block_bytes")]
+    /// (LENS) measure its translation at 4 KB, so 4096 is the sourced value
+    /// to set). Within a block consecutive XPLines rotate over the
+    /// partitions; which partition a block starts on is a hash of the block
+    /// and the run seed (the real mapping is unpublished). 0 (default, every
+    /// built-in platform) = no indirection: XPLine address modulo
+    /// `media_partitions`. Not yet the default: with 4096 PATS Fig. 1's
+    /// multi-writer checks fail (docs/simulator.md, "Media partitions and
+    /// the AIT").
+    #[serde(default)]
     pub ait_block_bytes: u32,
     /// Delay before media counters can be read (ACPI), ms.
     pub media_counter_delay_ms: f64,
@@ -324,11 +327,6 @@ pub struct PmParams {
     /// it leaves the WPQ over DDR-T into the DIMM (`ddrt`), or only once the
     /// XPBuffer takes it (`xpbuffer`).
     pub write_completion: PmWriteCompletion,
-}
-
-/// LENS's (Wang et al., MICRO'20) 4 KB AIT translation granularity.
-fn default_ait_block_bytes() -> u32 {
-    4096
 }
 
 /// The point at which a PM write completes for the core.

@@ -307,6 +307,20 @@ pub struct PmParams {
     /// times, so the DIMM reaches its bandwidth only while the operations it
     /// starts in order spread over the partitions. 1 = a single server.
     pub media_partitions: u32,
+    /// Granularity, bytes, of the DIMM's address indirection table (AIT):
+    /// the DIMM maps each block of this size to an internal media block of
+    /// its own choosing (Yang et al., FAST'20 §3.1: the AIT translates
+    /// physical to media addresses for wear levelling; Wang et al., MICRO'20
+    /// (LENS) measure its translation at 4 KB, so 4096 is the sourced value
+    /// to set). Within a block consecutive XPLines rotate over the
+    /// partitions; which partition a block starts on is a hash of the block
+    /// and the run seed (the real mapping is unpublished). 0 (default, every
+    /// built-in platform) = no indirection: XPLine address modulo
+    /// `media_partitions`. Not yet the default: with 4096 PATS Fig. 1's
+    /// multi-writer checks fail (docs/simulator.md, "Media partitions and
+    /// the AIT").
+    #[serde(default)]
+    pub ait_block_bytes: u32,
     /// Delay before media counters can be read (ACPI), ms.
     pub media_counter_delay_ms: f64,
     /// When the core sees a PM write complete: at WPQ acceptance (`wpq`), when
@@ -493,6 +507,15 @@ impl Platform {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(invalid(file, text, k, format!("must be >= 0, got {v}")));
             }
+        }
+        let ait = self.pm.ait_block_bytes;
+        if ait != 0 && !(ait >= 256 && ait.is_power_of_two()) {
+            return Err(invalid(
+                file,
+                text,
+                "pm.ait_block_bytes",
+                format!("must be 0 or a power of two >= 256 (one XPLine), got {ait}"),
+            ));
         }
         if let Some(v) = self.cpu.clwb_clean_ns {
             if !(v.is_finite() && v >= 0.0) {

@@ -254,7 +254,9 @@ impl Engine {
             .and_then(|b| dram::DramTiming::new(b, burst));
         for c in &p.channels {
             let dimm = if c.pm {
-                dimms.push(PmDimm::new(&p.pm));
+                // each DIMM's AIT placement is drawn from the run seed
+                let ait_seed = Rng::new(cfg.seed, (2 << 32) + dimms.len() as u64).next_u64();
+                dimms.push(PmDimm::new(&p.pm, ait_seed));
                 dimm_channel.push(channels.len() as u32);
                 Some(dimms.len() as u32 - 1)
             } else {

@@ -92,6 +92,10 @@ pub struct PmDimm {
     media_free_at: Ps,
     /// When each media partition can start its next operation.
     partition_free: Vec<Ps>,
+    /// log2 of XPLines per AIT block; `None` = no indirection.
+    ait_shift: Option<u32>,
+    /// Seed of the AIT's block-to-partition hash (run seed and DIMM index).
+    ait_seed: u64,
     media_busy: bool,
     media_q: VecDeque<MediaOp>,
     read_buf: Vec<(u64, u64)>,
@@ -105,8 +109,10 @@ pub struct PmDimm {
 }
 
 impl PmDimm {
-    /// A DIMM with the platform's parameters.
-    pub fn new(p: &PmParams) -> PmDimm {
+    /// A DIMM with the platform's parameters; `seed` (the run seed mixed
+    /// with the DIMM's index) draws its AIT's block placement.
+    pub fn new(p: &PmParams, seed: u64) -> PmDimm {
+        let block_lines = (p.ait_block_bytes as u64 / XPLINE).max(1);
         let lines = (p.xpbuffer_bytes as u64 / XPLINE).max(1);
         let ways = p.xpbuffer_ways.max(1) as usize;
         let sets = (lines / ways as u64).max(1);
@@ -125,6 +131,8 @@ impl PmDimm {
             media_write_queue: p.media_write_queue,
             media_free_at: 0,
             partition_free: vec![0; p.media_partitions.max(1) as usize],
+            ait_shift: (p.ait_block_bytes > 0).then(|| block_lines.ilog2()),
+            ait_seed: seed,
             media_busy: false,
             media_q: VecDeque::new(),
             read_buf: Vec::new(),
@@ -385,8 +393,27 @@ impl PmDimm {
     /// The media partition of XPLine `xpl`.
     #[inline]
     fn partition_of(&self, xpl: u64) -> u32 {
-        (xpl % self.partition_free.len() as u64) as u32
+        let parts = self.partition_free.len() as u64;
+        match self.ait_shift {
+            None => (xpl % parts) as u32,
+            // the AIT places each block at a media block of its choice, so
+            // the block's first XPLine lands on a hashed partition and the
+            // rest follow it in rotation (Yang et al. §3.1; LENS's 4 KB)
+            Some(shift) => {
+                let start = mix64(self.ait_seed ^ (xpl >> shift));
+                ((xpl.wrapping_add(start)) % parts) as u32
+            }
+        }
     }
+}
+
+/// SplitMix64's finaliser: a fixed, well-mixed hash of `x`.
+#[inline]
+fn mix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]
@@ -405,6 +432,7 @@ mod tests {
             read_buffer_lines: 16,
             media_write_queue: 4,
             media_partitions: 1,
+            ait_block_bytes: 0,
             media_counter_delay_ms: 4.5,
             write_completion: crate::config::PmWriteCompletion::Ddrt,
         }
@@ -438,7 +466,7 @@ mod tests {
 
     #[test]
     fn sequential_full_lines_never_rmw() {
-        let mut d = PmDimm::new(&params());
+        let mut d = PmDimm::new(&params(), 0);
         write_all(&mut d, (0..64 * 1024u64).map(|i| i * 64));
         assert_eq!(d.counters.rmw, 0);
         assert!(d.counters.media_write_bytes <= d.counters.request_write_bytes);
@@ -446,7 +474,7 @@ mod tests {
 
     #[test]
     fn stride_writes_amplify_four_times() {
-        let mut d = PmDimm::new(&params());
+        let mut d = PmDimm::new(&params(), 0);
         write_all(&mut d, (0..4096u64).map(|i| i * 256));
         let c = d.counters;
         // every evicted XPLine was partial: media writes 4x and RMW reads
@@ -457,7 +485,7 @@ mod tests {
 
     #[test]
     fn back_pressure_holds_credits() {
-        let mut d = PmDimm::new(&params());
+        let mut d = PmDimm::new(&params(), 0);
         // send partial lines while credits last, without running the media:
         // the buffer and the media write queue fill, then the credits run out
         let mut sent = 0u32;
@@ -480,11 +508,14 @@ mod tests {
     /// Media time to write back, in eviction order, the full XPLines `xpls`
     /// with `partitions` media partitions (all queued before the media runs).
     fn media_time(partitions: u32, xpls: &[u64]) -> Ps {
-        let mut d = PmDimm::new(&PmParams {
-            media_partitions: partitions,
-            media_write_queue: xpls.len() as u32,
-            ..params()
-        });
+        let mut d = PmDimm::new(
+            &PmParams {
+                media_partitions: partitions,
+                media_write_queue: xpls.len() as u32,
+                ..params()
+            },
+            0,
+        );
         for &x in xpls {
             d.media_writes_pending += 1;
             let part = d.partition_of(x);
@@ -519,12 +550,64 @@ mod tests {
 
     #[test]
     fn read_buffer_combines_sequential_reads() {
-        let mut d = PmDimm::new(&params());
+        let mut d = PmDimm::new(&params(), 0);
         assert_eq!(d.read_arrive(0, 1, 0), None);
         assert!(d.read_arrive(0, 2, 64).is_some());
         assert!(d.read_arrive(0, 3, 192).is_some());
         assert_eq!(d.read_arrive(0, 4, 256), None);
         let s = d.try_start_media(0).unwrap();
         assert_eq!(s.read_ready.map(|r| r.0), Some(1));
+    }
+
+    #[test]
+    fn ait_rotates_within_a_block_and_hashes_blocks_by_seed() {
+        let ait = |seed| {
+            PmDimm::new(
+                &PmParams {
+                    media_partitions: 5,
+                    ait_block_bytes: 4096,
+                    ..params()
+                },
+                seed,
+            )
+        };
+        let (a, b) = (ait(1), ait(2));
+        // 16 XPLines per 4 KB block: consecutive lines rotate inside it
+        for blk in 0..64u64 {
+            let first = a.partition_of(blk * 16);
+            for i in 0..16 {
+                assert_eq!(
+                    a.partition_of(blk * 16 + i),
+                    ((first as u64 + i) % 5) as u32
+                );
+            }
+        }
+        // deterministic per seed, and the seed moves the block phases
+        assert_eq!(a.partition_of(12345), ait(1).partition_of(12345));
+        let differ = (0..64u64)
+            .filter(|&k| a.partition_of(k * 16) != b.partition_of(k * 16))
+            .count();
+        assert!(differ > 32, "{differ}");
+        // two streams 2^36 B apart (2^28 XPLines) no longer keep one phase:
+        // their blocks' partition offsets vary from block to block
+        let offsets: std::collections::HashSet<u32> = (0..64u64)
+            .map(|k| (a.partition_of((1 << 28) + k * 16) + 5 - a.partition_of(k * 16)) % 5)
+            .collect();
+        assert_eq!(offsets.len(), 5);
+        // every partition gets its share of block starts
+        let mut count = [0u32; 5];
+        for k in 0..5000u64 {
+            count[a.partition_of(k * 16) as usize] += 1;
+        }
+        assert!(count.iter().all(|&c| (850..1150).contains(&c)), "{count:?}");
+        // 0 = no indirection: address modulo partitions
+        let flat = PmDimm::new(
+            &PmParams {
+                media_partitions: 5,
+                ..params()
+            },
+            7,
+        );
+        assert_eq!(flat.partition_of(17), 2);
     }
 }

@@ -571,8 +571,15 @@ impl Engine {
                 }
                 EvKind::AtImc(r) => self.at_imc(r),
                 EvKind::ChannelKick(c) => {
-                    self.channels[c as usize].kick_at = None;
-                    self.kick(c);
+                    // A kick moved earlier by `schedule_kick` leaves its old
+                    // event queued; that stale event must neither clear a
+                    // later pending kick nor run the bus a second time (it
+                    // re-queued itself at every transfer of a busy channel).
+                    let ch = &mut self.channels[c as usize];
+                    if ch.kick_at == Some(self.now) {
+                        ch.kick_at = None;
+                        self.kick(c);
+                    }
                 }
                 EvKind::MediaDone(d) => {
                     let freed = self.dimms[d as usize].media_done();

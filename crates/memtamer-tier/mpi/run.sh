@@ -68,7 +68,12 @@ for n in 1 2 4; do
     echo "$out" | grep -E '^(mg|memtamer\[0\])' | sed "s/^mg /mg unimem=$unimem /"
     echo "$out" | grep -q "^mg .* checksum $ref VERIFIED" || { echo "FAIL: mg $n ranks unimem=$unimem: not verified or checksum differs from mt_mg_plain's $ref"; fail=1; }
     if [ $unimem = 1 ]; then
-      [ "$(echo "$out" | grep -c 'memtamer\[.* moves [1-9].* failed 0 ')" = "$n" ] || { echo "FAIL: mg $n ranks: objects not moved on every rank (or a move failed)"; fail=1; }
+      # Every rank reports with no failed move, and the job moved objects. A rank whose
+      # plan matches its initial placement moves nothing, which depends on the profiled
+      # times (seen once in a CI run: one of 4 ranks with 0 moves), so "every rank moved"
+      # is not required.
+      [ "$(echo "$out" | grep -c 'memtamer\[.* moves [0-9]* failed 0 ')" = "$n" ] || { echo "FAIL: mg $n ranks: a rank did not report or a move failed"; fail=1; }
+      echo "$out" | grep -q 'memtamer\[.* moves [1-9][0-9]* failed 0 ' || { echo "FAIL: mg $n ranks: no rank moved an object"; fail=1; }
     fi
   done
 done

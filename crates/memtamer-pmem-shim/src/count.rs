@@ -77,29 +77,10 @@ fn add(i: usize, v: u64) {
 }
 
 /// Bytes of the merged runs of `ranges` (line ranges, any order) that are
-/// at least 256 B long; empties `ranges`.
+/// at least 256 B long ([`memtamer_pmem::bytes_in_big_runs`]); empties
+/// `ranges` for the next epoch.
 pub fn close_epoch(ranges: &mut Vec<(usize, usize)>) -> u64 {
-    ranges.sort_unstable();
-    let mut big = 0u64;
-    let mut run: Option<(usize, usize)> = None;
-    let mut close = |r: (usize, usize)| {
-        if (r.1 - r.0) * LINE >= 256 {
-            big += ((r.1 - r.0) * LINE) as u64;
-        }
-    };
-    for &(a, b) in ranges.iter() {
-        run = match run {
-            Some((s, e)) if a <= e => Some((s, e.max(b))),
-            Some(r) => {
-                close(r);
-                Some((a, b))
-            }
-            None => Some((a, b)),
-        };
-    }
-    if let Some(r) = run {
-        close(r);
-    }
+    let big = memtamer_pmem::bytes_in_big_runs(ranges);
     ranges.clear();
     big
 }

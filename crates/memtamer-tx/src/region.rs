@@ -76,28 +76,7 @@ impl PersistStats {
         if self.pending.is_empty() {
             return;
         }
-        self.pending.sort_unstable();
-        let mut run: Option<(usize, usize)> = None;
-        let mut big = 0u64;
-        let mut close = |r: (usize, usize)| {
-            if (r.1 - r.0) * LINE >= 256 {
-                big += ((r.1 - r.0) * LINE) as u64;
-            }
-        };
-        for &(a, b) in &self.pending {
-            run = match run {
-                Some((s, e)) if a <= e => Some((s, e.max(b))),
-                Some(r) => {
-                    close(r);
-                    Some((a, b))
-                }
-                None => Some((a, b)),
-            };
-        }
-        if let Some(r) = run {
-            close(r);
-        }
-        self.bytes_in_big_runs += big;
+        self.bytes_in_big_runs += memtamer_pmem::bytes_in_big_runs(&mut self.pending);
         self.pending.clear();
     }
 }

@@ -137,9 +137,22 @@ pub(crate) fn move_to_node(
     let pages: Vec<*mut libc::c_void> = (0..n)
         .map(|i| (addr + i * page) as *mut libc::c_void)
         .collect();
+    let status = move_pages(&pages, node).map_err(|source| TierError::Os {
+        what: format!("move_pages '{name}' ({n} pages) to node {node}"),
+        source,
+    })?;
+    Ok(status.iter().filter(|&&s| s == node as libc::c_int).count())
+}
+
+/// One `move_pages(2)` call for this process moving every page of `pages`
+/// to `node`; returns the kernel's per-page status (the node a page is on,
+/// or a negative errno), or the call's own error.
+fn move_pages(pages: &[*mut libc::c_void], node: u32) -> std::io::Result<Vec<libc::c_int>> {
+    let n = pages.len();
     let nodes = vec![node as libc::c_int; n];
     let mut status = vec![0 as libc::c_int; n];
-    // SAFETY: the three arrays have n entries; pid 0 is this process.
+    // SAFETY: the three arrays have n entries; pid 0 is this process;
+    // move_pages only changes physical placement, never contents.
     let r = unsafe {
         libc::syscall(
             libc::SYS_move_pages,
@@ -152,11 +165,10 @@ pub(crate) fn move_to_node(
         )
     };
     if r < 0 {
-        return Err(TierError::last_os(format!(
-            "move_pages '{name}' ({n} pages) to node {node}"
-        )));
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(status)
     }
-    Ok(status.iter().filter(|&&s| s == node as libc::c_int).count())
 }
 
 /// Outcome of one batched page move.
@@ -186,26 +198,10 @@ pub fn move_page_batch(pages: &[usize], node: u32) -> Result<PageBatch, TierErro
         .map(|&a| (a & !(page - 1)) as *mut libc::c_void)
         .collect();
     let n = ptrs.len();
-    let nodes = vec![node as libc::c_int; n];
-    let mut status = vec![0 as libc::c_int; n];
-    // SAFETY: the three arrays have n entries; pid 0 is this process;
-    // move_pages only changes physical placement, never contents.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_move_pages,
-            0 as libc::c_long,
-            n as libc::c_ulong,
-            ptrs.as_ptr(),
-            nodes.as_ptr(),
-            status.as_mut_ptr(),
-            MPOL_MF_MOVE,
-        )
-    };
-    if r < 0 {
-        return Err(TierError::last_os(format!(
-            "move_pages batch of {n} pages to node {node}"
-        )));
-    }
+    let status = move_pages(&ptrs, node).map_err(|source| TierError::Os {
+        what: format!("move_pages batch of {n} pages to node {node}"),
+        source,
+    })?;
     let on_node = status.iter().filter(|&&s| s == node as libc::c_int).count();
     Ok(PageBatch {
         requested: n,

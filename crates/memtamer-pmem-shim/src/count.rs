@@ -29,28 +29,8 @@ const LINE: usize = 64;
 /// the adds are atomic).
 const SLOTS: usize = 128;
 
-/// The counts a program reads (`#[repr(C)]`, mirrored by memtamer-tx's
-/// `shim_counts::ShimCounts`; `size` lets the reader check the layout).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ShimCounts {
-    /// `size_of::<ShimCounts>()`, written by the shim.
-    pub size: u64,
-    /// Outermost libpmemobj transactions ended.
-    pub txs: u64,
-    /// Flush calls (pmem_flush, pmem_persist, flushing copies).
-    pub flush_calls: u64,
-    /// 64 B lines the flush calls covered.
-    pub flushed_lines: u64,
-    /// Fences (pmem_drain, pmem_persist, draining copies).
-    pub fences: u64,
-    /// Sum of the flush calls' lengths.
-    pub call_bytes: u64,
-    /// Sum of the lengths of flush calls of >= 256 B.
-    pub call_big_bytes: u64,
-    /// Flushed bytes in contiguous runs >= 256 B within a fence epoch.
-    pub bytes_in_big_runs: u64,
-}
+/// The counts a program reads (one layout with the reader, in memtamer-pmem).
+pub use memtamer_pmem::ShimCounts;
 
 #[repr(align(64))]
 #[derive(Default)]

@@ -178,6 +178,33 @@ pub fn bytes_in_big_runs(ranges: &mut [(usize, usize)]) -> u64 {
     big
 }
 
+/// Persistence counts of an unmodified libpmemobj as the libpmem shim's
+/// counting mode keeps them (`memtamer-pmem-shim`, `count.rs`) and as
+/// `memtamer bench tx` reads them through `dlsym` (memtamer-tx
+/// `shim_counts.rs`): one `#[repr(C)]` layout for writer and reader, so
+/// the two cannot drift; `size` lets the reader check it at run time.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShimCounts {
+    /// `size_of::<ShimCounts>()`, written by the shim.
+    pub size: u64,
+    /// Outermost libpmemobj transactions ended.
+    pub txs: u64,
+    /// Flush calls (pmem_flush, pmem_persist, flushing copies).
+    pub flush_calls: u64,
+    /// 64 B lines the flush calls covered.
+    pub flushed_lines: u64,
+    /// Fences (pmem_drain, pmem_persist, draining copies).
+    pub fences: u64,
+    /// Sum of the flush calls' lengths.
+    pub call_bytes: u64,
+    /// Sum of the lengths of flush calls of >= 256 B.
+    pub call_big_bytes: u64,
+    /// Flushed bytes in contiguous runs >= 256 B within a fence epoch
+    /// ([`bytes_in_big_runs`]).
+    pub bytes_in_big_runs: u64,
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -12,27 +12,8 @@ use std::path::{Path, PathBuf};
 
 use crate::pool::PoolStats;
 
-/// The shim's `ShimCounts` (`memtamer-pmem-shim/src/count.rs`), same layout.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ShimCounts {
-    /// `size_of::<ShimCounts>()` as the shim wrote it (layout check).
-    pub size: u64,
-    /// Outermost libpmemobj transactions ended.
-    pub txs: u64,
-    /// Flush calls.
-    pub flush_calls: u64,
-    /// 64 B lines the flush calls covered.
-    pub flushed_lines: u64,
-    /// Fences.
-    pub fences: u64,
-    /// Sum of the flush calls' lengths.
-    pub call_bytes: u64,
-    /// Sum of the lengths of flush calls of >= 256 B.
-    pub call_big_bytes: u64,
-    /// Flushed bytes in contiguous runs >= 256 B within a fence epoch.
-    pub bytes_in_big_runs: u64,
-}
+/// The shim's counts (one layout with the shim, in memtamer-pmem).
+pub use memtamer_pmem::ShimCounts;
 
 const START: &CStr = c"memtamer_pmem_shim_count_start";
 const COUNTS: &CStr = c"memtamer_pmem_shim_counts";

@@ -88,6 +88,39 @@ pub struct UncoreParams {
     /// shared table whose overflow stalls every request of the socket).
     #[serde(default, skip_serializing_if = "RequestTableScope::is_imc")]
     pub request_table_scope: RequestTableScope,
+    /// Where a multi-socket line's coherence directory lives: nowhere
+    /// (`none`, the default: the model before issue 24 item 2) or in the
+    /// memory line itself (`memory`: Intel's in-memory directory, whose state
+    /// the home writes back to memory when a read from another socket is
+    /// granted the line; see [`MemoryDirectory`]).
+    #[serde(default, skip_serializing_if = "MemoryDirectory::is_none")]
+    pub directory: MemoryDirectory,
+}
+
+/// The multi-socket coherence directory (see [`UncoreParams::directory`]).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryDirectory {
+    /// No directory traffic (ablation: the model before issue 24 item 2).
+    #[default]
+    None,
+    /// Intel's in-memory directory (Intel 64 and IA-32 Architectures
+    /// Optimization Reference Manual, Skylake-SP / Optane DC PMM section: "a
+    /// distributed in-memory directory, with the coherence state of each cache
+    /// line stored in metadata within the line itself in memory"): a read
+    /// from another socket that memory serves is granted the line exclusive
+    /// (an RFO always is), so the home marks the line "remote-owned" in that
+    /// metadata, which is a write of the whole line at home (McCalpin, Intel
+    /// Community forum, Skylake-SP memory directory). A line already marked
+    /// needs no write; any write of the line's data to memory carries the
+    /// new state and clears the mark.
+    Memory,
+}
+
+impl MemoryDirectory {
+    fn is_none(&self) -> bool {
+        *self == MemoryDirectory::None
+    }
 }
 
 /// Which requests share one request table (see

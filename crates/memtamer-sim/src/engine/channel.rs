@@ -132,6 +132,9 @@ impl Engine {
         if pm {
             self.account_occupancy(c);
         }
+        if self.uncore.directory {
+            self.directory_written(r);
+        }
         let ch = &mut self.channels[c];
         ch.wpq_used += 1;
         ch.write_seq += 1;
@@ -350,6 +353,9 @@ impl Engine {
             self.channels[ci].rpq_used -= 1;
             let back = self.ack_latency(&self.reqs[r as usize]);
             self.push(end + back, EvKind::Complete(r));
+            if self.uncore.directory {
+                self.directory_read_served(r, end);
+            }
             self.admit_waiters(ci, true);
             if self.channel_has_work(ci) {
                 self.schedule_kick(c, end);

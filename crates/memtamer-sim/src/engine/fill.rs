@@ -30,6 +30,10 @@ pub(super) enum Chain {
     /// A `clwb` write-back of a dirty line (flush workload): done when the
     /// write completes, like a non-temporal store; the line is clean then.
     Clwb,
+    /// The home's write of a line's in-memory directory state after another
+    /// socket read it (`uncore.directory = "memory"`, engine/directory.rs):
+    /// no core waits for it.
+    Directory,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -229,6 +233,7 @@ impl Engine {
                 self.written_back(q.addr);
                 self.op_done(tid, false);
             }
+            Chain::Directory => self.free_reqs.push(r),
         }
     }
 

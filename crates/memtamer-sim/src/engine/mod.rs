@@ -10,6 +10,7 @@ mod bus;
 mod channel;
 mod completion;
 mod cpu;
+mod directory;
 mod dram;
 mod fill;
 mod flush;
@@ -26,8 +27,8 @@ pub use gate::GATE_BYPASS_BYTES;
 pub use sampler::{Sampler, StoreSample};
 
 use crate::config::{
-    MemKind, Platform, RemoteTracking, RequestTableScope, Scenario, WorkloadSpec, LOCAL_DRAM,
-    LOCAL_DRAM_INDEX,
+    MemKind, MemoryDirectory, Platform, RemoteTracking, RequestTableScope, Scenario, WorkloadSpec,
+    LOCAL_DRAM, LOCAL_DRAM_INDEX,
 };
 use crate::event_queue::{Ev, EventQueue};
 use crate::histogram::Histogram;
@@ -347,6 +348,8 @@ impl Engine {
                 cha_to_imc: ps(p.uncore.cha_to_imc_ns),
                 link: ps(p.uncore.numa_link_ns),
                 remote_home: p.uncore.remote_tracking == RemoteTracking::Home,
+                directory: p.uncore.directory == MemoryDirectory::Memory,
+                remote_owned: Default::default(),
                 regions,
                 local_dram,
             },

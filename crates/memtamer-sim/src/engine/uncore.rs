@@ -8,7 +8,7 @@ use super::fill::{Req, ReqKind};
 use super::Engine;
 use crate::config::{MemKind, WorkloadSpec, LOCAL_DRAM_INDEX};
 use crate::workload::{Ps, REGION_SHIFT};
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 /// The uncore's state and parameters: the regions requests are routed
 /// over, the request tables (overflow buffer) and the requests stalled at
@@ -37,6 +37,12 @@ pub(super) struct Uncore {
     /// Remote requests are tracked by the request table of their channel's
     /// socket (`uncore.remote_tracking = "home"`), not the issuing one's.
     pub(super) remote_home: bool,
+    /// `uncore.directory = "memory"`: reads from another socket make the
+    /// home write the line's directory state (engine/directory.rs).
+    pub(super) directory: bool,
+    /// Lines marked in their in-memory directory as possibly held by
+    /// another socket (only with `directory`).
+    pub(super) remote_owned: HashSet<u64>,
     /// Address regions.
     pub(super) regions: Vec<Region>,
     /// Per socket, the region `local-dram` resolves to (the first DRAM region

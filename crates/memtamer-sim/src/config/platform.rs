@@ -354,12 +354,36 @@ pub struct PmParams {
     /// the AIT").
     #[serde(default)]
     pub ait_block_bytes: u32,
+    /// What the write-back of a partially written XPLine costs the media
+    /// (`media`, the default: a 256 B media read, then the write, both on
+    /// the media port and the XPLine's partition; `in_write`: the same as a
+    /// full XPLine's write, because the media reads every XPLine it writes
+    /// anyway, so the published write bandwidth already contains the read:
+    /// Dicio §4.1, "write is actually a read-modify-write operation in PM",
+    /// whose media-level read bandwidth includes the write bandwidth).
+    #[serde(default)]
+    pub rmw_read: RmwRead,
     /// Delay before media counters can be read (ACPI), ms.
     pub media_counter_delay_ms: f64,
     /// When the core sees a PM write complete: at WPQ acceptance (`wpq`), when
     /// it leaves the WPQ over DDR-T into the DIMM (`ddrt`), or only once the
     /// XPBuffer takes it (`xpbuffer`).
     pub write_completion: PmWriteCompletion,
+}
+
+/// What a partial XPLine write-back costs the media (`pm.rmw_read`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RmwRead {
+    /// A separate 256 B media read before the write: port and partition
+    /// busy for a read service plus a write service (the model before
+    /// issue 24).
+    #[default]
+    Media,
+    /// The read is part of every media write (Dicio §4.1): a partial
+    /// write-back costs one write service, like a full one. It still counts
+    /// as a read-modify-write and as 256 B of media reads.
+    InWrite,
 }
 
 /// The point at which a PM write completes for the core.

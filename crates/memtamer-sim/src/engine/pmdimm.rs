@@ -6,7 +6,7 @@
 //! Partially written XPLines evicted from the XPBuffer cost a
 //! read-modify-write. Nothing here knows about thread counts or knees.
 
-use crate::config::PmParams;
+use crate::config::{PmParams, RmwRead};
 use crate::workload::{Ps, NS};
 use std::collections::VecDeque;
 
@@ -104,6 +104,9 @@ pub struct PmDimm {
     write_service: Ps,
     media_read_latency: Ps,
     controller: Ps,
+    /// Media service of a partial XPLine's write-back (read + write, or
+    /// write alone with `pm.rmw_read = "in_write"`).
+    rmw_service: Ps,
     /// Cumulative counters.
     pub counters: DimmCounters,
 }
@@ -116,6 +119,9 @@ impl PmDimm {
         let lines = (p.xpbuffer_bytes as u64 / XPLINE).max(1);
         let ways = p.xpbuffer_ways.max(1) as usize;
         let sets = (lines / ways as u64).max(1);
+        // service time of one XPLine = 256 B / bandwidth (GB/s = B/ns)
+        let read_service = ((XPLINE as f64 / p.media_read_gbps) * NS as f64) as Ps;
+        let write_service = ((XPLINE as f64 / p.media_write_gbps) * NS as f64) as Ps;
         PmDimm {
             credits: p.ddrt_write_credits,
             inq: VecDeque::new(),
@@ -137,9 +143,12 @@ impl PmDimm {
             media_q: VecDeque::new(),
             read_buf: Vec::new(),
             read_buf_cap: p.read_buffer_lines as usize,
-            // service time of one XPLine = 256 B / bandwidth (GB/s = B/ns)
-            read_service: ((XPLINE as f64 / p.media_read_gbps) * NS as f64) as Ps,
-            write_service: ((XPLINE as f64 / p.media_write_gbps) * NS as f64) as Ps,
+            read_service,
+            write_service,
+            rmw_service: match p.rmw_read {
+                RmwRead::Media => read_service + write_service,
+                RmwRead::InWrite => write_service,
+            },
             media_read_latency: (p.media_read_ns * NS as f64) as Ps,
             controller: (p.controller_ns * NS as f64) as Ps,
             counters: DimmCounters::default(),
@@ -345,7 +354,7 @@ impl PmDimm {
                 if partial {
                     self.counters.rmw += 1;
                     self.counters.media_read_bytes += XPLINE;
-                    (self.read_service + self.write_service, None)
+                    (self.rmw_service, None)
                 } else {
                     (self.write_service, None)
                 }
@@ -433,6 +442,7 @@ mod tests {
             media_write_queue: 4,
             media_partitions: 1,
             ait_block_bytes: 0,
+            rmw_read: RmwRead::Media,
             media_counter_delay_ms: 4.5,
             write_completion: crate::config::PmWriteCompletion::Ddrt,
         }
@@ -546,6 +556,44 @@ mod tests {
         // 0 at 0, 1 at 1 service, 5 when partition 0 frees at 5 services
         let service = media_time(1, &[0]);
         assert_eq!(t, 6 * service);
+    }
+
+    /// Media time of `n` partial XPLine write-backs on one partition-free
+    /// media server, with the given RMW cost.
+    fn rmw_time(rmw_read: RmwRead, n: u64) -> (Ps, DimmCounters) {
+        let mut d = PmDimm::new(
+            &PmParams {
+                rmw_read,
+                media_write_queue: n as u32,
+                ..params()
+            },
+            0,
+        );
+        for x in 0..n {
+            d.media_writes_pending += 1;
+            let part = d.partition_of(x);
+            d.media_q.push_back(MediaOp {
+                kind: MediaKind::Write { partial: true },
+                part,
+            });
+        }
+        (drain(&mut d), d.counters)
+    }
+
+    #[test]
+    fn a_partial_write_back_costs_a_read_and_a_write_unless_the_read_is_in_the_write() {
+        let write = media_time(1, &[0]);
+        let read = PmDimm::new(&params(), 0).read_service;
+        let (media, c_media) = rmw_time(RmwRead::Media, 8);
+        assert_eq!(media, 8 * (read + write));
+        // Dicio §4.1: every media write is a read-modify-write, so a partial
+        // XPLine costs what a full one does
+        let (in_write, c_in_write) = rmw_time(RmwRead::InWrite, 8);
+        assert_eq!(in_write, 8 * write);
+        // the counters do not depend on the cost
+        assert_eq!(c_media, c_in_write);
+        assert_eq!(c_media.rmw, 8);
+        assert_eq!(c_media.media_read_bytes, 8 * XPLINE);
     }
 
     #[test]

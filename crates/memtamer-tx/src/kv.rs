@@ -191,6 +191,12 @@ impl HashTable {
         (self.chunks[b / HEADS_PER_CHUNK], (b % HEADS_PER_CHUNK) * 4)
     }
 
+    /// The bucket chunks and the bucket count (a [`crate::rows::RowTable`]
+    /// walks them to list its rows).
+    pub(crate) fn directory(&self) -> (&[Ref], usize) {
+        (&self.chunks, self.nbuckets)
+    }
+
     /// Looks `key` up.
     pub fn get(&self, t: &mut dyn TxOps, key: u64) -> Result<Option<Val>, TxError> {
         let (c, off) = self.bucket(key);

@@ -148,6 +148,79 @@ impl RowTable {
     }
 }
 
+impl RowTable {
+    /// Writes the whole row of `key`, inserting it if absent (a key-value
+    /// `put`); returns whether the key was new.
+    pub fn put(&self, t: &mut dyn TxOps, key: u64, row: &[u8]) -> Result<bool, TxError> {
+        if self.update(t, key, row)? {
+            Ok(false)
+        } else {
+            self.insert(t, key, row)
+        }
+    }
+
+    /// Removes `key` (unlinks and frees its node); whether it was present.
+    pub fn remove(&self, t: &mut dyn TxOps, key: u64) -> Result<bool, TxError> {
+        let (c, off) = self.dir.bucket(key);
+        let mut h = [0u8; 4];
+        t.get(c, off, &mut h)?;
+        let mut prev: Option<Ref> = None;
+        let mut n = u32::from_le_bytes(h);
+        while n != 0 {
+            let mut b = [0u8; R_ROW];
+            t.get(n, 0, &mut b)?;
+            let next = [b[R_NEXT], b[R_NEXT + 1], b[R_NEXT + 2], b[R_NEXT + 3]];
+            if b[..8] == key.to_le_bytes() {
+                match prev {
+                    None => t.put(c, off, &next)?,
+                    Some(p) => t.put(p, R_NEXT, &next)?,
+                }
+                t.free(n)?;
+                return Ok(true);
+            }
+            prev = Some(n);
+            n = u32::from_le_bytes(next);
+        }
+        Ok(false)
+    }
+
+    /// Every (key, row) in key order, with `width(key)` bytes per row, and
+    /// every object reference the table reaches (verification).
+    pub fn items(
+        &self,
+        t: &mut dyn TxOps,
+        width: &dyn Fn(u64) -> usize,
+    ) -> Result<(Vec<(u64, Vec<u8>)>, Vec<Ref>), TxError> {
+        let (chunks, nbuckets) = self.dir.directory();
+        let mut refs = chunks.to_vec();
+        let mut items = Vec::new();
+        for b in 0..nbuckets {
+            let mut h = [0u8; 4];
+            t.get(chunks[b / 8], (b % 8) * 4, &mut h)?;
+            let mut n = u32::from_le_bytes(h);
+            while n != 0 {
+                refs.push(n);
+                let mut kb = [0u8; R_ROW];
+                t.get(n, 0, &mut kb)?;
+                let mut k = [0u8; 8];
+                k.copy_from_slice(&kb[..8]);
+                let key = u64::from_le_bytes(k);
+                let mut row = vec![0u8; width(key)];
+                t.get(n, R_ROW, &mut row)?;
+                items.push((key, row));
+                n = u32::from_le_bytes([
+                    kb[R_NEXT],
+                    kb[R_NEXT + 1],
+                    kb[R_NEXT + 2],
+                    kb[R_NEXT + 3],
+                ]);
+            }
+        }
+        items.sort_unstable();
+        Ok((items, refs))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -609,16 +609,7 @@ impl<'p> Tx<'p> {
                     lines: f.old_lines,
                 });
             }
-            if f.tomb && pool.faults.free_tombstones.load(Ordering::Relaxed) {
-                // (fault injection: the deletion record's line is freed
-                // at once, so the id's older copies can come back)
-                e.update(0, 0, true);
-                self.ctx.dealloc.push(Dealloc {
-                    line: f.new - 1,
-                    lines: 1,
-                });
-                self.ctx.free_ids.push(f.id);
-            } else if f.tomb {
+            if f.tomb {
                 // The deletion record stays the id's `old` (and on PM)
                 // until the id is reused and that copy commits: only then
                 // is every older copy of the id superseded by a newer one.

@@ -228,7 +228,7 @@ fn eo() -> EnumOptions {
 #[test]
 fn a_scan_that_skips_block_lines_is_caught() {
     memtamer_tx::recover::SCAN_SKIPS_BLOCKS.store(true, Ordering::Relaxed);
-    let r = run(Kind::Rows, 1500, |_| {}, &eo());
+    let r = run(Kind::Rows, 700, |_| {}, &eo());
     memtamer_tx::recover::SCAN_SKIPS_BLOCKS.store(false, Ordering::Relaxed);
     eprintln!("scan skipping block lines: {r:?}");
     assert!(

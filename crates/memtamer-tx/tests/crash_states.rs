@@ -353,22 +353,3 @@ fn removing_the_commit_fence_is_caught() {
     eprintln!("no commit fence: {r:?}");
     assert!(r.violations > 0, "a missing fence must produce violations");
 }
-
-#[test]
-fn freeing_deletion_records_at_commit_is_caught() {
-    // The GC leaves freed copies' headers valid (no zeroing flush); a
-    // deleted id's older copies are then hidden only by its deletion
-    // record, kept until the id is reused. Freeing the record's line at
-    // commit instead lets them come back.
-    let r = run(
-        Kind::Rows,
-        1500,
-        |p| p.faults.free_tombstones.store(true, Ordering::Relaxed),
-        &eo(),
-    );
-    eprintln!("deletion records freed at commit: {r:?}");
-    assert!(
-        r.violations > 0,
-        "freed deletion records must produce violations"
-    );
-}

@@ -124,9 +124,6 @@ pub struct Faults {
     pub skip_log_persist: AtomicBool,
     /// Skip the fence between the CHKP lines and the checkpoint record.
     pub skip_chkp_fence: AtomicBool,
-    /// Free a deletion record's line at commit instead of keeping it as
-    /// the id's `old` until the id is reused.
-    pub free_tombstones: AtomicBool,
 }
 
 /// DRAM mirror of a TxState slot, read by other transactions.

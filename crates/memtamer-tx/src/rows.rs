@@ -72,6 +72,9 @@ pub fn fill_text(out: &mut [u8], seed: u64) {
     }
 }
 
+/// Every (key, row) in key order and every reference reached (verification).
+pub type RowContents = (Vec<(u64, Vec<u8>)>, Vec<Ref>);
+
 /// A chained hash table from u64 keys to rows (each node one object).
 pub struct RowTable {
     dir: HashTable,
@@ -190,7 +193,7 @@ impl RowTable {
         &self,
         t: &mut dyn TxOps,
         width: &dyn Fn(u64) -> usize,
-    ) -> Result<(Vec<(u64, Vec<u8>)>, Vec<Ref>), TxError> {
+    ) -> Result<RowContents, TxError> {
         let (chunks, nbuckets) = self.dir.directory();
         let mut refs = chunks.to_vec();
         let mut items = Vec::new();

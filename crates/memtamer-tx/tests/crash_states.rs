@@ -78,16 +78,18 @@ fn contents(kind: Kind, p: &Pool) -> Result<Contents, TxError> {
     Ok((items, refs))
 }
 
+/// The structure under test (one of the three is set).
+type Structures = (Option<HashTable>, Option<RbTree>, Option<RowTable>);
+
 fn apply(
     kind: Kind,
-    ht: &Option<HashTable>,
-    rb: &Option<RbTree>,
-    rt: &Option<RowTable>,
+    ds: &Structures,
     t: &mut dyn TxOps,
     k: u64,
     v: &Val,
     del: bool,
 ) -> Result<(), TxError> {
+    let (ht, rb, rt) = ds;
     match (kind, ht, rb) {
         (Kind::Hash, Some(h), _) if del => drop(h.remove(t, k)?),
         (Kind::Hash, Some(h), _) => drop(h.put(t, k, v)?),
@@ -131,7 +133,7 @@ fn run_with(
         ..PoolOptions::default()
     })
     .unwrap();
-    let (ht, rb, rt) = match kind {
+    let ds: Structures = match kind {
         Kind::Hash => (Some(HashTable::create(&pool, 0, 8).unwrap()), None, None),
         Kind::Rb => (None, Some(RbTree::create(&pool, 8).unwrap()), None),
         Kind::Rows => (None, None, Some(RowTable::create(&pool, 0, 8).unwrap())),
@@ -146,10 +148,8 @@ fn run_with(
     };
     for k in 0..24u64 {
         let v = [k as u8; 16];
-        pool.run(true, &mut |t| {
-            apply(kind, &ht, &rb, &rt, t, k * 2, &v, false)
-        })
-        .unwrap();
+        pool.run(true, &mut |t| apply(kind, &ds, t, k * 2, &v, false))
+            .unwrap();
         model.insert(k * 2, v);
     }
     pool.collect();
@@ -162,7 +162,7 @@ fn run_with(
         let del = rnd().is_multiple_of(3);
         let mut v = [0u8; 16];
         v[..8].copy_from_slice(&i.to_le_bytes());
-        pool.run(true, &mut |t| apply(kind, &ht, &rb, &rt, t, key, &v, del))
+        pool.run(true, &mut |t| apply(kind, &ds, t, key, &v, del))
             .unwrap();
         if del {
             model.remove(&key);

@@ -473,7 +473,10 @@ pub fn run(o: &BenchOptions) -> Result<BenchReport, BenchError> {
         let n = match s {
             Structure::Hash => o.hash_preload,
             Structure::RbTree => o.rb_preload,
-            Structure::TpccNewOrder => o.tpcc_items * 3 + 30_000 + (2_000_000f64 * o.secs) as u64,
+            Structure::TpccNewOrder => {
+                crate::tpcc::Tpcc::population_bytes(o.tpcc_items) / 64
+                    + (2_000_000f64 * o.secs) as u64
+            }
             Structure::Tatp => {
                 crate::tatp::Tatp::rows(o.tatp_subscribers) * 5 / 4 + (200_000f64 * o.secs) as u64
             }

@@ -152,7 +152,8 @@ impl Pool {
             if live && h.lines() <= LARGE_LINES {
                 ids.push(h.id);
             }
-            line += h.lines().max(1);
+            // a stale header's block may overlap live ones (`Pool::gc`)
+            line += if live { h.lines().max(1) } else { 1 };
         }
         ids
     }

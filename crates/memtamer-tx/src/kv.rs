@@ -184,9 +184,17 @@ impl HashTable {
         Ok((key, next))
     }
 
-    fn bucket(&self, key: u64) -> (Ref, usize) {
+    /// The bucket chunk and head offset of `key` (also the directory of a
+    /// [`crate::rows::RowTable`], whose nodes carry whole rows).
+    pub(crate) fn bucket(&self, key: u64) -> (Ref, usize) {
         let b = (hash(key) % self.nbuckets as u64) as usize;
         (self.chunks[b / HEADS_PER_CHUNK], (b % HEADS_PER_CHUNK) * 4)
+    }
+
+    /// The bucket chunks and the bucket count (a [`crate::rows::RowTable`]
+    /// walks them to list its rows).
+    pub(crate) fn directory(&self) -> (&[Ref], usize) {
+        (&self.chunks, self.nbuckets)
     }
 
     /// Looks `key` up.

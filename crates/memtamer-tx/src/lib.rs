@@ -35,6 +35,7 @@ pub mod pool;
 pub use pool::{checkpoint, recover};
 pub mod rbtree;
 pub mod region;
+pub mod rows;
 pub mod shim_counts;
 pub mod table;
 pub mod tatp;

@@ -409,10 +409,14 @@ impl<'p> Tx<'p> {
         if !e.try_lock(self.me()) {
             return Err(TxError::Conflict { id });
         }
+        // A reused id keeps its deletion record as `old` until this copy
+        // commits: the record hides the id's older copies from recovery
+        // (their headers are not zeroed), and is freed like any old copy.
+        let tomb = e.snap().old;
         let n = match self.new_block(id, size as u32) {
             Ok(n) => n,
             Err(err) => {
-                e.update(0, 0, true);
+                e.update(0, tomb, true);
                 self.ctx.free_ids.push(id);
                 return Err(err);
             }
@@ -420,7 +424,7 @@ impl<'p> Tx<'p> {
         let off = self.pool.line_off(n - 1) + OBJ_HDR;
         // SAFETY: fresh block of `size` payload bytes.
         unsafe { std::ptr::write_bytes(self.pool.region.ptr(off, size), 0, size) };
-        e.update(n, 0, false);
+        e.update(n, tomb, false);
         self.write_set.push(id);
         Ok(id)
     }
@@ -451,9 +455,10 @@ impl<'p> Tx<'p> {
             }
             (s.old, false)
         };
-        if old == 0 {
-            // Allocated in this transaction: nothing older to hide.
-            e.update(0, 0, false);
+        if old == 0 || (mine && self.hdr_at(old).is_tombstone()) {
+            // Allocated in this transaction: nothing older to hide (a
+            // reused id's deletion record stays its `old`).
+            e.update(0, old, false);
             return Ok(());
         }
         let t = match self.new_block(id, TOMBSTONE) {
@@ -592,8 +597,9 @@ impl<'p> Tx<'p> {
                 continue;
             };
             if f.new == 0 {
-                // allocated and freed in this transaction
-                e.update(0, 0, true);
+                // allocated and freed in this transaction (a reused id
+                // keeps its deletion record)
+                e.update(0, f.old, true);
                 self.ctx.free_ids.push(f.id);
                 continue;
             }
@@ -604,11 +610,10 @@ impl<'p> Tx<'p> {
                 });
             }
             if f.tomb {
-                e.update(0, 0, true);
-                pool.queue_tombstone(Dealloc {
-                    line: f.new - 1,
-                    lines: 1,
-                });
+                // The deletion record stays the id's `old` (and on PM)
+                // until the id is reused and that copy commits: only then
+                // is every older copy of the id superseded by a newer one.
+                e.update(0, f.new, true);
                 self.ctx.free_ids.push(f.id);
             } else {
                 e.update(0, f.new, true);
@@ -621,16 +626,6 @@ impl<'p> Tx<'p> {
         }
         if self.ctx.dealloc.len() >= pool.gc_batch {
             pool.gc(self.slot, &mut self.ctx);
-        }
-        if pool.tombs_len.load(Ordering::Relaxed) >= pool.gc_batch {
-            // Our GC step only while we hold back the oldest deletion
-            // record: once past it, another one per commit (a fence each)
-            // cannot let it go sooner; the slots that lag run theirs.
-            let oldest = pool.tombs_oldest.load(Ordering::SeqCst);
-            if pool.states[self.slot].zeroed_gen.load(Ordering::SeqCst) <= oldest {
-                pool.gc(self.slot, &mut self.ctx);
-            }
-            pool.reap(Some(self.slot), &mut self.ctx.stats);
         }
     }
 
@@ -657,7 +652,7 @@ impl<'p> Tx<'p> {
                 blocks.push((s.new - 1, h.lines()));
             }
             e.update(0, s.old, true);
-            if s.old == 0 {
+            if s.old == 0 || self.hdr_at(s.old).is_tombstone() {
                 self.ctx.free_ids.push(id);
             }
         }

@@ -289,7 +289,9 @@ fn defragmentation_packs_sparse_regions_and_keeps_contents() {
     };
     let pool = Pool::create_in_memory(&o).unwrap();
     let ids = fill(&pool, 4000);
-    // free three of every four objects: every region becomes sparse
+    // free three of every four objects: every region they were in becomes
+    // sparse (their deletion records, one line each, are allocated side by
+    // side and stay until the ids are reused: ~47 full regions)
     for (i, id) in ids.iter().enumerate() {
         if i % 4 != 0 {
             pool.transaction(|tx| tx.free(*id)).unwrap();
@@ -297,7 +299,7 @@ fn defragmentation_packs_sparse_regions_and_keeps_contents() {
     }
     pool.collect();
     let before = pool.fragmentation();
-    assert!(before.sparse > 40 && before.rate > 0.5, "{before:?}");
+    assert!(before.sparse > 40 && before.rate > 0.4, "{before:?}");
     let r = pool.defrag(usize::MAX).unwrap();
     assert!(r.objects_moved >= 900 && r.conflicts == 0, "{r:?}");
     let after = pool.fragmentation();

@@ -3,8 +3,8 @@
 //!
 //! A checkpoint holds every TxState slot, so no transaction runs ("pause
 //! transactions"), then:
-//! 1. runs the GC step on every slot and reaps every deletion record, so
-//!    the only valid object headers left are the live objects' (fenced);
+//! 1. runs the GC step on every slot (freed copies go to the recycle list;
+//!    their headers stay valid but superseded, see `Pool::gc`);
 //! 2. returns the slots' portions to the global free list, so every later
 //!    allocation fetches from it and is logged;
 //! 3. rewrites the CHKP lines of the table pages written since the last
@@ -16,8 +16,11 @@
 //! of epoch e and its log are intact, and CHKP lines already rewritten hold
 //! locations that are either inside an extent logged since epoch e (recovery
 //! scans those and ignores CHKP there) or unchanged; a location CHKP forgets
-//! belonged to a copy step 1 already zeroed (`tests/crash_states.rs` checks
-//! this at crash points inside checkpoints).
+//! belonged to a superseded copy, whose successor is in a logged extent
+//! (`tests/crash_states.rs` checks this at crash points inside checkpoints).
+//! A deleted id's entry holds its deletion record (the table's `old` until
+//! the id is reused), so the record hides the id's older copies on the
+//! checkpoint path too.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -178,11 +181,10 @@ impl Pool {
         self.chkp.pausing.store(false, Ordering::SeqCst);
         let mut log = lock(&self.chkp.log);
         let mut st = PersistStats::default();
-        // 1. only live objects keep valid headers
+        // 1. freed copies to the recycle list
         for (i, g) in guards.iter_mut().enumerate() {
             self.gc(i, g);
         }
-        self.reap(None, &mut st);
         // 2. every later allocation fetches from the global list
         {
             let mut global = lock(&self.global);

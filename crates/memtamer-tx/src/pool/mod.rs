@@ -134,9 +134,6 @@ pub(crate) struct SlotDram {
     pub word: AtomicU64,
     /// CommitID once committed.
     pub commit: AtomicU64,
-    /// GC generation at the start of this slot's last GC step: every block
-    /// it deallocated before that generation has a zeroed header on PM.
-    pub zeroed_gen: AtomicU64,
 }
 
 /// What a slot owns while a transaction runs in it (per-thread state).
@@ -163,7 +160,7 @@ pub struct Pool {
     pub(crate) states: Box<[SlotDram]>,
     pub(crate) slots: Box<[Mutex<SlotCtx>]>,
     pub(crate) global: Mutex<FreeList>,
-    /// Recycle list: zeroed runs, sorted and merged when they refill the
+    /// Recycle list: freed runs (headers not zeroed, see `gc`), sorted and merged when they refill the
     /// global list (they arrive nearly sorted, thesis §5.4.4).
     pub(crate) recycle: Mutex<Vec<(u32, u32)>>,
     pub(crate) next_id: AtomicU32,
@@ -171,13 +168,6 @@ pub struct Pool {
     pub(crate) segment_lines: u32,
     pub(crate) gc_batch: usize,
     pub(crate) totals: Mutex<PoolStats>,
-    pub(crate) gen: AtomicU64,
-    pub(crate) tombs: Mutex<Vec<(Dealloc, u64)>>,
-    pub(crate) tombs_len: std::sync::atomic::AtomicUsize,
-    /// Oldest GC generation among the queued deletion records (u64::MAX:
-    /// none); lets `reap` see without a lock or a scan that nothing is
-    /// ready yet.
-    pub(crate) tombs_oldest: AtomicU64,
     pub(crate) recovery: RecoveryReport,
     /// Fault injection (tests only).
     #[doc(hidden)]
@@ -459,114 +449,42 @@ impl Pool {
         Err(TxError::PoolFull { bytes })
     }
 
-    /// The GC step: zero the headers of this slot's deallocated copies,
-    /// persist, move them to the sorted recycle list, and record the GC
-    /// generation it started at.
-    pub(crate) fn gc(&self, me: usize, ctx: &mut SlotCtx) {
-        let g = self.gen.fetch_add(1, Ordering::SeqCst);
+    /// The GC step: move this slot's deallocated copies to the sorted
+    /// recycle list. Their headers are not zeroed (the thesis's GC zeroes
+    /// each one: a scattered one-line write + flush per freed copy, and a
+    /// fence per step). That is sound because (a) every such copy is
+    /// superseded by a newer committed version of its id (a copy or a
+    /// deletion record, which stays on PM until the id is reused), so
+    /// recovery's newest-TxID-wins judge drops it; (b) recovery examines
+    /// every line rather than skipping the lines of a block it found, so a
+    /// stale header whose block overlaps a newer block cannot hide it; (c)
+    /// a stale header left inside a live block's lines is a loser too, and
+    /// recovery zeroes only dropped headers outside the live blocks.
+    /// `tests/crash_states.rs` and `tests/crash_scan_fault.rs` check both.
+    pub(crate) fn gc(&self, _me: usize, ctx: &mut SlotCtx) {
         let list = std::mem::take(&mut ctx.dealloc);
-        if !list.is_empty() {
-            let zeros = [0u8; OBJ_HDR];
-            let mut runs: Vec<(u32, u32)> = list.iter().map(|d| (d.line, d.lines)).collect();
-            runs.sort_unstable();
-            // headers in address order, those in adjacent lines (one-line
-            // blocks freed side by side) flushed as one range: the same
-            // lines as one flush each, in fewer and larger calls
-            let mut hdrs: Vec<(usize, usize)> = runs
-                .iter()
-                .map(|&(l, _)| (self.line_off(l), OBJ_HDR))
-                .collect();
-            for &(off, _) in &hdrs {
-                self.region.write(off, &zeros);
-            }
-            crate::region::coalesce_lines(&mut hdrs);
-            for &(off, len) in &hdrs {
-                self.region.flush(off, len, &mut ctx.stats);
-            }
-            self.region.fence(&mut ctx.stats);
-            let mut merged: Vec<(u32, u32)> = Vec::with_capacity(runs.len());
-            for (l, n) in runs {
-                match merged.last_mut() {
-                    Some((ml, mn)) if *ml + *mn == l => *mn += n,
-                    _ => merged.push((l, n)),
-                }
-            }
-            lock(&self.recycle).extend(merged);
-        }
-        self.states[me].zeroed_gen.store(g, Ordering::SeqCst);
-    }
-
-    /// Queues a deletion record. It may be zeroed only once every older
-    /// copy of its object is zeroed, and those sit in any slot's
-    /// deallocation list: so it waits until every slot has run a GC step
-    /// that started after it was queued (the thesis's GC zeroes blocks
-    /// without this order, which can resurrect a deleted object).
-    pub(crate) fn queue_tombstone(&self, d: Dealloc) {
-        let g = self.gen.fetch_add(1, Ordering::SeqCst);
-        let mut t = lock(&self.tombs);
-        t.push((d, g));
-        self.tombs_oldest.fetch_min(g, Ordering::SeqCst);
-        self.tombs_len.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Zeroes and recycles the deletion records every slot has caught up
-    /// with, running the GC step on idle slots that hold back the oldest.
-    /// While a busy slot holds it back this returns after one atomic load
-    /// per slot: before, every commit of a 2-thread run re-scanned and
-    /// re-partitioned the whole (growing) list, 19% of the profile.
-    pub(crate) fn reap(&self, me: Option<usize>, st: &mut PersistStats) {
-        let oldest = self.tombs_oldest.load(Ordering::SeqCst);
-        if oldest == u64::MAX {
+        if list.is_empty() {
             return;
         }
-        let mut min_gen = u64::MAX;
-        for (i, s) in self.states.iter().enumerate() {
-            let mut z = s.zeroed_gen.load(Ordering::SeqCst);
-            if z <= oldest && Some(i) != me {
-                if let Ok(mut c) = self.slots[i].try_lock() {
-                    self.gc(i, &mut c);
-                    z = s.zeroed_gen.load(Ordering::SeqCst);
-                }
+        let mut runs: Vec<(u32, u32)> = list.iter().map(|d| (d.line, d.lines)).collect();
+        runs.sort_unstable();
+        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(runs.len());
+        for (l, n) in runs {
+            match merged.last_mut() {
+                Some((ml, mn)) if *ml + *mn == l => *mn += n,
+                _ => merged.push((l, n)),
             }
-            min_gen = min_gen.min(z);
         }
-        if min_gen <= oldest {
-            return;
-        }
-        let ready: Vec<Dealloc> = {
-            let mut t = lock(&self.tombs);
-            let (ready, keep): (Vec<_>, Vec<_>) = t.drain(..).partition(|(_, g)| *g < min_gen);
-            *t = keep;
-            self.tombs_oldest.store(
-                t.iter().map(|(_, g)| *g).min().unwrap_or(u64::MAX),
-                Ordering::SeqCst,
-            );
-            self.tombs_len.store(t.len(), Ordering::Relaxed);
-            ready.into_iter().map(|(d, _)| d).collect()
-        };
-        if ready.is_empty() {
-            return;
-        }
-        let zeros = [0u8; OBJ_HDR];
-        for d in &ready {
-            let off = self.line_off(d.line);
-            self.region.write(off, &zeros);
-            self.region.flush(off, OBJ_HDR, st);
-        }
-        self.region.fence(st);
-        lock(&self.recycle).extend(ready.iter().map(|d| (d.line, d.lines)));
+        lock(&self.recycle).extend(merged);
     }
 
-    /// Runs the GC step on every idle slot and reaps deletion records.
+    /// Runs the GC step on every idle slot.
     pub fn collect(&self) {
         for (i, s) in self.slots.iter().enumerate() {
             if let Ok(mut c) = s.try_lock() {
                 self.gc(i, &mut c);
             }
         }
-        let mut st = PersistStats::default();
-        self.reap(None, &mut st);
-        self.add_totals(&mut st, false, false, false);
     }
 
     pub(crate) fn new_id(&self, ctx: &mut SlotCtx) -> Option<u32> {
@@ -596,10 +514,20 @@ impl Pool {
             .filter(|id| {
                 self.table
                     .get(*id)
-                    .map(|e| e.snap().old != 0)
+                    .map(|e| {
+                        let old = e.snap().old;
+                        old != 0 && !self.is_deletion_record(old)
+                    })
                     .unwrap_or(false)
             })
             .collect()
+    }
+
+    /// Whether the block at table location `loc` (line + 1) is a deletion
+    /// record: a deleted id keeps its record as `old` until it is reused.
+    pub(crate) fn is_deletion_record(&self, loc: u32) -> bool {
+        let b = self.region.bytes(self.line_off(loc - 1) + 4, 4);
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]]) & layout::TOMBSTONE != 0
     }
 }
 

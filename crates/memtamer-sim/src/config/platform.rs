@@ -333,7 +333,13 @@ pub struct PmParams {
     pub xpbuffer_ways: u32,
     /// Read buffer (prefetched XPLines) capacity in XPLines.
     pub read_buffer_lines: u32,
-    /// XPLine write-backs the DIMM can queue for the media.
+    /// XPLine write-backs the DIMM can queue for the media. The built-in
+    /// platforms' 4 is an estimate; VANS (Wang et al., MICRO'20,
+    /// `config/vans.cfg`) gives the DIMM's controller 64-entry queues, which
+    /// removes the dependence of one DIMM's write throughput on its writers'
+    /// phases but also most of PATS Fig. 1's multi-writer decline
+    /// (docs/simulator.md, "Why PM write throughput on one DIMM depends on the
+    /// writers' phases").
     pub media_write_queue: u32,
     /// Independent media partitions of one DIMM: an XPLine operation occupies
     /// its partition (XPLine address modulo this) for this many media service

@@ -10,17 +10,35 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum FlushPattern {
-    /// PMEMKV-like put: a value of `value_bytes` at a random 64 B-aligned
-    /// place (the allocator's unit) is stored, the rest of the operation (`compute_ns`: index
+    /// PMEMKV-like put with the value at a random place (a pool whose free
+    /// blocks are scattered; `pmemkv-arena` is the placement of a pool
+    /// filled by inserts): a value of `value_bytes` at a random 64 B-aligned
+    /// place is stored, the rest of the operation (`compute_ns`: index
     /// update, allocator, transaction bookkeeping) runs, then the value's
     /// lines are flushed and one fence ends the operation (libpmemobj
     /// commit).
     #[default]
     Pmemkv,
-    /// Fast&Fair-like B+-tree insert: a random node of `value_bytes`; the
-    /// entries right of a random insert position shift by one, and each
-    /// line the shift crosses is stored, flushed and fenced on its own
-    /// (FAST's per-line clflush + mfence).
+    /// PMEMKV-like put as libpmemobj places it in a pool filled by inserts
+    /// (dbench randomfill, thesis §6.5.1): each thread allocates from its
+    /// own arena (PMDK `heap.c`, `heap_thread_arena_assign`), and a run's
+    /// free blocks are handed out first-in first-out in address order
+    /// (`container_seglists.c`: "the blocks inserted first are allocated
+    /// first"), so a thread's values are appended one after another. A
+    /// block is the value plus PMDK's 16 B allocation header, rounded up to
+    /// the 16 B allocation granularity (`alloc_class.c` `ALLOC_BLOCK_SIZE`;
+    /// PMDK's generated classes may round up to 5% more). The lines the block
+    /// covers are stored, `compute_ns` runs, they are flushed, one fence;
+    /// the line shared with the previous block is stored and flushed again.
+    #[serde(rename = "pmemkv-arena")]
+    PmemkvArena,
+    /// Fast&Fair-like B+-tree insert into a random leaf of `value_bytes`
+    /// (FAST_FAIR `btree.h` `insert_key`): the node holds between half and
+    /// all but one of its 16 B entries (a full node splits into two
+    /// half-full ones), the key goes to a random position among them, the
+    /// entries from there to the last shift right by one, and each line
+    /// the shift writes is stored, flushed and fenced on its own, from the
+    /// last line backwards (FAST's per-line clflush + mfence).
     Fastfair,
     /// streamcluster-like (NVthreads redo): `value_bytes` stored
     /// sequentially, `compute_ns`, then the whole block flushed, one fence.

@@ -16,6 +16,11 @@ use crate::workload::{Op, Ps, LINE};
 
 /// Bytes of one Fast&Fair entry (8 B key + 8 B pointer).
 const FASTFAIR_ENTRY: u64 = 16;
+/// PMDK's allocation header in front of every object (`memblock.h`,
+/// `struct allocation_header_compact`: size + extra, 16 B).
+const PMDK_HEADER: u64 = 16;
+/// PMDK's allocation granularity (`alloc_class.c`, `ALLOC_BLOCK_SIZE`).
+const PMDK_GRANULE: u64 = 16;
 
 /// One application thread of a `flush` workload.
 #[derive(Clone, Debug)]
@@ -107,16 +112,31 @@ impl FlushApp {
                 }
                 self.flush_epoch(q, base, self.lines);
             }
+            FlushPattern::PmemkvArena => {
+                // the thread's next block in its arena's run
+                let block = (self.bytes + PMDK_HEADER).div_ceil(PMDK_GRANULE) * PMDK_GRANULE;
+                if self.next + block > RANDOM_FOOTPRINT {
+                    self.next = 0;
+                }
+                let start = self.next;
+                self.next += block;
+                let first = start / LINE * LINE;
+                let lines = (start + block).div_ceil(LINE) - start / LINE;
+                self.stores(q, first, lines);
+                if self.compute > 0 {
+                    q.push_back(Op::Compute(self.compute));
+                }
+                self.flush_epoch(q, first, lines);
+            }
             FlushPattern::Fastfair => {
                 if self.compute > 0 {
                     q.push_back(Op::Compute(self.compute));
                 }
                 let node = rng.below(RANDOM_FOOTPRINT / span) * span;
-                let entries = (self.bytes / FASTFAIR_ENTRY).max(1);
-                let pos = rng.below(entries);
-                let first = pos * FASTFAIR_ENTRY / LINE;
-                // every line the shift crosses: store, flush, fence (FAST)
-                for l in first..self.lines {
+                let (first, last) = fastfair_shift(self.bytes, rng);
+                // every line the shift writes, from the last backwards:
+                // store, flush, fence (FAST)
+                for l in (first..=last).rev() {
                     let a = node + l * LINE;
                     self.stores(q, a, 1);
                     self.flush_epoch(q, a, 1);
@@ -168,6 +188,19 @@ impl FlushApp {
             bytes: self.bytes,
         });
     }
+}
+
+/// The first and last line of a Fast&Fair insert's shift in a node of
+/// `bytes` (FAST_FAIR `btree.h`): the node holds `n` entries, between half
+/// and all but one of its slots (`store` splits a node at `cardinality - 1`
+/// entries into two halves), the key's position `p` is uniform in `0..=n`,
+/// and entries `p..=n` are written.
+fn fastfair_shift(bytes: u64, rng: &mut Rng) -> (u64, u64) {
+    let slots = (bytes / FASTFAIR_ENTRY).max(2);
+    let lo = slots / 2;
+    let n = lo + rng.below(slots - lo);
+    let p = rng.below(n + 1);
+    (p * FASTFAIR_ENTRY / LINE, n * FASTFAIR_ENTRY / LINE)
 }
 
 /// A Ribbon flusher or the proactive-flushing thread: it asks the engine
@@ -247,11 +280,72 @@ mod tests {
         assert_eq!(flushes, count(&o, |x| matches!(x, Op::Fence)));
         assert_eq!(flushes, count(&o, |x| matches!(x, Op::Store { .. })));
         let ops_done = count(&o, |x| matches!(x, Op::Done { .. }));
-        // insert position uniform over 32 entries of a 8-line node: on
-        // average (8 + 1) / 2 lines shift
+        // 32 slots of a 8-line node, 16..=31 entries, position 0..=n:
+        // the mean of the lines from p's line to n's line
+        let mut sum = 0.0;
+        for n in 16u64..=31 {
+            for p in 0..=n {
+                sum += (n / 4 - p / 4 + 1) as f64 / (n + 1) as f64 / 16.0;
+            }
+        }
         let per_op = flushes as f64 / ops_done as f64;
-        assert!((per_op - 4.5).abs() < 0.3, "{per_op}");
+        assert!((per_op - sum).abs() < 0.15, "{per_op} vs {sum}");
+        assert!(sum < 4.0 && sum > 2.5, "{sum}");
         assert_eq!(count(&o, |x| matches!(x, Op::PmBegin { .. })), 0);
+    }
+
+    #[test]
+    fn fastfair_shifts_stay_inside_the_occupied_entries() {
+        let mut rng = Rng::new(3, 3);
+        let mut seen_last = [0u32; 8];
+        for _ in 0..20_000 {
+            let (first, last) = fastfair_shift(512, &mut rng);
+            assert!(first <= last && last <= 7, "{first} {last}");
+            // at least 16 entries: the last written entry is in line >= 4
+            assert!(last >= 4, "{last}");
+            seen_last[last as usize] += 1;
+        }
+        assert!(seen_last[4..].iter().all(|&c| c > 0), "{seen_last:?}");
+    }
+
+    #[test]
+    fn pmemkv_arena_appends_blocks_with_their_header() {
+        let o = ops(FlushPattern::PmemkvArena, 256, LineState::Dirty, false, 200);
+        let mut epochs: Vec<Vec<u64>> = vec![Vec::new()];
+        for x in &o {
+            match x {
+                Op::Flush { addr } => epochs.last_mut().unwrap().push(*addr),
+                Op::Fence => epochs.push(Vec::new()),
+                _ => {}
+            }
+        }
+        epochs.retain(|e| !e.is_empty());
+        assert!(epochs.len() >= 8);
+        // 256 B + 16 B header = 272 B blocks: 5 or 6 lines each, the
+        // lines contiguous, each block starting in the line where the
+        // previous one ended (that line is flushed by both)
+        let mut bytes_start = 0u64;
+        for e in &epochs {
+            assert!(e.windows(2).all(|w| w[1] - w[0] == LINE));
+            let first = bytes_start / LINE;
+            let last = (bytes_start + 272 - 1) / LINE;
+            assert_eq!(e.len() as u64, last - first + 1);
+            bytes_start += 272;
+        }
+        // 272 B blocks end on a line boundary every 4th block; otherwise
+        // the next block starts in the line this one ended in
+        let mut shared = 0;
+        for w in epochs.windows(2) {
+            let (end, start) = (*w[0].last().unwrap(), w[1][0]);
+            assert!(start == end || start == end + LINE, "{end:x} {start:x}");
+            shared += usize::from(start == end);
+        }
+        assert_eq!(shared, (epochs.len() - 1) - (epochs.len() - 1) / 4);
+        // stores cover exactly what is flushed
+        assert_eq!(
+            count(&o, |x| matches!(x, Op::Store { .. })),
+            count(&o, |x| matches!(x, Op::Flush { .. }))
+        );
     }
 
     #[test]

@@ -17,6 +17,15 @@
 //!   of §4.3.5 evicts by task execution order).
 //! * The copy cost per page is a measured machine property (the caller
 //!   passes it, [`crate::plan::PlanConfig::copy_ns_per_page`]).
+//! * The cost a page is weighed against is the thesis's data-movement cost
+//!   (§3.4.1, which Tahoe's "avoid less beneficial data movement", §4.1,
+//!   rests on): Eq. 3.3, `COST = max(size / copy_bw - mem_comp_overlap,
+//!   0)`, the part of the copy the helper cannot overlap with the tasks
+//!   that run before the page's user starts (its look-ahead slack, net of
+//!   the copies queued ahead of it on the one helper), plus Eq. 3.4's
+//!   `extra_COST`, the copy to the slow tier of the page that must leave
+//!   when DRAM is full. Eq. 3.4's weight `w = BFT - COST - extra_COST`
+//!   must be positive for the page to move ([`HelperClock`]).
 
 use crate::fasthash::{PageMap, PageSet};
 use crate::model::HybridModel;
@@ -67,11 +76,45 @@ pub fn future_savings(
 
 /// Whether a page with `own` predicted accesses by a task saving `per_acc`
 /// ns each, and `later` ns of predicted saving by later tasks, is worth a
-/// copy of `copy_ns` (None: no check, the thesis's behaviour).
-pub fn worth_moving(own: f64, per_acc: f64, later: f64, copy_ns: Option<f64>) -> bool {
-    match copy_ns {
+/// movement costing `cost_ns` (Eq. 3.4's weight `BFT - COST - extra_COST`
+/// is positive; None: no check, the thesis's §4.3.3 planner).
+pub fn worth_moving(own: f64, per_acc: f64, later: f64, cost_ns: Option<f64>) -> bool {
+    match cost_ns {
         None => true,
         Some(c) => own * per_acc + later > c,
+    }
+}
+
+/// The one migration helper's timeline while one plan is made (Eq. 3.3's
+/// overlap): copies run one after another, in the order planned, after
+/// the copies already queued. A page for a task whose start lies `slack`
+/// ns ahead is overlapped as far as the helper finishes it by then.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HelperClock {
+    /// Helper time (ns) taken by the copies planned so far, from now.
+    pub busy_ns: f64,
+    /// DRAM pages still free (a promotion beyond them evicts a page).
+    pub free_pages: usize,
+}
+
+impl HelperClock {
+    /// Eq. 3.3 + Eq. 3.4 for one page: with `copy_ns` per page copy, a page
+    /// for a task starting `slack_ns` from now costs its unoverlapped copy
+    /// time plus, when DRAM is full, the eviction's copy. Returns the cost
+    /// and whether the promotion evicts.
+    pub fn cost(&self, copy_ns: f64, slack_ns: f64) -> (f64, bool) {
+        let evicts = self.free_pages == 0;
+        let extra = if evicts { copy_ns } else { 0.0 };
+        // the helper does the eviction and the promotion, in that order
+        let done = self.busy_ns + copy_ns + extra;
+        let exposed = (done - slack_ns.max(0.0)).clamp(0.0, copy_ns);
+        (exposed + extra, evicts)
+    }
+
+    /// The page was planned: the helper's queue and DRAM take it.
+    pub fn take(&mut self, copy_ns: f64, evicts: bool) {
+        self.busy_ns += copy_ns * if evicts { 2.0 } else { 1.0 };
+        self.free_pages = self.free_pages.saturating_sub(1);
     }
 }
 
@@ -138,6 +181,39 @@ mod tests {
         let small = future_savings(&db, &model(), &fut, P, 6);
         assert!((small[&100] - 2.0 * 640.0).abs() < 1e-9);
         assert!(!small.contains_key(&200));
+    }
+
+    #[test]
+    fn overlapped_copies_cost_nothing_and_evictions_cost_a_copy() {
+        let c = HelperClock {
+            busy_ns: 0.0,
+            free_pages: 1,
+        };
+        // the task starts 5 us ahead: the copy is hidden (Eq. 3.3)
+        assert_eq!(c.cost(1000.0, 5000.0), (0.0, false));
+        // no slack (the task starts now): the whole copy is exposed
+        assert_eq!(c.cost(1000.0, 0.0), (1000.0, false));
+        // 400 ns of slack hides 400 ns of the copy
+        assert_eq!(c.cost(1000.0, 400.0), (600.0, false));
+        // the helper is 4.5 us behind: only 500 ns of the slack is left
+        let busy = HelperClock {
+            busy_ns: 4500.0,
+            free_pages: 1,
+        };
+        assert_eq!(busy.cost(1000.0, 5000.0), (500.0, false));
+        // DRAM full: the eviction's copy is extra_COST (Eq. 3.4), and the
+        // helper needs 2 us for the pair
+        let mut full = HelperClock {
+            busy_ns: 0.0,
+            free_pages: 0,
+        };
+        assert_eq!(full.cost(1000.0, 1500.0), (1500.0, true));
+        assert_eq!(full.cost(1000.0, 5000.0), (1000.0, true));
+        full.take(1000.0, true);
+        assert_eq!(full.busy_ns, 2000.0);
+        let mut one = c;
+        one.take(1000.0, false);
+        assert_eq!((one.busy_ns, one.free_pages), (1000.0, 0));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! task's hottest re-based pages in one batch per task (one `move_pages`
 //! call, one TLB flush: §4.3.6 optimisation 2).
 
-use crate::benefit::{future_savings, saving_per_access, worth_moving};
+use crate::benefit::{future_savings, saving_per_access, worth_moving, HelperClock};
 use crate::fasthash::{PageMap, PageSet};
 use crate::model::HybridModel;
 use crate::profile::{ProfileDb, TypeProfile};
@@ -26,9 +26,12 @@ pub struct PlanConfig {
     /// Largest number of DP units (pages are grouped into units so the
     /// O(K C^2) DP stays cheap).
     pub max_units: usize,
-    /// Cost of copying one page to DRAM, ns (a measured machine property).
-    /// `Some`: promote only pages whose predicted saving exceeds it
-    /// ([`crate::benefit`]); `None`: promote whatever fits (the thesis).
+    /// Cost of copying one page between the tiers, ns (a measured machine
+    /// property). `Some`: promote only pages whose predicted saving
+    /// exceeds their movement cost, Eq. 3.3 (the copy time the look-ahead
+    /// slack does not hide) plus Eq. 3.4's eviction copy
+    /// ([`crate::benefit`]); `None`: promote whatever fits (the thesis's
+    /// §4.3.3 planner).
     pub copy_ns_per_page: Option<f64>,
 }
 
@@ -112,6 +115,22 @@ impl Planner {
         }
     }
 
+    /// The copy cost the check uses from now on: the run's own measured
+    /// time per copied page (Eq. 3.3's `data_size / mem_copy_bw` with the
+    /// copy bandwidth this program leaves the helper, which a saturated
+    /// slow tier makes lower than any other program's). Ignored when the
+    /// check is off or `ns` is not a positive number.
+    pub fn set_copy_ns(&mut self, ns: f64) {
+        if self.cfg.copy_ns_per_page.is_some() && ns.is_finite() && ns > 0.0 {
+            self.cfg.copy_ns_per_page = Some(ns);
+        }
+    }
+
+    /// The copy cost per page the check uses (None: no check).
+    pub fn copy_ns(&self) -> Option<f64> {
+        self.cfg.copy_ns_per_page
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> PlanStats {
         self.stats
@@ -172,7 +191,8 @@ impl Planner {
             .filter(|t| self.db.get(t).is_some())
             .take(self.cfg.corun.max(1))
             .collect();
-        let batches = self.place(&group, active.iter(), future);
+        // the head's moves run on its worker right before it: no slack
+        let batches = self.place(&group, active.iter(), future, &[], &mut 0.0);
         Decision::Place {
             batches,
             predicted_ns: self.predict(head).unwrap_or(0.0),
@@ -193,13 +213,36 @@ impl Planner {
         queued: &[Task],
         future: &[Task],
     ) -> (Vec<Batch>, Vec<u64>) {
-        let known: Vec<&Task> = newly.iter().filter(|t| self.db.get(t).is_some()).collect();
+        self.plan_ready_slack(newly, &[], queued, future)
+    }
+
+    /// [`Planner::plan_ready`] with each new task's look-ahead slack:
+    /// `slack[i]` is the helper time (ns) before `newly[i]` starts, net of
+    /// the copies already queued on the helper (missing: 0, nothing
+    /// hidden). The cost-benefit check charges a page only the part of its
+    /// copy the slack does not hide (Eq. 3.3); the copies planned here run
+    /// one after another on the helper ([`HelperClock`]).
+    pub fn plan_ready_slack(
+        &mut self,
+        newly: &[Task],
+        slack: &[f64],
+        queued: &[Task],
+        future: &[Task],
+    ) -> (Vec<Batch>, Vec<u64>) {
+        let known: Vec<(&Task, f64)> = newly
+            .iter()
+            .zip(slack.iter().copied().chain(std::iter::repeat(0.0)))
+            .filter(|(t, _)| self.db.get(t).is_some())
+            .collect();
         let mut out = Vec::new();
+        let mut busy = 0.0;
         for chunk in known.chunks(self.cfg.corun.max(1)) {
             self.stats.decisions += chunk.len() as u64;
-            out.extend(self.place(chunk, queued.iter().chain(newly), future));
+            let group: Vec<&Task> = chunk.iter().map(|x| x.0).collect();
+            let sl: Vec<f64> = chunk.iter().map(|x| x.1).collect();
+            out.extend(self.place(&group, queued.iter().chain(newly), future, &sl, &mut busy));
         }
-        (out, known.iter().map(|t| t.id).collect())
+        (out, known.iter().map(|t| t.0.id).collect())
     }
 
     /// Eq. 4.4 time of `t` under the current residency (None: type unknown).
@@ -218,12 +261,16 @@ impl Planner {
     /// Splits DRAM among `group` (known types; the first is the head),
     /// guards the pages of `guarded` and of the group, evicts from the FIFO
     /// and admits each task's hottest pages that pass the cost-benefit
-    /// check: evictions first, then one batch per task.
+    /// check: evictions first, then one batch per task. `slack[k]`: helper
+    /// time before `group[k]` starts (missing: 0); `busy`: helper time
+    /// taken by earlier plans of the same call.
     fn place<'a>(
         &mut self,
         group: &[&Task],
         guarded: impl Iterator<Item = &'a Task>,
         future: &[Task],
+        slack: &[f64],
+        busy: &mut f64,
     ) -> Vec<Batch> {
         let Some(first) = group.first() else {
             return Vec::new();
@@ -245,7 +292,12 @@ impl Planner {
         let mut hot: Vec<Vec<(u64, f64)>> = Vec::new();
         let mut base_slow: Vec<f64> = Vec::new();
         let mut profs: Vec<&TypeProfile> = Vec::new();
-        for t in group {
+        let mut clock = HelperClock {
+            busy_ns: *busy,
+            free_pages: self.dram.free(),
+        };
+        let mut costed = PageSet::default();
+        for (k, t) in group.iter().enumerate() {
             let Some(p) = self.db.get(t) else {
                 return Vec::new();
             };
@@ -257,16 +309,31 @@ impl Planner {
                 .filter(|(pg, _)| !self.dram.contains(*pg))
                 .collect();
             base_slow.push(v.iter().map(|x| x.1).sum());
-            hot.push(
-                v.into_iter()
-                    .filter(|&(pg, a)| {
-                        let l = later.get(&pg).copied().unwrap_or(0.0);
-                        worth_moving(a, per, l, self.cfg.copy_ns_per_page)
-                    })
-                    .collect(),
-            );
+            let sl = slack.get(k).copied().unwrap_or(0.0);
+            // hottest first: the helper copies them in this order
+            let keep: Vec<(u64, f64)> = v
+                .into_iter()
+                .filter(|&(pg, a)| {
+                    let Some(copy) = self.cfg.copy_ns_per_page else {
+                        return true;
+                    };
+                    if costed.contains(&pg) {
+                        return true; // a co-runner's copy already pays
+                    }
+                    let l = later.get(&pg).copied().unwrap_or(0.0);
+                    let (cost, evicts) = clock.cost(copy, sl);
+                    let ok = worth_moving(a, per, l, Some(cost));
+                    if ok {
+                        clock.take(copy, evicts);
+                        costed.insert(pg);
+                    }
+                    ok
+                })
+                .collect();
+            hot.push(keep);
             profs.push(p);
         }
+        *busy = clock.busy_ns;
         let avail = self.dram.free() + self.dram.evictable(&guard);
         let want: usize = hot.iter().map(Vec::len).sum();
         let avail = avail.min(want);

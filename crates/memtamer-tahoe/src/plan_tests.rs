@@ -271,3 +271,54 @@ fn a_representative_partly_in_dram_is_profiled_at_its_all_slow_time() {
     let p = pl.db().get(&r).unwrap();
     assert!((p.t_slow_ns - 1200.0).abs() < 1e-9);
 }
+
+#[test]
+fn a_full_dram_charges_the_eviction_and_slack_hides_the_copy() {
+    // 64 accesses x 10 ns = 640 ns saved per page and task; copy 500 ns
+    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 64.0)).collect();
+    let r = task(1, 7, &[(0, 4)]);
+    let b = task(2, 7, &[(10, 4)]);
+    let moved = |pl: &mut Planner, slack: &[f64]| -> usize {
+        pl.decide(&r, &[], &[]);
+        pl.completed(&r, 10_000.0, Some(&samples));
+        let (batches, _) = pl.plan_ready_slack(std::slice::from_ref(&b), slack, &[], &[]);
+        batches
+            .iter()
+            .filter(|x| x.to_dram)
+            .map(|x| x.pages.len())
+            .sum()
+    };
+    // free DRAM, no slack: 640 > 500, all four move
+    assert_eq!(moved(&mut costed(8, 500.0), &[]), 4);
+    // DRAM full (first-touch pages adopted): each promotion also pays the
+    // eviction's copy, 1000 > 640, nothing moves (Eq. 3.4's extra_COST)
+    let mut full = costed(4, 500.0);
+    full.adopt(&[100, 101, 102, 103]);
+    assert_eq!(moved(&mut full, &[]), 0);
+    // the same with 2.2 us of slack: the helper needs 1 us per page
+    // (eviction + promotion); two promotions are hidden (cost: the
+    // eviction, 500 < 640), the third ends 800 ns late (500 + 500 > 640)
+    let mut full = costed(4, 500.0);
+    full.adopt(&[100, 101, 102, 103]);
+    assert_eq!(moved(&mut full, &[2200.0]), 2);
+}
+
+#[test]
+fn a_measured_copy_cost_replaces_the_prior_only_when_checking() {
+    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 64.0)).collect();
+    let r = task(1, 7, &[(0, 4)]);
+    let b = task(2, 7, &[(10, 4)]);
+    let mut pl = costed(8, 500.0);
+    pl.set_copy_ns(f64::NAN); // ignored
+    pl.set_copy_ns(0.0); // ignored
+    assert_eq!(pl.copy_ns(), Some(500.0));
+    // this run's copies take 1 us a page: one pass (640 ns) no longer pays
+    pl.set_copy_ns(1000.0);
+    pl.decide(&r, &[], &[]);
+    pl.completed(&r, 10_000.0, Some(&samples));
+    let (batches, _) = pl.plan_ready(std::slice::from_ref(&b), &[], &[]);
+    assert!(batches.is_empty(), "{batches:?}");
+    let mut off = planner(8, 1);
+    off.set_copy_ns(1000.0);
+    assert_eq!(off.copy_ns(), None);
+}

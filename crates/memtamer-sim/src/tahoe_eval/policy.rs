@@ -29,6 +29,7 @@
 use super::baselines::FirstTouch;
 use crate::workload::taskgraph::{Dispatch, Layout, Mode, TaskGraph, TaskPolicy};
 use crate::workload::tiered::{MoveReq, TierSpace, PAGE};
+use crate::workload::NS;
 use memtamer_core::unimem::Tier;
 use memtamer_tahoe::model::{HybridModel, LinearAccess};
 use memtamer_tahoe::plan::{Decision, PlanConfig, PlanStats, Planner};
@@ -89,6 +90,10 @@ pub struct TahoePolicy {
     /// Blocks with demotions queued on the helper by ready-queue planning.
     evicting: Vec<usize>,
 }
+
+/// Pages this run must have copied before the check uses the run's own
+/// copy time per page instead of the prior (one heat block: 32 pages).
+const COPY_SAMPLE_PAGES: u64 = 32;
 
 impl TahoePolicy {
     /// Tahoe with `dram_pages` of DRAM and the fallback model's `beta_ns`
@@ -256,8 +261,9 @@ impl TahoePolicy {
                 }
                 q.push(task);
             }
+            let slack = self.slack(g, &layout, tier, order, running, &todo);
             let future = self.future(g, &layout, first);
-            let (batches, planned) = self.planner.plan_ready(&n, &q, &future);
+            let (batches, planned) = self.planner.plan_ready_slack(&n, &slack, &q, &future);
             for b in &batches {
                 let to = if b.to_dram { Tier::Dram } else { Tier::Slow };
                 for m in layout.moves(&b.pages, to) {
@@ -274,6 +280,54 @@ impl TahoePolicy {
             }
         }
         self.layout = Some(layout);
+    }
+
+    /// Look-ahead slack of each task of `todo` (thesis Eq. 3.3's
+    /// `mem_comp_overlap`): the predicted time until a worker takes it,
+    /// the predicted work ahead of it (half of each running task, whose
+    /// start the policy does not see, and all of each task queued before
+    /// it; Eq. 4.4 under the current residency, 0 for unknown types)
+    /// spread over the workers, less the helper's backlog (the queued
+    /// copies run first).
+    fn slack(
+        &self,
+        g: &TaskGraph,
+        layout: &Layout,
+        tier: &TierSpace,
+        order: &[usize],
+        running: &[usize],
+        todo: &[usize],
+    ) -> Vec<f64> {
+        let Some(copy) = self.planner.copy_ns() else {
+            return Vec::new();
+        };
+        let pred = |t: usize| {
+            self.planner
+                .predict(&tahoe_task(g, layout, t))
+                .unwrap_or(0.0)
+        };
+        let mut ahead: f64 = running.iter().map(|&t| pred(t) / 2.0).sum();
+        let backlog = tier.queued_pages() as f64 * copy;
+        let workers = f64::from(super::WORKERS);
+        let mut at = Vec::with_capacity(order.len());
+        for &t in order {
+            at.push((t, ahead / workers - backlog));
+            ahead += pred(t);
+        }
+        todo.iter()
+            .map(|t| at.iter().find(|x| x.0 == *t).map_or(0.0, |x| x.1))
+            .collect()
+    }
+
+    /// Feeds the check this run's measured copy time per page once enough
+    /// pages were copied (thesis Eq. 3.3's copy bandwidth, as this
+    /// program's load leaves it to the copies).
+    fn measure_copy(&mut self, tier: &TierSpace) {
+        let st = tier.stats();
+        if st.pages_moved >= COPY_SAMPLE_PAGES {
+            self.planner
+                .set_copy_ns(st.copy_ps as f64 / NS as f64 / st.pages_moved as f64);
+        }
     }
 
     /// The planner's counters.
@@ -320,6 +374,7 @@ impl TaskPolicy for TahoePolicy {
         active: &[usize],
     ) {
         let order: Vec<usize> = queued.iter().chain(newly).copied().collect();
+        self.measure_copy(tier);
         self.plan_window(g, tier, &order, active);
     }
 
@@ -331,6 +386,7 @@ impl TaskPolicy for TahoePolicy {
         ready: &[usize],
         active: &[usize],
     ) -> Dispatch {
+        self.measure_copy(tier);
         let d = self.decide_head(g, tier, head, ready, active);
         // the queue moved up: plan the tasks that entered the look-ahead
         let running: Vec<usize> = active.iter().copied().chain([head]).collect();

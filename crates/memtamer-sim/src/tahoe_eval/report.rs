@@ -31,6 +31,8 @@ pub struct Row {
     pub tahoe_err: f64,
     /// Mean per-task |predicted - measured| / measured of those decisions.
     pub tahoe_task_err: f64,
+    /// Where the model error comes from ([`ModelErr`]).
+    pub model: ModelErr,
     /// Tahoe: share of its copy time the workers waited for.
     pub tahoe_exposed: f64,
     /// Tahoe: GB moved.
@@ -45,6 +47,29 @@ pub struct Row {
     pub reuse: Reuse,
     /// Which run the oracle column is (`super::ORACLE_CANDIDATES`).
     pub oracle_pick: String,
+}
+
+/// The model-error breakdown of one case (issue 21: error per benchmark
+/// and its cause). Signed biases are (sum predicted - sum measured) / sum
+/// measured: positive means the model predicts too long.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ModelErr {
+    /// Eq. 4.4 on the round-robin run: signed bias.
+    pub eq44_bias: f64,
+    /// Mean share of the round-robin run's line accesses in the slow tier.
+    pub rr_slow_share: f64,
+    /// The same run predicted with the tiers serving in parallel,
+    /// `max(p * T_slow, T_dram)` (a task's slow-tier traffic alone at the
+    /// all-slow rate, never faster than all-DRAM): |error| of the sums. A
+    /// diagnostic of Eq. 4.4's additive form, not a model Tahoe uses.
+    pub parallel_err: f64,
+    /// Tahoe's in-run predictions: signed bias.
+    pub tahoe_bias: f64,
+    /// The fallback's all-DRAM prediction `T_slow - beta * accesses` with
+    /// the leave-one-out beta against the measured all-DRAM type means,
+    /// signed, summed over the tasks (the part of Tahoe's error that is
+    /// beta's).
+    pub fallback_bias: f64,
 }
 
 /// Column order of [`Row::ms`].
@@ -63,30 +88,48 @@ fn ms(m: &Measured, p: &str) -> f64 {
     m.runs.get(p).map_or(f64::NAN, |r| r.makespan_ms)
 }
 
-/// The Eq. 4.4 error of a run with the reference type times.
-fn eq44(g: &TaskGraph, run: &RunOut, slow: &[(f64, f64)], dram: &[(f64, f64)]) -> (f64, f64) {
-    let (mut pred, mut meas, mut per, mut n) = (0.0, 0.0, 0.0, 0usize);
+/// Eq. 4.4 on a run with the reference type times: (|error| of the sums,
+/// signed bias, mean slow share, |error| of the parallel-tiers form).
+fn eq44(
+    g: &TaskGraph,
+    run: &RunOut,
+    slow: &[(f64, f64)],
+    dram: &[(f64, f64)],
+) -> (f64, f64, f64, f64) {
+    let (mut pred, mut par, mut meas, mut share, mut n) = (0.0, 0.0, 0.0, 0.0, 0usize);
     for (t, r) in run.records.iter().enumerate() {
         let ty = g.tasks[t].ty;
-        let p = t_partial(
-            slow[ty].1,
-            dram[ty].1,
-            (r.lines - r.dram_lines) as f64,
-            r.lines as f64,
-        );
-        let m = r.run_ns();
-        pred += p;
-        meas += m;
-        if m > 0.0 {
-            per += (p - m).abs() / m;
-            n += 1;
-        }
+        let slow_acc = (r.lines - r.dram_lines) as f64;
+        pred += t_partial(slow[ty].1, dram[ty].1, slow_acc, r.lines as f64);
+        let p = slow_acc / (r.lines as f64).max(1.0);
+        par += (p * slow[ty].1).max(dram[ty].1);
+        meas += r.run_ns();
+        share += p;
+        n += 1;
     }
-    ((pred - meas).abs() / meas.max(1e-9), per / n.max(1) as f64)
+    let m = meas.max(1e-9);
+    (
+        (pred - meas).abs() / m,
+        (pred - meas) / m,
+        share / n.max(1) as f64,
+        (par - meas).abs() / m,
+    )
 }
 
-/// Tahoe's own predictions against its measured task times.
-fn in_run(run: &RunOut) -> (f64, f64) {
+/// The fallback's signed all-DRAM bias (see [`ModelErr::fallback_bias`]).
+fn fallback_bias(g: &TaskGraph, beta: f64, slow: &[(f64, f64)], dram: &[(f64, f64)]) -> f64 {
+    let (mut pred, mut meas) = (0.0, 0.0);
+    for t in &g.tasks {
+        let (s, d) = (slow[t.ty], dram[t.ty]);
+        pred += (s.1 - beta * s.0).max(0.0);
+        meas += d.1;
+    }
+    (pred - meas) / meas.max(1e-9)
+}
+
+/// Tahoe's own predictions against its measured task times: (|error| of
+/// the sums, mean per-task |error|, signed bias).
+fn in_run(run: &RunOut) -> (f64, f64, f64) {
     let (mut pred, mut meas, mut per, mut n) = (0.0, 0.0, 0.0, 0usize);
     for r in &run.records {
         if let Some(p) = r.predicted_ns {
@@ -99,7 +142,12 @@ fn in_run(run: &RunOut) -> (f64, f64) {
             }
         }
     }
-    ((pred - meas).abs() / meas.max(1e-9), per / n.max(1) as f64)
+    let m = meas.max(1e-9);
+    (
+        (pred - meas).abs() / m,
+        per / n.max(1) as f64,
+        (pred - meas) / m,
+    )
 }
 
 impl Row {
@@ -107,7 +155,14 @@ impl Row {
     pub fn of(m: &Measured, g: &TaskGraph) -> Row {
         let v: Vec<f64> = POLICIES.iter().map(|p| ms(m, p)).collect();
         let t = v[3];
-        let (eq44_err, tahoe_err, tahoe_task_err) = match (
+        let nan = ModelErr {
+            eq44_bias: f64::NAN,
+            rr_slow_share: f64::NAN,
+            parallel_err: f64::NAN,
+            tahoe_bias: f64::NAN,
+            fallback_bias: f64::NAN,
+        };
+        let (eq44_err, tahoe_err, tahoe_task_err, model) = match (
             m.runs.get("slow-only"),
             m.runs.get("dram-only"),
             m.runs.get("round-robin"),
@@ -115,11 +170,18 @@ impl Row {
         ) {
             (Some(s), Some(d), Some(rr), Some(th)) => {
                 let (s, d) = (type_means(g, &s.records), type_means(g, &d.records));
-                let (e, _) = eq44(g, rr, &s, &d);
-                let (te, tt) = in_run(th);
-                (e, te, tt)
+                let (e, eb, share, pe) = eq44(g, rr, &s, &d);
+                let (te, tt, tb) = in_run(th);
+                let model = ModelErr {
+                    eq44_bias: eb,
+                    rr_slow_share: share,
+                    parallel_err: pe,
+                    tahoe_bias: tb,
+                    fallback_bias: fallback_bias(g, m.beta_ns, &s, &d),
+                };
+                (e, te, tt, model)
             }
-            _ => (f64::NAN, f64::NAN, f64::NAN),
+            _ => (f64::NAN, f64::NAN, f64::NAN, nan),
         };
         let th = m.runs.get("tahoe");
         Row {
@@ -132,6 +194,7 @@ impl Row {
             eq44_err,
             tahoe_err,
             tahoe_task_err,
+            model,
             tahoe_exposed: th.map_or(f64::NAN, |r| 1.0 - r.tier.overlap_share()),
             tahoe_gb_moved: th.map_or(f64::NAN, |r| r.tier.bytes_moved as f64 / 1e9),
             beta_ns: m.beta_ns,
@@ -213,6 +276,27 @@ pub fn markdown(rows: &[Row]) -> String {
             pct(gm(&|r| r.ms[3] / r.ms[5]) - 1.0),
             pct(1.0 - gm(&|r| r.ms[4] / r.ms[0])),
         );
+        let _ = writeln!(
+            s,
+            "Model error by benchmark (signed: + = predicts too long):\n\n| Benchmark | Eq. 4.4 round-robin: error | bias | slow share | parallel-tiers form error | Tahoe in-run: error | bias | fallback all-DRAM bias (beta) |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|");
+        for r in &rs {
+            let e = &r.model;
+            let _ = writeln!(
+                s,
+                "| {} | {:.1}% | {} | {:.2} | {:.1}% | {:.1}% | {} | {} |",
+                r.bench,
+                100.0 * r.eq44_err,
+                pct(e.eq44_bias),
+                e.rr_slow_share,
+                100.0 * e.parallel_err,
+                100.0 * r.tahoe_err,
+                pct(e.tahoe_bias),
+                pct(e.fallback_bias),
+            );
+        }
+        let _ = writeln!(s);
     }
     s
 }

@@ -290,6 +290,24 @@ impl TierSpace {
         self.objs.get(obj).is_none_or(|o| o.pending == 0)
     }
 
+    /// Pages the helper's queued (not yet started) requests would copy:
+    /// its backlog, which Tahoe's cost-benefit check subtracts from a
+    /// task's look-ahead slack (thesis Eq. 3.3).
+    pub fn queued_pages(&self) -> u64 {
+        self.fifo
+            .iter()
+            .filter_map(|m| {
+                let o = self.objs.get(m.obj)?;
+                let end = m.first_page.saturating_add(m.pages).min(o.page_count());
+                Some(
+                    (m.first_page.min(end)..end)
+                        .filter(|&p| o.pages[p as usize] != m.to)
+                        .count() as u64,
+                )
+            })
+            .sum()
+    }
+
     /// True when the helper has nothing left to do.
     pub fn idle(&self) -> bool {
         self.objs.iter().all(|o| o.pending == 0)

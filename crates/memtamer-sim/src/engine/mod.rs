@@ -17,6 +17,7 @@ mod flush_setup;
 mod gate;
 pub mod pmdimm;
 mod port;
+mod quartz;
 mod sampler;
 mod uncore;
 
@@ -189,6 +190,8 @@ pub struct Engine {
     sampler: Option<Sampler>,
     /// Line states and Ribbon queues of flush workloads (none without one).
     flush: Option<flush::FlushUnit>,
+    /// Quartz-style latency emulation (`[quartz]`; none: off).
+    quartz: Option<quartz::Quartz>,
 }
 
 fn ps(ns_val: f64) -> Ps {
@@ -381,6 +384,7 @@ impl Engine {
             migrations: 0,
             sampler: None,
             flush: None,
+            quartz: p.quartz.as_ref().map(quartz::Quartz::new),
         };
         let all = CpuSet::first_n(ncpus as usize);
         let mut next_cpu = 0u32;

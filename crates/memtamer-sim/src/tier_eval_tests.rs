@@ -35,7 +35,8 @@ fn idle_ns(p: &Platform, region: &str) -> f64 {
 
 #[test]
 fn emulated_platforms_emulate_what_they_say() {
-    // 4x latency: the slow tier's idle latency is 4x DRAM's (±10%)
+    // 4x latency: a pointer chase over the slow tier takes 4x as long per
+    // load as over DRAM (±10%), Quartz's delays included
     let p = load_platform("emul-lat4").unwrap();
     let (d, s) = (idle_ns(&p, "dram"), idle_ns(&p, "slow"));
     assert!((s / d - 4.0).abs() < 0.4, "{d} {s}");
@@ -50,6 +51,22 @@ fn emulated_platforms_emulate_what_they_say() {
             .map_or(0, |x| x.channels.len())
     };
     assert_eq!(2 * chans("slow"), chans("dram"));
+}
+
+#[test]
+fn quartz_platform_latencies_are_the_simulated_ones() {
+    // the hardware latencies [quartz] names are what Quartz would measure
+    // at start-up on this platform without its delays (src/lib/measure_lat.c)
+    let p = load_platform("emul-lat4").unwrap();
+    let q = p.quartz.clone().unwrap();
+    let mut hw = p.clone();
+    hw.quartz = None;
+    let (d, s) = (idle_ns(&hw, "dram"), idle_ns(&hw, "slow"));
+    assert!((d / q.hw_local_ns - 1.0).abs() < 0.05, "{d} {q:?}");
+    assert!((s / q.hw_remote_ns - 1.0).abs() < 0.05, "{s} {q:?}");
+    // and the emulated latency is the target (±5%)
+    let e = idle_ns(&p, "slow");
+    assert!((e / q.target_ns - 1.0).abs() < 0.05, "{e} {q:?}");
 }
 
 fn small() -> TierScenario {

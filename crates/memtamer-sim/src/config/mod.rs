@@ -18,6 +18,7 @@ pub mod overrides;
 pub mod phased;
 pub mod platform;
 pub mod profiles;
+pub mod quartz;
 pub mod scenario;
 pub mod workload_spec;
 

@@ -476,6 +476,10 @@ pub struct Platform {
     /// Published values this platform should reproduce, for validation.
     #[serde(default)]
     pub expect: Vec<Expectation>,
+    /// Quartz-style latency emulation (none: memory is as the channels make
+    /// it). See [`super::quartz`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quartz: Option<super::quartz::QuartzParams>,
 }
 
 /// A published idle latency or peak bandwidth the platform must reproduce.
@@ -592,6 +596,9 @@ impl Platform {
         }
         if let Some(b) = &self.dram.banks {
             b.validate(file, text)?;
+        }
+        if let Some(q) = &self.quartz {
+            q.validate(file, text)?;
         }
         if self.cpu.llc_bytes.is_some_and(|b| b < 64) {
             return Err(invalid(

@@ -62,6 +62,8 @@ pub(super) struct Thread {
     pub(super) parked: bool,
     /// Its part in a flush workload (application thread, flusher, proactive).
     pub(super) flush_role: super::flush::FlushRole,
+    /// Its current Quartz epoch (counted always, used only with `[quartz]`).
+    pub(super) qz: super::quartz::QuartzEpoch,
 }
 
 /// Where a new thread starts: the parts a job's set-up chooses; every other
@@ -112,6 +114,7 @@ impl Thread {
             duty_off: false,
             parked: false,
             flush_role: start.flush_role,
+            qz: Default::default(),
         }
     }
 }
@@ -349,6 +352,10 @@ impl Engine {
             if !th.on_cpu || th.block != Block::None {
                 return;
             }
+            if self.quartz.is_some() && self.quartz_epoch(tid) {
+                return;
+            }
+            let th = &mut self.threads[tid as usize];
             let op = match th.pending.take() {
                 Some(op) => op,
                 None => th.gen.next(&mut th.rng, self.now),
@@ -377,7 +384,9 @@ impl Engine {
                         return;
                     }
                     if dep {
-                        self.threads[tid as usize].block = Block::Dep;
+                        let th = &mut self.threads[tid as usize];
+                        th.block = Block::Dep;
+                        th.qz.stall_since = self.now;
                         return;
                     }
                 }
@@ -408,8 +417,11 @@ impl Engine {
                     self.count_store(tid, dst);
                 }
                 Op::Drain => {
+                    // a synchronisation point ends a Quartz epoch
+                    th.qz.due = true;
                     if th.outstanding > 0 {
                         th.block = Block::Drain;
+                        th.qz.stall_since = self.now;
                         return;
                     }
                 }
@@ -480,6 +492,7 @@ impl Engine {
         let th = &mut self.threads[tid as usize];
         th.pending = Some(op);
         th.block = Block::Lfb;
+        th.qz.stall_since = self.now;
         let core = self.cpus[th.cpu as usize].core;
         self.cores[core as usize].lfb_waiters.push_back(tid);
     }
@@ -488,6 +501,9 @@ impl Engine {
     #[inline]
     pub(super) fn wake_stalled(&mut self, tid: u32) {
         let th = &mut self.threads[tid as usize];
+        if matches!(th.block, Block::Lfb | Block::Dep | Block::Drain) {
+            th.qz.stall += self.now - th.qz.stall_since;
+        }
         th.block = Block::None;
         if th.on_cpu {
             self.step(tid);

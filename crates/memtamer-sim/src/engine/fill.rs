@@ -182,6 +182,7 @@ impl Engine {
             Chain::CopyNt { .. } | Chain::CopyTemporal { .. } => {
                 // the copied line's load is done
                 self.account(&q, false);
+                self.count_load(&q);
                 // the same fill buffer now holds the store (write-combining)
                 self.store_stage(r);
             }
@@ -212,6 +213,7 @@ impl Engine {
             }
             Chain::Load { dep, stream } => {
                 self.account(&q, false);
+                self.count_load(&q);
                 self.free_reqs.push(r);
                 if stream {
                     self.free_sq(q.core);
@@ -247,6 +249,17 @@ impl Engine {
             th.dram.record(64, write);
         } else if q.line_level {
             th.pm.record(64, write);
+        }
+    }
+
+    /// A load completed: counted local or remote for the Quartz epoch.
+    #[inline]
+    pub(super) fn count_load(&mut self, q: &Req) {
+        let e = &mut self.threads[q.tid as usize].qz;
+        if q.remote {
+            e.remote_loads += 1;
+        } else {
+            e.local_loads += 1;
         }
     }
 

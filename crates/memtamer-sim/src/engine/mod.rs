@@ -18,6 +18,7 @@ mod flush_setup;
 mod gate;
 pub mod pmdimm;
 mod port;
+mod quartz;
 mod sampler;
 mod uncore;
 
@@ -190,6 +191,8 @@ pub struct Engine {
     sampler: Option<Sampler>,
     /// Line states and Ribbon queues of flush workloads (none without one).
     flush: Option<flush::FlushUnit>,
+    /// Quartz-style latency emulation (`[quartz]`; none: off).
+    quartz: Option<quartz::Quartz>,
 }
 
 fn ps(ns_val: f64) -> Ps {
@@ -384,6 +387,7 @@ impl Engine {
             migrations: 0,
             sampler: None,
             flush: None,
+            quartz: p.quartz.as_ref().map(quartz::Quartz::new),
         };
         let all = CpuSet::first_n(ncpus as usize);
         let mut next_cpu = 0u32;

@@ -1,7 +1,9 @@
 //! The AIT partition map's key (`pm.ait_block_bytes`): accepted as 0 or a
-//! power of two of at least one XPLine, rejected otherwise with its name.
+//! power of two of at least one XPLine, rejected otherwise with its name;
+//! and the RMW cost's key (`pm.rmw_read`): `media` unless set, `in_write`
+//! accepted, anything else rejected.
 
-use memtamer_sim::config::Platform;
+use memtamer_sim::config::{Platform, RmwRead};
 use std::collections::BTreeMap;
 
 const PATS: &str = include_str!("../builtin/platforms/pats.toml");
@@ -25,4 +27,19 @@ fn ait_block_bytes_defaults_off_and_rejects_non_powers_of_two() {
         let e = with_ait(bad).unwrap_err();
         assert!(e.contains("pm.ait_block_bytes"), "{e}");
     }
+}
+
+#[test]
+fn rmw_read_defaults_to_a_media_read_and_accepts_in_write() {
+    let p = Platform::parse("pats.toml", PATS).unwrap();
+    assert_eq!(p.pm.rmw_read, RmwRead::Media);
+    let set = |v: &str| {
+        let mut o = BTreeMap::new();
+        o.insert("pm.rmw_read".to_string(), toml::Value::String(v.into()));
+        Platform::parse_with("pats.toml", PATS, &o).map_err(|e| e.to_string())
+    };
+    assert_eq!(set("in_write").unwrap().pm.rmw_read, RmwRead::InWrite);
+    assert_eq!(set("media").unwrap().pm.rmw_read, RmwRead::Media);
+    let e = set("in-write").unwrap_err();
+    assert!(e.contains("in_write"), "{e}");
 }

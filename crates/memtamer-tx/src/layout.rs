@@ -16,8 +16,10 @@
 pub const LINE: usize = 64;
 /// Pool header magic.
 pub const MAGIC: [u8; 8] = *b"MTXPOOL\0";
-/// Format version this build reads and writes (2: checkpoint area).
-pub const VERSION: u32 = 2;
+/// Format version this build reads and writes (2: checkpoint area; 3:
+/// freed copies keep valid headers and deleted ids keep their deletion
+/// record, which a version-2 reader's skipping scan would misread).
+pub const VERSION: u32 = 3;
 /// Lookup-table entries per CHKP line (15 x 4 B + a 4 B check).
 pub const CHKP_PER_LINE: u32 = 15;
 /// Bytes of one CHKP-diff log entry.

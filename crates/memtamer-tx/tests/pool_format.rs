@@ -114,13 +114,13 @@ fn bad_files_give_clear_errors() {
             e,
             PoolError::Version {
                 found: 1,
-                supported: 2,
+                supported: 3,
                 ..
             }
         ),
         "{e}"
     );
-    assert!(e.to_string().contains("version 2"));
+    assert!(e.to_string().contains("version 3"));
     let mut m = good.clone();
     m[0] = b'Z';
     assert!(matches!(check(&m), PoolError::BadMagic { .. }));

@@ -105,7 +105,8 @@ pub enum MemoryDirectory {
     #[default]
     None,
     /// Intel's in-memory directory (Intel 64 and IA-32 Architectures
-    /// Optimization Reference Manual, Skylake-SP / Optane DC PMM section: "a
+    /// Optimization Reference Manual, §2.1.31 as quoted by Stack Overflow
+    /// question 65316397: "a
     /// distributed in-memory directory, with the coherence state of each cache
     /// line stored in metadata within the line itself in memory"): a read
     /// from another socket that memory serves is granted the line exclusive

@@ -3,7 +3,7 @@
 //!
 //! Intel keeps each line's multi-socket coherence state in the line's own
 //! metadata in memory (Intel 64 and IA-32 Architectures Optimization
-//! Reference Manual, Skylake-SP server section on Optane DC PMM: "a
+//! Reference Manual, §2.1.31 as quoted by Stack Overflow question 65316397: "a
 //! distributed in-memory directory, with the coherence state of each cache
 //! line stored in metadata within the line itself in memory"; with "cores in
 //! different processors repeatedly reading the same set of lines in the Intel

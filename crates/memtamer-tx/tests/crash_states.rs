@@ -22,6 +22,17 @@ const MAINT: Maint = Maint {
     defrag_every: 60,
 };
 
+/// At least 10,000 distinct crash states, none of them violating an invariant.
+fn assert_survives_10k(what: &str, r: &CrashReport) {
+    eprintln!("{what}: {r:?}");
+    assert!(
+        r.distinct >= 10_000,
+        "only {} distinct crash states",
+        r.distinct
+    );
+    assert_eq!(r.violations, 0, "{:?}", r.examples);
+}
+
 fn assert_checkpoint_run(what: &str, r: &CrashReport) {
     eprintln!("{what}: {r:?}");
     assert!(
@@ -78,38 +89,17 @@ fn removing_the_checkpoint_fence_is_caught() {
 
 #[test]
 fn hash_table_survives_10k_crash_states() {
-    let r = run(Kind::Hash, 1500, |_| {}, &eo());
-    eprintln!("hash table: {r:?}");
-    assert!(
-        r.distinct >= 10_000,
-        "only {} distinct crash states",
-        r.distinct
-    );
-    assert_eq!(r.violations, 0, "{:?}", r.examples);
+    assert_survives_10k("hash table", &run(Kind::Hash, 1500, |_| {}, &eo()));
 }
 
 #[test]
 fn rb_tree_survives_10k_crash_states() {
-    let r = run(Kind::Rb, 900, |_| {}, &eo());
-    eprintln!("rb tree: {r:?}");
-    assert!(
-        r.distinct >= 10_000,
-        "only {} distinct crash states",
-        r.distinct
-    );
-    assert_eq!(r.violations, 0, "{:?}", r.examples);
+    assert_survives_10k("rb tree", &run(Kind::Rb, 900, |_| {}, &eo()));
 }
 
 #[test]
 fn rows_of_mixed_widths_survive_10k_crash_states() {
-    let r = run(Kind::Rows, 900, |_| {}, &eo());
-    eprintln!("rows of 1-7 lines: {r:?}");
-    assert!(
-        r.distinct >= 10_000,
-        "only {} distinct crash states",
-        r.distinct
-    );
-    assert_eq!(r.violations, 0, "{:?}", r.examples);
+    assert_survives_10k("rows of 1-7 lines", &run(Kind::Rows, 900, |_| {}, &eo()));
 }
 
 #[test]

@@ -57,16 +57,30 @@ fn emulated_platforms_emulate_what_they_say() {
 fn quartz_platform_latencies_are_the_simulated_ones() {
     // the hardware latencies [quartz] names are what Quartz would measure
     // at start-up on this platform without its delays (src/lib/measure_lat.c)
-    let p = load_platform("emul-lat4").unwrap();
-    let q = p.quartz.clone().unwrap();
-    let mut hw = p.clone();
-    hw.quartz = None;
-    let (d, s) = (idle_ns(&hw, "dram"), idle_ns(&hw, "slow"));
-    assert!((d / q.hw_local_ns - 1.0).abs() < 0.05, "{d} {q:?}");
-    assert!((s / q.hw_remote_ns - 1.0).abs() < 0.05, "{s} {q:?}");
-    // and the emulated latency is the target (±5%)
-    let e = idle_ns(&p, "slow");
-    assert!((e / q.target_ns - 1.0).abs() < 0.05, "{e} {q:?}");
+    // (Unimem's emul-lat4 and Tahoe's tahoe-4x-latency, issue 21)
+    for p in [
+        load_platform("emul-lat4").unwrap(),
+        crate::tahoe_eval::load_platform("tahoe-4x-latency").unwrap(),
+    ] {
+        let q = p.quartz.clone().unwrap();
+        let mut hw = p.clone();
+        hw.quartz = None;
+        let (d, s) = (idle_ns(&hw, "dram"), idle_ns(&hw, "slow"));
+        assert!(
+            (d / q.hw_local_ns - 1.0).abs() < 0.05,
+            "{} {d} {q:?}",
+            p.name
+        );
+        assert!(
+            (s / q.hw_remote_ns - 1.0).abs() < 0.05,
+            "{} {s} {q:?}",
+            p.name
+        );
+        // and the emulated latency is the target (±5%), 4x DRAM's
+        let e = idle_ns(&p, "slow");
+        assert!((e / q.target_ns - 1.0).abs() < 0.05, "{} {e} {q:?}", p.name);
+        assert!((q.target_ns / q.hw_local_ns - 4.0).abs() < 1e-9, "{q:?}");
+    }
 }
 
 /// Run time (s) of one rank touching `a` (random loads) and, with

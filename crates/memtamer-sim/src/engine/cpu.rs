@@ -386,7 +386,7 @@ impl Engine {
                     if dep {
                         let th = &mut self.threads[tid as usize];
                         th.block = Block::Dep;
-                        th.qz.stall_since = self.now;
+                        th.qz.set_stalled(self.now, true);
                         return;
                     }
                 }
@@ -421,7 +421,7 @@ impl Engine {
                     th.qz.due = true;
                     if th.outstanding > 0 {
                         th.block = Block::Drain;
-                        th.qz.stall_since = self.now;
+                        th.qz.set_stalled(self.now, true);
                         return;
                     }
                 }
@@ -492,7 +492,7 @@ impl Engine {
         let th = &mut self.threads[tid as usize];
         th.pending = Some(op);
         th.block = Block::Lfb;
-        th.qz.stall_since = self.now;
+        th.qz.set_stalled(self.now, true);
         let core = self.cpus[th.cpu as usize].core;
         self.cores[core as usize].lfb_waiters.push_back(tid);
     }
@@ -502,7 +502,7 @@ impl Engine {
     pub(super) fn wake_stalled(&mut self, tid: u32) {
         let th = &mut self.threads[tid as usize];
         if matches!(th.block, Block::Lfb | Block::Dep | Block::Drain) {
-            th.qz.stall += self.now - th.qz.stall_since;
+            th.qz.set_stalled(self.now, false);
         }
         th.block = Block::None;
         if th.on_cpu {

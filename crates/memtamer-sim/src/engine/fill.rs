@@ -100,7 +100,14 @@ impl Engine {
             }
             c.lfb_used += 1;
         }
-        self.threads[tid as usize].outstanding += 1;
+        let th = &mut self.threads[tid as usize];
+        th.outstanding += 1;
+        if matches!(
+            chain,
+            Chain::Load { .. } | Chain::CopyNt { .. } | Chain::CopyTemporal { .. }
+        ) {
+            th.qz.load_issued(self.now);
+        }
         let src_socket = self.cores[core as usize].socket;
         let r = self.make_req(tid, core, src_socket, addr, kind, chain);
         self.send(r);
@@ -255,12 +262,8 @@ impl Engine {
     /// A load completed: counted local or remote for the Quartz epoch.
     #[inline]
     pub(super) fn count_load(&mut self, q: &Req) {
-        let e = &mut self.threads[q.tid as usize].qz;
-        if q.remote {
-            e.remote_loads += 1;
-        } else {
-            e.local_loads += 1;
-        }
+        let now = self.now;
+        self.threads[q.tid as usize].qz.load_done(now, q.remote);
     }
 
     /// The RFO `r` finished: its fill buffer is released and the write-back goes out.

@@ -22,17 +22,68 @@ pub(super) struct Quartz {
 pub(super) struct QuartzEpoch {
     /// When the epoch began.
     pub(super) start: Ps,
-    /// Time stalled on memory in the epoch (blocked on a full miss queue,
-    /// a dependent load or a drain): the engine's `STALLS_L2_PENDING`.
+    /// Time in the epoch stalled on memory (blocked on a full miss queue, a
+    /// dependent load or a drain) while a load miss is outstanding: the
+    /// engine's `CYCLE_ACTIVITY:STALLS_L2_PENDING`, which counts stalls with
+    /// a demand *load* pending only (a core held up by its stores' RFOs is
+    /// a store-buffer resource stall, not counted by Quartz).
     pub(super) stall: Ps,
-    /// When the current stall began.
+    /// Up to when `stall` is counted.
     pub(super) stall_since: Ps,
+    /// Blocked on memory now.
+    pub(super) stalled: bool,
+    /// Load misses (loads and memcpy sources) outstanding now.
+    pub(super) loads_out: u32,
     /// Loads served by the thread's own socket's memory.
     pub(super) local_loads: u64,
     /// Loads served by another socket's memory (the emulated NVM).
     pub(super) remote_loads: u64,
     /// A synchronisation point (a drain) ends the epoch.
     pub(super) due: bool,
+}
+
+impl QuartzEpoch {
+    /// Brings `stall` up to `now`.
+    fn settle(&mut self, now: Ps) {
+        if self.stalled && self.loads_out > 0 {
+            self.stall += now - self.stall_since;
+        }
+        self.stall_since = now;
+    }
+
+    /// The thread blocks on memory (`true`) or goes on (`false`).
+    pub(super) fn set_stalled(&mut self, now: Ps, on: bool) {
+        self.settle(now);
+        self.stalled = on;
+    }
+
+    /// A load miss was issued.
+    pub(super) fn load_issued(&mut self, now: Ps) {
+        self.settle(now);
+        self.loads_out += 1;
+    }
+
+    /// A load miss completed, from another socket's memory or not.
+    pub(super) fn load_done(&mut self, now: Ps, remote: bool) {
+        self.settle(now);
+        self.loads_out = self.loads_out.saturating_sub(1);
+        if remote {
+            self.remote_loads += 1;
+        } else {
+            self.local_loads += 1;
+        }
+    }
+
+    /// The next epoch, from `now` (what is outstanding carries over).
+    fn next(&self, now: Ps) -> QuartzEpoch {
+        QuartzEpoch {
+            start: now,
+            stall_since: now,
+            stalled: self.stalled,
+            loads_out: self.loads_out,
+            ..Default::default()
+        }
+    }
 }
 
 impl Quartz {
@@ -76,11 +127,9 @@ impl Engine {
         if !th.qz.due && now - th.qz.start < q.max_epoch {
             return false;
         }
+        th.qz.set_stalled(now, false);
         let d = q.delay(&th.qz);
-        th.qz = QuartzEpoch {
-            start: now,
-            ..Default::default()
-        };
+        th.qz = th.qz.next(now);
         if d == 0 {
             return false;
         }
@@ -130,6 +179,29 @@ mod tests {
         };
         assert_eq!(q().delay(&e3), 0);
         assert_eq!(q().delay(&QuartzEpoch::default()), 0);
+    }
+
+    #[test]
+    fn only_stalls_with_a_load_outstanding_count() {
+        let mut e = QuartzEpoch::default();
+        // stalled with no load out (e.g. on stores' RFOs): not counted
+        e.set_stalled(0, true);
+        e.set_stalled(100, false);
+        assert_eq!(e.stall, 0);
+        // a load out, running: not counted; stalled: counted until it is back
+        e.load_issued(100);
+        e.set_stalled(150, true);
+        e.load_done(250, true);
+        e.set_stalled(300, false);
+        assert_eq!(e.stall, 100);
+        assert_eq!((e.remote_loads, e.local_loads, e.loads_out), (1, 0, 0));
+        // the next epoch keeps what is outstanding, not the counts
+        e.load_issued(300);
+        let n = e.next(400);
+        assert_eq!(
+            (n.start, n.stall, n.loads_out, n.remote_loads),
+            (400, 0, 1, 0)
+        );
     }
 
     #[test]

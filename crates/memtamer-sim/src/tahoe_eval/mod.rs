@@ -90,6 +90,12 @@ fn region_facts(p: &Platform, name: &str) -> Option<(f64, f64)> {
         } else {
             0.0
         };
+    // under a [quartz] emulation the slow tier's latency is the one Quartz
+    // is set to, target / hw_local times DRAM's (thesis §4.4: "4x DRAM")
+    let lat_ns = match &p.quartz {
+        Some(q) if remote => (lat_ns - 2.0 * p.uncore.numa_link_ns) * q.target_ns / q.hw_local_ns,
+        _ => lat_ns,
+    };
     Some((lat_ns * 1e-9, chans.len() as f64 * p.dram.bus_gbps * 1e9))
 }
 

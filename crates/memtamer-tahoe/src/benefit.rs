@@ -77,12 +77,10 @@ pub fn future_savings(
 /// Whether a page with `own` predicted accesses by a task saving `per_acc`
 /// ns each, and `later` ns of predicted saving by later tasks, is worth a
 /// movement costing `cost_ns` (Eq. 3.4's weight `BFT - COST - extra_COST`
-/// is positive; None: no check, the thesis's §4.3.3 planner).
-pub fn worth_moving(own: f64, per_acc: f64, later: f64, cost_ns: Option<f64>) -> bool {
-    match cost_ns {
-        None => true,
-        Some(c) => own * per_acc + later > c,
-    }
+/// is positive). Without a copy cost the planner skips the check (the
+/// thesis's §4.3.3 planner, [`crate::plan::PlanConfig::copy_ns_per_page`]).
+pub fn worth_moving(own: f64, per_acc: f64, later: f64, cost_ns: f64) -> bool {
+    own * per_acc + later > cost_ns
 }
 
 /// The one migration helper's timeline while one plan is made (Eq. 3.3's
@@ -219,10 +217,8 @@ mod tests {
     #[test]
     fn single_use_pages_whose_copy_costs_more_stay() {
         // one pass (64 accesses x 10 ns) against a 1000 ns copy
-        assert!(!worth_moving(64.0, 10.0, 0.0, Some(1000.0)));
+        assert!(!worth_moving(64.0, 10.0, 0.0, 1000.0));
         // reused by a later task: 1280 ns saved
-        assert!(worth_moving(64.0, 10.0, 640.0, Some(1000.0)));
-        // no check: the thesis's planner
-        assert!(worth_moving(0.0, 0.0, 0.0, None));
+        assert!(worth_moving(64.0, 10.0, 640.0, 1000.0));
     }
 }

@@ -322,7 +322,7 @@ impl Planner {
                     }
                     let l = later.get(&pg).copied().unwrap_or(0.0);
                     let (cost, evicts) = clock.cost(copy, sl);
-                    let ok = worth_moving(a, per, l, Some(cost));
+                    let ok = worth_moving(a, per, l, cost);
                     if ok {
                         clock.take(copy, evicts);
                         costed.insert(pg);

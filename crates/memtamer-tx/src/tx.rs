@@ -625,7 +625,7 @@ impl<'p> Tx<'p> {
             self.ctx.dealloc.push(Dealloc { line: l - 1, lines });
         }
         if self.ctx.dealloc.len() >= pool.gc_batch {
-            pool.gc(self.slot, &mut self.ctx);
+            pool.gc(&mut self.ctx);
         }
     }
 

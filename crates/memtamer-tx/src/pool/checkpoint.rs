@@ -182,8 +182,8 @@ impl Pool {
         let mut log = lock(&self.chkp.log);
         let mut st = PersistStats::default();
         // 1. freed copies to the recycle list
-        for (i, g) in guards.iter_mut().enumerate() {
-            self.gc(i, g);
+        for g in guards.iter_mut() {
+            self.gc(g);
         }
         // 2. every later allocation fetches from the global list
         {

@@ -428,7 +428,7 @@ impl Pool {
             // Refill from the recycle list (step 3), then from idle slots.
             match attempt {
                 0 => {
-                    self.gc(me, ctx);
+                    self.gc(ctx);
                     let mut runs = std::mem::take(&mut *lock(&self.recycle));
                     lock(&self.global).absorb_runs(&mut runs);
                 }
@@ -461,7 +461,7 @@ impl Pool {
     /// a stale header left inside a live block's lines is a loser too, and
     /// recovery zeroes only dropped headers outside the live blocks.
     /// `tests/crash_states.rs` and `tests/crash_scan_fault.rs` check both.
-    pub(crate) fn gc(&self, _me: usize, ctx: &mut SlotCtx) {
+    pub(crate) fn gc(&self, ctx: &mut SlotCtx) {
         let list = std::mem::take(&mut ctx.dealloc);
         if list.is_empty() {
             return;
@@ -480,9 +480,9 @@ impl Pool {
 
     /// Runs the GC step on every idle slot.
     pub fn collect(&self) {
-        for (i, s) in self.slots.iter().enumerate() {
+        for s in self.slots.iter() {
             if let Ok(mut c) = s.try_lock() {
-                self.gc(i, &mut c);
+                self.gc(&mut c);
             }
         }
     }

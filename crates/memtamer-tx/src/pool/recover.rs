@@ -306,7 +306,6 @@ impl Pool {
         // (its line used, the id's table `old`) until the id is reused, so
         // the id's older copies stay superseded (see `Pool::gc`).
         rep.tombstones = best.iter().filter(|(_, _, h)| h.is_tombstone()).count() as u64;
-        let mut drop_tombs = drop_tombs;
         let corrupt = |offset: u64, why: String| PoolError::Corrupted {
             path: region.path().into(),
             offset,
@@ -317,18 +316,18 @@ impl Pool {
         }
         let mut st = PersistStats::default();
         let zeros = [0u8; OBJ_HDR];
-        // A dropped "header" inside a winning block is that block's payload
-        // (a stale header its copy overwrote only in part): left alone.
-        let mut spans: Vec<(u32, u32)> = best.iter().map(|(_, l, h)| (l, h.lines())).collect();
-        spans.sort_unstable();
+        // The winning blocks' lines, sorted: a dropped "header" inside one is
+        // that block's payload (a stale header its copy overwrote only in
+        // part) and is left alone; the gaps between them are the free space.
+        let mut used: Vec<(u32, u32)> = best.iter().map(|(_, l, h)| (l, h.lines())).collect();
+        used.sort_unstable();
         let inside = |l: u32| {
-            let i = spans.partition_point(|&(s, _)| s <= l);
+            let i = used.partition_point(|&(s, _)| s <= l);
             i > 0 && {
-                let (s, n) = spans[i - 1];
+                let (s, n) = used[i - 1];
                 l > s && l < s + n
             }
         };
-        drop_tombs.retain(|(l, _)| !inside(*l));
         for phase in [&drop_copies, &drop_tombs] {
             for (l, _) in phase {
                 if inside(*l) {
@@ -357,9 +356,8 @@ impl Pool {
             op: "mmap lookup table",
             source,
         })?;
-        let mut used: Vec<(u32, u32)> = Vec::with_capacity(best.len);
         let mut max_id = hdr.root_id;
-        for (id, l, h) in best.iter() {
+        for (id, l, _) in best.iter() {
             let e = table.get(id).ok_or_else(|| {
                 corrupt(
                     u64::from(l) * LINE as u64,
@@ -367,10 +365,8 @@ impl Pool {
                 )
             })?;
             e.set_old_unshared(l + 1);
-            used.push((l, h.lines()));
             max_id = max_id.max(id);
         }
-        used.sort_unstable();
         let mut gaps = Vec::with_capacity(used.len() + 1);
         let mut cur = 0u32;
         for (l, n) in &used {

@@ -98,6 +98,16 @@ impl FlushApp {
         }
     }
 
+    /// A PMEMKV put of a value in `lines` lines from `base`: its stores, the
+    /// operation's other work, then the value's flushes and fence.
+    fn put_value(&self, q: &mut OpBatch, base: u64, lines: u64) {
+        self.stores(q, base, lines);
+        if self.compute > 0 {
+            q.push_back(Op::Compute(self.compute));
+        }
+        self.flush_epoch(q, base, lines);
+    }
+
     /// The ops of one operation.
     pub(super) fn refill(&mut self, q: &mut OpBatch, rng: &mut Rng) {
         let span = self.lines * LINE;
@@ -106,11 +116,7 @@ impl FlushApp {
                 // a freshly allocated value: 64 B-aligned (the allocator's
                 // unit), anywhere in a large pool
                 let base = rng.below(RANDOM_FOOTPRINT / LINE - self.lines) * LINE;
-                self.stores(q, base, self.lines);
-                if self.compute > 0 {
-                    q.push_back(Op::Compute(self.compute));
-                }
-                self.flush_epoch(q, base, self.lines);
+                self.put_value(q, base, self.lines);
             }
             FlushPattern::PmemkvArena => {
                 // the thread's next block in its arena's run
@@ -122,11 +128,7 @@ impl FlushApp {
                 self.next += block;
                 let first = start / LINE * LINE;
                 let lines = (start + block).div_ceil(LINE) - start / LINE;
-                self.stores(q, first, lines);
-                if self.compute > 0 {
-                    q.push_back(Op::Compute(self.compute));
-                }
-                self.flush_epoch(q, first, lines);
+                self.put_value(q, first, lines);
             }
             FlushPattern::Fastfair => {
                 if self.compute > 0 {

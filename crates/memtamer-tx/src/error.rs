@@ -135,4 +135,10 @@ pub enum TxError {
     /// The application asked to abort (the closure's own reason).
     #[error("aborted by the application: {0}")]
     Aborted(String),
+    /// The transaction's own logic rolled it back as one of its normal
+    /// outcomes (TPC-C new-order on an unused item number, clause 2.4.2.3):
+    /// aborted like `Aborted`, but an expected result that benchmarks count
+    /// rather than a failure that stops them.
+    #[error("rolled back by the transaction: {0}")]
+    RolledBack(String),
 }

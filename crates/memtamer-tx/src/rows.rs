@@ -72,6 +72,38 @@ pub fn fill_text(out: &mut [u8], seed: u64) {
     }
 }
 
+/// Deterministic draws (splitmix64 steps) for populations and inputs
+/// (TPC-C, TATP).
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = crate::kv::hash(self.0);
+        self.0
+    }
+    /// Uniform in `lo..=hi`.
+    pub(crate) fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+    /// NURand(A, x, y) of clause 2.1.6 (run-time constant C fixed).
+    pub(crate) fn nurand(&mut self, a: u64, c: u64, lo: u64, hi: u64) -> u64 {
+        ((self.range(0, a) | self.range(lo, hi)) + c) % (hi - lo + 1) + lo
+    }
+    /// A variable text of `lo..=hi` characters in `f` (rest zero), with
+    /// "ORIGINAL" at a random place in 10% of them when `original`
+    /// (I_DATA, S_DATA: clause 4.3.3.1).
+    pub(crate) fn text(&mut self, row: &mut [u8], f: Field, lo: usize, hi: usize, original: bool) {
+        let n = self.range(lo as u64, hi as u64) as usize;
+        let seed = self.next();
+        let b = f.bytes_mut(row);
+        fill_text(&mut b[..n], seed);
+        if original && self.range(0, 9) == 0 {
+            let at = self.range(0, (n - 8) as u64) as usize;
+            b[at..at + 8].copy_from_slice(b"ORIGINAL");
+        }
+    }
+}
+
 /// Every (key, row) in key order and every reference reached (verification).
 pub type RowContents = (Vec<(u64, Vec<u8>)>, Vec<Ref>);
 

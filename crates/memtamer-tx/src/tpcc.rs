@@ -31,12 +31,14 @@
 //! the order's district. Inputs as clause 2.4.1: D_ID uniform, C_ID
 //! NURand(1023, 1, 3000), 5-15 items, OL_I_ID NURand(8191, 1, items),
 //! OL_QUANTITY 1-10, all supplied by the home warehouse (one warehouse, so
-//! no remote lines). Not done: the 1% of transactions that roll back on an
-//! unused item number (clause 2.4.1.4).
+//! no remote lines), rbk uniform in 1-100: when rbk = 1 the last line's
+//! item number is unused (clause 2.4.1.4), its ITEM lookup finds nothing
+//! and the transaction rolls back after all its other work
+//! ([`TxError::RolledBack`], clause 2.4.2.3), about 1% of them.
 
 use crate::error::TxError;
-use crate::kv::{hash, Engine, TxOps};
-use crate::rows::{fill_text, Field, RowTable};
+use crate::kv::{Engine, TxOps};
+use crate::rows::{Field, Rng, RowTable};
 
 const WAREHOUSE: u64 = 1;
 const DISTRICT: u64 = 2;
@@ -151,33 +153,29 @@ fn key(table: u64, id: u64) -> u64 {
     table << 56 | id
 }
 
-/// Deterministic draws (splitmix64 steps).
-struct Rng(u64);
+/// A new-order's first inputs (clause 2.4.1.1-2.4.1.4), in draw order.
+struct Head {
+    /// District (0-based).
+    d: u64,
+    /// Customer (0-based, across districts).
+    c: u64,
+    /// Order lines.
+    ol_cnt: u64,
+    /// rbk = 1: the last line names an unused item (clause 2.4.1.4).
+    rollback: bool,
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = hash(self.0);
-        self.0
-    }
-    /// Uniform in `lo..=hi`.
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
-    }
-    /// NURand(A, x, y) of clause 2.1.6 (run-time constant C fixed).
-    fn nurand(&mut self, a: u64, c: u64, lo: u64, hi: u64) -> u64 {
-        ((self.range(0, a) | self.range(lo, hi)) + c) % (hi - lo + 1) + lo
-    }
-    /// A variable text of `lo..=hi` characters in `f` (rest zero), with
-    /// "ORIGINAL" at a random place in 10% of them when `original`
-    /// (I_DATA, S_DATA: clause 4.3.3.1).
-    fn text(&mut self, row: &mut [u8], f: Field, lo: usize, hi: usize, original: bool) {
-        let n = self.range(lo as u64, hi as u64) as usize;
-        let seed = self.next();
-        let b = f.bytes_mut(row);
-        fill_text(&mut b[..n], seed);
-        if original && self.range(0, 9) == 0 {
-            let at = self.range(0, (n - 8) as u64) as usize;
-            b[at..at + 8].copy_from_slice(b"ORIGINAL");
+impl Head {
+    fn draw(r: &mut Rng) -> Head {
+        let d = r.range(0, DISTRICTS - 1);
+        let c = r.nurand(1023, 259, 1, CUSTOMERS) - 1 + d * CUSTOMERS;
+        let ol_cnt = r.range(5, 15);
+        let rollback = r.range(1, 100) == 1;
+        Head {
+            d,
+            c,
+            ol_cnt,
+            rollback,
         }
     }
 }
@@ -297,13 +295,25 @@ impl Tpcc {
         }
     }
 
+    /// Whether [`new_order`](Self::new_order) with the random word `x`
+    /// rolls back (its rbk draw is 1, clause 2.4.1.4), without running it.
+    pub fn rolls_back(x: u64) -> bool {
+        Head::draw(&mut Rng(x)).rollback
+    }
+
     /// One new-order transaction (clause 2.4.2.2) with inputs drawn from
-    /// the random word `x` (clause 2.4.1).
+    /// the random word `x` (clause 2.4.1). About 1% of them end in
+    /// [`TxError::RolledBack`] after all their other work (an unused item
+    /// number on the last line, clauses 2.4.1.4 and 2.4.2.3); the engine
+    /// aborts those, so nothing they wrote stays.
     pub fn new_order(&self, t: &mut dyn TxOps, x: u64) -> Result<(), TxError> {
         let mut r = Rng(x);
-        let d = r.range(0, DISTRICTS - 1);
-        let c = r.nurand(1023, 259, 1, CUSTOMERS) - 1 + d * CUSTOMERS;
-        let ol_cnt = r.range(5, 15);
+        let Head {
+            d,
+            c,
+            ol_cnt,
+            rollback,
+        } = Head::draw(&mut r);
         let mut w = [0u8; WAREHOUSE_LEN];
         self.read(t, key(WAREHOUSE, 0), &mut w, "warehouse")?;
         let w_tax = W_TAX.get(&w);
@@ -338,9 +348,20 @@ impl Tpcc {
         let mut item = [0u8; ITEM_LEN];
         let mut stock = vec![0u8; STOCK_LEN];
         for l in 0..ol_cnt {
-            let i = r.nurand(8191, 7911, 1, self.items.max(1)) - 1;
+            let mut i = r.nurand(8191, 7911, 1, self.items.max(1)) - 1;
             let qty = r.range(1, 10);
-            self.read(t, key(ITEM, i), &mut item, "item")?;
+            if rollback && l + 1 == ol_cnt {
+                i = self.items; // item number items + 1: never populated
+            }
+            if !self.rows.get(t, key(ITEM, i), &mut item)? {
+                // clause 2.4.2.3: "not-found" on the ITEM table rolls the
+                // whole transaction back (signalled as a TxError so that
+                // either engine aborts it through the same code path)
+                return Err(TxError::RolledBack(format!(
+                    "tpcc new-order: item number {} is unused",
+                    i + 1
+                )));
+            }
             let price = I_PRICE.get(&item);
             self.read(t, key(STOCK, i), &mut stock, "stock")?;
             let s_qty = S_QUANTITY.get(&stock);
@@ -386,6 +407,7 @@ impl Tpcc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kv::hash;
     use crate::{Pool, PoolOptions};
 
     #[test]
@@ -406,18 +428,41 @@ mod tests {
         assert_eq!(S_DIST.len, 240);
     }
 
-    #[test]
-    fn new_orders_advance_districts_and_insert_their_rows() {
-        let items = 500;
-        let pool = Pool::create_in_memory(&PoolOptions {
-            size: 96 << 20,
-            ..PoolOptions::default()
+    /// Row width by key (the table is the key's top byte).
+    fn width(k: u64) -> usize {
+        match k >> 56 {
+            WAREHOUSE => WAREHOUSE_LEN,
+            DISTRICT => DISTRICT_LEN,
+            CUSTOMER => CUSTOMER_LEN,
+            ITEM => ITEM_LEN,
+            STOCK => STOCK_LEN,
+            ORDER => ORDER_LEN,
+            NEW_ORDER => NEW_ORDER_LEN,
+            _ => ORDER_LINE_LEN,
+        }
+    }
+
+    /// Every row of the database (key order).
+    fn dump(e: &dyn Engine, db: &Tpcc) -> Vec<(u64, Vec<u8>)> {
+        let mut out = Vec::new();
+        e.run(false, &mut |t| {
+            out = db.rows.items(t, &width)?.0;
+            Ok(())
         })
         .unwrap();
-        let db = Tpcc::create(&pool, items).unwrap();
-        let n = 300u64;
+        out
+    }
+
+    /// Runs `n` new-orders on `e` and checks the database: committed ones
+    /// advanced their district and inserted their rows, and each rolled
+    /// back one (clause 2.4.1.4) left every row exactly as before it.
+    /// `live` counts the engine's live objects where it can (ArchTM).
+    fn new_orders_on(e: &dyn Engine, live: &dyn Fn() -> usize) {
+        let items = 500;
+        let db = Tpcc::create(e, items).unwrap();
+        let n = 400u64;
         let mut ytd0 = 0;
-        pool.run(false, &mut |t| {
+        e.run(false, &mut |t| {
             ytd0 = 0;
             let mut s = [0u8; STOCK_LEN];
             for i in 0..items {
@@ -428,11 +473,25 @@ mod tests {
         })
         .unwrap();
         assert_eq!(ytd0, 0);
+        let (mut committed, mut rolled) = (0u64, 0u64);
         for i in 0..n {
-            pool.run(true, &mut |t| db.new_order(t, hash(i))).unwrap();
+            let x = hash(i);
+            if Tpcc::rolls_back(x) {
+                let (before, objs) = (dump(e, &db), live());
+                let r = e.run(true, &mut |t| db.new_order(t, x));
+                assert!(matches!(r, Err(TxError::RolledBack(_))), "{r:?}");
+                assert!(dump(e, &db) == before, "rolled-back new-order left a trace");
+                assert_eq!(live(), objs, "rolled-back new-order leaked objects");
+                rolled += 1;
+            } else {
+                e.run(true, &mut |t| db.new_order(t, x)).unwrap();
+                committed += 1;
+            }
         }
+        // clause 2.4.1.4: about 1%
+        assert!((1..=12).contains(&rolled), "{rolled} rollbacks in {n}");
         let (mut next, mut orders, mut lines, mut qty, mut cnt) = (0, 0, 0, 0, 0);
-        pool.run(false, &mut |t| {
+        e.run(false, &mut |t| {
             (next, orders, lines, qty, cnt) = (0, 0, 0, 0, 0);
             for d in 0..DISTRICTS {
                 let mut dist = [0u8; DISTRICT_LEN];
@@ -471,11 +530,44 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        assert_eq!(next, DISTRICTS * 3001 + n);
-        assert_eq!(orders, n);
-        assert!(lines >= 5 * n && lines <= 15 * n);
+        assert_eq!(next, DISTRICTS * 3001 + committed);
+        assert_eq!(orders, committed);
+        assert!(lines >= 5 * committed && lines <= 15 * committed);
         // every line's quantity went into its item's S_YTD, one S_ORDER_CNT each
         assert_eq!(qty, 0);
         assert_eq!(cnt, lines);
+        // no row beyond the population and the committed orders' rows
+        let population = 1 + DISTRICTS + DISTRICTS * CUSTOMERS + 2 * items;
+        assert_eq!(
+            dump(e, &db).len() as u64,
+            population + 2 * committed + lines
+        );
+    }
+
+    #[test]
+    fn new_orders_commit_or_roll_back_without_a_trace_on_archtm() {
+        let pool = Pool::create_in_memory(&PoolOptions {
+            size: 96 << 20,
+            ..PoolOptions::default()
+        })
+        .unwrap();
+        new_orders_on(&pool, &|| pool.live_ids().len());
+    }
+
+    #[cfg(has_pmdk)]
+    #[test]
+    fn new_orders_commit_or_roll_back_without_a_trace_on_libpmemobj() {
+        std::env::set_var("PMEM_IS_PMEM_FORCE", "1");
+        let dir = std::path::Path::new("/dev/shm");
+        let dir = if dir.is_dir() {
+            dir.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let path = dir.join(format!("mtx-tpcc-rbk-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let pm = crate::pmdk::Pmdk::create(&path, 128 << 20).unwrap();
+        let _ = std::fs::remove_file(&path);
+        new_orders_on(&pm, &|| 0);
     }
 }

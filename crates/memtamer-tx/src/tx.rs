@@ -613,7 +613,12 @@ impl<'p> Tx<'p> {
                 // The deletion record stays the id's `old` (and on PM)
                 // until the id is reused and that copy commits: only then
                 // is every older copy of the id superseded by a newer one.
-                e.update(0, f.new, true);
+                if pool.faults.recycle_deletion_records.load(Ordering::Relaxed) {
+                    e.update(0, 0, true);
+                    self.ctx.portion.add_segment(f.new - 1, 1);
+                } else {
+                    e.update(0, f.new, true);
+                }
                 self.ctx.free_ids.push(f.id);
             } else {
                 e.update(0, f.new, true);

@@ -131,3 +131,36 @@ fn removing_the_commit_fence_is_caught() {
     eprintln!("no commit fence: {r:?}");
     assert!(r.violations > 0, "a missing fence must produce violations");
 }
+
+/// The deletion-record rule (docs/tx.md, "Memory management", rule 2):
+/// freed copies keep valid headers, so a deleted id's record must stay on
+/// PM until the id is reused. With the fault the record's line is reused by
+/// the slot's next block at once, while the id (and its older copies)
+/// waits: the enumeration goes red (the deleted object comes back as a
+/// live but unreachable id). The same run with the real code is green.
+#[test]
+fn recycling_deletion_records_early_is_caught() {
+    let good = run(Kind::Hash, 200, |_| {}, &eo());
+    eprintln!("deletion records kept: {good:?}");
+    assert_eq!(good.violations, 0, "{:?}", good.examples);
+    let r = run(
+        Kind::Hash,
+        200,
+        |p| {
+            p.faults
+                .recycle_deletion_records
+                .store(true, Ordering::Relaxed)
+        },
+        &eo(),
+    );
+    eprintln!("deletion records recycled at once: {r:?}");
+    assert!(
+        r.violations > 0,
+        "a deletion record freed before its id is reused must produce violations"
+    );
+    assert!(
+        r.examples.iter().any(|e| e.contains("live-only")),
+        "the violations must include a resurrected id: {:?}",
+        r.examples
+    );
+}

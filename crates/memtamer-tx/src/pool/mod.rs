@@ -124,6 +124,12 @@ pub struct Faults {
     pub skip_log_persist: AtomicBool,
     /// Skip the fence between the CHKP lines and the checkpoint record.
     pub skip_chkp_fence: AtomicBool,
+    /// Break "a deletion record stays until its id is reused": at the
+    /// deleting commit's post-commit the record is dropped from the table
+    /// and its line handed straight back to the slot's portion (as the
+    /// bump range, so the slot's next one-line block reuses it), while the
+    /// id's older, unzeroed copies stay on PM.
+    pub recycle_deletion_records: AtomicBool,
 }
 
 /// DRAM mirror of a TxState slot, read by other transactions.

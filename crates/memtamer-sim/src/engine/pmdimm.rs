@@ -4,9 +4,12 @@
 //! the DIMM's media bandwidth) onto one of `media_partitions` independent
 //! partitions, each busy for `media_partitions` service times per operation.
 //! Partially written XPLines evicted from the XPBuffer cost a
-//! read-modify-write. Nothing here knows about thread counts or knees.
+//! read-modify-write. `pm.xpbuffer_policy` chooses when a written XPLine
+//! reaches the media: at eviction (write-back), or once the writes queued
+//! for it have been combined (write-through, VANS's RMW buffer). Nothing
+//! here knows about thread counts or knees.
 
-use crate::config::{PmParams, RmwRead};
+use crate::config::{PmParams, RmwRead, XpBufferPolicy};
 use crate::workload::{Ps, NS};
 use std::collections::VecDeque;
 
@@ -19,13 +22,29 @@ struct XpEntry {
     xpl: u64,
     mask: u8,
     stamp: u64,
+    /// Write-through: a media write of this XPLine waits in the media queue
+    /// (not started); writes arriving meanwhile combine into it.
+    queued: bool,
+    /// Write-through: the entry holds the whole XPLine (a media write of it
+    /// started, which read it first if it was partial), so a rewrite needs
+    /// no media read and reads hit it (VANS `valid_to_read`).
+    filled: bool,
 }
 
 /// A media operation waiting for the media server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum MediaKind {
-    Read { req: u32 },
-    Write { partial: bool },
+    Read {
+        req: u32,
+    },
+    Write {
+        partial: bool,
+    },
+    /// Write-through of the XPBuffer entry of `xpl`: whether it is partial
+    /// is known only when it starts (writes combine into it until then).
+    WriteThrough {
+        xpl: u64,
+    },
 }
 
 /// A queued media operation with its XPLine's partition (computed once at
@@ -107,6 +126,8 @@ pub struct PmDimm {
     /// Media service of a partial XPLine's write-back (read + write, or
     /// write alone with `pm.rmw_read = "in_write"`).
     rmw_service: Ps,
+    /// When written XPLines reach the media.
+    policy: XpBufferPolicy,
     /// Cumulative counters.
     pub counters: DimmCounters,
 }
@@ -151,6 +172,7 @@ impl PmDimm {
             },
             media_read_latency: (p.media_read_ns * NS as f64) as Ps,
             controller: (p.controller_ns * NS as f64) as Ps,
+            policy: p.xpbuffer_policy,
             counters: DimmCounters::default(),
         }
     }
@@ -219,6 +241,9 @@ impl PmDimm {
     /// media write queue is full.
     #[inline]
     fn take(&mut self, a: u64) -> bool {
+        if self.policy == XpBufferPolicy::WriteThrough {
+            return self.take_through(a);
+        }
         let xpl = a / XPLINE;
         let bit = 1u8 << ((a % XPLINE) / 64);
         self.stamp += 1;
@@ -243,6 +268,7 @@ impl PmDimm {
                 xpl,
                 mask: bit,
                 stamp,
+                ..XpEntry::default()
             };
             w
         } else {
@@ -265,6 +291,7 @@ impl PmDimm {
                 xpl,
                 mask: bit,
                 stamp,
+                ..XpEntry::default()
             };
             self.media_writes_pending += 1;
             let part = self.partition_of(evicted);
@@ -276,6 +303,100 @@ impl PmDimm {
         };
         self.last = base + way;
         true
+    }
+
+    /// Write-through take (VANS `rmw_controller::tick_lsq_write`): a write
+    /// to an XPLine whose media write still waits combines into it; a write
+    /// to a resident idle XPLine (VANS `write_patch`) or to a new one queues
+    /// another media write. A new XPLine takes a free way or evicts the least
+    /// recently used entry with no write waiting (clean: nothing to write;
+    /// VANS `check_and_evict` evicts only idle entries). False, with the
+    /// head marked blocked, while the media write queue is full or every way
+    /// of the set has a write waiting.
+    fn take_through(&mut self, a: u64) -> bool {
+        let xpl = a / XPLINE;
+        let bit = 1u8 << ((a % XPLINE) / 64);
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let base = self.set_of(xpl) * self.ways;
+        let hit = if self.entries[self.last].valid && self.entries[self.last].xpl == xpl {
+            Some(self.last)
+        } else {
+            self.entries[base..base + self.ways]
+                .iter()
+                .position(|e| e.valid && e.xpl == xpl)
+                .map(|w| base + w)
+        };
+        if let Some(i) = hit {
+            if self.entries[i].queued {
+                let e = &mut self.entries[i];
+                e.mask |= bit;
+                e.stamp = stamp;
+                self.last = i;
+                return true;
+            }
+        }
+        if self.media_writes_pending >= self.media_write_queue {
+            self.head_blocked = true;
+            return false;
+        }
+        let i = match hit {
+            Some(i) => i,
+            None => {
+                let ways = &self.entries[base..base + self.ways];
+                let way = ways.iter().position(|e| !e.valid).or_else(|| {
+                    ways.iter()
+                        .enumerate()
+                        .filter(|(_, e)| !e.queued)
+                        .min_by_key(|(_, e)| e.stamp)
+                        .map(|(w, _)| w)
+                });
+                let Some(w) = way else {
+                    // every way waits for its media write to start
+                    self.head_blocked = true;
+                    return false;
+                };
+                self.entries[base + w] = XpEntry {
+                    valid: true,
+                    xpl,
+                    ..XpEntry::default()
+                };
+                base + w
+            }
+        };
+        let e = &mut self.entries[i];
+        e.mask = bit;
+        e.stamp = stamp;
+        e.queued = true;
+        self.last = i;
+        self.media_writes_pending += 1;
+        let part = self.partition_of(xpl);
+        self.media_q.push_back(MediaOp {
+            kind: MediaKind::WriteThrough { xpl },
+            part,
+        });
+        true
+    }
+
+    /// Starts the write-through of `xpl`'s entry: returns whether it is
+    /// partial (needs the media read first) and marks the entry filled and
+    /// no longer waiting, so later writes to it queue a new media write.
+    fn start_write_through(&mut self, xpl: u64) -> bool {
+        let base = self.set_of(xpl) * self.ways;
+        match self.entries[base..base + self.ways]
+            .iter_mut()
+            .find(|e| e.valid && e.xpl == xpl && e.queued)
+        {
+            Some(e) => {
+                let partial = !e.filled && e.mask != 0b1111;
+                e.queued = false;
+                e.filled = true;
+                partial
+            }
+            // unreachable: an entry with a write waiting is never evicted;
+            // count it as a partial write if the invariant ever breaks
+            None => true,
+        }
     }
 
     /// A 64 B read arrives. Returns `Some(ready_time)` on a buffer hit; on a
@@ -291,7 +412,7 @@ impl PmDimm {
         let set = self.set_of(xpl);
         if self.entries[set * self.ways..(set + 1) * self.ways]
             .iter()
-            .any(|e| e.valid && e.xpl == xpl && e.mask == 0b1111)
+            .any(|e| e.valid && e.xpl == xpl && (e.mask == 0b1111 || e.filled))
         {
             return Some(now + self.controller);
         }
@@ -347,17 +468,10 @@ impl PmDimm {
                     Some((req, start + self.media_read_latency + self.controller)),
                 )
             }
-            MediaKind::Write { partial } => {
-                self.counters.media_write_bytes += XPLINE;
-                self.media_writes_pending -= 1;
-                self.head_blocked = false;
-                if partial {
-                    self.counters.rmw += 1;
-                    self.counters.media_read_bytes += XPLINE;
-                    (self.rmw_service, None)
-                } else {
-                    (self.write_service, None)
-                }
+            MediaKind::Write { partial } => (self.start_write(partial), None),
+            MediaKind::WriteThrough { xpl } => {
+                let partial = self.start_write_through(xpl);
+                (self.start_write(partial), None)
             }
         };
         self.media_busy = true;
@@ -368,6 +482,22 @@ impl PmDimm {
             busy_until: self.media_free_at,
             read_ready,
         })
+    }
+
+    /// Counts a media write starting (with its read when `partial`) and
+    /// returns its service time.
+    #[inline]
+    fn start_write(&mut self, partial: bool) -> Ps {
+        self.counters.media_write_bytes += XPLINE;
+        self.media_writes_pending -= 1;
+        self.head_blocked = false;
+        if partial {
+            self.counters.rmw += 1;
+            self.counters.media_read_bytes += XPLINE;
+            self.rmw_service
+        } else {
+            self.write_service
+        }
     }
 
     /// Whether the media port is busy with an op ([`PmDimm::try_start_media`]
@@ -443,6 +573,7 @@ mod tests {
             media_partitions: 1,
             ait_block_bytes: 0,
             rmw_read: RmwRead::Media,
+            xpbuffer_policy: XpBufferPolicy::WriteBack,
             media_counter_delay_ms: 4.5,
             write_completion: crate::config::PmWriteCompletion::Ddrt,
         }
@@ -605,6 +736,109 @@ mod tests {
         assert_eq!(d.read_arrive(0, 4, 256), None);
         let s = d.try_start_media(0).unwrap();
         assert_eq!(s.read_ready.map(|r| r.0), Some(1));
+    }
+
+    fn dimm(policy: XpBufferPolicy) -> PmDimm {
+        PmDimm::new(
+            &PmParams {
+                xpbuffer_policy: policy,
+                ..params()
+            },
+            0,
+        )
+    }
+
+    /// Writes XPLine `xpl` whole (four 64 B writes, queued together), then
+    /// runs the media until it is idle.
+    fn write_line(d: &mut PmDimm, xpl: u64) {
+        for k in 0..4 {
+            d.write_arrive(xpl * XPLINE + k * 64, NO_REQ);
+        }
+        drain(d);
+    }
+
+    #[test]
+    fn write_through_sends_every_overwrite_to_the_media_write_back_merges_them() {
+        const N: u64 = 10;
+        let run = |policy| {
+            let mut d = dimm(policy);
+            for _ in 0..N {
+                write_line(&mut d, 3);
+            }
+            let after_overwrites = d.counters;
+            // four more XPLines of the same set (16 sets of 4 ways) evict it
+            for k in 1..=4 {
+                write_line(&mut d, 3 + 16 * k);
+            }
+            (after_overwrites, d.counters)
+        };
+        let (wb, wb_end) = run(XpBufferPolicy::WriteBack);
+        assert_eq!(wb.media_write_bytes, 0, "{wb:?}");
+        assert_eq!(wb_end.media_write_bytes, XPLINE, "evicted once: {wb_end:?}");
+        let (wt, wt_end) = run(XpBufferPolicy::WriteThrough);
+        // LENS's overwrite probe: each overwrite is a media write
+        assert_eq!(wt.media_write_bytes, N * XPLINE, "{wt:?}");
+        assert_eq!(wt_end.media_write_bytes, (N + 4) * XPLINE, "{wt_end:?}");
+        // whole XPLines: no read-modify-write under either policy
+        assert_eq!(wt_end.rmw + wb_end.rmw, 0);
+        assert_eq!(wt.request_write_bytes, wb.request_write_bytes);
+    }
+
+    #[test]
+    fn write_through_combines_only_writes_queued_before_the_media_write_starts() {
+        let mut d = dimm(XpBufferPolicy::WriteThrough);
+        // two 64 B writes to XPLine 0 wait together: one partial media write
+        d.write_arrive(0, NO_REQ);
+        d.write_arrive(64, NO_REQ);
+        let s = d.try_start_media(0).expect("a write was queued");
+        assert_eq!(d.counters.rmw, 1);
+        // the write has started: the next write to XPLine 0 is another media
+        // write, a whole one (the entry holds the XPLine it read: VANS's
+        // write_patch), even though it arrives while the first one runs
+        d.write_arrive(128, NO_REQ);
+        d.write_arrive(192, NO_REQ);
+        d.media_done();
+        assert!(d.try_start_media(s.busy_until).is_some());
+        d.media_done();
+        assert!(d.try_start_media(s.busy_until).is_none());
+        assert_eq!(d.counters.media_write_bytes, 2 * XPLINE);
+        assert_eq!(d.counters.rmw, 1);
+        assert_eq!(d.counters.media_read_bytes, XPLINE);
+    }
+
+    #[test]
+    fn write_through_reads_hit_written_lines_and_evicts_only_idle_entries() {
+        let mut d = dimm(XpBufferPolicy::WriteThrough);
+        // a partial XPLine: no read hit while its write waits (the buffer
+        // does not hold the rest of it), a hit once its write started
+        d.write_arrive(5 * XPLINE, NO_REQ);
+        assert_eq!(d.read_arrive(0, 1, 5 * XPLINE + 128), None);
+        drain(&mut d);
+        assert!(d.read_arrive(0, 2, 5 * XPLINE + 128).is_some());
+        let mut wb = dimm(XpBufferPolicy::WriteBack);
+        wb.write_arrive(5 * XPLINE, NO_REQ);
+        drain(&mut wb);
+        assert_eq!(wb.read_arrive(0, 1, 5 * XPLINE + 128), None);
+        // every way of set 0 has a write waiting: a fifth XPLine waits too
+        let mut d = PmDimm::new(
+            &PmParams {
+                xpbuffer_policy: XpBufferPolicy::WriteThrough,
+                media_write_queue: 16,
+                ..params()
+            },
+            0,
+        );
+        for k in 0..5 {
+            d.write_arrive(k * 16 * XPLINE, k as u32);
+        }
+        assert_eq!(d.accepted, vec![0, 1, 2, 3]);
+        assert_eq!(d.queued_writes(), 1);
+        // one write starting frees its way: the fifth is taken, nothing lost
+        assert!(d.try_start_media(0).is_some());
+        d.media_done();
+        assert_eq!(d.accepted, vec![0, 1, 2, 3, 4]);
+        drain(&mut d);
+        assert_eq!(d.counters.media_write_bytes, 5 * XPLINE);
     }
 
     #[test]

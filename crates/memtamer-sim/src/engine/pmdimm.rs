@@ -29,6 +29,10 @@ struct XpEntry {
     /// started, which read it first if it was partial), so a rewrite needs
     /// no media read and reads hit it (VANS `valid_to_read`).
     filled: bool,
+    /// Write-through: until then the entry's started partial write is still
+    /// reading its XPLine, and writes to it combine into that write (VANS
+    /// `patch_rmw`: states `pending_read` / `pending_modify`).
+    patch_until: Ps,
 }
 
 /// A media operation waiting for the media server.
@@ -128,6 +132,9 @@ pub struct PmDimm {
     rmw_service: Ps,
     /// When written XPLines reach the media.
     policy: XpBufferPolicy,
+    /// The time of the latest arrival or media event (write-through's
+    /// combining window is timed against it).
+    now: Ps,
     /// Cumulative counters.
     pub counters: DimmCounters,
 }
@@ -173,6 +180,7 @@ impl PmDimm {
             media_read_latency: (p.media_read_ns * NS as f64) as Ps,
             controller: (p.controller_ns * NS as f64) as Ps,
             policy: p.xpbuffer_policy,
+            now: 0,
             counters: DimmCounters::default(),
         }
     }
@@ -190,11 +198,12 @@ impl PmDimm {
     }
 
     /// A 64 B write arrives over DDR-T and takes one credit (the caller
-    /// checked [`PmDimm::has_credit`]); `req` is the engine's request id,
+    /// checked [`PmDimm::has_credit`]) at time `now`; `req` is the engine's request id,
     /// reported in [`PmDimm::accepted`] once the XPBuffer takes it (that is
     /// when the DIMM acknowledges the write). Returns how many credits were
     /// returned to the iMC by accepting queued writes.
-    pub fn write_arrive(&mut self, dev_addr: u64, req: u32) -> u32 {
+    pub fn write_arrive(&mut self, now: Ps, dev_addr: u64, req: u32) -> u32 {
+        self.now = self.now.max(now);
         debug_assert!(self.credits > 0, "a DDR-T write without a credit");
         self.credits = self.credits.saturating_sub(1);
         self.counters.request_write_bytes += 64;
@@ -311,8 +320,8 @@ impl PmDimm {
     /// another media write. A new XPLine takes a free way or evicts the least
     /// recently used entry with no write waiting (clean: nothing to write;
     /// VANS `check_and_evict` evicts only idle entries). False, with the
-    /// head marked blocked, while the media write queue is full or every way
-    /// of the set has a write waiting.
+    /// head marked blocked, while the media write queue is full; false while
+    /// every way of the set has a write waiting or reading.
     fn take_through(&mut self, a: u64) -> bool {
         let xpl = a / XPLINE;
         let bit = 1u8 << ((a % XPLINE) / 64);
@@ -328,7 +337,8 @@ impl PmDimm {
                 .map(|w| base + w)
         };
         if let Some(i) = hit {
-            if self.entries[i].queued {
+            let e = &self.entries[i];
+            if e.queued || self.now < e.patch_until {
                 let e = &mut self.entries[i];
                 e.mask |= bit;
                 e.stamp = stamp;
@@ -347,13 +357,15 @@ impl PmDimm {
                 let way = ways.iter().position(|e| !e.valid).or_else(|| {
                     ways.iter()
                         .enumerate()
-                        .filter(|(_, e)| !e.queued)
+                        .filter(|(_, e)| !e.queued && e.patch_until <= self.now)
                         .min_by_key(|(_, e)| e.stamp)
                         .map(|(w, _)| w)
                 });
                 let Some(w) = way else {
-                    // every way waits for its media write to start
-                    self.head_blocked = true;
+                    // every way's media write waits or is still reading:
+                    // not marked blocked, since a read ending (time, not a
+                    // media start) can free a way; the media finishing its
+                    // op (after every read window) retries it
                     return false;
                 };
                 self.entries[base + w] = XpEntry {
@@ -381,7 +393,8 @@ impl PmDimm {
     /// Starts the write-through of `xpl`'s entry: returns whether it is
     /// partial (needs the media read first) and marks the entry filled and
     /// no longer waiting, so later writes to it queue a new media write.
-    fn start_write_through(&mut self, xpl: u64) -> bool {
+    fn start_write_through(&mut self, start: Ps, xpl: u64) -> bool {
+        let read = self.rmw_service - self.write_service;
         let base = self.set_of(xpl) * self.ways;
         match self.entries[base..base + self.ways]
             .iter_mut()
@@ -391,6 +404,9 @@ impl PmDimm {
                 let partial = !e.filled && e.mask != 0b1111;
                 e.queued = false;
                 e.filled = true;
+                if partial {
+                    e.patch_until = start + read;
+                }
                 partial
             }
             // unreachable: an entry with a write waiting is never evicted;
@@ -436,6 +452,7 @@ impl PmDimm {
     /// (a ready-first, read-first scheduler over the DIMM's queue). The port
     /// waits for that partition when every queued op's partition is busy.
     pub fn try_start_media(&mut self, now: Ps) -> Option<MediaStart> {
+        self.now = self.now.max(now);
         if self.media_busy {
             return None;
         }
@@ -470,7 +487,7 @@ impl PmDimm {
             }
             MediaKind::Write { partial } => (self.start_write(partial), None),
             MediaKind::WriteThrough { xpl } => {
-                let partial = self.start_write_through(xpl);
+                let partial = self.start_write_through(start, xpl);
                 (self.start_write(partial), None)
             }
         };
@@ -507,8 +524,10 @@ impl PmDimm {
         self.media_busy
     }
 
-    /// The media finished its op: returns credits freed by accepting queued writes.
-    pub fn media_done(&mut self) -> u32 {
+    /// The media finished its op at `now`: returns credits freed by
+    /// accepting queued writes.
+    pub fn media_done(&mut self, now: Ps) -> u32 {
+        self.now = self.now.max(now);
         self.media_busy = false;
         self.accept_writes()
     }
@@ -584,7 +603,7 @@ mod tests {
         let mut t = 0;
         while let Some(s) = d.try_start_media(t) {
             t = s.busy_until;
-            d.media_done();
+            d.media_done(0);
         }
         t
     }
@@ -592,13 +611,13 @@ mod tests {
     fn write_all(d: &mut PmDimm, addrs: impl Iterator<Item = u64>) {
         let mut t = 0;
         for a in addrs {
-            d.write_arrive(a, 0);
+            d.write_arrive(0, a, 0);
             while d.queued_writes() > 0 {
                 let s = d
                     .try_start_media(t)
                     .expect("blocked writes imply media work");
                 t = s.busy_until;
-                d.media_done();
+                d.media_done(0);
             }
         }
         // flush the buffer by writing far-away full lines
@@ -632,7 +651,7 @@ mod tests {
         let mut sent = 0u32;
         let mut freed = 0;
         while d.has_credit() && sent < 1000 {
-            freed += d.write_arrive(sent as u64 * 256, sent);
+            freed += d.write_arrive(0, sent as u64 * 256, sent);
             sent += 1;
         }
         assert!(!d.has_credit());
@@ -752,7 +771,7 @@ mod tests {
     /// runs the media until it is idle.
     fn write_line(d: &mut PmDimm, xpl: u64) {
         for k in 0..4 {
-            d.write_arrive(xpl * XPLINE + k * 64, NO_REQ);
+            d.write_arrive(0, xpl * XPLINE + k * 64, NO_REQ);
         }
         drain(d);
     }
@@ -785,25 +804,35 @@ mod tests {
     }
 
     #[test]
-    fn write_through_combines_only_writes_queued_before_the_media_write_starts() {
+    fn write_through_combines_only_writes_queued_or_arriving_during_the_read() {
         let mut d = dimm(XpBufferPolicy::WriteThrough);
+        let read = d.read_service;
         // two 64 B writes to XPLine 0 wait together: one partial media write
-        d.write_arrive(0, NO_REQ);
-        d.write_arrive(64, NO_REQ);
+        d.write_arrive(0, 0, NO_REQ);
+        d.write_arrive(0, 64, NO_REQ);
         let s = d.try_start_media(0).expect("a write was queued");
         assert_eq!(d.counters.rmw, 1);
-        // the write has started: the next write to XPLine 0 is another media
-        // write, a whole one (the entry holds the XPLine it read: VANS's
-        // write_patch), even though it arrives while the first one runs
-        d.write_arrive(128, NO_REQ);
-        d.write_arrive(192, NO_REQ);
-        d.media_done();
-        assert!(d.try_start_media(s.busy_until).is_some());
-        d.media_done();
-        assert!(d.try_start_media(s.busy_until).is_none());
+        // while its read runs, a write to it still combines (VANS patch_rmw)
+        d.write_arrive(read / 2, 128, NO_REQ);
+        assert_eq!(d.media_writes_pending, 0);
+        // once the write is under way, the next write to XPLine 0 is another
+        // media write, a whole one (the entry holds the XPLine it read:
+        // VANS's write_patch), even though it arrives while the first runs
+        d.write_arrive(read + 1, 192, NO_REQ);
+        assert_eq!(d.media_writes_pending, 1);
+        d.media_done(s.busy_until);
+        let s2 = d.try_start_media(s.busy_until).expect("the rewrite");
+        d.media_done(s2.busy_until);
+        assert!(d.try_start_media(s2.busy_until).is_none());
         assert_eq!(d.counters.media_write_bytes, 2 * XPLINE);
         assert_eq!(d.counters.rmw, 1);
         assert_eq!(d.counters.media_read_bytes, XPLINE);
+        // the same under write-back: all four merge, nothing reaches the media
+        let mut wb = dimm(XpBufferPolicy::WriteBack);
+        for (t, a) in [(0, 0), (0, 64), (read / 2, 128), (read + 1, 192)] {
+            wb.write_arrive(t, a, NO_REQ);
+        }
+        assert!(wb.try_start_media(0).is_none());
     }
 
     #[test]
@@ -811,12 +840,12 @@ mod tests {
         let mut d = dimm(XpBufferPolicy::WriteThrough);
         // a partial XPLine: no read hit while its write waits (the buffer
         // does not hold the rest of it), a hit once its write started
-        d.write_arrive(5 * XPLINE, NO_REQ);
+        d.write_arrive(0, 5 * XPLINE, NO_REQ);
         assert_eq!(d.read_arrive(0, 1, 5 * XPLINE + 128), None);
         drain(&mut d);
         assert!(d.read_arrive(0, 2, 5 * XPLINE + 128).is_some());
         let mut wb = dimm(XpBufferPolicy::WriteBack);
-        wb.write_arrive(5 * XPLINE, NO_REQ);
+        wb.write_arrive(0, 5 * XPLINE, NO_REQ);
         drain(&mut wb);
         assert_eq!(wb.read_arrive(0, 1, 5 * XPLINE + 128), None);
         // every way of set 0 has a write waiting: a fifth XPLine waits too
@@ -829,13 +858,16 @@ mod tests {
             0,
         );
         for k in 0..5 {
-            d.write_arrive(k * 16 * XPLINE, k as u32);
+            d.write_arrive(0, k * 16 * XPLINE, k as u32);
         }
         assert_eq!(d.accepted, vec![0, 1, 2, 3]);
         assert_eq!(d.queued_writes(), 1);
-        // one write starting frees its way: the fifth is taken, nothing lost
-        assert!(d.try_start_media(0).is_some());
-        d.media_done();
+        // one (partial) write starting and reading its XPLine frees its way:
+        // the fifth is taken, nothing lost
+        let s = d.try_start_media(0).expect("queued");
+        d.media_done(0);
+        assert_eq!(d.accepted, vec![0, 1, 2, 3]);
+        d.media_done(s.busy_until);
         assert_eq!(d.accepted, vec![0, 1, 2, 3, 4]);
         drain(&mut d);
         assert_eq!(d.counters.media_write_bytes, 5 * XPLINE);

@@ -370,6 +370,12 @@ pub struct PmParams {
     /// whose media-level read bandwidth includes the write bandwidth).
     #[serde(default)]
     pub rmw_read: RmwRead,
+    /// Whether the XPBuffer holds written XPLines until eviction
+    /// (`write_back`, the default) or writes each one through to the media
+    /// once the writes queued for it have been combined (`write_through`,
+    /// the model of VANS, Wang et al., MICRO'20; see [`XpBufferPolicy`]).
+    #[serde(default)]
+    pub xpbuffer_policy: XpBufferPolicy,
     /// Delay before media counters can be read (ACPI), ms.
     pub media_counter_delay_ms: f64,
     /// When the core sees a PM write complete: at WPQ acceptance (`wpq`), when
@@ -391,6 +397,53 @@ pub enum RmwRead {
     /// write-back costs one write service, like a full one. It still counts
     /// as a read-modify-write and as 256 B of media reads.
     InWrite,
+}
+
+/// When a write taken into the XPBuffer reaches the media (`pm.xpbuffer_policy`).
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum XpBufferPolicy {
+    /// A write-back cache: writes to a resident XPLine merge into its entry
+    /// and reach the media once, when the entry is evicted (the model before
+    /// this option; Yang et al., FAST'20 §3.2 describe the XPBuffer as
+    /// combining adjacent writes, without saying when it writes back).
+    #[default]
+    WriteBack,
+    /// VANS's RMW buffer (github.com/TheNetAdmin/VANS, `src/general/rmw.cpp`,
+    /// `rmw_controller::tick_lsq_write`; `config/vans.cfg`): writes to one
+    /// XPLine combine only while they wait together before its media write
+    /// issues (and while a partial XPLine's read is still under way); a
+    /// write to a resident idle entry is a `write_patch`, written through to
+    /// the media again; an entry is clean once its write issued, so
+    /// eviction costs nothing and only entries with no write waiting can be
+    /// evicted. LENS's overwrite probe on real Optane (same repository,
+    /// `tests/precision/overwrite/LPMEM-Overwrite-256.csv`) shows each
+    /// overwrite of one 256 B block costing a media-speed write.
+    WriteThrough,
+}
+
+impl<'de> Deserialize<'de> for XpBufferPolicy {
+    /// By hand, so that a bad value's error names the key (serde's derived
+    /// message names only the variants, and after `--set` no line either).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = XpBufferPolicy;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("pm.xpbuffer_policy = \"write_back\" or \"write_through\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<XpBufferPolicy, E> {
+                match v {
+                    "write_back" => Ok(XpBufferPolicy::WriteBack),
+                    "write_through" => Ok(XpBufferPolicy::WriteThrough),
+                    _ => Err(E::custom(format!(
+                        "pm.xpbuffer_policy = \"{v}\": expected \"write_back\" or \"write_through\""
+                    ))),
+                }
+            }
+        }
+        d.deserialize_str(V)
+    }
 }
 
 /// The point at which a PM write completes for the core.

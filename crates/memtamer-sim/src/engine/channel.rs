@@ -312,8 +312,11 @@ impl Engine {
                 // the DIMM takes a DDR-T credit and reports the request back
                 // once its XPBuffer accepts it, if the write completes there
                 let at_xpbuffer = self.pm_completion.completes_at(WriteStage::XpBufferAccept);
-                self.dimms[w.dimm as usize]
-                    .write_arrive(w.dev, if at_xpbuffer { w.req } else { NO_REQ });
+                self.dimms[w.dimm as usize].write_arrive(
+                    end,
+                    w.dev,
+                    if at_xpbuffer { w.req } else { NO_REQ },
+                );
                 if self.pm_completion.completes_at(WriteStage::DdrtTransfer) {
                     let t = end + self.ack_latency(&self.reqs[w.req as usize]);
                     self.push(t, EvKind::Complete(w.req));

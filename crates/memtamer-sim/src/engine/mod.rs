@@ -589,7 +589,7 @@ impl Engine {
                     }
                 }
                 EvKind::MediaDone(d) => {
-                    let freed = self.dimms[d as usize].media_done();
+                    let freed = self.dimms[d as usize].media_done(self.now);
                     self.dimm_accepted(d);
                     self.start_media(d);
                     if freed > 0 {

@@ -4,9 +4,12 @@
 //! the DIMM's media bandwidth) onto one of `media_partitions` independent
 //! partitions, each busy for `media_partitions` service times per operation.
 //! Partially written XPLines evicted from the XPBuffer cost a
-//! read-modify-write. Nothing here knows about thread counts or knees.
+//! read-modify-write. `pm.xpbuffer_policy` chooses when a written XPLine
+//! reaches the media: at eviction (write-back), or once the writes queued
+//! for it have been combined (write-through, VANS's RMW buffer). Nothing
+//! here knows about thread counts or knees.
 
-use crate::config::{PmParams, RmwRead};
+use crate::config::{PmParams, RmwRead, XpBufferPolicy};
 use crate::workload::{Ps, NS};
 use std::collections::VecDeque;
 
@@ -19,13 +22,33 @@ struct XpEntry {
     xpl: u64,
     mask: u8,
     stamp: u64,
+    /// Write-through: a media write of this XPLine waits in the media queue
+    /// (not started); writes arriving meanwhile combine into it.
+    queued: bool,
+    /// Write-through: the entry holds the whole XPLine (a media write of it
+    /// started, which read it first if it was partial), so a rewrite needs
+    /// no media read and reads hit it (VANS `valid_to_read`).
+    filled: bool,
+    /// Write-through: until then the entry's started partial write is still
+    /// reading its XPLine, and writes to it combine into that write (VANS
+    /// `patch_rmw`: states `pending_read` / `pending_modify`).
+    patch_until: Ps,
 }
 
 /// A media operation waiting for the media server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum MediaKind {
-    Read { req: u32 },
-    Write { partial: bool },
+    Read {
+        req: u32,
+    },
+    Write {
+        partial: bool,
+    },
+    /// Write-through of the XPBuffer entry of `xpl`: whether it is partial
+    /// is known only when it starts (writes combine into it until then).
+    WriteThrough {
+        xpl: u64,
+    },
 }
 
 /// A queued media operation with its XPLine's partition (computed once at
@@ -107,6 +130,11 @@ pub struct PmDimm {
     /// Media service of a partial XPLine's write-back (read + write, or
     /// write alone with `pm.rmw_read = "in_write"`).
     rmw_service: Ps,
+    /// When written XPLines reach the media.
+    policy: XpBufferPolicy,
+    /// The time of the latest arrival or media event (write-through's
+    /// combining window is timed against it).
+    now: Ps,
     /// Cumulative counters.
     pub counters: DimmCounters,
 }
@@ -151,6 +179,8 @@ impl PmDimm {
             },
             media_read_latency: (p.media_read_ns * NS as f64) as Ps,
             controller: (p.controller_ns * NS as f64) as Ps,
+            policy: p.xpbuffer_policy,
+            now: 0,
             counters: DimmCounters::default(),
         }
     }
@@ -168,11 +198,12 @@ impl PmDimm {
     }
 
     /// A 64 B write arrives over DDR-T and takes one credit (the caller
-    /// checked [`PmDimm::has_credit`]); `req` is the engine's request id,
+    /// checked [`PmDimm::has_credit`]) at time `now`; `req` is the engine's request id,
     /// reported in [`PmDimm::accepted`] once the XPBuffer takes it (that is
     /// when the DIMM acknowledges the write). Returns how many credits were
     /// returned to the iMC by accepting queued writes.
-    pub fn write_arrive(&mut self, dev_addr: u64, req: u32) -> u32 {
+    pub fn write_arrive(&mut self, now: Ps, dev_addr: u64, req: u32) -> u32 {
+        self.now = self.now.max(now);
         debug_assert!(self.credits > 0, "a DDR-T write without a credit");
         self.credits = self.credits.saturating_sub(1);
         self.counters.request_write_bytes += 64;
@@ -219,6 +250,9 @@ impl PmDimm {
     /// media write queue is full.
     #[inline]
     fn take(&mut self, a: u64) -> bool {
+        if self.policy == XpBufferPolicy::WriteThrough {
+            return self.take_through(a);
+        }
         let xpl = a / XPLINE;
         let bit = 1u8 << ((a % XPLINE) / 64);
         self.stamp += 1;
@@ -243,6 +277,7 @@ impl PmDimm {
                 xpl,
                 mask: bit,
                 stamp,
+                ..XpEntry::default()
             };
             w
         } else {
@@ -265,6 +300,7 @@ impl PmDimm {
                 xpl,
                 mask: bit,
                 stamp,
+                ..XpEntry::default()
             };
             self.media_writes_pending += 1;
             let part = self.partition_of(evicted);
@@ -276,6 +312,107 @@ impl PmDimm {
         };
         self.last = base + way;
         true
+    }
+
+    /// Write-through take (VANS `rmw_controller::tick_lsq_write`): a write
+    /// to an XPLine whose media write still waits combines into it; a write
+    /// to a resident idle XPLine (VANS `write_patch`) or to a new one queues
+    /// another media write. A new XPLine takes a free way or evicts the least
+    /// recently used entry with no write waiting (clean: nothing to write;
+    /// VANS `check_and_evict` evicts only idle entries). False, with the
+    /// head marked blocked, while the media write queue is full; false while
+    /// every way of the set has a write waiting or reading.
+    fn take_through(&mut self, a: u64) -> bool {
+        let xpl = a / XPLINE;
+        let bit = 1u8 << ((a % XPLINE) / 64);
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let base = self.set_of(xpl) * self.ways;
+        let hit = if self.entries[self.last].valid && self.entries[self.last].xpl == xpl {
+            Some(self.last)
+        } else {
+            self.entries[base..base + self.ways]
+                .iter()
+                .position(|e| e.valid && e.xpl == xpl)
+                .map(|w| base + w)
+        };
+        if let Some(i) = hit {
+            let e = &self.entries[i];
+            if e.queued || self.now < e.patch_until {
+                let e = &mut self.entries[i];
+                e.mask |= bit;
+                e.stamp = stamp;
+                self.last = i;
+                return true;
+            }
+        }
+        if self.media_writes_pending >= self.media_write_queue {
+            self.head_blocked = true;
+            return false;
+        }
+        let i = match hit {
+            Some(i) => i,
+            None => {
+                let ways = &self.entries[base..base + self.ways];
+                let way = ways.iter().position(|e| !e.valid).or_else(|| {
+                    ways.iter()
+                        .enumerate()
+                        .filter(|(_, e)| !e.queued && e.patch_until <= self.now)
+                        .min_by_key(|(_, e)| e.stamp)
+                        .map(|(w, _)| w)
+                });
+                let Some(w) = way else {
+                    // every way's media write waits or is still reading:
+                    // not marked blocked, since a read ending (time, not a
+                    // media start) can free a way; the media finishing its
+                    // op (after every read window) retries it
+                    return false;
+                };
+                self.entries[base + w] = XpEntry {
+                    valid: true,
+                    xpl,
+                    ..XpEntry::default()
+                };
+                base + w
+            }
+        };
+        let e = &mut self.entries[i];
+        e.mask = bit;
+        e.stamp = stamp;
+        e.queued = true;
+        self.last = i;
+        self.media_writes_pending += 1;
+        let part = self.partition_of(xpl);
+        self.media_q.push_back(MediaOp {
+            kind: MediaKind::WriteThrough { xpl },
+            part,
+        });
+        true
+    }
+
+    /// Starts the write-through of `xpl`'s entry: returns whether it is
+    /// partial (needs the media read first) and marks the entry filled and
+    /// no longer waiting, so later writes to it queue a new media write.
+    fn start_write_through(&mut self, start: Ps, xpl: u64) -> bool {
+        let read = self.rmw_service - self.write_service;
+        let base = self.set_of(xpl) * self.ways;
+        match self.entries[base..base + self.ways]
+            .iter_mut()
+            .find(|e| e.valid && e.xpl == xpl && e.queued)
+        {
+            Some(e) => {
+                let partial = !e.filled && e.mask != 0b1111;
+                e.queued = false;
+                e.filled = true;
+                if partial {
+                    e.patch_until = start + read;
+                }
+                partial
+            }
+            // unreachable: an entry with a write waiting is never evicted;
+            // count it as a partial write if the invariant ever breaks
+            None => true,
+        }
     }
 
     /// A 64 B read arrives. Returns `Some(ready_time)` on a buffer hit; on a
@@ -291,7 +428,7 @@ impl PmDimm {
         let set = self.set_of(xpl);
         if self.entries[set * self.ways..(set + 1) * self.ways]
             .iter()
-            .any(|e| e.valid && e.xpl == xpl && e.mask == 0b1111)
+            .any(|e| e.valid && e.xpl == xpl && (e.mask == 0b1111 || e.filled))
         {
             return Some(now + self.controller);
         }
@@ -315,6 +452,7 @@ impl PmDimm {
     /// (a ready-first, read-first scheduler over the DIMM's queue). The port
     /// waits for that partition when every queued op's partition is busy.
     pub fn try_start_media(&mut self, now: Ps) -> Option<MediaStart> {
+        self.now = self.now.max(now);
         if self.media_busy {
             return None;
         }
@@ -347,17 +485,10 @@ impl PmDimm {
                     Some((req, start + self.media_read_latency + self.controller)),
                 )
             }
-            MediaKind::Write { partial } => {
-                self.counters.media_write_bytes += XPLINE;
-                self.media_writes_pending -= 1;
-                self.head_blocked = false;
-                if partial {
-                    self.counters.rmw += 1;
-                    self.counters.media_read_bytes += XPLINE;
-                    (self.rmw_service, None)
-                } else {
-                    (self.write_service, None)
-                }
+            MediaKind::Write { partial } => (self.start_write(partial), None),
+            MediaKind::WriteThrough { xpl } => {
+                let partial = self.start_write_through(start, xpl);
+                (self.start_write(partial), None)
             }
         };
         self.media_busy = true;
@@ -370,6 +501,22 @@ impl PmDimm {
         })
     }
 
+    /// Counts a media write starting (with its read when `partial`) and
+    /// returns its service time.
+    #[inline]
+    fn start_write(&mut self, partial: bool) -> Ps {
+        self.counters.media_write_bytes += XPLINE;
+        self.media_writes_pending -= 1;
+        self.head_blocked = false;
+        if partial {
+            self.counters.rmw += 1;
+            self.counters.media_read_bytes += XPLINE;
+            self.rmw_service
+        } else {
+            self.write_service
+        }
+    }
+
     /// Whether the media port is busy with an op ([`PmDimm::try_start_media`]
     /// then starts nothing).
     #[inline]
@@ -377,8 +524,10 @@ impl PmDimm {
         self.media_busy
     }
 
-    /// The media finished its op: returns credits freed by accepting queued writes.
-    pub fn media_done(&mut self) -> u32 {
+    /// The media finished its op at `now`: returns credits freed by
+    /// accepting queued writes.
+    pub fn media_done(&mut self, now: Ps) -> u32 {
+        self.now = self.now.max(now);
         self.media_busy = false;
         self.accept_writes()
     }
@@ -443,6 +592,7 @@ mod tests {
             media_partitions: 1,
             ait_block_bytes: 0,
             rmw_read: RmwRead::Media,
+            xpbuffer_policy: XpBufferPolicy::WriteBack,
             media_counter_delay_ms: 4.5,
             write_completion: crate::config::PmWriteCompletion::Ddrt,
         }
@@ -453,7 +603,7 @@ mod tests {
         let mut t = 0;
         while let Some(s) = d.try_start_media(t) {
             t = s.busy_until;
-            d.media_done();
+            d.media_done(0);
         }
         t
     }
@@ -461,13 +611,13 @@ mod tests {
     fn write_all(d: &mut PmDimm, addrs: impl Iterator<Item = u64>) {
         let mut t = 0;
         for a in addrs {
-            d.write_arrive(a, 0);
+            d.write_arrive(0, a, 0);
             while d.queued_writes() > 0 {
                 let s = d
                     .try_start_media(t)
                     .expect("blocked writes imply media work");
                 t = s.busy_until;
-                d.media_done();
+                d.media_done(0);
             }
         }
         // flush the buffer by writing far-away full lines
@@ -501,7 +651,7 @@ mod tests {
         let mut sent = 0u32;
         let mut freed = 0;
         while d.has_credit() && sent < 1000 {
-            freed += d.write_arrive(sent as u64 * 256, sent);
+            freed += d.write_arrive(0, sent as u64 * 256, sent);
             sent += 1;
         }
         assert!(!d.has_credit());
@@ -605,6 +755,122 @@ mod tests {
         assert_eq!(d.read_arrive(0, 4, 256), None);
         let s = d.try_start_media(0).unwrap();
         assert_eq!(s.read_ready.map(|r| r.0), Some(1));
+    }
+
+    fn dimm(policy: XpBufferPolicy) -> PmDimm {
+        PmDimm::new(
+            &PmParams {
+                xpbuffer_policy: policy,
+                ..params()
+            },
+            0,
+        )
+    }
+
+    /// Writes XPLine `xpl` whole (four 64 B writes, queued together), then
+    /// runs the media until it is idle.
+    fn write_line(d: &mut PmDimm, xpl: u64) {
+        for k in 0..4 {
+            d.write_arrive(0, xpl * XPLINE + k * 64, NO_REQ);
+        }
+        drain(d);
+    }
+
+    #[test]
+    fn write_through_sends_every_overwrite_to_the_media_write_back_merges_them() {
+        const N: u64 = 10;
+        let run = |policy| {
+            let mut d = dimm(policy);
+            for _ in 0..N {
+                write_line(&mut d, 3);
+            }
+            let after_overwrites = d.counters;
+            // four more XPLines of the same set (16 sets of 4 ways) evict it
+            for k in 1..=4 {
+                write_line(&mut d, 3 + 16 * k);
+            }
+            (after_overwrites, d.counters)
+        };
+        let (wb, wb_end) = run(XpBufferPolicy::WriteBack);
+        assert_eq!(wb.media_write_bytes, 0, "{wb:?}");
+        assert_eq!(wb_end.media_write_bytes, XPLINE, "evicted once: {wb_end:?}");
+        let (wt, wt_end) = run(XpBufferPolicy::WriteThrough);
+        // LENS's overwrite probe: each overwrite is a media write
+        assert_eq!(wt.media_write_bytes, N * XPLINE, "{wt:?}");
+        assert_eq!(wt_end.media_write_bytes, (N + 4) * XPLINE, "{wt_end:?}");
+        // whole XPLines: no read-modify-write under either policy
+        assert_eq!(wt_end.rmw + wb_end.rmw, 0);
+        assert_eq!(wt.request_write_bytes, wb.request_write_bytes);
+    }
+
+    #[test]
+    fn write_through_combines_only_writes_queued_or_arriving_during_the_read() {
+        let mut d = dimm(XpBufferPolicy::WriteThrough);
+        let read = d.read_service;
+        // two 64 B writes to XPLine 0 wait together: one partial media write
+        d.write_arrive(0, 0, NO_REQ);
+        d.write_arrive(0, 64, NO_REQ);
+        let s = d.try_start_media(0).expect("a write was queued");
+        assert_eq!(d.counters.rmw, 1);
+        // while its read runs, a write to it still combines (VANS patch_rmw)
+        d.write_arrive(read / 2, 128, NO_REQ);
+        assert_eq!(d.media_writes_pending, 0);
+        // once the write is under way, the next write to XPLine 0 is another
+        // media write, a whole one (the entry holds the XPLine it read:
+        // VANS's write_patch), even though it arrives while the first runs
+        d.write_arrive(read + 1, 192, NO_REQ);
+        assert_eq!(d.media_writes_pending, 1);
+        d.media_done(s.busy_until);
+        let s2 = d.try_start_media(s.busy_until).expect("the rewrite");
+        d.media_done(s2.busy_until);
+        assert!(d.try_start_media(s2.busy_until).is_none());
+        assert_eq!(d.counters.media_write_bytes, 2 * XPLINE);
+        assert_eq!(d.counters.rmw, 1);
+        assert_eq!(d.counters.media_read_bytes, XPLINE);
+        // the same under write-back: all four merge, nothing reaches the media
+        let mut wb = dimm(XpBufferPolicy::WriteBack);
+        for (t, a) in [(0, 0), (0, 64), (read / 2, 128), (read + 1, 192)] {
+            wb.write_arrive(t, a, NO_REQ);
+        }
+        assert!(wb.try_start_media(0).is_none());
+    }
+
+    #[test]
+    fn write_through_reads_hit_written_lines_and_evicts_only_idle_entries() {
+        let mut d = dimm(XpBufferPolicy::WriteThrough);
+        // a partial XPLine: no read hit while its write waits (the buffer
+        // does not hold the rest of it), a hit once its write started
+        d.write_arrive(0, 5 * XPLINE, NO_REQ);
+        assert_eq!(d.read_arrive(0, 1, 5 * XPLINE + 128), None);
+        drain(&mut d);
+        assert!(d.read_arrive(0, 2, 5 * XPLINE + 128).is_some());
+        let mut wb = dimm(XpBufferPolicy::WriteBack);
+        wb.write_arrive(0, 5 * XPLINE, NO_REQ);
+        drain(&mut wb);
+        assert_eq!(wb.read_arrive(0, 1, 5 * XPLINE + 128), None);
+        // every way of set 0 has a write waiting: a fifth XPLine waits too
+        let mut d = PmDimm::new(
+            &PmParams {
+                xpbuffer_policy: XpBufferPolicy::WriteThrough,
+                media_write_queue: 16,
+                ..params()
+            },
+            0,
+        );
+        for k in 0..5 {
+            d.write_arrive(0, k * 16 * XPLINE, k as u32);
+        }
+        assert_eq!(d.accepted, vec![0, 1, 2, 3]);
+        assert_eq!(d.queued_writes(), 1);
+        // one (partial) write starting and reading its XPLine frees its way:
+        // the fifth is taken, nothing lost
+        let s = d.try_start_media(0).expect("queued");
+        d.media_done(0);
+        assert_eq!(d.accepted, vec![0, 1, 2, 3]);
+        d.media_done(s.busy_until);
+        assert_eq!(d.accepted, vec![0, 1, 2, 3, 4]);
+        drain(&mut d);
+        assert_eq!(d.counters.media_write_bytes, 5 * XPLINE);
     }
 
     #[test]

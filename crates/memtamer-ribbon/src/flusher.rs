@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::bandwidth::{BandwidthSource, FLUSHED_BYTES};
 use crate::controller::{ControlConfig, Controller, Event};
 use crate::proactive::{lines_to_flush, StoreSampler, POLL};
-use crate::queue::Request;
+use crate::queue::{Batch, Request};
 use crate::shared::{case_code, Shared, PARK};
 
 /// Spin rounds, then yield rounds, before a flusher sleeps.
@@ -22,6 +22,7 @@ const MIN_JOB_LINES: usize = 8;
 pub(crate) fn run(s: &Shared, id: usize) {
     let mut idle = 0u32;
     let mut pieces: Vec<Vec<Request>> = Vec::new();
+    let mut round: Vec<Batch<'_>> = Vec::new();
     loop {
         let mut did = false;
         if let Some(b) = s.jobs[id].take() {
@@ -49,13 +50,21 @@ pub(crate) fn run(s: &Shared, id: usize) {
                     did |= dispatch(s, m, n, &mut pieces);
                 }
             } else {
+                // One round: take every served queue's batch, flush them
+                // all, fence once, publish them all (docs/ribbon.md, "One
+                // fence per round").
                 for rank in ranks_of(id, m, n) {
                     let slot = s.active[rank].load(Ordering::Relaxed);
                     if let Some(b) = s.queues.get(slot).and_then(|q| q.take()) {
-                        s.counters.flusher_batches.fetch_add(1, Ordering::Relaxed);
-                        s.execute(b);
-                        did = true;
+                        round.push(b);
                     }
+                }
+                if !round.is_empty() {
+                    s.counters
+                        .flusher_batches
+                        .fetch_add(round.len() as u64, Ordering::Relaxed);
+                    s.execute_round(&mut round);
+                    did = true;
                 }
             }
         }

@@ -72,6 +72,8 @@ impl Ribbon {
             broken: cfg.broken_publish_early,
             #[cfg(test)]
             broken_dedicated_fence: cfg.broken_dedicated_fence,
+            #[cfg(test)]
+            broken_round_fence: cfg.broken_round_fence,
         });
         let ribbon = Ribbon {
             shared: shared.clone(),

@@ -28,6 +28,20 @@ fn executed(line: usize) -> u32 {
     EXECUTED[line].load(Ordering::Acquire)
 }
 
+/// Lines whose flush was followed by a fence on the thread that flushed
+/// them (an sfence orders only the issuing thread's earlier clwbs).
+static FENCED: [AtomicU32; LINES] = [const { AtomicU32::new(0) }; LINES];
+
+thread_local! {
+    /// Lines this thread flushed since its last fence.
+    static UNFENCED: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Executed and then fenced by the thread that executed it: persistent.
+fn persisted(line: usize) -> bool {
+    FENCED[line].load(Ordering::Acquire) > 0
+}
+
 /// Records each line of the range as flushed, slowly (it sleeps 50 us,
 /// leaving the CPU to the producer even on a busy 2-core machine), so that
 /// an early fence has a window to be caught in.
@@ -46,10 +60,17 @@ fn record(a: *const u8, len: usize) {
     for line in &EXECUTED[first..=last] {
         line.fetch_add(1, Ordering::Release);
     }
+    UNFENCED.with(|u| u.borrow_mut().extend(first..=last));
 }
 
-fn no_fence() {
+/// The recording sfence: marks this thread's flushed lines fenced.
+fn record_fence() {
     std::sync::atomic::fence(Ordering::SeqCst);
+    UNFENCED.with(|u| {
+        for line in u.borrow_mut().drain(..) {
+            FENCED[line].fetch_add(1, Ordering::Release);
+        }
+    });
 }
 
 fn config(apps: usize, entries: usize, flushers: usize, slow: bool) -> Config {
@@ -57,14 +78,15 @@ fn config(apps: usize, entries: usize, flushers: usize, slow: bool) -> Config {
     c.flushers = Flushers::Fixed(flushers);
     c.executor = Executor {
         flush: if slow { slow_record } else { fast_record },
-        fence: no_fence,
+        fence: record_fence,
     };
     c
 }
 
 /// Runs `threads` producers, each doing `rounds` of (enqueue `k` fresh
 /// lines, fence, check): returns how many lines were found not executed
-/// right after the fence that should have covered them.
+/// and fenced (by the thread that executed them) right after the fence
+/// that should have covered them.
 fn fence_violations(cfg: Config, threads: usize, rounds: usize, k: usize) -> usize {
     let ribbon = Ribbon::start(cfg).unwrap();
     let bad = AtomicUsize::new(0);
@@ -79,7 +101,7 @@ fn fence_violations(cfg: Config, threads: usize, rounds: usize, k: usize) -> usi
                         unsafe { p.flush(addr(first + i), 1).unwrap() };
                     }
                     p.fence();
-                    let missing = (0..k).filter(|i| executed(first + i) == 0).count();
+                    let missing = (0..k).filter(|i| !persisted(first + i)).count();
                     bad.fetch_add(missing, Ordering::Relaxed);
                 }
             });
@@ -160,7 +182,7 @@ fn violations_while_m_flips(cfg: Config) -> usize {
                             unsafe { p.flush(addr(first + i), 1).unwrap() };
                         }
                         p.fence();
-                        let missing = (0..8).filter(|i| executed(first + i) == 0).count();
+                        let missing = (0..8).filter(|i| !persisted(first + i)).count();
                         bad.fetch_add(missing, Ordering::Relaxed);
                     }
                 })
@@ -196,7 +218,7 @@ fn violations_after_m_becomes_n(cfg: Config) -> usize {
         }
         ribbon.set_flushers(2);
         p.fence();
-        bad += (0..8).filter(|i| executed(first + i) == 0).count();
+        bad += (0..8).filter(|i| !persisted(first + i)).count();
     }
     drop(p);
     ribbon.stop();
@@ -230,6 +252,72 @@ fn the_fence_test_catches_a_runtime_that_publishes_early() {
         bad > 0,
         "the deliberately broken runtime must be caught (saw {bad} violations)"
     );
+}
+
+#[test]
+fn fences_hold_when_one_flusher_serves_several_queues() {
+    // M = 1 < N = 3: the flusher's rounds hold several queues' batches
+    // and end in one fence
+    assert_eq!(fence_violations(config(4, 64, 1, true), 3, 60, 8), 0);
+}
+
+#[test]
+fn the_fence_test_catches_a_flusher_round_without_its_fence() {
+    // The round's flushes execute and its batches are published in
+    // order, but the sfence is left out: the lines are executed, not fenced.
+    let mut cfg = config(4, 64, 1, true);
+    cfg.broken_round_fence = true;
+    let bad = fence_violations(cfg, 3, 30, 8);
+    assert!(
+        bad > 0,
+        "a round published without its fence must be caught (saw {bad})"
+    );
+}
+
+static GATE_OPEN: AtomicBool = AtomicBool::new(true);
+static GATE_ENTERED: AtomicBool = AtomicBool::new(false);
+
+/// Records like `fast_record`, but the first flush after the gate closed
+/// holds its thread until the gate opens again.
+unsafe fn gated_record(a: *const u8, len: usize) {
+    GATE_ENTERED.store(true, Ordering::SeqCst);
+    while !GATE_OPEN.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    record(a, len);
+}
+
+#[test]
+fn a_flusher_fences_once_per_round_over_the_queues_it_serves() {
+    // One flusher, three queues. The flusher is held inside queue 0's
+    // batch while queues 1 and 2 fill; its next round must take both
+    // batches and end in one fence, and both fences must then see their
+    // lines executed and fenced.
+    let mut cfg = config(4, 64, 1, false);
+    cfg.executor.flush = gated_record;
+    let ribbon = Ribbon::start(cfg).unwrap();
+    let mut p: Vec<_> = (0..3).map(|_| ribbon.producer()).collect();
+    GATE_OPEN.store(false, Ordering::SeqCst);
+    GATE_ENTERED.store(false, Ordering::SeqCst);
+    let first = lines(3);
+    // SAFETY: recording executor.
+    unsafe { p[0].flush(addr(first), 1).unwrap() };
+    while !GATE_ENTERED.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
+    for (q, pq) in p.iter_mut().enumerate().skip(1) {
+        // SAFETY: recording executor.
+        unsafe { pq.flush(addr(first + q), 1).unwrap() };
+    }
+    GATE_OPEN.store(true, Ordering::SeqCst);
+    for q in (0..3).rev() {
+        p[q].fence();
+        assert!(persisted(first + q), "queue {q}");
+    }
+    let st = ribbon.stats();
+    assert_eq!((st.flusher_batches, st.flusher_rounds), (3, 2), "{st:?}");
+    drop(p);
+    ribbon.stop();
 }
 
 #[test]

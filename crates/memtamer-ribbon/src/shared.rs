@@ -83,6 +83,10 @@ pub struct Config {
     /// the queue, forgetting requests queued before M became N.
     #[cfg(test)]
     pub broken_dedicated_fence: bool,
+    /// Test-only: a flusher's round skips its sfence (the bug the fenced-
+    /// flush test must catch).
+    #[cfg(test)]
+    pub broken_round_fence: bool,
 }
 
 /// Hardware threads of this process (its CPU affinity), at least 1.
@@ -112,6 +116,8 @@ impl Config {
             broken_publish_early: false,
             #[cfg(test)]
             broken_dedicated_fence: false,
+            #[cfg(test)]
+            broken_round_fence: false,
         }
     }
 
@@ -145,6 +151,7 @@ pub(crate) struct Counters {
     pub(crate) self_drains: AtomicU64,
     pub(crate) dispatched_jobs: AtomicU64,
     pub(crate) flusher_batches: AtomicU64,
+    pub(crate) flusher_rounds: AtomicU64,
     pub(crate) searches: AtomicU64,
     pub(crate) last_case: AtomicUsize,
 }
@@ -227,6 +234,10 @@ pub struct Stats {
     pub dispatched_jobs: u64,
     /// Queue batches executed by flusher threads (the offloaded work).
     pub flusher_batches: u64,
+    /// Rounds flusher threads ran: each ends in one fence however many
+    /// queues' batches it held (`flusher_batches / flusher_rounds` is the
+    /// fences a round saved, plus one).
+    pub flusher_rounds: u64,
     /// Flushers running now (0 = application threads flush).
     pub flushers: usize,
     /// Queues registered now.
@@ -285,6 +296,8 @@ pub(crate) struct Shared {
     pub(crate) broken: bool,
     #[cfg(test)]
     pub(crate) broken_dedicated_fence: bool,
+    #[cfg(test)]
+    pub(crate) broken_round_fence: bool,
 }
 
 impl Shared {
@@ -297,6 +310,49 @@ impl Shared {
     /// Executes a job handed over by the dispatcher (which counts its bytes).
     pub(crate) fn execute_job(&self, batch: Batch<'_>) {
         self.execute_counted(batch, false)
+    }
+
+    /// Executes one flusher round: the flushes of every batch in `round`
+    /// (each batch in program order), then ONE fence, then publishes every
+    /// batch. An sfence orders all earlier flushes of the issuing thread,
+    /// so one per round gives each batch the same guarantee as a fence of
+    /// its own: its queue's head moves only after its flushes executed and
+    /// were fenced. A flusher serving k queues then waits for one fence per
+    /// round instead of k in a row (issue 19; docs/ribbon.md, "One fence per
+    /// round"). Empties `round`.
+    pub(crate) fn execute_round<'q>(&self, round: &mut Vec<Batch<'q>>) {
+        if round.is_empty() {
+            return;
+        }
+        #[cfg(test)]
+        if self.broken {
+            for b in round.iter() {
+                b.publish_early();
+            }
+        }
+        let mut bytes = 0u64;
+        for b in round.iter() {
+            for r in b.requests() {
+                // SAFETY: the producer promised the range is mapped (ribbon_flush contract).
+                unsafe { (self.exec.flush)(r.addr as *const u8, r.len) };
+                bytes += (memtamer_pmem::lines_covered(r.addr, r.len) * memtamer_pmem::CACHE_LINE)
+                    as u64;
+            }
+        }
+        #[cfg(test)]
+        let skip = self.broken_round_fence;
+        #[cfg(not(test))]
+        let skip = false;
+        if !skip {
+            (self.exec.fence)();
+        }
+        self.counters
+            .flushed_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
+        self.counters.flusher_rounds.fetch_add(1, Ordering::Relaxed);
+        for b in round.drain(..) {
+            b.complete();
+        }
     }
 
     fn execute_counted(&self, batch: Batch<'_>, count: bool) {
@@ -414,6 +470,7 @@ impl Shared {
             self_drains: l(&c.self_drains),
             dispatched_jobs: l(&c.dispatched_jobs),
             flusher_batches: l(&c.flusher_batches),
+            flusher_rounds: l(&c.flusher_rounds),
             flushers: self.m.load(Ordering::Relaxed),
             queues: self.active_len.load(Ordering::Relaxed),
             proactive: self.proactive_on.load(Ordering::Relaxed),

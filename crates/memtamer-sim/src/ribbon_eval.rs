@@ -10,6 +10,7 @@
 
 use crate::error::SimError;
 use crate::experiment::{load_scenario, run_scenario, RunOptions, ScenarioResult};
+use memtamer_ribbon::controller::{decide, Points};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -236,6 +237,85 @@ pub fn markdown(cases: &[Case]) -> String {
         "| proactive allowed, 24 threads (worst Ribbon + proactive over Ribbon; the controller switches it off only after a search lowered M) | >= -1% when off | {} |",
         pct(sm.proactive_cost_24)
     );
+    let _ = writeln!(s);
+    s.push_str(&search_markdown(cases));
+    s
+}
+
+/// What the thesis's decision table would choose on the oracle's curve:
+/// the four-point search's choice without its probe noise (issue 19's
+/// analysis: does the search miss because the table cannot find the
+/// curve's peak, or because its short probes misread the curve?).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableOnOracle {
+    /// The sample points (P1 = 4, the thesis's Optane value; P4 = 48).
+    pub points: Points,
+    /// The oracle's kops at P1..P4 (kops is proportional to flushed bytes
+    /// at a fixed pattern, so the table reads the same curve).
+    pub bw: [f64; 4],
+    /// The table's row.
+    pub case: memtamer_ribbon::controller::Case,
+    /// The table's M.
+    pub m: usize,
+    /// The oracle's kops at that M over the oracle's best.
+    pub vs_best: Option<f64>,
+}
+
+impl Case {
+    /// The decision table (`memtamer_ribbon::controller::decide`, the
+    /// runtime's own code, thesis §6.3.1) applied to the oracle's kops at
+    /// P1..P4 on `cores` hardware threads; None if a point is missing.
+    pub fn table_on_oracle(&self, p1: usize, cores: usize, tol: f64) -> Option<TableOnOracle> {
+        let points = Points::new(p1, cores);
+        let at = |m: usize| self.oracle.get(&u32::try_from(m).ok()?).copied();
+        let [a, b, c, d] = points.all();
+        let bw = [at(a)?, at(b)?, at(c)?, at(d)?];
+        let (m, case) = decide(points, bw, tol);
+        let vs_best = match (at(m), self.oracle_best()) {
+            (Some(k), Some((_, best))) if best > 0.0 => Some(k / best),
+            _ => None,
+        };
+        Some(TableOnOracle {
+            points,
+            bw,
+            case,
+            m,
+            vs_best,
+        })
+    }
+}
+
+/// The search analysis table: per case, the oracle's curve at P1..P4, what
+/// the decision table makes of it, and what the live search chose.
+pub fn search_markdown(cases: &[Case]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "| pattern | N | oracle kops at P1 / P2 / P3 / P4 | table on the oracle curve: row, M (its kops / best) | search: time-avg M (Ribbon / best) | oracle best M |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    for c in cases {
+        let Some(t) = c.table_on_oracle(4, 48, 0.02) else {
+            continue;
+        };
+        let (om, _) = c.oracle_best().unwrap_or((0, 0.0));
+        let f3 = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.3}"));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.0} / {:.0} / {:.0} / {:.0} | {:?}, {} ({}) | {:.1} ({}) | {om} |",
+            c.app,
+            c.threads,
+            t.bw[0],
+            t.bw[1],
+            t.bw[2],
+            t.bw[3],
+            t.case,
+            t.m,
+            f3(t.vs_best),
+            c.ribbon_m,
+            f3(c.vs_oracle()),
+        );
+    }
     s
 }
 
@@ -489,6 +569,34 @@ mod tests {
             md.contains("| a | 100 | 100 (4.0) | 100 (4.0) | 0.00 (off) | -0.5% |"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn the_table_on_the_oracle_curve_reads_p1_to_p4_and_finds_the_peak_between() {
+        // rising to a peak at 20 and falling to 48: BW2 > BW1, BW4 < BW3
+        let curve = |m: u32| 100.0 + 10.0 * (m.min(20) as f64) - 2.0 * m.saturating_sub(20) as f64;
+        let c = Case {
+            app: "x".into(),
+            threads: 24,
+            oracle: (1..=48).map(|m| (m, curve(m))).collect(),
+            ..Default::default()
+        };
+        let t = c.table_on_oracle(4, 48, 0.02).unwrap();
+        assert_eq!(t.points.all(), [4, 5, 47, 48]);
+        assert_eq!(t.bw, [140.0, 150.0, 246.0, 244.0]);
+        assert_eq!(t.case, memtamer_ribbon::controller::Case::PeakBetween);
+        // line 140 + 10 (x - 4) meets 246 - 2 (x - 47) at x = 20, the peak
+        assert_eq!(t.m, 20);
+        assert_eq!(t.vs_best, Some(1.0));
+        let md = search_markdown(std::slice::from_ref(&c));
+        assert!(
+            md.contains("| x | 24 | 140 / 150 / 246 / 244 | PeakBetween, 20 (1.000) |"),
+            "{md}"
+        );
+        // a missing point gives no row
+        let mut gap = c;
+        gap.oracle.remove(&47);
+        assert!(gap.table_on_oracle(4, 48, 0.02).is_none());
     }
 
     #[test]

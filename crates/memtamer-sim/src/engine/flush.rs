@@ -19,9 +19,10 @@
 //! requests; flusher `f` of M serves queues `q ≡ f (mod M)` (at most
 //! ⌊N/M⌋+1 of them), or when M > N the flushers `f ≡ q (mod N)` share queue
 //! `q`, each taking its share of what is queued (the thesis's dispatcher,
-//! without its cost). A flusher executes a batch in program order (clwb
-//! each line), then sfence (waits for its write-backs), then marks the
-//! batch done. A fence of the application blocks until its queue's
+//! without its cost). A flusher runs rounds: it takes the batch of every
+//! queue it serves that has one, executes each batch in program order
+//! (clwb each line), then ONE sfence (waits for all its write-backs),
+//! then marks every batch of the round done (as the runtime does). A fence of the application blocks until its queue's
 //! earlier requests are done; so requests after a fence are never queued
 //! before the ones it waits for. Waiting threads and idle flushers give up
 //! their CPU. M comes from the real four-point-search controller
@@ -256,6 +257,45 @@ impl FlushJob {
         } else {
             (q..m).step_by(n).collect()
         }
+    }
+
+    /// Flusher `f`'s next round, as ops: with M ≤ N it takes the whole
+    /// batch of every queue it serves that has one (starting after the
+    /// queue it started with last time), issues all their clwbs (each
+    /// batch in program order), then ONE sfence, then marks every batch
+    /// done; an sfence orders all of the thread's earlier clwbs, so each
+    /// batch is as fenced as with a fence of its own (the runtime's
+    /// `Shared::execute_round`; docs/ribbon.md, "One fence per round").
+    /// With M > N it serves one queue and takes its share of the batch.
+    /// None if there is nothing to do or `f` is not active.
+    fn take_round(&mut self, f: usize) -> Option<Vec<Op>> {
+        let m = self.active.clamp(1, self.flushers.len().max(1));
+        if f >= m {
+            return None;
+        }
+        let (queues, share) = self.served(f, m);
+        let k = queues.len();
+        let start = self.cursor[f] % k.max(1);
+        let order: Vec<usize> = (0..k)
+            .map(|i| (start + i) % k)
+            .filter(|&i| !self.queues[queues[i]].is_empty())
+            .collect();
+        let first = *order.first()?;
+        self.cursor[f] = first + 1;
+        let mut ops = Vec::new();
+        let mut done = Vec::with_capacity(order.len());
+        for &i in &order {
+            let q = queues[i];
+            let n = self.queues[q].len().div_ceil(share).max(1);
+            ops.extend(self.queues[q].drain(..n).map(|addr| Op::Clwb { addr }));
+            done.push(Op::BatchDone {
+                queue: q as u32,
+                lines: n as u32,
+            });
+        }
+        ops.push(Op::Drain);
+        ops.extend(done);
+        Some(ops)
     }
 
     /// Queues flusher `f` serves with `m` active, and how many flushers
@@ -550,36 +590,7 @@ impl Engine {
             return Step::Go;
         };
         let batch: Option<Vec<Op>> = match role {
-            FlushRole::Flusher { job, index } => {
-                let j = &mut u.jobs[job as usize];
-                let f = index as usize;
-                let m = j.active.clamp(1, j.flushers.len().max(1));
-                if f >= m {
-                    None
-                } else {
-                    let (queues, share) = j.served(f, m);
-                    let k = queues.len();
-                    let start = j.cursor[f] % k.max(1);
-                    let found = (0..k)
-                        .map(|i| queues[(start + i) % k])
-                        .find(|&q| !j.queues[q].is_empty());
-                    found.map(|q| {
-                        j.cursor[f] = (queues.iter().position(|&x| x == q).unwrap_or(0)) + 1;
-                        let len = j.queues[q].len();
-                        let n = len.div_ceil(share).max(1);
-                        let mut ops: Vec<Op> = j.queues[q]
-                            .drain(..n)
-                            .map(|addr| Op::Clwb { addr })
-                            .collect();
-                        ops.push(Op::Drain);
-                        ops.push(Op::BatchDone {
-                            queue: q as u32,
-                            lines: n as u32,
-                        });
-                        ops
-                    })
-                }
-            }
+            FlushRole::Flusher { job, index } => u.jobs[job as usize].take_round(index as usize),
             FlushRole::Proactive { job } => {
                 let j = &mut u.jobs[job as usize];
                 if j.proactive_on && !j.samples.is_empty() {

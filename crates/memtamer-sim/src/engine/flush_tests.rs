@@ -76,3 +76,61 @@ fn the_line_table_evicts_in_fifo_order_and_reports_dirty_victims() {
     assert!(!t.set(192, LineState::Clean), "line 64 was clean");
     assert_eq!(t.get(128), Some(LineState::Clean));
 }
+
+#[test]
+fn a_round_takes_every_served_batch_and_ends_in_one_fence() {
+    // M = 1 < N = 4: flusher 0 serves all four queues; three have work
+    let mut j = job(4, FlushMode::Fixed, 1);
+    for (q, lines) in [
+        (0usize, vec![0u64, 64]),
+        (2, vec![128]),
+        (3, vec![192, 256]),
+    ] {
+        j.queues[q].extend(lines);
+    }
+    let ops = j.take_round(0).unwrap();
+    let clwbs: Vec<u64> = ops
+        .iter()
+        .filter_map(|o| match o {
+            Op::Clwb { addr } => Some(*addr),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(clwbs, vec![0, 64, 128, 192, 256], "program order per queue");
+    let fence_at = ops.iter().position(|o| matches!(o, Op::Drain)).unwrap();
+    assert_eq!(
+        ops.iter().filter(|o| matches!(o, Op::Drain)).count(),
+        1,
+        "one fence per round"
+    );
+    let done: Vec<(u32, u32)> = ops
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| match o {
+            Op::BatchDone { queue, lines } => {
+                assert!(i > fence_at, "a batch is done only after the fence");
+                Some((*queue, *lines))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(done, vec![(0, 2), (2, 1), (3, 2)]);
+    assert!(j.queues.iter().all(|q| q.is_empty()));
+    assert!(j.take_round(0).is_none(), "nothing left");
+}
+
+#[test]
+fn with_more_flushers_than_queues_a_round_is_one_queues_share() {
+    // M = 4 > N = 2: flushers 0 and 2 share queue 0, each takes half
+    let mut j = job(2, FlushMode::Fixed, 4);
+    j.queues[0].extend([0u64, 64, 128, 192]);
+    let ops = j.take_round(0).unwrap();
+    assert_eq!(
+        ops.iter().filter(|o| matches!(o, Op::Clwb { .. })).count(),
+        2
+    );
+    assert!(matches!(ops[2], Op::Drain));
+    assert!(matches!(ops[3], Op::BatchDone { queue: 0, lines: 2 }));
+    assert!(j.take_round(1).is_none(), "queue 1 is empty");
+    assert!(j.take_round(5).is_none(), "flusher 5 is not active");
+}

@@ -15,8 +15,10 @@ their phases (bt's solves, the Nek phases) touch fewer bytes per point than the
 source does, so flops per point would make those phases compute-bound for a
 reason that is not in the source.
 
-Usage: python3 derive_compute.py [scenario.toml ...]   (default: all builtin)
-prints, per phase, bytes, kernel, flops/B, ns/flop and the derived compute_ns.
+Usage: python3 derive_compute.py [--check] [scenario.toml ...]   (default: all builtin)
+prints, per phase, bytes, kernel, flops/B, ns/flop and the derived compute_ns;
+--check instead exits 1 naming every phase whose compute_ns in the file is not
+the derived value (rounded to the ns), so the files cannot drift from it.
 """
 import pathlib
 import sys
@@ -95,9 +97,28 @@ def derive(path):
     return name, out
 
 
+def check(paths):
+    bad = 0
+    for p in paths:
+        sc = tomllib.loads(pathlib.Path(p).read_text())
+        _, rows = derive(p)
+        for ph, row in zip(sc["program"]["phases"], rows):
+            have = ph.get("compute_ns", 0.0)
+            if have != round(row[5]):
+                print(f"{p}: phase {ph['name']}: compute_ns = {have}, derived {round(row[5])}")
+                bad += 1
+    print(f"derive_compute --check: {len(paths)} scenarios, {bad} phases differ")
+    return 1 if bad else 0
+
+
 def main():
     here = pathlib.Path(__file__).resolve().parent.parent / "builtin" / "tiered"
-    paths = sys.argv[1:] or [here / f"{n}.toml" for n in PHASES]
+    args = sys.argv[1:]
+    want_check = "--check" in args
+    args = [a for a in args if a != "--check"]
+    paths = args or [here / f"{n}.toml" for n in PHASES]
+    if want_check:
+        sys.exit(check(paths))
     for p in paths:
         name, rows = derive(p)
         total = sum(r[5] for r in rows)

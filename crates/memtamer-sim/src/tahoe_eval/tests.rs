@@ -84,6 +84,7 @@ fn policies_respect_the_dram_capacity() {
             CORUN,
             None,
             false,
+            PartialForm::Additive,
         )),
         Box::new(TahoePolicy::new(
             (cap / PAGE) as usize,
@@ -91,6 +92,7 @@ fn policies_respect_the_dram_capacity() {
             CORUN,
             Some(1.0),
             true,
+            PartialForm::ParallelTiers,
         )),
     ];
     for pol in policies {
@@ -148,7 +150,14 @@ fn a_copy_dearer_than_any_saving_moves_nothing() {
     let p = quarter();
     let g = Arc::new(random_access(1 << 20, 8, 3, 256));
     let cap = capacity(&g, 4);
-    let pol = TahoePolicy::new((cap / PAGE) as usize, 50.0, CORUN, Some(1e12), false);
+    let pol = TahoePolicy::new(
+        (cap / PAGE) as usize,
+        50.0,
+        CORUN,
+        Some(1e12),
+        false,
+        PartialForm::Additive,
+    );
     let r = run(&p, g, Box::new(pol), cap, 200.0, 1).unwrap();
     assert_eq!(r.tier.bytes_moved, 0);
     let c: BTreeMap<_, _> = r.counters.iter().copied().collect();

@@ -3,7 +3,8 @@
 use super::reuse::{reuse, Reuse};
 use super::{type_means, Measured, RunOut, WORKERS};
 use crate::workload::taskgraph::TaskGraph;
-use memtamer_tahoe::model::t_partial;
+use crate::workload::tiered::PAGE;
+use memtamer_tahoe::model::{t_partial, t_partial_parallel};
 use std::fmt::Write;
 
 /// One row of the result table.
@@ -70,7 +71,8 @@ pub struct Headroom {
     pub static_dram_acc: f64,
     /// DRAM as a share of the data (1 / Table 4.4's ratio).
     pub dram_of_data: f64,
-    /// Mean distinct data of a task times the 8 workers, over the DRAM.
+    /// Mean distinct data of a task (its blocks, each rounded up to whole
+    /// pages: what DRAM holds) times the 8 workers, over the DRAM.
     pub corun_of_dram: f64,
 }
 
@@ -88,13 +90,16 @@ impl Headroom {
     /// The headroom of one measured case on graph `g`.
     pub fn of(m: &Measured, g: &TaskGraph) -> Headroom {
         let (dram, slow, un) = (ms(m, "dram-only"), ms(m, "slow-only"), ms(m, "unmanaged"));
-        let data: u64 = g.blocks.iter().map(|b| b.bytes).sum();
+        let data = g.footprint();
         let mut foot = 0u64;
         for t in &g.tasks {
             let mut bl: Vec<usize> = t.args.iter().map(|a| a.block).collect();
             bl.sort_unstable();
             bl.dedup();
-            foot += bl.iter().map(|&b| g.blocks[b].bytes).sum::<u64>();
+            foot += bl
+                .iter()
+                .map(|&b| g.blocks[b].bytes.div_ceil(PAGE) * PAGE)
+                .sum::<u64>();
         }
         let mean = foot as f64 / g.tasks.len().max(1) as f64;
         let cap = m.capacity.max(1) as f64;
@@ -120,8 +125,9 @@ pub struct ModelErr {
     pub rr_slow_share: f64,
     /// The same run predicted with the tiers serving in parallel,
     /// `max(p * T_slow, T_dram)` (a task's slow-tier traffic alone at the
-    /// all-slow rate, never faster than all-DRAM): |error| of the sums. A
-    /// diagnostic of Eq. 4.4's additive form, not a model Tahoe uses.
+    /// all-slow rate, never faster than all-DRAM): |error| of the sums.
+    /// The form `sim tahoe` plans with by default
+    /// (`memtamer_tahoe::model::PartialForm::ParallelTiers`).
     pub parallel_err: f64,
     /// Tahoe's in-run predictions: signed bias.
     pub tahoe_bias: f64,
@@ -162,7 +168,7 @@ fn eq44(
         let slow_acc = (r.lines - r.dram_lines) as f64;
         pred += t_partial(slow[ty].1, dram[ty].1, slow_acc, r.lines as f64);
         let p = slow_acc / (r.lines as f64).max(1.0);
-        par += (p * slow[ty].1).max(dram[ty].1);
+        par += t_partial_parallel(slow[ty].1, dram[ty].1, slow_acc, r.lines as f64);
         meas += r.run_ns();
         share += p;
         n += 1;

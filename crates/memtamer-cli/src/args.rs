@@ -398,6 +398,10 @@ pub(crate) enum SimCmd {
         /// Worker threads (default: all cores).
         #[arg(long, default_value_t = 0)]
         jobs: usize,
+        /// Tahoe's partial-placement model: `parallel` (max(p*T_slow, T_dram), the
+        /// simulator's default; docs/tahoe.md) or `additive` (the thesis's Eq. 4.4).
+        #[arg(long = "partial-form", default_value = "parallel")]
+        partial_form: String,
     },
     /// Unimem and its baselines on phased MPI-like programs over tiered data objects
     /// (issue 20 item 5); prints the Markdown of docs/unimem.md "In the simulator".

@@ -388,6 +388,9 @@ pub unsafe extern "C" fn ompt_start_tool(
         fallback: LinearAccess {
             beta_ns: cfg.beta_ns,
         },
+        // Eq. 4.4 as the thesis states it: the parallel-tiers form was
+        // chosen on the simulator's evidence only (docs/tahoe.md).
+        form: Default::default(),
     };
     let planner = Planner::new(pc, model, cfg.dram_bytes / 4096);
     let tracker = if cfg.record.is_some() {

@@ -322,6 +322,7 @@ mod tests {
             HybridModel {
                 counters: None,
                 fallback: LinearAccess { beta_ns: 1.0 },
+                form: Default::default(),
             },
             dram_pages,
         ))

@@ -140,6 +140,7 @@ mod tests {
         HybridModel {
             counters: None,
             fallback: LinearAccess { beta_ns: 10.0 },
+            form: Default::default(),
         }
     }
 

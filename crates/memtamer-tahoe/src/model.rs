@@ -25,6 +25,61 @@ pub fn t_partial(t_slow: f64, t_dram: f64, slow_acc: f64, total_acc: f64) -> f64
     (t_slow - t_dram) * share + t_dram
 }
 
+/// The parallel-tiers variant of Eq. 4.4 (a deviation from the thesis,
+/// docs/tahoe.md "The partial-placement form"): when DRAM and the slow tier
+/// are separate memory controllers serving a task's accesses at the same
+/// time, the task takes as long as the slower of the two shares, not their
+/// sum: `T_p = max(p * T_c_NVM, T_c_DRAM)` with `p = p_nvm_acc /
+/// tot_mem_acc`. `p * T_c_NVM` is the slow share's traffic at the all-slow
+/// rate; `T_c_DRAM` floors it (compute and the DRAM share). Both end points
+/// equal Eq. 4.4's; in between it is never longer. A zero total means the
+/// task touches no memory: no gap to close.
+pub fn t_partial_parallel(t_slow: f64, t_dram: f64, slow_acc: f64, total_acc: f64) -> f64 {
+    if total_acc <= 0.0 {
+        return t_slow;
+    }
+    let share = (slow_acc / total_acc).clamp(0.0, 1.0);
+    (share * t_slow).max(t_dram.min(t_slow))
+}
+
+/// Which partial-placement form the planner predicts with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PartialForm {
+    /// Eq. 4.4 as the thesis states it (additive: the slow share's time
+    /// gap plus the all-DRAM time). The OMPT tool's default.
+    #[default]
+    Additive,
+    /// [`t_partial_parallel`]: the tiers serve in parallel.
+    ParallelTiers,
+}
+
+impl PartialForm {
+    /// The form's `T_p` (see [`t_partial`] and [`t_partial_parallel`]).
+    pub fn t_partial(self, t_slow: f64, t_dram: f64, slow_acc: f64, total_acc: f64) -> f64 {
+        match self {
+            PartialForm::Additive => t_partial(t_slow, t_dram, slow_acc, total_acc),
+            PartialForm::ParallelTiers => t_partial_parallel(t_slow, t_dram, slow_acc, total_acc),
+        }
+    }
+
+    /// Parses `additive` or `parallel` (command lines, environment).
+    pub fn parse(s: &str) -> Option<PartialForm> {
+        match s {
+            "additive" => Some(PartialForm::Additive),
+            "parallel" => Some(PartialForm::ParallelTiers),
+            _ => None,
+        }
+    }
+
+    /// The name [`PartialForm::parse`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            PartialForm::Additive => "additive",
+            PartialForm::ParallelTiers => "parallel",
+        }
+    }
+}
+
 /// Eq. 4.3: `y = b1*x1 + b2*x2 + eps`, x1 = IPC all-slow, x2 = LLC miss
 /// rate, y = IPC all-DRAM.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -294,6 +349,8 @@ pub struct HybridModel {
     pub counters: Option<CompleteModel>,
     /// PMU-free fallback.
     pub fallback: LinearAccess,
+    /// Partial-placement form (Eq. 4.4 unless told otherwise).
+    pub form: PartialForm,
 }
 
 impl HybridModel {
@@ -319,9 +376,11 @@ impl HybridModel {
         self.fallback.predict(p.t_slow_ns, p.total_accesses)
     }
 
-    /// Eq. 4.4 for a placement leaving `slow_acc` accesses in the slow tier.
+    /// Eq. 4.4 (or the configured [`PartialForm`]) for a placement leaving
+    /// `slow_acc` accesses in the slow tier.
     pub fn t_partial(&self, p: &TypeProfile, slow_acc: f64) -> f64 {
-        t_partial(p.t_slow_ns, self.t_dram(p), slow_acc, p.total_accesses)
+        self.form
+            .t_partial(p.t_slow_ns, self.t_dram(p), slow_acc, p.total_accesses)
     }
 }
 
@@ -339,6 +398,61 @@ mod tests {
         assert_eq!(t_partial(10.0, 4.0, 5.0, 0.0), 10.0);
         // Table 4.3 FFT ratio 0.48: 48% of the gap remains.
         assert!((t_partial(2.0, 1.0, 5.7e7, 1.2e8) - 1.475).abs() < 1e-9);
+    }
+
+    #[test]
+    fn parallel_form_takes_the_slower_tier_and_keeps_the_end_points() {
+        let f = PartialForm::ParallelTiers;
+        // End points equal Eq. 4.4's.
+        assert_eq!(f.t_partial(10.0, 4.0, 100.0, 100.0), 10.0);
+        assert_eq!(f.t_partial(10.0, 4.0, 0.0, 100.0), 4.0);
+        // Half the accesses slow: the slow half's traffic (5) outlasts
+        // the all-DRAM time (4); Eq. 4.4 adds them to 7.
+        assert_eq!(f.t_partial(10.0, 4.0, 50.0, 100.0), 5.0);
+        assert_eq!(t_partial(10.0, 4.0, 50.0, 100.0), 7.0);
+        // Below the knee p = T_dram / T_slow the DRAM time bounds it.
+        assert_eq!(f.t_partial(10.0, 4.0, 30.0, 100.0), 4.0);
+        // Never longer than the additive form, clamped, zero total.
+        for k in 0..=20 {
+            let a = k as f64 * 5.0;
+            assert!(f.t_partial(10.0, 4.0, a, 100.0) <= t_partial(10.0, 4.0, a, 100.0) + 1e-12);
+        }
+        assert_eq!(f.t_partial(10.0, 4.0, 150.0, 100.0), 10.0);
+        assert_eq!(f.t_partial(10.0, 4.0, 5.0, 0.0), 10.0);
+        // A DRAM time above the slow one (a bad prediction) cannot raise it.
+        assert_eq!(f.t_partial(10.0, 12.0, 0.0, 100.0), 10.0);
+        // Heat at 1/4 bandwidth (docs/tahoe.md): T_slow 8.102, T_dram 1.989,
+        // p = 0.5 -> the parallel form 4.051, Eq. 4.4 5.046 (+25%).
+        let (a, b) = (
+            t_partial(8.102, 1.989, 0.5, 1.0),
+            f.t_partial(8.102, 1.989, 0.5, 1.0),
+        );
+        assert!((b - 4.051).abs() < 1e-9 && (a / b - 1.0 - 0.2456).abs() < 1e-3);
+        assert_eq!(PartialForm::parse("parallel"), Some(f));
+        assert_eq!(
+            PartialForm::parse(PartialForm::Additive.name()),
+            Some(PartialForm::Additive)
+        );
+        assert_eq!(PartialForm::parse("sum"), None);
+    }
+
+    #[test]
+    fn hybrid_model_predicts_with_its_form() {
+        let p = TypeProfile {
+            t_slow_ns: 1000.0,
+            total_accesses: 100.0,
+            counters: None,
+            ranges: vec![],
+        };
+        let mut h = HybridModel {
+            counters: None,
+            fallback: LinearAccess { beta_ns: 6.0 },
+            form: PartialForm::Additive,
+        };
+        assert_eq!(h.t_partial(&p, 50.0), 700.0);
+        h.form = PartialForm::ParallelTiers;
+        assert_eq!(h.t_partial(&p, 50.0), 500.0);
+        assert_eq!(h.t_partial(&p, 30.0), 400.0);
     }
 
     #[test]
@@ -413,6 +527,7 @@ mod tests {
                 eps: 0.0,
             })),
             fallback: LinearAccess { beta_ns: 3.0 },
+            form: PartialForm::Additive,
         };
         assert_eq!(h.t_dram(&p), 700.0);
         assert_eq!(h.t_partial(&p, 50.0), 850.0);
@@ -431,6 +546,7 @@ mod tests {
                 eps: 0.0,
             })),
             fallback: LinearAccess { beta_ns: 3.0 },
+            form: PartialForm::Additive,
         };
         assert_eq!(slow.t_dram(&p), 1000.0);
     }

@@ -30,6 +30,7 @@ fn planner(dram: usize, corun: usize) -> Planner {
         HybridModel {
             counters: None,
             fallback: LinearAccess { beta_ns: 10.0 },
+            form: Default::default(),
         },
         dram,
     )
@@ -202,6 +203,7 @@ fn costed(dram: usize, copy: f64) -> Planner {
         HybridModel {
             counters: None,
             fallback: LinearAccess { beta_ns: 10.0 },
+            form: Default::default(),
         },
         dram,
     )

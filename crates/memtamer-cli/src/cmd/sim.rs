@@ -179,6 +179,7 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             ratio,
             seed,
             jobs,
+            partial_form,
         } => {
             pick("memtamer sim tahoe", format, &[Format::Markdown])?;
             super::sim_tahoe::run(super::sim_tahoe::Opts {
@@ -190,6 +191,7 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
                 ratio,
                 seed,
                 jobs,
+                partial_form,
             })
         }
         SimCmd::Sampler { periods } => {

@@ -2,6 +2,7 @@
 //! programs in the simulator (issue 21 item 4; docs/tahoe.md "In the simulator").
 
 use crate::error::{CliError, Outcome};
+use memtamer_sim::tahoe_eval::PartialForm;
 use memtamer_sim::tahoe_eval::{builtin_cases, evaluate, markdown, recorded, Case, Row};
 use memtamer_sim::SimError;
 use std::sync::Arc;
@@ -16,12 +17,19 @@ pub(super) struct Opts {
     pub ratio: u64,
     pub seed: u64,
     pub jobs: usize,
+    pub partial_form: String,
 }
 
 /// Runs the evaluation and prints its tables. A recorded program is
 /// evaluated beside the built-in benchmarks, which train its model
 /// (leave-one-out).
 pub(super) fn run(o: Opts) -> Result<Outcome, CliError> {
+    let form = PartialForm::parse(&o.partial_form).ok_or_else(|| SimError::Invalid {
+        file: "command line".into(),
+        line: 0,
+        key: "--partial-form".into(),
+        message: format!("{:?}: expected additive or parallel", o.partial_form),
+    })?;
     let mut cases = builtin_cases(&o.benches)?;
     if let Some(r) = &o.recorded {
         let (name, text) = if r == "builtin" {
@@ -49,7 +57,7 @@ pub(super) fn run(o: Opts) -> Result<Outcome, CliError> {
             ratio: o.ratio,
         });
     }
-    let measured = evaluate(&o.platforms, &cases, o.seed, o.jobs)?;
+    let measured = evaluate(&o.platforms, &cases, o.seed, o.jobs, form)?;
     let rows: Vec<Row> = measured
         .iter()
         .filter_map(|m| {

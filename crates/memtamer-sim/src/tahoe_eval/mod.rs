@@ -30,8 +30,9 @@ use baselines::{FirstTouch, Fixed, FixedKind, PhaseTimes, StaticHot, UnimemTasks
 use memtamer_core::unimem::model::Platform as UPlatform;
 use memtamer_core::unimem::Tier;
 use memtamer_tahoe::model::LinearAccess;
+pub use memtamer_tahoe::model::PartialForm;
 use policy::{Oracle, TahoePolicy};
-pub use report::{markdown, Row};
+pub use report::{markdown, Headroom, Row};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -350,12 +351,14 @@ fn round1(k: usize) -> Box<dyn TaskPolicy> {
 }
 
 /// Runs every case on every platform (see the module doc); `jobs` worker
-/// threads for independent runs (0 = all cores).
+/// threads for independent runs (0 = all cores); Tahoe predicts partial
+/// placements with `form`.
 pub fn evaluate(
     platforms: &[String],
     cases: &[Case],
     seed: u64,
     jobs: usize,
+    form: PartialForm,
 ) -> Result<Vec<Measured>, SimError> {
     let plats: Vec<Platform> = platforms
         .iter()
@@ -470,6 +473,7 @@ pub fn evaluate(
                 CORUN,
                 if check { copy_ns[i] } else { None },
                 FIRST_TOUCH,
+                form,
             );
             let name = pol.name();
             Ok(unfinished(

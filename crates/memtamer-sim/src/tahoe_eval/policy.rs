@@ -31,7 +31,7 @@ use crate::workload::taskgraph::{Dispatch, Layout, Mode, TaskGraph, TaskPolicy};
 use crate::workload::tiered::{MoveReq, TierSpace, PAGE};
 use crate::workload::NS;
 use memtamer_core::unimem::Tier;
-use memtamer_tahoe::model::{HybridModel, LinearAccess};
+use memtamer_tahoe::model::{HybridModel, LinearAccess, PartialForm};
 use memtamer_tahoe::plan::{Decision, PlanConfig, PlanStats, Planner};
 use memtamer_tahoe::task::{Access, DataObject, Task};
 use std::collections::BTreeSet;
@@ -104,12 +104,15 @@ impl TahoePolicy {
     /// first touch (the unmanaged placement, [`FirstTouch`]), and Tahoe
     /// adopts those pages as resident, first in its eviction order;
     /// otherwise every page starts in the slow tier (thesis §4.3.1).
+    /// `form`: the partial-placement model (Eq. 4.4 or the parallel-tiers
+    /// form, docs/tahoe.md "The partial-placement form").
     pub fn new(
         dram_pages: usize,
         beta_ns: f64,
         corun: usize,
         copy_ns_per_page: Option<f64>,
         first_touch: bool,
+        form: PartialForm,
     ) -> Self {
         let cfg = PlanConfig {
             page: PAGE,
@@ -120,6 +123,7 @@ impl TahoePolicy {
         let model = HybridModel {
             counters: None,
             fallback: LinearAccess { beta_ns },
+            form,
         };
         TahoePolicy {
             planner: Planner::new(cfg, model, dram_pages),

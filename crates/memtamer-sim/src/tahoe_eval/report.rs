@@ -1,9 +1,10 @@
 //! The numbers of issue 21's "Sim" line, from [`super::Measured`] runs.
 
 use super::reuse::{reuse, Reuse};
-use super::{type_means, Measured, RunOut};
+use super::{type_means, Measured, RunOut, WORKERS};
 use crate::workload::taskgraph::TaskGraph;
-use memtamer_tahoe::model::t_partial;
+use crate::workload::tiered::PAGE;
+use memtamer_tahoe::model::{t_partial, t_partial_parallel};
 use std::fmt::Write;
 
 /// One row of the result table.
@@ -47,6 +48,70 @@ pub struct Row {
     pub reuse: Reuse,
     /// Which run the oracle column is (`super::ORACLE_CANDIDATES`).
     pub oracle_pick: String,
+    /// How much any placement could gain over first touch ([`Headroom`]).
+    pub headroom: Headroom,
+}
+
+/// Why first touch leaves little to gain (issue 21, the 4x-latency
+/// analysis): the slow tier's share of the time, how much of the accesses
+/// first touch and full knowledge already serve from DRAM, and how the
+/// co-running tasks' data compares with the DRAM.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Headroom {
+    /// Memory-stall share of the all-slow run: `1 - T_dram_only /
+    /// T_slow_only` (the part of its time the slow tier adds).
+    pub stall: f64,
+    /// The most any placement can gain over first touch: `1 -
+    /// T_dram_only / T_unmanaged`.
+    pub best_gain: f64,
+    /// Share of line accesses served from DRAM under first touch.
+    pub unmanaged_dram_acc: f64,
+    /// The same under static placement (the whole run's hottest pages in
+    /// DRAM: the hot data, with full knowledge).
+    pub static_dram_acc: f64,
+    /// DRAM as a share of the data (1 / Table 4.4's ratio).
+    pub dram_of_data: f64,
+    /// Mean distinct data of a task (its blocks, each rounded up to whole
+    /// pages: what DRAM holds) times the 8 workers, over the DRAM.
+    pub corun_of_dram: f64,
+}
+
+/// Share of a run's line accesses served from DRAM (NaN without a run).
+fn dram_acc(r: Option<&RunOut>) -> f64 {
+    let Some(r) = r else { return f64::NAN };
+    let (d, l) = r
+        .records
+        .iter()
+        .fold((0u64, 0u64), |a, x| (a.0 + x.dram_lines, a.1 + x.lines));
+    d as f64 / l.max(1) as f64
+}
+
+impl Headroom {
+    /// The headroom of one measured case on graph `g`.
+    pub fn of(m: &Measured, g: &TaskGraph) -> Headroom {
+        let (dram, slow, un) = (ms(m, "dram-only"), ms(m, "slow-only"), ms(m, "unmanaged"));
+        let data = g.footprint();
+        let mut foot = 0u64;
+        for t in &g.tasks {
+            let mut bl: Vec<usize> = t.args.iter().map(|a| a.block).collect();
+            bl.sort_unstable();
+            bl.dedup();
+            foot += bl
+                .iter()
+                .map(|&b| g.blocks[b].bytes.div_ceil(PAGE) * PAGE)
+                .sum::<u64>();
+        }
+        let mean = foot as f64 / g.tasks.len().max(1) as f64;
+        let cap = m.capacity.max(1) as f64;
+        Headroom {
+            stall: 1.0 - dram / slow,
+            best_gain: 1.0 - dram / un,
+            unmanaged_dram_acc: dram_acc(m.runs.get("unmanaged")),
+            static_dram_acc: dram_acc(m.runs.get("static")),
+            dram_of_data: cap / data.max(1) as f64,
+            corun_of_dram: WORKERS as f64 * mean / cap,
+        }
+    }
 }
 
 /// The model-error breakdown of one case (issue 21: error per benchmark
@@ -60,8 +125,9 @@ pub struct ModelErr {
     pub rr_slow_share: f64,
     /// The same run predicted with the tiers serving in parallel,
     /// `max(p * T_slow, T_dram)` (a task's slow-tier traffic alone at the
-    /// all-slow rate, never faster than all-DRAM): |error| of the sums. A
-    /// diagnostic of Eq. 4.4's additive form, not a model Tahoe uses.
+    /// all-slow rate, never faster than all-DRAM): |error| of the sums.
+    /// The form `sim tahoe` plans with by default
+    /// (`memtamer_tahoe::model::PartialForm::ParallelTiers`).
     pub parallel_err: f64,
     /// Tahoe's in-run predictions: signed bias.
     pub tahoe_bias: f64,
@@ -102,7 +168,7 @@ fn eq44(
         let slow_acc = (r.lines - r.dram_lines) as f64;
         pred += t_partial(slow[ty].1, dram[ty].1, slow_acc, r.lines as f64);
         let p = slow_acc / (r.lines as f64).max(1.0);
-        par += (p * slow[ty].1).max(dram[ty].1);
+        par += t_partial_parallel(slow[ty].1, dram[ty].1, slow_acc, r.lines as f64);
         meas += r.run_ns();
         share += p;
         n += 1;
@@ -202,6 +268,7 @@ impl Row {
             nocheck_vs_unmanaged: 1.0 - v[4] / v[0],
             reuse: reuse(g, m.capacity),
             oracle_pick: m.oracle_pick.clone(),
+            headroom: Headroom::of(m, g),
         }
     }
 }
@@ -294,6 +361,25 @@ pub fn markdown(rows: &[Row]) -> String {
                 100.0 * r.tahoe_err,
                 pct(e.tahoe_bias),
                 pct(e.fallback_bias),
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nHeadroom over first touch (why it does as well):\n\n| Benchmark | memory stall (1 - dram-only / slow-only) | best gain (1 - dram-only / unmanaged) | DRAM / data | accesses from DRAM: unmanaged | static | 8 co-running tasks' data / DRAM |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
+        for r in &rs {
+            let h = &r.headroom;
+            let _ = writeln!(
+                s,
+                "| {} | {:.0}% | {:.0}% | {:.0}% | {:.0}% | {:.0}% | {:.2} |",
+                r.bench,
+                100.0 * h.stall,
+                100.0 * h.best_gain,
+                100.0 * h.dram_of_data,
+                100.0 * h.unmanaged_dram_acc,
+                100.0 * h.static_dram_acc,
+                h.corun_of_dram,
             );
         }
         let _ = writeln!(s);

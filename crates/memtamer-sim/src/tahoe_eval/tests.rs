@@ -84,6 +84,7 @@ fn policies_respect_the_dram_capacity() {
             CORUN,
             None,
             false,
+            PartialForm::Additive,
         )),
         Box::new(TahoePolicy::new(
             (cap / PAGE) as usize,
@@ -91,6 +92,7 @@ fn policies_respect_the_dram_capacity() {
             CORUN,
             Some(1.0),
             true,
+            PartialForm::ParallelTiers,
         )),
     ];
     for pol in policies {
@@ -148,7 +150,14 @@ fn a_copy_dearer_than_any_saving_moves_nothing() {
     let p = quarter();
     let g = Arc::new(random_access(1 << 20, 8, 3, 256));
     let cap = capacity(&g, 4);
-    let pol = TahoePolicy::new((cap / PAGE) as usize, 50.0, CORUN, Some(1e12), false);
+    let pol = TahoePolicy::new(
+        (cap / PAGE) as usize,
+        50.0,
+        CORUN,
+        Some(1e12),
+        false,
+        PartialForm::Additive,
+    );
     let r = run(&p, g, Box::new(pol), cap, 200.0, 1).unwrap();
     assert_eq!(r.tier.bytes_moved, 0);
     let c: BTreeMap<_, _> = r.counters.iter().copied().collect();
@@ -178,4 +187,51 @@ fn the_checked_oracle_fetches_only_blocks_reused_enough() {
     let hot = Arc::new(random_access(1 << 20, 32, 1, 2048));
     let r = run(&p, hot, Box::new(Oracle::checked(3)), cap, 200.0, 1).unwrap();
     assert!(r.tier.bytes_moved > 0);
+}
+
+#[test]
+fn headroom_measures_stall_first_touch_share_and_corunning_data() {
+    let p = quarter();
+    // 8 blocks of 128 KiB, one block per task; DRAM a quarter of the data.
+    let g = Arc::new(random_access(1 << 20, 8, 3, 256));
+    let cap = capacity(&g, 4);
+    let mut runs = BTreeMap::new();
+    for (name, pol) in [
+        (
+            "slow-only",
+            Box::new(Fixed(FixedKind::AllSlow)) as Box<dyn TaskPolicy>,
+        ),
+        ("dram-only", Box::new(Fixed(FixedKind::AllDram))),
+        ("unmanaged", Box::new(FirstTouch)),
+        ("static", Box::new(StaticHot)),
+    ] {
+        runs.insert(
+            name.to_string(),
+            run(&p, g.clone(), pol, cap, 200.0, 1).unwrap(),
+        );
+    }
+    let m = Measured {
+        platform: "q".into(),
+        bench: "ra".into(),
+        capacity: cap,
+        runs,
+        beta_ns: 0.0,
+        copy_ns_per_page: 0.0,
+        oracle_pick: String::new(),
+    };
+    let h = Headroom::of(&m, &g);
+    let ms = |n: &str| m.runs[n].makespan_ms;
+    assert!((h.stall - (1.0 - ms("dram-only") / ms("slow-only"))).abs() < 1e-12);
+    assert!((h.best_gain - (1.0 - ms("dram-only") / ms("unmanaged"))).abs() < 1e-12);
+    assert!(h.stall > 0.0 && h.best_gain > 0.0 && h.best_gain <= h.stall + 1e-9);
+    assert!((h.dram_of_data - 0.25).abs() < 1e-9, "{h:?}");
+    // Uniform updates: first touch serves about the DRAM's share of the
+    // data from DRAM, and full knowledge cannot pick a hotter set.
+    assert!((h.unmanaged_dram_acc - 0.25).abs() < 0.05, "{h:?}");
+    assert!(
+        (h.static_dram_acc - h.unmanaged_dram_acc).abs() < 0.05,
+        "{h:?}"
+    );
+    // 8 workers x one 128 KiB block over a 256 KiB DRAM.
+    assert!((h.corun_of_dram - 4.0).abs() < 1e-9, "{h:?}");
 }

@@ -36,7 +36,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Unimem's model platform from measured constants: constant factors 1
 /// (the constants are measured on the same platform with the same access
-/// kinds), t1 = 80%, t2 = 10% of the DRAM streaming peak (§3.4).
+/// kinds), t1 = 80%, t2 = 10% of the slow tier's streaming peak (§3.4.1:
+/// "t1% of the peak NVM bandwidth BW_peak"; measured per rank with all ranks
+/// running, as the demand it is compared with is per rank).
 pub fn platform(m: &ModelSpec) -> Platform {
     Platform {
         dram_bw: m.dram_bw,
@@ -45,7 +47,7 @@ pub fn platform(m: &ModelSpec) -> Platform {
         slow_lat: m.slow_lat,
         cacheline: 64.0,
         copy_bw: m.copy_bw,
-        bw_peak: m.dram_bw,
+        bw_peak: m.slow_bw,
         cf_bw: 1.0,
         cf_lat: 1.0,
         t1: 0.8,
@@ -485,6 +487,18 @@ mod tests {
             slow_lat: 400e-9,
             copy_bw: 5e9,
         }
+    }
+
+    #[test]
+    fn classification_is_against_the_slow_tiers_peak() {
+        // §3.4.1: bandwidth-sensitive when the demand "reaches t1% of the
+        // peak NVM bandwidth": 4.5 GB/s saturates this 5 GB/s slow tier
+        // although it is under 80% of DRAM's 10 GB/s
+        use memtamer_core::unimem::model::{classify, Sensitivity};
+        let p = platform(&model());
+        assert_eq!(classify(4.5e9, &p), Sensitivity::Bandwidth);
+        assert_eq!(classify(3.9e9, &p), Sensitivity::Both);
+        assert_eq!(classify(0.4e9, &p), Sensitivity::Latency);
     }
 
     /// Runs the profiling iteration of `pol` with phase times `t` over a view.

@@ -106,7 +106,7 @@ pub fn decide(pts: Points, bw: [f64; 4], tol: f64) -> (usize, Case) {
     let rises_late = greater(b4, b3, tol);
     match (rises_early, rises_late) {
         (true, true) => (pts.p4, Case::NoContention),
-        (true, false) => (intersection(pts, bw), Case::PeakBetween),
+        (true, false) => (intersection(pts, bw, tol), Case::PeakBetween),
         (false, false) => (pts.p1, Case::ContentionPastP1),
         (false, true) => {
             if greater(b4, b1, tol) {
@@ -121,8 +121,22 @@ pub fn decide(pts: Points, bw: [f64; 4], tol: f64) -> (usize, Case) {
 /// Where the rising line through (P1,BW1),(P2,BW2) meets the falling line
 /// through (P3,BW3),(P4,BW4) (thesis §6.3.1), rounded and clamped to
 /// [P2, P3]; degenerate point sets fall back to the better measured point.
-fn intersection(pts: Points, bw: [f64; 4]) -> usize {
-    let [b1, b2, b3, b4] = bw;
+///
+/// The row presumes a line P3–P4 that falls (contention). The table also
+/// lands here when BW4 rises above BW3 by no more than `tol` (read as
+/// equal); a rising second line contradicts the row, so it is taken flat
+/// at the two points' mean, and the answer is where the rising line
+/// reaches that plateau. Without this, the rise between the adjacent
+/// points P3, P4 was extrapolated back over P3 − P2 flushers (42 on the
+/// thesis platform): +2% from P3 to P4 made the lines meet left of P1,
+/// and the clamp returned P2 for a curve still rising at P4. A fall
+/// within the tolerance keeps the thesis's falling line.
+fn intersection(pts: Points, bw: [f64; 4], tol: f64) -> usize {
+    let [b1, b2, mut b3, mut b4] = bw;
+    if b4 > b3 && !greater(b4, b3, tol) {
+        let flat = (b3 + b4) / 2.0;
+        (b3, b4) = (flat, flat);
+    }
     let (x1, x2, x3, x4) = (pts.p1 as f64, pts.p2 as f64, pts.p3 as f64, pts.p4 as f64);
     let best_measured = || {
         let mut best = 0;
@@ -483,6 +497,21 @@ mod tests {
         assert_eq!(decide(pts(4, 24), [4.0, 6.0, 10.0, 9.5], TOL).0, 10);
         // an intersection beyond P3 is clamped to P3
         assert_eq!(decide(pts(4, 24), [1.0, 2.0, 30.0, 29.99], TOL * 0.0).0, 23);
+    }
+
+    #[test]
+    fn a_step_within_the_tolerance_between_p3_and_p4_reads_as_a_plateau() {
+        // pmemkv-1k at 24 threads in the simulator's oracle (kops at
+        // 4 / 5 / 47 / 48): rising early, +2.0% from P3 to P4 (within the
+        // tolerance, so the row is PeakBetween). Extrapolating that step
+        // over 43 flushers made the lines meet at x = -5 (clamped: P2 = 5);
+        // flat at 5925 the rising line 4658 + 541 (x - 4) reaches it at 6.3
+        let (m, case) = decide(pts(4, 48), [4658.0, 5199.0, 5866.0, 5984.0], TOL);
+        assert_eq!((m, case), (6, Case::PeakBetween));
+        // a fall beyond the tolerance still uses the falling line
+        let (m, _) = decide(pts(4, 48), [4658.0, 5199.0, 5984.0, 5700.0], TOL);
+        // 4658 + 541 (x - 4) = 5984 - 284 (x - 47): x = 20.4
+        assert_eq!(m, 20);
     }
 
     #[test]

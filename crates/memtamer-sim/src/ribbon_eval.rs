@@ -291,18 +291,21 @@ pub fn search_markdown(cases: &[Case]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "| pattern | N | oracle kops at P1 / P2 / P3 / P4 | table on the oracle curve: row, M (its kops / best) | search: time-avg M (Ribbon / best) | oracle best M |"
+        "| pattern | N | oracle kops at P1 / P2 / P3 / P4 | table on the oracle curve: row, M (its kops / best) | same, strict > (no tolerance) | search: time-avg M (Ribbon / best) | oracle best M |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
     for c in cases {
         let Some(t) = c.table_on_oracle(4, 48, 0.02) else {
             continue;
         };
         let (om, _) = c.oracle_best().unwrap_or((0, 0.0));
         let f3 = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.3}"));
+        let strict = c.table_on_oracle(4, 48, 0.0).map_or("-".into(), |t| {
+            format!("{:?}, {} ({})", t.case, t.m, f3(t.vs_best))
+        });
         let _ = writeln!(
             s,
-            "| {} | {} | {:.0} / {:.0} / {:.0} / {:.0} | {:?}, {} ({}) | {:.1} ({}) | {om} |",
+            "| {} | {} | {:.0} / {:.0} / {:.0} / {:.0} | {:?}, {} ({}) | {strict} | {:.1} ({}) | {om} |",
             c.app,
             c.threads,
             t.bw[0],

@@ -1,0 +1,394 @@
+//! Tests of `controller.rs`.
+
+use super::*;
+
+const TOL: f64 = 0.02;
+
+fn pts(p1: usize, cores: usize) -> Points {
+    Points::new(p1, cores)
+}
+
+#[test]
+fn points_follow_the_thesis_and_clamp() {
+    assert_eq!(
+        pts(4, 24),
+        Points {
+            p1: 4,
+            p2: 5,
+            p3: 23,
+            p4: 24
+        }
+    );
+    assert_eq!(
+        pts(4, 2),
+        Points {
+            p1: 2,
+            p2: 2,
+            p3: 2,
+            p4: 2
+        }
+    );
+    assert_eq!(
+        pts(4, 5),
+        Points {
+            p1: 4,
+            p2: 5,
+            p3: 4,
+            p4: 5
+        }
+    );
+    assert_eq!(
+        pts(0, 0),
+        Points {
+            p1: 1,
+            p2: 1,
+            p3: 1,
+            p4: 1
+        }
+    );
+    for cores in 1..40 {
+        for p1 in 0..45 {
+            let p = pts(p1, cores);
+            assert!(1 <= p.p1 && p.p1 <= p.p2 && p.p2 <= p.p4, "{p:?}");
+            assert!(p.p1 <= p.p3 && p.p3 <= p.p4, "{p:?}");
+        }
+    }
+}
+
+#[test]
+fn table_row_no_contention_takes_p4() {
+    assert_eq!(
+        decide(pts(4, 24), [4.0, 5.0, 9.0, 10.0], TOL),
+        (24, Case::NoContention)
+    );
+}
+
+#[test]
+fn table_row_contention_past_p1_takes_p1() {
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 9.0, 6.0, 5.0], TOL),
+        (4, Case::ContentionPastP1)
+    );
+    // flat everywhere: more flushers do not help, the fewest win
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 10.0, 10.0, 10.0], TOL),
+        (4, Case::ContentionPastP1)
+    );
+}
+
+#[test]
+fn table_row_peak_between_intersects_the_two_lines() {
+    // rising 1 GB/s per flusher from (4,4); falling 1 per flusher to (24,4):
+    // lines y = x and y = 28 - x meet at x = 14
+    let (m, case) = decide(pts(4, 24), [4.0, 5.0, 5.0, 4.0], TOL);
+    assert_eq!((m, case), (14, Case::PeakBetween));
+    // asymmetric: y = 2x - 4 and y = 21.5 - 0.5x meet at x = 10.2 -> 10
+    assert_eq!(decide(pts(4, 24), [4.0, 6.0, 10.0, 9.5], TOL).0, 10);
+    // an intersection beyond P3 is clamped to P3
+    assert_eq!(decide(pts(4, 24), [1.0, 2.0, 30.0, 29.99], TOL * 0.0).0, 23);
+}
+
+#[test]
+fn a_step_within_the_tolerance_between_p3_and_p4_reads_as_a_plateau() {
+    // pmemkv-1k at 24 threads in the simulator's oracle (kops at
+    // 4 / 5 / 47 / 48): rising early, +2.0% from P3 to P4 (within the
+    // tolerance, so the row is PeakBetween). Extrapolating that step
+    // over 43 flushers made the lines meet at x = -5 (clamped: P2 = 5);
+    // flat at 5925 the rising line 4658 + 541 (x - 4) reaches it at 6.3
+    let (m, case) = decide(pts(4, 48), [4658.0, 5199.0, 5866.0, 5984.0], TOL);
+    assert_eq!((m, case), (6, Case::PeakBetween));
+    // a fall beyond the tolerance still uses the falling line
+    let (m, _) = decide(pts(4, 48), [4658.0, 5199.0, 5984.0, 5700.0], TOL);
+    // 4658 + 541 (x - 4) = 5984 - 284 (x - 47): x = 20.4
+    assert_eq!(m, 20);
+}
+
+#[test]
+fn the_case_the_thesis_leaves_out_picks_the_better_end() {
+    // falls after P1 and rises again toward P4
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 8.0, 6.0, 12.0], TOL),
+        (24, Case::DipThenRise)
+    );
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 8.0, 6.0, 7.0], TOL),
+        (4, Case::DipThenRise)
+    );
+    // a tie keeps the cheaper P1
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 8.0, 6.0, 10.1], TOL),
+        (4, Case::DipThenRise)
+    );
+}
+
+#[test]
+fn tolerance_turns_noise_into_no_gain() {
+    // +1% is noise at 2% tolerance: no real rise after P1
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 10.1, 9.0, 8.0], TOL).1,
+        Case::ContentionPastP1
+    );
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 10.5, 9.0, 8.0], TOL).1,
+        Case::PeakBetween
+    );
+}
+
+#[test]
+fn decision_is_always_a_valid_count() {
+    // exhaustive over small machines and every ordering of four levels
+    let levels = [1.0, 2.0, 3.0, 4.0];
+    for cores in 1..=12 {
+        for p1 in 1..=6 {
+            let p = pts(p1, cores);
+            for a in levels {
+                for b in levels {
+                    for c in levels {
+                        for d in levels {
+                            let (m, case) = decide(p, [a, b, c, d], TOL);
+                            assert!(m >= 1 && m <= cores, "{p:?} {a} {b} {c} {d} -> {m}");
+                            match case {
+                                Case::NoContention => assert_eq!(m, p.p4),
+                                Case::ContentionPastP1 => assert_eq!(m, p.p1),
+                                Case::DipThenRise => assert!(m == p.p1 || m == p.p4),
+                                Case::PeakBetween => {
+                                    assert!(m >= p.p1.min(p.p2) && m <= p.p3.max(p.p2))
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs the controller against a bandwidth curve bw(m) (bytes/s at m
+/// flushers), stepping 10 ms at a time; returns the final decision.
+fn run(
+    c: &mut Controller,
+    curve: &dyn Fn(usize) -> f64,
+    from: Duration,
+    until: Duration,
+    bytes: &mut f64,
+) -> Decision {
+    let step = Duration::from_millis(10);
+    let mut t = from;
+    let mut d = c.current();
+    while t < until {
+        *bytes += curve(d.flushers) * step.as_secs_f64();
+        t += step;
+        d = c.observe(t, *bytes as u64, 2, 24.0);
+    }
+    d
+}
+
+fn cfg() -> ControlConfig {
+    ControlConfig::thesis(24)
+}
+
+#[test]
+fn search_probes_the_four_points_in_order_then_settles() {
+    let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+    let mut seen = vec![c.current().flushers];
+    let mut bytes = 0.0;
+    let curve = |m: usize| (m.min(14) as f64) * 1e9 - (m.saturating_sub(14) as f64) * 1e9;
+    let mut t = Duration::ZERO;
+    for _ in 0..50 {
+        bytes += curve(c.current().flushers) * 0.01;
+        t += Duration::from_millis(10);
+        let d = c.observe(t, bytes as u64, 2, 24.0);
+        if seen.last() != Some(&d.flushers) {
+            seen.push(d.flushers);
+        }
+        assert!(
+            !d.proactive || matches!(c.state, State::Steady { .. }),
+            "no proactive during a search"
+        );
+    }
+    assert_eq!(seen, vec![4, 5, 23, 24, 14]);
+    assert_eq!(c.current().flushers, 14);
+}
+
+#[test]
+fn steady_state_holds_within_threshold_and_researches_above_it() {
+    let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+    let mut bytes = 0.0;
+    let flat = |_m: usize| 1e9;
+    let d = run(
+        &mut c,
+        &flat,
+        Duration::ZERO,
+        Duration::from_secs(3),
+        &mut bytes,
+    );
+    assert_eq!(d.flushers, 4);
+    assert_eq!(c.searches(), 1);
+    // +15%: below the 20% threshold, no new search
+    let up15 = |_m: usize| 1.15e9;
+    run(
+        &mut c,
+        &up15,
+        Duration::from_secs(3),
+        Duration::from_secs(6),
+        &mut bytes,
+    );
+    assert_eq!(c.searches(), 1);
+    // +40%: a phase change
+    let up = |_m: usize| 1.4e9;
+    run(
+        &mut c,
+        &up,
+        Duration::from_secs(6),
+        Duration::from_secs(9),
+        &mut bytes,
+    );
+    assert_eq!(c.searches(), 2);
+}
+
+#[test]
+fn a_phase_change_during_the_first_steady_window_is_not_taken_as_the_reference() {
+    let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+    let mut bytes = 0.0;
+    // scaling: the search ends at P4 = 24 at 0.4 s (4 probes of 100 ms)
+    let d = run(
+        &mut c,
+        &|m| m as f64 * 1e9,
+        Duration::ZERO,
+        Duration::from_millis(410),
+        &mut bytes,
+    );
+    assert_eq!((d.flushers, c.searches()), (24, 1));
+    // contention starts at once, inside the first steady window
+    let contended = |m: usize| if m <= 4 { 40e9 } else { 40e9 - m as f64 * 1e9 };
+    let d = run(
+        &mut c,
+        &contended,
+        Duration::from_millis(410),
+        Duration::from_secs(4),
+        &mut bytes,
+    );
+    assert_eq!(
+        c.searches(),
+        2,
+        "the first window disagreed with the probe at P4"
+    );
+    assert_eq!(d.flushers, 4);
+}
+
+#[test]
+fn steady_samples_every_interval_not_faster() {
+    let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+    let mut bytes = 0.0;
+    run(
+        &mut c,
+        &|_| 1e9,
+        Duration::ZERO,
+        Duration::from_millis(450),
+        &mut bytes,
+    );
+    let s = c.searches();
+    // a burst shorter than T inside one interval window is averaged out
+    bytes += 5e6;
+    let d = c.observe(Duration::from_millis(460), bytes as u64, 2, 24.0);
+    assert_eq!(d.event, Event::Hold);
+    assert_eq!(c.searches(), s);
+}
+
+#[test]
+fn proactive_goes_off_when_concurrency_drops_and_on_when_it_rises() {
+    let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+    let mut bytes = 0.0;
+    let scaling = |m: usize| m as f64 * 1e9;
+    let d = run(
+        &mut c,
+        &scaling,
+        Duration::ZERO,
+        Duration::from_secs(2),
+        &mut bytes,
+    );
+    assert_eq!(d.flushers, 24);
+    assert!(d.proactive, "raised concurrency: proactive on");
+    // contention appears: bandwidth peaks at 4 and falls off (also a >20% change)
+    let contended = |m: usize| if m <= 4 { 40e9 } else { 40e9 - m as f64 * 1e9 };
+    let d = run(
+        &mut c,
+        &contended,
+        Duration::from_secs(2),
+        Duration::from_secs(5),
+        &mut bytes,
+    );
+    assert_eq!(d.flushers, 4);
+    assert!(!d.proactive, "lowered concurrency: proactive off");
+    let d = run(
+        &mut c,
+        &scaling,
+        Duration::from_secs(5),
+        Duration::from_secs(9),
+        &mut bytes,
+    );
+    assert_eq!(d.flushers, 24);
+    assert!(d.proactive, "raised again: proactive back on");
+}
+
+#[test]
+fn proactive_stays_off_without_a_sampler() {
+    let mut c = Controller::new(cfg(), Duration::ZERO, 0, false);
+    let mut bytes = 0.0;
+    let d = run(
+        &mut c,
+        &|m| m as f64 * 1e9,
+        Duration::ZERO,
+        Duration::from_secs(2),
+        &mut bytes,
+    );
+    assert_eq!(d.flushers, 24);
+    assert!(!d.proactive);
+}
+
+#[test]
+fn no_idle_cores_means_application_threads_flush() {
+    let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+    let d = c.observe(Duration::from_millis(5), 0, 24, 24.0);
+    assert_eq!(
+        (d.flushers, d.proactive, d.event),
+        (0, false, Event::NoIdleCores)
+    );
+    // cores free again: a new search from P1
+    let d = c.observe(Duration::from_millis(10), 0, 3, 24.0);
+    assert_eq!((d.flushers, d.event), (4, Event::Probing { index: 0 }));
+}
+
+#[test]
+fn other_processes_using_the_cores_also_mean_inline() {
+    let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+    // 2 application threads, only 2.5 hardware threads left by others
+    let d = c.observe(Duration::from_millis(5), 0, 2, 2.5);
+    assert_eq!((d.flushers, d.event), (0, Event::NoIdleCores));
+    // 3.2 available: room for one flusher, but not past the hysteresis
+    let d = c.observe(Duration::from_millis(10), 0, 2, 3.2);
+    assert_eq!(d.flushers, 0);
+    // 3.6 available: leave inline mode, search from P1
+    let d = c.observe(Duration::from_millis(15), 0, 2, 3.6);
+    assert_eq!((d.flushers, d.event), (4, Event::Probing { index: 0 }));
+    // 3.2 now keeps the flushers (entering inline needs < 3.0)
+    let d = c.observe(Duration::from_millis(20), 0, 2, 3.2);
+    assert_ne!(d.flushers, 0);
+    let d = c.observe(Duration::from_millis(25), 0, 2, 2.9);
+    assert_eq!(d.flushers, 0);
+}
+
+#[test]
+fn an_idle_application_does_not_trigger_searches() {
+    let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+    let mut bytes = 0.0;
+    run(
+        &mut c,
+        &|_| 0.0,
+        Duration::ZERO,
+        Duration::from_secs(10),
+        &mut bytes,
+    );
+    assert_eq!(c.searches(), 1);
+    assert_eq!(c.current().flushers, 4);
+}

@@ -394,7 +394,9 @@ impl PmDimm {
     /// partial (needs the media read first) and marks the entry filled and
     /// no longer waiting, so later writes to it queue a new media write.
     fn start_write_through(&mut self, start: Ps, xpl: u64) -> bool {
-        let read = self.rmw_service - self.write_service;
+        // the XPLine is being read until the media read's latency is over
+        // (VANS: pending_ait_r + pending_read, then pending_modify)
+        let read = self.media_read_latency;
         let base = self.set_of(xpl) * self.ways;
         match self.entries[base..base + self.ways]
             .iter_mut()
@@ -806,7 +808,7 @@ mod tests {
     #[test]
     fn write_through_combines_only_writes_queued_or_arriving_during_the_read() {
         let mut d = dimm(XpBufferPolicy::WriteThrough);
-        let read = d.read_service;
+        let read = d.media_read_latency;
         // two 64 B writes to XPLine 0 wait together: one partial media write
         d.write_arrive(0, 0, NO_REQ);
         d.write_arrive(0, 64, NO_REQ);

@@ -21,7 +21,10 @@ pub struct Platform {
     pub cacheline: f64,
     /// Bandwidth of a tier-to-tier copy by the helper thread.
     pub copy_bw: f64,
-    /// STREAM peak measured through Eq. 3.1 (classification threshold base).
+    /// The slow tier's STREAM peak measured through Eq. 3.1: the base of the
+    /// t1/t2 classification thresholds (§3.4.1: "t1% of the peak NVM
+    /// bandwidth BW_peak"; an object that saturates the slow tier is
+    /// bandwidth-bound there even if it would not saturate DRAM).
     pub bw_peak: f64,
     /// Constant factor of the bandwidth benefit.
     pub cf_bw: f64,
@@ -36,7 +39,8 @@ pub struct Platform {
 impl Platform {
     /// The thesis's emulated platform: slow tier with `bw_div`× less
     /// bandwidth and `lat_mul`× the latency of DRAM (§3.6: 1/2 bandwidth,
-    /// 4× latency), constant factors 1, t1 = 80%, t2 = 10%.
+    /// 4× latency), constant factors 1, t1 = 80%, t2 = 10% of the slow
+    /// tier's peak bandwidth (§3.4.1).
     pub fn emulated(dram_bw: f64, dram_lat: f64, bw_div: f64, lat_mul: f64) -> Self {
         let slow_bw = dram_bw / bw_div;
         Platform {
@@ -46,7 +50,7 @@ impl Platform {
             slow_lat: dram_lat * lat_mul,
             cacheline: 64.0,
             copy_bw: slow_bw,
-            bw_peak: dram_bw,
+            bw_peak: slow_bw,
             cf_bw: 1.0,
             cf_lat: 1.0,
             t1: 0.8,
@@ -101,8 +105,8 @@ pub fn bw_demand(accesses: f64, cacheline: f64, obj_samples: f64, samples: f64, 
     }
 }
 
-/// Classification by demand against `bw_peak` (t1/t2, §3.4; the thesis
-/// text's "between t1% and t1%" means t2 and t1).
+/// Classification by demand against `bw_peak`, the slow tier's peak (t1/t2,
+/// §3.4.1; the thesis text's "between t1% and t1%" means t2 and t1).
 pub fn classify(demand: f64, p: &Platform) -> Sensitivity {
     if demand >= p.t1 * p.bw_peak {
         Sensitivity::Bandwidth
@@ -191,11 +195,24 @@ mod tests {
 
     #[test]
     fn classification_thresholds() {
+        // §3.4.1: t1 = 80%, t2 = 10% "of the peak NVM bandwidth": this
+        // platform's slow tier peaks at 5 GB/s (DRAM 10 GB/s / 2).
         let p = plat();
-        assert_eq!(classify(8e9, &p), Sensitivity::Bandwidth);
-        assert_eq!(classify(7.99e9, &p), Sensitivity::Both);
-        assert_eq!(classify(1e9, &p), Sensitivity::Both);
-        assert_eq!(classify(0.99e9, &p), Sensitivity::Latency);
+        assert_eq!(p.bw_peak, p.slow_bw);
+        assert_eq!(classify(4e9, &p), Sensitivity::Bandwidth);
+        assert_eq!(classify(3.99e9, &p), Sensitivity::Both);
+        assert_eq!(classify(0.5e9, &p), Sensitivity::Both);
+        assert_eq!(classify(0.49e9, &p), Sensitivity::Latency);
+    }
+
+    #[test]
+    fn classification_is_against_the_slow_tiers_peak() {
+        // 4.5 GB/s saturates the 5 GB/s slow tier (bandwidth-sensitive)
+        // although it is under 80% of DRAM's 10 GB/s; 0.6 GB/s is over 10%
+        // of the slow tier's peak but under 10% of DRAM's.
+        let p = plat();
+        assert_eq!(classify(4.5e9, &p), Sensitivity::Bandwidth);
+        assert_eq!(classify(0.6e9, &p), Sensitivity::Both);
     }
 
     #[test]

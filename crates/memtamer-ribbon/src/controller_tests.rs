@@ -392,3 +392,22 @@ fn an_idle_application_does_not_trigger_searches() {
     assert_eq!(c.searches(), 1);
     assert_eq!(c.current().flushers, 4);
 }
+
+#[test]
+fn the_thesis_rule_is_a_plain_higher_than_and_the_default_a_noise_guard() {
+    // thesis §6.3.1: "If BW_2 is higher than BW_1, but BW_4 is lower than
+    // BW_3, it means that the peak is between P2 and P3" -- no tolerance.
+    let thesis_rule = 0.0;
+    let guard = ControlConfig::thesis(24).tolerance;
+    assert_eq!(guard, NOISE_GUARD_TOLERANCE);
+    // a +1% rise from P1 to P2 is a rise under the thesis's rule, while
+    // the 2% noise guard reads it as "no gain" (ContentionPastP1)
+    let bw = [10.0, 10.1, 9.0, 8.0];
+    assert_eq!(decide(pts(4, 24), bw, thesis_rule).1, Case::PeakBetween);
+    assert_eq!(decide(pts(4, 24), bw, guard).1, Case::ContentionPastP1);
+    // equal bandwidths are not "higher": the cheaper count still wins
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 10.0, 10.0, 10.0], thesis_rule),
+        (4, Case::ContentionPastP1)
+    );
+}

@@ -246,3 +246,23 @@ impl Engine for Pmdk {
         r
     }
 }
+
+/// A libpmemobj pool for one unit test: PM emulation forced (libpmemobj
+/// reads it when it maps the pool), the file created in /dev/shm (else the
+/// temporary directory) under a per-process name and unlinked at once, so
+/// the mapping keeps it alive and a failing test leaves nothing behind.
+#[cfg(test)]
+pub(crate) fn scratch_pool(name: &str, size: u64) -> Pmdk {
+    std::env::set_var("PMEM_IS_PMEM_FORCE", "1");
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let path = dir.join(format!("mtx-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let pm = Pmdk::create(&path, size).unwrap();
+    let _ = std::fs::remove_file(&path);
+    pm
+}

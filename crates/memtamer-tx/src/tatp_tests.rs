@@ -152,16 +152,6 @@ fn population_and_transactions_keep_the_tables_consistent() {
 #[cfg(has_pmdk)]
 #[test]
 fn population_and_transactions_keep_the_tables_consistent_on_libpmemobj() {
-    std::env::set_var("PMEM_IS_PMEM_FORCE", "1");
-    let dir = std::path::Path::new("/dev/shm");
-    let dir = if dir.is_dir() {
-        dir.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
-    let path = dir.join(format!("mtx-tatp-{}", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    let pm = crate::pmdk::Pmdk::create(&path, 32 << 20).unwrap();
-    let _ = std::fs::remove_file(&path);
+    let pm = crate::pmdk::scratch_pool("tatp", 32 << 20);
     population_and_transactions_on(&pm);
 }

@@ -557,17 +557,7 @@ mod tests {
     #[cfg(has_pmdk)]
     #[test]
     fn new_orders_commit_or_roll_back_without_a_trace_on_libpmemobj() {
-        std::env::set_var("PMEM_IS_PMEM_FORCE", "1");
-        let dir = std::path::Path::new("/dev/shm");
-        let dir = if dir.is_dir() {
-            dir.to_path_buf()
-        } else {
-            std::env::temp_dir()
-        };
-        let path = dir.join(format!("mtx-tpcc-rbk-{}", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        let pm = crate::pmdk::Pmdk::create(&path, 128 << 20).unwrap();
-        let _ = std::fs::remove_file(&path);
+        let pm = crate::pmdk::scratch_pool("tpcc-rbk", 128 << 20);
         new_orders_on(&pm, &|| 0);
     }
 }

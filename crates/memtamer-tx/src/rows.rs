@@ -254,6 +254,19 @@ impl RowTable {
         items.sort_unstable();
         Ok((items, refs))
     }
+
+    /// Every row in key order, read in one read-only transaction on `e`:
+    /// what the TPC-C and TATP tests compare before and after transactions.
+    #[cfg(test)]
+    pub(crate) fn dump(&self, e: &dyn Engine, width: &dyn Fn(u64) -> usize) -> Vec<(u64, Vec<u8>)> {
+        let mut out = Vec::new();
+        e.run(false, &mut |t| {
+            out = self.items(t, width)?.0;
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
 }
 
 #[cfg(test)]

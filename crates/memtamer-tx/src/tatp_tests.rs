@@ -30,13 +30,7 @@ fn row_widths_follow_the_description() {
 }
 
 fn dump(e: &dyn Engine, db: &Tatp) -> Vec<(u64, Vec<u8>)> {
-    let mut out = Vec::new();
-    e.run(false, &mut |t| {
-        out = db.rows.items(t, &width)?.0;
-        Ok(())
-    })
-    .unwrap();
-    out
+    db.rows.dump(e, &width)
 }
 
 fn counts(rows: &[(u64, Vec<u8>)]) -> [u64; 6] {

@@ -444,13 +444,7 @@ mod tests {
 
     /// Every row of the database (key order).
     fn dump(e: &dyn Engine, db: &Tpcc) -> Vec<(u64, Vec<u8>)> {
-        let mut out = Vec::new();
-        e.run(false, &mut |t| {
-            out = db.rows.items(t, &width)?.0;
-            Ok(())
-        })
-        .unwrap();
-        out
+        db.rows.dump(e, &width)
     }
 
     /// Runs `n` new-orders on `e` and checks the database: committed ones

@@ -257,61 +257,83 @@ impl PmDimm {
         let bit = 1u8 << ((a % XPLINE) / 64);
         self.stamp += 1;
         let stamp = self.stamp;
-        // sequential writes mostly go to the entry the last one went to
-        let last = &mut self.entries[self.last];
-        if last.valid && last.xpl == xpl {
-            last.mask |= bit;
-            last.stamp = stamp;
-            return true;
-        }
         let base = self.set_of(xpl) * self.ways;
-        let ways = &mut self.entries[base..base + self.ways];
-        let way = if let Some(w) = ways.iter().position(|e| e.valid && e.xpl == xpl) {
-            let e = &mut ways[w];
+        let i = if let Some(i) = self.resident(base, xpl) {
+            let e = &mut self.entries[i];
             e.mask |= bit;
             e.stamp = stamp;
-            w
-        } else if let Some(w) = ways.iter().position(|e| !e.valid) {
-            ways[w] = XpEntry {
-                valid: true,
-                xpl,
-                mask: bit,
-                stamp,
-                ..XpEntry::default()
-            };
-            w
+            i
         } else {
-            if self.media_writes_pending >= self.media_write_queue {
-                // back-pressure: the DDR-T credits stay consumed
-                self.head_blocked = true;
-                return false;
-            }
-            let mut w = 0;
-            for (i, e) in ways.iter().enumerate() {
-                if e.stamp < ways[w].stamp {
-                    w = i;
+            let i = if let Some(w) = self.entries[base..base + self.ways]
+                .iter()
+                .position(|e| !e.valid)
+            {
+                base + w
+            } else {
+                if self.media_writes_pending >= self.media_write_queue {
+                    // back-pressure: the DDR-T credits stay consumed
+                    self.head_blocked = true;
+                    return false;
                 }
-            }
-            let victim = &mut ways[w];
-            let partial = victim.mask != 0b1111;
-            let evicted = victim.xpl;
-            *victim = XpEntry {
+                // unreachable None: the set is full, so every way is a candidate
+                let i = self.lru_way(base, |_| true).unwrap_or(base);
+                let victim = self.entries[i];
+                self.queue_media_write(
+                    MediaKind::Write {
+                        partial: victim.mask != 0b1111,
+                    },
+                    victim.xpl,
+                );
+                i
+            };
+            self.entries[i] = XpEntry {
                 valid: true,
                 xpl,
                 mask: bit,
                 stamp,
                 ..XpEntry::default()
             };
-            self.media_writes_pending += 1;
-            let part = self.partition_of(evicted);
-            self.media_q.push_back(MediaOp {
-                kind: MediaKind::Write { partial },
-                part,
-            });
-            w
+            i
         };
-        self.last = base + way;
+        self.last = i;
         true
+    }
+
+    /// The index in `entries` of `xpl`'s entry, if resident in the set that
+    /// starts at `base`. Sequential writes mostly go to the entry the last
+    /// one went to, so that one is tried first.
+    #[inline]
+    fn resident(&self, base: usize, xpl: u64) -> Option<usize> {
+        let last = &self.entries[self.last];
+        if last.valid && last.xpl == xpl {
+            return Some(self.last);
+        }
+        self.entries[base..base + self.ways]
+            .iter()
+            .position(|e| e.valid && e.xpl == xpl)
+            .map(|w| base + w)
+    }
+
+    /// The index in `entries` of the least recently used entry of the set
+    /// that starts at `base` among those `evictable` allows (stamps are
+    /// unique, so ties cannot occur).
+    #[inline]
+    fn lru_way(&self, base: usize, evictable: impl Fn(&XpEntry) -> bool) -> Option<usize> {
+        self.entries[base..base + self.ways]
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| evictable(e))
+            .min_by_key(|(_, e)| e.stamp)
+            .map(|(w, _)| base + w)
+    }
+
+    /// Queues a media write of XPLine `xpl` (one slot of the media write
+    /// queue until it starts) on `xpl`'s partition.
+    #[inline]
+    fn queue_media_write(&mut self, kind: MediaKind, xpl: u64) {
+        self.media_writes_pending += 1;
+        let part = self.partition_of(xpl);
+        self.media_q.push_back(MediaOp { kind, part });
     }
 
     /// Write-through take (VANS `rmw_controller::tick_lsq_write`): a write
@@ -328,14 +350,7 @@ impl PmDimm {
         self.stamp += 1;
         let stamp = self.stamp;
         let base = self.set_of(xpl) * self.ways;
-        let hit = if self.entries[self.last].valid && self.entries[self.last].xpl == xpl {
-            Some(self.last)
-        } else {
-            self.entries[base..base + self.ways]
-                .iter()
-                .position(|e| e.valid && e.xpl == xpl)
-                .map(|w| base + w)
-        };
+        let hit = self.resident(base, xpl);
         if let Some(i) = hit {
             let e = &self.entries[i];
             if e.queued || self.now < e.patch_until {
@@ -353,27 +368,26 @@ impl PmDimm {
         let i = match hit {
             Some(i) => i,
             None => {
-                let ways = &self.entries[base..base + self.ways];
-                let way = ways.iter().position(|e| !e.valid).or_else(|| {
-                    ways.iter()
-                        .enumerate()
-                        .filter(|(_, e)| !e.queued && e.patch_until <= self.now)
-                        .min_by_key(|(_, e)| e.stamp)
-                        .map(|(w, _)| w)
-                });
-                let Some(w) = way else {
+                let now = self.now;
+                let free = self.entries[base..base + self.ways]
+                    .iter()
+                    .position(|e| !e.valid)
+                    .map(|w| base + w);
+                let Some(i) =
+                    free.or_else(|| self.lru_way(base, |e| !e.queued && e.patch_until <= now))
+                else {
                     // every way's media write waits or is still reading:
                     // not marked blocked, since a read ending (time, not a
                     // media start) can free a way; the media finishing its
                     // op (after every read window) retries it
                     return false;
                 };
-                self.entries[base + w] = XpEntry {
+                self.entries[i] = XpEntry {
                     valid: true,
                     xpl,
                     ..XpEntry::default()
                 };
-                base + w
+                i
             }
         };
         let e = &mut self.entries[i];
@@ -381,12 +395,7 @@ impl PmDimm {
         e.stamp = stamp;
         e.queued = true;
         self.last = i;
-        self.media_writes_pending += 1;
-        let part = self.partition_of(xpl);
-        self.media_q.push_back(MediaOp {
-            kind: MediaKind::WriteThrough { xpl },
-            part,
-        });
+        self.queue_media_write(MediaKind::WriteThrough { xpl }, xpl);
         true
     }
 

@@ -394,20 +394,134 @@ fn an_idle_application_does_not_trigger_searches() {
 }
 
 #[test]
-fn the_thesis_rule_is_a_plain_higher_than_and_the_default_a_noise_guard() {
+fn the_thesis_rule_is_a_plain_higher_than_and_the_default_measures_the_noise() {
     // thesis §6.3.1: "If BW_2 is higher than BW_1, but BW_4 is lower than
     // BW_3, it means that the peak is between P2 and P3" -- no tolerance.
-    let thesis_rule = 0.0;
-    let guard = ControlConfig::thesis(24).tolerance;
-    assert_eq!(guard, NOISE_GUARD_TOLERANCE);
+    let cfg = ControlConfig::thesis(24);
+    assert_eq!(cfg.tolerance, 0.0);
+    assert!(cfg.slices > 1 && cfg.noise_z > 0.0 && cfg.reprobes > 0);
     // a +1% rise from P1 to P2 is a rise under the thesis's rule, while
-    // the 2% noise guard reads it as "no gain" (ContentionPastP1)
+    // the fixed 2% guard reads it as "no gain" (ContentionPastP1)
     let bw = [10.0, 10.1, 9.0, 8.0];
-    assert_eq!(decide(pts(4, 24), bw, thesis_rule).1, Case::PeakBetween);
-    assert_eq!(decide(pts(4, 24), bw, guard).1, Case::ContentionPastP1);
+    assert_eq!(decide(pts(4, 24), bw, 0.0).1, Case::PeakBetween);
+    assert_eq!(
+        decide(pts(4, 24), bw, NOISE_GUARD_TOLERANCE).1,
+        Case::ContentionPastP1
+    );
     // equal bandwidths are not "higher": the cheaper count still wins
     assert_eq!(
-        decide(pts(4, 24), [10.0, 10.0, 10.0, 10.0], thesis_rule),
+        decide(pts(4, 24), [10.0, 10.0, 10.0, 10.0], 0.0),
         (4, Case::ContentionPastP1)
     );
+}
+
+/// A curve measured through multiplicative noise: every 10 ms step's
+/// bytes are the curve's times (1 + amp * u), u uniform in [-1, 1] from a
+/// seeded LCG (a fake bandwidth source; no clock, no randomness crate).
+struct Noisy {
+    state: u64,
+    amp: f64,
+}
+
+impl Noisy {
+    fn factor(&mut self) -> f64 {
+        self.state = self
+            .state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let u = (self.state >> 11) as f64 / (1u64 << 53) as f64;
+        1.0 + self.amp * (2.0 * u - 1.0)
+    }
+}
+
+/// Runs one search from t = 0 on `curve` seen through `Noisy`; returns
+/// the flusher count it decides and the time it took.
+fn noisy_search(
+    cfg: ControlConfig,
+    curve: &dyn Fn(usize) -> f64,
+    seed: u64,
+    amp: f64,
+) -> (usize, Duration) {
+    let mut c = Controller::new(cfg, Duration::ZERO, 0, false);
+    let mut noise = Noisy {
+        state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+        amp,
+    };
+    let step = Duration::from_millis(10);
+    let (mut t, mut bytes) = (Duration::ZERO, 0.0);
+    while t < Duration::from_secs(10) {
+        bytes += curve(c.current().flushers) * noise.factor() * step.as_secs_f64();
+        t += step;
+        let d = c.observe(t, bytes as u64, 2, 24.0);
+        if let Event::Decided { .. } = d.event {
+            return (d.flushers, t);
+        }
+    }
+    panic!("no decision in 10 s");
+}
+
+/// The thesis's single probe per point, compared with a plain ">": what
+/// the controller did before re-probing.
+fn single_probe() -> ControlConfig {
+    ControlConfig {
+        slices: 1,
+        noise_z: 0.0,
+        reprobes: 0,
+        ..ControlConfig::thesis(24)
+    }
+}
+
+#[test]
+fn re_probing_makes_the_search_repeatable_under_probe_noise() {
+    // contention from another writer: the application's bandwidth does not
+    // depend on its flusher count; every probe step is +-10% noisy. The
+    // noise-free answer is P1 (no point is higher than another).
+    let flat = |_m: usize| 10e9;
+    let seeds = 0..40u64;
+    let chosen = |cfg: &dyn Fn() -> ControlConfig| -> Vec<usize> {
+        seeds
+            .clone()
+            .map(|s| noisy_search(cfg(), &flat, s, 0.10).0)
+            .collect()
+    };
+    let p1 = |v: &[usize]| v.iter().filter(|&&m| m == 4).count();
+    let old = chosen(&single_probe);
+    let new = chosen(&cfg);
+    // single probes follow the noise: the same workload gives P1, P4 and
+    // intersections in between
+    assert!(p1(&old) <= 20, "single probe: {old:?}");
+    assert!(old.iter().any(|&m| m > 5), "single probe: {old:?}");
+    // with the noise measured and unsure pairs probed again, the search
+    // answers P1 on (nearly) every seed
+    assert!(p1(&new) >= 36, "re-probing: {new:?}");
+}
+
+#[test]
+fn re_probing_still_sees_a_real_rise_and_fall_through_the_noise() {
+    // +6% from P1 to P2, -6% from P3 to P4 (a peak between), +-10% noise
+    let peaked = |m: usize| match m {
+        4 => 10.0e9,
+        5 => 10.6e9,
+        23 => 11.0e9,
+        24 => 10.34e9,
+        _ => 11.0e9,
+    };
+    let mut found = 0;
+    for seed in 0..40u64 {
+        let (m, took) = noisy_search(cfg(), &peaked, seed, 0.10);
+        if (6..=23).contains(&m) {
+            found += 1;
+        }
+        // at most 4 + 2 rounds x 4 probes of 100 ms (+ one step)
+        assert!(took <= Duration::from_millis(1210), "{took:?}");
+    }
+    assert!(found >= 36, "peak found on {found} of 40 seeds");
+}
+
+#[test]
+fn a_quiet_search_probes_each_point_once() {
+    // no noise and clear differences: no re-probe, four probes of 100 ms
+    let (m, took) = noisy_search(cfg(), &|m| m as f64 * 1e9, 1, 0.0);
+    assert_eq!(m, 24);
+    assert_eq!(took, Duration::from_millis(400));
 }

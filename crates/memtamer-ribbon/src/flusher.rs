@@ -252,7 +252,10 @@ pub(crate) fn control(
     }
     let mut ctl = Controller::new(cfg.clone(), Duration::ZERO, bytes, proactive);
     s.counters.searches.store(ctl.searches(), Ordering::Relaxed);
-    let tick = (cfg.probe / 4).clamp(Duration::from_millis(1), Duration::from_millis(50));
+    // at least two readings per probe slice, so each slice closes close
+    // to its length (controller::ControlConfig::slices)
+    let tick = (cfg.probe / (2 * cfg.slices.max(2)))
+        .clamp(Duration::from_millis(1), Duration::from_millis(50));
     // Hardware threads left by other processes, over windows of >= 100 ms.
     let cores = cfg.cores;
     let mut avail = cores as f64;

@@ -18,6 +18,7 @@ mod flusher;
 pub mod global;
 pub mod idle;
 pub mod proactive;
+pub mod probe;
 mod queue;
 mod runtime;
 mod shared;

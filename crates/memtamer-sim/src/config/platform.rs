@@ -179,8 +179,9 @@ pub struct MemoryParams {
     pub write_drain_low: u32,
     /// Which bus scheduler drives each channel's data bus: `watermark` (the
     /// default: write-drain mode between `write_drain_high` and
-    /// `write_drain_low`) or `read-first` (an ablation: writes only when no
-    /// read is ready). See `engine/bus.rs`.
+    /// `write_drain_low`), `read-first` (an ablation: writes only when no
+    /// read is ready) or `drain-blocks-reads` (an ablation: no read moves
+    /// while the channel drains writes). See `engine/bus.rs`.
     #[serde(default, skip_serializing_if = "BusSchedulerKind::is_default")]
     pub bus_scheduler: BusSchedulerKind,
 }
@@ -196,6 +197,14 @@ pub enum BusSchedulerKind {
     Watermark,
     /// Reads always first; a write goes only when no read is ready.
     ReadFirst,
+    /// The watermarks of `Watermark`, read strictly: while the channel
+    /// drains writes it issues no read command and moves no read data, even
+    /// when no write may go (a PM write waiting for a DDR-T credit), until
+    /// the WPQ is down to `write_drain_low` (the write-drain mode of
+    /// Stuecheli et al., ISCA'10, and Chatterjee et al., HPCA'12: reads
+    /// wait out the drain). An ablation (docs/simulator.md, "Write drain
+    /// that blocks reads").
+    DrainBlocksReads,
 }
 
 impl BusSchedulerKind {

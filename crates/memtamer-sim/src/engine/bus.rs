@@ -7,7 +7,11 @@
 //! `write_drain_low`, the write-drain mode of memory controllers) or
 //! `read-first` (an ablation: a write goes only when no read is ready, so
 //! the WPQ drains only in read gaps and back-pressure reaches the cores
-//! sooner). Both send the oldest write that may go: DRAM writes always, PM
+//! sooner) or `drain-blocks-reads` (the watermarks read strictly: during a
+//! drain no read command is issued and no read data moves, even while the
+//! only writes left wait for a DDR-T credit; Stuecheli et al., ISCA'10,
+//! and Chatterjee et al., HPCA'12, describe write drains that reads wait
+//! out). All send the oldest write that may go: DRAM writes always, PM
 //! writes only while the DIMM has a DDR-T credit.
 
 use crate::config::{BusSchedulerKind, MemoryParams};
@@ -24,6 +28,13 @@ pub(super) enum BusScheduler {
     },
     /// Reads always first.
     ReadFirst,
+    /// `Watermark`, with reads held for the whole drain.
+    DrainBlocksReads {
+        /// WPQ occupancy at which the channel switches to writes.
+        high: u32,
+        /// WPQ occupancy at which it returns to reads.
+        low: u32,
+    },
 }
 
 impl BusScheduler {
@@ -35,7 +46,18 @@ impl BusScheduler {
                 low: p.write_drain_low,
             },
             BusSchedulerKind::ReadFirst => BusScheduler::ReadFirst,
+            BusSchedulerKind::DrainBlocksReads => BusScheduler::DrainBlocksReads {
+                high: p.write_drain_high,
+                low: p.write_drain_low,
+            },
         }
+    }
+
+    /// Whether reads wait while `write_mode` is on: no read command to a
+    /// DIMM, no read data on the bus (only `drain-blocks-reads`).
+    #[inline(always)]
+    pub(super) fn blocks_reads(self, write_mode: bool) -> bool {
+        write_mode && matches!(self, BusScheduler::DrainBlocksReads { .. })
     }
 
     /// Updates a channel's write mode from its WPQ occupancy and returns
@@ -43,7 +65,8 @@ impl BusScheduler {
     #[inline(always)]
     pub(super) fn writes_first(self, write_mode: &mut bool, wpq_used: u32) -> bool {
         match self {
-            BusScheduler::Watermark { high, low } => {
+            BusScheduler::Watermark { high, low }
+            | BusScheduler::DrainBlocksReads { high, low } => {
                 if wpq_used >= high {
                     *write_mode = true;
                 } else if wpq_used <= low {
@@ -84,6 +107,22 @@ mod tests {
         assert_eq!(seq, [false, false, true, true, true, false, false]);
         let mut mode = true;
         assert!(!BusScheduler::ReadFirst.writes_first(&mut mode, 64));
+        assert!(!BusScheduler::ReadFirst.blocks_reads(true));
+        assert!(!w.blocks_reads(true));
+    }
+
+    #[test]
+    fn a_strict_drain_holds_reads_only_while_it_lasts() {
+        let s = BusScheduler::DrainBlocksReads { high: 8, low: 2 };
+        let mut mode = false;
+        assert!(!s.writes_first(&mut mode, 5));
+        assert!(!s.blocks_reads(mode));
+        assert!(s.writes_first(&mut mode, 8));
+        assert!(s.blocks_reads(mode));
+        assert!(s.writes_first(&mut mode, 3));
+        assert!(s.blocks_reads(mode));
+        assert!(!s.writes_first(&mut mode, 2));
+        assert!(!s.blocks_reads(mode));
     }
 
     #[test]

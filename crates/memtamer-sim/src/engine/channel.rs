@@ -46,6 +46,9 @@ pub(super) struct Channel {
     pub(super) wpq_wait: VecDeque<u32>,
     pub(super) dram_rq: VecDeque<(Ps, u32)>,
     pub(super) pm_data: VecDeque<u32>,
+    /// PM reads in the RPQ whose command waits for a write drain to end
+    /// (`drain-blocks-reads` only).
+    pub(super) pm_read_hold: VecDeque<u32>,
     pub(super) dram_wq: VecDeque<WriteItem>,
     pub(super) pm_wq: VecDeque<WriteItem>,
     pub(super) write_seq: u64,
@@ -94,6 +97,7 @@ impl Channel {
             wpq_wait: VecDeque::new(),
             dram_rq: VecDeque::new(),
             pm_data: VecDeque::new(),
+            pm_read_hold: VecDeque::new(),
             dram_wq: VecDeque::new(),
             pm_wq: VecDeque::new(),
             write_seq: 0,
@@ -182,9 +186,10 @@ impl Engine {
         if pm {
             ch.pm_in_rpq += 1;
             ch.counters.pmm_rpq_inserts += 1;
-            match self.dimms[dimm as usize].read_arrive(self.now, r, dev) {
-                Some(t) => self.push(t, EvKind::PmReadReady(r)),
-                None => self.start_media(dimm),
+            if self.bus.blocks_reads(ch.write_mode) {
+                ch.pm_read_hold.push_back(r);
+            } else {
+                self.issue_pm_read(r, dimm, dev);
             }
         } else {
             let ready = match &self.chan_params.dram {
@@ -199,6 +204,27 @@ impl Engine {
                 ch.dram_rq.insert(at, (ready, r));
             }
             self.kick(channel);
+        }
+    }
+
+    /// Sends PM read `r`'s command to its DIMM: a buffer hit is ready after
+    /// the controller, a miss waits for the media.
+    #[inline(always)]
+    fn issue_pm_read(&mut self, r: u32, dimm: u32, dev: u64) {
+        match self.dimms[dimm as usize].read_arrive(self.now, r, dev) {
+            Some(t) => self.push(t, EvKind::PmReadReady(r)),
+            None => self.start_media(dimm),
+        }
+    }
+
+    /// Issues the PM reads held during a write drain (out of line: only
+    /// `drain-blocks-reads` holds any).
+    #[inline(never)]
+    fn release_held_reads(&mut self, ci: usize) {
+        while let Some(r) = self.channels[ci].pm_read_hold.pop_front() {
+            let q = &self.reqs[r as usize];
+            let (dimm, dev) = (q.dimm, q.dev);
+            self.issue_pm_read(r, dimm, dev);
         }
     }
 
@@ -253,9 +279,14 @@ impl Engine {
         }
         let ch = &mut self.channels[ci];
         let writes_first = self.bus.writes_first(&mut ch.write_mode, ch.wpq_used);
+        let reads_held = self.bus.blocks_reads(ch.write_mode);
+        if !reads_held && !ch.pm_read_hold.is_empty() {
+            self.release_held_reads(ci);
+        }
+        let ch = &mut self.channels[ci];
         let dram_ready = ch.dram_rq.front().map(|&(t, _)| t);
         let pm_ready = !ch.pm_data.is_empty();
-        let read_now = pm_ready || dram_ready.is_some_and(|t| t <= now);
+        let read_now = !reads_held && (pm_ready || dram_ready.is_some_and(|t| t <= now));
         // the write that can go: DRAM always, PM only with a DDR-T credit
         // (only looked for when a write may go)
         let pick_pm = if writes_first || !read_now {
@@ -365,7 +396,11 @@ impl Engine {
             }
             return;
         }
-        // nothing to do now: wake up when the next DRAM read is ready
+        // nothing to do now: wake up when the next DRAM read is ready (a
+        // drain that holds reads is woken by a DDR-T credit instead)
+        if reads_held {
+            return;
+        }
         if let Some(t) = dram_ready {
             self.schedule_kick(c, t.max(now + 1));
         }
@@ -378,6 +413,7 @@ impl Engine {
         let ch = &self.channels[ci];
         !ch.dram_rq.is_empty()
             || !ch.pm_data.is_empty()
+            || !ch.pm_read_hold.is_empty()
             || !ch.dram_wq.is_empty()
             || ch
                 .pm_wq

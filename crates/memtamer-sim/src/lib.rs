@@ -27,6 +27,7 @@ pub mod runner;
 pub mod shape;
 pub mod suite;
 pub mod tahoe_eval;
+pub mod tier_calib;
 pub mod tier_eval;
 pub mod tiering;
 pub mod topology;

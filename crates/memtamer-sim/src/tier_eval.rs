@@ -18,6 +18,7 @@ use crate::config::{parse_toml, JobSpec, Pattern, Platform, Scenario, WorkloadSp
 use crate::engine::{Engine, EngineConfig};
 use crate::error::SimError;
 use crate::runner::{parallel_map, Builtin, PLATFORMS};
+pub use crate::tier_calib::{calibrate, Calibration};
 use crate::workload::phased::RankReport;
 use crate::workload::tiered::TierStats;
 use serde::Deserialize;
@@ -206,6 +207,7 @@ pub fn parse_profile(file: &str, text: &str, iterations: u32) -> Result<PhasedPr
                     bytes: num(n)? * 64,
                     pattern: Pattern::Seq,
                     write_fraction: 0.0,
+                    dependent: false,
                 });
             }
             _ => return Err(err(i + 1, format!("cannot read `{l}`"))),
@@ -274,6 +276,9 @@ pub struct Outcome {
     pub stats: TierStats,
     /// Share of lines served by DRAM.
     pub dram_line_share: f64,
+    /// Lines the ranks issued (what Unimem's profiler counts: every miss
+    /// a sample), summed over ranks.
+    pub lines: u64,
     /// Rank 0's policy summary.
     pub summary: String,
 }
@@ -343,79 +348,8 @@ fn outcome(policy: String, ranks: &[RankReport]) -> Result<Outcome, String> {
         seconds: end as f64 * 1e-12,
         stats: st,
         dram_line_share: d as f64 / (d + s).max(1) as f64,
+        lines: d + s,
         summary: ranks.first().map(|r| r.summary.clone()).unwrap_or_default(),
-    })
-}
-
-/// Bytes of the calibration object (per rank).
-const CAL_BYTES: u64 = 1 << 20;
-
-/// The calibration programs: with `Pattern::Seq` one STREAM triad per
-/// iteration (a = b + s * c: two arrays streamed in, one written, as
-/// STREAM's headline kernel), with `Pattern::Rand` random loads over one
-/// array (independent misses, the core's fill buffers in use).
-fn cal_program(pattern: Pattern) -> PhasedProgram {
-    let obj = |n: &str| ObjectSpec {
-        name: n.into(),
-        bytes: CAL_BYTES,
-    };
-    let acc = |n: &str, w: f64| AccessSpec {
-        object: n.into(),
-        bytes: CAL_BYTES,
-        pattern,
-        write_fraction: w,
-    };
-    let (objects, access) = match pattern {
-        Pattern::Rand => (vec![obj("x")], vec![acc("x", 0.0)]),
-        _ => (
-            vec![obj("a"), obj("b"), obj("c")],
-            vec![acc("b", 0.0), acc("c", 0.0), acc("a", 1.0)],
-        ),
-    };
-    PhasedProgram {
-        objects,
-        phases: vec![PhaseSpec {
-            name: "touch".into(),
-            compute_ns: 0.0,
-            comm_ns: 0.0,
-            access,
-        }],
-        iterations: 4,
-    }
-}
-
-/// Measures Unimem's platform constants with `ranks` ranks (see the module doc).
-pub fn calibrate(platform: &Platform, ranks: u32, slow: &str) -> Result<ModelSpec, SimError> {
-    let per_rank = |pattern, placement| -> Result<f64, SimError> {
-        let job = cal_program(pattern);
-        let o = run_program(platform, &job, ranks, 4 * CAL_BYTES, placement, 100.0, slow)?;
-        // seconds per iteration
-        Ok(o.seconds / job.iterations as f64)
-    };
-    let b = CAL_BYTES as f64;
-    let lines = b / 64.0;
-    // STREAM counts a triad as 3 arrays of bytes
-    let dram_bw = 3.0 * b / per_rank(Pattern::Seq, PlacementSpec::DramOnly)?;
-    let slow_bw = 3.0 * b / per_rank(Pattern::Seq, PlacementSpec::SlowOnly)?;
-    let dram_lat = per_rank(Pattern::Rand, PlacementSpec::DramOnly)? / lines;
-    let slow_lat = per_rank(Pattern::Rand, PlacementSpec::SlowOnly)? / lines;
-    let job = cal_program(Pattern::Seq);
-    let o = run_program(
-        platform,
-        &job,
-        ranks,
-        CAL_BYTES,
-        PlacementSpec::Eager,
-        100.0,
-        slow,
-    )?;
-    let copy_bw = o.stats.bytes_moved as f64 / (o.stats.copy_ps.max(1) as f64 * 1e-12);
-    Ok(ModelSpec {
-        dram_bw,
-        slow_bw,
-        dram_lat,
-        slow_lat,
-        copy_bw,
     })
 }
 
@@ -460,8 +394,10 @@ pub struct PlatformResult {
     pub platform: String,
     /// What it emulates.
     pub description: String,
-    /// Measured constants.
+    /// Measured constants and fitted constant factors.
     pub model: ModelSpec,
+    /// The calibration behind them (the first rank count's).
+    pub calibration: Calibration,
     /// (scenario, outcomes in [`policies`] order).
     pub rows: Vec<(String, Vec<Outcome>)>,
 }
@@ -481,12 +417,12 @@ pub fn evaluate(
         let mut rank_counts: Vec<u32> = scenarios.iter().map(|s| s.ranks).collect();
         rank_counts.sort_unstable();
         rank_counts.dedup();
-        let models = parallel_map(&rank_counts, jobs, None, |_, &r| calibrate(&p, r, slow))?;
+        let cals = parallel_map(&rank_counts, jobs, None, |_, &r| calibrate(&p, r, slow))?;
         let model_of = |r: u32| -> &ModelSpec {
             let i = rank_counts.iter().position(|&x| x == r).unwrap_or(0);
-            &models[i]
+            &cals[i].model
         };
-        let npol = policies(&models[0]).len();
+        let npol = policies(&cals[0].model).len();
         let items: Vec<(usize, usize)> = (0..scenarios.len())
             .flat_map(|s| (0..npol).map(move |k| (s, k)))
             .collect();
@@ -503,7 +439,7 @@ pub fn evaluate(
                 slow,
             )
         })?;
-        let model = models[0].clone();
+        let calibration = cals[0].clone();
         let mut rows: Vec<(String, Vec<Outcome>)> = scenarios
             .iter()
             .map(|s| (s.name.clone(), Vec::new()))
@@ -514,7 +450,8 @@ pub fn evaluate(
         out.push(PlatformResult {
             platform: p.name.clone(),
             description: p.description.clone(),
-            model,
+            model: calibration.model.clone(),
+            calibration,
             rows,
         });
     }
@@ -588,6 +525,26 @@ pub fn markdown(results: &[PlatformResult]) -> String {
             m.dram_lat * 1e9,
             m.slow_lat * 1e9,
             m.copy_bw / 1e9
+        );
+        let f = &r.calibration.factors;
+        let fac = |name: &str, x: &memtamer_core::unimem::calibrate::Factor| {
+            format!(
+                "{name} {:.3} (slow-tier cost predicted {:.3} ms, measured {:.3} ms{})",
+                x.value,
+                x.predicted * 1e3,
+                x.measured * 1e3,
+                if x.identifiable {
+                    ""
+                } else {
+                    "; not identifiable, kept at 1"
+                }
+            )
+        };
+        let _ = writeln!(
+            s,
+            "Constant factors (§3.4.1, fitted on this platform): {} from the STREAM triad, all ranks; {} from a single-threaded pointer chase.\n",
+            fac("CF_bw", &f.bw),
+            fac("CF_lat", &f.lat)
         );
         let labels: Vec<String> = r
             .rows

@@ -91,6 +91,7 @@ fn loads_and_stores_s(p: &Platform, stores: bool) -> f64 {
         bytes: 64 * 1024,
         pattern: Pattern::Rand,
         write_fraction: 0.0,
+        dependent: false,
     }];
     if stores {
         access.push(AccessSpec {
@@ -98,6 +99,7 @@ fn loads_and_stores_s(p: &Platform, stores: bool) -> f64 {
             bytes: 512 * 1024,
             pattern: Pattern::Seq,
             write_fraction: 1.0,
+            dependent: false,
         });
     }
     let prog = PhasedProgram {
@@ -186,7 +188,7 @@ fn placement_decides_where_accesses_go_and_migrations_are_traffic() {
     assert_eq!(dram.stats.moves + slow.stats.moves, 0);
     // Unimem: profiled iteration in place, then moves that take time,
     // never more DRAM than the budget, exposed time within copy time
-    let model = calibrate(&p, s.ranks, slow_region(&p)).unwrap();
+    let model = calibrate(&p, s.ranks, slow_region(&p)).unwrap().model;
     assert!(model.slow_lat > 2.0 * model.dram_lat, "{model:?}");
     // without the initial placement everything starts slow, so the
     // decision must move objects in

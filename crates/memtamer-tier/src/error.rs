@@ -76,6 +76,9 @@ pub enum TierError {
         /// What is wrong with it.
         why: String,
     },
+    /// The constant factors could not be fitted from the calibration runs.
+    #[error("calibration: {0}")]
+    Calibration(#[from] crate::unimem::calibrate::CalError),
 }
 
 impl TierError {

@@ -7,12 +7,14 @@
 //!   user pointers never change (protocol in [`registry`]).
 //! * [`profiler`]: PMU-free access sampling by protection faults.
 //! * [`unimem`]: the pure placement core (models, knapsack, schedule).
+//! * [`calibrate`]: the models' constant factors timed on this host's tiers.
 //! * [`capi`]: `mt_tier_malloc` / `mt_tier_free` and friends for C and Fortran.
 //! * [`status`] / [`publish`]: per-rank status files (`MEMTAMER_TIER_STATUS_DIR`)
 //!   and their reader (`memtamer tier status`).
 
 pub mod backing;
 pub mod bench;
+pub mod calibrate;
 pub mod capi;
 pub mod driver;
 pub mod error;

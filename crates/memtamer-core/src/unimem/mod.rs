@@ -5,12 +5,15 @@
 //!
 //! * [`model`]: the sensitivity models (Eq. 3.1, 3.2, the unnumbered latency
 //!   benefit, Eq. 3.3 with the Fig. 3.5 overlap window, Eq. 3.4).
+//! * [`calibrate`]: fitting the constant factors `CF_bw`, `CF_lat` from
+//!   STREAM-like and pointer-chasing runs timed in each tier (§3.4.1).
 //! * [`knapsack`]: 0/1 knapsack by dynamic programming.
 //! * [`plan`]: phase-local and cross-phase global search, keeping the
 //!   better; initial placement; the 10% drift check (§3.4.2).
 //! * [`schedule`]: the proactive migration schedule that issues each move
 //!   as early as the object's and its victims' last uses allow.
 
+pub mod calibrate;
 pub mod knapsack;
 pub mod model;
 pub mod plan;

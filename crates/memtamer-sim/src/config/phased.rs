@@ -32,6 +32,10 @@ pub struct AccessSpec {
     /// Share of the lines that are stores (read-for-ownership + write-back).
     #[serde(default)]
     pub write_fraction: f64,
+    /// Each load waits for the previous one (pointer chasing: no memory-level
+    /// parallelism; the thesis's `CF_lat` benchmark, §3.4.1).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dependent: bool,
 }
 
 /// One phase: a computation region ended by an MPI call.
@@ -151,6 +155,16 @@ pub struct ModelSpec {
     pub slow_lat: f64,
     /// Bandwidth of one helper's tier-to-tier copy.
     pub copy_bw: f64,
+    /// `CF_bw` of Eq. 3.2 (§3.4.1; fitted by `tier_calib::calibrate`).
+    #[serde(default = "unit")]
+    pub cf_bw: f64,
+    /// `CF_lat` of the latency benefit (§3.4.1; fitted likewise).
+    #[serde(default = "unit")]
+    pub cf_lat: f64,
+}
+
+fn unit() -> f64 {
+    1.0
 }
 
 /// Where the objects go (issue 20 item 5: Unimem and its baselines).
@@ -234,6 +248,9 @@ impl PlacementSpec {
             [m.dram_bw, m.slow_bw, m.dram_lat, m.slow_lat, m.copy_bw]
                 .iter()
                 .all(|v| v.is_finite() && *v > 0.0)
+                && [m.cf_bw, m.cf_lat]
+                    .iter()
+                    .all(|v| v.is_finite() && *v >= 0.0)
         };
         match self {
             PlacementSpec::Static { model } | PlacementSpec::Unimem { model, .. }
@@ -241,7 +258,7 @@ impl PlacementSpec {
             {
                 Err((
                     "placement",
-                    "model bandwidths and latencies must be > 0".into(),
+                    "model bandwidths and latencies must be > 0, constant factors >= 0".into(),
                 ))
             }
             PlacementSpec::Unimem {

@@ -16,7 +16,7 @@ pub mod baseline;
 pub mod hotpage;
 pub mod unimem;
 
-use crate::config::phased::{PhasedProgram, PlacementSpec};
+use crate::config::phased::{ModelSpec, PhasedProgram, PlacementSpec};
 use crate::config::Pattern;
 pub use memtamer_core::unimem::Tier;
 use std::fmt::Debug;
@@ -153,10 +153,16 @@ pub fn build(spec: &PlacementSpec, prog: &PhasedProgram, capacity: u64) -> Box<d
         PlacementSpec::SlowOnly => Box::new(baseline::Fixed::all(prog, Tier::Slow)),
         PlacementSpec::FirstTouch => Box::new(baseline::Fixed::first_touch(prog, capacity)),
         PlacementSpec::Eager => Box::new(baseline::Eager::new(prog, capacity)),
+        // X-Mem has its own offline model: Unimem's constant factors are
+        // not its (the baseline stays what it was before calibration)
         PlacementSpec::Static { model } => Box::new(baseline::Fixed::xmem(
             prog,
             capacity,
-            &unimem::platform(model),
+            &unimem::platform(&ModelSpec {
+                cf_bw: 1.0,
+                cf_lat: 1.0,
+                ..model.clone()
+            }),
         )),
         PlacementSpec::Unimem {
             model,
@@ -247,6 +253,7 @@ pub(crate) mod test_support {
                             bytes: lines * LINE_BYTES,
                             pattern: if rand { Pattern::Rand } else { Pattern::Seq },
                             write_fraction: 0.0,
+                            dependent: false,
                         })
                         .collect(),
                 })

@@ -34,11 +34,12 @@ use memtamer_core::unimem::schedule::{schedule_checked, Move};
 use memtamer_core::unimem::ObjId;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Unimem's model platform from measured constants: constant factors 1
-/// (the constants are measured on the same platform with the same access
-/// kinds), t1 = 80%, t2 = 10% of the slow tier's streaming peak (§3.4.1:
-/// "t1% of the peak NVM bandwidth BW_peak"; measured per rank with all ranks
-/// running, as the demand it is compared with is per rank).
+/// Unimem's model platform from measured constants and the constant
+/// factors fitted on the same platform (`tier_calib::calibrate`, thesis
+/// §3.4.1: STREAM for `CF_bw`, a single-threaded pointer chaser for
+/// `CF_lat`); t1 = 80%, t2 = 10% of the slow tier's streaming peak (§3.4.1:
+/// "t1% of the peak NVM bandwidth BW_peak"; measured per rank with all
+/// ranks running, as the demand it is compared with is per rank).
 pub fn platform(m: &ModelSpec) -> Platform {
     Platform {
         dram_bw: m.dram_bw,
@@ -48,8 +49,8 @@ pub fn platform(m: &ModelSpec) -> Platform {
         cacheline: 64.0,
         copy_bw: m.copy_bw,
         bw_peak: m.slow_bw,
-        cf_bw: 1.0,
-        cf_lat: 1.0,
+        cf_bw: m.cf_bw,
+        cf_lat: m.cf_lat,
         t1: 0.8,
         t2: 0.1,
     }
@@ -486,6 +487,8 @@ mod tests {
             dram_lat: 100e-9,
             slow_lat: 400e-9,
             copy_bw: 5e9,
+            cf_bw: 1.0,
+            cf_lat: 1.0,
         }
     }
 

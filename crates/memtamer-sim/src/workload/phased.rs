@@ -37,6 +37,8 @@ struct Access {
     obj: usize,
     lines: u64,
     rand: bool,
+    /// Pointer chasing: each load waits for the previous one.
+    dep: bool,
     write_fraction: f64,
 }
 
@@ -138,6 +140,7 @@ impl PhasedRank {
                             obj: prog.object_index(&a.object)?,
                             lines: a.bytes.div_ceil(LINE),
                             rand: a.pattern == Pattern::Rand,
+                            dep: a.dependent,
                             write_fraction: a.write_fraction,
                         })
                     })
@@ -360,7 +363,7 @@ impl PhasedRank {
             } else {
                 q.push_back(Op::Load {
                     addr,
-                    dep: false,
+                    dep: a.dep,
                     stream: !a.rand,
                 });
             }

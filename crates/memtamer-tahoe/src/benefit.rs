@@ -3,11 +3,13 @@
 //! in programs where a page is read once per task, such a promotion costs a
 //! slow-tier read plus a DRAM write to save one slow-tier pass, which does
 //! not pay. Here a page is promoted only when the time the model predicts
-//! it saves while resident exceeds the time its copy takes.
+//! it saves while resident exceeds the time its movement costs.
 //!
-//! * The saving per access of a task type is the hybrid model's gap
-//!   between its all-slow and all-DRAM times over its accesses, the slope
-//!   of Eq. 4.4: `(T_c_NVM - T_c_DRAM) / tot_mem_acc`.
+//! * The saving per access of a task type is the slope of the model's
+//!   partial-placement form at the all-slow end ([`saving_per_access`]):
+//!   Eq. 4.4's `(T_c_NVM - T_c_DRAM) / tot_mem_acc`, or the parallel-tiers
+//!   form's `T_c_NVM / tot_mem_acc`, whose saving stops at its knee (the
+//!   planner caps a task's own saving at its predicted gap to `T_c_DRAM`).
 //! * A page's saving sums, over the task being planned and the created,
 //!   not yet started tasks after it (the task graph's reuse), each task's
 //!   predicted accesses to the page (its type's re-based profile) times its
@@ -15,31 +17,78 @@
 //!   footprints, added up in creation order, fit the DRAM: beyond that
 //!   reuse distance the page is likely evicted before its reuse (the FIFO
 //!   of §4.3.5 evicts by task execution order).
-//! * The copy cost per page is a measured machine property (the caller
+//! * The copy time per page is a measured machine property (the caller
 //!   passes it, [`crate::plan::PlanConfig::copy_ns_per_page`]).
 //! * The cost a page is weighed against is the thesis's data-movement cost
 //!   (§3.4.1, which Tahoe's "avoid less beneficial data movement", §4.1,
-//!   rests on): Eq. 3.3, `COST = max(size / copy_bw - mem_comp_overlap,
-//!   0)`, the part of the copy the helper cannot overlap with the tasks
-//!   that run before the page's user starts (its look-ahead slack, net of
-//!   the copies queued ahead of it on the one helper), plus Eq. 3.4's
-//!   `extra_COST`, the copy to the slow tier of the page that must leave
-//!   when DRAM is full. Eq. 3.4's weight `w = BFT - COST - extra_COST`
-//!   must be positive for the page to move ([`HelperClock`]).
+//!   rests on): "The data movement cost can be simply calculated based on
+//!   data size and memory copy bandwidth between NVM and DRAM, which is
+//!   (data_size / mem_copy_bw)" (§3.4.1), less what the helper overlaps
+//!   with execution: Eq. 3.3, `COST = max(size / copy_bw -
+//!   mem_comp_overlap, 0)`, plus Eq. 3.4's `extra_COST` for the page that
+//!   must leave when DRAM is full; `w = BFT - COST - extra_COST` must be
+//!   positive for the page to move ([`HelperClock`]).
+//! * The copy's bandwidth is the tasks' bandwidth: the helper reads the
+//!   page from the slow tier and writes it to DRAM over the same channels
+//!   the running tasks use, and the eviction writes a page back to the
+//!   slow tier. Overlap hides the copy's *time* from the task that waits
+//!   for the page, not the *traffic* it puts on a tier the other tasks
+//!   wait for. So each move is also charged its traffic
+//!   ([`traffic_ns`]): every line it moves over the slow tier costs what
+//!   one slow-tier access costs a task in the model (the same slope as the
+//!   saving), and a line over DRAM what one DRAM access costs, which both
+//!   forms make zero (`T_c_DRAM` is a constant in Eq. 4.4 and in the
+//!   parallel form). Reads and writes cost the same, as the thesis models
+//!   them (§4.3.7: "we do not distinguish memory read and write").
 
 use crate::fasthash::{PageMap, PageSet};
-use crate::model::HybridModel;
+use crate::model::{HybridModel, PartialForm};
 use crate::profile::{ProfileDb, TypeProfile};
 use crate::task::Task;
 
+/// Bytes per memory line: the unit of the profiles' access counts and of
+/// a copy's traffic (a page moves as `page / LINE` line transfers).
+pub const LINE: u64 = 64;
+
 /// Predicted ns saved per access moved from the slow tier to DRAM for a
-/// task of profile `p` (the slope of Eq. 4.4; 0 if the model predicts no
-/// gain or the profile has no accesses).
+/// task of profile `p`: the slope of the model's partial-placement form at
+/// the all-slow end. Eq. 4.4 (additive): `(T_c_NVM - T_c_DRAM) /
+/// tot_mem_acc`, constant along the line. Parallel tiers, `max(p·T_c_NVM,
+/// T_c_DRAM)`: `T_c_NVM / tot_mem_acc` down to the knee `p = T_c_DRAM /
+/// T_c_NVM`, where the saving stops (the planner caps a task's own saving
+/// at its gap, [`task_gap_ns`]). 0 if the model predicts no gain or the
+/// profile has no accesses.
 pub fn saving_per_access(model: &HybridModel, p: &TypeProfile) -> f64 {
     if p.total_accesses <= 0.0 {
         return 0.0;
     }
-    ((p.t_slow_ns - model.t_dram(p)) / p.total_accesses).max(0.0)
+    let t_dram = model.t_dram(p);
+    if p.t_slow_ns <= t_dram {
+        return 0.0;
+    }
+    match model.form {
+        PartialForm::Additive => (p.t_slow_ns - t_dram) / p.total_accesses,
+        PartialForm::ParallelTiers => p.t_slow_ns / p.total_accesses,
+    }
+}
+
+/// What a task of profile `p` can still gain with `slow_acc` of its
+/// accesses in the slow tier: its predicted time now less its all-DRAM
+/// time (ns). A page's saving for its own task never exceeds what is left
+/// of this gap (the parallel form's knee; under Eq. 4.4 the slope times
+/// the slow accesses equals it, so the cap never binds).
+pub fn task_gap_ns(model: &HybridModel, p: &TypeProfile, slow_acc: f64) -> f64 {
+    (model.t_partial(p, slow_acc) - model.t_dram(p)).max(0.0)
+}
+
+/// Predicted task time (ns) that one page's traffic over the slow tier
+/// costs the tasks sharing that tier: `lines` line transfers, each costing
+/// what one slow-tier access costs a task of profile `p` in the model (the
+/// slope of [`saving_per_access`]; a DRAM line costs nothing in either
+/// form). A promotion reads a page from the slow tier (`lines` slow lines,
+/// `lines` DRAM lines); an eviction writes one back (the reverse).
+pub fn traffic_ns(model: &HybridModel, p: &TypeProfile, lines: f64) -> f64 {
+    lines * saving_per_access(model, p)
 }
 
 /// Predicted saving (ns) of each page if it sits in DRAM while the tasks of
@@ -96,17 +145,22 @@ pub struct HelperClock {
 }
 
 impl HelperClock {
-    /// Eq. 3.3 + Eq. 3.4 for one page: with `copy_ns` per page copy, a page
-    /// for a task starting `slack_ns` from now costs its unoverlapped copy
-    /// time plus, when DRAM is full, the eviction's copy. Returns the cost
+    /// Eq. 3.3 + Eq. 3.4 for one page, with `copy_ns` per page copy on the
+    /// helper and `traffic_ns` the task time one page's slow-tier traffic
+    /// costs ([`traffic_ns`]). A page for a task starting `slack_ns` from
+    /// now costs the part of its copy the helper does not finish by then
+    /// (`COST`, Eq. 3.3: the helper first evicts when DRAM is full, then
+    /// promotes), plus its read from the slow tier; when DRAM is full, the
+    /// eviction's write to the slow tier is `extra_COST` (Eq. 3.4; its
+    /// helper time is already in the promotion's `COST`). Returns the cost
     /// and whether the promotion evicts.
-    pub fn cost(&self, copy_ns: f64, slack_ns: f64) -> (f64, bool) {
+    pub fn cost(&self, copy_ns: f64, slack_ns: f64, traffic_ns: f64) -> (f64, bool) {
         let evicts = self.free_pages == 0;
-        let extra = if evicts { copy_ns } else { 0.0 };
-        // the helper does the eviction and the promotion, in that order
-        let done = self.busy_ns + copy_ns + extra;
-        let exposed = (done - slack_ns.max(0.0)).clamp(0.0, copy_ns);
-        (exposed + extra, evicts)
+        let helper = if evicts { 2.0 * copy_ns } else { copy_ns };
+        let done = self.busy_ns + helper;
+        let exposed = (done - slack_ns.max(0.0)).clamp(0.0, helper);
+        let extra = if evicts { traffic_ns } else { 0.0 };
+        (exposed + traffic_ns + extra, evicts)
     }
 
     /// The page was planned: the helper's queue and DRAM take it.
@@ -183,31 +237,33 @@ mod tests {
     }
 
     #[test]
-    fn overlapped_copies_cost_nothing_and_evictions_cost_a_copy() {
+    fn overlapped_copies_cost_their_traffic_and_evictions_their_copy_back() {
         let c = HelperClock {
             busy_ns: 0.0,
             free_pages: 1,
         };
-        // the task starts 5 us ahead: the copy is hidden (Eq. 3.3)
-        assert_eq!(c.cost(1000.0, 5000.0), (0.0, false));
+        // the task starts 5 us ahead: the copy's time is hidden (Eq. 3.3),
+        // its 300 ns of slow-tier traffic is not
+        assert_eq!(c.cost(1000.0, 5000.0, 300.0), (300.0, false));
         // no slack (the task starts now): the whole copy is exposed
-        assert_eq!(c.cost(1000.0, 0.0), (1000.0, false));
+        assert_eq!(c.cost(1000.0, 0.0, 300.0), (1300.0, false));
         // 400 ns of slack hides 400 ns of the copy
-        assert_eq!(c.cost(1000.0, 400.0), (600.0, false));
+        assert_eq!(c.cost(1000.0, 400.0, 0.0), (600.0, false));
         // the helper is 4.5 us behind: only 500 ns of the slack is left
         let busy = HelperClock {
             busy_ns: 4500.0,
             free_pages: 1,
         };
-        assert_eq!(busy.cost(1000.0, 5000.0), (500.0, false));
-        // DRAM full: the eviction's copy is extra_COST (Eq. 3.4), and the
-        // helper needs 2 us for the pair
+        assert_eq!(busy.cost(1000.0, 5000.0, 0.0), (500.0, false));
+        // DRAM full: the helper evicts first (2 us for the pair), and the
+        // eviction's write to the slow tier is extra_COST (Eq. 3.4)
         let mut full = HelperClock {
             busy_ns: 0.0,
             free_pages: 0,
         };
-        assert_eq!(full.cost(1000.0, 1500.0), (1500.0, true));
-        assert_eq!(full.cost(1000.0, 5000.0), (1000.0, true));
+        assert_eq!(full.cost(1000.0, 1500.0, 300.0), (500.0 + 600.0, true));
+        assert_eq!(full.cost(1000.0, 5000.0, 300.0), (600.0, true));
+        assert_eq!(full.cost(1000.0, 0.0, 0.0), (2000.0, true));
         full.take(1000.0, true);
         assert_eq!(full.busy_ns, 2000.0);
         let mut one = c;
@@ -216,8 +272,54 @@ mod tests {
     }
 
     #[test]
+    fn a_hidden_copy_of_a_page_read_once_does_not_pay() {
+        // One pass over a page (64 lines) saves 64 x 10 ns; moving it reads
+        // the same 64 lines from the slow tier, which costs the tasks as
+        // much. Copy time fully hidden, DRAM free: the cost without the
+        // traffic (Eq. 3.3 alone) was 0 and the page moved.
+        let c = HelperClock {
+            busy_ns: 0.0,
+            free_pages: 8,
+        };
+        let db = db();
+        let p = db.get(&task(2, 100, 4)).unwrap();
+        let m = model();
+        let traffic = traffic_ns(&m, p, (P / LINE) as f64);
+        assert!((traffic - 640.0).abs() < 1e-9);
+        let (cost, _) = c.cost(1000.0, 1e9, traffic);
+        assert!(!worth_moving(64.0, saving_per_access(&m, p), 0.0, cost));
+        // two passes while resident pay
+        assert!(worth_moving(128.0, saving_per_access(&m, p), 0.0, cost));
+    }
+
+    #[test]
+    fn the_parallel_form_saves_its_own_slope_down_to_its_knee() {
+        let db = db();
+        let p = db.get(&task(2, 100, 4)).unwrap();
+        let par = HybridModel {
+            form: PartialForm::ParallelTiers,
+            ..model()
+        };
+        // T_c_NVM / tot_mem_acc = 10000 / 256
+        assert!((saving_per_access(&par, p) - 10_000.0 / 256.0).abs() < 1e-9);
+        // the gap: all slow 10000 - 7440; at the knee p = 0.744 none left
+        assert!((task_gap_ns(&par, p, 256.0) - 2560.0).abs() < 1e-9);
+        assert_eq!(task_gap_ns(&par, p, 0.744 * 256.0), 0.0);
+        // Eq. 4.4: the gap shrinks linearly, slope x slow accesses
+        let m = model();
+        assert!((task_gap_ns(&m, p, 128.0) - 128.0 * 10.0).abs() < 1e-9);
+        // no gain predicted: no saving, no traffic charge
+        let flat = HybridModel {
+            fallback: LinearAccess { beta_ns: 0.0 },
+            ..par
+        };
+        assert_eq!(saving_per_access(&flat, p), 0.0);
+        assert_eq!(traffic_ns(&flat, p, 64.0), 0.0);
+    }
+
+    #[test]
     fn single_use_pages_whose_copy_costs_more_stay() {
-        // one pass (64 accesses x 10 ns) against a 1000 ns copy
+        // one pass (64 accesses x 10 ns) against a 1000 ns cost
         assert!(!worth_moving(64.0, 10.0, 0.0, 1000.0));
         // reused by a later task: 1280 ns saved
         assert!(worth_moving(64.0, 10.0, 640.0, 1000.0));

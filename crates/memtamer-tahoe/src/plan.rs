@@ -7,7 +7,9 @@
 //! task's hottest re-based pages in one batch per task (one `move_pages`
 //! call, one TLB flush: §4.3.6 optimisation 2).
 
-use crate::benefit::{future_savings, saving_per_access, worth_moving, HelperClock};
+use crate::benefit::{
+    future_savings, saving_per_access, task_gap_ns, traffic_ns, worth_moving, HelperClock,
+};
 use crate::fasthash::{PageMap, PageSet};
 use crate::model::HybridModel;
 use crate::profile::{ProfileDb, TypeProfile};
@@ -29,9 +31,13 @@ pub struct PlanConfig {
     /// Cost of copying one page between the tiers, ns (a measured machine
     /// property). `Some`: promote only pages whose predicted saving
     /// exceeds their movement cost, Eq. 3.3 (the copy time the look-ahead
-    /// slack does not hide) plus Eq. 3.4's eviction copy
-    /// ([`crate::benefit`]); `None`: promote whatever fits (the thesis's
-    /// §4.3.3 planner).
+    /// slack does not hide) plus the copy's slow-tier traffic and, when
+    /// DRAM is full, Eq. 3.4's eviction write-back ([`crate::benefit`]);
+    /// `None`: promote whatever fits (the thesis's §4.3.3 planner). The
+    /// check counts a page's traffic as `page / 64` line accesses, the
+    /// unit of sampled profiles (the simulator's per-page line counts);
+    /// [`TypeProfile::uniform`] counts one access per page, so the OMPT
+    /// tool, which has no sampler yet, runs without the check.
     pub copy_ns_per_page: Option<f64>,
 }
 
@@ -297,6 +303,7 @@ impl Planner {
             free_pages: self.dram.free(),
         };
         let mut costed = PageSet::default();
+        let lines_per_page = (page / crate::benefit::LINE) as f64;
         for (k, t) in group.iter().enumerate() {
             let Some(p) = self.db.get(t) else {
                 return Vec::new();
@@ -308,8 +315,13 @@ impl Planner {
                 .into_iter()
                 .filter(|(pg, _)| !self.dram.contains(*pg))
                 .collect();
-            base_slow.push(v.iter().map(|x| x.1).sum());
+            let slow0: f64 = v.iter().map(|x| x.1).sum();
+            base_slow.push(slow0);
             let sl = slack.get(k).copied().unwrap_or(0.0);
+            // one page's traffic over the slow tier, in this task's terms
+            let traffic = traffic_ns(&self.model, p, lines_per_page);
+            // what the task can still gain (the parallel form's knee)
+            let mut gap = task_gap_ns(&self.model, p, slow0);
             // hottest first: the helper copies them in this order
             let keep: Vec<(u64, f64)> = v
                 .into_iter()
@@ -321,11 +333,13 @@ impl Planner {
                         return true; // a co-runner's copy already pays
                     }
                     let l = later.get(&pg).copied().unwrap_or(0.0);
-                    let (cost, evicts) = clock.cost(copy, sl);
-                    let ok = worth_moving(a, per, l, cost);
+                    let own = (a * per).min(gap);
+                    let (cost, evicts) = clock.cost(copy, sl, traffic);
+                    let ok = worth_moving(own, 1.0, l, cost);
                     if ok {
                         clock.take(copy, evicts);
                         costed.insert(pg);
+                        gap -= own;
                     }
                     ok
                 })

@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::LinearAccess;
+use crate::model::{LinearAccess, PartialForm};
 use crate::task::{Access, DataObject};
 
 const P: u64 = 4096;
@@ -241,16 +241,17 @@ fn ready_entry_plans_known_types_only_and_guards_the_queue() {
 
 #[test]
 fn cost_benefit_skips_single_use_pages_and_takes_reused_ones() {
-    // representative: one pass (64 accesses) over each of 4 pages,
-    // 10 ns saved per access: 640 ns per page and task
-    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 64.0)).collect();
+    // representative: two passes (128 accesses) over each of 4 pages,
+    // 10 ns saved per access: 1280 ns per page and task; moving a page
+    // reads its 64 lines from the slow tier: 640 ns of traffic
+    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 128.0)).collect();
     let r = task(1, 7, &[(0, 4)]);
     let b = task(2, 7, &[(10, 4)]);
     let later = task(3, 7, &[(10, 4)]);
     for (copy, future, expect) in [
-        (1000.0, vec![], 0),              // single use: 640 < 1000
-        (1000.0, vec![later.clone()], 4), // reused once more: 1280 > 1000
-        (500.0, vec![], 4),               // a cheap copy pays even once
+        (1000.0, vec![], 0),              // 1280 < 1000 + 640
+        (1000.0, vec![later.clone()], 4), // reused once more: 2560 > 1640
+        (500.0, vec![], 4),               // a cheap copy pays: 1280 > 1140
     ] {
         let mut pl = costed(8, copy);
         pl.decide(&r, &[], &[]);
@@ -258,6 +259,55 @@ fn cost_benefit_skips_single_use_pages_and_takes_reused_ones() {
         let (batches, _) = pl.plan_ready(std::slice::from_ref(&b), &[], &future);
         let moved: usize = batches.iter().map(|x| x.pages.len()).sum();
         assert_eq!(moved, expect, "copy {copy}, {} later", future.len());
+    }
+}
+
+#[test]
+fn a_page_read_once_never_pays_its_slow_tier_read_even_when_hidden() {
+    // one pass (64 accesses x 10 ns) per page, 4 us of slack per page
+    // (the copy's time is hidden): the move's read of 64 lines from the
+    // slow tier costs what the pass saves, so nothing moves (the check
+    // without the copy's traffic moved all four)
+    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 64.0)).collect();
+    let r = task(1, 7, &[(0, 4)]);
+    let b = task(2, 7, &[(10, 4)]);
+    let mut pl = costed(8, 1.0);
+    pl.decide(&r, &[], &[]);
+    pl.completed(&r, 10_000.0, Some(&samples));
+    let (batches, _) = pl.plan_ready_slack(std::slice::from_ref(&b), &[1e6], &[], &[]);
+    assert!(batches.is_empty(), "{batches:?}");
+}
+
+#[test]
+fn the_parallel_form_moves_pages_only_down_to_its_knee() {
+    // 4 pages x 256 accesses, T_slow 10 us, beta 1 ns: T_dram 8976 ns.
+    // Parallel form: 9.8 ns saved per access, but the task gains at most
+    // 1024 ns in all (the knee): one page's move pays (1024 > 625 of
+    // traffic), a second saves nothing. Eq. 4.4 (1 ns per access): each
+    // page saves 256 > 64 + 1, all four move.
+    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 256.0)).collect();
+    let r = task(1, 7, &[(0, 4)]);
+    let b = task(2, 7, &[(10, 4)]);
+    for (form, expect) in [(PartialForm::ParallelTiers, 1), (PartialForm::Additive, 4)] {
+        let mut pl = Planner::new(
+            PlanConfig {
+                page: P,
+                corun: 2,
+                max_units: 64,
+                copy_ns_per_page: Some(1.0),
+            },
+            HybridModel {
+                counters: None,
+                fallback: LinearAccess { beta_ns: 1.0 },
+                form,
+            },
+            8,
+        );
+        pl.decide(&r, &[], &[]);
+        pl.completed(&r, 10_000.0, Some(&samples));
+        let (batches, _) = pl.plan_ready_slack(std::slice::from_ref(&b), &[1e6], &[], &[]);
+        let moved: usize = batches.iter().map(|x| x.pages.len()).sum();
+        assert_eq!(moved, expect, "{form:?}");
     }
 }
 
@@ -276,8 +326,9 @@ fn a_representative_partly_in_dram_is_profiled_at_its_all_slow_time() {
 
 #[test]
 fn a_full_dram_charges_the_eviction_and_slack_hides_the_copy() {
-    // 64 accesses x 10 ns = 640 ns saved per page and task; copy 500 ns
-    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 64.0)).collect();
+    // 160 accesses x 10 ns = 1600 ns saved per page and task; copy 500 ns
+    // on the helper; 640 ns of slow-tier traffic per page moved each way
+    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 160.0)).collect();
     let r = task(1, 7, &[(0, 4)]);
     let b = task(2, 7, &[(10, 4)]);
     let moved = |pl: &mut Planner, slack: &[f64]| -> usize {
@@ -290,16 +341,17 @@ fn a_full_dram_charges_the_eviction_and_slack_hides_the_copy() {
             .map(|x| x.pages.len())
             .sum()
     };
-    // free DRAM, no slack: 640 > 500, all four move
+    // free DRAM, no slack: 1600 > 500 + 640, all four move
     assert_eq!(moved(&mut costed(8, 500.0), &[]), 4);
-    // DRAM full (first-touch pages adopted): each promotion also pays the
-    // eviction's copy, 1000 > 640, nothing moves (Eq. 3.4's extra_COST)
+    // DRAM full (first-touch pages adopted): each promotion waits for the
+    // eviction too and pays its write back (Eq. 3.4's extra_COST):
+    // 1000 + 640 + 640 > 1600, nothing moves
     let mut full = costed(4, 500.0);
     full.adopt(&[100, 101, 102, 103]);
     assert_eq!(moved(&mut full, &[]), 0);
     // the same with 2.2 us of slack: the helper needs 1 us per page
     // (eviction + promotion); two promotions are hidden (cost: the
-    // eviction, 500 < 640), the third ends 800 ns late (500 + 500 > 640)
+    // traffic, 1280 < 1600), the third ends 800 ns late (2080 > 1600)
     let mut full = costed(4, 500.0);
     full.adopt(&[100, 101, 102, 103]);
     assert_eq!(moved(&mut full, &[2200.0]), 2);
@@ -307,14 +359,15 @@ fn a_full_dram_charges_the_eviction_and_slack_hides_the_copy() {
 
 #[test]
 fn a_measured_copy_cost_replaces_the_prior_only_when_checking() {
-    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 64.0)).collect();
+    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 128.0)).collect();
     let r = task(1, 7, &[(0, 4)]);
     let b = task(2, 7, &[(10, 4)]);
     let mut pl = costed(8, 500.0);
     pl.set_copy_ns(f64::NAN); // ignored
     pl.set_copy_ns(0.0); // ignored
     assert_eq!(pl.copy_ns(), Some(500.0));
-    // this run's copies take 1 us a page: one pass (640 ns) no longer pays
+    // this run's copies take 1 us a page: two passes (1280 ns) no longer
+    // pay for the copy and its traffic (1000 + 640)
     pl.set_copy_ns(1000.0);
     pl.decide(&r, &[], &[]);
     pl.completed(&r, 10_000.0, Some(&samples));

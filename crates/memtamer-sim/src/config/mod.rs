@@ -26,8 +26,8 @@ pub use overrides::{apply_override, parse_value, set_dotted};
 pub use platform::{
     BusSchedulerKind, ChannelSpec, CpuParams, DramBankParams, DramParams, Expectation, MemKind,
     MemoryDirectory, MemoryParams, PagePolicy, Platform, PmParams, PmWriteCompletion, RegionSpec,
-    RemoteTracking, RequestTableScope, RmwRead, UncoreParams, XpBufferPolicy, LOCAL_DRAM,
-    LOCAL_DRAM_INDEX,
+    RemoteTracker, RemoteTracking, RequestTableScope, RmwRead, UncoreParams, XpBufferPolicy,
+    LOCAL_DRAM, LOCAL_DRAM_INDEX,
 };
 pub use profiles::{cpu_profile, CpuProfile, CPU_PROFILES, PROFILE_CLOCK_GHZ};
 pub use scenario::{Check, CheckKind, JobSpec, PaperPoint, PlotSpec, Scenario, SweepSpec};

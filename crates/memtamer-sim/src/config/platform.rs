@@ -95,6 +95,41 @@ pub struct UncoreParams {
     /// granted the line; see [`MemoryDirectory`]).
     #[serde(default, skip_serializing_if = "MemoryDirectory::is_none")]
     pub directory: MemoryDirectory,
+    /// Which home-side tracker a remote request (with `remote_tracking =
+    /// "home"`) holds from its arrival until its completion: its memory
+    /// controller's request table (`imc`, the default: the model so far) or
+    /// one tracker per socket in the home's caching/home agents (`cha`:
+    /// Skylake-SP's CHAs, each the home of an address slice of the whole
+    /// socket, track requests arriving over UPI in their TOR), whose
+    /// fullness stalls every new request of that socket; see [`RemoteTracker`].
+    #[serde(default, skip_serializing_if = "RemoteTracker::is_imc")]
+    pub remote_tracker: RemoteTracker,
+}
+
+/// Where a remote request's home-side entry lives (see
+/// [`UncoreParams::remote_tracker`]).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RemoteTracker {
+    /// The request table of the home memory controller (or of the home
+    /// socket with `request_table_scope = "socket"`).
+    #[default]
+    Imc,
+    /// The home socket's caching/home agents (CHA): Intel Xeon Scalable
+    /// Uncore Performance Monitoring Reference Manual, CHA chapter: each CHA
+    /// is the home agent of a hashed slice of all of the socket's memory and
+    /// tracks every request, those arriving over UPI included, in its table
+    /// of requests (TOR). So a remote request holds an entry of a
+    /// socket-wide tracker (`request_table` entries), not of its iMC's, and
+    /// while that tracker is full no new request of the socket, local or
+    /// remote, is taken in (head-of-line at the CHA ingress).
+    Cha,
+}
+
+impl RemoteTracker {
+    fn is_imc(&self) -> bool {
+        *self == RemoteTracker::Imc
+    }
 }
 
 /// The multi-socket coherence directory (see [`UncoreParams::directory`]).

@@ -28,8 +28,8 @@ pub use gate::GATE_BYPASS_BYTES;
 pub use sampler::{Sampler, StoreSample};
 
 use crate::config::{
-    MemKind, MemoryDirectory, Platform, RemoteTracking, RequestTableScope, Scenario, WorkloadSpec,
-    LOCAL_DRAM, LOCAL_DRAM_INDEX,
+    MemKind, MemoryDirectory, Platform, RemoteTracker, RemoteTracking, RequestTableScope, Scenario,
+    WorkloadSpec, LOCAL_DRAM, LOCAL_DRAM_INDEX,
 };
 use crate::event_queue::{Ev, EventQueue};
 use crate::histogram::Histogram;
@@ -276,6 +276,11 @@ impl Engine {
         } else {
             1
         };
+        // with `uncore.remote_tracker = "cha"`, one more table per socket
+        // (after the controllers' tables): the home CHAs' tracker
+        let cha_tracker = p.uncore.remote_tracker == RemoteTracker::Cha;
+        let tables =
+            p.cpu.sockets * tables_per_socket + if cha_tracker { p.cpu.sockets } else { 0 };
         let table_of_channel: Vec<u32> = p
             .channels
             .iter()
@@ -341,8 +346,9 @@ impl Engine {
                 slice: ps(p.cpu.time_slice_us * 1000.0),
             },
             uncore: Uncore {
-                overflow_used: vec![0; (p.cpu.sockets * tables_per_socket) as usize],
-                stalled: vec![VecDeque::new(); (p.cpu.sockets * tables_per_socket) as usize],
+                overflow_used: vec![0; tables as usize],
+                stalled: vec![VecDeque::new(); tables as usize],
+                cha_base: cha_tracker.then_some(p.cpu.sockets * tables_per_socket),
                 overflow_cap: p.uncore.request_table,
                 tables_per_socket,
                 table_of_channel,

@@ -23,6 +23,10 @@ pub(super) struct Uncore {
     /// Tables per socket: the number of memory controllers of the largest
     /// socket with `uncore.request_table_scope = "imc"`, else 1.
     pub(super) tables_per_socket: u32,
+    /// With `uncore.remote_tracker = "cha"`: the index of socket 0's CHA
+    /// tracker (socket `s`'s is `cha_base + s`), which remote requests
+    /// tracked at home hold and whose fullness stalls the socket's ingress.
+    pub(super) cha_base: Option<u32>,
     /// Per channel, its memory controller's index within its socket (0 when
     /// there is one table per socket).
     pub(super) table_of_channel: Vec<u32>,
@@ -186,6 +190,9 @@ impl Engine {
     pub(super) fn tracking(&self, src: u32, ch: u32, socket: u32) -> (bool, u32) {
         let remote = socket != src;
         let s = if remote && self.uncore.remote_home {
+            if let Some(base) = self.uncore.cha_base {
+                return (true, base + socket);
+            }
             socket
         } else {
             src
@@ -196,8 +203,31 @@ impl Engine {
         )
     }
 
+    /// A request reached the caching agents of its channel's socket. With
+    /// the CHA tracker (`uncore.remote_tracker = "cha"`), a local request
+    /// first passes that socket's CHA ingress, which is stalled while the
+    /// tracker is full of remote requests (or requests wait there already).
     #[inline]
     pub(super) fn at_imc(&mut self, r: u32) {
+        if let Some(base) = self.uncore.cha_base {
+            let q = &self.reqs[r as usize];
+            if !(q.remote && self.uncore.remote_home) {
+                let cha = (base + self.channels[q.channel as usize].socket) as usize;
+                if !self.uncore.stalled[cha].is_empty()
+                    || self.uncore.overflow_used[cha] >= self.uncore.overflow_cap
+                {
+                    self.uncore.stalled[cha].push_back(r);
+                    return;
+                }
+            }
+        }
+        self.at_table(r);
+    }
+
+    /// A request enters its own request table's ingress: in order behind
+    /// the requests stalled there, if any.
+    #[inline]
+    fn at_table(&mut self, r: u32) {
         let s = self.reqs[r as usize].ts as usize;
         if self.uncore.stalled[s].is_empty() {
             self.try_enter(r);
@@ -271,7 +301,13 @@ impl Engine {
             let Some(r) = self.uncore.stalled[s].pop_front() else {
                 break;
             };
-            self.try_enter(r);
+            if self.reqs[r as usize].ts == table {
+                self.try_enter(r);
+            } else {
+                // a local request let through the CHA ingress: on to its
+                // memory controller's table (it holds no CHA entry)
+                self.at_table(r);
+            }
         }
     }
 

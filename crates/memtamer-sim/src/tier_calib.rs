@@ -22,7 +22,7 @@ use crate::config::phased::PlacementSpec;
 use crate::config::phased::{AccessSpec, ModelSpec, ObjectSpec, PhaseSpec, PhasedProgram};
 use crate::config::{Pattern, Platform};
 use crate::error::SimError;
-use crate::tier_eval::run_program;
+use crate::tier_run::run_program;
 use memtamer_core::unimem::calibrate::{fit, CalKind, CalRun, Factors};
 
 /// Bytes of a calibration object (per rank).

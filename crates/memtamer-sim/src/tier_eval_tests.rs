@@ -1,6 +1,8 @@
 //! Tests of `tier_eval.rs`.
 
 use super::*;
+use crate::config::{JobSpec, Scenario, WorkloadSpec};
+use crate::engine::{Engine, EngineConfig};
 use crate::runner::metrics;
 
 /// Idle load latency of `region` on `p` (one latency probe).

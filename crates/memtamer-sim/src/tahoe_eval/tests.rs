@@ -118,10 +118,17 @@ fn policies_respect_the_dram_capacity() {
             assert_eq!(r.tier.bytes_moved, 0);
         }
         if r.policy.starts_with("tahoe") {
-            // one representative (one type), then placements that move pages
+            // one representative (one type), then placements; without the
+            // check they move pages; with it, none: each page gets about 8
+            // updates per task (1/8 per line), far below the two passes
+            // of slow-tier traffic a move into the full DRAM costs
             let c: BTreeMap<_, _> = r.counters.iter().copied().collect();
             assert_eq!(c["profiled"], 1.0);
-            assert!(c["promoted_pages"] > 0.0 && r.tier.bytes_moved > 0);
+            if r.policy == "tahoe-nocheck" {
+                assert!(c["promoted_pages"] > 0.0 && r.tier.bytes_moved > 0);
+            } else {
+                assert_eq!(c["promoted_pages"], 0.0, "{}", r.policy);
+            }
             assert_eq!(r.records.iter().filter(|x| x.profiled).count(), 1);
             assert!(
                 r.records

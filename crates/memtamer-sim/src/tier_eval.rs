@@ -452,7 +452,7 @@ pub fn markdown(results: &[PlatformResult]) -> String {
         };
         let _ = writeln!(
             s,
-            "Constant factors (§3.4.1, fitted on this platform): {} from the STREAM triad, all ranks; {} from a single-threaded pointer chase.\n",
+            "Constant factors (§3.4.1, fitted on this platform): {} from the STREAM triad, all ranks; {} from a single-threaded pointer chase (reported, not planned with: the latency constants are per access at the ranks' own memory-level parallelism; Unimem plans with CF_bw and CF_lat 1).\n",
             fac("CF_bw", &f.bw),
             fac("CF_lat", &f.lat)
         );

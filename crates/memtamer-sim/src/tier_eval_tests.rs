@@ -190,8 +190,13 @@ fn placement_decides_where_accesses_go_and_migrations_are_traffic() {
     assert_eq!(dram.stats.moves + slow.stats.moves, 0);
     // Unimem: profiled iteration in place, then moves that take time,
     // never more DRAM than the budget, exposed time within copy time
-    let model = calibrate(&p, s.ranks, slow_region(&p)).unwrap().model;
+    let cal = calibrate(&p, s.ranks, slow_region(&p)).unwrap();
+    let model = cal.model;
     assert!(model.slow_lat > 2.0 * model.dram_lat, "{model:?}");
+    // the chase's CF_lat is fitted (a serial miss costs more than an
+    // access at the ranks' parallelism) but not planned with
+    assert!(cal.factors.lat.value > 1.0, "{:?}", cal.factors);
+    assert_eq!(model.cf_lat, 1.0);
     // without the initial placement everything starts slow, so the
     // decision must move objects in
     let u = run(

@@ -388,6 +388,27 @@ mod tests {
         assert_eq!(e.uncore.tables_per_socket, 2);
     }
 
+    #[test]
+    fn a_remote_request_uses_its_home_sockets_cha_tracker() {
+        // ahn: 2 sockets x 2 iMCs, plus one CHA tracker per socket
+        let e = engine_with(
+            "ahn",
+            &[
+                ("uncore.request_table_scope", "imc"),
+                ("uncore.remote_tracker", "cha"),
+            ],
+        );
+        assert_eq!(e.uncore.cha_base, Some(4));
+        assert_eq!(e.uncore.overflow_used.len(), 6);
+        // channel 9 (D1) is on socket 1, iMC 1: from socket 0 it is remote
+        // and tracked by socket 1's CHAs; from socket 1 by its iMC's table
+        assert_eq!(e.tracking(0, 9, 1), (true, 5));
+        assert_eq!(e.tracking(1, 9, 1), (false, 3));
+        // the ablation keeps the home iMC's table
+        let e = engine_with("ahn", &[("uncore.remote_tracker", "imc")]);
+        assert_eq!(e.uncore.cha_base, None);
+    }
+
     fn region(p: &Platform, name: &str) -> u8 {
         p.regions.iter().position(|r| r.name == name).unwrap() as u8
     }

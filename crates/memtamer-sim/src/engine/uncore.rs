@@ -360,13 +360,26 @@ mod tests {
 
     #[test]
     fn each_memory_controller_has_its_own_request_table() {
+        // (without the CHA trackers the platforms add after the iMCs' tables)
         // pats-dimc: DRAM on A/B/C (iMC 0), PM on D (iMC 1)
-        let e = engine_with("pats-dimc", &[("uncore.request_table_scope", "imc")]);
+        let e = engine_with(
+            "pats-dimc",
+            &[
+                ("uncore.request_table_scope", "imc"),
+                ("uncore.remote_tracker", "imc"),
+            ],
+        );
         let tables: Vec<u32> = (0..4).map(|ch| e.tracking(0, ch, 0).1).collect();
         assert_eq!(tables, vec![0, 0, 0, 1]);
         assert_eq!(e.uncore.overflow_used.len(), 2);
         // the ablation shares one table over the socket
-        let e = engine_with("pats-dimc", &[("uncore.request_table_scope", "socket")]);
+        let e = engine_with(
+            "pats-dimc",
+            &[
+                ("uncore.request_table_scope", "socket"),
+                ("uncore.remote_tracker", "imc"),
+            ],
+        );
         let tables: Vec<u32> = (0..4).map(|ch| e.tracking(0, ch, 0).1).collect();
         assert_eq!(tables, vec![0, 0, 0, 0]);
         assert_eq!(e.uncore.overflow_used.len(), 1);
@@ -375,7 +388,13 @@ mod tests {
     #[test]
     fn a_remote_request_uses_its_home_controllers_table() {
         // ahn: 2 sockets x 2 iMCs; channel 9 is on socket 1
-        let e = engine_with("ahn", &[("uncore.request_table_scope", "imc")]);
+        let e = engine_with(
+            "ahn",
+            &[
+                ("uncore.request_table_scope", "imc"),
+                ("uncore.remote_tracker", "imc"),
+            ],
+        );
         let ch = 9;
         let (socket, imc) = (
             e.channels[ch as usize].socket,

@@ -1094,6 +1094,12 @@ fn job_groups_sum_their_jobs_metrics() {
 /// MBW on socket 0 beside 8 fio-like writers on `fio_node` writing the PM
 /// of socket 0 (Ahn Fig. 2a), MBW over alone, with the given remote tracking.
 fn mbw_beside_pm_writers(fio_node: &str, tracking: &str) -> f64 {
+    mbw_beside_pm_writers_with(fio_node, tracking, "cha")
+}
+
+/// [`mbw_beside_pm_writers`] with the given home-side tracker
+/// (`uncore.remote_tracker`).
+fn mbw_beside_pm_writers_with(fio_node: &str, tracking: &str, tracker: &str) -> f64 {
     let s = load_scenario("ahn-fig2a").unwrap();
     let run = |writers: i64| {
         let s = s
@@ -1103,6 +1109,10 @@ fn mbw_beside_pm_writers(fio_node: &str, tracking: &str) -> f64 {
                 (
                     "platform.uncore.remote_tracking".into(),
                     parse_value(tracking),
+                ),
+                (
+                    "platform.uncore.remote_tracker".into(),
+                    parse_value(tracker),
                 ),
                 ("duration_ms".into(), toml::Value::Float(2.0)),
             ])
@@ -1116,14 +1126,30 @@ fn mbw_beside_pm_writers(fio_node: &str, tracking: &str) -> f64 {
 #[test]
 fn remote_writers_hurt_the_home_socket_only_with_home_tracking() {
     // home tracking (the default): writers on socket 1 hold socket 0's
-    // request table and stall its DRAM traffic, far more than the same
-    // writers on socket 0 (Ahn Fig. 2a); the requester ablation loses it
+    // CHA tracker and stall its DRAM traffic, far more than the same
+    // writers on socket 0 (Ahn Fig. 2a); the requester ablation loses it:
+    // the home socket then sees only the writes themselves, no more than
+    // local writers do (measured at 2 ms: 0.27 / 0.80 / 0.93)
     let home = mbw_beside_pm_writers("remote", "home");
     let local = mbw_beside_pm_writers("local", "home");
     let requester = mbw_beside_pm_writers("remote", "requester");
     assert!(home < 0.5, "{home}");
     assert!(local > 0.8, "{local}");
-    assert!(requester > 0.95, "{requester}");
+    assert!(
+        requester > 0.9 && requester >= local,
+        "{requester} vs {local}"
+    );
+}
+
+#[test]
+fn remote_writers_need_the_socket_wide_cha_tracker_with_per_imc_tables() {
+    // held in the home iMC's table instead, 8 remote writes' lines spread
+    // over two 40-entry tables and MBW keeps more than half (measured 0.58
+    // at 4 ms); the home CHAs' one tracker per socket fills (0.27)
+    let cha = mbw_beside_pm_writers_with("remote", "home", "cha");
+    let imc = mbw_beside_pm_writers_with("remote", "home", "imc");
+    assert!(cha < 0.5, "{cha}");
+    assert!(imc > 0.5 && imc > 1.5 * cha, "{imc} vs {cha}");
 }
 
 /// The foundation issue's acceptance line: every platform file's idle

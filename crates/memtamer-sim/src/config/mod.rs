@@ -20,6 +20,7 @@ pub mod platform;
 pub mod profiles;
 pub mod quartz;
 pub mod scenario;
+pub mod uncore_parts;
 pub mod workload_spec;
 
 pub use overrides::{apply_override, parse_value, set_dotted};

@@ -360,13 +360,26 @@ mod tests {
 
     #[test]
     fn each_memory_controller_has_its_own_request_table() {
+        // (without the CHA trackers the platforms add after the iMCs' tables)
         // pats-dimc: DRAM on A/B/C (iMC 0), PM on D (iMC 1)
-        let e = engine_with("pats-dimc", &[("uncore.request_table_scope", "imc")]);
+        let e = engine_with(
+            "pats-dimc",
+            &[
+                ("uncore.request_table_scope", "imc"),
+                ("uncore.remote_tracker", "imc"),
+            ],
+        );
         let tables: Vec<u32> = (0..4).map(|ch| e.tracking(0, ch, 0).1).collect();
         assert_eq!(tables, vec![0, 0, 0, 1]);
         assert_eq!(e.uncore.overflow_used.len(), 2);
         // the ablation shares one table over the socket
-        let e = engine_with("pats-dimc", &[("uncore.request_table_scope", "socket")]);
+        let e = engine_with(
+            "pats-dimc",
+            &[
+                ("uncore.request_table_scope", "socket"),
+                ("uncore.remote_tracker", "imc"),
+            ],
+        );
         let tables: Vec<u32> = (0..4).map(|ch| e.tracking(0, ch, 0).1).collect();
         assert_eq!(tables, vec![0, 0, 0, 0]);
         assert_eq!(e.uncore.overflow_used.len(), 1);
@@ -375,7 +388,13 @@ mod tests {
     #[test]
     fn a_remote_request_uses_its_home_controllers_table() {
         // ahn: 2 sockets x 2 iMCs; channel 9 is on socket 1
-        let e = engine_with("ahn", &[("uncore.request_table_scope", "imc")]);
+        let e = engine_with(
+            "ahn",
+            &[
+                ("uncore.request_table_scope", "imc"),
+                ("uncore.remote_tracker", "imc"),
+            ],
+        );
         let ch = 9;
         let (socket, imc) = (
             e.channels[ch as usize].socket,
@@ -386,6 +405,27 @@ mod tests {
         assert!(remote);
         assert_eq!(t, socket * e.uncore.tables_per_socket + imc);
         assert_eq!(e.uncore.tables_per_socket, 2);
+    }
+
+    #[test]
+    fn a_remote_request_uses_its_home_sockets_cha_tracker() {
+        // ahn: 2 sockets x 2 iMCs, plus one CHA tracker per socket
+        let e = engine_with(
+            "ahn",
+            &[
+                ("uncore.request_table_scope", "imc"),
+                ("uncore.remote_tracker", "cha"),
+            ],
+        );
+        assert_eq!(e.uncore.cha_base, Some(4));
+        assert_eq!(e.uncore.overflow_used.len(), 6);
+        // channel 9 (D1) is on socket 1, iMC 1: from socket 0 it is remote
+        // and tracked by socket 1's CHAs; from socket 1 by its iMC's table
+        assert_eq!(e.tracking(0, 9, 1), (true, 5));
+        assert_eq!(e.tracking(1, 9, 1), (false, 3));
+        // the ablation keeps the home iMC's table
+        let e = engine_with("ahn", &[("uncore.remote_tracker", "imc")]);
+        assert_eq!(e.uncore.cha_base, None);
     }
 
     fn region(p: &Platform, name: &str) -> u8 {

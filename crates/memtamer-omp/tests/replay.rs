@@ -137,7 +137,9 @@ fn step(t: &mut Tracker, running: &mut Vec<u64>, now: &mut u64, place: bool, n: 
         t.complete(done, *now);
     }
     while running.len() < 2 {
-        let Some(&head) = t.ready().first() else { break };
+        let Some(&head) = t.ready().first() else {
+            break;
+        };
         *now += 37;
         *n += t.begin(head, *now, 2, place).len();
         running.push(head);

@@ -89,7 +89,7 @@ fn replay(nb: u64, sweeps: u64, place: bool) -> String {
                     t.edge(a, b);
                 }
                 // A worker picks up ready work every few creations.
-                if id % 5 == 0 {
+                if id.is_multiple_of(5) {
                     step(&mut t, &mut running, &mut now, place, &mut batches);
                 }
             }

@@ -147,20 +147,19 @@ unsafe extern "C" fn on_dependences(task: *mut OmptData, deps: *const OmptDepend
     }
     // SAFETY: valid task data; `deps` has `n` entries for this call.
     let (id, deps) = unsafe { ((*task).value, std::slice::from_raw_parts(deps, n as usize)) };
-    let v: Vec<(u64, Access)> = deps
-        .iter()
-        .filter_map(|d| {
-            let a = match d.dependence_type {
-                1 => Access::In,
-                2 => Access::Out,
-                3 | 4 | 7 => Access::InOut,
-                _ => return None, // doacross source/sink: no object
-            };
-            // SAFETY: the union's address view.
-            Some((unsafe { d.variable.value }, a))
-        })
-        .collect();
-    lock(t).dependences(id, &v);
+    // Decoded inside the lock straight from libomp's array: no vector
+    // per callback.
+    let decoded = deps.iter().filter_map(|d| {
+        let a = match d.dependence_type {
+            1 => Access::In,
+            2 => Access::Out,
+            3 | 4 | 7 => Access::InOut,
+            _ => return None, // doacross source/sink: no object
+        };
+        // SAFETY: the union's address view.
+        Some((unsafe { d.variable.value }, a))
+    });
+    lock(t).dependences_iter(id, decoded);
 }
 
 unsafe extern "C" fn on_task_dependence(src: *mut OmptData, sink: *mut OmptData) {

@@ -9,6 +9,35 @@ use memtamer_tahoe::plan::{Batch, Decision, Planner};
 use memtamer_tahoe::record::Row;
 use memtamer_tahoe::task::{Access, DataObject, Task, TaskType};
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Hasher for the tool's own task ids (sequential `u64`s from one
+/// counter): one multiply instead of SipHash, which the callbacks paid
+/// three to four times per dependence edge (callgrind of heat,
+/// docs/tahoe.md "overhead"). Ids are not attacker-chosen.
+#[derive(Default, Clone, Copy, Debug)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        // Fibonacci hashing: high bits (hashbrown's tag) and low bits
+        // (its bucket) both vary with sequential ids.
+        self.0 = (self.0 ^ x)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(26);
+    }
+}
+
+type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
+type IdSet = HashSet<u64, BuildHasherDefault<IdHasher>>;
 
 /// Largest extent inferred for one dependence object.
 pub const MAX_EXTENT: u64 = 64 << 20;
@@ -29,6 +58,10 @@ struct Rec {
     state: State,
     start_ns: u64,
     predicted_ns: f64,
+    /// The task as built at begin, with the extents' generation (number
+    /// of addresses seen) then: complete reuses it when no address came
+    /// since, because the extents (so the task) are then the same.
+    begun: Option<(usize, Task)>,
 }
 
 /// Per-type accuracy of the model (|predicted - measured| / measured).
@@ -56,9 +89,9 @@ pub struct TrackStats {
 /// Task table, dependence graph, ready queue and the planner.
 #[derive(Debug)]
 pub struct Tracker {
-    recs: HashMap<u64, Rec>,
+    recs: IdMap<Rec>,
     ready: VecDeque<u64>,
-    active: HashSet<u64>,
+    active: IdSet,
     extents: Extents,
     planner: Planner,
     stats: TrackStats,
@@ -70,9 +103,9 @@ impl Tracker {
     /// A tracker feeding `planner`.
     pub fn new(planner: Planner) -> Self {
         Tracker {
-            recs: HashMap::new(),
+            recs: IdMap::default(),
             ready: VecDeque::new(),
-            active: HashSet::new(),
+            active: IdSet::default(),
             extents: Extents::new(MAX_EXTENT),
             planner,
             stats: TrackStats::default(),
@@ -144,8 +177,15 @@ impl Tracker {
         }
     }
 
-    fn unready(&mut self, id: u64) {
-        if let Some(pos) = self.ready.iter().rposition(|&x| x == id) {
+    /// Removes `id` from the ready queue. An id is in the queue exactly
+    /// while its record is `Ready` (push_ready sets it; edge and begin
+    /// clear it), so the queue is not scanned for other states, and the
+    /// scan starts at the head, where a starting task usually is.
+    fn unready(&mut self, id: u64, was: State) {
+        if was != State::Ready {
+            return;
+        }
+        if let Some(pos) = self.ready.iter().position(|&x| x == id) {
             self.ready.remove(pos);
         }
     }
@@ -165,6 +205,7 @@ impl Tracker {
                 state: State::Created,
                 start_ns: 0,
                 predicted_ns: 0.0,
+                begun: None,
             },
         );
         self.push_ready(id);
@@ -172,11 +213,18 @@ impl Tracker {
 
     /// `ompt_callback_dependences`: the task's dependence objects.
     pub fn dependences(&mut self, id: u64, deps: &[(u64, Access)]) {
-        for &(a, _) in deps {
+        self.dependences_iter(id, deps.iter().copied());
+    }
+
+    /// [`Tracker::dependences`] straight from the callback's array,
+    /// without an intermediate vector.
+    pub fn dependences_iter(&mut self, id: u64, deps: impl Iterator<Item = (u64, Access)>) {
+        let mut rec = self.recs.get_mut(&id);
+        for (a, acc) in deps {
             self.extents.observe(a);
-        }
-        if let Some(r) = self.recs.get_mut(&id) {
-            r.deps.extend_from_slice(deps);
+            if let Some(r) = rec.as_mut() {
+                r.deps.push((a, acc));
+            }
         }
     }
 
@@ -184,29 +232,28 @@ impl Tracker {
     /// from a task already finished (or unknown) does not delay the sink.
     pub fn edge(&mut self, src: u64, sink: u64) {
         self.stats.edges += 1;
-        if !self.recs.contains_key(&src) || !self.recs.contains_key(&sink) {
+        if !self.recs.contains_key(&sink) {
             return;
         }
-        if let Some(s) = self.recs.get_mut(&src) {
-            s.succs.push(sink);
+        match self.recs.get_mut(&src) {
+            Some(s) => s.succs.push(sink),
+            None => return,
         }
-        let was_ready = match self.recs.get_mut(&sink) {
-            Some(k) => {
-                k.preds += 1;
-                let w = k.state == State::Ready;
-                k.state = State::Created;
-                w
-            }
-            None => false,
-        };
-        if was_ready {
-            self.unready(sink);
+        if let Some(k) = self.recs.get_mut(&sink) {
+            k.preds += 1;
+            let was = k.state;
+            k.state = State::Created;
+            self.unready(sink, was);
         }
     }
 
     fn task(&self, id: u64) -> Option<Task> {
         let r = self.recs.get(&id)?;
-        Some(Task {
+        Some(self.task_of(id, r))
+    }
+
+    fn task_of(&self, id: u64, r: &Rec) -> Task {
+        Task {
             id,
             code: r.code,
             objects: r
@@ -218,7 +265,7 @@ impl Tracker {
                     access,
                 })
                 .collect(),
-        })
+        }
     }
 
     /// The task starts on a thread at `now_ns`: with `place`, Tahoe decides
@@ -233,15 +280,17 @@ impl Tracker {
             // Resumed after a task switch: already decided.
             return Vec::new();
         }
+        let was = r.state;
         r.state = State::Active;
         r.start_ns = now_ns;
-        self.unready(id);
+        self.unready(id, was);
         self.active.insert(id);
         let Some(head) = self.task(id) else {
             return Vec::new();
         };
         if !place {
             self.planner.observe(&head);
+            self.keep_begun(id, head);
             return Vec::new();
         }
         let look: Vec<Task> = self
@@ -256,7 +305,9 @@ impl Tracker {
             .filter(|&&a| a != id)
             .filter_map(|&a| self.task(a))
             .collect();
-        match self.planner.decide(&head, &look, &active) {
+        let d = self.planner.decide(&head, &look, &active);
+        self.keep_begun(id, head);
+        match d {
             Decision::Place {
                 batches,
                 predicted_ns,
@@ -270,16 +321,27 @@ impl Tracker {
         }
     }
 
+    fn keep_begun(&mut self, id: u64, head: Task) {
+        let gen = self.extents.len();
+        if let Some(r) = self.recs.get_mut(&id) {
+            r.begun = Some((gen, head));
+        }
+    }
+
     /// The task completed at `now_ns`: profile/FIFO update, successors
     /// whose last predecessor this was become ready.
     pub fn complete(&mut self, id: u64, now_ns: u64) {
-        let task = self.task(id);
-        let Some(r) = self.recs.remove(&id) else {
+        let Some(mut r) = self.recs.remove(&id) else {
             return;
         };
+        let task = match r.begun.take() {
+            Some((gen, t)) if gen == self.extents.len() => t,
+            _ => self.task_of(id, &r),
+        };
+        let task = Some(task);
         self.stats.completed += 1;
         self.active.remove(&id);
-        self.unready(id);
+        self.unready(id, r.state);
         let ns = now_ns.saturating_sub(r.start_ns) as f64;
         if let Some(t) = task {
             if let Some(rec) = self.record.as_mut() {

@@ -591,4 +591,24 @@ pub(crate) enum TierCmd {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Unimem's per-platform calibration on this host (thesis §3.4.1): a STREAM triad and a
+    /// single-threaded pointer chase timed with their data in DRAM and in the slow tier (the
+    /// tier runtime's own backing: a CPU-less NUMA node, else files in MEMTAMER_TIER_DIR),
+    /// fitted into CF_bw and CF_lat; prints the factors and the line that makes the MPI
+    /// interposer plan with them (MEMTAMER_CF_BW, MEMTAMER_CF_LAT).
+    Calibrate {
+        /// DRAM budget for the calibration objects (K/M/G suffix; the arrays take at most
+        /// half of it, at most 16 MiB each).
+        #[arg(long, default_value = "64M")]
+        dram_budget: String,
+        /// DRAM bandwidth the model assumes, bytes/s (as MEMTAMER_DRAM_BW).
+        #[arg(long)]
+        dram_bw: Option<f64>,
+        /// Slow tier's bandwidth divisor the model assumes (as MEMTAMER_SLOW_BW_DIV).
+        #[arg(long)]
+        slow_bw_div: Option<f64>,
+        /// Slow tier's latency multiplier the model assumes (as MEMTAMER_SLOW_LAT_MUL).
+        #[arg(long)]
+        slow_lat_mul: Option<f64>,
+    },
 }

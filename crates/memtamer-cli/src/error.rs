@@ -156,6 +156,14 @@ pub enum CliError {
     /// A tier status directory or file cannot be shown (each error names its file).
     #[error("tier status: {0}")]
     TierStatus(#[from] memtamer_tier::status::StatusError),
+    /// The tier runtime refused or failed a step (e.g. its calibration).
+    #[error("tier {context}: {source}")]
+    Tier {
+        /// What was being done.
+        context: &'static str,
+        /// The runtime's error.
+        source: memtamer_tier::TierError,
+    },
     /// A benchmark could not take its measurement.
     #[error("bench: {0}")]
     Bench(String),

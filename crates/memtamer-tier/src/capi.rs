@@ -7,6 +7,8 @@
 //! `MEMTAMER_DRAM_BUDGET` (bytes, K/M/G suffix), `MEMTAMER_TIER_DIR`,
 //! `MEMTAMER_TIER_TICK_US`, `MEMTAMER_TIER_PAGES`, `MEMTAMER_ITERS`,
 //! `MEMTAMER_SLOW_BW_DIV`, `MEMTAMER_SLOW_LAT_MUL`, `MEMTAMER_DRIFT`,
+//! `MEMTAMER_CF_BW`, `MEMTAMER_CF_LAT` (the constant factors `memtamer tier
+//! calibrate` prints; default 1),
 //! `MEMTAMER_UNIMEM=0` (no profiling or moves: the baseline),
 //! `MEMTAMER_TIER_STATUS_DIR` (publish this process's status there, see
 //! [`crate::status`]).
@@ -101,12 +103,15 @@ fn driver_config() -> Result<DriverConfig, TierError> {
         DEFAULT_DRAM_BW, DEFAULT_DRAM_LATENCY_S, DEFAULT_SLOW_BW_DIV, DEFAULT_SLOW_LAT_MUL,
     };
     let d = DriverConfig::default();
-    let platform = Platform::emulated(
+    let mut platform = Platform::emulated(
         env_num("MEMTAMER_DRAM_BW", DEFAULT_DRAM_BW)?,
         DEFAULT_DRAM_LATENCY_S,
         env_num("MEMTAMER_SLOW_BW_DIV", DEFAULT_SLOW_BW_DIV)?.max(1.0),
         env_num("MEMTAMER_SLOW_LAT_MUL", DEFAULT_SLOW_LAT_MUL)?.max(1.0),
     );
+    // the constant factors `memtamer tier calibrate` fits (thesis §3.4.1)
+    platform.cf_bw = env_num("MEMTAMER_CF_BW", platform.cf_bw)?;
+    platform.cf_lat = env_num("MEMTAMER_CF_LAT", platform.cf_lat)?;
     Ok(DriverConfig {
         tick: Duration::from_micros(
             env_num("MEMTAMER_TIER_TICK_US", d.tick.as_micros() as f64)? as u64

@@ -2,6 +2,8 @@
 //! job that runs the tier runtime with `MEMTAMER_TIER_STATUS_DIR` set (issue
 //! 20 item 6). The files and their checks are `memtamer_tier::status`; this
 //! is the shell: read the directory, print, map problems to exit codes.
+//! `memtamer tier calibrate`: the runtime's calibration of Unimem's constant
+//! factors (`memtamer_tier::calibrate`) on this host, printed.
 
 use crate::args::TierCmd;
 use crate::error::{CliError, Outcome};
@@ -27,7 +29,115 @@ pub(crate) fn run(cmd: TierCmd, format: Format) -> Result<Outcome, CliError> {
                 })?;
             status_cmd(&dir, format)
         }
+        TierCmd::Calibrate {
+            dram_budget,
+            dram_bw,
+            slow_bw_div,
+            slow_lat_mul,
+        } => calibrate_cmd(&dram_budget, dram_bw, slow_bw_div, slow_lat_mul, format),
     }
+}
+
+/// A model parameter from the command line: finite and > 0, else a usage
+/// error naming the flag.
+fn positive(flag: &str, v: Option<f64>, default: f64) -> Result<f64, CliError> {
+    match v {
+        None => Ok(default),
+        Some(x) if x.is_finite() && x > 0.0 => Ok(x),
+        Some(x) => Err(CliError::Usage {
+            arg: format!("{flag} {x}"),
+            expected: "a finite number > 0".into(),
+        }),
+    }
+}
+
+fn calibrate_cmd(
+    budget: &str,
+    dram_bw: Option<f64>,
+    slow_bw_div: Option<f64>,
+    slow_lat_mul: Option<f64>,
+    format: Format,
+) -> Result<Outcome, CliError> {
+    use memtamer_tier::calibrate::{calibrate, CalibrateConfig};
+    use memtamer_tier::driver::{
+        DEFAULT_DRAM_BW, DEFAULT_DRAM_LATENCY_S, DEFAULT_SLOW_BW_DIV, DEFAULT_SLOW_LAT_MUL,
+    };
+    use memtamer_tier::unimem::model::Platform;
+    let bytes = memtamer_tier::registry::parse_bytes(budget)
+        .filter(|b| *b > 0)
+        .ok_or_else(|| CliError::Usage {
+            arg: format!("--dram-budget {budget}"),
+            expected: "a byte count > 0 with an optional K/M/G suffix (64M)".into(),
+        })?;
+    let platform = Platform::emulated(
+        positive("--dram-bw", dram_bw, DEFAULT_DRAM_BW)?,
+        DEFAULT_DRAM_LATENCY_S,
+        positive("--slow-bw-div", slow_bw_div, DEFAULT_SLOW_BW_DIV)?.max(1.0),
+        positive("--slow-lat-mul", slow_lat_mul, DEFAULT_SLOW_LAT_MUL)?.max(1.0),
+    );
+    let tier_err = |context| move |source| CliError::Tier { context, source };
+    let cfg = memtamer_tier::TierConfig::detect(bytes).map_err(tier_err("configuration"))?;
+    let slow = format!("{:?}", cfg.slow);
+    let rt = memtamer_tier::TierRuntime::new(cfg).map_err(tier_err("runtime"))?;
+    let (f, runs) = calibrate(&rt, &platform, &CalibrateConfig::fitting(bytes))
+        .map_err(tier_err("calibration"))?;
+    if format == Format::Json {
+        let run = |r: &memtamer_tier::unimem::calibrate::CalRun| {
+            serde_json::json!({
+                "kind": format!("{:?}", r.kind),
+                "accesses": r.accesses,
+                "dram_s": r.dram_s,
+                "slow_s": r.slow_s,
+            })
+        };
+        let fac = |x: &memtamer_tier::unimem::calibrate::Factor| {
+            serde_json::json!({
+                "value": x.value,
+                "identifiable": x.identifiable,
+                "predicted_s": x.predicted,
+                "measured_s": x.measured,
+            })
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "slow_tier": slow,
+                "cf_bw": fac(&f.bw),
+                "cf_lat": fac(&f.lat),
+                "runs": runs.iter().map(run).collect::<Vec<_>>(),
+            }))
+            .map_err(CliError::json("the calibration"))?
+        );
+    } else {
+        println!("slow tier: {slow}");
+        for r in &runs {
+            println!(
+                "{:?}: {:.0} accesses, DRAM {:.3} ms, slow tier {:.3} ms",
+                r.kind,
+                r.accesses,
+                r.dram_s * 1e3,
+                r.slow_s * 1e3
+            );
+        }
+        for (name, x) in [("CF_bw", &f.bw), ("CF_lat", &f.lat)] {
+            println!(
+                "{name} {:.3} (slow-tier cost predicted {:.3} ms, measured {:.3} ms{})",
+                x.value,
+                x.predicted * 1e3,
+                x.measured * 1e3,
+                if x.identifiable {
+                    ""
+                } else {
+                    "; not identifiable, kept at 1"
+                }
+            );
+        }
+        println!(
+            "export MEMTAMER_CF_BW={:.4} MEMTAMER_CF_LAT={:.4}",
+            f.bw.value, f.lat.value
+        );
+    }
+    Ok(Outcome::Success)
 }
 
 fn status_cmd(dir: &Path, format: Format) -> Result<Outcome, CliError> {

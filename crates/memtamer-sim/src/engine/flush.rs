@@ -33,7 +33,10 @@
 //!
 //! **Proactive flushing** (thesis §6.3.2): one extra thread flushes stored
 //! lines sampled every `sample_period`-th store (PEBS), while the
-//! controller allows it (off whenever it lowered concurrency).
+//! controller allows it (off whenever it lowered concurrency). Like the
+//! runtime's proactive thread (`memtamer-ribbon` `flusher.rs`
+//! `proactive()`), it takes the samples queued when it polls, flushes
+//! them, and sleeps [`PROACTIVE_POLL`]; a store never wakes it.
 
 use super::cpu::Block;
 use super::fill::{Chain, ReqKind};
@@ -49,6 +52,13 @@ use std::time::Duration;
 const SAMPLE_RING: usize = 4096;
 /// Sampled lines the proactive thread takes per batch.
 const PROACTIVE_BATCH: usize = 16;
+/// The proactive thread's sleep between two drains of its samples: the
+/// runtime's `memtamer_ribbon::proactive::POLL` (200 us, `proactive.rs`),
+/// which its loop sleeps after each round (`flusher.rs` `proactive()`). Real
+/// time, not compressed with the controller's probe and T: it is the delay
+/// between a sampled store and its flush that the program's own stores and
+/// flushes see.
+pub(super) const PROACTIVE_POLL: Ps = 200_000 * NS;
 /// The controller is stepped this many times per probe window.
 const TICKS_PER_PROBE: u64 = 10;
 
@@ -155,6 +165,9 @@ pub(super) struct FlushJob {
     cursor: Vec<usize>,
     idle: Vec<bool>,
     proactive_idle: bool,
+    /// Samples left of the proactive thread's current round (those queued
+    /// when it last polled).
+    proactive_round: usize,
     active: usize,
     proactive_allowed: bool,
     proactive_on: bool,
@@ -212,6 +225,7 @@ impl FlushJob {
             cursor: Vec::new(),
             idle: Vec::new(),
             proactive_idle: false,
+            proactive_round: 0,
             active,
             proactive_allowed: s.proactive,
             // eager and fixed: on for the whole run; ribbon: as decided
@@ -429,21 +443,15 @@ impl Engine {
             job.stats.evicted_dirty += 1;
         }
         job.stores += 1;
-        let mut wake = None;
         if job.proactive_on && job.stores.is_multiple_of(job.sample_period) {
             if job.samples.len() >= SAMPLE_RING {
                 job.samples.pop_front();
+                job.proactive_round = job.proactive_round.saturating_sub(1);
             }
+            // waits for the proactive thread's next poll
             job.samples.push_back(line);
-            if job.proactive_idle {
-                job.proactive_idle = false;
-                wake = job.proactive_tid;
-            }
         }
         self.count_store(tid, line);
-        if let Some(p) = wake {
-            self.wake_yielded(p);
-        }
         Step::Go
     }
 
@@ -593,10 +601,12 @@ impl Engine {
             FlushRole::Flusher { job, index } => u.jobs[job as usize].take_round(index as usize),
             FlushRole::Proactive { job } => {
                 let j = &mut u.jobs[job as usize];
-                if j.proactive_on && !j.samples.is_empty() {
-                    let n = j.samples.len().min(PROACTIVE_BATCH);
+                let n = j.samples.len().min(j.proactive_round).min(PROACTIVE_BATCH);
+                if j.proactive_on && n > 0 {
+                    j.proactive_round -= n;
                     Some(j.samples.drain(..n).map(|addr| Op::Clwb { addr }).collect())
                 } else {
+                    j.proactive_round = 0;
                     None
                 }
             }
@@ -616,6 +626,11 @@ impl Engine {
                         FlushRole::Proactive { job } => u.jobs[job as usize].proactive_idle = true,
                         _ => {}
                     }
+                }
+                if let FlushRole::Proactive { job } = role {
+                    // sleeps until its next poll, as the runtime's loop does
+                    let t = self.now + PROACTIVE_POLL;
+                    self.push(t, EvKind::ProactivePoll(job));
                 }
                 self.threads[tid as usize].pending = Some(Op::FlushPull);
                 self.yield_cpu(tid, Block::FlushIdle);
@@ -643,6 +658,21 @@ impl Engine {
             }
         }
         Step::Go
+    }
+
+    /// The proactive thread of flush job `j` wakes from its sleep and takes
+    /// the samples queued now as its round.
+    pub(super) fn proactive_poll(&mut self, j: u32) {
+        let Some(u) = self.flush.as_mut() else { return };
+        let job = &mut u.jobs[j as usize];
+        if !job.proactive_idle {
+            return;
+        }
+        job.proactive_idle = false;
+        job.proactive_round = job.samples.len();
+        if let Some(p) = job.proactive_tid {
+            self.wake_yielded(p);
+        }
     }
 
     /// Steps flush job `j`'s controller and applies its decision.

@@ -70,6 +70,8 @@ enum EvKind {
     DutyOff(u32, u32),
     /// Step flush job `j`'s Ribbon controller.
     FlushTick(u32),
+    /// The proactive thread of flush job `j` polls its samples.
+    ProactivePoll(u32),
 }
 
 /// An event's key packs the time (ps, top 44 bits: up to 17.5 s) and a
@@ -648,6 +650,7 @@ impl Engine {
                 EvKind::DutyOn(j, g) => self.duty_on(j, g),
                 EvKind::DutyOff(j, g) => self.duty_off(j, g),
                 EvKind::FlushTick(j) => self.flush_tick(j),
+                EvKind::ProactivePoll(j) => self.proactive_poll(j),
             }
         }
         self.now = self.end;

@@ -119,17 +119,18 @@ fn calibrate_cmd(
                 r.slow_s * 1e3
             );
         }
+        println!("factor  value  predicted slow-tier ms  measured slow-tier ms  fitted");
         for (name, x) in [("CF_bw", &f.bw), ("CF_lat", &f.lat)] {
+            let fitted = if x.identifiable {
+                "yes"
+            } else {
+                "no (tiers do not differ here: kept at 1)"
+            };
             println!(
-                "{name} {:.3} (slow-tier cost predicted {:.3} ms, measured {:.3} ms{})",
+                "{name:<7} {:>5.3}  {:>22.3}  {:>21.3}  {fitted}",
                 x.value,
                 x.predicted * 1e3,
                 x.measured * 1e3,
-                if x.identifiable {
-                    ""
-                } else {
-                    "; not identifiable, kept at 1"
-                }
             );
         }
         println!(

@@ -124,18 +124,7 @@ impl Objects {
             ("p", (n + 2 * nx) * 8),
             ("q", n * 8),
         ];
-        let mut ptrs = Vec::with_capacity(sizes.len());
-        for (name, bytes) in sizes {
-            match rt.alloc(bytes, name, tier) {
-                Ok(p) => ptrs.push(p),
-                Err(e) => {
-                    for p in ptrs {
-                        let _ = rt.free(p);
-                    }
-                    return Err(e);
-                }
-            }
-        }
+        let ptrs = rt.alloc_all(&sizes, tier)?;
         Ok(Objects { rt, ptrs, n, nnz })
     }
 

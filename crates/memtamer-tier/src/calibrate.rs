@@ -48,33 +48,13 @@ impl CalibrateConfig {
 
 const LINE: usize = 64;
 
-/// Allocates one object per name in `tier`; on an error frees those
-/// already allocated, so a failed calibration leaves nothing behind.
-fn alloc_all(
-    rt: &TierRuntime,
-    names: &[&str],
-    bytes: usize,
-    tier: Tier,
-) -> Result<Vec<*mut u8>, TierError> {
-    let mut out = Vec::new();
-    for n in names {
-        match rt.alloc(bytes, n, tier) {
-            Ok(p) => out.push(p),
-            Err(e) => {
-                for p in out {
-                    let _ = rt.free(p);
-                }
-                return Err(e);
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// One triad pass `a = b + s * c` per `passes`; seconds per pass.
 fn triad(rt: &TierRuntime, tier: Tier, bytes: usize, passes: u32) -> Result<f64, TierError> {
     let n = bytes / 8;
-    let ptrs = alloc_all(rt, &["cal.a", "cal.b", "cal.c"], bytes, tier)?;
+    let ptrs = rt.alloc_all(
+        &[("cal.a", bytes), ("cal.b", bytes), ("cal.c", bytes)],
+        tier,
+    )?;
     // SAFETY: each pointer is a fresh mapping of at least `bytes` bytes,
     // 8-aligned (page-aligned), owned by this function until freed below.
     let (a, b, c) = unsafe {

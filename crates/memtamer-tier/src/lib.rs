@@ -84,6 +84,30 @@ impl TierRuntime {
         Ok(self.shared.lock().alloc(size, name, tier)? as *mut u8)
     }
 
+    /// Allocates one named object per `(name, size)` in `tier`, all or
+    /// none: on an error the objects already allocated are freed again, so
+    /// a caller that needs a set of objects (a kernel's arrays, a
+    /// calibration run) never leaks part of it.
+    pub fn alloc_all(
+        &self,
+        objects: &[(&str, usize)],
+        tier: Tier,
+    ) -> Result<Vec<*mut u8>, TierError> {
+        let mut out = Vec::with_capacity(objects.len());
+        for &(name, size) in objects {
+            match self.alloc(size, name, tier) {
+                Ok(p) => out.push(p),
+                Err(e) => {
+                    for p in out {
+                        let _ = self.free(p);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Frees an object, first waiting for a move of it that is in flight.
     pub fn free(&self, ptr: *mut u8) -> Result<(), TierError> {
         let addr = ptr as usize;

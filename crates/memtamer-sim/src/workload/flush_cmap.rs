@@ -41,15 +41,23 @@ const RUN_HEADER: u64 = 16;
 const NODE_BYTES: u64 = 8 + 64 + 80;
 /// Offset of the node's mutex (after `next`); its `runid` is its first word.
 const NODE_MUTEX: u64 = 8;
-/// Where each structure lies in a thread's span (distinct areas).
+/// Where each structure lies. A thread's runs are in its own span (its
+/// arena); the bucket array, the pool's lanes and the thread-local slots
+/// are one array each in the pool, shared by all threads (addresses in
+/// span 0), so the threads' lanes lie side by side across the DIMMs.
 const VALUES: u64 = 0;
 const NODES: u64 = 8 << 30;
 const BUCKETS: u64 = 16 << 30;
-/// The thread's lane (`lane.h`): undo log, then the external redo log.
-const LANE_UNDO: u64 = 24 << 30;
-const LANE_REDO: u64 = LANE_UNDO + 2048 + 64;
-/// The thread's `enumerable_thread_specific` slot holding `size_diff`.
-const TLS: u64 = LANE_UNDO + 8192;
+/// The pool's lanes (`lane.h`, `LANE_TOTAL_SIZE` = 3072 B each): the
+/// internal redo log (64 B header + 192 B), the external redo log (64 B +
+/// 640 B), then the undo log (its 64 B header holds `gen_num`).
+const LANES: u64 = 24 << 30;
+const LANE_BYTES: u64 = 3072;
+const LANE_REDO: u64 = 256;
+const LANE_UNDO: u64 = 256 + 704;
+/// `enumerable_thread_specific` slots of `tls_data_t` (64 B: `size_diff`
+/// and padding), one per thread.
+const TLS: u64 = 25 << 30;
 
 /// A block in an arena's run: blocks are handed out in address order
 /// (`container_seglists.c`, FIFO), after the run's header and bitmap.
@@ -134,35 +142,45 @@ impl CmapPut {
         addr(self.region, self.slot, off)
     }
 
-    fn store(&self, q: &mut OpBatch, off: u64) {
-        q.push_back(Op::Store { addr: self.at(off) });
+    /// An offset in the pool's shared arrays (span 0).
+    fn shared(&self, off: u64) -> u64 {
+        addr(self.region, 0, off)
     }
 
-    fn flush(&self, q: &mut OpBatch, off: u64) {
-        q.push_back(Op::Flush { addr: self.at(off) });
+    /// This thread's lane.
+    fn lane(&self) -> u64 {
+        LANES + u64::from(self.slot) * LANE_BYTES
     }
 
-    fn nt(&self, q: &mut OpBatch, off: u64) {
-        q.push_back(Op::StoreNt { addr: self.at(off) });
+    fn store(q: &mut OpBatch, addr: u64) {
+        q.push_back(Op::Store { addr });
+    }
+
+    fn flush(q: &mut OpBatch, addr: u64) {
+        q.push_back(Op::Flush { addr });
+    }
+
+    fn nt(q: &mut OpBatch, addr: u64) {
+        q.push_back(Op::StoreNt { addr });
     }
 
     /// `memblock_header_compact_write`: the 16 B header through libpmem's
     /// small-copy path, a store and a flush inside libpmem (not through
     /// the exported `pmem_flush`, so executed by the thread itself).
     fn header(&self, q: &mut OpBatch, block: u64) {
-        let l = block / LINE * LINE;
-        self.store(q, l);
-        q.push_back(Op::Clwb { addr: self.at(l) });
+        let l = self.at(block / LINE * LINE);
+        Self::store(q, l);
+        q.push_back(Op::Clwb { addr: l });
     }
 
     /// An 8 B snapshot into the undo log (`operation_add_buffer`): the next
     /// entry's header clobbered (non-temporal memset, drained), then the
     /// entry (one line, non-temporal, drained).
     fn snapshot(&self, q: &mut OpBatch, entry: u64) {
-        let data = LANE_UNDO + LINE;
-        self.nt(q, data + (entry + 1) * LINE);
+        let data = self.lane() + LANE_UNDO + LINE;
+        Self::nt(q, self.shared(data + (entry + 1) * LINE));
         q.push_back(Op::Fence);
-        self.nt(q, data + entry * LINE);
+        Self::nt(q, self.shared(data + entry * LINE));
         q.push_back(Op::Fence);
     }
 
@@ -173,41 +191,42 @@ impl CmapPut {
         if self.compute > 0 {
             q.push_back(Op::Compute(self.compute));
         }
-        let bucket = BUCKETS + rng.below(RANDOM_FOOTPRINT / LINE) * LINE;
-        self.store(q, bucket);
+        let bucket = self.shared(BUCKETS + rng.below(RANDOM_FOOTPRINT / LINE) * LINE);
+        Self::store(q, bucket);
         // make_persistent<node>: reserve (header), then the constructor
         let (node_block, node_word) = self.nodes.take();
         let node = node_block + HEADER;
         self.header(q, node_block);
         for l in lines(node, NODE_MUTEX + 64) {
-            self.store(q, l);
+            Self::store(q, self.at(l));
         }
         // pmemobj_rwlock_zero: pmemops_persist of the lock's runid
-        self.flush(q, (node + NODE_MUTEX) / LINE * LINE);
+        Self::flush(q, self.at((node + NODE_MUTEX) / LINE * LINE));
         q.push_back(Op::Fence);
         // the value string: pmemobj_tx_alloc(value + 1), header, copy
         let (value_block, value_word) = self.values.take();
         let value = value_block + HEADER;
         self.header(q, value_block);
         for l in lines(value, self.value_bytes + 1) {
-            self.store(q, l);
+            Self::store(q, self.at(l));
         }
         // the pair's string objects in the node
         for l in lines(node + NODE_MUTEX + 64, NODE_BYTES - NODE_MUTEX - 64) {
-            self.store(q, l);
+            Self::store(q, self.at(l));
         }
         // b->node_list = node (first snapshot), ++size_diff (second)
+        let tls = self.shared(TLS + u64::from(self.slot) * LINE);
         self.snapshot(q, 0);
-        self.store(q, bucket);
+        Self::store(q, bucket);
         self.snapshot(q, 1);
-        self.store(q, TLS);
+        Self::store(q, tls);
         // commit: tx_pre_commit flushes every range (in offset order), drain
         let value_usable = self.values.block - HEADER;
         let node_usable = self.nodes.block - HEADER;
-        let mut commit: Vec<u64> = lines(value, value_usable).collect();
-        commit.extend(lines(node, node_usable));
+        let mut commit: Vec<u64> = lines(value, value_usable).map(|l| self.at(l)).collect();
+        commit.extend(lines(node, node_usable).map(|l| self.at(l)));
         commit.push(bucket);
-        commit.push(TLS);
+        commit.push(tls);
         if self.requests {
             q.push_back(Op::PmBegin {
                 bytes: commit.len() as u64 * LINE,
@@ -215,7 +234,7 @@ impl CmapPut {
             });
         }
         for &l in &commit {
-            self.flush(q, l);
+            Self::flush(q, l);
         }
         q.push_back(Op::Fence);
         if self.requests {
@@ -224,17 +243,19 @@ impl CmapPut {
         // palloc_exec_actions: drain (headers persistent)
         q.push_back(Op::Fence);
         // ulog_store: the redo log's header and its entries' line, drained
-        self.nt(q, LANE_REDO);
-        self.nt(q, LANE_REDO + LINE);
+        let redo = self.shared(self.lane() + LANE_REDO);
+        Self::nt(q, redo);
+        Self::nt(q, redo + LINE);
         q.push_back(Op::Fence);
         // ulog_process: the entries applied and flushed, drained
-        for w in [node_word, value_word, LANE_UNDO] {
-            self.store(q, w);
-            self.flush(q, w);
+        let gen_num = self.shared(self.lane() + LANE_UNDO);
+        for w in [self.at(node_word), self.at(value_word), gen_num] {
+            Self::store(q, w);
+            Self::flush(q, w);
         }
         q.push_back(Op::Fence);
         // ulog_clobber: the redo log's header, drained
-        self.nt(q, LANE_REDO);
+        Self::nt(q, redo);
         q.push_back(Op::Fence);
         q.push_back(Op::Done {
             units: 1,
@@ -340,5 +361,26 @@ mod tests {
             // the node's first line: the rwlock persist and the commit
             assert_eq!(n - f.len(), 1);
         }
+    }
+
+    #[test]
+    fn threads_use_their_own_lane_side_by_side() {
+        let nt = |slot: u32| -> Vec<u64> {
+            let mut g = CmapPut::new(256, 0, false, 1, slot);
+            let mut q = OpBatch::default();
+            g.refill(&mut q, &mut Rng::new(1, 1));
+            let mut v = Vec::new();
+            while let Some(o) = q.pop_front() {
+                if let Op::StoreNt { addr } = o {
+                    v.push(addr);
+                }
+            }
+            v
+        };
+        let (a, b) = (nt(0), nt(1));
+        assert!(a.iter().zip(&b).all(|(x, y)| y - x == LANE_BYTES));
+        let lo = *a.iter().min().unwrap() - addr(1, 0, LANES);
+        let hi = *a.iter().max().unwrap() - addr(1, 0, LANES);
+        assert!(lo >= LANE_REDO && hi < LANE_BYTES, "{lo} {hi}");
     }
 }

@@ -32,6 +32,20 @@ pub enum FlushPattern {
     /// the line shared with the previous block is stored and flushed again.
     #[serde(rename = "pmemkv-arena")]
     PmemkvArena,
+    /// One PMEMKV `cmap` put of a new key as its sources persist it
+    /// (pmemkv `cmap::put` -> libpmemobj-cpp `concurrent_hash_map`
+    /// `insert_new_node` in a `flat_transaction` -> PMDK libpmemobj `tx.c`,
+    /// `memops.c`, `ulog.c`, `palloc.c`): `compute_ns` of CPU work, the
+    /// bucket's lock line stored, the node and the value (`value_bytes` + 1)
+    /// allocated from the thread's two runs (appended; each header written
+    /// and flushed by libpmem itself), the node's lock persisted, two 8 B
+    /// undo-log snapshots (two non-temporal lines + two drains each), the
+    /// commit's flush of every range and drain, and the redo log that
+    /// publishes the allocations (three drains; two bitmap words and the
+    /// undo generation number flushed). 10 fences per put; docs/ribbon.md
+    /// "What one cmap put persists, from the sources".
+    #[serde(rename = "pmemkv-cmap")]
+    PmemkvCmap,
     /// Fast&Fair-like B+-tree insert into a random leaf of `value_bytes`
     /// (FAST_FAIR `btree.h` `insert_key`): the node holds between half and
     /// all but one of its 16 B entries (a full node splits into two

@@ -9,6 +9,7 @@
 //! flusher, and what it costs (the line's state: dirty, clean, not
 //! cached), is the engine's (`engine/flush.rs`).
 
+use super::flush_cmap::CmapPut;
 use super::{addr, OpBatch, RANDOM_FOOTPRINT};
 use crate::config::{FlushPattern, LineState};
 use crate::rng::Rng;
@@ -39,6 +40,8 @@ pub(super) struct FlushApp {
     next: u64,
     /// The characterization block was stored once (clean lines).
     primed: bool,
+    /// The `pmemkv-cmap` put's generator (its runs, lane and buckets).
+    cmap: Option<CmapPut>,
 }
 
 impl FlushApp {
@@ -64,6 +67,8 @@ impl FlushApp {
             slot,
             next: 0,
             primed: false,
+            cmap: (pattern == FlushPattern::PmemkvCmap)
+                .then(|| CmapPut::new(bytes, compute, requests, region, slot)),
         }
     }
 
@@ -112,6 +117,12 @@ impl FlushApp {
     pub(super) fn refill(&mut self, q: &mut OpBatch, rng: &mut Rng) {
         let span = self.lines * LINE;
         match self.pattern {
+            FlushPattern::PmemkvCmap => {
+                if let Some(c) = self.cmap.as_mut() {
+                    c.refill(q, rng);
+                }
+                return;
+            }
             FlushPattern::Pmemkv => {
                 // a freshly allocated value: 64 B-aligned (the allocator's
                 // unit), anywhere in a large pool

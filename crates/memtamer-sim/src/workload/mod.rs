@@ -13,6 +13,7 @@
 mod antagonist;
 mod cpu;
 mod flush;
+mod flush_cmap;
 mod kv;
 mod lc;
 mod mbw;

@@ -19,7 +19,8 @@ pub const FLOPS_PER_NS: f64 = 9.6;
 /// A benchmark and the thesis's DRAM : data ratio for it (Table 4.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bench {
-    /// Jacobi heat, 2D blocks (1:10).
+    /// Jacobi heat, 2D blocks (1:10): [`HEAT_BLOCKS`] x [`HEAT_BLOCKS`]
+    /// blocks, [`HEAT_SWEEPS`] sweeps, from BSC's OmpSs heat.
     Heat,
     /// Recursive Strassen, two levels over 8 x 8 tiles (1:5).
     Strassen,
@@ -71,7 +72,7 @@ impl Bench {
     /// The task graph.
     pub fn graph(self) -> TaskGraph {
         match self {
-            Bench::Heat => heat(8, 128, 6),
+            Bench::Heat => heat(HEAT_BLOCKS, 128, HEAT_SWEEPS),
             Bench::Strassen => strassen(2, 8, 64),
             Bench::Fft => fft(1024, 32),
             Bench::Cg => cg(1024, 16, 8),
@@ -79,6 +80,23 @@ impl Bench {
         }
     }
 }
+
+/// Blocks per dimension of heat's grid: BSC's OmpSs heat (the "OmpSs
+/// Examples and Exercises", github.com/bsc-pm/ompss-ee at edc3f13,
+/// `04-mpi+ompss/heat/solver-mpi-ompss.c` line 4, `#define NB 8`; lines
+/// 17-20 `bx = sizex/nbx`) splits the grid into NB x NB blocks whatever
+/// its resolution, so at the thesis's 4096 x 4096 input (Table 4.4, also
+/// that program's `test.dat` line 2) a block is 512 x 512 doubles (2 MiB).
+/// The block size below (128) only scales the data to the simulator's
+/// size at Table 4.4's 1:10; the block count is the source's.
+pub const HEAT_BLOCKS: usize = 8;
+
+/// Heat's Jacobi sweeps: the same program's input (`04-mpi+ompss/heat/
+/// test.dat` line 1, `10 # iterations`, with line 2 `4096 # resolution`
+/// and line 3 `0 # Algorithm 0=Jacobi`). The thesis states no count;
+/// until 2026-11-26 the scenario ran 6 (docs/tahoe.md, "Block sizes from
+/// the sources").
+pub const HEAT_SWEEPS: u32 = 10;
 
 /// Builds graphs: arrays of equal blocks, types by name, tasks.
 struct Builder {

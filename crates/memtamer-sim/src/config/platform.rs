@@ -105,6 +105,17 @@ pub struct UncoreParams {
     /// fullness stalls every new request of that socket; see [`RemoteTracker`].
     #[serde(default, skip_serializing_if = "RemoteTracker::is_imc")]
     pub remote_tracker: RemoteTracker,
+    /// Entries of each caching agent's table of requests (TOR), one CHA per
+    /// core: every request holds one of its socket's pool from the caching
+    /// agents until its completion, whichever memory controller it goes to
+    /// (engine/tor.rs). 0, the default, does not model it: Skylake-SP's
+    /// count is unpublished (Sandy/Ivy Bridge-EP: 20 per Cbo).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tor_entries_per_cha: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Memory-controller parameters, per channel.

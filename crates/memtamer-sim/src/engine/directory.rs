@@ -55,6 +55,7 @@ impl Engine {
             src_socket: home,
             ts,
             holds: false,
+            tor: false,
             line_level: false,
             ..q
         });

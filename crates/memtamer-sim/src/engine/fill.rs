@@ -57,6 +57,8 @@ pub(super) struct Req {
     /// A remote request holds an entry of its tracking socket's request
     /// buffer from reaching the caching agents until its completion comes back.
     pub(super) holds: bool,
+    /// Holds an entry of its socket's TOR (engine/tor.rs) until completion.
+    pub(super) tor: bool,
     /// Issued outside a PM request (no `PmBegin`/`PmEnd` around it): a PM
     /// line is counted in the thread's PM traffic on its own, at completion.
     pub(super) line_level: bool,
@@ -141,6 +143,7 @@ impl Engine {
             src_socket,
             ts,
             holds: false,
+            tor: false,
             line_level,
         })
     }
@@ -179,6 +182,7 @@ impl Engine {
 
     /// A response reached the core.
     pub(super) fn complete(&mut self, r: u32) {
+        self.tor_release(r);
         if self.reqs[r as usize].holds {
             self.reqs[r as usize].holds = false;
             self.release_overflow(self.reqs[r as usize].ts);

@@ -20,6 +20,7 @@ pub mod pmdimm;
 mod port;
 mod quartz;
 mod sampler;
+mod tor;
 mod uncore;
 
 pub use channel::ChannelCounters;
@@ -361,6 +362,11 @@ impl Engine {
                 remote_home: p.uncore.remote_tracking == RemoteTracking::Home,
                 directory: p.uncore.directory == MemoryDirectory::Memory,
                 remote_owned: Default::default(),
+                tor: tor::Tor::new(
+                    p.uncore.tor_entries_per_cha,
+                    p.cpu.cores_per_socket,
+                    p.cpu.sockets,
+                ),
                 regions,
                 local_dram,
             },

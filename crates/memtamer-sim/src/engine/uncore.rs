@@ -47,6 +47,8 @@ pub(super) struct Uncore {
     /// Lines marked in their in-memory directory as possibly held by
     /// another socket (only with `directory`).
     pub(super) remote_owned: HashSet<u64>,
+    /// The caching agents' tables of requests (engine/tor.rs).
+    pub(super) tor: super::tor::Tor,
     /// Address regions.
     pub(super) regions: Vec<Region>,
     /// Per socket, the region `local-dram` resolves to (the first DRAM region
@@ -209,6 +211,15 @@ impl Engine {
     /// tracker is full of remote requests (or requests wait there already).
     #[inline]
     pub(super) fn at_imc(&mut self, r: u32) {
+        if self.tor_acquire(r) {
+            self.at_cha(r);
+        }
+    }
+
+    /// A request holding its TOR entry (if the TOR is modelled) goes on to
+    /// the CHA tracker and its memory controller's table.
+    #[inline]
+    pub(super) fn at_cha(&mut self, r: u32) {
         if let Some(base) = self.uncore.cha_base {
             let q = &self.reqs[r as usize];
             if !(q.remote && self.uncore.remote_home) {

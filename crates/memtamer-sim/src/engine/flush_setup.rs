@@ -3,6 +3,7 @@
 //! CPUs), and the controller's ticks.
 
 use super::cpu::{Thread, ThreadStart};
+use memtamer_ribbon::placement::{flusher_order, HwThread};
 use super::flush::{FlushJob, FlushJobSpec, FlushRole, FlushUnit};
 use super::{Engine, EvKind};
 use crate::config::{FlushMode, JobSpec, Platform, WorkloadSpec};
@@ -96,12 +97,17 @@ impl Engine {
             // the PATS gate limits threads that flush themselves
             th.gated = *mode == FlushMode::Eager;
         }
+        // pinned jobs: flusher f on the f-th hardware thread of the
+        // runtime's order (idle cores of the application's socket, their
+        // siblings, then the application cores' siblings), the proactive
+        // thread beside the first flusher
+        let order = self.helper_order(place, &app);
         let mut index = app.len();
         for f in 0..FlushJob::flusher_threads(&spec) {
             let tid = self.spawn_helper(
                 j,
                 place,
-                index,
+                (index, order.get(f % order.len().max(1)).copied()),
                 next_cpu,
                 FlushRole::Flusher {
                     job: fi,
@@ -112,8 +118,13 @@ impl Engine {
             fj.add_flusher(tid);
         }
         if *proactive {
-            let tid =
-                self.spawn_helper(j, place, index, next_cpu, FlushRole::Proactive { job: fi });
+            let tid = self.spawn_helper(
+                j,
+                place,
+                (index, order.first().copied()),
+                next_cpu,
+                FlushRole::Proactive { job: fi },
+            );
             fj.proactive_tid = Some(tid);
         }
         if let Some(u) = self.flush.as_mut() {
@@ -122,16 +133,45 @@ impl Engine {
         Ok(())
     }
 
+    /// The hardware threads a pinned job's helpers take, in the order of
+    /// `memtamer_ribbon::placement::flusher_order` over the job's CPUs with
+    /// the application threads' CPUs busy; empty when the job is not
+    /// pinned (helpers then take the machine-wide round-robin).
+    fn helper_order(&self, place: &Placement, app: &[u32]) -> Vec<u32> {
+        if !place.fixed || place.list.is_empty() {
+            return Vec::new();
+        }
+        let hw: Vec<HwThread> = place
+            .list
+            .iter()
+            .filter_map(|&cpu| {
+                let core = self.cpus.get(cpu as usize)?.core;
+                let socket = self.cores.get(core as usize)?.socket;
+                Some(HwThread { cpu, core, socket })
+            })
+            .collect();
+        let busy: Vec<u32> = app
+            .iter()
+            .filter_map(|&t| self.threads.get(t as usize).map(|th| th.cpu))
+            .collect();
+        flusher_order(&hw, &busy)
+    }
+
+    /// A flusher or proactive thread of job `j`: the `at.0`-th thread of
+    /// the job, on CPU `at.1` when the job is pinned.
     fn spawn_helper(
         &mut self,
         j: usize,
         place: &Placement,
-        index: usize,
+        at: (usize, Option<u32>),
         next_cpu: &mut u32,
         role: FlushRole,
     ) -> u32 {
         let tid = self.threads.len() as u32;
-        let cpu = if place.fixed && !place.list.is_empty() {
+        let (index, pinned) = at;
+        let cpu = if let Some(c) = pinned {
+            c
+        } else if place.fixed && !place.list.is_empty() {
             place.list[index % place.list.len()]
         } else {
             let c = *next_cpu % place.ncpus.max(1);

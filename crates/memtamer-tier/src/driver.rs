@@ -12,6 +12,7 @@
 use crate::unimem::model::{ObjPhase, PhaseProfile, Platform};
 use crate::unimem::plan::{decide, drifted, Plan, Problem};
 use crate::unimem::schedule::{schedule_checked, Move};
+use crate::unimem::transition::{transition, OnceMove};
 use crate::{Tier, TierRuntime};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -123,6 +124,10 @@ pub struct Driver {
     addrs: Vec<usize>,
     plan: Option<Plan>,
     moves: Vec<Move>,
+    /// One-time moves of the last decision ([`transition`]) and the phases
+    /// enforced since it (their clock).
+    once: Vec<OnceMove>,
+    once_step: usize,
     sampler: Option<Sampler>,
     stats: DriverStats,
     shares: BTreeMap<usize, f64>,
@@ -148,6 +153,8 @@ impl Driver {
             addrs: Vec::new(),
             plan: None,
             moves: Vec::new(),
+            once: Vec::new(),
+            once_step: 0,
             sampler: None,
             stats: DriverStats::default(),
             shares: BTreeMap::new(),
@@ -334,27 +341,13 @@ impl Driver {
         let plan = decide(&problem, &start);
         let uses: Vec<Vec<bool>> = (0..problem.sizes.len()).map(|o| problem.uses(o)).collect();
         let (moves, _) = schedule_checked(&plan.dram, &uses, &problem.sizes, problem.capacity);
-        // One-time moves from the current placement to phase 0's set,
-        // issued at once (evictions first).
-        let first = plan.dram.first().cloned().unwrap_or_default();
-        let mut once: Vec<Move> = start
-            .difference(&first)
-            .map(|&o| Move {
-                issue: usize::MAX,
-                to: Tier::Slow,
-                obj: o,
-                needed_by: 0,
-            })
-            .collect();
-        once.extend(first.difference(&start).map(|&o| Move {
-            issue: usize::MAX,
-            to: Tier::Dram,
-            obj: o,
-            needed_by: 0,
-        }));
-        for m in &once {
-            self.request(m);
-        }
+        // One-time moves from the current placement to the plan's, issued
+        // and waited for phase by phase from the next enforced phase 0
+        // (shared with the simulator). The profile cannot tell writes from
+        // reads, so every use counts as a write (a copy never starts in a
+        // phase that uses its object while a later free phase exists).
+        self.once = transition(&start, &plan.dram, &moves, &uses, &uses);
+        self.once_step = 0;
         self.stats.decisions += 1;
         self.stats.phases = self.profile.len();
         self.stats.last_plan = Some((
@@ -390,11 +383,19 @@ impl Driver {
     }
 
     fn enforce(&mut self, i: usize) {
+        let step = self.once_step;
+        self.once_step = self.once_step.saturating_add(1);
         let issue: Vec<Move> = self
-            .moves
+            .once
             .iter()
-            .filter(|m| m.issue == i)
-            .cloned()
+            .filter(|m| m.issue == step)
+            .map(|m| Move {
+                issue: i,
+                to: m.to,
+                obj: m.obj,
+                needed_by: i,
+            })
+            .chain(self.moves.iter().filter(|m| m.issue == i).cloned())
             .collect();
         for m in &issue {
             self.request(m);
@@ -403,7 +404,14 @@ impl Driver {
             .moves
             .iter()
             .filter(|m| m.needed_by == i && m.to == Tier::Dram)
-            .filter_map(|m| self.addrs.get(m.obj).copied())
+            .map(|m| m.obj)
+            .chain(
+                self.once
+                    .iter()
+                    .filter(|m| m.to == Tier::Dram && m.wait == Some(step))
+                    .map(|m| m.obj),
+            )
+            .filter_map(|o| self.addrs.get(o).copied())
             .collect();
         let t0 = Instant::now();
         for a in need {

@@ -39,15 +39,9 @@ pub struct DriverConfig {
     pub recalibrate: bool,
 }
 
-/// DRAM bandwidth the default platform model assumes (bytes/s); the C ABI's
-/// `MEMTAMER_DRAM_BW` overrides it.
-pub const DEFAULT_DRAM_BW: f64 = 10e9;
-/// DRAM latency of the default platform model (seconds).
-pub const DEFAULT_DRAM_LATENCY_S: f64 = 100e-9;
-/// Slow-tier bandwidth divisor of the default model (`MEMTAMER_SLOW_BW_DIV`).
-pub const DEFAULT_SLOW_BW_DIV: f64 = 2.0;
-/// Slow-tier latency multiplier of the default model (`MEMTAMER_SLOW_LAT_MUL`).
-pub const DEFAULT_SLOW_LAT_MUL: f64 = 4.0;
+pub use crate::platform::{
+    DEFAULT_DRAM_BW, DEFAULT_DRAM_LATENCY_S, DEFAULT_SLOW_BW_DIV, DEFAULT_SLOW_LAT_MUL,
+};
 
 impl Default for DriverConfig {
     /// What the C ABI runs with when no variable is set (one place for it
@@ -56,12 +50,7 @@ impl Default for DriverConfig {
         DriverConfig {
             tick: Duration::from_millis(1),
             pages_per_tick: 16,
-            platform: Platform::emulated(
-                DEFAULT_DRAM_BW,
-                DEFAULT_DRAM_LATENCY_S,
-                DEFAULT_SLOW_BW_DIV,
-                DEFAULT_SLOW_LAT_MUL,
-            ),
+            platform: crate::platform::default_platform(),
             iterations: 100.0,
             drift: 0.1,
             recalibrate: true,

@@ -17,7 +17,6 @@ use crate::driver::{Driver, DriverConfig};
 use crate::publish::Publisher;
 use crate::registry::parse_bytes;
 use crate::status::RunState;
-use crate::unimem::model::Platform;
 use crate::{Tier, TierConfig, TierError, TierRuntime};
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -98,20 +97,49 @@ fn budget_from_env() -> Result<usize, TierError> {
     }
 }
 
+fn env_opt(key: &'static str) -> Result<Option<f64>, TierError> {
+    match std::env::var(key) {
+        Err(_) => Ok(None),
+        Ok(v) => v
+            .trim()
+            .parse::<f64>()
+            .map(Some)
+            .map_err(|_| TierError::BadEnv {
+                key,
+                value: v,
+                why: "not a number".into(),
+            }),
+    }
+}
+
 fn driver_config() -> Result<DriverConfig, TierError> {
-    use crate::driver::{
-        DEFAULT_DRAM_BW, DEFAULT_DRAM_LATENCY_S, DEFAULT_SLOW_BW_DIV, DEFAULT_SLOW_LAT_MUL,
-    };
+    use crate::platform::{BadInput, PlatformInputs};
     let d = DriverConfig::default();
-    let mut platform = Platform::emulated(
-        env_num("MEMTAMER_DRAM_BW", DEFAULT_DRAM_BW)?,
-        DEFAULT_DRAM_LATENCY_S,
-        env_num("MEMTAMER_SLOW_BW_DIV", DEFAULT_SLOW_BW_DIV)?.max(1.0),
-        env_num("MEMTAMER_SLOW_LAT_MUL", DEFAULT_SLOW_LAT_MUL)?.max(1.0),
-    );
-    // the constant factors `memtamer tier calibrate` fits (thesis §3.4.1)
-    platform.cf_bw = env_num("MEMTAMER_CF_BW", platform.cf_bw)?;
-    platform.cf_lat = env_num("MEMTAMER_CF_LAT", platform.cf_lat)?;
+    // one constructor for the model (also `memtamer tier calibrate`'s);
+    // the constant factors are what `memtamer tier calibrate` fits
+    // (thesis §3.4.1)
+    let platform = PlatformInputs {
+        dram_bw: env_opt("MEMTAMER_DRAM_BW")?,
+        slow_bw_div: env_opt("MEMTAMER_SLOW_BW_DIV")?,
+        slow_lat_mul: env_opt("MEMTAMER_SLOW_LAT_MUL")?,
+        cf_bw: env_opt("MEMTAMER_CF_BW")?,
+        cf_lat: env_opt("MEMTAMER_CF_LAT")?,
+    }
+    .model()
+    .map_err(|b| {
+        let (key, x) = match b {
+            BadInput::DramBw(x) => ("MEMTAMER_DRAM_BW", x),
+            BadInput::SlowBwDiv(x) => ("MEMTAMER_SLOW_BW_DIV", x),
+            BadInput::SlowLatMul(x) => ("MEMTAMER_SLOW_LAT_MUL", x),
+            BadInput::CfBw(x) => ("MEMTAMER_CF_BW", x),
+            BadInput::CfLat(x) => ("MEMTAMER_CF_LAT", x),
+        };
+        TierError::BadEnv {
+            key,
+            value: x.to_string(),
+            why: format!("expected {}", b.expected()),
+        }
+    })?;
     Ok(DriverConfig {
         tick: Duration::from_micros(
             env_num("MEMTAMER_TIER_TICK_US", d.tick.as_micros() as f64)? as u64

@@ -12,6 +12,7 @@
 use crate::unimem::model::{ObjPhase, PhaseProfile, Platform};
 use crate::unimem::plan::{decide, drifted, Plan, Problem};
 use crate::unimem::schedule::{schedule_checked, Move};
+use crate::unimem::transition::{transition, OnceMove};
 use crate::{Tier, TierRuntime};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,15 +39,9 @@ pub struct DriverConfig {
     pub recalibrate: bool,
 }
 
-/// DRAM bandwidth the default platform model assumes (bytes/s); the C ABI's
-/// `MEMTAMER_DRAM_BW` overrides it.
-pub const DEFAULT_DRAM_BW: f64 = 10e9;
-/// DRAM latency of the default platform model (seconds).
-pub const DEFAULT_DRAM_LATENCY_S: f64 = 100e-9;
-/// Slow-tier bandwidth divisor of the default model (`MEMTAMER_SLOW_BW_DIV`).
-pub const DEFAULT_SLOW_BW_DIV: f64 = 2.0;
-/// Slow-tier latency multiplier of the default model (`MEMTAMER_SLOW_LAT_MUL`).
-pub const DEFAULT_SLOW_LAT_MUL: f64 = 4.0;
+pub use crate::platform::{
+    DEFAULT_DRAM_BW, DEFAULT_DRAM_LATENCY_S, DEFAULT_SLOW_BW_DIV, DEFAULT_SLOW_LAT_MUL,
+};
 
 impl Default for DriverConfig {
     /// What the C ABI runs with when no variable is set (one place for it
@@ -55,12 +50,7 @@ impl Default for DriverConfig {
         DriverConfig {
             tick: Duration::from_millis(1),
             pages_per_tick: 16,
-            platform: Platform::emulated(
-                DEFAULT_DRAM_BW,
-                DEFAULT_DRAM_LATENCY_S,
-                DEFAULT_SLOW_BW_DIV,
-                DEFAULT_SLOW_LAT_MUL,
-            ),
+            platform: crate::platform::default_platform(),
             iterations: 100.0,
             drift: 0.1,
             recalibrate: true,
@@ -123,6 +113,10 @@ pub struct Driver {
     addrs: Vec<usize>,
     plan: Option<Plan>,
     moves: Vec<Move>,
+    /// One-time moves of the last decision ([`transition`]) and the phases
+    /// enforced since it (their clock).
+    once: Vec<OnceMove>,
+    once_step: usize,
     sampler: Option<Sampler>,
     stats: DriverStats,
     shares: BTreeMap<usize, f64>,
@@ -148,6 +142,8 @@ impl Driver {
             addrs: Vec::new(),
             plan: None,
             moves: Vec::new(),
+            once: Vec::new(),
+            once_step: 0,
             sampler: None,
             stats: DriverStats::default(),
             shares: BTreeMap::new(),
@@ -334,27 +330,13 @@ impl Driver {
         let plan = decide(&problem, &start);
         let uses: Vec<Vec<bool>> = (0..problem.sizes.len()).map(|o| problem.uses(o)).collect();
         let (moves, _) = schedule_checked(&plan.dram, &uses, &problem.sizes, problem.capacity);
-        // One-time moves from the current placement to phase 0's set,
-        // issued at once (evictions first).
-        let first = plan.dram.first().cloned().unwrap_or_default();
-        let mut once: Vec<Move> = start
-            .difference(&first)
-            .map(|&o| Move {
-                issue: usize::MAX,
-                to: Tier::Slow,
-                obj: o,
-                needed_by: 0,
-            })
-            .collect();
-        once.extend(first.difference(&start).map(|&o| Move {
-            issue: usize::MAX,
-            to: Tier::Dram,
-            obj: o,
-            needed_by: 0,
-        }));
-        for m in &once {
-            self.request(m);
-        }
+        // One-time moves from the current placement to the plan's, issued
+        // and waited for phase by phase from the next enforced phase 0
+        // (shared with the simulator). The profile cannot tell writes from
+        // reads, so every use counts as a write (a copy never starts in a
+        // phase that uses its object while a later free phase exists).
+        self.once = transition(&start, &plan.dram, &moves, &uses, &uses);
+        self.once_step = 0;
         self.stats.decisions += 1;
         self.stats.phases = self.profile.len();
         self.stats.last_plan = Some((
@@ -390,11 +372,19 @@ impl Driver {
     }
 
     fn enforce(&mut self, i: usize) {
+        let step = self.once_step;
+        self.once_step = self.once_step.saturating_add(1);
         let issue: Vec<Move> = self
-            .moves
+            .once
             .iter()
-            .filter(|m| m.issue == i)
-            .cloned()
+            .filter(|m| m.issue == step)
+            .map(|m| Move {
+                issue: i,
+                to: m.to,
+                obj: m.obj,
+                needed_by: i,
+            })
+            .chain(self.moves.iter().filter(|m| m.issue == i).cloned())
             .collect();
         for m in &issue {
             self.request(m);
@@ -403,7 +393,14 @@ impl Driver {
             .moves
             .iter()
             .filter(|m| m.needed_by == i && m.to == Tier::Dram)
-            .filter_map(|m| self.addrs.get(m.obj).copied())
+            .map(|m| m.obj)
+            .chain(
+                self.once
+                    .iter()
+                    .filter(|m| m.to == Tier::Dram && m.wait == Some(step))
+                    .map(|m| m.obj),
+            )
+            .filter_map(|o| self.addrs.get(o).copied())
             .collect();
         let t0 = Instant::now();
         for a in need {

@@ -21,6 +21,7 @@ pub mod error;
 pub mod guard;
 pub mod migrator;
 pub mod numa;
+pub mod platform;
 pub mod profiler;
 pub mod publish;
 pub mod registry;

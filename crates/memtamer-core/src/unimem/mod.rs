@@ -12,6 +12,8 @@
 //!   better; initial placement; the 10% drift check (§3.4.2).
 //! * [`schedule`]: the proactive migration schedule that issues each move
 //!   as early as the object's and its victims' last uses allow.
+//! * [`transition`]: the one-time moves from the placement at a decision
+//!   to the plan's, timed ahead of their use like the schedule's.
 
 pub mod calibrate;
 pub mod knapsack;
@@ -19,6 +21,7 @@ pub mod model;
 pub mod plan;
 pub mod profile_file;
 pub mod schedule;
+pub mod transition;
 
 #[cfg(test)]
 pub(crate) use plan::tests as plan_tests_support;

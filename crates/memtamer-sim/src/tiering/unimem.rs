@@ -11,12 +11,15 @@
 //! Proactive, overlapped moves (thesis §3.4 "Enforcement", §3.5): the
 //! helper copies during the phases before the one that needs an object,
 //! and a phase waits only for the promotions it needs. This holds for the
-//! one-time moves after the decision too: they are queued at once (evictions
-//! first, then promotions in the order of the phase that first needs them)
-//! and each is waited for at that phase of the first enforced iteration,
-//! not all at its phase 0. An object being copied stays readable (readers
-//! use the old copy, as `memtamer-tier`'s write-protect protocol allows),
-//! so a phase waits for a pending move of an object only if it writes it.
+//! one-time moves after the decision too (`unimem::transition`, shared with
+//! `memtamer-tier`'s driver): queued at the decision (evictions first, then
+//! promotions in the order they are waited for), each waited for at the
+//! phase of the first enforced iteration that first needs it; one needed
+//! in phase 0 overlaps that phase (which runs with the object where it
+//! was) and is waited for at its next use, not at phase 0. An object being
+//! copied stays readable (readers use the old copy, as `memtamer-tier`'s
+//! write-protect protocol allows), so a phase waits for a pending move of
+//! an object only if it writes it.
 //!
 //! Large objects (§3.4.2 opt. 3): an object larger than the rank's DRAM
 //! whose every access is sequential (the thesis partitions only 1-D arrays
@@ -31,6 +34,7 @@ use memtamer_core::unimem::plan::{
     decide, global_search, initial_placement, local_search, predict, Problem, Search,
 };
 use memtamer_core::unimem::schedule::{schedule_checked, Move};
+use memtamer_core::unimem::transition::{transition, OnceMove};
 use memtamer_core::unimem::ObjId;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -160,11 +164,8 @@ pub struct UnimemPolicy {
     profile: Vec<PhaseProfile>,
     /// The decided schedule (enforcing once set).
     moves: Option<Vec<Move>>,
-    /// One-time moves to queue at the next phase start.
-    once: Vec<MoveReq>,
-    /// One-time promotions: (object, the phase of the first enforced
-    /// iteration that first needs it in DRAM and waits for it).
-    once_need: Vec<(usize, usize)>,
+    /// One-time moves of the decision (`unimem::transition`), over units.
+    once: Vec<OnceMove>,
     /// Writes per object per phase (for the write-blocking wait rule).
     writes: Vec<Vec<bool>>,
     phases: usize,
@@ -220,7 +221,6 @@ impl UnimemPolicy {
             profile: Vec::new(),
             moves: None,
             once: Vec::new(),
-            once_need: Vec::new(),
             writes,
             phases: prog.phases.len(),
             decided: "not decided".into(),
@@ -258,21 +258,13 @@ impl UnimemPolicy {
         let predicted = predict(&problem, &dram, &start);
         let uses: Vec<Vec<bool>> = (0..self.sizes.len()).map(|o| problem.uses(o)).collect();
         let (moves, early) = schedule_checked(&dram, &uses, &self.sizes, self.capacity);
-        let first = resident_in_phase0(&dram, &moves);
-        // the first phase that uses the object while the plan has it in DRAM
-        let need = |o: ObjId| {
-            (0..n)
-                .find(|&i| dram[i].contains(&o) && uses[o].get(i).copied().unwrap_or(false))
-                .unwrap_or(n)
-        };
-        let mut ins: Vec<ObjId> = first.difference(&start).copied().collect();
-        ins.sort_by_key(|&o| (need(o), o));
-        self.once_need = ins.iter().map(|&o| (o, need(o))).collect();
-        self.once = start
-            .difference(&first)
-            .map(|&u| self.units[u].req(Tier::Slow))
-            .chain(ins.iter().map(|&u| self.units[u].req(Tier::Dram)))
+        // writes per unit: a chunk is written where its object is
+        let unit_writes: Vec<Vec<bool>> = self
+            .units
+            .iter()
+            .map(|un| self.writes[un.obj].clone())
             .collect();
+        self.once = transition(&start, &dram, &moves, &uses, &unit_writes);
         let sets: Vec<String> = dram
             .iter()
             .map(|s| {
@@ -339,28 +331,33 @@ impl PhasePolicy for UnimemPolicy {
         let Some(moves) = &self.moves else {
             return PhaseStart::default();
         };
-        let mut out = PhaseStart {
-            moves: std::mem::take(&mut self.once),
-            wait: Vec::new(),
-        };
+        // phases since the decision: the one-time moves' clock
+        // (`OnceMove::issue` / `wait`, from phase 0 of the first enforced
+        // iteration; `n` is phase 0 of the next)
+        let step = (iter.saturating_sub(self.profile_iterations) as usize)
+            .saturating_mul(self.phases)
+            + phase;
+        let mut out = PhaseStart::default();
+        for m in self.once.iter().filter(|m| m.issue == step) {
+            out.moves.push(self.units[m.obj].req(m.to));
+        }
         for m in moves.iter().filter(|m| m.issue == phase) {
             out.moves.push(self.units[m.obj].req(m.to));
         }
         // The driver waits for the promotions this phase needs: the
-        // schedule's, and in the first enforced iteration the one-time
-        // promotions first needed here. An object this phase writes while
-        // a move of it is pending also waits: the real runtime
-        // write-protects it during the copy (readers go on with the old copy).
-        let first_enforced = iter == self.profile_iterations;
+        // schedule's, and the one-time promotions waited for here. An
+        // object this phase writes while a move of it is pending also
+        // waits: the real runtime write-protects it during the copy
+        // (readers go on with the old copy).
         let mut wait: BTreeSet<usize> = moves
             .iter()
             .filter(|m| m.needed_by == phase && m.to == Tier::Dram)
             .map(|m| self.units[m.obj].obj)
             .chain(
-                self.once_need
+                self.once
                     .iter()
-                    .filter(|&&(_, p)| first_enforced && p == phase)
-                    .map(|&(u, _)| self.units[u].obj),
+                    .filter(|m| m.to == Tier::Dram && m.wait == Some(step))
+                    .map(|m| self.units[m.obj].obj),
             )
             .collect();
         let writes = |o: usize| self.writes[o].get(phase).copied().unwrap_or(false);
@@ -454,26 +451,6 @@ impl PhasePolicy for UnimemPolicy {
     }
 }
 
-/// Objects in DRAM during phase 0 of an iteration under the cyclic
-/// schedule `moves` for the per-phase sets `dram`, the moves issued at
-/// phase 0 done: replayed for two cycles from the last phase's set (as
-/// `schedule::replay`) and then phase 0's moves, so moves issued early
-/// for later phases count. The one-time moves go straight there; the
-/// schedule's phase-0 moves of the first enforced iteration are then no-ops.
-fn resident_in_phase0(dram: &[BTreeSet<ObjId>], moves: &[Move]) -> BTreeSet<ObjId> {
-    let mut resident = dram.last().cloned().unwrap_or_default();
-    let n = dram.len();
-    for step in 0..2 * n + 1 {
-        for m in moves.iter().filter(|m| m.issue == step % n.max(1)) {
-            match m.to {
-                Tier::Slow => resident.remove(&m.obj),
-                Tier::Dram => resident.insert(m.obj),
-            };
-        }
-    }
-    resident
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::test_support::{program, View};
@@ -546,10 +523,13 @@ mod tests {
         };
         profile(&mut pol, &prog, &v, 0.01);
         assert!(pol.summary().starts_with("local"), "{}", pol.summary());
-        // phase 0 of the next iteration: the one-time promotion of object 0 and waits for it
+        // phase 0 of the first enforced iteration: object 0 is not copied
+        // (the schedule evicts it after phase 0: the copy would be undone
+        // unused); phase 0 of the next iteration waits for the schedule's
+        // promotion of it, made ahead of it
         let s = pol.phase_start(1, 0, &v);
-        assert!(s.moves.contains(&MoveReq::whole(0, Tier::Dram)), "{s:?}");
-        assert!(s.wait.contains(&0));
+        assert!(!s.moves.contains(&MoveReq::whole(0, Tier::Dram)), "{s:?}");
+        assert!(pol.phase_start(2, 0, &v).wait.contains(&0));
         // every phase issues moves, and across the iteration each object comes in
         let mut promoted = BTreeSet::new();
         for i in 0..4 {
@@ -604,7 +584,7 @@ mod tests {
     }
 
     #[test]
-    fn one_time_promotions_are_waited_for_where_first_needed() {
+    fn one_time_promotions_are_waited_for_at_their_next_need_after_phase_0() {
         // o0 hot in phase 0, o1 hot in phase 1, o2 read lightly in phases 0
         // and 2 and in DRAM at the decision; DRAM for two: global keeps
         // {0, 1} and evicts o2.
@@ -638,26 +618,32 @@ mod tests {
         let mut pol = build(&prog);
         profile(&mut pol, &prog, &v, 0.01);
         let s = pol.phase_start(1, 0, &v);
-        // all queued at once: the eviction, then promotions in order of need
+        // all queued at once: the eviction, then promotions in the order
+        // they are waited for
         assert_eq!(
             s.moves,
             vec![
                 MoveReq::whole(2, Tier::Slow),
-                MoveReq::whole(0, Tier::Dram),
-                MoveReq::whole(1, Tier::Dram)
+                MoveReq::whole(1, Tier::Dram),
+                MoveReq::whole(0, Tier::Dram)
             ]
         );
-        // phase 0 waits for o0 only: o1 is needed in phase 1, and phase 0
-        // reads o2 from the old copy while it is evicted
-        assert_eq!(s.wait, vec![0]);
+        // phase 0 waits for nothing: o0's copy overlaps it (it runs with
+        // o0 where it was), o1 is needed in phase 1, and phase 0 reads o2
+        // from the old copy while it is evicted
+        assert!(s.wait.is_empty(), "{s:?}");
         assert_eq!(pol.phase_start(1, 1, &v).wait, vec![1]);
+        assert!(pol.phase_start(1, 2, &v).wait.is_empty());
+        // o0 is next used in phase 0 of the next iteration: waited there
+        assert_eq!(pol.phase_start(2, 0, &v).wait, vec![0]);
         // a later iteration waits for nothing (no moves, nothing written)
         assert!(pol.phase_start(2, 1, &v).wait.is_empty());
+        assert!(pol.phase_start(3, 0, &v).wait.is_empty());
         // a phase that writes an object being moved waits for it
         prog.phases[0].access[1].write_fraction = 0.5;
         let mut pol = build(&prog);
         profile(&mut pol, &prog, &v, 0.01);
-        assert_eq!(pol.phase_start(1, 0, &v).wait, vec![0, 2]);
+        assert_eq!(pol.phase_start(1, 0, &v).wait, vec![2]);
     }
 
     #[test]

@@ -165,6 +165,55 @@ impl HelperClock {
     }
 }
 
+/// Predicted start (ns from now) of each task of a FIFO ready queue
+/// (thesis Eq. 3.3's `mem_comp_overlap`: the time the helper has before a
+/// planned task needs its pages). `running` are the predicted run times
+/// of the running tasks in dispatch order (oldest first), `queued` those
+/// of the queued tasks in queue order, `workers` the worker threads.
+///
+/// Workers not running a task are free now. A running task's remaining
+/// time is not known (the planner sees no clock), so the running tasks'
+/// phases are taken as uniformly spread: of `n` running tasks the one
+/// dispatched `j`-th (from 0) frees its worker after `(j + 1) / (n + 1)`
+/// of its predicted time, the expected `j + 1`-th smallest of `n`
+/// uniform remaining times (order statistics), oldest first. Each queued
+/// task then starts when the earliest worker frees and holds it for its
+/// predicted time (list scheduling in FIFO order, as libomp's workers
+/// take the queue's head).
+///
+/// Until 2026-11-26 the simulator's Tahoe estimated a task's start as the
+/// work ahead of it (half of each running task, all of each task queued
+/// before it) spread evenly over the workers: that ignores idle workers
+/// (the head starts now when one is idle) and gives the queue's head the
+/// mean remaining time of the running tasks, while it starts at the first
+/// completion; on heat at 4x latency it predicted 29-37 us for tasks that
+/// started 1-5 us later (docs/tahoe.md, "Heat at 4x latency").
+pub fn queue_starts(running: &[f64], queued: &[f64], workers: usize) -> Vec<f64> {
+    let n = running.len();
+    let mut free: Vec<f64> = running
+        .iter()
+        .enumerate()
+        .map(|(j, &t)| t.max(0.0) * (j + 1) as f64 / (n + 1) as f64)
+        .collect();
+    free.extend(std::iter::repeat_n(0.0, workers.saturating_sub(n)));
+    if free.is_empty() {
+        return vec![f64::INFINITY; queued.len()];
+    }
+    queued
+        .iter()
+        .map(|&t| {
+            let (k, at) = free
+                .iter()
+                .copied()
+                .enumerate()
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap_or((0, 0.0));
+            free[k] = at + t.max(0.0);
+            at
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,5 +368,37 @@ mod tests {
         assert!(!worth_moving(64.0, 10.0, 0.0, 1000.0));
         // reused by a later task: 1280 ns saved
         assert!(worth_moving(64.0, 10.0, 640.0, 1000.0));
+    }
+    #[test]
+    fn an_idle_worker_takes_the_head_now() {
+        // 7 of 8 workers busy: the head starts at once, the next at the
+        // first completion of the 7 (1/8 of 80 us)
+        let s = queue_starts(&[80.0; 7], &[40.0, 40.0, 40.0], 8);
+        assert_eq!(s[0], 0.0);
+        assert!((s[1] - 10.0).abs() < 1e-9, "{s:?}");
+        assert!((s[2] - 20.0).abs() < 1e-9, "{s:?}");
+    }
+
+    #[test]
+    fn queued_tasks_start_at_the_order_statistics_of_the_running_ones() {
+        // 8 busy workers, equal 90 us tasks: completions at 10, 20, ... us
+        let s = queue_starts(&[90.0; 8], &[90.0; 9], 8);
+        for (k, at) in s.iter().take(8).enumerate() {
+            assert!((at - 10.0 * (k + 1) as f64).abs() < 1e-9, "{s:?}");
+        }
+        // the 9th waits for the first queued task's worker: 10 + 90
+        assert!((s[8] - 100.0).abs() < 1e-9, "{s:?}");
+        // the even spread of the work ahead (the old estimate) gives the
+        // head 45 us, 4.5 x its expected start
+        let old = 8.0 * 90.0 / 2.0 / 8.0;
+        assert!(old > 4.0 * s[0]);
+    }
+
+    #[test]
+    fn one_worker_serves_the_queue_in_order() {
+        let s = queue_starts(&[10.0], &[3.0, 4.0, 5.0], 1);
+        assert_eq!(s, vec![5.0, 8.0, 12.0]);
+        assert!(queue_starts(&[], &[1.0], 0)[0].is_infinite());
+        assert!(queue_starts(&[], &[], 8).is_empty());
     }
 }

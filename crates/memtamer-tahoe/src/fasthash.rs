@@ -1,7 +1,10 @@
 //! A multiplicative hasher for page-number keys. The planner hashes
 //! thousands of page numbers per decision; SipHash (std's default, built
 //! for untrusted keys) dominated its profile. Page numbers come from the
-//! process's own address space, so DoS resistance is not needed.
+//! process's own address space, so DoS resistance is not needed. The same
+//! hasher keys the task-type maps ([`TypeMap`]): a type key (code address
+//! and argument sizes, thesis §4.3.2) is hashed on every task start and
+//! completion, and comes from the program's own task metadata.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -18,9 +21,21 @@ impl Hasher for PageHasher {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
+        // whole words at a time (a slice of u64 arrives as its bytes),
+        // the tail byte by byte
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+        for &b in words.remainder() {
             self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
         }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
     }
 
     fn write_u64(&mut self, n: u64) {
@@ -32,6 +47,8 @@ impl Hasher for PageHasher {
 pub type PageMap<V> = HashMap<u64, V, BuildHasherDefault<PageHasher>>;
 /// HashSet of page numbers.
 pub type PageSet = HashSet<u64, BuildHasherDefault<PageHasher>>;
+/// HashMap keyed by task type ([`crate::task::TaskType`]).
+pub type TypeMap<V> = HashMap<crate::task::TaskType, V, BuildHasherDefault<PageHasher>>;
 
 #[cfg(test)]
 mod tests {
@@ -52,5 +69,33 @@ mod tests {
         let mut h3 = PageHasher::default();
         h3.write(&[1, 2]);
         assert_ne!(h3.finish(), 0);
+    }
+
+    #[test]
+    fn type_keys_hash_by_code_and_sizes() {
+        use crate::task::TaskType;
+        let ty = |code, sizes: &[u64]| TaskType {
+            code,
+            arg_sizes: sizes.to_vec(),
+        };
+        let mut m: TypeMap<u32> = TypeMap::default();
+        m.insert(ty(0x400, &[64, 128]), 1);
+        m.insert(ty(0x400, &[128, 64]), 2);
+        m.insert(ty(0x400, &[64, 128, 0]), 3);
+        m.insert(ty(0x408, &[64, 128]), 4);
+        assert_eq!(m.len(), 4);
+        assert_eq!(m[&ty(0x400, &[64, 128])], 1);
+        assert_eq!(m[&ty(0x400, &[128, 64])], 2);
+        // a word and its bytes one by one hash alike, a different tail not
+        let (mut a, mut b, mut c) = (
+            PageHasher::default(),
+            PageHasher::default(),
+            PageHasher::default(),
+        );
+        a.write(&7u64.to_le_bytes());
+        b.write_u64(7);
+        c.write(&[7, 0, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(a.finish(), b.finish());
+        assert_ne!(a.finish(), c.finish());
     }
 }

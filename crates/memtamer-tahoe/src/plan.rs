@@ -10,13 +10,12 @@
 use crate::benefit::{
     future_savings, saving_per_access, task_gap_ns, traffic_ns, worth_moving, HelperClock,
 };
-use crate::fasthash::{PageMap, PageSet};
+use crate::fasthash::{PageMap, PageSet, TypeMap};
 use crate::model::HybridModel;
 use crate::profile::{ProfileDb, TypeProfile};
 use crate::residency::Residency;
 use crate::split::{split_dp, split_even};
-use crate::task::{Task, TaskType};
-use std::collections::HashMap;
+use crate::task::Task;
 
 /// Planner knobs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -104,7 +103,7 @@ pub struct Planner {
     db: ProfileDb,
     model: HybridModel,
     dram: Residency,
-    profiling: HashMap<TaskType, u64>,
+    profiling: TypeMap<u64>,
     stats: PlanStats,
 }
 
@@ -116,7 +115,7 @@ impl Planner {
             db: ProfileDb::new(),
             model,
             dram: Residency::new(dram_pages, crate::residency::FIFO_ENTRIES),
-            profiling: HashMap::new(),
+            profiling: TypeMap::default(),
             stats: PlanStats::default(),
         }
     }

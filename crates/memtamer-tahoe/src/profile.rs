@@ -5,8 +5,8 @@
 //! (Figure 4.3: "these elements of `a[]` are hot").
 
 use crate::error::TahoeError;
+use crate::fasthash::TypeMap;
 use crate::task::{Task, TaskType};
-use std::collections::HashMap;
 
 /// Hardware counters of the representative run, where a PMU exists
 /// (inputs of the complete-placement model, §4.3.4).
@@ -186,7 +186,7 @@ impl TypeProfile {
 /// The profiling database: task type -> profile (§4.3.3).
 #[derive(Debug, Default)]
 pub struct ProfileDb {
-    map: HashMap<TaskType, TypeProfile>,
+    map: TypeMap<TypeProfile>,
 }
 
 impl ProfileDb {

@@ -31,6 +31,7 @@ use crate::workload::taskgraph::{Dispatch, Layout, Mode, TaskGraph, TaskPolicy};
 use crate::workload::tiered::{MoveReq, TierSpace, PAGE};
 use crate::workload::NS;
 use memtamer_core::unimem::Tier;
+use memtamer_tahoe::benefit::queue_starts;
 use memtamer_tahoe::model::{HybridModel, LinearAccess, PartialForm};
 use memtamer_tahoe::plan::{Decision, PlanConfig, PlanStats, Planner};
 use memtamer_tahoe::task::{Access, DataObject, Task};
@@ -287,12 +288,12 @@ impl TahoePolicy {
     }
 
     /// Look-ahead slack of each task of `todo` (thesis Eq. 3.3's
-    /// `mem_comp_overlap`): the predicted time until a worker takes it,
-    /// the predicted work ahead of it (half of each running task, whose
-    /// start the policy does not see, and all of each task queued before
-    /// it; Eq. 4.4 under the current residency, 0 for unknown types)
-    /// spread over the workers, less the helper's backlog (the queued
-    /// copies run first).
+    /// `mem_comp_overlap`): the predicted time until a worker takes it
+    /// ([`memtamer_tahoe::benefit::queue_starts`]: idle workers take the
+    /// queue's head now, running tasks free their workers at the order
+    /// statistics of their predicted times, the queue is served in FIFO
+    /// order; Eq. 4.4 under the current residency, 0 for unknown types),
+    /// less the helper's backlog (the queued copies run first).
     fn slack(
         &self,
         g: &TaskGraph,
@@ -310,16 +311,17 @@ impl TahoePolicy {
                 .predict(&tahoe_task(g, layout, t))
                 .unwrap_or(0.0)
         };
-        let mut ahead: f64 = running.iter().map(|&t| pred(t) / 2.0).sum();
+        let run: Vec<f64> = running.iter().map(|&t| pred(t)).collect();
+        let queued: Vec<f64> = order.iter().map(|&t| pred(t)).collect();
+        let starts = queue_starts(&run, &queued, super::WORKERS as usize);
         let backlog = tier.queued_pages() as f64 * copy;
-        let workers = f64::from(super::WORKERS);
-        let mut at = Vec::with_capacity(order.len());
-        for &t in order {
-            at.push((t, ahead / workers - backlog));
-            ahead += pred(t);
-        }
         todo.iter()
-            .map(|t| at.iter().find(|x| x.0 == *t).map_or(0.0, |x| x.1))
+            .map(|t| {
+                order
+                    .iter()
+                    .position(|x| x == t)
+                    .map_or(0.0, |i| starts[i] - backlog)
+            })
             .collect()
     }
 

@@ -53,12 +53,15 @@ impl Tor {
 
 impl Engine {
     /// Takes a TOR entry for `r` at its arrival at the caching agents. False
-    /// when it must wait (it goes on in [`Engine::tor_release`]).
+    /// when it must wait (it goes on in [`Engine::tor_release`]). Without a
+    /// TOR (the platforms' setting) one predictable test per request.
     #[inline(always)]
     pub(super) fn tor_acquire(&mut self, r: u32) -> bool {
-        if self.uncore.tor.cap == 0 {
-            return true;
-        }
+        self.uncore.tor.cap == 0 || self.tor_take(r)
+    }
+
+    #[inline(never)]
+    fn tor_take(&mut self, r: u32) -> bool {
         let q = &self.reqs[r as usize];
         if q.tor || q.chain == Chain::Directory {
             return true;
@@ -77,11 +80,15 @@ impl Engine {
 
     /// `r` completed: its entry goes to the oldest waiting request, which
     /// goes on to its memory controller.
-    #[inline]
+    #[inline(always)]
     pub(super) fn tor_release(&mut self, r: u32) {
-        if !self.reqs[r as usize].tor {
-            return;
+        if self.reqs[r as usize].tor {
+            self.tor_free(r);
         }
+    }
+
+    #[inline(never)]
+    fn tor_free(&mut self, r: u32) {
         self.reqs[r as usize].tor = false;
         let s = self.reqs[r as usize].src_socket as usize;
         self.uncore.tor.used[s] -= 1;

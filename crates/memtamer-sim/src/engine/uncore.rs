@@ -218,7 +218,7 @@ impl Engine {
 
     /// A request holding its TOR entry (if the TOR is modelled) goes on to
     /// the CHA tracker and its memory controller's table.
-    #[inline]
+    #[inline(always)]
     pub(super) fn at_cha(&mut self, r: u32) {
         if let Some(base) = self.uncore.cha_base {
             let q = &self.reqs[r as usize];

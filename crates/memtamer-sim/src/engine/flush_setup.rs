@@ -3,13 +3,13 @@
 //! CPUs), and the controller's ticks.
 
 use super::cpu::{Thread, ThreadStart};
-use memtamer_ribbon::placement::{flusher_order, HwThread};
 use super::flush::{FlushJob, FlushJobSpec, FlushRole, FlushUnit};
 use super::{Engine, EvKind};
 use crate::config::{FlushMode, JobSpec, Platform, WorkloadSpec};
 use crate::rng::Rng;
 use crate::workload::{Generator, Ps, NS};
 use memtamer_core::CpuSet;
+use memtamer_ribbon::placement::{flusher_order, HwThread};
 
 /// Where a job's threads go (the engine's round-robin placement).
 pub(super) struct Placement<'a> {

@@ -335,5 +335,18 @@ mod tests {
             .unwrap_or_default();
         assert!(e.contains(ENV_HANDOFF) && e.contains("sometimes"), "{e}");
         std::env::remove_var(ENV_HANDOFF);
+        use crate::pin::ENV_PIN;
+        assert!(config_from_env(2, 8).unwrap().pin.is_some());
+        std::env::set_var(ENV_PIN, "0");
+        assert!(config_from_env(2, 8).unwrap().pin.is_none());
+        std::env::set_var(ENV_PIN, "1");
+        assert!(config_from_env(2, 8).unwrap().pin.is_some());
+        std::env::set_var(ENV_PIN, "sometimes");
+        let e = config_from_env(2, 8)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains(ENV_PIN) && e.contains("sometimes"), "{e}");
+        std::env::remove_var(ENV_PIN);
     }
 }

@@ -7,7 +7,8 @@
 //! `/proc/PID/stat` twice, `/proc/PID/cgroup` twice — with different error
 //! types and different edge cases. This crate parses each file once, with
 //! exhaustive tests of the kernel's awkward cases, and depends on nothing
-//! else of memtamer's so that every Linux-facing crate can use it.
+//! else of memtamer's but `memtamer-core`'s pure types, so that every
+//! Linux-facing crate can use it.
 //!
 //! What it parses (all pure functions over text, see proc(5)):
 //! * [`stat`]: `/proc/PID/stat` and `/proc/PID/task/TID/stat` (a comm with
@@ -20,7 +21,10 @@
 //!   with spaces);
 //! * [`mountinfo`]: `/proc/PID/mountinfo` (optional fields, `\040` escapes);
 //! * [`identity`]: [`ProcessKey`], a process identity (pid + start time)
-//!   that survives pid reuse.
+//!   that survives pid reuse;
+//! * [`topology`]: the CPU/cache/NUMA tree from `/sys/devices/system`
+//!   (here rather than in `memtamer-sense` so that `memtamer-ribbon`, which
+//!   `memtamer-sense` depends on, can read it too).
 //!
 //! The readers ([`ProcRoot`]) are thin: each takes the proc root as a path
 //! (tests build fake trees in a temporary directory), reads one file, and
@@ -37,6 +41,7 @@ pub mod mountinfo;
 pub mod reader;
 pub mod stat;
 pub mod status;
+pub mod topology;
 
 pub use cgroup::CgroupEntry;
 pub use identity::ProcessKey;

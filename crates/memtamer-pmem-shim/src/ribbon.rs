@@ -234,7 +234,7 @@ extern "C" fn at_exit() {
 fn write_stats(event: &str, stats: &memtamer_ribbon::Stats) {
     if let Ok(path) = std::env::var(ENV_STATS) {
         let line = format!(
-            "pid={} event={event} requests={} fences={} flushed_bytes={} inline={} dedicated={} self_drains={} flusher_batches={} dispatched={} flushers={} searches={} source={}\n",
+            "pid={} event={event} requests={} fences={} flushed_bytes={} inline={} dedicated={} self_drains={} flusher_batches={} dispatched={} flushers={} searches={} source={} pins={} pin_failures={}\n",
             std::process::id(),
             stats.requests,
             stats.fences,
@@ -246,7 +246,9 @@ fn write_stats(event: &str, stats: &memtamer_ribbon::Stats) {
             stats.dispatched_jobs,
             stats.flushers,
             stats.searches,
-            stats.bandwidth_source
+            stats.bandwidth_source,
+            stats.pins,
+            stats.pin_failures
         );
         if let Ok(mut f) = std::fs::OpenOptions::new()
             .create(true)

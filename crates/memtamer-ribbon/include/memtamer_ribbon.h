@@ -12,6 +12,8 @@
  *                             (0 = application threads flush themselves)
  *   MEMTAMER_RIBBON_P1        flushers that saturate write bandwidth (default 4)
  *   MEMTAMER_RIBBON_KEY_BYTES room a value reserves for its key (default 24)
+ *   MEMTAMER_RIBBON_PIN       1 (default): pin each flusher to a CPU the
+ *                             application leaves idle; 0: leave them unpinned
  */
 #ifndef MEMTAMER_RIBBON_H
 #define MEMTAMER_RIBBON_H

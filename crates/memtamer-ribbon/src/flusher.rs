@@ -23,7 +23,17 @@ pub(crate) fn run(s: &Shared, id: usize) {
     let mut idle = 0u32;
     let mut pieces: Vec<Vec<Request>> = Vec::new();
     let mut round: Vec<Batch<'_>> = Vec::new();
+    s.flusher_tids[id].store(crate::pin::current_tid(), Ordering::Relaxed);
+    // the placement this flusher last pinned itself for
+    let mut placed = u64::MAX;
     loop {
+        if s.pin.is_some() {
+            let e = s.pin_epoch.load(Ordering::Acquire);
+            if e != placed {
+                placed = e;
+                s.repin(id);
+            }
+        }
         let mut did = false;
         if let Some(b) = s.jobs[id].take() {
             s.execute_job(b);
@@ -288,6 +298,7 @@ pub(crate) fn control(
             for i in 0..s.max_flushers {
                 s.wake(i);
             }
+            s.placement_changed();
         }
         s.proactive_on.store(d.proactive, Ordering::Relaxed);
     }

@@ -34,8 +34,8 @@ pub const ENV_P1: &str = "MEMTAMER_RIBBON_P1";
 pub const ENV_HANDOFF: &str = "MEMTAMER_RIBBON_HANDOFF";
 
 /// `Config::new(app_threads, queue_entries)` adjusted by
-/// `MEMTAMER_RIBBON_FLUSHERS`, `MEMTAMER_RIBBON_P1` and
-/// `MEMTAMER_RIBBON_HANDOFF`.
+/// `MEMTAMER_RIBBON_FLUSHERS`, `MEMTAMER_RIBBON_P1`,
+/// `MEMTAMER_RIBBON_HANDOFF` and `MEMTAMER_RIBBON_PIN`.
 pub fn config_from_env(app_threads: usize, queue_entries: usize) -> Result<Config, RibbonError> {
     let mut cfg = Config::new(app_threads, queue_entries);
     if let Ok(v) = std::env::var(ENV_FLUSHERS) {
@@ -63,6 +63,16 @@ pub fn config_from_env(app_threads: usize, queue_entries: usize) -> Result<Confi
                 })
             }
         };
+    }
+    if let Ok(v) = std::env::var(crate::pin::ENV_PIN) {
+        let on = crate::pin::parse_env(&v).ok_or(RibbonError::Env {
+            var: crate::pin::ENV_PIN,
+            value: v.clone(),
+            why: "expected 1/on (pin flushers to idle CPUs, default) or 0/off",
+        })?;
+        if !on {
+            cfg.pin = None;
+        }
     }
     if let Ok(v) = std::env::var(ENV_P1) {
         cfg.control.p1 = v
@@ -325,5 +335,18 @@ mod tests {
             .unwrap_or_default();
         assert!(e.contains(ENV_HANDOFF) && e.contains("sometimes"), "{e}");
         std::env::remove_var(ENV_HANDOFF);
+        use crate::pin::ENV_PIN;
+        assert!(config_from_env(2, 8).unwrap().pin.is_some());
+        std::env::set_var(ENV_PIN, "0");
+        assert!(config_from_env(2, 8).unwrap().pin.is_none());
+        std::env::set_var(ENV_PIN, "1");
+        assert!(config_from_env(2, 8).unwrap().pin.is_some());
+        std::env::set_var(ENV_PIN, "sometimes");
+        let e = config_from_env(2, 8)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains(ENV_PIN) && e.contains("sometimes"), "{e}");
+        std::env::remove_var(ENV_PIN);
     }
 }

@@ -17,6 +17,7 @@ mod error;
 mod flusher;
 pub mod global;
 pub mod idle;
+pub mod pin;
 pub mod placement;
 pub mod proactive;
 pub mod probe;

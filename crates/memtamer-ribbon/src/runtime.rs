@@ -8,7 +8,7 @@
 //! dispatcher: it takes each queue's batch and splits its cache lines over
 //! the other flushers' job rings, so no queue has two consumers.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::thread::JoinHandle;
 
@@ -46,6 +46,10 @@ impl Ribbon {
             Flushers::Fixed(m) => m,
             Flushers::Adaptive => crate::controller::Points::new(cfg.control.p1, cfg.cores).p1,
         };
+        let pin = cfg.pin.as_deref().map(crate::pin::Pinner::read).transpose();
+        let pin_failed = pin.is_err();
+        let pin = pin.ok().flatten();
+        let start_cpu = pin.as_ref().and_then(|_| crate::pin::current_cpu());
         let shared = Arc::new(Shared {
             exec: cfg.executor,
             inline_when_dedicated: cfg.inline_when_dedicated,
@@ -68,6 +72,13 @@ impl Ribbon {
             counters: Counters::default(),
             own: (0..cfg.app_threads).map(|_| Default::default()).collect(),
             source_name: Mutex::new(crate::bandwidth::FLUSHED_BYTES),
+            pin,
+            pin_epoch: AtomicU64::new(0),
+            start_cpu,
+            busy_cpu: (0..cfg.app_threads)
+                .map(|_| AtomicU32::new(crate::shared::NO_CPU))
+                .collect(),
+            flusher_tids: (0..max_flushers).map(|_| AtomicI32::new(0)).collect(),
             #[cfg(test)]
             broken: cfg.broken_publish_early,
             #[cfg(test)]
@@ -75,6 +86,10 @@ impl Ribbon {
             #[cfg(test)]
             broken_round_fence: cfg.broken_round_fence,
         });
+        if pin_failed {
+            // no topology: the flushers stay on the process's mask
+            shared.counters.pin_failures.fetch_add(1, Ordering::Relaxed);
+        }
         let ribbon = Ribbon {
             shared: shared.clone(),
             handles: Mutex::new(Vec::new()),
@@ -138,6 +153,7 @@ impl Ribbon {
         for i in 0..self.shared.max_flushers {
             self.shared.wake(i);
         }
+        self.shared.placement_changed();
     }
 
     /// Allows proactive flushes inside `addr..addr+len` (memory that stays

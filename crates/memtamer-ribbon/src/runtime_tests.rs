@@ -665,3 +665,6 @@ fn the_control_thread_searches_applies_m_and_switches_proactive_off_when_lowerin
     assert!(st.searches >= 2);
     r.stop();
 }
+
+#[path = "pin_tests.rs"]
+mod pin_tests;

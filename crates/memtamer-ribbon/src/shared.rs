@@ -3,7 +3,8 @@
 //! the execution functions. A leaf under the runtime: the thread bodies (`flusher`) and the
 //! runtime (`runtime`) import it; it imports neither.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, RwLock};
 use std::thread::Thread;
 use std::time::Duration;
@@ -11,6 +12,7 @@ use std::time::Duration;
 use crate::bandwidth::BandwidthSource;
 use crate::controller::{Case, ControlConfig};
 use crate::error::{RibbonError, MAX_APP_THREADS, MAX_FLUSHERS, MAX_QUEUE_ENTRIES};
+use crate::pin::Pinner;
 use crate::proactive::StoreSampler;
 use crate::queue::{Batch, Padded, Queue};
 
@@ -75,6 +77,11 @@ pub struct Config {
     /// flush on its caller then; false forces the hand-off (benchmarks).
     /// docs/ribbon.md, "Inline when dedicated".
     pub inline_when_dedicated: bool,
+    /// The sysfs root (normally `/sys/devices/system`) whose topology the
+    /// flushers are pinned by ([`crate::placement::flusher_order`] on the
+    /// CPUs the application leaves idle); None keeps them unpinned
+    /// (`MEMTAMER_RIBBON_PIN=0`). docs/ribbon.md, "Where the real flushers run".
+    pub pin: Option<PathBuf>,
     /// Test-only: publish a batch as done before executing it (the bug
     /// the fence-ordering test must catch).
     #[cfg(test)]
@@ -112,6 +119,7 @@ impl Config {
             sampler: None,
             detect_idle: true,
             inline_when_dedicated: true,
+            pin: Some(PathBuf::from(crate::pin::SYSFS)),
             #[cfg(test)]
             broken_publish_early: false,
             #[cfg(test)]
@@ -154,6 +162,8 @@ pub(crate) struct Counters {
     pub(crate) flusher_rounds: AtomicU64,
     pub(crate) searches: AtomicU64,
     pub(crate) last_case: AtomicUsize,
+    pub(crate) pins: AtomicU64,
+    pub(crate) pin_failures: AtomicU64,
 }
 
 /// A counter a producer bumps on every flush or fence.
@@ -250,6 +260,12 @@ pub struct Stats {
     pub last_case: Option<Case>,
     /// The bandwidth signal the controller reads.
     pub bandwidth_source: &'static str,
+    /// Times a flusher pinned itself to one idle CPU (at start, and again
+    /// whenever the flusher count or the registered queues change).
+    pub pins: u64,
+    /// Pinning failures (no sysfs topology, or `sched_setaffinity`
+    /// refused): the flusher then runs on the process's whole mask.
+    pub pin_failures: u64,
 }
 
 const CASES: [Option<Case>; 5] = [
@@ -292,6 +308,17 @@ pub(crate) struct Shared {
     /// Per-slot counters, written by the slot's owner only.
     pub(crate) own: Box<[Padded<OwnCounters>]>,
     pub(crate) source_name: Mutex<&'static str>,
+    /// Topology and process mask for pinning flushers; None = unpinned.
+    pub(crate) pin: Option<Pinner>,
+    /// Bumped whenever the flusher count or the registered queues change:
+    /// each flusher re-pins itself when it sees a new value.
+    pub(crate) pin_epoch: AtomicU64,
+    /// The CPU of the thread that started Ribbon (an application thread).
+    pub(crate) start_cpu: Option<u32>,
+    /// Per queue slot, the CPU its thread registered on (`NO_CPU`: free).
+    pub(crate) busy_cpu: Box<[AtomicU32]>,
+    /// Each flusher's kernel thread id, once it runs (0 before).
+    pub(crate) flusher_tids: Box<[AtomicI32]>,
     #[cfg(test)]
     pub(crate) broken: bool,
     #[cfg(test)]
@@ -441,7 +468,57 @@ impl Shared {
         let n = self.active_len.load(Ordering::Relaxed);
         self.active[n].store(slot, Ordering::Relaxed);
         self.active_len.store(n + 1, Ordering::Release);
+        if self.pin.is_some() {
+            let cpu = crate::pin::current_cpu().unwrap_or(NO_CPU);
+            self.busy_cpu[slot].store(cpu, Ordering::Relaxed);
+            self.placement_changed();
+        }
         Some(slot)
+    }
+
+    /// The flusher count or the application's CPUs changed: every flusher
+    /// re-pins itself (the sleeping ones are woken for it).
+    pub(crate) fn placement_changed(&self) {
+        if self.pin.is_none() {
+            return;
+        }
+        self.pin_epoch.fetch_add(1, Ordering::AcqRel);
+        for i in 0..self.max_flushers {
+            self.wake(i);
+        }
+    }
+
+    /// The CPUs the application threads run on: the starting thread's and
+    /// each registered queue's thread's at registration.
+    pub(crate) fn busy_cpus(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.start_cpu.into_iter().collect();
+        v.extend(
+            self.busy_cpu
+                .iter()
+                .map(|c| c.load(Ordering::Relaxed))
+                .filter(|&c| c != NO_CPU),
+        );
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Flusher `id` (the calling thread) pins itself to its CPU of
+    /// [`crate::pin::plan`], or to the process's whole mask when no CPU is
+    /// idle; a refused pin counts and leaves it on the whole mask.
+    pub(crate) fn repin(&self, id: usize) {
+        let Some(p) = &self.pin else { return };
+        let plan = crate::pin::plan(&p.threads, &p.allowed, &self.busy_cpus(), self.max_flushers);
+        let want = plan.get(id).copied().flatten();
+        let set = want.map_or(p.allowed, |c| memtamer_core::CpuSet::single(c as usize));
+        if crate::pin::pin_self(&set) {
+            if want.is_some() {
+                self.counters.pins.fetch_add(1, Ordering::Relaxed);
+            }
+        } else {
+            self.counters.pin_failures.fetch_add(1, Ordering::Relaxed);
+            let _ = crate::pin::pin_self(&p.allowed);
+        }
     }
 
     pub(crate) fn unregister(&self, slot: usize) {
@@ -453,6 +530,10 @@ impl Shared {
             self.active_len.store(n - 1, Ordering::Release);
         }
         self.slot_used[slot].store(false, Ordering::Release);
+        if self.pin.is_some() {
+            self.busy_cpu[slot].store(NO_CPU, Ordering::Relaxed);
+            self.placement_changed();
+        }
     }
 
     pub(crate) fn stats(&self) -> Stats {
@@ -480,9 +561,14 @@ impl Shared {
                 .copied()
                 .flatten(),
             bandwidth_source: self.source_name.lock().map(|s| *s).unwrap_or("unknown"),
+            pins: l(&c.pins),
+            pin_failures: l(&c.pin_failures),
         }
     }
 }
+
+/// `Shared::busy_cpu` of a slot without a thread.
+pub(crate) const NO_CPU: u32 = u32::MAX;
 
 /// How long an idle flusher sleeps before looking again on its own.
 pub(crate) const PARK: Duration = Duration::from_micros(500);

@@ -23,5 +23,7 @@ pub mod mounts;
 pub mod perf;
 pub mod ribbon;
 pub mod sources;
-pub mod topology;
+/// The sysfs topology reader, moved to `memtamer-linux` (so that
+/// `memtamer-ribbon` can pin its flushers without a crate cycle).
+pub use memtamer_linux::topology;
 pub mod uncore;

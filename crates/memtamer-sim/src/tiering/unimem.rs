@@ -619,13 +619,13 @@ mod tests {
         profile(&mut pol, &prog, &v, 0.01);
         let s = pol.phase_start(1, 0, &v);
         // all queued at once: the eviction, then promotions in the order
-        // they are waited for
+        // they are waited for (o0 at phase 0, o1 at phase 1 of iteration 2)
         assert_eq!(
             s.moves,
             vec![
                 MoveReq::whole(2, Tier::Slow),
-                MoveReq::whole(1, Tier::Dram),
-                MoveReq::whole(0, Tier::Dram)
+                MoveReq::whole(0, Tier::Dram),
+                MoveReq::whole(1, Tier::Dram)
             ]
         );
         // the first enforced iteration waits for none of them: the copies

@@ -179,6 +179,18 @@ mod tests {
     }
 
     #[test]
+    fn a_pinned_object_must_exist() {
+        let prog = crate::tiering::test_support::program(&[1, 1], &[&[(0, 1, false)]]);
+        let pin = |n: &str| PlacementSpec::Pinned {
+            dram: vec![n.into()],
+        };
+        assert!(pin("o1").validate_for(&prog).is_ok());
+        let (key, why) = pin("nope").validate_for(&prog).unwrap_err();
+        assert_eq!(key, "placement");
+        assert!(why.contains("`nope`"), "{why}");
+    }
+
+    #[test]
     fn predicted_sums_the_classified_benefit_over_phases_and_iterations() {
         // phase 0: object 0 streams 1e6 lines (64 MB) in 1 ms: 64 GB/s,
         // bandwidth class; phase 1: object 1, 10 lines in 1 s: latency

@@ -419,6 +419,10 @@ pub(crate) enum SimCmd {
         /// Worker threads (default: all cores).
         #[arg(long, default_value_t = 0)]
         jobs: usize,
+        /// Instead: each object's measured benefit of DRAM (slow-only vs only it in
+        /// DRAM) against Unimem's model (docs/unimem.md "Per-object benefit").
+        #[arg(long = "per-object")]
+        per_object: bool,
     },
     /// Ribbon in the simulator (issue 19): eager flushing, the PATS gate, the four-point
     /// search and proactive flushing against the M = 1..P4 oracle sweep; prints the

@@ -25,6 +25,8 @@ pub struct Outcome {
     pub lines: u64,
     /// Rank 0's policy summary.
     pub summary: String,
+    /// Rank 0's phase times in the first iteration, s.
+    pub first_phase_times: Vec<f64>,
 }
 
 /// Runs `prog` with `ranks` ranks on `platform` under `placement`.
@@ -94,5 +96,9 @@ fn outcome(policy: String, ranks: &[RankReport]) -> Result<Outcome, String> {
         dram_line_share: d as f64 / (d + s).max(1) as f64,
         lines: d + s,
         summary: ranks.first().map(|r| r.summary.clone()).unwrap_or_default(),
+        first_phase_times: ranks
+            .first()
+            .map(|r| r.first_phase_times.clone())
+            .unwrap_or_default(),
     })
 }

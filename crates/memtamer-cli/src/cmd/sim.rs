@@ -166,9 +166,14 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             platforms,
             scenarios,
             jobs,
+            per_object,
         } => {
             pick("memtamer sim unimem", format, &[Format::Markdown])?;
-            super::sim_unimem::run(&platforms, &scenarios, jobs)
+            if per_object {
+                super::sim_unimem::per_object(&platforms, &scenarios, jobs)
+            } else {
+                super::sim_unimem::run(&platforms, &scenarios, jobs)
+            }
         }
         SimCmd::Tahoe {
             platforms,

@@ -19,3 +19,21 @@ pub(super) fn run(
     print!("{}", tier_eval::markdown(&res));
     Ok(Outcome::Success)
 }
+
+/// `--per-object`: every object's measured benefit of DRAM against the
+/// model's, per (platform, scenario).
+pub(super) fn per_object(
+    platforms: &[String],
+    scenarios: &[String],
+    jobs: usize,
+) -> Result<Outcome, CliError> {
+    use memtamer_sim::tier_objects;
+    for p in platforms {
+        for s in scenarios {
+            let sc = tier_eval::load_scenario(s)?;
+            let rows = tier_objects::per_object(&sc, p, jobs)?;
+            println!("{}", tier_objects::markdown(&sc.name, p, &rows));
+        }
+    }
+    Ok(Outcome::Success)
+}

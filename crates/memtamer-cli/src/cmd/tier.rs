@@ -38,19 +38,6 @@ pub(crate) fn run(cmd: TierCmd, format: Format) -> Result<Outcome, CliError> {
     }
 }
 
-/// A model parameter from the command line: finite and > 0, else a usage
-/// error naming the flag.
-fn positive(flag: &str, v: Option<f64>, default: f64) -> Result<f64, CliError> {
-    match v {
-        None => Ok(default),
-        Some(x) if x.is_finite() && x > 0.0 => Ok(x),
-        Some(x) => Err(CliError::Usage {
-            arg: format!("{flag} {x}"),
-            expected: "a finite number > 0".into(),
-        }),
-    }
-}
-
 fn calibrate_cmd(
     budget: &str,
     dram_bw: Option<f64>,
@@ -59,22 +46,36 @@ fn calibrate_cmd(
     format: Format,
 ) -> Result<Outcome, CliError> {
     use memtamer_tier::calibrate::{calibrate, CalibrateConfig};
-    use memtamer_tier::driver::{
-        DEFAULT_DRAM_BW, DEFAULT_DRAM_LATENCY_S, DEFAULT_SLOW_BW_DIV, DEFAULT_SLOW_LAT_MUL,
-    };
-    use memtamer_tier::unimem::model::Platform;
     let bytes = memtamer_tier::registry::parse_bytes(budget)
         .filter(|b| *b > 0)
         .ok_or_else(|| CliError::Usage {
             arg: format!("--dram-budget {budget}"),
             expected: "a byte count > 0 with an optional K/M/G suffix (64M)".into(),
         })?;
-    let platform = Platform::emulated(
-        positive("--dram-bw", dram_bw, DEFAULT_DRAM_BW)?,
-        DEFAULT_DRAM_LATENCY_S,
-        positive("--slow-bw-div", slow_bw_div, DEFAULT_SLOW_BW_DIV)?.max(1.0),
-        positive("--slow-lat-mul", slow_lat_mul, DEFAULT_SLOW_LAT_MUL)?.max(1.0),
-    );
+    // the C ABI's constructor (memtamer_tier::platform), so both plan
+    // with the same defaults
+    let platform = memtamer_tier::platform::PlatformInputs {
+        dram_bw,
+        slow_bw_div,
+        slow_lat_mul,
+        cf_bw: None,
+        cf_lat: None,
+    }
+    .model()
+    .map_err(|b| {
+        use memtamer_tier::platform::BadInput;
+        let (flag, x) = match b {
+            BadInput::DramBw(x) => ("--dram-bw", x),
+            BadInput::SlowBwDiv(x) => ("--slow-bw-div", x),
+            BadInput::SlowLatMul(x) => ("--slow-lat-mul", x),
+            BadInput::CfBw(x) => ("--cf-bw", x),
+            BadInput::CfLat(x) => ("--cf-lat", x),
+        };
+        CliError::Usage {
+            arg: format!("{flag} {x}"),
+            expected: b.expected().into(),
+        }
+    })?;
     let tier_err = |context| move |source| CliError::Tier { context, source };
     let cfg = memtamer_tier::TierConfig::detect(bytes).map_err(tier_err("configuration"))?;
     let slow = format!("{:?}", cfg.slow);

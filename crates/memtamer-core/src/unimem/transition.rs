@@ -4,20 +4,20 @@
 //! needs it, and a phase waits only for the moves made for it).
 //!
 //! The decision is made at the end of the profiled iteration, i.e. at the
-//! start of phase 0 of the first enforced iteration `E`. A promotion first
-//! needed in phase `f >= 1` of `E` is queued there and overlaps phases
-//! `0 .. f`. A promotion needed in phase 0 has no phase of `E` before it:
-//! waiting for it at phase 0 exposes the whole copy (before this module,
-//! every such copy was exposed). Instead phase 0 of `E` runs with the
-//! object where the profiled iteration had it, the copy overlaps it, and
-//! the object is waited for at its next use in DRAM: a later phase of `E`,
-//! or phase 0 of `E + 1`, whose "iteration before" `E` then is. When the
-//! schedule evicts the object again before that next use, the copy would
-//! be undone unused, so it is not made: the schedule's own promotion brings
-//! the object in ahead of its next use. A copy is not started in a phase
-//! that writes the object where a later phase before its next use does not
-//! (a writer blocks on an object being copied: `memtamer-tier`'s
-//! write-protect protocol).
+//! start of phase 0 of the first enforced iteration `E`. Before this
+//! module every one-time promotion was waited for at the phase of `E` that
+//! first needs it; one needed in phase 0 (or early, behind a copy longer
+//! than the phases before its need) was exposed whole, since no phase after
+//! the decision precedes it. Here `E` is the iteration *before* the first
+//! placed one: the helper makes the one-time moves during `E`, whose phases
+//! run with each object where it is until its copy lands (readers use the
+//! old copy), and each promotion is waited for at its first use in `E + 1`.
+//! A copy is not started in a phase that writes the object where a later
+//! phase before its need does not (a writer blocks on an object being
+//! copied: `memtamer-tier`'s write-protect protocol). When the schedule
+//! evicts an object needed in phase 0 before its next use in `E`, its copy
+//! would be undone unused, so it is not made: the schedule's own promotion
+//! brings the object in ahead of phase 0 of `E + 1`.
 
 use super::schedule::Move;
 use super::{ObjId, Tier};
@@ -33,8 +33,9 @@ pub struct OnceMove {
     /// The object.
     pub obj: ObjId,
     /// Phase that waits for it, counted from phase 0 of the first enforced
-    /// iteration (`n`: phase 0 of the next one); `None` for evictions, and
-    /// for promotions no phase uses while the plan has them in DRAM.
+    /// iteration `E` (`n + i`: phase `i` of `E + 1`, the first placed
+    /// iteration); `None` for evictions, and for promotions no phase uses
+    /// while the plan has them in DRAM.
     pub wait: Option<usize>,
 }
 
@@ -89,30 +90,32 @@ pub fn transition(
         // the first phase at or after `from` that uses `u` with the plan
         // holding it in DRAM
         let need_from = |from: usize| (from..n).find(|&i| dram[i].contains(&u) && flag(uses, u, i));
-        match need_from(0) {
-            Some(0) => {
-                let next = need_from(1).unwrap_or(n);
-                let evicted_first = moves
-                    .iter()
-                    .any(|m| m.obj == u && m.to == Tier::Slow && (1..next).contains(&m.issue));
-                if evicted_first {
-                    continue;
-                }
-                let issue = (0..next.min(n)).find(|&p| !flag(writes, u, p)).unwrap_or(0);
-                ins.push(OnceMove {
-                    issue,
-                    to: Tier::Dram,
-                    obj: u,
-                    wait: Some(next),
-                });
-            }
-            need => ins.push(OnceMove {
+        let Some(f) = need_from(0) else {
+            ins.push(OnceMove {
                 issue: 0,
                 to: Tier::Dram,
                 obj: u,
-                wait: need,
-            }),
+                wait: None,
+            });
+            continue;
+        };
+        // phases of E before the copy is next needed there (all of E for
+        // an object first needed in phase 0)
+        let before = if f == 0 { need_from(1).unwrap_or(n) } else { f };
+        if f == 0
+            && moves
+                .iter()
+                .any(|m| m.obj == u && m.to == Tier::Slow && (1..before).contains(&m.issue))
+        {
+            continue;
         }
+        let issue = (0..before).find(|&p| !flag(writes, u, p)).unwrap_or(0);
+        ins.push(OnceMove {
+            issue,
+            to: Tier::Dram,
+            obj: u,
+            wait: Some(n + f),
+        });
     }
     ins.sort_by_key(|m| (m.issue, m.wait.unwrap_or(usize::MAX), m.obj));
     out.extend(ins);
@@ -138,7 +141,7 @@ mod tests {
     }
 
     #[test]
-    fn a_phase_zero_promotion_overlaps_phase_zero_and_waits_at_the_next_use() {
+    fn promotions_overlap_the_iteration_before_the_first_placed_one() {
         // global plan {0, 1} over 3 phases; 0 used in phases 0 and 2, 1 in
         // phase 1; nothing in DRAM at the decision, 2 there to be evicted
         let dram = vec![set(&[0, 1]); 3];
@@ -155,10 +158,10 @@ mod tests {
             t,
             vec![
                 mv(0, Tier::Slow, 2, None),
-                // needed in phase 1: waited there, as before
-                mv(0, Tier::Dram, 1, Some(1)),
-                // needed in phase 0: not waited there, but at its next use
-                mv(0, Tier::Dram, 0, Some(2)),
+                // queued at the decision, waited for where the next
+                // iteration first uses them (phase 0 and phase 1 of E + 1)
+                mv(0, Tier::Dram, 0, Some(3)),
+                mv(0, Tier::Dram, 1, Some(4)),
             ]
         );
         // used only in phase 0: waited at phase 0 of the next iteration
@@ -170,7 +173,7 @@ mod tests {
         let t = transition(&set(&[]), &dram, &[], &uses1, &none);
         assert_eq!(
             t,
-            vec![mv(0, Tier::Dram, 1, Some(1)), mv(0, Tier::Dram, 0, Some(3))]
+            vec![mv(0, Tier::Dram, 0, Some(3)), mv(0, Tier::Dram, 1, Some(4))]
         );
     }
 
@@ -200,11 +203,11 @@ mod tests {
         let uses = vec![vec![true, false, true]];
         let writes = vec![vec![true, false, false]];
         let t = transition(&set(&[]), &dram, &[], &uses, &writes);
-        assert_eq!(t, vec![mv(1, Tier::Dram, 0, Some(2))]);
+        assert_eq!(t, vec![mv(1, Tier::Dram, 0, Some(3))]);
         // written in every phase before the next use: started at once
         let writes = vec![vec![true, true, true]];
         let t = transition(&set(&[]), &dram, &[], &uses, &writes);
-        assert_eq!(t, vec![mv(0, Tier::Dram, 0, Some(2))]);
+        assert_eq!(t, vec![mv(0, Tier::Dram, 0, Some(3))]);
     }
 
     #[test]

@@ -205,6 +205,14 @@ pub enum PlacementSpec {
         #[serde(default = "one")]
         profile_iterations: u32,
     },
+    /// The named objects wholly in DRAM, the rest in the slow tier, fixed
+    /// at allocation (capacity ignored, like DRAM-only): measures what one
+    /// object's placement really buys, against the model's prediction
+    /// (`memtamer sim unimem --per-object`).
+    Pinned {
+        /// Object names.
+        dram: Vec<String>,
+    },
     /// A hot-page policy in the style of Linux memory tiering / TPP: every
     /// `scan_us` the pages touched in two consecutive scan periods are
     /// promoted, cold DRAM pages demoted to make room.
@@ -239,7 +247,23 @@ impl PlacementSpec {
                 SearchSpec::Global => "global-only".into(),
             },
             PlacementSpec::HotPage { .. } => "hot-page".into(),
+            PlacementSpec::Pinned { dram } => format!("pinned {{{}}}", dram.join(",")),
         }
+    }
+
+    /// [`Self::validate`], and every object a placement names exists in
+    /// `program`.
+    pub fn validate_for(&self, program: &PhasedProgram) -> Result<(), (&'static str, String)> {
+        self.validate()?;
+        if let PlacementSpec::Pinned { dram } = self {
+            if let Some(bad) = dram.iter().find(|n| program.object_index(n).is_none()) {
+                return Err((
+                    "placement",
+                    format!("pinned object `{bad}` is not in the program"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Checks values; on error, the key and why.

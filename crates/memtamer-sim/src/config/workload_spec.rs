@@ -535,7 +535,7 @@ impl WorkloadSpec {
                 ..
             } => {
                 program.validate()?;
-                placement.validate()?;
+                placement.validate_for(program)?;
                 check("dram_bytes", *dram_bytes as f64, 4096.0)
             }
             WorkloadSpec::Trace {

@@ -31,6 +31,21 @@ impl Fixed {
         }
     }
 
+    /// The objects named in `dram` wholly in DRAM, the others in the slow
+    /// tier (names not in the program are refused earlier, by
+    /// `PlacementSpec::validate_for`).
+    pub fn pinned(prog: &PhasedProgram, dram: &[String]) -> Fixed {
+        let dram_pages = page_sizes(prog)
+            .iter()
+            .zip(&prog.objects)
+            .map(|(s, o)| if dram.contains(&o.name) { s / PAGE } else { 0 })
+            .collect();
+        Fixed {
+            dram_pages,
+            what: format!("pinned DRAM set {{{}}}", dram.join(",")),
+        }
+    }
+
     /// Pages in first-touch order fill DRAM until it is full: objects in the
     /// order the first iteration touches them (phase order, then access
     /// order), each object's pages from its start; the object that does not

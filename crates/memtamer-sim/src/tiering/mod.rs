@@ -177,6 +177,7 @@ pub fn build(spec: &PlacementSpec, prog: &PhasedProgram, capacity: u64) -> Box<d
             *initial_placement,
             *profile_iterations,
         )),
+        PlacementSpec::Pinned { dram } => Box::new(baseline::Fixed::pinned(prog, dram)),
         PlacementSpec::HotPage {
             scan_us,
             max_pages_per_scan,

@@ -13,10 +13,10 @@
 //! and a phase waits only for the promotions it needs. This holds for the
 //! one-time moves after the decision too (`unimem::transition`, shared with
 //! `memtamer-tier`'s driver): queued at the decision (evictions first, then
-//! promotions in the order they are waited for), each waited for at the
-//! phase of the first enforced iteration that first needs it; one needed
-//! in phase 0 overlaps that phase (which runs with the object where it
-//! was) and is waited for at its next use, not at phase 0. An object being
+//! promotions in the order they are waited for), they overlap the first
+//! enforced iteration, which runs with each object where it is until its
+//! copy lands, and each is waited for where the next iteration first
+//! uses it. An object being
 //! copied stays readable (readers use the old copy, as `memtamer-tier`'s
 //! write-protect protocol allows), so a phase waits for a pending move of
 //! an object only if it writes it.
@@ -584,7 +584,7 @@ mod tests {
     }
 
     #[test]
-    fn one_time_promotions_are_waited_for_at_their_next_need_after_phase_0() {
+    fn one_time_promotions_overlap_the_first_enforced_iteration() {
         // o0 hot in phase 0, o1 hot in phase 1, o2 read lightly in phases 0
         // and 2 and in DRAM at the decision; DRAM for two: global keeps
         // {0, 1} and evicts o2.
@@ -619,26 +619,28 @@ mod tests {
         profile(&mut pol, &prog, &v, 0.01);
         let s = pol.phase_start(1, 0, &v);
         // all queued at once: the eviction, then promotions in the order
-        // they are waited for
+        // they are waited for (o0 at phase 0, o1 at phase 1 of iteration 2)
         assert_eq!(
             s.moves,
             vec![
                 MoveReq::whole(2, Tier::Slow),
-                MoveReq::whole(1, Tier::Dram),
-                MoveReq::whole(0, Tier::Dram)
+                MoveReq::whole(0, Tier::Dram),
+                MoveReq::whole(1, Tier::Dram)
             ]
         );
-        // phase 0 waits for nothing: o0's copy overlaps it (it runs with
-        // o0 where it was), o1 is needed in phase 1, and phase 0 reads o2
-        // from the old copy while it is evicted
+        // the first enforced iteration waits for none of them: the copies
+        // overlap it (its phases use the old copies; phase 0 reads o2 from
+        // the old copy while it is evicted)
         assert!(s.wait.is_empty(), "{s:?}");
-        assert_eq!(pol.phase_start(1, 1, &v).wait, vec![1]);
+        assert!(pol.phase_start(1, 1, &v).wait.is_empty());
         assert!(pol.phase_start(1, 2, &v).wait.is_empty());
-        // o0 is next used in phase 0 of the next iteration: waited there
+        // the next iteration, the first placed one, waits for each where
+        // it first uses it
         assert_eq!(pol.phase_start(2, 0, &v).wait, vec![0]);
+        assert_eq!(pol.phase_start(2, 1, &v).wait, vec![1]);
         // a later iteration waits for nothing (no moves, nothing written)
-        assert!(pol.phase_start(2, 1, &v).wait.is_empty());
         assert!(pol.phase_start(3, 0, &v).wait.is_empty());
+        assert!(pol.phase_start(3, 1, &v).wait.is_empty());
         // a phase that writes an object being moved waits for it
         prog.phases[0].access[1].write_fraction = 0.5;
         let mut pol = build(&prog);

@@ -82,6 +82,9 @@ pub struct RankReport {
     pub dram_lines: u64,
     /// Lines served by the slow tier.
     pub slow_lines: u64,
+    /// Each phase's time in the first iteration, s (what a profiler of
+    /// that iteration sees).
+    pub first_phase_times: Vec<f64>,
 }
 
 /// A rank's policy, shared by clones of the generator (never cloned while
@@ -275,6 +278,9 @@ impl PhasedRank {
                         time: (now - self.phase_start) as f64 * 1e-12,
                         lines: self.lines.clone(),
                     };
+                    if self.iter == 0 {
+                        self.report.first_phase_times.push(obs.time);
+                    }
                     let s = lock(&self.space);
                     self.policy
                         .lock()

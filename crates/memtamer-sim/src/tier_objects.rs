@@ -165,18 +165,7 @@ pub fn markdown(scenario: &str, platform: &str, rows: &[ObjBenefit]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn model() -> ModelSpec {
-        ModelSpec {
-            dram_bw: 10e9,
-            slow_bw: 5e9,
-            dram_lat: 100e-9,
-            slow_lat: 400e-9,
-            copy_bw: 5e9,
-            cf_bw: 1.0,
-            cf_lat: 1.0,
-        }
-    }
+    use crate::tiering::test_support::model;
 
     #[test]
     fn a_pinned_object_must_exist() {

@@ -229,6 +229,20 @@ pub(crate) mod test_support {
         }
     }
 
+    /// A platform model with round numbers (10 / 5 GB/s, 100 / 400 ns),
+    /// so a test's expected benefits can be worked out by hand.
+    pub fn model() -> ModelSpec {
+        ModelSpec {
+            dram_bw: 10e9,
+            slow_bw: 5e9,
+            dram_lat: 100e-9,
+            slow_lat: 400e-9,
+            copy_bw: 5e9,
+            cf_bw: 1.0,
+            cf_lat: 1.0,
+        }
+    }
+
     /// A program: objects of `sizes` pages; each phase lists (obj, lines, rand).
     pub fn program(sizes: &[u64], phases: &[&[(usize, u64, bool)]]) -> PhasedProgram {
         PhasedProgram {

@@ -453,21 +453,10 @@ impl PhasePolicy for UnimemPolicy {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::model;
     use super::super::test_support::{program, View};
     use super::super::PAGE;
     use super::*;
-
-    fn model() -> ModelSpec {
-        ModelSpec {
-            dram_bw: 10e9,
-            slow_bw: 5e9,
-            dram_lat: 100e-9,
-            slow_lat: 400e-9,
-            copy_bw: 5e9,
-            cf_bw: 1.0,
-            cf_lat: 1.0,
-        }
-    }
 
     #[test]
     fn classification_is_against_the_slow_tiers_peak() {

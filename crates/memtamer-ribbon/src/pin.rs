@@ -121,37 +121,16 @@ pub fn current_affinity() -> Option<CpuSet> {
     affinity_of(0)
 }
 
-/// Thread `tid`'s CPU affinity mask (0: the caller).
+/// Thread `tid`'s CPU affinity mask (0: the caller), through
+/// memtamer-actuate's system-call wrapper (the daemon's too).
 pub fn affinity_of(tid: i32) -> Option<CpuSet> {
-    // SAFETY: cpu_set_t is plain bits; zeroed is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: the size matches the set passed.
-    let rc =
-        unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
-        return None;
-    }
-    let mut out = CpuSet::default();
-    for cpu in 0..(libc::CPU_SETSIZE as usize).min(memtamer_core::cpuset::MAX_CPUS) {
-        // SAFETY: cpu < CPU_SETSIZE.
-        if unsafe { libc::CPU_ISSET(cpu, &set) } {
-            out.insert(cpu);
-        }
-    }
-    Some(out)
+    memtamer_actuate::sched::thread_affinity(tid).ok()
 }
 
-/// Restricts the calling thread to `cpus`; false when the kernel refuses
-/// (a CPU went offline, a cgroup cpuset shrank).
+/// Restricts the calling thread to `cpus`; false when it is refused (an
+/// empty set, a CPU gone offline, a cgroup cpuset that shrank).
 pub fn pin_self(cpus: &CpuSet) -> bool {
-    // SAFETY: as in `affinity_of`.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for cpu in cpus.iter().filter(|&c| c < libc::CPU_SETSIZE as usize) {
-        // SAFETY: cpu < CPU_SETSIZE.
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-    }
-    // SAFETY: the size matches the set passed.
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 }
+    memtamer_actuate::sched::set_thread_affinity(0, cpus).is_ok()
 }
 
 /// The CPU the calling thread runs on now (None if unknown): an

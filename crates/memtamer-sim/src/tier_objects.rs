@@ -113,10 +113,8 @@ pub fn per_object(
     let pred = predicted(
         &lines,
         &base.first_phase_times,
-        &ModelSpec {
-            cf_lat: 1.0,
-            ..model
-        },
+        // `calibrate` already sets `CF_lat` = 1, as the planner plans
+        &model,
         prog.iterations as f64,
     );
     Ok(prog

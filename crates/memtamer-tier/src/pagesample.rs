@@ -416,13 +416,13 @@ impl PageSampler {
     }
 
     /// Gives every page back its protection and returns the counts.
-    pub fn finish(self) -> PageCounts {
+    pub fn finish(mut self) -> PageCounts {
         let _g = ARM_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = PageCounts {
             armings: self.armings,
             ..PageCounts::default()
         };
-        for &i in &self.slots {
+        for i in std::mem::take(&mut self.slots) {
             let e = &ENTRIES[i];
             let page = e.page.load(SeqCst);
             // Mark first: a fault from here on only retries (no count);
@@ -442,6 +442,21 @@ impl PageSampler {
             out.foreign += e.foreign.load(SeqCst) as u64;
         }
         out
+    }
+}
+
+impl Drop for PageSampler {
+    /// A sampler dropped without [`PageSampler::finish`] still gives its
+    /// pages back (no page stays protected behind the program's back).
+    fn drop(&mut self) {
+        if !self.slots.is_empty() {
+            let s = PageSampler {
+                page_size: self.page_size,
+                slots: std::mem::take(&mut self.slots),
+                armings: 0,
+            };
+            let _ = s.finish();
+        }
     }
 }
 

@@ -52,6 +52,9 @@ pub struct Config {
     /// end (`memtamer_tahoe::record` format), for fitting the model.
     pub record: Option<String>,
     /// `MEMTAMER_TAHOE_HOTNESS`: sample | uniform (default sample).
+    /// Sampling runs with `place`, or with `profile` when
+    /// `MEMTAMER_TAHOE_PROFILES` asks for the profiles: with placement off
+    /// nothing else reads them.
     pub hotness: Hotness,
     /// `MEMTAMER_TAHOE_SAMPLE_PAGES`: most pages armed per representative
     /// (default 256), the bound on its extra faults per interval.
@@ -224,7 +227,12 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            (c.hotness, c.sample_pages, c.sample_us, c.profiles.as_deref()),
+            (
+                c.hotness,
+                c.sample_pages,
+                c.sample_us,
+                c.profiles.as_deref()
+            ),
             (Hotness::Uniform, 64, 500, Some("/tmp/p"))
         );
     }

@@ -408,6 +408,7 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
                 h.sampled, h.uniform, h.armings, h.hits, h.foreign
             )
         }
+        None if t.cfg.hotness == Hotness::Sample => " hotness=sample(idle: placement off)".into(),
         None => " hotness=uniform".into(),
     };
     eprintln!(
@@ -481,7 +482,12 @@ pub unsafe extern "C" fn ompt_start_tool(
             );
             None
         }
-        Hotness::Sample => Some(Hot::new(cfg.sample_pages, cfg.sample_us)),
+        // Profiles steer placement only: with placement off nothing reads
+        // them unless they are written out, so nothing is sampled.
+        Hotness::Sample if cfg.mode == Mode::Place || cfg.profiles.is_some() => {
+            Some(Hot::new(cfg.sample_pages, cfg.sample_us))
+        }
+        Hotness::Sample => None,
         Hotness::Uniform => None,
     };
     let tool = Tool {

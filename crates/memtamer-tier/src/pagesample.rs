@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn stratified_spreads_and_caps() {
-        let r = [0..100u64];
+        let r = std::iter::once(0..100u64).collect::<Vec<_>>();
         let s = stratified(&r, 10, 7);
         assert_eq!(s.len(), 10);
         for (k, p) in s.iter().enumerate() {

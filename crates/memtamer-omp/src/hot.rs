@@ -15,7 +15,7 @@ use memtamer_tahoe::task::Task;
 use memtamer_tier::pagesample::{self, PageSampler};
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -49,6 +49,9 @@ pub struct Hot {
     cap: usize,
     interval: Duration,
     armed: Mutex<HashMap<u64, Armed>>,
+    /// Entries in `armed`: completions of ordinary tasks check this
+    /// instead of taking the lock the ticker holds while it re-arms.
+    live: AtomicUsize,
     cv: Condvar,
     stop: AtomicBool,
     sampled: AtomicU64,
@@ -66,6 +69,7 @@ impl Hot {
             cap,
             interval: Duration::from_micros(interval_us),
             armed: Mutex::new(HashMap::new()),
+            live: AtomicUsize::new(0),
             cv: Condvar::new(),
             stop: AtomicBool::new(false),
             sampled: AtomicU64::new(0),
@@ -96,7 +100,10 @@ impl Hot {
         let tid = pagesample::current_tid();
         match PageSampler::arm(&pages, tid, &maps, PAGE as usize) {
             Ok(s) if !s.is_empty() => {
-                self.lock().insert(rep.id, Armed { sampler: s, fill });
+                let mut g = self.lock();
+                g.insert(rep.id, Armed { sampler: s, fill });
+                self.live.store(g.len(), Ordering::Release);
+                drop(g);
                 self.cv.notify_all();
                 return;
             }
@@ -109,7 +116,15 @@ impl Hot {
     /// Gives the representative `id`'s pages back and returns its per-page
     /// counts (`None`: not sampled, or no touch seen: uniform profile).
     pub fn finish(&self, id: u64) -> Option<Vec<(u64, f64)>> {
-        let a = self.lock().remove(&id)?;
+        if self.live.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let a = {
+            let mut g = self.lock();
+            let a = g.remove(&id);
+            self.live.store(g.len(), Ordering::Release);
+            a?
+        };
         let c = a.sampler.finish();
         self.armings.fetch_add(c.armings, Ordering::Relaxed);
         self.foreign.fetch_add(c.foreign, Ordering::Relaxed);
@@ -148,7 +163,11 @@ impl Hot {
     /// shutdown before a representative completed).
     pub fn shutdown(&self) {
         self.stop.store(true, Ordering::Release);
-        let left: Vec<Armed> = self.lock().drain().map(|(_, a)| a).collect();
+        let left: Vec<Armed> = {
+            let mut g = self.lock();
+            self.live.store(0, Ordering::Release);
+            g.drain().map(|(_, a)| a).collect()
+        };
         self.cv.notify_all();
         for a in left {
             let c = a.sampler.finish();

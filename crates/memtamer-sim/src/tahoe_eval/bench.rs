@@ -268,15 +268,19 @@ impl View {
 /// which is the program's reuse within a DRAM of a fraction of the data.
 /// Array order: A, B, C, then the temporaries in creation order.
 ///
-/// Parents ([`TaskDef::parent`]): every recursion node is a task of its
-/// own that creates the tasks of its step, as in BSC's OmpSs-2 Strassen
-/// (github.com/rodarima/bench6 at 4379745, `src/strassen/strassen.c`:
-/// `OptimizedStrassenMultiply_par` spawns its 7 products as `#pragma oss
-/// task` calls of itself, and `main` the root as one), so a node's sums,
-/// combines and (at the last level) tile products are siblings, and each
-/// of its 7 products is a node one level down. That source computes the
-/// sums and combines inside the node task; here they are the node's tile
-/// tasks, as in this repository's client.
+/// Parents ([`TaskDef::parent`]): every recursion node creates the tasks
+/// of its step, and each of its 7 products is the node one level down, as
+/// in KASTORS's Strassen with dependences
+/// (`UFRGS-PPGC/kastors-benchmark` @ b6a842d,
+/// `strassen/src/strassen-task-dep.c`, `OptimizedStrassenMultiply_par`:
+/// under `Depth < cutoff_depth` the node creates its 8 sum tasks, 7
+/// product tasks that each call the function again one level down, and 4
+/// combine tasks; the root is called by the master thread) and BSC's
+/// OmpSs-2 version (`rodarima/bench6` @ 4379745, `src/strassen/
+/// strassen.c`: the 7 products as `#pragma oss task` calls of itself). So
+/// a node's sums, combines and (at the last level) tile products are
+/// siblings. The root node has an id of its own here (in KASTORS it is the
+/// implicit task): only equality of parents matters.
 pub fn strassen(levels: u32, nt: usize, ts: u64) -> TaskGraph {
     let mut b = Builder::new("strassen", 1);
     let bytes = ts * ts * 8;

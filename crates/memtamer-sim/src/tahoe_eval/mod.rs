@@ -32,7 +32,7 @@ use memtamer_core::unimem::Tier;
 use memtamer_tahoe::model::LinearAccess;
 pub use memtamer_tahoe::model::PartialForm;
 use policy::{Oracle, TahoePolicy};
-pub use report::{markdown, Headroom, Row};
+pub use report::{markdown, Headroom, Row, Siblings, SIBLING_RUNS};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

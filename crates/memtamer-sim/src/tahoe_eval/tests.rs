@@ -297,6 +297,25 @@ fn sibling_scheduling_groups_siblings_and_keeps_dependences() {
         adjacent(&runs[1]),
         adjacent(&runs[0])
     );
+    // the report's ablation: adjacency as counted here, busy shares in
+    // (0, 1], the runs it lacks NaN
+    let n = (g.tasks.len() - 1) as f64;
+    let m = Measured {
+        platform: "q".into(),
+        bench: "strassen".into(),
+        capacity: cap,
+        runs: runs.iter().map(|r| (r.policy.clone(), r.clone())).collect(),
+        beta_ns: 50.0,
+        copy_ns_per_page: 1000.0,
+        oracle_pick: String::new(),
+    };
+    let s = report::Siblings::of(&m, &g);
+    assert_eq!(s.adjacent[0], adjacent(&runs[0]) as f64 / n);
+    assert_eq!(s.adjacent[1], adjacent(&runs[1]) as f64 / n);
+    assert_eq!(s.ms[1], runs[1].makespan_ms);
+    assert!(s.busy[..2].iter().all(|&b| b > 0.0 && b <= 1.0), "{s:?}");
+    assert!(s.dram_acc[..2].iter().all(|&d| (0.0..=1.0).contains(&d)));
+    assert!(s.ms[2].is_nan() && s.busy[3].is_nan());
     // a flat program (one parent) is served alike with and without it
     let h = small();
     let cap = capacity(&h, 4);

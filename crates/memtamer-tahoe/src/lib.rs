@@ -13,6 +13,7 @@
 //! * [`residency`]: DRAM residency with the 10-entry FIFO eviction list.
 //! * [`plan`]: proactive, batched migration planning over the ready queue.
 //! * [`benefit`]: the migration cost-benefit check (saving over reuse vs copy).
+//! * [`sched`]: sibling scheduling of the ready queue (§4.3.6).
 
 pub mod benefit;
 pub mod error;
@@ -23,6 +24,7 @@ pub mod plan;
 pub mod profile;
 pub mod record;
 pub mod residency;
+pub mod sched;
 pub mod split;
 pub mod task;
 

@@ -11,7 +11,7 @@
 //! (and written) from main memory once per task unless stated otherwise.
 //! These values were fixed before any policy was run; none is fitted.
 
-use crate::workload::taskgraph::{Arg, Block, Mode, Pattern, TaskDef, TaskGraph};
+use crate::workload::taskgraph::{Arg, Block, Mode, Pattern, TaskDef, TaskGraph, IMPLICIT};
 
 /// Double-precision operations per ns (2.4 GHz x 4 doubles per AVX2 op).
 pub const FLOPS_PER_NS: f64 = 9.6;
@@ -101,6 +101,10 @@ pub const HEAT_SWEEPS: u32 = 10;
 /// Builds graphs: arrays of equal blocks, types by name, tasks.
 struct Builder {
     g: TaskGraph,
+    /// Parent of the tasks created now ([`TaskDef::parent`]).
+    parent: u32,
+    /// Spawning nodes so far (their ids are 1, 2, ...).
+    nodes: u32,
 }
 
 impl Builder {
@@ -114,7 +118,21 @@ impl Builder {
                 tasks: Vec::new(),
                 iterations,
             },
+            parent: IMPLICIT,
+            nodes: 0,
         }
+    }
+
+    /// Enters a new spawning node (a task that creates tasks, e.g. a
+    /// recursion step); returns the parent to restore with [`Builder::leave`].
+    fn enter(&mut self) -> u32 {
+        self.nodes += 1;
+        std::mem::replace(&mut self.parent, self.nodes)
+    }
+
+    /// Leaves the current spawning node.
+    fn leave(&mut self, outer: u32) {
+        self.parent = outer;
     }
 
     /// An array of `n` blocks of `bytes`; returns its first block index.
@@ -146,6 +164,7 @@ impl Builder {
             ty,
             args,
             compute_ns_per_line: flops / FLOPS_PER_NS / lines.max(1) as f64,
+            parent: self.parent,
         });
     }
 }
@@ -248,6 +267,20 @@ impl View {
 /// pass per tile). Temporaries are produced just before they are consumed,
 /// which is the program's reuse within a DRAM of a fraction of the data.
 /// Array order: A, B, C, then the temporaries in creation order.
+///
+/// Parents ([`TaskDef::parent`]): every recursion node creates the tasks
+/// of its step, and each of its 7 products is the node one level down, as
+/// in KASTORS's Strassen with dependences
+/// (`UFRGS-PPGC/kastors-benchmark` @ b6a842d,
+/// `strassen/src/strassen-task-dep.c`, `OptimizedStrassenMultiply_par`:
+/// under `Depth < cutoff_depth` the node creates its 8 sum tasks, 7
+/// product tasks that each call the function again one level down, and 4
+/// combine tasks; the root is called by the master thread) and BSC's
+/// OmpSs-2 version (`rodarima/bench6` @ 4379745, `src/strassen/
+/// strassen.c`: the 7 products as `#pragma oss task` calls of itself). So
+/// a node's sums, combines and (at the last level) tile products are
+/// siblings. The root node has an id of its own here (in KASTORS it is the
+/// implicit task): only equality of parents matters.
 pub fn strassen(levels: u32, nt: usize, ts: u64) -> TaskGraph {
     let mut b = Builder::new("strassen", 1);
     let bytes = ts * ts * 8;
@@ -266,6 +299,13 @@ pub fn strassen(levels: u32, nt: usize, ts: u64) -> TaskGraph {
 }
 
 fn strassen_node(b: &mut Builder, a: View, bm: View, c: View, level: u32, bytes: u64, ts: u64) {
+    let outer = b.enter();
+    strassen_step(b, a, bm, c, level, bytes, ts);
+    b.leave(outer);
+}
+
+/// The tasks one recursion node of [`strassen`] creates.
+fn strassen_step(b: &mut Builder, a: View, bm: View, c: View, level: u32, bytes: u64, ts: u64) {
     let elems = (ts * ts) as f64;
     if level == 0 || a.n < 2 {
         for i in 0..a.n {
@@ -520,6 +560,29 @@ mod tests {
         let leaf = strassen(0, 2, 8);
         assert_eq!(leaf.tasks.len(), 8);
         assert_eq!(leaf.predecessors()[1], vec![0]);
+    }
+
+    #[test]
+    fn strassen_nodes_parent_their_tasks_and_flat_programs_have_one_parent() {
+        // one level over 2 x 2 tiles: the root node (1) creates its sums,
+        // combines and 7 product nodes (2..=8), each with one leaf product
+        let g = strassen(1, 2, 8);
+        let par: Vec<u32> = g.tasks.iter().map(|t| t.parent).collect();
+        assert!(par[..10].iter().chain(&par[17..]).all(|&p| p == 1));
+        assert_eq!(par[10..17], [2, 3, 4, 5, 6, 7, 8]);
+        // two levels over 4 x 4 tiles: 1 + 7 + 49 nodes; after the root's
+        // 40 sums, the first level-1 node's 10 sums, then its first leaf
+        let g2 = strassen(2, 4, 8);
+        let mut nodes: Vec<u32> = g2.tasks.iter().map(|t| t.parent).collect();
+        assert!(g2.tasks[40..50].iter().all(|t| t.parent == 2));
+        assert_eq!(g2.tasks[50].parent, 3);
+        nodes.sort_unstable();
+        nodes.dedup();
+        assert_eq!(nodes.len(), 1 + 7 + 49);
+        assert!(!nodes.contains(&IMPLICIT));
+        for b in [Bench::Heat, Bench::Fft, Bench::Cg, Bench::RandomAccess] {
+            assert!(b.graph().tasks.iter().all(|t| t.parent == IMPLICIT));
+        }
     }
 
     #[test]

@@ -32,7 +32,7 @@ use memtamer_core::unimem::Tier;
 use memtamer_tahoe::model::LinearAccess;
 pub use memtamer_tahoe::model::PartialForm;
 use policy::{Oracle, TahoePolicy};
-pub use report::{markdown, Headroom, Row};
+pub use report::{markdown, Headroom, Row, Siblings, SIBLING_RUNS};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -317,6 +317,11 @@ pub struct Measured {
 /// unchecked, the checked and the wide MIN oracle, Unimem.
 const R1: usize = 8;
 
+/// Round-2 runs per case, (cost-benefit check, sibling scheduling):
+/// `tahoe`, `tahoe-nocheck`, and the two without sibling scheduling
+/// (`-nosib`, the ablation of docs/tahoe.md "Sibling scheduling").
+const R2: [(bool, bool); 4] = [(true, true), (false, true), (true, false), (false, false)];
+
 /// The runs the reported oracle is the best of: a full-knowledge system
 /// can pick any of these placements, doing nothing included, so the
 /// reference is never slower than unmanaged (see `policy::Oracle`).
@@ -466,12 +471,16 @@ pub fn evaluate(
         })
         .collect();
     // Round 2: Tahoe with the check, and without it (the thesis's planner,
-    // also deciding at ready-queue entry).
-    let items2: Vec<(usize, bool)> = (0..pairs.len())
-        .flat_map(|i| [(i, true), (i, false)])
+    // also deciding at ready-queue entry); each with sibling scheduling
+    // (§4.3.6) and, for the Figure 4.6-like ablation, without it.
+    let items2: Vec<(usize, bool, bool)> = (0..pairs.len())
+        .flat_map(|i| R2.map(|(check, sib)| (i, check, sib)))
         .collect();
-    let r2: Vec<RunOut> =
-        parallel_map(&items2, jobs, Some(("tahoe", "runs")), |_, &(i, check)| {
+    let r2: Vec<RunOut> = parallel_map(
+        &items2,
+        jobs,
+        Some(("tahoe", "runs")),
+        |_, &(i, check, sib)| {
             let (p, c) = pairs[i];
             let pol = TahoePolicy::new(
                 (cap(c) / PAGE) as usize,
@@ -481,6 +490,7 @@ pub fn evaluate(
                 FIRST_TOUCH,
                 form,
             );
+            let pol = if sib { pol } else { pol.without_siblings() };
             let name = pol.name();
             Ok(unfinished(
                 name,
@@ -493,13 +503,15 @@ pub fn evaluate(
                     seed,
                 ),
             ))
-        })?;
+        },
+    )?;
+    let n2 = R2.len();
     let mut out = Vec::new();
     for (i, &(p, c)) in pairs.iter().enumerate() {
         let mut runs = BTreeMap::new();
         for r in std::iter::once(&slow[i])
             .chain(&r1[i * R1..i * R1 + R1])
-            .chain(&r2[i * 2..i * 2 + 2])
+            .chain(&r2[i * n2..i * n2 + n2])
         {
             runs.insert(r.policy.clone(), r.clone());
         }

@@ -12,7 +12,10 @@
 //!   batch then on its worker. With a copy cost it promotes only pages
 //!   whose predicted saving (this task and later tasks in creation order
 //!   within the DRAM reuse distance) exceeds the copy
-//!   (`memtamer_tahoe::benefit`).
+//!   (`memtamer_tahoe::benefit`). With sibling scheduling (§4.3.6, on
+//!   unless [`TahoePolicy::without_siblings`]) it serves the ready queue
+//!   with the tasks of one parent consecutive
+//!   (`memtamer_tahoe::sched::sibling_order`).
 //! * [`Oracle`]: knows the whole task graph. When a worker takes a task,
 //!   it makes room for the blocks of that task and of the next
 //!   `lookahead` ready tasks by Belady's MIN rule at block granularity:
@@ -90,6 +93,8 @@ pub struct TahoePolicy {
     first_touch: bool,
     /// Blocks with demotions queued on the helper by ready-queue planning.
     evicting: Vec<usize>,
+    /// Sibling scheduling of the ready queue (thesis §4.3.6).
+    siblings: bool,
 }
 
 /// Pages this run must have copied before the check uses the run's own
@@ -134,6 +139,17 @@ impl TahoePolicy {
             check: copy_ns_per_page.is_some(),
             first_touch,
             evicting: Vec::new(),
+            siblings: true,
+        }
+    }
+
+    /// The same Tahoe without sibling scheduling: the ready queue stays
+    /// FIFO (thesis Figure 4.6's Tahoe before "optimized scheduling"; its
+    /// name gains `-nosib`).
+    pub fn without_siblings(self) -> Self {
+        TahoePolicy {
+            siblings: false,
+            ..self
         }
     }
 
@@ -223,7 +239,7 @@ impl TahoePolicy {
     }
 
     /// Plans, at ready-queue entry (§4.3.3), the tasks of the look-ahead
-    /// (the first [`WINDOW`] of `order`, the ready queue in FIFO order)
+    /// (the first [`WINDOW`] of `order`, the ready queue in service order)
     /// not yet planned; their copies go to the helper. Guarded are the
     /// `running` tasks, the look-ahead and the queued tasks behind it
     /// whose footprints fit half the DRAM, not the whole queue: the thesis
@@ -291,7 +307,7 @@ impl TahoePolicy {
     /// `mem_comp_overlap`): the predicted time until a worker takes it
     /// ([`memtamer_tahoe::benefit::queue_starts`]: idle workers take the
     /// queue's head now, running tasks free their workers at the order
-    /// statistics of their predicted times, the queue is served in FIFO
+    /// statistics of their predicted times, the queue is served in its
     /// order; Eq. 4.4 under the current residency, 0 for unknown types),
     /// less the helper's backlog (the queued copies run first).
     fn slack(
@@ -344,11 +360,17 @@ impl TahoePolicy {
 
 impl TaskPolicy for TahoePolicy {
     fn name(&self) -> String {
-        if self.check {
-            "tahoe".into()
+        let base = if self.check { "tahoe" } else { "tahoe-nocheck" };
+        if self.siblings {
+            base.into()
         } else {
-            "tahoe-nocheck".into()
+            format!("{base}-nosib")
         }
+    }
+
+    fn order(&self, g: &TaskGraph, queue: &[usize]) -> Option<Vec<usize>> {
+        self.siblings
+            .then(|| memtamer_tahoe::sched::reorder(queue, |t| g.tasks[t].parent))
     }
 
     fn start(&mut self, g: &TaskGraph, tier: &mut TierSpace) {
@@ -375,13 +397,12 @@ impl TaskPolicy for TahoePolicy {
         &mut self,
         g: &TaskGraph,
         tier: &mut TierSpace,
-        newly: &[usize],
-        queued: &[usize],
+        _newly: &[usize],
+        queue: &[usize],
         active: &[usize],
     ) {
-        let order: Vec<usize> = queued.iter().chain(newly).copied().collect();
         self.measure_copy(tier);
-        self.plan_window(g, tier, &order, active);
+        self.plan_window(g, tier, queue, active);
     }
 
     fn dispatch(

@@ -13,6 +13,8 @@
 //!   their own, so each block is used by `reuse` instances, one after the
 //!   other (chained by their `inout` dependence);
 //! * types are interleaved in creation order in proportion to their counts;
+//! * every task is a child of the program's implicit task (the recording
+//!   keeps no parent), so Tahoe's sibling scheduling leaves its order;
 //! * compute: the recorded mean time spread over the task's lines (the
 //!   recording host ran with data in DRAM, so this also counts its memory
 //!   time: an upper estimate of compute);
@@ -20,7 +22,7 @@
 //!   per line unchanged) so that a recording of a real-size run fits a
 //!   simulation of a few million lines.
 
-use crate::workload::taskgraph::{Arg, Block, Mode, Pattern, TaskDef, TaskGraph};
+use crate::workload::taskgraph::{Arg, Block, Mode, Pattern, TaskDef, TaskGraph, IMPLICIT};
 use crate::workload::tiered::PAGE;
 use crate::workload::LINE;
 use memtamer_tahoe::record::{parse, Row};
@@ -87,6 +89,8 @@ pub fn graph(name: &str, text: &str, reuse: u64, shrink: u64) -> Result<TaskGrap
                 passes: 1.0,
             }],
             compute_ns_per_line: r.mean_ns / lines as f64,
+            // a recording keeps no parents (all tasks siblings)
+            parent: IMPLICIT,
         });
     }
     g.validate()?;

@@ -50,6 +50,69 @@ pub struct Row {
     pub oracle_pick: String,
     /// How much any placement could gain over first touch ([`Headroom`]).
     pub headroom: Headroom,
+    /// Sibling scheduling's ablation ([`Siblings`]).
+    pub siblings: Siblings,
+}
+
+/// Tahoe without and with sibling scheduling (thesis §4.3.6, Figure 4.6's
+/// "optimized scheduling" step): makespans and how often consecutive
+/// dispatches were siblings.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Siblings {
+    /// Makespans (ms): `tahoe-nosib`, `tahoe`, `tahoe-nocheck-nosib`,
+    /// `tahoe-nocheck`.
+    pub ms: [f64; 4],
+    /// Share of consecutive dispatches (by dispatch time) whose tasks
+    /// have the same parent, in the same order of runs.
+    pub adjacent: [f64; 4],
+    /// Share of line accesses served from DRAM, same order.
+    pub dram_acc: [f64; 4],
+    /// Workers' busy share: task run time summed over the tasks, over
+    /// the workers times the makespan (1: the run is throughput-bound,
+    /// no worker ever idle), same order.
+    pub busy: [f64; 4],
+}
+
+/// The runs of [`Siblings::ms`].
+pub const SIBLING_RUNS: [&str; 4] = [
+    "tahoe-nosib",
+    "tahoe",
+    "tahoe-nocheck-nosib",
+    "tahoe-nocheck",
+];
+
+/// Share of consecutive dispatches of `r` (ordered by dispatch time, ties
+/// by task) whose tasks share a parent (NaN without a run).
+fn sibling_adjacency(g: &TaskGraph, r: Option<&RunOut>) -> f64 {
+    let Some(r) = r.filter(|r| r.records.len() == g.tasks.len()) else {
+        return f64::NAN;
+    };
+    let mut order: Vec<usize> = (0..g.tasks.len()).collect();
+    order.sort_by_key(|&t| (r.records[t].dispatched, t));
+    let same = order
+        .windows(2)
+        .filter(|w| g.tasks[w[0]].parent == g.tasks[w[1]].parent)
+        .count();
+    same as f64 / order.len().saturating_sub(1).max(1) as f64
+}
+
+/// Workers' busy share of a run (see [`Siblings::busy`]; NaN without one).
+fn busy(r: Option<&RunOut>) -> f64 {
+    let Some(r) = r else { return f64::NAN };
+    let run: f64 = r.records.iter().map(|x| x.run_ns()).sum();
+    run / (WORKERS as f64 * r.makespan_ms * 1e6)
+}
+
+impl Siblings {
+    /// The ablation of one measured case on graph `g`.
+    pub fn of(m: &Measured, g: &TaskGraph) -> Siblings {
+        Siblings {
+            ms: SIBLING_RUNS.map(|p| ms(m, p)),
+            adjacent: SIBLING_RUNS.map(|p| sibling_adjacency(g, m.runs.get(p))),
+            dram_acc: SIBLING_RUNS.map(|p| dram_acc(m.runs.get(p))),
+            busy: SIBLING_RUNS.map(|p| busy(m.runs.get(p))),
+        }
+    }
 }
 
 /// Why first touch leaves little to gain (issue 21, the 4x-latency
@@ -269,6 +332,7 @@ impl Row {
             reuse: reuse(g, m.capacity),
             oracle_pick: m.oracle_pick.clone(),
             headroom: Headroom::of(m, g),
+            siblings: Siblings::of(m, g),
         }
     }
 }
@@ -380,6 +444,40 @@ pub fn markdown(rows: &[Row]) -> String {
                 100.0 * h.unmanaged_dram_acc,
                 100.0 * h.static_dram_acc,
                 h.corun_of_dram,
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nSibling scheduling (thesis §4.3.6; Figure 4.6's last step): Tahoe without (`-nosib`) and with it; its share of the gain = (T_nosib - T) / (T_unmanaged - T), Figure 4.6's normalisation, where Tahoe gains:\n\n| Benchmark | tahoe-nosib vs unmanaged | tahoe vs unmanaged | sibling gain (1 - T / T_nosib) | share of Tahoe's gain | no-check: -nosib vs unmanaged | no-check vs unmanaged | no-check sibling gain | sibling dispatches in a row: -nosib / with | accesses from DRAM: -nosib / with | workers busy: -nosib / with |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for r in &rs {
+            let b = &r.siblings;
+            let un = r.ms[0];
+            let share = |nosib: f64, sib: f64| {
+                if un - sib > 0.0 {
+                    pct((nosib - sib) / (un - sib))
+                } else {
+                    "n/a".to_string()
+                }
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.0}% / {:.0}% | {:.1}% / {:.1}% | {:.1}% / {:.1}% |",
+                r.bench,
+                pct(1.0 - b.ms[0] / un),
+                pct(1.0 - b.ms[1] / un),
+                pct(1.0 - b.ms[1] / b.ms[0]),
+                share(b.ms[0], b.ms[1]),
+                pct(1.0 - b.ms[2] / un),
+                pct(1.0 - b.ms[3] / un),
+                pct(1.0 - b.ms[3] / b.ms[2]),
+                100.0 * b.adjacent[0],
+                100.0 * b.adjacent[1],
+                100.0 * b.dram_acc[0],
+                100.0 * b.dram_acc[1],
+                100.0 * b.busy[0],
+                100.0 * b.busy[1],
             );
         }
         let _ = writeln!(s);

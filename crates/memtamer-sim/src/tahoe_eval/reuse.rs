@@ -73,7 +73,7 @@ pub fn reuse(g: &TaskGraph, capacity: u64) -> Reuse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::taskgraph::{Arg, Block, Mode, Pattern, TaskDef};
+    use crate::workload::taskgraph::{Arg, Block, Mode, Pattern, TaskDef, IMPLICIT};
 
     fn g(uses: &[usize]) -> TaskGraph {
         TaskGraph {
@@ -96,6 +96,7 @@ mod tests {
                         pattern: Pattern::Seq,
                         passes: 1.0,
                     }],
+                    parent: IMPLICIT,
                     compute_ns_per_line: 0.0,
                 })
                 .collect(),

@@ -1,4 +1,4 @@
-use super::bench::{heat, random_access};
+use super::bench::{heat, random_access, strassen};
 use super::*;
 
 fn quarter() -> Platform {
@@ -251,4 +251,90 @@ fn headroom_measures_stall_first_touch_share_and_corunning_data() {
     );
     // 8 workers x one 128 KiB block over a 256 KiB DRAM.
     assert!((h.corun_of_dram - 4.0).abs() < 1e-9, "{h:?}");
+}
+
+#[test]
+fn sibling_scheduling_groups_siblings_and_keeps_dependences() {
+    let p = quarter();
+    let g = Arc::new(strassen(2, 4, 16));
+    let cap = capacity(&g, 5);
+    let preds = g.predecessors();
+    let adjacent = |r: &RunOut| {
+        let mut order: Vec<usize> = (0..g.tasks.len()).collect();
+        order.sort_by_key(|&t| (r.records[t].dispatched, t));
+        order
+            .windows(2)
+            .filter(|w| g.tasks[w[0]].parent == g.tasks[w[1]].parent)
+            .count()
+    };
+    let mut runs = Vec::new();
+    for sib in [false, true] {
+        let pol = TahoePolicy::new(
+            (cap / PAGE) as usize,
+            50.0,
+            CORUN,
+            Some(1000.0),
+            true,
+            PartialForm::ParallelTiers,
+        );
+        let pol = if sib { pol } else { pol.without_siblings() };
+        let r = run(&p, g.clone(), Box::new(pol), cap, 200.0, 1).unwrap();
+        assert_eq!(r.policy, if sib { "tahoe" } else { "tahoe-nosib" });
+        for (t, ps) in preds.iter().enumerate() {
+            for &q in ps {
+                assert!(
+                    r.records[t].dispatched >= r.records[q].ended,
+                    "{t} after {q}"
+                );
+            }
+        }
+        runs.push(r);
+    }
+    // the reordering runs more siblings back to back than FIFO does
+    assert!(
+        adjacent(&runs[1]) > adjacent(&runs[0]),
+        "{} vs {}",
+        adjacent(&runs[1]),
+        adjacent(&runs[0])
+    );
+    // the report's ablation: adjacency as counted here, busy shares in
+    // (0, 1], the runs it lacks NaN
+    let n = (g.tasks.len() - 1) as f64;
+    let m = Measured {
+        platform: "q".into(),
+        bench: "strassen".into(),
+        capacity: cap,
+        runs: runs.iter().map(|r| (r.policy.clone(), r.clone())).collect(),
+        beta_ns: 50.0,
+        copy_ns_per_page: 1000.0,
+        oracle_pick: String::new(),
+    };
+    let s = report::Siblings::of(&m, &g);
+    assert_eq!(s.adjacent[0], adjacent(&runs[0]) as f64 / n);
+    assert_eq!(s.adjacent[1], adjacent(&runs[1]) as f64 / n);
+    assert_eq!(s.ms[1], runs[1].makespan_ms);
+    assert!(s.busy[..2].iter().all(|&b| b > 0.0 && b <= 1.0), "{s:?}");
+    assert!(s.dram_acc[..2].iter().all(|&d| (0.0..=1.0).contains(&d)));
+    assert!(s.ms[2].is_nan() && s.busy[3].is_nan());
+    // a flat program (one parent) is served alike with and without it
+    let h = small();
+    let cap = capacity(&h, 4);
+    let ms: Vec<f64> = [false, true]
+        .into_iter()
+        .map(|sib| {
+            let pol = TahoePolicy::new(
+                (cap / PAGE) as usize,
+                50.0,
+                CORUN,
+                None,
+                false,
+                PartialForm::Additive,
+            );
+            let pol = if sib { pol } else { pol.without_siblings() };
+            run(&p, h.clone(), Box::new(pol), cap, 200.0, 1)
+                .unwrap()
+                .makespan_ms
+        })
+        .collect();
+    assert_eq!(ms[0], ms[1]);
 }

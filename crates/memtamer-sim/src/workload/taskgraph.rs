@@ -17,7 +17,9 @@
 //!   ([`TaskGraph::predecessors`]).
 //! * `N` [`Worker`] generators run the tasks from one FIFO ready queue
 //!   (Nanos++'s `readyQueue`: a task is ready when its last predecessor
-//!   completes). A worker that takes a task first asks the placement policy
+//!   completes). A policy may reorder the queue when tasks enter it
+//!   ([`TaskPolicy::order`]: Tahoe's sibling scheduling); the others leave
+//!   it FIFO. A worker that takes a task first asks the placement policy
 //!   ([`TaskPolicy::dispatch`]); the policy queues migrations on the shared
 //!   [`TierSpace`], which the process's one [`super::tiered::MigrationHelper`]
 //!   carries out as real copy traffic. The task starts only once the moves
@@ -77,7 +79,18 @@ pub struct TaskDef {
     pub args: Vec<Arg>,
     /// Compute per line accessed, ns.
     pub compute_ns_per_line: f64,
+    /// The task that created this one (its parent, OpenMP's generating
+    /// task): [`IMPLICIT`] for the program's main (implicit) task, else the
+    /// id of a spawning node of a recursive program. It is an id, not an
+    /// index into [`TaskGraph::tasks`]: such a node (a Strassen recursion
+    /// step) does no memory work of its own here and is not a task of the
+    /// graph. Tahoe's sibling scheduling (thesis §4.3.6) groups ready
+    /// tasks by it; nothing else reads it.
+    pub parent: u32,
 }
+
+/// [`TaskDef::parent`] of tasks the program's implicit task creates.
+pub const IMPLICIT: u32 = 0;
 
 /// A data block (dependence object).
 #[derive(Clone, Debug, PartialEq)]
@@ -282,6 +295,15 @@ pub trait TaskPolicy: Send + std::fmt::Debug {
     fn name(&self) -> String;
     /// Before any task: the initial placement (first touch, static layout).
     fn start(&mut self, _g: &TaskGraph, _tier: &mut TierSpace) {}
+    /// Tasks just entered the ready `queue` (FIFO order, newest at the
+    /// tail): the order to serve it in from now on, a permutation of
+    /// `queue`, or None to keep it (the default: Nanos++'s FIFO, which
+    /// every baseline keeps). Tahoe's sibling scheduling (thesis §4.3.6)
+    /// groups the tasks of one parent. Every task in the queue is ready,
+    /// so no order of them breaks a dependence.
+    fn order(&self, _g: &TaskGraph, _queue: &[usize]) -> Option<Vec<usize>> {
+        None
+    }
     /// A worker took `head` from the ready queue; `ready` is the queue
     /// behind it (FIFO order), `active` the tasks now running. The default
     /// moves nothing: the placement-only baselines (first touch, static,
@@ -297,16 +319,18 @@ pub trait TaskPolicy: Send + std::fmt::Debug {
         Dispatch::default()
     }
     /// After every completion (and once for the roots): tasks `newly` (may
-    /// be none) just entered the ready queue (its tail; `queued` is the
-    /// queue before them, `active` the running tasks). A policy that
-    /// decides at ready-queue entry (Tahoe, §4.3.3) queues their moves for
-    /// the helper here, so the copies overlap the running tasks.
+    /// be none) just entered the ready queue; `queue` is the whole queue
+    /// now, in the order it will be served (FIFO unless
+    /// [`TaskPolicy::order`] reordered it), `active` the running tasks. A
+    /// policy that decides at ready-queue entry (Tahoe, §4.3.3) queues
+    /// their moves for the helper here, so the copies overlap the running
+    /// tasks.
     fn ready(
         &mut self,
         _g: &TaskGraph,
         _tier: &mut TierSpace,
         _newly: &[usize],
-        _queued: &[usize],
+        _queue: &[usize],
         _active: &[usize],
     ) {
     }
@@ -369,6 +393,25 @@ pub struct Runtime {
     makespan: Option<Ps>,
 }
 
+/// `queue` in the order `policy` serves it ([`TaskPolicy::order`]); an
+/// answer that is not a permutation of the queue (a policy bug) is ignored,
+/// so no task is lost or run twice.
+fn reordered(policy: &dyn TaskPolicy, g: &TaskGraph, queue: &[usize]) -> Vec<usize> {
+    match policy.order(g, queue) {
+        Some(o) if o.len() == queue.len() => {
+            let (mut a, mut b) = (o.clone(), queue.to_vec());
+            a.sort_unstable();
+            b.sort_unstable();
+            if a == b {
+                o
+            } else {
+                queue.to_vec()
+            }
+        }
+        _ => queue.to_vec(),
+    }
+}
+
 /// Handle shared by the workers and the driver.
 pub type RuntimeHandle = Arc<Mutex<Runtime>>;
 
@@ -389,14 +432,16 @@ impl Runtime {
             }
         }
         let preds_left: Vec<u32> = preds.iter().map(|p| p.len() as u32).collect();
-        let ready: VecDeque<usize> = (0..graph.tasks.len())
+        let roots: Vec<usize> = (0..graph.tasks.len())
             .filter(|&t| preds_left[t] == 0)
             .collect();
+        let ready: VecDeque<usize>;
         {
             let mut tier = lock(&tier);
             policy.start(&graph, &mut tier);
-            let roots: Vec<usize> = ready.iter().copied().collect();
-            policy.ready(&graph, &mut tier, &roots, &[], &[]);
+            let queue = reordered(policy.as_ref(), &graph, &roots);
+            policy.ready(&graph, &mut tier, &roots, &queue, &[]);
+            ready = queue.into();
         }
         Runtime {
             layout: Layout::new(&graph),
@@ -493,10 +538,14 @@ impl Runtime {
             .completed(&self.graph, &mut tier, t, ns, prof.as_deref());
         // successors enter the ready queue after the policy saw the
         // completion (a representative's profile is known to them)
-        let queued: Vec<usize> = self.ready.iter().copied().collect();
         self.ready.extend(newly.iter().copied());
+        let mut queue: Vec<usize> = self.ready.iter().copied().collect();
+        if !newly.is_empty() {
+            queue = reordered(self.policy.as_ref(), &self.graph, &queue);
+            self.ready = queue.iter().copied().collect();
+        }
         self.policy
-            .ready(&self.graph, &mut tier, &newly, &queued, &self.active);
+            .ready(&self.graph, &mut tier, &newly, &queue, &self.active);
     }
 }
 

@@ -33,6 +33,7 @@ fn graph(tasks: Vec<Vec<Arg>>) -> TaskGraph {
             .map(|args| TaskDef {
                 ty: 0,
                 args,
+                parent: IMPLICIT,
                 compute_ns_per_line: 1.0,
             })
             .collect(),
@@ -119,4 +120,78 @@ fn lines_round_up_passes() {
     // 3 pages = 192 lines, half a pass = 96
     assert_eq!(g.task_lines(0), 96);
     assert_eq!(g.footprint(), 6 * PAGE);
+}
+
+/// Serves the ready queue backwards (a test of [`TaskPolicy::order`]), or
+/// answers with a task that is not in it.
+#[derive(Debug)]
+struct Backwards {
+    broken: bool,
+}
+
+impl TaskPolicy for Backwards {
+    fn name(&self) -> String {
+        "backwards".into()
+    }
+
+    fn order(&self, _g: &TaskGraph, queue: &[usize]) -> Option<Vec<usize>> {
+        let mut v: Vec<usize> = queue.iter().rev().copied().collect();
+        if self.broken {
+            v[0] = 99;
+        }
+        Some(v)
+    }
+}
+
+fn runtime(g: &TaskGraph, policy: Box<dyn TaskPolicy>) -> Runtime {
+    let objs: Vec<(String, u64, Tier)> = g
+        .blocks
+        .iter()
+        .map(|b| ("x".to_string(), b.bytes, Tier::Slow))
+        .collect();
+    let tier = TierSpace::new(1, 2, 0, &objs, 0).into_handle();
+    Runtime::new(Arc::new(g.clone()), tier, policy)
+}
+
+#[test]
+fn the_policy_orders_the_ready_queue_and_a_bad_order_is_ignored() {
+    // 0, 1, 2 independent; 3 and 4 after 0 (they enter together)
+    let g = graph(vec![
+        vec![arg(0, Mode::InOut)],
+        vec![arg(1, Mode::In)],
+        vec![arg(2, Mode::In)],
+        vec![arg(0, Mode::In)],
+        vec![arg(0, Mode::In)],
+    ]);
+    let mut rt = runtime(&g, Box::new(Backwards { broken: false }));
+    assert_eq!(rt.ready, [2, 1, 0]);
+    let (t, _) = rt.take(0).unwrap();
+    assert_eq!(t, 2);
+    let (t, _) = rt.take(0).unwrap();
+    assert_eq!(t, 1);
+    let (t, _) = rt.take(0).unwrap();
+    assert_eq!(t, 0);
+    rt.complete(0, 10, (0, 1), None);
+    assert_eq!(rt.ready, [4, 3]);
+    // without an order (every baseline) and with a broken one: FIFO
+    for pol in [
+        Box::new(Fifo) as Box<dyn TaskPolicy>,
+        Box::new(Backwards { broken: true }),
+    ] {
+        let mut rt = runtime(&g, pol);
+        assert_eq!(rt.ready, [0, 1, 2]);
+        let (t, _) = rt.take(0).unwrap();
+        rt.complete(t, 10, (0, 1), None);
+        assert_eq!(rt.ready, [1, 2, 3, 4]);
+    }
+}
+
+/// A policy that keeps every default (the FIFO queue).
+#[derive(Debug)]
+struct Fifo;
+
+impl TaskPolicy for Fifo {
+    fn name(&self) -> String {
+        "fifo".into()
+    }
 }

@@ -8,7 +8,7 @@
 //! `TypeProfile::from_samples`, whose hot ranges the planner re-bases onto
 //! the siblings. Thin OS shell; the pure parts are
 //! [`crate::tracker::sample_ranges`] and `pagesample::{stratified,
-//! fill_nearest, parse_maps}`.
+//! fill_nearest, Memory::armable}`.
 
 use crate::tracker::sample_ranges;
 use memtamer_tahoe::task::Task;
@@ -21,6 +21,10 @@ use std::time::Duration;
 
 /// Page size the tool plans with (the planner's `PlanConfig::page`).
 pub const PAGE: u64 = 4096;
+
+/// Half-width of the window around the initial thread's control block that
+/// is never armed (static TLS below it, `struct pthread` above it).
+const TCB_WINDOW: usize = 64 << 10;
 
 struct Armed {
     sampler: PageSampler,
@@ -47,8 +51,13 @@ pub struct HotStats {
 /// The sampler state of the tool.
 pub struct Hot {
     cap: usize,
+    /// Never armed: the initial thread's control block and the static TLS
+    /// below it (see `Hot::new`).
+    refuse: Range<usize>,
     interval: Duration,
-    armed: Mutex<HashMap<u64, Armed>>,
+    /// Representatives started: `Some` while armed, `None` when nothing
+    /// could be armed (so a resume after a task switch does not try again).
+    armed: Mutex<HashMap<u64, Option<Armed>>>,
     /// Entries in `armed`: completions of ordinary tasks check this
     /// instead of taking the lock the ticker holds while it re-arms.
     live: AtomicUsize,
@@ -63,10 +72,18 @@ pub struct Hot {
 
 impl Hot {
     /// At most `cap` pages armed per representative, re-armed every
-    /// `interval_us` microseconds.
+    /// `interval_us` microseconds. Call on the initial thread (the tool's
+    /// start): its control block (`pthread_self`, with the static TLS
+    /// below it and the rseq area and robust-futex list in it, which the
+    /// kernel writes) may lie in an anonymous mapping next to program data,
+    /// so the 64 KiB around it are never armed. Worker threads' control
+    /// blocks are on their stacks, which are never armed.
     pub fn new(cap: usize, interval_us: u64) -> Self {
+        // SAFETY: pthread_self has no preconditions.
+        let tcb = unsafe { libc::pthread_self() } as usize;
         Hot {
             cap,
+            refuse: tcb.saturating_sub(TCB_WINDOW)..tcb.saturating_add(TCB_WINDOW),
             interval: Duration::from_micros(interval_us),
             armed: Mutex::new(HashMap::new()),
             live: AtomicUsize::new(0),
@@ -80,7 +97,7 @@ impl Hot {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Armed>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Option<Armed>>> {
         self.armed.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -91,17 +108,30 @@ impl Hot {
         if self.lock().contains_key(&rep.id) {
             return; // resumed after a task switch: armed at its start
         }
-        let (arm, fill) = sample_ranges(rep, PAGE);
-        let pages = pagesample::stratified(&arm, self.cap, rep.id);
-        let maps = match std::fs::read_to_string("/proc/self/maps") {
-            Ok(t) if !pages.is_empty() => pagesample::parse_maps(&t),
-            _ => Vec::new(),
+        let mem = match pagesample::Memory::read() {
+            Ok(mut m) => {
+                m.refuse(self.refuse.clone());
+                m
+            }
+            Err(_) => pagesample::Memory::default(),
         };
+        // An object's extent is inferred (gap to the next dependence
+        // address): it cannot reach past the mapping its first byte is in.
+        let mut clipped = rep.clone();
+        for o in &mut clipped.objects {
+            o.len = match mem.mapping(o.addr as usize) {
+                Some(m) => o.len.min(m.range.end as u64 - o.addr),
+                None => 0,
+            };
+        }
+        let (arm, _) = sample_ranges(&clipped, PAGE);
+        let (_, fill) = sample_ranges(rep, PAGE);
+        let pages = pagesample::stratified(&arm, self.cap, rep.id);
         let tid = pagesample::current_tid();
-        match PageSampler::arm(&pages, tid, &maps, PAGE as usize) {
+        match PageSampler::arm(&pages, tid, &mem, PAGE as usize) {
             Ok(s) if !s.is_empty() => {
                 let mut g = self.lock();
-                g.insert(rep.id, Armed { sampler: s, fill });
+                g.insert(rep.id, Some(Armed { sampler: s, fill }));
                 self.live.store(g.len(), Ordering::Release);
                 drop(g);
                 self.cv.notify_all();
@@ -110,6 +140,10 @@ impl Hot {
             Ok(_) => {}
             Err(e) => eprintln!("memtamer-tahoe: page sampling unavailable ({e})"),
         }
+        let mut g = self.lock();
+        g.insert(rep.id, None);
+        self.live.store(g.len(), Ordering::Release);
+        drop(g);
         self.uniform.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -123,7 +157,7 @@ impl Hot {
             let mut g = self.lock();
             let a = g.remove(&id);
             self.live.store(g.len(), Ordering::Release);
-            a?
+            a??
         };
         let c = a.sampler.finish();
         self.armings.fetch_add(c.armings, Ordering::Relaxed);
@@ -144,7 +178,7 @@ impl Hot {
     pub fn tick_loop(&self) {
         let mut g = self.lock();
         while !self.stop.load(Ordering::Acquire) {
-            if g.is_empty() {
+            if g.values().all(Option::is_none) {
                 g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
                 continue;
             }
@@ -153,7 +187,7 @@ impl Hot {
                 .wait_timeout(g, self.interval)
                 .unwrap_or_else(|e| e.into_inner());
             g = g2;
-            for a in g.values_mut() {
+            for a in g.values_mut().flatten() {
                 a.sampler.rearm();
             }
         }
@@ -166,7 +200,7 @@ impl Hot {
         let left: Vec<Armed> = {
             let mut g = self.lock();
             self.live.store(0, Ordering::Release);
-            g.drain().map(|(_, a)| a).collect()
+            g.drain().filter_map(|(_, a)| a).collect()
         };
         self.cv.notify_all();
         for a in left {

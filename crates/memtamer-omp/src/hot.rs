@@ -17,14 +17,25 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Page size the tool plans with (the planner's `PlanConfig::page`).
 pub const PAGE: u64 = 4096;
 
+/// How soon a pending representative is tried again.
+const RETRY: Duration = Duration::from_micros(100);
+
 /// Half-width of the window around the initial thread's control block that
 /// is never armed (static TLS below it, `struct pthread` above it).
 const TCB_WINDOW: usize = 64 << 10;
+
+/// A started representative.
+enum State {
+    /// Its sample is armed.
+    Armed(Armed),
+    /// Nothing armable yet; `tid` runs it.
+    Pending { tid: i32 },
+}
 
 struct Armed {
     sampler: PageSampler,
@@ -55,9 +66,8 @@ pub struct Hot {
     /// below it (see `Hot::new`).
     refuse: Range<usize>,
     interval: Duration,
-    /// Representatives started: `Some` while armed, `None` when nothing
-    /// could be armed (so a resume after a task switch does not try again).
-    armed: Mutex<HashMap<u64, Option<Armed>>>,
+    /// Representatives started and not finished.
+    armed: Mutex<HashMap<u64, State>>,
     /// Entries in `armed`: completions of ordinary tasks check this
     /// instead of taking the lock the ticker holds while it re-arms.
     live: AtomicUsize,
@@ -97,24 +107,37 @@ impl Hot {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Option<Armed>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, State>> {
         self.armed.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Arms a sample of `rep`'s pages for the calling thread (the one
-    /// about to run it). Nothing armable: no entry, the profile will be
-    /// uniform.
+    /// about to run it). When nothing can be armed yet, because the
+    /// representative started before its siblings' dependence addresses
+    /// were seen, so its objects' extents are still unknown (one address,
+    /// no gap to infer a length from), it stays pending and the ticker
+    /// tries again each interval with the extents then known
+    /// ([`Hot::tick_loop`]'s `resolve`).
     pub fn start(&self, rep: &Task) {
         if self.lock().contains_key(&rep.id) {
             return; // resumed after a task switch: armed at its start
         }
-        let mem = match pagesample::Memory::read() {
-            Ok(mut m) => {
-                m.refuse(self.refuse.clone());
-                m
-            }
-            Err(_) => pagesample::Memory::default(),
+        let tid = pagesample::current_tid();
+        let st = match self.arm_for(rep, tid) {
+            Some(a) => State::Armed(a),
+            None => State::Pending { tid },
         };
+        let mut g = self.lock();
+        g.insert(rep.id, st);
+        self.live.store(g.len(), Ordering::Release);
+        drop(g);
+        self.cv.notify_all();
+    }
+
+    /// Arms `rep`'s sample for thread `tid` (None: nothing armable).
+    fn arm_for(&self, rep: &Task, tid: i32) -> Option<Armed> {
+        let mut mem = pagesample::Memory::read().ok()?;
+        mem.refuse(self.refuse.clone());
         // An object's extent is inferred (gap to the next dependence
         // address): it cannot reach past the mapping its first byte is in.
         let mut clipped = rep.clone();
@@ -127,24 +150,17 @@ impl Hot {
         let (arm, _) = sample_ranges(&clipped, PAGE);
         let (_, fill) = sample_ranges(rep, PAGE);
         let pages = pagesample::stratified(&arm, self.cap, rep.id);
-        let tid = pagesample::current_tid();
-        match PageSampler::arm(&pages, tid, &mem, PAGE as usize) {
-            Ok(s) if !s.is_empty() => {
-                let mut g = self.lock();
-                g.insert(rep.id, Some(Armed { sampler: s, fill }));
-                self.live.store(g.len(), Ordering::Release);
-                drop(g);
-                self.cv.notify_all();
-                return;
-            }
-            Ok(_) => {}
-            Err(e) => eprintln!("memtamer-tahoe: page sampling unavailable ({e})"),
+        if pages.is_empty() {
+            return None;
         }
-        let mut g = self.lock();
-        g.insert(rep.id, None);
-        self.live.store(g.len(), Ordering::Release);
-        drop(g);
-        self.uniform.fetch_add(1, Ordering::Relaxed);
+        match PageSampler::arm(&pages, tid, &mem, PAGE as usize) {
+            Ok(s) if !s.is_empty() => Some(Armed { sampler: s, fill }),
+            Ok(_) => None,
+            Err(e) => {
+                eprintln!("memtamer-tahoe: page sampling unavailable ({e})");
+                None
+            }
+        }
     }
 
     /// Gives the representative `id`'s pages back and returns its per-page
@@ -157,7 +173,13 @@ impl Hot {
             let mut g = self.lock();
             let a = g.remove(&id);
             self.live.store(g.len(), Ordering::Release);
-            a??
+            match a? {
+                State::Armed(a) => a,
+                State::Pending { .. } => {
+                    self.uniform.fetch_add(1, Ordering::Relaxed);
+                    return None;
+                }
+            }
         };
         let c = a.sampler.finish();
         self.armings.fetch_add(c.armings, Ordering::Relaxed);
@@ -172,23 +194,64 @@ impl Hot {
         Some(pagesample::fill_nearest(&a.fill, &c.pages))
     }
 
-    /// The ticker: while some representative is armed, re-arms touched
-    /// pages every interval; sleeps on the condition variable otherwise.
-    /// Returns after [`Hot::shutdown`].
-    pub fn tick_loop(&self) {
+    /// The ticker: while some representative is started, every interval
+    /// re-arms touched pages and tries the pending ones again with the
+    /// task as `resolve` returns it now (the tracker's current extents);
+    /// sleeps on the condition variable otherwise. Returns after
+    /// [`Hot::shutdown`].
+    pub fn tick_loop(&self, resolve: impl Fn(u64) -> Option<Task>) {
         let mut g = self.lock();
+        let mut last = Instant::now();
         while !self.stop.load(Ordering::Acquire) {
-            if g.values().all(Option::is_none) {
+            if g.is_empty() {
                 g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
                 continue;
             }
+            // Pending representatives are retried soon (a task of a
+            // millisecond is over after one interval); re-arming keeps to
+            // the interval.
+            let any_pending = g.values().any(|st| matches!(st, State::Pending { .. }));
+            let wait = if any_pending {
+                self.interval.min(RETRY)
+            } else {
+                self.interval.saturating_sub(last.elapsed())
+            };
             let (g2, _) = self
                 .cv
-                .wait_timeout(g, self.interval)
+                .wait_timeout(g, wait)
                 .unwrap_or_else(|e| e.into_inner());
             g = g2;
-            for a in g.values_mut().flatten() {
-                a.sampler.rearm();
+            let rearm = last.elapsed() >= self.interval;
+            if rearm {
+                last = Instant::now();
+            }
+            let mut pending = Vec::new();
+            for (&id, st) in g.iter_mut() {
+                match st {
+                    State::Armed(a) if rearm => {
+                        a.sampler.rearm();
+                    }
+                    State::Armed(_) => {}
+                    State::Pending { tid } => pending.push((id, *tid)),
+                }
+            }
+            if pending.is_empty() {
+                continue;
+            }
+            // Resolve and arm without the lock (resolve takes the
+            // tracker's); a representative that finished meanwhile is
+            // gone from the map, and what was armed for it is given back.
+            drop(g);
+            let armed: Vec<(u64, Armed)> = pending
+                .into_iter()
+                .filter_map(|(id, tid)| Some((id, self.arm_for(&resolve(id)?, tid)?)))
+                .collect();
+            g = self.lock();
+            for (id, a) in armed {
+                match g.get_mut(&id) {
+                    Some(st @ State::Pending { .. }) => *st = State::Armed(a),
+                    _ => drop(a.sampler.finish()),
+                }
             }
         }
     }
@@ -200,7 +263,12 @@ impl Hot {
         let left: Vec<Armed> = {
             let mut g = self.lock();
             self.live.store(0, Ordering::Release);
-            g.drain().filter_map(|(_, a)| a).collect()
+            g.drain()
+                .filter_map(|(_, st)| match st {
+                    State::Armed(a) => Some(a),
+                    State::Pending { .. } => None,
+                })
+                .collect()
         };
         self.cv.notify_all();
         for a in left {

@@ -217,6 +217,13 @@ const ARENA_ALIGN: usize = 64 << 20;
 /// Parses `/proc/self/maps` text (lines that do not parse are skipped;
 /// the kernel lists mappings in address order).
 pub fn parse_maps(text: &str) -> Vec<Mapping> {
+    parse_maps_with(text, |_| false)
+}
+
+/// [`parse_maps`], where an inaccessible mapping for which `ours` is true
+/// (pages this sampler armed, which split the program's mappings) is not
+/// taken for a stack guard or an arena reserve.
+pub fn parse_maps_with(text: &str, ours: impl Fn(&Range<usize>) -> bool) -> Vec<Mapping> {
     let mut v: Vec<Mapping> = text
         .lines()
         .filter_map(|l| {
@@ -252,14 +259,16 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
         let (lo, hi) = v.split_at_mut(i);
         let (prev, m) = (&lo[i - 1], &mut hi[0]);
         let touch = prev.range.end == m.range.start;
-        m.guard_below = touch && prev.prot == 0;
+        m.guard_below = touch && prev.prot == 0 && !ours(&prev.range);
         m.after_file = touch && prev.name.starts_with('/');
     }
     for i in 0..v.len().saturating_sub(1) {
         let (lo, hi) = v.split_at_mut(i + 1);
         let (m, next) = (&mut lo[i], &hi[0]);
-        m.arena =
-            m.range.start % ARENA_ALIGN == 0 && m.range.end == next.range.start && next.prot == 0;
+        m.arena = m.range.start % ARENA_ALIGN == 0
+            && m.range.end == next.range.start
+            && next.prot == 0
+            && !ours(&next.range);
     }
     v
 }
@@ -289,7 +298,7 @@ impl Memory {
                 source: e,
             })?;
         Ok(Memory {
-            maps: parse_maps(&text),
+            maps: parse_maps_with(&text, |r| armed_by_us(r, crate::guard::page_size())),
             segments: writable_segments(crate::guard::page_size()),
         })
     }
@@ -322,6 +331,20 @@ impl Memory {
             .filter(|m| m.armable())
             .map(|m| m.prot)
     }
+}
+
+/// Every page of `r` is armed in the table (a `PROT_NONE` mapping that
+/// this sampler made, not the program's).
+fn armed_by_us(r: &Range<usize>, page: usize) -> bool {
+    let _g = ARM_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    (r.start / page..r.end.div_ceil(page)).all(|p| {
+        let p = p as u64;
+        let h = slot_of(p);
+        (0..PROBE).any(|k| {
+            let e = &ENTRIES[(h + k) & (TABLE - 1)];
+            e.state.load(SeqCst) == ARMED && e.page.load(SeqCst) == p
+        })
+    })
 }
 
 /// Writable `PT_LOAD` segments of every loaded object (`dl_iterate_phdr`),
@@ -618,6 +641,18 @@ mod tests {
         assert_eq!(s.len(), 20);
         assert!(s.iter().all(|p| *p < 50 || (1000..1050).contains(p)));
         assert_eq!(s.iter().filter(|p| **p >= 1000).count(), 10);
+    }
+
+    #[test]
+    fn our_armed_pages_are_not_guards() {
+        let text = "\
+7f0000000000-7f0000001000 rw-p 00000000 00:00 0
+7f0000001000-7f0000002000 ---p 00000000 00:00 0
+7f0000002000-7f0000100000 rw-p 00000000 00:00 0
+";
+        assert!(parse_maps(text)[2].guard_below);
+        let m = parse_maps_with(text, |r| r.start == 0x7f0000001000);
+        assert!(!m[2].guard_below && m[2].armable());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! `TypeProfile::from_samples`, whose hot ranges the planner re-bases onto
 //! the siblings. Thin OS shell; the pure parts are
 //! [`crate::tracker::sample_ranges`] and `pagesample::{stratified,
-//! fill_nearest, parse_maps}`.
+//! fill_nearest, Memory::armable}`.
 
 use crate::tracker::sample_ranges;
 use memtamer_tahoe::task::Task;
@@ -17,10 +17,25 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Page size the tool plans with (the planner's `PlanConfig::page`).
 pub const PAGE: u64 = 4096;
+
+/// How soon a pending representative is tried again.
+const RETRY: Duration = Duration::from_micros(100);
+
+/// Half-width of the window around the initial thread's control block that
+/// is never armed (static TLS below it, `struct pthread` above it).
+const TCB_WINDOW: usize = 64 << 10;
+
+/// A started representative.
+enum State {
+    /// Its sample is armed.
+    Armed(Armed),
+    /// Nothing armable yet; `tid` runs it.
+    Pending { tid: i32 },
+}
 
 struct Armed {
     sampler: PageSampler,
@@ -47,8 +62,12 @@ pub struct HotStats {
 /// The sampler state of the tool.
 pub struct Hot {
     cap: usize,
+    /// Never armed: the initial thread's control block and the static TLS
+    /// below it (see `Hot::new`).
+    refuse: Range<usize>,
     interval: Duration,
-    armed: Mutex<HashMap<u64, Armed>>,
+    /// Representatives started and not finished.
+    armed: Mutex<HashMap<u64, State>>,
     /// Entries in `armed`: completions of ordinary tasks check this
     /// instead of taking the lock the ticker holds while it re-arms.
     live: AtomicUsize,
@@ -63,10 +82,18 @@ pub struct Hot {
 
 impl Hot {
     /// At most `cap` pages armed per representative, re-armed every
-    /// `interval_us` microseconds.
+    /// `interval_us` microseconds. Call on the initial thread (the tool's
+    /// start): its control block (`pthread_self`, with the static TLS
+    /// below it and the rseq area and robust-futex list in it, which the
+    /// kernel writes) may lie in an anonymous mapping next to program data,
+    /// so the 64 KiB around it are never armed. Worker threads' control
+    /// blocks are on their stacks, which are never armed.
     pub fn new(cap: usize, interval_us: u64) -> Self {
+        // SAFETY: pthread_self has no preconditions.
+        let tcb = unsafe { libc::pthread_self() } as usize;
         Hot {
             cap,
+            refuse: tcb.saturating_sub(TCB_WINDOW)..tcb.saturating_add(TCB_WINDOW),
             interval: Duration::from_micros(interval_us),
             armed: Mutex::new(HashMap::new()),
             live: AtomicUsize::new(0),
@@ -80,37 +107,60 @@ impl Hot {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Armed>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, State>> {
         self.armed.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Arms a sample of `rep`'s pages for the calling thread (the one
-    /// about to run it). Nothing armable: no entry, the profile will be
-    /// uniform.
+    /// about to run it). When nothing can be armed yet, because the
+    /// representative started before its siblings' dependence addresses
+    /// were seen, so its objects' extents are still unknown (one address,
+    /// no gap to infer a length from), it stays pending and the ticker
+    /// tries again each interval with the extents then known
+    /// ([`Hot::tick_loop`]'s `resolve`).
     pub fn start(&self, rep: &Task) {
         if self.lock().contains_key(&rep.id) {
             return; // resumed after a task switch: armed at its start
         }
-        let (arm, fill) = sample_ranges(rep, PAGE);
-        let pages = pagesample::stratified(&arm, self.cap, rep.id);
-        let maps = match std::fs::read_to_string("/proc/self/maps") {
-            Ok(t) if !pages.is_empty() => pagesample::parse_maps(&t),
-            _ => Vec::new(),
-        };
         let tid = pagesample::current_tid();
-        match PageSampler::arm(&pages, tid, &maps, PAGE as usize) {
-            Ok(s) if !s.is_empty() => {
-                let mut g = self.lock();
-                g.insert(rep.id, Armed { sampler: s, fill });
-                self.live.store(g.len(), Ordering::Release);
-                drop(g);
-                self.cv.notify_all();
-                return;
-            }
-            Ok(_) => {}
-            Err(e) => eprintln!("memtamer-tahoe: page sampling unavailable ({e})"),
+        let st = match self.arm_for(rep, tid) {
+            Some(a) => State::Armed(a),
+            None => State::Pending { tid },
+        };
+        let mut g = self.lock();
+        g.insert(rep.id, st);
+        self.live.store(g.len(), Ordering::Release);
+        drop(g);
+        self.cv.notify_all();
+    }
+
+    /// Arms `rep`'s sample for thread `tid` (None: nothing armable).
+    fn arm_for(&self, rep: &Task, tid: i32) -> Option<Armed> {
+        let mut mem = pagesample::Memory::read().ok()?;
+        mem.refuse(self.refuse.clone());
+        // An object's extent is inferred (gap to the next dependence
+        // address): it cannot reach past the mapping its first byte is in.
+        let mut clipped = rep.clone();
+        for o in &mut clipped.objects {
+            o.len = match mem.mapping(o.addr as usize) {
+                Some(m) => o.len.min(m.range.end as u64 - o.addr),
+                None => 0,
+            };
         }
-        self.uniform.fetch_add(1, Ordering::Relaxed);
+        let (arm, _) = sample_ranges(&clipped, PAGE);
+        let (_, fill) = sample_ranges(rep, PAGE);
+        let pages = pagesample::stratified(&arm, self.cap, rep.id);
+        if pages.is_empty() {
+            return None;
+        }
+        match PageSampler::arm(&pages, tid, &mem, PAGE as usize) {
+            Ok(s) if !s.is_empty() => Some(Armed { sampler: s, fill }),
+            Ok(_) => None,
+            Err(e) => {
+                eprintln!("memtamer-tahoe: page sampling unavailable ({e})");
+                None
+            }
+        }
     }
 
     /// Gives the representative `id`'s pages back and returns its per-page
@@ -123,7 +173,13 @@ impl Hot {
             let mut g = self.lock();
             let a = g.remove(&id);
             self.live.store(g.len(), Ordering::Release);
-            a?
+            match a? {
+                State::Armed(a) => a,
+                State::Pending { .. } => {
+                    self.uniform.fetch_add(1, Ordering::Relaxed);
+                    return None;
+                }
+            }
         };
         let c = a.sampler.finish();
         self.armings.fetch_add(c.armings, Ordering::Relaxed);
@@ -138,23 +194,64 @@ impl Hot {
         Some(pagesample::fill_nearest(&a.fill, &c.pages))
     }
 
-    /// The ticker: while some representative is armed, re-arms touched
-    /// pages every interval; sleeps on the condition variable otherwise.
-    /// Returns after [`Hot::shutdown`].
-    pub fn tick_loop(&self) {
+    /// The ticker: while some representative is started, every interval
+    /// re-arms touched pages and tries the pending ones again with the
+    /// task as `resolve` returns it now (the tracker's current extents);
+    /// sleeps on the condition variable otherwise. Returns after
+    /// [`Hot::shutdown`].
+    pub fn tick_loop(&self, resolve: impl Fn(u64) -> Option<Task>) {
         let mut g = self.lock();
+        let mut last = Instant::now();
         while !self.stop.load(Ordering::Acquire) {
             if g.is_empty() {
                 g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
                 continue;
             }
+            // Pending representatives are retried soon (a task of a
+            // millisecond is over after one interval); re-arming keeps to
+            // the interval.
+            let any_pending = g.values().any(|st| matches!(st, State::Pending { .. }));
+            let wait = if any_pending {
+                self.interval.min(RETRY)
+            } else {
+                self.interval.saturating_sub(last.elapsed())
+            };
             let (g2, _) = self
                 .cv
-                .wait_timeout(g, self.interval)
+                .wait_timeout(g, wait)
                 .unwrap_or_else(|e| e.into_inner());
             g = g2;
-            for a in g.values_mut() {
-                a.sampler.rearm();
+            let rearm = last.elapsed() >= self.interval;
+            if rearm {
+                last = Instant::now();
+            }
+            let mut pending = Vec::new();
+            for (&id, st) in g.iter_mut() {
+                match st {
+                    State::Armed(a) if rearm => {
+                        a.sampler.rearm();
+                    }
+                    State::Armed(_) => {}
+                    State::Pending { tid } => pending.push((id, *tid)),
+                }
+            }
+            if pending.is_empty() {
+                continue;
+            }
+            // Resolve and arm without the lock (resolve takes the
+            // tracker's); a representative that finished meanwhile is
+            // gone from the map, and what was armed for it is given back.
+            drop(g);
+            let armed: Vec<(u64, Armed)> = pending
+                .into_iter()
+                .filter_map(|(id, tid)| Some((id, self.arm_for(&resolve(id)?, tid)?)))
+                .collect();
+            g = self.lock();
+            for (id, a) in armed {
+                match g.get_mut(&id) {
+                    Some(st @ State::Pending { .. }) => *st = State::Armed(a),
+                    _ => drop(a.sampler.finish()),
+                }
             }
         }
     }
@@ -166,7 +263,12 @@ impl Hot {
         let left: Vec<Armed> = {
             let mut g = self.lock();
             self.live.store(0, Ordering::Release);
-            g.drain().map(|(_, a)| a).collect()
+            g.drain()
+                .filter_map(|(_, st)| match st {
+                    State::Armed(a) => Some(a),
+                    State::Pending { .. } => None,
+                })
+                .collect()
         };
         self.cv.notify_all();
         for a in left {

@@ -308,8 +308,10 @@ unsafe extern "C" fn initialize(lookup: Lookup, _dev: c_int, _data: *mut OmptDat
         let spawned = std::thread::Builder::new()
             .name("memtamer-tahoe-smp".into())
             .spawn(|| {
-                if let Some(h) = TOOL.get().and_then(|t| t.hot.as_ref()) {
-                    h.tick_loop();
+                if let Some(t) = TOOL.get() {
+                    if let Some(h) = &t.hot {
+                        h.tick_loop(|id| lock(t).representative(id));
+                    }
                 }
             });
         if let Err(e) = spawned {

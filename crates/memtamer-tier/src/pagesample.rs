@@ -26,9 +26,10 @@
 //! entry and retries instead of being treated as a crash. Faults on pages
 //! not in the table go on to the previous handler (a real crash crashes).
 //!
-//! Only pages of private, readable and writable mappings other than the
-//! main stack are armed ([`Mapping::armable`]), each with that mapping's
-//! protection restored. The kernel does not fault on behalf of a system
+//! Only pages of plain anonymous private read-write mappings (large
+//! allocations) are armed, never the heap, thread arenas, stacks or a
+//! `.bss`, which the kernel touches on the runtime's behalf
+//! ([`Mapping::armable`]); each gets its mapping's protection back. The kernel does not fault on behalf of a system
 //! call: a `read(2)` into an armed page fails with `EFAULT` (documented in
 //! docs/tahoe.md; the task clients make no system calls on their data).
 
@@ -162,26 +163,69 @@ pub struct Mapping {
     pub private: bool,
     /// Path or pseudo-name (`[heap]`, `[stack]`; empty for anonymous).
     pub name: String,
+    /// The mapping right below ends at this one's start and is
+    /// inaccessible (`---p`): the layout of a thread stack above its guard
+    /// page (glibc, libomp's workers).
+    pub guard_below: bool,
+    /// Starts on a 64 MiB boundary (glibc's `HEAP_MAX_SIZE` on 64-bit)
+    /// and the mapping right above starts at this one's end and is
+    /// inaccessible: a glibc thread arena below its reserve. (A block
+    /// `malloc` maps may well sit below a thread stack's guard page; only
+    /// the alignment tells an arena apart.)
+    pub arena: bool,
+    /// The mapping right below is file-backed and ends at this one's
+    /// start: it begins with a loaded object's `.bss`, possibly merged with
+    /// blocks mapped after it (informational: [`Memory::armable`] refuses
+    /// the `.bss` itself by its load segment, the rest may be armed).
+    pub after_file: bool,
 }
 
 impl Mapping {
-    /// Pages here may be armed: private, readable and writable (program
-    /// data), not the main thread's stack nor a kernel-provided page.
-    /// Shared mappings are left alone: another process may touch them.
+    /// Pages here may be armed: private, readable, writable, anonymous
+    /// mappings that hold only the program's large allocations (what
+    /// `malloc` maps for a block above its mmap threshold). Refused, because
+    /// the *kernel* reads or writes them on the runtime's behalf, and a
+    /// kernel access to a `PROT_NONE` page is not a fault we can handle (a
+    /// system call gets `EFAULT`; the rseq or signal-frame update kills the
+    /// thread with an undeliverable SIGSEGV):
+    /// * `[heap]` and thread arenas ([`Mapping::arena`]): small allocations of libc, libomp and this
+    ///   tool, futex words, and the main thread's control block (glibc
+    ///   allocates it with `sbrk`: its rseq area and robust-futex list);
+    /// * stacks: `[stack]`, and thread stacks (anonymous, above a guard
+    ///   page), which also hold their thread's control block;
+    /// * a loaded object's `.bss` (anonymous, right after its file), which
+    ///   holds runtime locks, this tool's included: the kernel may merge it
+    ///   with a block mapped right after it into one mapping, so it is
+    ///   refused by its load segment ([`Memory::armable`]), not here;
+    /// * shared and file-backed mappings (other processes, page cache).
+    ///
+    /// A refused page is not sampled; its object falls back to nearest
+    /// samples or the uniform profile.
     pub fn armable(&self) -> bool {
         let rw = libc::PROT_READ | libc::PROT_WRITE;
         self.private
             && self.prot & rw == rw
-            && !matches!(
-                self.name.as_str(),
-                "[stack]" | "[vvar]" | "[vdso]" | "[vsyscall]"
-            )
+            && self.name.is_empty()
+            && !self.guard_below
+            && !self.arena
     }
 }
 
-/// Parses `/proc/self/maps` text (lines that do not parse are skipped).
+/// Alignment of glibc's thread arenas (`HEAP_MAX_SIZE`, 64-bit).
+const ARENA_ALIGN: usize = 64 << 20;
+
+/// Parses `/proc/self/maps` text (lines that do not parse are skipped;
+/// the kernel lists mappings in address order).
 pub fn parse_maps(text: &str) -> Vec<Mapping> {
-    text.lines()
+    parse_maps_with(text, |_| false)
+}
+
+/// [`parse_maps`], where an inaccessible mapping for which `ours` is true
+/// (pages this sampler armed, which split the program's mappings) is not
+/// taken for a stack guard or an arena reserve.
+pub fn parse_maps_with(text: &str, ours: impl Fn(&Range<usize>) -> bool) -> Vec<Mapping> {
+    let mut v: Vec<Mapping> = text
+        .lines()
         .filter_map(|l| {
             let mut f = l.split_whitespace();
             let (lo, hi) = f.next()?.split_once('-')?;
@@ -205,8 +249,132 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
                 prot,
                 private: perms[3] == b'p',
                 name,
+                guard_below: false,
+                arena: false,
+                after_file: false,
             })
         })
+        .collect();
+    for i in 1..v.len() {
+        let (lo, hi) = v.split_at_mut(i);
+        let (prev, m) = (&lo[i - 1], &mut hi[0]);
+        let touch = prev.range.end == m.range.start;
+        m.guard_below = touch && prev.prot == 0 && !ours(&prev.range);
+        m.after_file = touch && prev.name.starts_with('/');
+    }
+    for i in 0..v.len().saturating_sub(1) {
+        let (lo, hi) = v.split_at_mut(i + 1);
+        let (m, next) = (&mut lo[i], &hi[0]);
+        m.arena = m.range.start % ARENA_ALIGN == 0
+            && m.range.end == next.range.start
+            && next.prot == 0
+            && !ours(&next.range);
+    }
+    v
+}
+
+/// What may be armed in this process: the mappings, and the writable
+/// load segments (`.data`, `.bss`) of every loaded object, which the
+/// kernel merges with neighbouring anonymous mappings (a block `malloc`
+/// maps right after this tool's `.bss` shows as one mapping with it) and
+/// which hold runtime state: libc's main arena, libomp's and this tool's
+/// locks and tables.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Memory {
+    /// `/proc/self/maps`, parsed.
+    pub maps: Vec<Mapping>,
+    /// Address ranges never armed: the writable `PT_LOAD` segments,
+    /// page-rounded outward, plus whatever the caller adds with
+    /// [`Memory::refuse`] (a thread control block).
+    pub segments: Vec<Range<usize>>,
+}
+
+impl Memory {
+    /// Reads this process's mappings and loaded objects' segments.
+    pub fn read() -> Result<Self, crate::TierError> {
+        let text =
+            std::fs::read_to_string("/proc/self/maps").map_err(|e| crate::TierError::Os {
+                what: "read /proc/self/maps".into(),
+                source: e,
+            })?;
+        Ok(Memory {
+            maps: parse_maps_with(&text, |r| armed_by_us(r, crate::guard::page_size())),
+            segments: writable_segments(crate::guard::page_size()),
+        })
+    }
+
+    /// Never arms `r` (e.g. the main thread's control block, whose rseq
+    /// area and robust-futex list the kernel writes: glibc's loader may
+    /// place it in an anonymous mapping next to program data).
+    pub fn refuse(&mut self, r: Range<usize>) {
+        self.segments.push(r);
+    }
+
+    /// The mapping holding `addr`, if any.
+    pub fn mapping(&self, addr: usize) -> Option<&Mapping> {
+        self.maps
+            .iter()
+            .find(|m| m.range.start <= addr && addr < m.range.end)
+    }
+
+    /// The protection to restore if `[addr, addr+len)` may be armed: it
+    /// lies in one armable mapping ([`Mapping::armable`]) and in no
+    /// writable load segment.
+    pub fn armable(&self, addr: usize, len: usize) -> Option<i32> {
+        let end = addr.checked_add(len)?;
+        if self.segments.iter().any(|s| s.start < end && addr < s.end) {
+            return None;
+        }
+        self.maps
+            .iter()
+            .find(|m| m.range.start <= addr && end <= m.range.end)
+            .filter(|m| m.armable())
+            .map(|m| m.prot)
+    }
+}
+
+/// Every page of `r` is armed in the table (a `PROT_NONE` mapping that
+/// this sampler made, not the program's).
+fn armed_by_us(r: &Range<usize>, page: usize) -> bool {
+    let _g = ARM_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    (r.start / page..r.end.div_ceil(page)).all(|p| {
+        let p = p as u64;
+        let h = slot_of(p);
+        (0..PROBE).any(|k| {
+            let e = &ENTRIES[(h + k) & (TABLE - 1)];
+            e.state.load(SeqCst) == ARMED && e.page.load(SeqCst) == p
+        })
+    })
+}
+
+/// Writable `PT_LOAD` segments of every loaded object (`dl_iterate_phdr`),
+/// page-rounded outward.
+fn writable_segments(page: usize) -> Vec<Range<usize>> {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: dl_iterate_phdr passes a valid info with `dlpi_phnum`
+        // program headers; `data` is the Vec passed below.
+        unsafe {
+            let out = &mut *(data as *mut Vec<(usize, usize)>);
+            let info = &*info;
+            for k in 0..info.dlpi_phnum as usize {
+                let ph = &*info.dlpi_phdr.add(k);
+                if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_W != 0 {
+                    let lo = info.dlpi_addr as usize + ph.p_vaddr as usize;
+                    out.push((lo, lo + ph.p_memsz as usize));
+                }
+            }
+        }
+        0
+    }
+    let mut v: Vec<(usize, usize)> = Vec::new();
+    // SAFETY: the callback only reads the headers and pushes to `v`.
+    unsafe { libc::dl_iterate_phdr(Some(each), &mut v as *mut _ as *mut libc::c_void) };
+    v.into_iter()
+        .map(|(lo, hi)| (lo / page * page)..hi.div_ceil(page) * page)
         .collect()
 }
 
@@ -311,35 +479,28 @@ fn protect_none(page: u64, page_size: usize) -> bool {
 
 impl PageSampler {
     /// Arms `pages` (page numbers of `page_size`) for thread `owner`:
-    /// each page that lies in an armable mapping of `maps` and has room in
+    /// each page that `mem` allows ([`Memory::armable`]) and has room in
     /// the table is mapped `PROT_NONE`. Installs the shared SIGSEGV handler
     /// first. Pages already armed by another sampler are skipped (a page
     /// has one owner at a time).
     pub fn arm(
         pages: &[u64],
         owner: i32,
-        maps: &[Mapping],
+        mem: &Memory,
         page_size: usize,
     ) -> Result<Self, crate::TierError> {
         crate::guard::install()?;
         let _g = ARM_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         let mut slots = Vec::with_capacity(pages.len());
         for &p in pages {
-            let addr = p as usize * page_size;
-            let Some(m) = maps
-                .iter()
-                .find(|m| m.range.start <= addr && addr + page_size <= m.range.end)
-            else {
+            let Some(prot) = mem.armable(p as usize * page_size, page_size) else {
                 continue;
             };
-            if !m.armable() {
-                continue;
-            }
             let Some(i) = Self::take_slot(p) else {
                 continue;
             };
             let e = &ENTRIES[i];
-            e.prot.store(m.prot, SeqCst);
+            e.prot.store(prot, SeqCst);
             e.owner.store(owner, SeqCst);
             e.hits.store(0, SeqCst);
             e.foreign.store(0, SeqCst);
@@ -483,6 +644,38 @@ mod tests {
     }
 
     #[test]
+    fn our_armed_pages_are_not_guards() {
+        let text = "\
+7f0000000000-7f0000001000 rw-p 00000000 00:00 0
+7f0000001000-7f0000002000 ---p 00000000 00:00 0
+7f0000002000-7f0000100000 rw-p 00000000 00:00 0
+";
+        assert!(parse_maps(text)[2].guard_below);
+        let m = parse_maps_with(text, |r| r.start == 0x7f0000001000);
+        assert!(!m[2].guard_below && m[2].armable());
+    }
+
+    #[test]
+    fn memory_refuses_load_segments_inside_an_armable_mapping() {
+        let mut mem = Memory {
+            maps: parse_maps("7f0000000000-7f0000100000 rw-p 00000000 00:00 0\n"),
+            segments: Vec::new(),
+        };
+        mem.refuse(0x7f0000000000..0x7f0000003000);
+        assert_eq!(mem.armable(0x7f0000002000, 4096), None, ".bss part");
+        assert_eq!(
+            mem.armable(0x7f0000003000, 4096),
+            Some(libc::PROT_READ | libc::PROT_WRITE)
+        );
+        assert_eq!(mem.armable(0x7f00000ff000, 8192), None, "past the end");
+        assert_eq!(mem.armable(0x100000, 4096), None, "unmapped");
+        // This process: its own .bss (ENTRIES) is never armable.
+        let me = Memory::read().unwrap();
+        let entries = &ENTRIES as *const _ as usize / 4096 * 4096;
+        assert_eq!(me.armable(entries, 4096), None);
+    }
+
+    #[test]
     fn fill_takes_the_nearest_sample_of_the_same_range() {
         let sampled: BTreeMap<u64, f64> = [(1, 10.0), (5, 2.0), (21, 4.0)].into_iter().collect();
         let f = fill_nearest(&[0..8, 20..23, 30..32], &sampled);
@@ -508,17 +701,31 @@ mod tests {
 55d0c0a00000-55d0c0a21000 rw-p 00000000 00:00 0                          [heap]
 7f0000000000-7f0000100000 rw-p 00000000 00:00 0 
 7f0000100000-7f0000200000 r--p 00000000 08:01 123                        /usr/lib/libc.so.6
-7f0000200000-7f0000300000 rw-s 00000000 00:05 9                          /dev/shm/x
+7f0000200000-7f0000201000 rw-p 00000000 00:00 0 
+7f0000300000-7f0000400000 rw-s 00000000 00:05 9                          /dev/shm/x
+7f1000000000-7f1000021000 rw-p 00000000 00:00 0 
+7f1000021000-7f1004000000 ---p 00000000 00:00 0 
 7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]
+7ffd00000000-7ffd00001000 ---p 00000000 00:00 0
+7ffd00001000-7ffd00801000 rw-p 00000000 00:00 0
 garbage
 ";
         let m = parse_maps(text);
-        assert_eq!(m.len(), 5);
+        assert_eq!(m.len(), 10);
         assert_eq!(m[0].range, 0x55d0c0a00000..0x55d0c0a21000);
         assert_eq!(m[0].name, "[heap]");
         assert_eq!(m[1].name, "");
-        let ok: Vec<bool> = m.iter().map(Mapping::armable).collect();
-        assert_eq!(ok, vec![true, true, false, false, false]);
         assert_eq!(m[2].prot, libc::PROT_READ);
+        assert!(m[3].after_file, "a .bss");
+        assert!(m[5].arena, "a thread arena");
+        assert!(m[9].guard_below, "a thread stack above its guard page");
+        assert!(!m[1].guard_below && !m[1].arena && !m[1].after_file);
+        let ok: Vec<bool> = m.iter().map(Mapping::armable).collect();
+        // The plain anonymous mappings (large malloc blocks; m[3]'s .bss
+        // part is refused by Memory's load segments).
+        let mut want = vec![false; 10];
+        want[1] = true;
+        want[3] = true;
+        assert_eq!(ok, want);
     }
 }

@@ -3,28 +3,35 @@
 //! threads apart, and still lets a real crash crash.
 
 use memtamer_tier::guard::page_size;
-use memtamer_tier::pagesample::{current_tid, parse_maps, PageSampler};
+use memtamer_tier::pagesample::{current_tid, Memory, PageSampler};
 
-/// An anonymous read-write mapping of `pages` pages (leaked: tests only).
+/// An anonymous read-write mapping of `pages` pages with an unmapped page
+/// on each side, so it touches no other mapping (a neighbour such as a
+/// thread stack's guard page would make it unarmable). Leaked: tests only.
 fn region(pages: usize) -> (*mut u8, usize) {
     let ps = page_size();
-    // SAFETY: a fresh private anonymous mapping.
+    // SAFETY: a fresh private anonymous mapping; its first and last page
+    // are unmapped again at once, nothing refers to them.
     let p = unsafe {
-        libc::mmap(
+        let p = libc::mmap(
             std::ptr::null_mut(),
-            pages * ps,
+            (pages + 2) * ps,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
             -1,
             0,
-        )
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        let p = p as *mut u8;
+        libc::munmap(p as *mut libc::c_void, ps);
+        libc::munmap(p.add((pages + 1) * ps) as *mut libc::c_void, ps);
+        p.add(ps)
     };
-    assert_ne!(p, libc::MAP_FAILED);
-    (p as *mut u8, ps)
+    (p, ps)
 }
 
-fn maps() -> Vec<memtamer_tier::pagesample::Mapping> {
-    parse_maps(&std::fs::read_to_string("/proc/self/maps").unwrap())
+fn maps() -> Memory {
+    Memory::read().unwrap()
 }
 
 fn touch(p: *mut u8, ps: usize, i: usize, v: u8) {

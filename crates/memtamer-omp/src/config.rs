@@ -17,6 +17,18 @@ pub enum Mode {
     Place,
 }
 
+/// Where a representative's per-page hotness comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hotness {
+    /// Protection-fault sampling of its dependence ranges while it runs
+    /// (`memtamer_tier::pagesample`): a PMU-free stand-in for the thesis's
+    /// PEBS samples (§4.3.3).
+    Sample,
+    /// Every page of every object equally hot (`TypeProfile::uniform`):
+    /// no faults at all.
+    Uniform,
+}
+
 /// Tool settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -39,6 +51,20 @@ pub struct Config {
     /// `MEMTAMER_TAHOE_RECORD=FILE`: write per-type mean task times at the
     /// end (`memtamer_tahoe::record` format), for fitting the model.
     pub record: Option<String>,
+    /// `MEMTAMER_TAHOE_HOTNESS`: sample | uniform (default sample).
+    /// Sampling runs with `place`, or with `profile` when
+    /// `MEMTAMER_TAHOE_PROFILES` asks for the profiles: with placement off
+    /// nothing else reads them.
+    pub hotness: Hotness,
+    /// `MEMTAMER_TAHOE_SAMPLE_PAGES`: most pages armed per representative
+    /// (default 256), the bound on its extra faults per interval.
+    pub sample_pages: usize,
+    /// `MEMTAMER_TAHOE_SAMPLE_US`: sampling interval, microseconds
+    /// (default 1000, at least 100): touched pages are re-armed this often.
+    pub sample_us: u64,
+    /// `MEMTAMER_TAHOE_PROFILES=FILE`: write the stored profiles (hot
+    /// ranges per type) at the end, for checking the sampler.
+    pub profiles: Option<String>,
 }
 
 /// A setting that could not be parsed.
@@ -104,6 +130,43 @@ impl Config {
                 _ => return Err(bad("MEMTAMER_TAHOE_CORUN", v, "expected an integer >= 1")),
             },
         };
+        let hotness = match get("MEMTAMER_TAHOE_HOTNESS").as_deref() {
+            None | Some("sample") => Hotness::Sample,
+            Some("uniform") => Hotness::Uniform,
+            Some(v) => {
+                return Err(bad(
+                    "MEMTAMER_TAHOE_HOTNESS",
+                    v.into(),
+                    "expected sample|uniform",
+                ))
+            }
+        };
+        let sample_pages = match get("MEMTAMER_TAHOE_SAMPLE_PAGES") {
+            None => 256,
+            Some(v) => match v.parse::<usize>() {
+                Ok(k) if (1..=memtamer_tier::pagesample::TABLE / 2).contains(&k) => k,
+                _ => {
+                    return Err(bad(
+                        "MEMTAMER_TAHOE_SAMPLE_PAGES",
+                        v,
+                        "expected an integer in 1..=4096",
+                    ))
+                }
+            },
+        };
+        let sample_us = match get("MEMTAMER_TAHOE_SAMPLE_US") {
+            None => 1000,
+            Some(v) => match v.parse::<u64>() {
+                Ok(k) if k >= 100 => k,
+                _ => {
+                    return Err(bad(
+                        "MEMTAMER_TAHOE_SAMPLE_US",
+                        v,
+                        "expected microseconds >= 100",
+                    ))
+                }
+            },
+        };
         Ok(Config {
             mode,
             dram_bytes,
@@ -112,6 +175,10 @@ impl Config {
             corun,
             quiet: get("MEMTAMER_TAHOE_QUIET").as_deref() == Some("1"),
             record: get("MEMTAMER_TAHOE_RECORD").filter(|s| !s.is_empty()),
+            hotness,
+            sample_pages,
+            sample_us,
+            profiles: get("MEMTAMER_TAHOE_PROFILES").filter(|s| !s.is_empty()),
         })
     }
 }
@@ -147,6 +214,27 @@ mod tests {
             (Mode::Place, 64 << 20, 1, 2, true)
         );
         assert_eq!(cfg(&[("MEMTAMER_TAHOE", "off")]).unwrap().mode, Mode::Off);
+        let c = cfg(&[]).unwrap();
+        assert_eq!(
+            (c.hotness, c.sample_pages, c.sample_us, c.profiles),
+            (Hotness::Sample, 256, 1000, None)
+        );
+        let c = cfg(&[
+            ("MEMTAMER_TAHOE_HOTNESS", "uniform"),
+            ("MEMTAMER_TAHOE_SAMPLE_PAGES", "64"),
+            ("MEMTAMER_TAHOE_SAMPLE_US", "500"),
+            ("MEMTAMER_TAHOE_PROFILES", "/tmp/p"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (
+                c.hotness,
+                c.sample_pages,
+                c.sample_us,
+                c.profiles.as_deref()
+            ),
+            (Hotness::Uniform, 64, 500, Some("/tmp/p"))
+        );
     }
 
     #[test]
@@ -165,5 +253,12 @@ mod tests {
         assert!(cfg(&[("MEMTAMER_TAHOE_BETA_NS", "-1")]).is_err());
         assert!(cfg(&[("MEMTAMER_TAHOE_CORUN", "0")]).is_err());
         assert!(cfg(&[("MEMTAMER_TAHOE_DRAM_NODE", "x")]).is_err());
+        assert_eq!(
+            cfg(&[("MEMTAMER_TAHOE_HOTNESS", "pebs")]).unwrap_err().key,
+            "MEMTAMER_TAHOE_HOTNESS"
+        );
+        assert!(cfg(&[("MEMTAMER_TAHOE_SAMPLE_PAGES", "0")]).is_err());
+        assert!(cfg(&[("MEMTAMER_TAHOE_SAMPLE_PAGES", "5000")]).is_err());
+        assert!(cfg(&[("MEMTAMER_TAHOE_SAMPLE_US", "10")]).is_err());
     }
 }

@@ -12,9 +12,11 @@
 //! each batch in one `move_pages` call (optimisation 2).
 
 pub mod config;
+pub mod hot;
 pub mod tracker;
 
-use config::{Config, Mode};
+use config::{Config, Hotness, Mode};
+use hot::Hot;
 use memtamer_tahoe::model::{HybridModel, LinearAccess};
 use memtamer_tahoe::plan::{Batch, PlanConfig, Planner};
 use memtamer_tahoe::task::Access;
@@ -76,6 +78,8 @@ struct Tool {
     moved: AtomicU64,
     move_fail: AtomicU64,
     move_ns: AtomicU64,
+    /// Page sampling of representatives (`MEMTAMER_TAHOE_HOTNESS=sample`).
+    hot: Option<Hot>,
 }
 
 static TOOL: OnceLock<Tool> = OnceLock::new();
@@ -182,22 +186,36 @@ unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next:
             if next.is_null() { 0 } else { (*next).value },
         )
     };
-    let batches = {
+    let done = p != 0
+        && matches!(
+            status,
+            STATUS_COMPLETE | STATUS_CANCEL | STATUS_LATE_FULFILL
+        );
+    // A finished representative's pages are given back before its
+    // profile is built (system calls outside the tracker lock).
+    let samples = match (&t.hot, done) {
+        (Some(h), true) => h.finish(p),
+        _ => None,
+    };
+    let (batches, rep) = {
         let mut tr = lock(t);
-        if p != 0
-            && matches!(
-                status,
-                STATUS_COMPLETE | STATUS_CANCEL | STATUS_LATE_FULFILL
-            )
-        {
-            tr.complete(p, now);
+        if done {
+            tr.complete_with(p, now, samples.as_deref());
         }
         if n != 0 {
-            tr.begin(n, now, t.cfg.corun, t.cfg.mode == Mode::Place)
+            let b = tr.begin(n, now, t.cfg.corun, t.cfg.mode == Mode::Place);
+            let rep = t.hot.as_ref().and_then(|_| tr.representative(n));
+            (b, rep)
         } else {
-            Vec::new()
+            (Vec::new(), None)
         }
     };
+    // The representative is about to run on this thread: arm its sample
+    // (a representative resumed after a task switch is already armed:
+    // Hot::start leaves it alone).
+    if let (Some(h), Some(rep)) = (&t.hot, rep) {
+        h.start(&rep);
+    }
     if t.cfg.mode != Mode::Place || batches.is_empty() {
         return;
     }
@@ -286,6 +304,19 @@ unsafe extern "C" fn initialize(lookup: Lookup, _dev: c_int, _data: *mut OmptDat
             }
         }
     }
+    if t.hot.is_some() {
+        let spawned = std::thread::Builder::new()
+            .name("memtamer-tahoe-smp".into())
+            .spawn(|| {
+                if let Some(h) = TOOL.get().and_then(|t| t.hot.as_ref()) {
+                    h.tick_loop();
+                }
+            });
+        if let Err(e) = spawned {
+            // Without the ticker each sampled page counts at most once.
+            eprintln!("memtamer-tahoe: no sampling ticker ({e}); pages are sampled once each");
+        }
+    }
     ACTIVE.store(true, Ordering::Release);
     1
 }
@@ -311,7 +342,40 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
     ACTIVE.store(false, Ordering::Release);
     // Close the helper's queue.
     t.helper.lock().unwrap_or_else(|e| e.into_inner()).take();
+    // Every sampled page back, the ticker stopped.
+    if let Some(h) = &t.hot {
+        h.shutdown();
+    }
     let tr = lock(t);
+    if let Some(path) = &t.cfg.profiles {
+        let mut text = String::from("# type,arg,offset,len,per_page,total_accesses\n");
+        let mut rows: Vec<String> = Vec::new();
+        for (ty, p) in tr.planner().db().iter() {
+            let name = format!(
+                "{}({})",
+                code_name(ty.code),
+                ty.arg_sizes
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(";")
+            );
+            for r in &p.ranges {
+                rows.push(format!(
+                    "{name},{},{},{},{},{}",
+                    r.arg, r.offset, r.len, r.per_page, p.total_accesses
+                ));
+            }
+        }
+        rows.sort();
+        for r in rows {
+            text.push_str(&r);
+            text.push('\n');
+        }
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("memtamer-tahoe: MEMTAMER_TAHOE_PROFILES={path}: {e}");
+        }
+    }
     if let Some(path) = &t.cfg.record {
         let mut text = String::from("# type,instances,mean_ns,pages\n");
         for r in tr.recorded(code_name) {
@@ -336,8 +400,19 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
     } else {
         "n/a".into()
     };
+    let hot = match &t.hot {
+        Some(h) => {
+            let h = h.stats();
+            format!(
+                " hotness=sample sampled={} uniform={} armings={} sample_hits={} sample_foreign={}",
+                h.sampled, h.uniform, h.armings, h.hits, h.foreign
+            )
+        }
+        None if t.cfg.hotness == Hotness::Sample => " hotness=sample(idle: placement off)".into(),
+        None => " hotness=uniform".into(),
+    };
     eprintln!(
-        "memtamer-tahoe: mode={:?} tasks={} completed={} edges={} ready_max={} types={} decisions={} representatives={} planned_in={} planned_out={} batches={} moved={} move_failed={} move_ms={:.2} model_err={}",
+        "memtamer-tahoe: mode={:?} tasks={} completed={} edges={} ready_max={} types={} decisions={} representatives={} planned_in={} planned_out={} batches={} moved={} move_failed={} move_ms={:.2} model_err={}{}",
         t.cfg.mode,
         s.created,
         s.completed,
@@ -352,7 +427,8 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
         t.moved.load(Ordering::Relaxed),
         t.move_fail.load(Ordering::Relaxed),
         t.move_ns.load(Ordering::Relaxed) as f64 / 1e6,
-        err
+        err,
+        hot
     );
 }
 
@@ -397,7 +473,25 @@ pub unsafe extern "C" fn ompt_start_tool(
     } else {
         Tracker::new(planner)
     };
+    let hot = match cfg.hotness {
+        Hotness::Sample if memtamer_tier::guard::page_size() as u64 != hot::PAGE => {
+            eprintln!(
+                "memtamer-tahoe: page size {} is not {}: MEMTAMER_TAHOE_HOTNESS=sample off, uniform profiles",
+                memtamer_tier::guard::page_size(),
+                hot::PAGE
+            );
+            None
+        }
+        // Profiles steer placement only: with placement off nothing reads
+        // them unless they are written out, so nothing is sampled.
+        Hotness::Sample if cfg.mode == Mode::Place || cfg.profiles.is_some() => {
+            Some(Hot::new(cfg.sample_pages, cfg.sample_us))
+        }
+        Hotness::Sample => None,
+        Hotness::Uniform => None,
+    };
     let tool = Tool {
+        hot,
         cfg,
         track: Mutex::new(tracker),
         epoch: Instant::now(),

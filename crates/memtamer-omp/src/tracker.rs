@@ -10,6 +10,7 @@ use memtamer_tahoe::record::Row;
 use memtamer_tahoe::task::{Access, DataObject, Task, TaskType};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Range;
 
 /// Hasher for the tool's own task ids (sequential `u64`s from one
 /// counter): one multiply instead of SipHash, which the callbacks paid
@@ -328,9 +329,22 @@ impl Tracker {
         }
     }
 
+    /// The task `id` as begun, if it is its type's representative (now
+    /// running, profile not stored yet): the shell samples its pages.
+    pub fn representative(&self, id: u64) -> Option<Task> {
+        let (_, t) = self.recs.get(&id)?.begun.as_ref()?;
+        self.planner.is_representative(t).then(|| t.clone())
+    }
+
     /// The task completed at `now_ns`: profile/FIFO update, successors
     /// whose last predecessor this was become ready.
     pub fn complete(&mut self, id: u64, now_ns: u64) {
+        self.complete_with(id, now_ns, None);
+    }
+
+    /// [`Tracker::complete`] with the representative's sampled per-page
+    /// counts (`None`: the uniform profile).
+    pub fn complete_with(&mut self, id: u64, now_ns: u64, samples: Option<&[(u64, f64)]>) {
         let Some(mut r) = self.recs.remove(&id) else {
             return;
         };
@@ -350,7 +364,7 @@ impl Tracker {
                 e.0 += 1;
                 e.1 += ns;
             }
-            self.planner.completed(&t, ns, None);
+            self.planner.completed(&t, ns, samples);
         }
         if r.predicted_ns > 0.0 && ns > 0.0 {
             let e = self.err.entry(r.code).or_default();
@@ -370,6 +384,36 @@ impl Tracker {
             }
         }
     }
+}
+
+/// Page ranges of `task`'s objects for sampling, merged where objects
+/// overlap: `arm` holds only pages lying wholly inside an object (an edge
+/// page may hold someone else's data, e.g. an allocator header), `fill`
+/// every page an object touches (the pages that get a count).
+pub fn sample_ranges(task: &Task, page: u64) -> (Vec<Range<u64>>, Vec<Range<u64>>) {
+    let merge = |mut v: Vec<Range<u64>>| {
+        v.retain(|r| r.start < r.end);
+        v.sort_by_key(|r| r.start);
+        let mut out: Vec<Range<u64>> = Vec::with_capacity(v.len());
+        for r in v {
+            match out.last_mut() {
+                Some(l) if r.start <= l.end => l.end = l.end.max(r.end),
+                _ => out.push(r),
+            }
+        }
+        out
+    };
+    let arm = task
+        .objects
+        .iter()
+        .map(|o| o.addr.div_ceil(page)..(o.addr + o.len) / page)
+        .collect();
+    let fill = task
+        .objects
+        .iter()
+        .map(|o| o.addr / page..(o.addr + o.len.max(1)).div_ceil(page))
+        .collect();
+    (merge(arm), merge(fill))
 }
 
 #[cfg(test)]
@@ -468,5 +512,62 @@ mod tests {
         t.complete(50, 4_100_000);
         assert_eq!(t.planner().db().len(), 2);
         assert_eq!(t.stats().completed, 3);
+    }
+
+    #[test]
+    fn sample_ranges_arm_inner_pages_and_fill_all() {
+        let p = 4096;
+        let t = Task {
+            id: 1,
+            code: 0xa,
+            objects: vec![
+                DataObject {
+                    addr: 10 * p + 16,
+                    len: 4 * p,
+                    access: Access::In,
+                },
+                // Overlaps the first: merged, not counted twice.
+                DataObject {
+                    addr: 12 * p,
+                    len: 4 * p,
+                    access: Access::Out,
+                },
+                DataObject {
+                    addr: 40 * p,
+                    len: 100,
+                    access: Access::InOut,
+                },
+            ],
+        };
+        let (arm, fill) = sample_ranges(&t, p);
+        assert_eq!(arm, vec![11..16]);
+        assert_eq!(fill, vec![10..16, 40..41]);
+    }
+
+    #[test]
+    fn representative_is_reported_and_samples_reach_the_profile() {
+        let mut t = tracker(1000);
+        for i in 1..=2u64 {
+            t.create(i, 0xa);
+            t.dependences(i, &[(0x1000_0000 + i * B, Access::InOut)]);
+        }
+        t.begin(1, 0, 4, true);
+        t.begin(2, 0, 4, true);
+        let rep = t.representative(1).expect("first instance");
+        assert_eq!(rep.id, 1);
+        assert!(t.representative(2).is_none(), "a sibling waits");
+        assert!(t.representative(99).is_none());
+        // Page 3 of the block 10x hotter than the rest.
+        let first = (0x1000_0000 + B) / 4096;
+        let s: Vec<(u64, f64)> = (0..16)
+            .map(|k| (first + k, if k == 3 { 10.0 } else { 1.0 }))
+            .collect();
+        t.complete_with(1, 1000, Some(&s));
+        assert!(t.representative(1).is_none());
+        let sib = t.task(2).unwrap();
+        let (_, prof) = t.planner().db().iter().next().unwrap();
+        let hot = prof.rebase(&sib, 4096).unwrap();
+        assert_eq!(hot[0], ((0x1000_0000 + 2 * B) / 4096 + 3, 10.0));
+        assert_eq!(prof.total_accesses, 25.0);
     }
 }

@@ -11,10 +11,8 @@
 //! Then every scenario runs under every policy; a run's time is the
 //! slowest rank's end of its last iteration.
 
-use crate::config::phased::{
-    AccessSpec, ModelSpec, ObjectSpec, PhaseSpec, PhasedProgram, PlacementSpec, SearchSpec,
-};
-use crate::config::{parse_toml, Pattern, Platform};
+use crate::config::phased::{ModelSpec, PhasedProgram, PlacementSpec, SearchSpec};
+use crate::config::{parse_toml, Platform};
 use crate::error::SimError;
 use crate::runner::{parallel_map, Builtin, PLATFORMS};
 pub use crate::tier_calib::{calibrate, Calibration};
@@ -74,6 +72,11 @@ pub struct TierScenario {
     /// Iterations when the program comes from a profile.
     #[serde(default)]
     pub iterations: Option<u32>,
+    /// With a profile: leave the recorded MPI call times out (`comm_ns`
+    /// = 0). On an oversubscribed recording host they are mostly waits for
+    /// descheduled peers, which a simulated rank with its own core lacks.
+    #[serde(default)]
+    pub drop_calls: bool,
 }
 
 impl TierScenario {
@@ -107,7 +110,13 @@ impl TierScenario {
                 let it = s
                     .iterations
                     .ok_or_else(|| bad("iterations", "a profile needs iterations".into()))?;
-                s.program = Some(parse_profile(p, &text, it)?);
+                let mut prog = parse_profile(p, &text, it)?;
+                if s.drop_calls {
+                    for ph in &mut prog.phases {
+                        ph.comm_ns = 0.0;
+                    }
+                }
+                s.program = Some(prog);
             }
             _ => {
                 return Err(bad(
@@ -115,6 +124,9 @@ impl TierScenario {
                     "give exactly one of program and profile".into(),
                 ))
             }
+        }
+        if s.drop_calls && s.profile.is_none() {
+            return Err(bad("drop_calls", "drop_calls needs a profile".into()));
         }
         if let Some(p) = &s.program {
             p.validate().map_err(|(k, m)| bad(k, m))?;
@@ -139,90 +151,63 @@ impl TierScenario {
     }
 }
 
-/// Built-in recorded profiles.
-pub const PROFILES: &[Builtin] = &[];
+/// Built-in recorded profiles (`memtamer-phase-profile v2`, recorded on
+/// this host from the real MPI kernels under the interposer; how and what
+/// they lack: docs/unimem.md section 5, "Profiles recorded from real MPI
+/// runs"). A scenario names one as `profile = "builtin:NAME"`.
+pub const PROFILES: &[Builtin] = &[
+    (
+        "cg-ompi4-rank1",
+        include_str!("../builtin/tiered/recorded/cg-ompi4-rank1.profile"),
+    ),
+    (
+        "mg-ompi4-rank1",
+        include_str!("../builtin/tiered/recorded/mg-ompi4-rank1.profile"),
+    ),
+    (
+        "ft-ompi4-rank1",
+        include_str!("../builtin/tiered/recorded/ft-ompi4-rank1.profile"),
+    ),
+];
 
-/// Parses a recorded per-phase object profile, format
-/// `memtamer-phase-profile v1` (one record per line, `#` comments):
-///
-/// ```text
-/// # memtamer-phase-profile v1
-/// object NAME BYTES
-/// phase NAME TIME_NS            a phase of one iteration, its measured time
-/// access OBJECT LINES           main-memory lines of OBJECT in the last phase
-/// ```
-///
-/// The real runtime's profiler counts page visits, not patterns, so every
-/// access is streamed (its driver's assumption); the measured phase time
-/// becomes the phase's compute, which the simulator overlaps with its
-/// accesses (the real run's slow tier was DRAM-backed).
-pub fn parse_profile(file: &str, text: &str, iterations: u32) -> Result<PhasedProgram, SimError> {
-    let mut objects = Vec::new();
-    let mut phases: Vec<PhaseSpec> = Vec::new();
-    let err = |line: usize, m: String| SimError::Invalid {
-        file: file.to_string(),
-        line,
-        key: "profile".into(),
-        message: m,
-    };
-    let mut lines = text.lines().enumerate();
-    match lines.next() {
-        Some((_, l)) if l.trim() == "# memtamer-phase-profile v1" => {}
-        _ => {
-            return Err(err(
-                1,
-                "first line must be `# memtamer-phase-profile v1`".into(),
-            ))
-        }
-    }
-    for (i, l) in lines {
-        let l = l.trim();
-        if l.is_empty() || l.starts_with('#') {
-            continue;
-        }
-        let f: Vec<&str> = l.split_whitespace().collect();
-        let num = |s: &str| -> Result<u64, SimError> {
-            s.parse::<u64>()
-                .map_err(|_| err(i + 1, format!("`{s}` is not a number")))
-        };
-        match f.as_slice() {
-            ["object", name, bytes] => objects.push(ObjectSpec {
-                name: name.to_string(),
-                bytes: num(bytes)?,
-            }),
-            ["phase", name, ns] => phases.push(PhaseSpec {
-                name: name.to_string(),
-                compute_ns: num(ns)? as f64,
-                comm_ns: 0.0,
-                access: Vec::new(),
-            }),
-            ["access", obj, n] => {
-                let p = phases
-                    .last_mut()
-                    .ok_or_else(|| err(i + 1, "access before any phase".into()))?;
-                p.access.push(AccessSpec {
-                    object: obj.to_string(),
-                    bytes: num(n)? * 64,
-                    pattern: Pattern::Seq,
-                    write_fraction: 0.0,
-                    dependent: false,
-                });
-            }
-            _ => return Err(err(i + 1, format!("cannot read `{l}`"))),
-        }
-    }
-    let p = PhasedProgram {
-        objects,
-        phases,
-        iterations,
-    };
-    p.validate().map_err(|(k, m)| err(0, format!("{k}: {m}")))?;
-    Ok(p)
-}
+/// Built-in scenarios over the recorded profiles (not in the default
+/// `--scenarios` list; name them, e.g. `--scenarios cg-recorded`).
+pub const RECORDED: &[Builtin] = &[
+    (
+        "cg-recorded",
+        include_str!("../builtin/tiered/cg-recorded.toml"),
+    ),
+    (
+        "mg-recorded",
+        include_str!("../builtin/tiered/mg-recorded.toml"),
+    ),
+    (
+        "ft-recorded",
+        include_str!("../builtin/tiered/ft-recorded.toml"),
+    ),
+    (
+        "cg-recorded-nocalls",
+        include_str!("../builtin/tiered/cg-recorded-nocalls.toml"),
+    ),
+    (
+        "mg-recorded-nocalls",
+        include_str!("../builtin/tiered/mg-recorded-nocalls.toml"),
+    ),
+    (
+        "ft-recorded-nocalls",
+        include_str!("../builtin/tiered/ft-recorded-nocalls.toml"),
+    ),
+];
+
+pub use crate::tier_profile::parse_profile;
 
 /// Loads a tier scenario by built-in name or path.
 pub fn load_scenario(name: &str) -> Result<TierScenario, SimError> {
-    if let Some((n, t)) = SCENARIOS.iter().find(|(n, _)| *n == name) {
+    if let Some((n, t)) = SCENARIOS
+        .iter()
+        .chain(RECORDED.iter())
+        .find(|(n, _)| *n == name)
+    {
         return TierScenario::parse(&format!("<builtin tiered {n}>"), t);
     }
     if name.ends_with(".toml") || name.contains('/') {
@@ -237,6 +222,7 @@ pub fn load_scenario(name: &str) -> Result<TierScenario, SimError> {
         name: name.into(),
         known: SCENARIOS
             .iter()
+            .chain(RECORDED.iter())
             .map(|(n, _)| *n)
             .collect::<Vec<_>>()
             .join(", "),

@@ -1,7 +1,8 @@
 //! Tests of `tier_eval.rs`.
 
 use super::*;
-use crate::config::{JobSpec, Scenario, WorkloadSpec};
+use crate::config::phased::{AccessSpec, ObjectSpec, PhaseSpec};
+use crate::config::{JobSpec, Pattern, Scenario, WorkloadSpec};
 use crate::engine::{Engine, EngineConfig};
 use crate::runner::metrics;
 
@@ -269,4 +270,48 @@ fn scenario_and_profile_errors_name_the_problem() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("unknown object zz"), "{e}");
+}
+
+#[test]
+fn recorded_builtins_parse_and_say_where_they_come_from() {
+    for (name, text) in PROFILES {
+        let (p, meta) = crate::tier_profile::parse_recording(name, text, 1).unwrap();
+        assert_eq!(meta.version, 2, "{name}");
+        assert_eq!(meta.rank, Some((1, 4)), "{name}");
+        assert_eq!(meta.iteration, Some(1), "{name}");
+        assert!(p.phases.iter().any(|ph| !ph.access.is_empty()), "{name}");
+    }
+    for (name, _) in RECORDED {
+        let s = load_scenario(name).unwrap();
+        assert!(s.profile.is_some(), "{name}");
+        let calls: f64 = s.program().phases.iter().map(|p| p.comm_ns).sum();
+        assert_eq!(s.drop_calls, calls == 0.0, "{name}");
+    }
+    let e = TierScenario::parse(
+        "x.toml",
+        "name = \"x\"\nranks = 1\ndram_share = 0.5\nmax_ms = 1.0\ndrop_calls = true\n\
+         [program]\niterations = 1\nobjects = [{ name = \"a\", bytes = 4096 }]\n\
+         [[program.phases]]\nname = \"p\"\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("drop_calls needs a profile"), "{e}");
+}
+
+#[test]
+fn a_recorded_builtin_runs() {
+    let p = load_platform("emul-bw2").unwrap();
+    let mut s = load_scenario("cg-recorded-nocalls").unwrap();
+    s.ranks = 2;
+    if let Some(p) = &mut s.program {
+        p.iterations = 2;
+    }
+    let dram = run(&p, &s, PlacementSpec::DramOnly);
+    let slow = run(&p, &s, PlacementSpec::SlowOnly);
+    assert_eq!(dram.dram_line_share, 1.0);
+    assert_eq!(slow.dram_line_share, 0.0);
+    assert!(
+        dram.seconds > 0.0 && slow.seconds >= dram.seconds,
+        "{slow:?} {dram:?}"
+    );
 }

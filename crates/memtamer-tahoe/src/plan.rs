@@ -151,6 +151,13 @@ impl Planner {
         &self.dram
     }
 
+    /// `t` is its type's representative, now running (picked by
+    /// [`Planner::observe`], profile not stored yet): the task whose page
+    /// accesses a shell samples (§4.3.3).
+    pub fn is_representative(&self, t: &Task) -> bool {
+        self.profiling.get(&t.task_type()) == Some(&t.id)
+    }
+
     /// Profiling only (placement off): picks representatives, returns
     /// `Profile`, `Wait`, or `Place` with no batches for a known type.
     pub fn observe(&mut self, head: &Task) -> Decision {

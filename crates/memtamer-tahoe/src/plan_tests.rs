@@ -43,8 +43,10 @@ fn first_instance_is_profiled_siblings_wait_then_place() {
     let b = task(2, 7, &[(10, 4)]);
     assert_eq!(pl.decide(&a, &[], &[]), Decision::Profile);
     assert_eq!(pl.decide(&b, &[], std::slice::from_ref(&a)), Decision::Wait);
+    assert!(pl.is_representative(&a) && !pl.is_representative(&b));
     // Representative: page 1 is hot.
     pl.completed(&a, 1000.0, Some(&[(0, 1.0), (1, 50.0), (2, 1.0), (3, 1.0)]));
+    assert!(!pl.is_representative(&a), "profile stored");
     match pl.decide(&b, &[], &[]) {
         Decision::Place {
             batches,

@@ -20,6 +20,9 @@ void mt_tier_set_rank(int rank, int size);
 void mt_tier_iteration(void);
 /* A phase boundary; the MPI wrappers call it for you. */
 void mt_tier_phase_boundary(void);
+/* The MPI call after the last boundary has returned (the wrappers call it):
+ * a recorded profile (MEMTAMER_TIER_PROFILE_OUT) keeps the call's time apart. */
+void mt_tier_phase_call_done(void);
 /* Stop, wait for moves, write a one-line report. Returns its length or -1. */
 int mt_tier_finish(char *buf, size_t len);
 /* 1 while the calling thread is inside a mt_tier_* call (the interposed

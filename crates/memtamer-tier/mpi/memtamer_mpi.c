@@ -90,6 +90,13 @@ static void mt_phase(void) {
     }
 }
 
+/* The call begun by mt_phase() has returned: a recorded profile
+ * (MEMTAMER_TIER_PROFILE_OUT) keeps its time apart from the computation. */
+static void mt_phase_call_done(void) {
+    if (!mt_on || mt_in_fortran) return;
+    mt_tier_phase_call_done();
+}
+
 /* Stops the malloc interposition and prints this rank's report line. */
 static void mt_report(int rank) {
     char line[512], extra[96];
@@ -134,7 +141,7 @@ int MPI_Finalize(void) {
     return PMPI_Finalize();
 }
 
-#define PHASE(call) do { mt_phase(); return call; } while (0)
+#define PHASE(call) do { mt_phase(); int mt_r_ = call; mt_phase_call_done(); return mt_r_; } while (0)
 
 int MPI_Barrier(MPI_Comm c) { PHASE(PMPI_Barrier(c)); }
 int MPI_Bcast(void *b, int n, MPI_Datatype t, int root, MPI_Comm c) { PHASE(PMPI_Bcast(b, n, t, root, c)); }
@@ -158,6 +165,7 @@ int MPI_Waitall(int n, MPI_Request *q, MPI_Status *s) { PHASE(PMPI_Waitall(n, q,
         mt_in_fortran++;                                      \
         if (pname) pname args;                                \
         mt_in_fortran--;                                      \
+        mt_phase_call_done();                                 \
     }
 FWRAP(mpi_barrier_, pmpi_barrier_, (void *c, void *e), (c, e))
 FWRAP(mpi_bcast_, pmpi_bcast_, (void *b, void *n, void *t, void *r, void *c, void *e), (b, n, t, r, c, e))

@@ -13,7 +13,7 @@
 //! `MEMTAMER_TIER_STATUS_DIR` (publish this process's status there, see
 //! [`crate::status`]).
 
-use crate::driver::{Driver, DriverConfig};
+use crate::driver::{Driver, DriverConfig, ProfileOut};
 use crate::publish::Publisher;
 use crate::registry::parse_bytes;
 use crate::status::RunState;
@@ -167,7 +167,18 @@ fn init(budget: usize) -> Result<&'static Arc<TierRuntime>, TierError> {
     let drv = if std::env::var("MEMTAMER_UNIMEM").is_ok_and(|v| v.trim() == "0") {
         None
     } else {
-        Some(Driver::new(rt.clone(), driver_config()?))
+        let mut d = Driver::new(rt.clone(), driver_config()?);
+        // Issue 20 item 5: each fresh profile to a file per rank and
+        // profiled iteration, for `memtamer sim unimem` to replay.
+        if let Ok(prefix) = std::env::var("MEMTAMER_TIER_PROFILE_OUT") {
+            if !prefix.is_empty() {
+                d.record_profiles(ProfileOut {
+                    prefix,
+                    rank: RANK.get().copied(),
+                });
+            }
+        }
+        Some(d)
     };
     let rt = RT.get_or_init(|| rt);
     *DRIVER.lock().unwrap_or_else(|e| e.into_inner()) = drv;
@@ -292,6 +303,15 @@ pub extern "C" fn mt_tier_iteration() {
 pub extern "C" fn mt_tier_phase_boundary() {
     let _g = InRuntime::enter();
     with_driver(|d| d.boundary());
+}
+
+/// The MPI call at the last phase boundary has returned (the wrappers
+/// call it after the `PMPI_` entry point), so that a recorded profile
+/// tells the call's time from the phase's computation.
+#[no_mangle]
+pub extern "C" fn mt_tier_phase_call_done() {
+    let _g = InRuntime::enter();
+    with_driver(|d| d.call_done());
 }
 
 /// Stops sampling, waits for moves, and writes a one-line report (bytes

@@ -11,6 +11,7 @@
 
 use crate::unimem::model::{ObjPhase, PhaseProfile, Platform};
 use crate::unimem::plan::{decide, drifted, Plan, Problem};
+use crate::unimem::profile_file::PhaseClock;
 use crate::unimem::schedule::{schedule_checked, Move};
 use crate::unimem::transition::{transition, OnceMove};
 use crate::{Tier, TierRuntime};
@@ -120,6 +121,41 @@ pub struct Driver {
     sampler: Option<Sampler>,
     stats: DriverStats,
     shares: BTreeMap<usize, f64>,
+    /// Per profiled phase, its call and CPU times (parallel to `profile`);
+    /// the current phase's call times and the thread's CPU clock at its
+    /// start.
+    clocks: Vec<PhaseClock>,
+    call_s: f64,
+    call_cpu_s: f64,
+    phase_cpu: f64,
+    /// The iteration being profiled (1-based) and whether its profile has
+    /// not been written yet.
+    profiled_iteration: u64,
+    profile_fresh: bool,
+    profile_out: Option<ProfileOut>,
+}
+
+/// Where [`Driver`] writes each fresh profile (`memtamer-phase-profile`,
+/// [`crate::unimem::profile_file`]) for the simulator to replay (issue 20
+/// item 5): `<prefix>.rank<R>.iter<K>`, or `<prefix>.pid<PID>.iter<K>`
+/// outside MPI, one file per rank and profiled iteration, so ranks and
+/// re-profiles never overwrite one another.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProfileOut {
+    /// Path prefix (`MEMTAMER_TIER_PROFILE_OUT`).
+    pub prefix: String,
+    /// `(rank, size)` in `MPI_COMM_WORLD`, when known.
+    pub rank: Option<(u32, u32)>,
+}
+
+impl ProfileOut {
+    /// The file of the profile of iteration `iteration`.
+    pub fn path(&self, iteration: u64) -> String {
+        match self.rank {
+            Some((r, _)) => format!("{}.rank{r}.iter{iteration}", self.prefix),
+            None => format!("{}.pid{}.iter{iteration}", self.prefix, std::process::id()),
+        }
+    }
 }
 
 impl Driver {
@@ -147,6 +183,30 @@ impl Driver {
             sampler: None,
             stats: DriverStats::default(),
             shares: BTreeMap::new(),
+            clocks: Vec::new(),
+            call_s: 0.0,
+            call_cpu_s: 0.0,
+            phase_cpu: 0.0,
+            profiled_iteration: 0,
+            profile_fresh: false,
+            profile_out: None,
+        }
+    }
+
+    /// Writes every fresh profile (not the re-decisions on the same one)
+    /// to `out` (see [`ProfileOut`]).
+    pub fn record_profiles(&mut self, out: ProfileOut) {
+        self.profile_out = Some(out);
+    }
+
+    /// The MPI call that began the current phase has returned (the
+    /// interposer calls it after the `PMPI_` entry point): while
+    /// profiling, the phase's time so far is that call's, recorded apart
+    /// from the computation so that a replay can tell them apart.
+    pub fn call_done(&mut self) {
+        if matches!(self.mode, Mode::Profiling) {
+            self.call_s = self.phase_start.elapsed().as_secs_f64();
+            self.call_cpu_s = thread_cpu_s() - self.phase_cpu;
         }
     }
 
@@ -214,7 +274,9 @@ impl Driver {
     }
 
     fn close_profiled_phase(&mut self) {
+        // Both clocks before the profiler's own work below.
         let time = self.phase_start.elapsed().as_secs_f64();
+        let cpu_s = thread_cpu_s() - self.phase_cpu;
         let est = self.rt.profile_take();
         self.rt.profile_reset();
         let lines_per_page = crate::guard::page_size() as f64 / self.cfg.platform.cacheline;
@@ -236,11 +298,21 @@ impl Driver {
             }
         }
         self.profile.push(ph);
+        self.clocks.push(PhaseClock {
+            call_s: std::mem::take(&mut self.call_s),
+            cpu_s,
+            call_cpu_s: std::mem::take(&mut self.call_cpu_s),
+        });
     }
 
     fn begin_profiling(&mut self) {
         self.addrs = self.rt.objects().iter().map(|o| o.addr).collect();
         self.profile.clear();
+        self.clocks.clear();
+        self.call_s = 0.0;
+        self.call_cpu_s = 0.0;
+        self.profiled_iteration = self.stats.iterations;
+        self.profile_fresh = true;
         self.plan = None;
         self.moves.clear();
         self.mode = Mode::Profiling;
@@ -289,23 +361,9 @@ impl Driver {
         };
         // Issue 20 item 5: the simulator can replay this profile
         // (`memtamer sim unimem`, scenario key `profile`).
-        if let Ok(path) = std::env::var("MEMTAMER_TIER_PROFILE_OUT") {
-            let names: Vec<String> = self
-                .addrs
-                .iter()
-                .map(|a| {
-                    objs.iter()
-                        .find(|o| o.addr == *a)
-                        .map_or_else(|| format!("obj{a:x}"), |o| o.name.clone())
-                })
-                .collect();
-            let text = crate::unimem::profile_file::format_profile(
-                &names,
-                &problem.sizes,
-                &problem.phases,
-            );
-            // best effort: a profile that cannot be written changes nothing
-            let _ = std::fs::write(format!("{path}.{}", std::process::id()), text);
+        if self.profile_fresh {
+            self.profile_fresh = false;
+            self.write_profile(&objs, &problem);
         }
         let per_obj: Vec<f64> = (0..self.addrs.len())
             .map(|o| {
@@ -356,6 +414,42 @@ impl Driver {
         self.plan = Some(plan);
         self.moves = moves;
         self.mode = Mode::Enforcing;
+    }
+
+    /// Writes the profile just decided on (best effort: a profile that
+    /// cannot be written changes nothing but is reported on stderr).
+    fn write_profile(&self, objs: &[crate::ObjectView], problem: &Problem) {
+        let Some(out) = &self.profile_out else {
+            return;
+        };
+        let names: Vec<String> = self
+            .addrs
+            .iter()
+            .map(|a| {
+                objs.iter()
+                    .find(|o| o.addr == *a)
+                    .map_or_else(|| format!("obj{a:x}"), |o| o.name.clone())
+            })
+            .collect();
+        let meta = crate::unimem::profile_file::ProfileMeta {
+            rank: out.rank,
+            iteration: self.profiled_iteration,
+            tick_ns: self.cfg.tick.as_nanos() as u64,
+            pages_per_tick: self.cfg.pages_per_tick,
+            page_bytes: crate::guard::page_size() as u64,
+            line_bytes: self.cfg.platform.cacheline as u64,
+        };
+        let text = crate::unimem::profile_file::format_profile(
+            &meta,
+            &names,
+            &problem.sizes,
+            &problem.phases,
+            &self.clocks,
+        );
+        let path = out.path(self.profiled_iteration);
+        if let Err(e) = std::fs::write(&path, text) {
+            eprintln!("memtamer: cannot write the phase profile {path}: {e}");
+        }
     }
 
     /// Queues a move even if the object already looks like it is there: a
@@ -484,6 +578,9 @@ impl Driver {
         }
         self.stats.overhead_s += t0.elapsed().as_secs_f64() - (self.stats.wait_s - w0);
         self.phase_start = Instant::now();
+        if matches!(self.mode, Mode::Profiling) {
+            self.phase_cpu = thread_cpu_s();
+        }
     }
 
     /// A phase boundary (an MPI call).
@@ -506,6 +603,9 @@ impl Driver {
         }
         self.stats.overhead_s += t0.elapsed().as_secs_f64() - (self.stats.wait_s - w0);
         self.phase_start = Instant::now();
+        if matches!(self.mode, Mode::Profiling) {
+            self.phase_cpu = thread_cpu_s();
+        }
     }
 
     /// Stops sampling and waits for queued moves.
@@ -513,4 +613,19 @@ impl Driver {
         self.stop_sampler();
         self.rt.wait_all();
     }
+}
+
+/// The calling thread's CPU time, s (`CLOCK_THREAD_CPUTIME_ID`): a
+/// recorded phase's computation without the time the rank waited for a
+/// core. 0 if the clock cannot be read (then the recording says 0).
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec the call writes.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }

@@ -7,11 +7,13 @@
 //!   write can land in the old copy after it was read (see `registry`);
 //! * **profiling** maps a few sampled pages `PROT_NONE` per window; the first
 //!   touch of such a page is counted and the page is given back read-write,
-//!   the way Linux's NUMA hinting faults sample accesses without a PMU.
+//!   the way Linux's NUMA hinting faults sample accesses without a PMU;
+//! * **page sampling** ([`crate::pagesample`]) does the same per page for
+//!   memory the registry does not own (Tahoe's task dependence ranges).
 //!
 //! The handler must be async-signal-safe, so it never locks: it scans a fixed
 //! table of atomics ([`SLOTS`]) that the registry fills under its mutex. A
-//! fault outside every registered object goes to the handler installed before
+//! fault outside every registered object and sampled page goes to the handler installed before
 //! ours (Rust's stack-overflow handler, or the default action), so real bugs
 //! still crash.
 
@@ -183,6 +185,9 @@ extern "C" fn on_segv(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
         }
         slot.inflight.fetch_sub(1, SeqCst);
         return;
+    }
+    if crate::pagesample::on_fault(addr, PAGE.load(SeqCst)) {
+        return; // a sampled page of program memory, given back
     }
     chain(sig, info, ctx);
 }

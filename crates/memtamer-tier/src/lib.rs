@@ -6,6 +6,7 @@
 //!   `/dev/shm`), moved by a helper thread at a *fixed virtual address* so
 //!   user pointers never change (protocol in [`registry`]).
 //! * [`profiler`]: PMU-free access sampling by protection faults.
+//! * [`pagesample`]: the same per page, for program memory (Tahoe).
 //! * [`unimem`]: the pure placement core (models, knapsack, schedule).
 //! * [`calibrate`]: the models' constant factors timed on this host's tiers.
 //! * [`capi`]: `mt_tier_malloc` / `mt_tier_free` and friends for C and Fortran.
@@ -21,6 +22,7 @@ pub mod error;
 pub mod guard;
 pub mod migrator;
 pub mod numa;
+pub mod pagesample;
 pub mod platform;
 pub mod profiler;
 pub mod publish;

@@ -122,3 +122,94 @@ fn cheap_copies_follow_the_phases() {
     assert!(all_equal(a, 2 * MB, 60));
     assert!(all_equal(b, 2 * MB, 6));
 }
+
+/// `record_profiles`: the profiled iteration goes to one file per rank and
+/// iteration (`memtamer-phase-profile v2`) with the rank, the objects, each
+/// phase's time and the time of the MPI call that began it, and each
+/// object's accesses in the phase that touched it.
+#[test]
+fn the_profiled_iteration_is_recorded_per_rank_with_call_times() {
+    use memtamer_tier::driver::ProfileOut;
+    let dir = std::env::temp_dir().join(format!("memtamer-profile-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rt = Arc::new(
+        TierRuntime::new(TierConfig::new(3 * MB, SlowTier::File("/dev/shm".into())).unwrap())
+            .unwrap(),
+    );
+    let (a, b) = (
+        rt.alloc(2 * MB, "A", Tier::Slow).unwrap(),
+        rt.alloc(2 * MB, "B", Tier::Slow).unwrap(),
+    );
+    let cfg = DriverConfig {
+        tick: Duration::ZERO,
+        pages_per_tick: 16,
+        platform: platform(1e6),
+        iterations: 100.0,
+        drift: 0.0,
+        recalibrate: false,
+    };
+    let mut drv = Driver::new(rt.clone(), cfg);
+    let out = ProfileOut {
+        prefix: dir.join("p").to_string_lossy().into_owned(),
+        rank: Some((1, 2)),
+    };
+    drv.record_profiles(out.clone());
+    for _ in 0..2 {
+        drv.iteration();
+        sweep(a, 2 * MB, 2, &mut drv);
+        drv.boundary();
+        // the MPI call that begins phase 1 takes at least 2 ms
+        std::thread::sleep(Duration::from_millis(2));
+        drv.call_done();
+        sweep(b, 2 * MB, 1, &mut drv);
+        drv.boundary();
+        drv.call_done();
+    }
+    drv.finish();
+    let path = out.path(1);
+    assert!(path.ends_with("p.rank1.iter1"), "{path}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        &lines[..3],
+        &["# memtamer-phase-profile v2", "rank 1 2", "iteration 1"]
+    );
+    assert!(lines[3].starts_with("sampler 0 16 4096 64"), "{text}");
+    // objects in the registry's order
+    let mut objs = lines[4..6].to_vec();
+    objs.sort();
+    assert_eq!(objs, ["object A 2097152", "object B 2097152"]);
+    let phases: Vec<Vec<u64>> = lines
+        .iter()
+        .filter(|l| l.starts_with("phase "))
+        .map(|l| l.split(' ').skip(2).map(|x| x.parse().unwrap()).collect())
+        .collect();
+    // three phases: A's, B's (begun by the 2 ms call), and the empty one
+    // between the last call and the next iteration
+    assert_eq!(phases.len(), 3, "{text}");
+    assert_eq!(phases[0][1], 0, "{text}");
+    assert!(
+        phases[1][1] >= 2_000_000 && phases[1][1] <= phases[1][0],
+        "{text}"
+    );
+    // the thread's CPU clock: phase 0 swept 4 MiB on it, and a call's CPU
+    // time is within its phase's
+    assert!(phases[0][2] > 0, "{text}");
+    assert!(phases.iter().all(|p| p[3] <= p[2]), "{text}");
+    let after = |p: &str| -> Vec<&str> {
+        lines
+            .iter()
+            .skip_while(|l| !l.starts_with(p))
+            .skip(1)
+            .take_while(|l| l.starts_with("access "))
+            .copied()
+            .collect()
+    };
+    let ph0 = after("phase phase0 ");
+    let ph1 = after("phase phase1 ");
+    assert!(ph0.len() == 1 && ph0[0].starts_with("access A "), "{text}");
+    assert!(ph1.len() == 1 && ph1[0].starts_with("access B "), "{text}");
+    // one decision, one file: no profile of a later iteration
+    assert!(!std::path::Path::new(&out.path(2)).exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

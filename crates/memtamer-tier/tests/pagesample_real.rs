@@ -1,0 +1,118 @@
+//! Page sampling on real memory: the shared SIGSEGV handler counts the
+//! owner's touches, gives every faulting thread its access back, counts other
+//! threads apart, and still lets a real crash crash.
+
+use memtamer_tier::guard::page_size;
+use memtamer_tier::pagesample::{current_tid, parse_maps, PageSampler};
+
+/// An anonymous read-write mapping of `pages` pages (leaked: tests only).
+fn region(pages: usize) -> (*mut u8, usize) {
+    let ps = page_size();
+    // SAFETY: a fresh private anonymous mapping.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            pages * ps,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    (p as *mut u8, ps)
+}
+
+fn maps() -> Vec<memtamer_tier::pagesample::Mapping> {
+    parse_maps(&std::fs::read_to_string("/proc/self/maps").unwrap())
+}
+
+fn touch(p: *mut u8, ps: usize, i: usize, v: u8) {
+    // SAFETY: page `i` of a live mapping of ours.
+    unsafe { std::ptr::write_volatile(p.add(i * ps), v) };
+}
+
+fn read(p: *mut u8, ps: usize, i: usize) -> u8 {
+    // SAFETY: as touch.
+    unsafe { std::ptr::read_volatile(p.add(i * ps)) }
+}
+
+#[test]
+fn counts_owner_intervals_and_foreign_touches() {
+    let (p, ps) = region(16);
+    let first = p as u64 / ps as u64;
+    let pages: Vec<u64> = (first..first + 16).collect();
+    let mut s = PageSampler::arm(&pages, current_tid(), &maps(), ps).unwrap();
+    assert_eq!(s.len(), 16);
+    // Interval 1: pages 0..4 by the owner, twice each (one count per
+    // interval); page 8 by another thread.
+    for _ in 0..2 {
+        for i in 0..4 {
+            touch(p, ps, i, 1);
+        }
+    }
+    let addr = p as usize;
+    std::thread::spawn(move || touch(addr as *mut u8, ps, 8, 7))
+        .join()
+        .unwrap();
+    // Interval 2: page 0 again.
+    assert_eq!(s.rearm(), 5);
+    touch(p, ps, 0, 2);
+    let c = s.finish();
+    assert_eq!(c.pages.len(), 16);
+    assert_eq!(c.pages[&first], 2.0);
+    assert_eq!(c.pages[&(first + 1)], 1.0);
+    assert_eq!(c.pages[&(first + 8)], 0.0);
+    assert_eq!(c.pages[&(first + 15)], 0.0);
+    assert_eq!(c.foreign, 1);
+    assert_eq!(c.armings, 21);
+    // Every page readable and writable again, with its data.
+    assert_eq!(read(p, ps, 0), 2);
+    assert_eq!(read(p, ps, 8), 7);
+    for i in 0..16 {
+        touch(p, ps, i, 3);
+    }
+}
+
+#[test]
+fn read_only_and_foreign_mappings_are_not_armed() {
+    let (p, ps) = region(4);
+    let first = p as u64 / ps as u64;
+    // SAFETY: our mapping; page 1 made read-only.
+    unsafe { libc::mprotect(p.add(ps) as *mut libc::c_void, ps, libc::PROT_READ) };
+    let s = PageSampler::arm(&[first, first + 1, 12345], current_tid(), &maps(), ps).unwrap();
+    assert_eq!(s.len(), 1, "only the read-write page of a known mapping");
+    // A page has one owner at a time.
+    let t = PageSampler::arm(&[first], current_tid(), &maps(), ps).unwrap();
+    assert!(t.is_empty());
+    touch(p, ps, 0, 1);
+    assert_eq!(s.finish().pages[&first], 1.0);
+}
+
+/// A fault on a protected page that is not ours still kills the process.
+#[test]
+fn real_crash_next_to_sampled_pages_still_crashes() {
+    let (p, ps) = region(3);
+    let first = p as u64 / ps as u64;
+    let s = PageSampler::arm(&[first, first + 2], current_tid(), &maps(), ps).unwrap();
+    // SAFETY: our mapping; the middle page is the program's own guard page.
+    unsafe { libc::mprotect(p.add(ps) as *mut libc::c_void, ps, libc::PROT_NONE) };
+    // SAFETY: the child touches a sampled page (handled), then the guard
+    // page (must die), and exits; the parent waits for it.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            touch(p, ps, 0, 1);
+            touch(p, ps, 1, 1);
+            libc::_exit(0);
+        }
+        let mut status = 0;
+        libc::waitpid(pid, &mut status, 0);
+        assert!(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGSEGV,
+            "status {status:#x}"
+        );
+    }
+    let c = s.finish();
+    assert_eq!(c.pages[&first], 0.0, "the child's touch was its own");
+}

@@ -10,7 +10,9 @@
 //! phase times come from the all-slow run); Tahoe, whose PMU-free model
 //! (`T_dram = T_slow - beta * accesses`) is fitted leave-one-out, as the
 //! thesis trains its models (§4.3.4): beta for a benchmark comes from the
-//! all-slow and all-DRAM task times of the *other* benchmarks.
+//! all-slow and all-DRAM task times of the *other* benchmarks. Tahoe runs
+//! with and without its cost-benefit check, each with sibling scheduling
+//! (§4.3.6) and, for the Figure 4.6-like ablation, without (`-nosib`).
 
 pub mod baselines;
 pub mod bench;

@@ -8,7 +8,7 @@
 //! * **profiling** maps a few sampled pages `PROT_NONE` per window; the first
 //!   touch of such a page is counted and the page is given back read-write,
 //!   the way Linux's NUMA hinting faults sample accesses without a PMU;
-//! * **page sampling** ([`crate::pagesample`]) does the same per page for
+//! * **page sampling** ([`pagesample`]) does the same per page for
 //!   memory the registry does not own (Tahoe's task dependence ranges).
 //!
 //! The handler must be async-signal-safe, so it never locks: it scans a fixed
@@ -19,6 +19,8 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::SeqCst};
 use std::sync::OnceLock;
+
+pub mod pagesample;
 
 /// Capacity of the lock-free object table.
 pub const MAX_SLOTS: usize = 4096;
@@ -186,7 +188,7 @@ extern "C" fn on_segv(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
         slot.inflight.fetch_sub(1, SeqCst);
         return;
     }
-    if crate::pagesample::on_fault(addr, PAGE.load(SeqCst)) {
+    if pagesample::on_fault(addr, PAGE.load(SeqCst)) {
         return; // a sampled page of program memory, given back
     }
     chain(sig, info, ctx);

@@ -22,7 +22,8 @@ pub mod error;
 pub mod guard;
 pub mod migrator;
 pub mod numa;
-pub mod pagesample;
+/// Per-page protection-fault sampling (lives under [`guard`], whose handler it extends).
+pub use guard::pagesample;
 pub mod platform;
 pub mod profiler;
 pub mod publish;

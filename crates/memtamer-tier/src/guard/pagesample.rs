@@ -7,7 +7,7 @@
 //! to the program. The mechanism is the same (Linux NUMA-balancing-style
 //! hinting faults, no PMU): a bounded sample of pages is mapped `PROT_NONE`,
 //! the first touch of such a page faults, the shared SIGSEGV handler
-//! ([`crate::guard`]) finds the page in a lock-free table ([`on_fault`]),
+//! ([`super`], the `guard` module) finds the page in a lock-free table ([`on_fault`]),
 //! gives it back its original protection and counts the touch. A periodic
 //! [`PageSampler::rearm`] protects the touched pages again, so a page's count
 //! is the number of sampling intervals in which it was touched: the
@@ -298,8 +298,8 @@ impl Memory {
                 source: e,
             })?;
         Ok(Memory {
-            maps: parse_maps_with(&text, |r| armed_by_us(r, crate::guard::page_size())),
-            segments: writable_segments(crate::guard::page_size()),
+            maps: parse_maps_with(&text, |r| armed_by_us(r, super::page_size())),
+            segments: writable_segments(super::page_size()),
         })
     }
 
@@ -489,7 +489,7 @@ impl PageSampler {
         mem: &Memory,
         page_size: usize,
     ) -> Result<Self, crate::TierError> {
-        crate::guard::install()?;
+        super::install()?;
         let _g = ARM_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         let mut slots = Vec::with_capacity(pages.len());
         for &p in pages {

@@ -218,3 +218,56 @@ impl Engine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Scenario;
+    use crate::engine::EngineConfig;
+    use crate::experiment::load_platform;
+    use crate::workload::NS;
+
+    /// A pinned Ribbon job of `n` application threads on the thesis socket
+    /// (24 cores x 2), with proactive flushing.
+    fn engine(n: u32) -> Engine {
+        let p = load_platform("thesis", &Default::default()).unwrap();
+        let text = format!(
+            "name = \"t\"\ntitle = \"t\"\nplatform = \"thesis\"\n\
+             [[job]]\nname = \"app\"\nthreads = {n}\ncpus = \"0-47\"\n\
+             workload = {{ kind = \"flush\", pattern = \"pmemkv\", mode = \"ribbon\", proactive = true }}\n"
+        );
+        let s = Scenario::parse("t", &text).unwrap();
+        let cfg = EngineConfig {
+            seed: 1,
+            warmup: 0,
+            duration: NS,
+            window: 1000 * NS,
+            sampler: None,
+        };
+        Engine::new(&p, &s, &cfg).unwrap()
+    }
+
+    fn role_cpus(e: &Engine, want: impl Fn(FlushRole) -> bool) -> Vec<(u32, CpuSet)> {
+        e.threads
+            .iter()
+            .filter(|t| want(t.flush_role))
+            .map(|t| (t.cpu, t.allowed))
+            .collect()
+    }
+
+    #[test]
+    fn the_proactive_thread_is_pinned_to_the_last_idle_core_thread_not_beside_flusher_0() {
+        for (n, want) in [(4u32, 47u32), (24, 47)] {
+            let e = engine(n);
+            let pro = role_cpus(&e, |r| matches!(r, FlushRole::Proactive { .. }));
+            assert_eq!(pro, vec![(want, CpuSet::single(want as usize))], "N = {n}");
+            let fl = role_cpus(&e, |r| matches!(r, FlushRole::Flusher { .. }));
+            // flusher 0 takes the order's first CPU (N = 4: idle core 4;
+            // N = 24: sibling 24), the proactive thread another one
+            assert_eq!(fl[0].0, if n == 4 { 4 } else { 24 }, "N = {n}");
+            assert_ne!(fl[0].0, want);
+            // the flushers are not kept on one CPU (unchanged model)
+            assert_eq!(fl[0].1, CpuSet::parse_list("0-47").unwrap());
+        }
+    }
+}

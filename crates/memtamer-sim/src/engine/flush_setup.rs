@@ -232,7 +232,7 @@ mod tests {
     fn engine(n: u32) -> Engine {
         let p = load_platform("thesis", &Default::default()).unwrap();
         let text = format!(
-            "name = \"t\"\ntitle = \"t\"\nplatform = \"thesis\"\n\
+            "name = \"t\"\ntitle = \"t\"\nplatform = \"thesis\"\nduration_ms = 1.0\n\
              [[job]]\nname = \"app\"\nthreads = {n}\ncpus = \"0-47\"\n\
              workload = {{ kind = \"flush\", pattern = \"pmemkv\", mode = \"ribbon\", proactive = true }}\n"
         );

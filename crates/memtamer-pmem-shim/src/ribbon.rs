@@ -234,7 +234,7 @@ extern "C" fn at_exit() {
 fn write_stats(event: &str, stats: &memtamer_ribbon::Stats) {
     if let Ok(path) = std::env::var(ENV_STATS) {
         let line = format!(
-            "pid={} event={event} requests={} fences={} flushed_bytes={} inline={} dedicated={} self_drains={} flusher_batches={} dispatched={} flushers={} searches={} source={} pins={} pin_failures={}\n",
+            "pid={} event={event} requests={} fences={} flushed_bytes={} inline={} dedicated={} self_drains={} flusher_batches={} dispatched={} flushers={} searches={} source={} pins={} helper_pins={} pin_failures={}\n",
             std::process::id(),
             stats.requests,
             stats.fences,
@@ -248,6 +248,7 @@ fn write_stats(event: &str, stats: &memtamer_ribbon::Stats) {
             stats.searches,
             stats.bandwidth_source,
             stats.pins,
+            stats.helper_pins,
             stats.pin_failures
         );
         if let Ok(mut f) = std::fs::OpenOptions::new()

@@ -8,7 +8,7 @@ use crate::bandwidth::{BandwidthSource, FLUSHED_BYTES};
 use crate::controller::{ControlConfig, Controller, Event};
 use crate::proactive::{lines_to_flush, StoreSampler, POLL};
 use crate::queue::{Batch, Request};
-use crate::shared::{case_code, Shared, PARK};
+use crate::shared::{case_code, Helper, Shared, PARK};
 
 /// Spin rounds, then yield rounds, before a flusher sleeps.
 const IDLE_SPIN: u32 = 64;
@@ -255,6 +255,9 @@ pub(crate) fn control(
         }
         (own(s), FLUSHED_BYTES)
     };
+    // pinned apart from the flushers (placement::helper_cpus)
+    let mut placed = u64::MAX;
+    s.helper_placement(Helper::Control, &mut placed);
     let t0 = Instant::now();
     let (bytes, name) = read(s);
     if let Ok(mut n) = s.source_name.lock() {
@@ -273,6 +276,7 @@ pub(crate) fn control(
     let mut last_at = Instant::now();
     while !s.stopping.load(Ordering::Acquire) {
         std::thread::sleep(tick);
+        s.helper_placement(Helper::Control, &mut placed);
         let (bytes, name) = read(s);
         if let Ok(mut n) = s.source_name.lock() {
             *n = name;
@@ -307,7 +311,10 @@ pub(crate) fn control(
 /// The proactive thread's loop.
 pub(crate) fn proactive(s: &Shared, mut sampler: Box<dyn StoreSampler>) {
     let mut buf = Vec::new();
+    // pinned apart from the flushers (placement::helper_cpus)
+    let mut placed = u64::MAX;
     while !s.stopping.load(Ordering::Acquire) {
+        s.helper_placement(Helper::Proactive, &mut placed);
         buf.clear();
         sampler.drain(&mut buf);
         if !buf.is_empty() && s.proactive_on.load(Ordering::Relaxed) {

@@ -1,7 +1,8 @@
 //! Pinning the real runtime's flusher threads to the hardware threads
 //! the application leaves idle (thesis §6.3.1: flushers run on idle
 //! hardware threads), in the order of [`crate::placement::flusher_order`],
-//! the same order the simulator uses.
+//! the same order the simulator uses, and its control and proactive
+//! threads on the last of them ([`crate::placement::helper_cpus`]).
 //!
 //! Functional core: [`hw_threads`] turns the sysfs tree into
 //! [`HwThread`]s and [`plan`] maps flusher ids to CPUs. Imperative shell:
@@ -16,7 +17,7 @@ use std::path::Path;
 use memtamer_core::topology::Topology;
 use memtamer_core::CpuSet;
 
-use crate::placement::{flusher_order, HwThread};
+use crate::placement::{flusher_order, helper_cpus, HelperCpus, HwThread};
 
 /// Env var: `0` (or `off`) keeps the flushers unpinned; `1`/unset pins
 /// them (docs/ribbon.md, "Where the real flushers run").
@@ -73,6 +74,20 @@ pub fn plan(
     (0..flushers)
         .map(|f| order.get(f % order.len().max(1)).copied())
         .collect()
+}
+
+/// The CPUs of the control and proactive threads
+/// ([`helper_cpus`]), with every CPU outside `allowed` counted busy as in
+/// [`plan`]; None for a thread means it stays on the process's mask.
+pub fn helper_plan(threads: &[HwThread], allowed: &CpuSet, busy: &[u32]) -> HelperCpus {
+    let mut taken: Vec<u32> = busy.to_vec();
+    taken.extend(
+        threads
+            .iter()
+            .filter(|t| !allowed.contains(t.cpu as usize))
+            .map(|t| t.cpu),
+    );
+    helper_cpus(threads, &taken)
 }
 
 /// Whether an `MEMTAMER_RIBBON_PIN` value asks for pinning (None: the
@@ -214,6 +229,23 @@ mod tests {
         assert_eq!(got, vec![Some(1), Some(4), Some(1), Some(4)]);
         // everything allowed is busy: unpinned
         assert_eq!(plan(&p.threads, &allowed, &[0, 1, 4], 2), vec![None, None]);
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn helpers_take_the_last_idle_cpu_of_the_application_socket() {
+        let (root, p) = fake_host();
+        // the application on CPU 0: socket 0's order is 1, 5, 4; the idle
+        // core 1 holds 1 and 5, so proactive on 5, control on 1
+        let h = helper_plan(&p.threads, &p.allowed, &[0]);
+        assert_eq!((h.proactive, h.control), (Some(5), Some(1)));
+        // inside a mask of {0, 1, 4}: core 1's CPU 5 is outside, so only
+        // 1 and 4 are left (both on cores counted busy): the last is 4
+        let allowed = CpuSet::parse_list("0,1,4").unwrap();
+        let h = helper_plan(&p.threads, &allowed, &[0]);
+        assert_eq!((h.proactive, h.control), (Some(4), Some(1)));
+        let h = helper_plan(&p.threads, &allowed, &[0, 1, 4]);
+        assert_eq!((h.proactive, h.control), (None, None));
         let _ = std::fs::remove_dir_all(root);
     }
 

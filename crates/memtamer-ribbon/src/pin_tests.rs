@@ -42,6 +42,21 @@ fn settle(tids: &[i32], want: &[CpuSet]) -> Vec<CpuSet> {
     got
 }
 
+/// The stats once `done` holds (bounded wait): a pin counts after its
+/// `sched_setaffinity` returns, and the thread may first wait to run on
+/// its new CPU, so a thread can have its affinity before its count.
+fn stats_when(r: &Ribbon, done: impl Fn(&Stats) -> bool) -> Stats {
+    let mut st = r.stats();
+    for _ in 0..20_000 {
+        if done(&st) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        st = r.stats();
+    }
+    st
+}
+
 fn pinned_config(flushers: usize, sysfs: Option<PathBuf>) -> Config {
     let mut c = Config::new(2, 64);
     c.flushers = Flushers::Fixed(flushers);
@@ -91,8 +106,9 @@ fn two_flushers_are_each_pinned_to_one_idle_cpu_inside_the_process_mask() {
             assert_eq!(*set, process);
         }
     }
-    assert!(ribbon.stats().pins >= 1, "{:?}", ribbon.stats());
-    assert_eq!(ribbon.stats().pin_failures, 0);
+    let st = stats_when(&ribbon, |s| s.pins >= 1);
+    assert!(st.pins >= 1, "{st:?}");
+    assert_eq!(st.pin_failures, 0);
     drop(producer);
     ribbon.stop();
     assert!(crate::pin::pin_self(&mine));
@@ -115,4 +131,80 @@ fn pinning_off_or_without_topology_leaves_flushers_on_the_process_mask() {
         drop(producer);
         ribbon.stop();
     }
+}
+
+/// Waits (bounded) until the control and proactive threads have run and
+/// reported their tids.
+fn helper_tids(r: &Ribbon) -> [i32; 2] {
+    let s = &r.shared;
+    for _ in 0..20_000 {
+        let t = [0, 1].map(|i| s.helper_tids[i].load(Ordering::Relaxed));
+        if t.iter().all(|&t| t != 0) {
+            return t;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    panic!("control or proactive thread never started");
+}
+
+fn adaptive_config(sysfs: Option<PathBuf>) -> Config {
+    let mut c = pinned_config(1, sysfs);
+    c.flushers = Flushers::Adaptive;
+    c.cores = 2;
+    c.detect_idle = false;
+    c.control = crate::controller::ControlConfig {
+        p1: 1,
+        ..crate::controller::ControlConfig::thesis(2)
+    };
+    c.sampler = Some(Box::new(crate::proactive::Recorded::new(Vec::new())));
+    c
+}
+
+#[test]
+fn the_control_and_proactive_threads_are_pinned_to_their_planned_cpus() {
+    let process = crate::pin::process_affinity().unwrap();
+    let pinner = Pinner::read(std::path::Path::new(SYSFS)).unwrap();
+    let mine = crate::pin::current_affinity().unwrap();
+    let app_cpu = process.iter().next().unwrap();
+    assert!(crate::pin::pin_self(&CpuSet::single(app_cpu)));
+    let ribbon = Ribbon::start(adaptive_config(Some(SYSFS.into()))).unwrap();
+    let producer = ribbon.producer();
+    let busy = ribbon.shared.busy_cpus();
+    assert_eq!(busy, vec![app_cpu as u32], "the application's CPU");
+    let h = crate::pin::helper_plan(&pinner.threads, &process, &busy);
+    let want: Vec<CpuSet> = [h.control, h.proactive]
+        .iter()
+        .map(|c| c.map_or(process, |c| CpuSet::single(c as usize)))
+        .collect();
+    let tids = helper_tids(&ribbon);
+    let got = settle(&tids, &want);
+    assert_eq!(got, want, "busy {busy:?}, plan {h:?}");
+    if process.len() > 1 {
+        // an idle CPU exists: each helper is on one, never the application's
+        for c in [h.control, h.proactive] {
+            let c = c.expect("an idle CPU but the helper is unpinned");
+            assert!(process.contains(c as usize) && c != app_cpu as u32);
+        }
+        let st = stats_when(&ribbon, |s| s.helper_pins >= 2);
+        assert!(st.helper_pins >= 2, "{st:?}");
+    }
+    assert_eq!(ribbon.stats().pin_failures, 0);
+    drop(producer);
+    ribbon.stop();
+    assert!(crate::pin::pin_self(&mine));
+}
+
+#[test]
+fn pinning_off_leaves_the_control_and_proactive_threads_on_the_process_mask() {
+    let process = crate::pin::process_affinity().unwrap();
+    let ribbon = Ribbon::start(adaptive_config(None)).unwrap();
+    let producer = ribbon.producer();
+    let tids = helper_tids(&ribbon);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    for t in tids {
+        assert_eq!(affinity_of(t), Some(process));
+    }
+    assert_eq!(ribbon.stats().helper_pins, 0);
+    drop(producer);
+    ribbon.stop();
 }

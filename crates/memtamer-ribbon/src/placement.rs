@@ -72,6 +72,67 @@ pub fn flusher_order(threads: &[HwThread], busy: &[u32]) -> Vec<u32> {
     order
 }
 
+/// Where Ribbon's control and proactive threads run (None: unpinned).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HelperCpus {
+    /// The proactive flushing thread's hardware thread.
+    pub proactive: Option<u32>,
+    /// The control thread's hardware thread.
+    pub control: Option<u32>,
+}
+
+/// The hardware threads of the control and proactive threads: the last
+/// ones of [`flusher_order`] on the application's socket, so the flushers
+/// reach them last, and never the SMT sibling of an application core while
+/// a core without application threads is idle there.
+///
+/// Why: thesis §6.3.1 runs Ribbon's threads on the hardware threads the
+/// application leaves idle ("the number of flushing threads is subject to
+/// the number of idle threads"), and §6.3.2 keeps "the proactive thread and
+/// flushing threads as two independent groups", synchronization-free; a
+/// helper left where the scheduler puts it competes with a flusher or an
+/// application thread for a CPU instead (docs/ribbon.md, "Where the control
+/// and proactive threads run"). The home socket is [`flusher_order`]'s
+/// first (thesis §6.5.1 runs on one socket "to eliminate NUMA effects"; a
+/// proactive `clwb` from another socket would snoop across the
+/// interconnect). The proactive thread takes the last such hardware
+/// thread, the control thread the one before it; with a single one they
+/// share it (the control thread wakes once per tick, every 1-50 ms). Both
+/// None when no hardware thread is idle.
+pub fn helper_cpus(threads: &[HwThread], busy: &[u32]) -> HelperCpus {
+    let order = flusher_order(threads, busy);
+    let socket_of = |cpu: u32| threads.iter().find(|t| t.cpu == cpu).map(|t| t.socket);
+    let Some(home) = order.first().and_then(|&c| socket_of(c)) else {
+        return HelperCpus {
+            proactive: None,
+            control: None,
+        };
+    };
+    let core_of = |cpu: u32| threads.iter().find(|t| t.cpu == cpu).map(|t| t.core);
+    let busy_core = |core: Option<u32>| busy.iter().any(|&b| core.is_some() && core_of(b) == core);
+    let here: Vec<u32> = order
+        .iter()
+        .copied()
+        .filter(|&c| socket_of(c) == Some(home))
+        .collect();
+    let free_core: Vec<u32> = here
+        .iter()
+        .copied()
+        .filter(|&c| !busy_core(core_of(c)))
+        .collect();
+    // from the end of the order: idle cores' threads first, the
+    // application cores' siblings only when no core is idle
+    let pool = if free_core.is_empty() {
+        here
+    } else {
+        free_core
+    };
+    let mut from_end = pool.iter().rev().copied();
+    let proactive = from_end.next();
+    let control = from_end.next().or(proactive);
+    HelperCpus { proactive, control }
+}
+
 /// Linux's numbering of `sockets` x `cores_per_socket` cores with
 /// `threads_per_core` hardware threads: CPUs `0..cores` are each core's
 /// first hardware thread, the next `cores` their second, and so on (the
@@ -137,6 +198,54 @@ mod tests {
         let m = linux_numbering(1, 8, 1);
         assert_eq!(flusher_order(&m, &[]), range(0, 8));
         assert_eq!(flusher_order(&m, &[2, 5]), vec![0, 1, 3, 4, 6, 7]);
+    }
+
+    #[test]
+    fn helpers_take_the_last_idle_core_threads_of_the_application_socket() {
+        let m = linux_numbering(1, 24, 2);
+        // N = 4: flushers take 4..23, 28..47, 24..27; the helpers the last
+        // two threads of idle cores, not 24..27 (application siblings)
+        let h = helper_cpus(&m, &range(0, 4));
+        assert_eq!((h.proactive, h.control), (Some(47), Some(46)));
+        // N = 24: only application siblings are idle, so they take those
+        let h = helper_cpus(&m, &range(0, 24));
+        assert_eq!((h.proactive, h.control), (Some(47), Some(46)));
+        // nothing idle: unpinned
+        let h = helper_cpus(&m, &range(0, 48));
+        assert_eq!((h.proactive, h.control), (None, None));
+    }
+
+    #[test]
+    fn helpers_avoid_application_siblings_while_a_core_is_idle() {
+        // 4 cores x 2 (core k: CPUs k and k + 4); the application on
+        // cores 0-2 leaves core 3 idle: the helpers take its CPUs 7 and 3,
+        // not the idle siblings 4-6 of application cores
+        let m = linux_numbering(1, 4, 2);
+        let h = helper_cpus(&m, &[0, 1, 2]);
+        assert_eq!((h.proactive, h.control), (Some(7), Some(3)));
+        // an application thread on CPU 7 makes core 3 busy too: only
+        // siblings are idle, and the helpers take the last of them
+        let h = helper_cpus(&m, &[0, 1, 2, 7]);
+        assert_eq!((h.proactive, h.control), (Some(6), Some(5)));
+        let h = helper_cpus(&m, &[0, 1, 2, 3]);
+        assert_eq!((h.proactive, h.control), (Some(7), Some(6)));
+        // no SMT, one idle core: shared
+        let m = linux_numbering(1, 4, 1);
+        let h = helper_cpus(&m, &[0, 1, 2]);
+        assert_eq!((h.proactive, h.control), (Some(3), Some(3)));
+    }
+
+    #[test]
+    fn helpers_stay_on_the_application_socket() {
+        let m = linux_numbering(2, 4, 2);
+        // application on socket 1 (CPUs 4, 5): its idle cores 6, 7 and
+        // their siblings 14, 15; the order's last there are 15, 14
+        let h = helper_cpus(&m, &[4, 5]);
+        assert_eq!((h.proactive, h.control), (Some(15), Some(14)));
+        // socket 1 full: siblings 12..15 of application cores, although
+        // socket 0 is all idle
+        let h = helper_cpus(&m, &[4, 5, 6, 7]);
+        assert_eq!((h.proactive, h.control), (Some(15), Some(14)));
     }
 
     #[test]

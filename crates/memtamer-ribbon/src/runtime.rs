@@ -79,6 +79,7 @@ impl Ribbon {
                 .map(|_| AtomicU32::new(crate::shared::NO_CPU))
                 .collect(),
             flusher_tids: (0..max_flushers).map(|_| AtomicI32::new(0)).collect(),
+            helper_tids: [AtomicI32::new(0), AtomicI32::new(0)],
             #[cfg(test)]
             broken: cfg.broken_publish_early,
             #[cfg(test)]
@@ -87,7 +88,7 @@ impl Ribbon {
             broken_round_fence: cfg.broken_round_fence,
         });
         if pin_failed {
-            // no topology: the flushers stay on the process's mask
+            // no topology: the flushers and helpers stay on the process's mask
             shared.counters.pin_failures.fetch_add(1, Ordering::Relaxed);
         }
         let ribbon = Ribbon {

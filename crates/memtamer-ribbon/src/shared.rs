@@ -163,6 +163,7 @@ pub(crate) struct Counters {
     pub(crate) searches: AtomicU64,
     pub(crate) last_case: AtomicUsize,
     pub(crate) pins: AtomicU64,
+    pub(crate) helper_pins: AtomicU64,
     pub(crate) pin_failures: AtomicU64,
 }
 
@@ -263,8 +264,13 @@ pub struct Stats {
     /// Times a flusher pinned itself to one idle CPU (at start, and again
     /// whenever the flusher count or the registered queues change).
     pub pins: u64,
+    /// Times the control or proactive thread pinned itself to its idle CPU
+    /// (`placement::helper_cpus`; at start and whenever the flusher count or
+    /// the registered queues change).
+    pub helper_pins: u64,
     /// Pinning failures (no sysfs topology, or `sched_setaffinity`
-    /// refused): the flusher then runs on the process's whole mask.
+    /// refused, for a flusher, the control or the proactive thread): the
+    /// thread then runs on the process's whole mask.
     pub pin_failures: u64,
 }
 
@@ -319,6 +325,9 @@ pub(crate) struct Shared {
     pub(crate) busy_cpu: Box<[AtomicU32]>,
     /// Each flusher's kernel thread id, once it runs (0 before).
     pub(crate) flusher_tids: Box<[AtomicI32]>,
+    /// The control and proactive threads' kernel thread ids, indexed by
+    /// [`Helper`], once they run (0 before, or never started).
+    pub(crate) helper_tids: [AtomicI32; 2],
     #[cfg(test)]
     pub(crate) broken: bool,
     #[cfg(test)]
@@ -521,6 +530,46 @@ impl Shared {
         }
     }
 
+    /// The control or proactive thread (the calling thread) pins itself to
+    /// its CPU of [`crate::pin::helper_plan`], or to the process's whole
+    /// mask when no CPU is idle; a refused pin counts and leaves it on the
+    /// whole mask.
+    pub(crate) fn repin_helper(&self, who: Helper) {
+        let Some(p) = &self.pin else { return };
+        let h = crate::pin::helper_plan(&p.threads, &p.allowed, &self.busy_cpus());
+        let want = match who {
+            Helper::Control => h.control,
+            Helper::Proactive => h.proactive,
+        };
+        let set = want.map_or(p.allowed, |c| memtamer_core::CpuSet::single(c as usize));
+        if crate::pin::pin_self(&set) {
+            if want.is_some() {
+                self.counters.helper_pins.fetch_add(1, Ordering::Relaxed);
+            }
+        } else {
+            self.counters.pin_failures.fetch_add(1, Ordering::Relaxed);
+            let _ = crate::pin::pin_self(&p.allowed);
+        }
+    }
+
+    /// Called by the control or proactive thread in its loop: records its
+    /// tid once and re-pins it when the placement changed since `placed`
+    /// (the `pin_epoch` it last pinned for).
+    pub(crate) fn helper_placement(&self, who: Helper, placed: &mut u64) {
+        if *placed == u64::MAX {
+            self.helper_tids[who as usize].store(crate::pin::current_tid(), Ordering::Relaxed);
+        }
+        if self.pin.is_none() {
+            *placed = 0;
+            return;
+        }
+        let e = self.pin_epoch.load(Ordering::Acquire);
+        if e != *placed {
+            *placed = e;
+            self.repin_helper(who);
+        }
+    }
+
     pub(crate) fn unregister(&self, slot: usize) {
         let Ok(_g) = self.registry.lock() else { return };
         let n = self.active_len.load(Ordering::Relaxed);
@@ -562,9 +611,20 @@ impl Shared {
                 .flatten(),
             bandwidth_source: self.source_name.lock().map(|s| *s).unwrap_or("unknown"),
             pins: l(&c.pins),
+            helper_pins: l(&c.helper_pins),
             pin_failures: l(&c.pin_failures),
         }
     }
+}
+
+/// Ribbon's threads besides the flushers, which pin themselves apart
+/// from them (`placement::helper_cpus`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Helper {
+    /// The control thread (the four-point search).
+    Control = 0,
+    /// The proactive flushing thread.
+    Proactive = 1,
 }
 
 /// `Shared::busy_cpu` of a slot without a thread.

@@ -9,7 +9,7 @@ use crate::config::{FlushMode, JobSpec, Platform, WorkloadSpec};
 use crate::rng::Rng;
 use crate::workload::{Generator, Ps, NS};
 use memtamer_core::CpuSet;
-use memtamer_ribbon::placement::{flusher_order, HwThread};
+use memtamer_ribbon::placement::{flusher_order, helper_cpus, HwThread};
 
 /// Where a job's threads go (the engine's round-robin placement).
 pub(super) struct Placement<'a> {
@@ -99,15 +99,20 @@ impl Engine {
         }
         // pinned jobs: flusher f on the f-th hardware thread of the
         // runtime's order (idle cores of the application's socket, their
-        // siblings, then the application cores' siblings), the proactive
-        // thread beside the first flusher
-        let order = self.helper_order(place, &app);
+        // siblings, then the application cores' siblings); the proactive
+        // thread pinned, as the runtime pins it, to the last idle hardware
+        // thread of that order (`placement::helper_cpus`: apart from the
+        // flushers, thesis §6.3.2's "two independent groups"). The control
+        // thread is no simulated thread here (its ticks are events that
+        // take no CPU), so only the proactive thread has a place to take.
+        let (hw, busy) = self.helper_hw(place, &app);
+        let order = flusher_order(&hw, &busy);
         let mut index = app.len();
         for f in 0..FlushJob::flusher_threads(&spec) {
             let tid = self.spawn_helper(
                 j,
                 place,
-                (index, order.get(f % order.len().max(1)).copied()),
+                (index, order.get(f % order.len().max(1)).copied(), false),
                 next_cpu,
                 FlushRole::Flusher {
                     job: fi,
@@ -118,10 +123,11 @@ impl Engine {
             fj.add_flusher(tid);
         }
         if *proactive {
+            let cpu = helper_cpus(&hw, &busy).proactive;
             let tid = self.spawn_helper(
                 j,
                 place,
-                (index, order.first().copied()),
+                (index, cpu, true),
                 next_cpu,
                 FlushRole::Proactive { job: fi },
             );
@@ -133,13 +139,13 @@ impl Engine {
         Ok(())
     }
 
-    /// The hardware threads a pinned job's helpers take, in the order of
-    /// `memtamer_ribbon::placement::flusher_order` over the job's CPUs with
-    /// the application threads' CPUs busy; empty when the job is not
-    /// pinned (helpers then take the machine-wide round-robin).
-    fn helper_order(&self, place: &Placement, app: &[u32]) -> Vec<u32> {
+    /// A pinned job's hardware threads (its CPU list) and the CPUs its
+    /// application threads run on, for `memtamer_ribbon::placement`'s
+    /// `flusher_order` and `helper_cpus`; both empty when the job is not
+    /// pinned (its helpers then take the machine-wide round-robin).
+    fn helper_hw(&self, place: &Placement, app: &[u32]) -> (Vec<HwThread>, Vec<u32>) {
         if !place.fixed || place.list.is_empty() {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
         let hw: Vec<HwThread> = place
             .list
@@ -154,21 +160,23 @@ impl Engine {
             .iter()
             .filter_map(|&t| self.threads.get(t as usize).map(|th| th.cpu))
             .collect();
-        flusher_order(&hw, &busy)
+        (hw, busy)
     }
 
     /// A flusher or proactive thread of job `j`: the `at.0`-th thread of
-    /// the job, on CPU `at.1` when the job is pinned.
+    /// the job, on CPU `at.1` when the job is pinned, and kept there (its
+    /// allowed set that one CPU, as `sched_setaffinity` keeps the runtime's)
+    /// when `at.2`; else it may move within the job's CPUs when it wakes.
     fn spawn_helper(
         &mut self,
         j: usize,
         place: &Placement,
-        at: (usize, Option<u32>),
+        at: (usize, Option<u32>, bool),
         next_cpu: &mut u32,
         role: FlushRole,
     ) -> u32 {
         let tid = self.threads.len() as u32;
-        let (index, pinned) = at;
+        let (index, pinned, keep) = at;
         let cpu = if let Some(c) = pinned {
             c
         } else if place.fixed && !place.list.is_empty() {
@@ -183,7 +191,10 @@ impl Engine {
             gen: Generator::flush_agent(),
             rng: Rng::new(place.seed, tid as u64 + 1),
             cpu,
-            allowed: place.allowed,
+            allowed: match pinned {
+                Some(c) if keep => CpuSet::single(c as usize),
+                _ => place.allowed,
+            },
             gated: false,
             arrival_mean_ps: 0.0,
             flush_role: role,
@@ -204,6 +215,59 @@ impl Engine {
         });
         for (j, t) in ticks {
             self.push(t, EvKind::FlushTick(j));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Scenario;
+    use crate::engine::EngineConfig;
+    use crate::experiment::load_platform;
+    use crate::workload::NS;
+
+    /// A pinned Ribbon job of `n` application threads on the thesis socket
+    /// (24 cores x 2), with proactive flushing.
+    fn engine(n: u32) -> Engine {
+        let p = load_platform("thesis", &Default::default()).unwrap();
+        let text = format!(
+            "name = \"t\"\ntitle = \"t\"\nplatform = \"thesis\"\nduration_ms = 1.0\n\
+             [[job]]\nname = \"app\"\nthreads = {n}\ncpus = \"0-47\"\n\
+             workload = {{ kind = \"flush\", pattern = \"pmemkv\", mode = \"ribbon\", proactive = true }}\n"
+        );
+        let s = Scenario::parse("t", &text).unwrap();
+        let cfg = EngineConfig {
+            seed: 1,
+            warmup: 0,
+            duration: NS,
+            window: 1000 * NS,
+            sampler: None,
+        };
+        Engine::new(&p, &s, &cfg).unwrap()
+    }
+
+    fn role_cpus(e: &Engine, want: impl Fn(FlushRole) -> bool) -> Vec<(u32, CpuSet)> {
+        e.threads
+            .iter()
+            .filter(|t| want(t.flush_role))
+            .map(|t| (t.cpu, t.allowed))
+            .collect()
+    }
+
+    #[test]
+    fn the_proactive_thread_is_pinned_to_the_last_idle_core_thread_not_beside_flusher_0() {
+        for (n, want) in [(4u32, 47u32), (24, 47)] {
+            let e = engine(n);
+            let pro = role_cpus(&e, |r| matches!(r, FlushRole::Proactive { .. }));
+            assert_eq!(pro, vec![(want, CpuSet::single(want as usize))], "N = {n}");
+            let fl = role_cpus(&e, |r| matches!(r, FlushRole::Flusher { .. }));
+            // flusher 0 takes the order's first CPU (N = 4: idle core 4;
+            // N = 24: sibling 24), the proactive thread another one
+            assert_eq!(fl[0].0, if n == 4 { 4 } else { 24 }, "N = {n}");
+            assert_ne!(fl[0].0, want);
+            // the flushers are not kept on one CPU (unchanged model)
+            assert_eq!(fl[0].1, CpuSet::parse_list("0-47").unwrap());
         }
     }
 }

@@ -77,6 +77,14 @@ pub struct TierScenario {
     /// descheduled peers, which a simulated rank with its own core lacks.
     #[serde(default)]
     pub drop_calls: bool,
+    /// With a profile: leave the recorded computation out too (`compute_ns`
+    /// = 0), so that only the recorded accesses remain. The recorded
+    /// compute includes the phases' memory stalls at the recording host's
+    /// DRAM speed, so it hides the simulated tiers' difference; without it
+    /// the replay bounds the tiers' effect from above (docs/unimem.md,
+    /// "Profiles recorded from real MPI runs").
+    #[serde(default)]
+    pub drop_compute: bool,
 }
 
 impl TierScenario {
@@ -111,9 +119,12 @@ impl TierScenario {
                     .iterations
                     .ok_or_else(|| bad("iterations", "a profile needs iterations".into()))?;
                 let mut prog = parse_profile(p, &text, it)?;
-                if s.drop_calls {
-                    for ph in &mut prog.phases {
+                for ph in &mut prog.phases {
+                    if s.drop_calls {
                         ph.comm_ns = 0.0;
+                    }
+                    if s.drop_compute {
+                        ph.compute_ns = 0.0;
                     }
                 }
                 s.program = Some(prog);
@@ -127,6 +138,9 @@ impl TierScenario {
         }
         if s.drop_calls && s.profile.is_none() {
             return Err(bad("drop_calls", "drop_calls needs a profile".into()));
+        }
+        if s.drop_compute && s.profile.is_none() {
+            return Err(bad("drop_compute", "drop_compute needs a profile".into()));
         }
         if let Some(p) = &s.program {
             p.validate().map_err(|(k, m)| bad(k, m))?;
@@ -196,6 +210,18 @@ pub const RECORDED: &[Builtin] = &[
     (
         "ft-recorded-nocalls",
         include_str!("../builtin/tiered/ft-recorded-nocalls.toml"),
+    ),
+    (
+        "cg-recorded-memonly",
+        include_str!("../builtin/tiered/cg-recorded-memonly.toml"),
+    ),
+    (
+        "mg-recorded-memonly",
+        include_str!("../builtin/tiered/mg-recorded-memonly.toml"),
+    ),
+    (
+        "ft-recorded-memonly",
+        include_str!("../builtin/tiered/ft-recorded-memonly.toml"),
     ),
 ];
 

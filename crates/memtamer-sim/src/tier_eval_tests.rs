@@ -286,6 +286,8 @@ fn recorded_builtins_parse_and_say_where_they_come_from() {
         assert!(s.profile.is_some(), "{name}");
         let calls: f64 = s.program().phases.iter().map(|p| p.comm_ns).sum();
         assert_eq!(s.drop_calls, calls == 0.0, "{name}");
+        let compute: f64 = s.program().phases.iter().map(|p| p.compute_ns).sum();
+        assert_eq!(s.drop_compute, compute == 0.0, "{name}");
     }
     let e = TierScenario::parse(
         "x.toml",

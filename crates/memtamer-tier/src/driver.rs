@@ -133,6 +133,10 @@ pub struct Driver {
     profiled_iteration: u64,
     profile_fresh: bool,
     profile_out: Option<ProfileOut>,
+    /// Name and page-rounded size of each profiled object (`addrs`), taken
+    /// when profiling begins: an object freed before the decision keeps
+    /// them in the recording.
+    profiled_objs: Vec<(String, u64)>,
 }
 
 /// Where [`Driver`] writes each fresh profile (`memtamer-phase-profile`,
@@ -190,6 +194,7 @@ impl Driver {
             profiled_iteration: 0,
             profile_fresh: false,
             profile_out: None,
+            profiled_objs: Vec::new(),
         }
     }
 
@@ -306,7 +311,13 @@ impl Driver {
     }
 
     fn begin_profiling(&mut self) {
-        self.addrs = self.rt.objects().iter().map(|o| o.addr).collect();
+        let objs = self.rt.objects();
+        self.addrs = objs.iter().map(|o| o.addr).collect();
+        let page = crate::guard::page_size() as u64;
+        self.profiled_objs = objs
+            .iter()
+            .map(|o| (o.name.clone(), (o.size as u64).div_ceil(page) * page))
+            .collect();
         self.profile.clear();
         self.clocks.clear();
         self.call_s = 0.0;
@@ -363,7 +374,7 @@ impl Driver {
         // (`memtamer sim unimem`, scenario key `profile`).
         if self.profile_fresh {
             self.profile_fresh = false;
-            self.write_profile(&objs, &problem);
+            self.write_profile(&problem);
         }
         let per_obj: Vec<f64> = (0..self.addrs.len())
             .map(|o| {
@@ -418,19 +429,12 @@ impl Driver {
 
     /// Writes the profile just decided on (best effort: a profile that
     /// cannot be written changes nothing but is reported on stderr).
-    fn write_profile(&self, objs: &[crate::ObjectView], problem: &Problem) {
+    /// Objects are named and sized as when profiling began.
+    fn write_profile(&self, problem: &Problem) {
         let Some(out) = &self.profile_out else {
             return;
         };
-        let names: Vec<String> = self
-            .addrs
-            .iter()
-            .map(|a| {
-                objs.iter()
-                    .find(|o| o.addr == *a)
-                    .map_or_else(|| format!("obj{a:x}"), |o| o.name.clone())
-            })
-            .collect();
+        let (names, sizes): (Vec<String>, Vec<u64>) = self.profiled_objs.iter().cloned().unzip();
         let meta = crate::unimem::profile_file::ProfileMeta {
             rank: out.rank,
             iteration: self.profiled_iteration,
@@ -442,7 +446,7 @@ impl Driver {
         let text = crate::unimem::profile_file::format_profile(
             &meta,
             &names,
-            &problem.sizes,
+            &sizes,
             &problem.phases,
             &self.clocks,
         );

@@ -140,6 +140,8 @@ fn the_profiled_iteration_is_recorded_per_rank_with_call_times() {
         rt.alloc(2 * MB, "A", Tier::Slow).unwrap(),
         rt.alloc(2 * MB, "B", Tier::Slow).unwrap(),
     );
+    // freed before the decision: still in the recording, as it was
+    let c = rt.alloc(5000, "C", Tier::Slow).unwrap();
     let cfg = DriverConfig {
         tick: Duration::ZERO,
         pages_per_tick: 16,
@@ -154,8 +156,11 @@ fn the_profiled_iteration_is_recorded_per_rank_with_call_times() {
         rank: Some((1, 2)),
     };
     drv.record_profiles(out.clone());
-    for _ in 0..2 {
+    for it in 0..2 {
         drv.iteration();
+        if it == 0 {
+            rt.free(c).unwrap();
+        }
         sweep(a, 2 * MB, 2, &mut drv);
         drv.boundary();
         // the MPI call that begins phase 1 takes at least 2 ms
@@ -175,10 +180,13 @@ fn the_profiled_iteration_is_recorded_per_rank_with_call_times() {
         &["# memtamer-phase-profile v2", "rank 1 2", "iteration 1"]
     );
     assert!(lines[3].starts_with("sampler 0 16 4096 64"), "{text}");
-    // objects in the registry's order
-    let mut objs = lines[4..6].to_vec();
+    // objects in the registry's order, page-rounded
+    let mut objs = lines[4..7].to_vec();
     objs.sort();
-    assert_eq!(objs, ["object A 2097152", "object B 2097152"]);
+    assert_eq!(
+        objs,
+        ["object A 2097152", "object B 2097152", "object C 8192"]
+    );
     let phases: Vec<Vec<u64>> = lines
         .iter()
         .filter(|l| l.starts_with("phase "))

@@ -43,6 +43,7 @@ use super::fill::{Chain, ReqKind};
 use super::{Engine, EvKind};
 use crate::config::FlushMode;
 use crate::workload::{Op, Ps, NS};
+use memtamer_core::CpuSet;
 use memtamer_ribbon::controller::{ControlConfig, Controller};
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
@@ -158,6 +159,11 @@ pub(super) struct FlushJob {
     pub(super) app: Vec<u32>,
     pub(super) flushers: Vec<u32>,
     pub(super) proactive_tid: Option<u32>,
+    /// The helper threads pinned to one CPU (thread, CPU): re-applied when
+    /// the controller changes M, as the runtime's threads re-pin when
+    /// `pin_epoch` moves (`memtamer-ribbon` `shared.rs`
+    /// `placement_changed`).
+    pub(super) pins: Vec<(u32, u32)>,
     queues: Vec<VecDeque<u64>>,
     enqueued: Vec<u64>,
     completed: Vec<u64>,
@@ -218,6 +224,7 @@ impl FlushJob {
             app,
             flushers: Vec::new(),
             proactive_tid: None,
+            pins: Vec::new(),
             queues: vec![VecDeque::new(); n],
             enqueued: vec![0; n],
             completed: vec![0; n],
@@ -693,6 +700,7 @@ impl Engine {
         );
         job.stats.searches += c.searches() - before;
         let m = d.flushers.min(job.flushers.len());
+        let mut repin: Vec<(u32, u32)> = Vec::new();
         if m != job.active {
             let from = job.m_since.max(measure_start);
             if now > from {
@@ -700,6 +708,11 @@ impl Engine {
             }
             job.m_since = now;
             job.active = m;
+            // the runtime's `set_flushers` moves `pin_epoch`: each pinned
+            // thread re-pins to its CPU of the plan, whose inputs (the
+            // hardware threads, the application's CPUs at registration)
+            // an M change leaves as they were
+            repin.clone_from(&job.pins);
         }
         job.proactive_on = job.proactive_allowed && d.proactive;
         if !job.proactive_on {
@@ -709,6 +722,11 @@ impl Engine {
         let queued: Vec<usize> = (0..job.queues.len())
             .filter(|&q| !job.queues[q].is_empty())
             .collect();
+        for (tid, cpu) in repin {
+            // the CPU is the machine's (the plan takes it from the job's
+            // CPU list): the pin cannot be refused
+            let _ = self.set_affinity(tid, CpuSet::single(cpu as usize));
+        }
         for q in queued {
             self.wake_servers(j as usize, q);
         }

@@ -97,22 +97,26 @@ impl Engine {
             // the PATS gate limits threads that flush themselves
             th.gated = *mode == FlushMode::Eager;
         }
-        // pinned jobs: flusher f on the f-th hardware thread of the
-        // runtime's order (idle cores of the application's socket, their
-        // siblings, then the application cores' siblings); the proactive
-        // thread pinned, as the runtime pins it, to the last idle hardware
-        // thread of that order (`placement::helper_cpus`: apart from the
-        // flushers, thesis §6.3.2's "two independent groups"). The control
-        // thread is no simulated thread here (its ticks are events that
-        // take no CPU), so only the proactive thread has a place to take.
+        // pinned jobs: flusher f pinned, as the runtime's `pin::plan` pins
+        // it, to the f-th hardware thread of the runtime's order (idle
+        // cores of the application's socket, their siblings, then the
+        // application cores' siblings) and kept there; the proactive
+        // thread pinned to the last idle hardware thread of that order
+        // (`placement::helper_cpus`: apart from the flushers, thesis
+        // §6.3.2's "two independent groups"). The control thread is no
+        // simulated thread here (its ticks are events that take no CPU),
+        // so only the proactive thread has a place to take. `busy` is the
+        // application threads' CPUs when they start, the snapshot the
+        // runtime takes when each registers its queue.
         let (hw, busy) = self.helper_hw(place, &app);
         let order = flusher_order(&hw, &busy);
         let mut index = app.len();
         for f in 0..FlushJob::flusher_threads(&spec) {
+            let cpu = order.get(f % order.len().max(1)).copied();
             let tid = self.spawn_helper(
                 j,
                 place,
-                (index, order.get(f % order.len().max(1)).copied(), false),
+                (index, cpu, true),
                 next_cpu,
                 FlushRole::Flusher {
                     job: fi,
@@ -121,6 +125,9 @@ impl Engine {
             );
             index += 1;
             fj.add_flusher(tid);
+            if let Some(c) = cpu {
+                fj.pins.push((tid, c));
+            }
         }
         if *proactive {
             let cpu = helper_cpus(&hw, &busy).proactive;
@@ -132,6 +139,9 @@ impl Engine {
                 FlushRole::Proactive { job: fi },
             );
             fj.proactive_tid = Some(tid);
+            if let Some(c) = cpu {
+                fj.pins.push((tid, c));
+            }
         }
         if let Some(u) = self.flush.as_mut() {
             u.jobs.push(fj);
@@ -166,7 +176,8 @@ impl Engine {
     /// A flusher or proactive thread of job `j`: the `at.0`-th thread of
     /// the job, on CPU `at.1` when the job is pinned, and kept there (its
     /// allowed set that one CPU, as `sched_setaffinity` keeps the runtime's)
-    /// when `at.2`; else it may move within the job's CPUs when it wakes.
+    /// when `at.2`; else (no idle CPU: the runtime leaves the thread on the
+    /// process's mask) it may move within the job's CPUs when it wakes.
     fn spawn_helper(
         &mut self,
         j: usize,
@@ -266,8 +277,24 @@ mod tests {
             // N = 24: sibling 24), the proactive thread another one
             assert_eq!(fl[0].0, if n == 4 { 4 } else { 24 }, "N = {n}");
             assert_ne!(fl[0].0, want);
-            // the flushers are not kept on one CPU (unchanged model)
-            assert_eq!(fl[0].1, CpuSet::parse_list("0-47").unwrap());
+        }
+    }
+
+    #[test]
+    fn each_flusher_is_kept_on_its_cpu_of_the_runtime_order() {
+        // N = 4 on 0-3: the order is idle cores 4..23, their siblings
+        // 28..47, then the application's siblings 24..27 (docs/ribbon.md,
+        // "Where the control and proactive threads run"); flusher f gets
+        // order[f] and only that CPU, as `pin::plan` + `sched_setaffinity`
+        // give the runtime's flusher f
+        let e = engine(4);
+        let fl = role_cpus(&e, |r| matches!(r, FlushRole::Flusher { .. }));
+        let order: Vec<u32> = (4..24).chain(28..48).chain(24..28).collect();
+        assert_eq!(fl.len(), 48, "P4 = the job's 48 CPUs");
+        for (f, (cpu, allowed)) in fl.iter().enumerate() {
+            let want = order[f % order.len()];
+            assert_eq!(*cpu, want, "flusher {f}");
+            assert_eq!(*allowed, CpuSet::single(want as usize), "flusher {f}");
         }
     }
 }

@@ -134,3 +134,58 @@ fn with_more_flushers_than_queues_a_round_is_one_queues_share() {
     assert!(j.take_round(1).is_none(), "queue 1 is empty");
     assert!(j.take_round(5).is_none(), "flusher 5 is not active");
 }
+
+/// A pinned Ribbon job of 4 application threads on CPUs 0-3 of the thesis
+/// socket (24 cores x 2).
+fn pinned_engine() -> Engine {
+    use crate::config::Scenario;
+    use crate::engine::EngineConfig;
+    use crate::experiment::load_platform;
+    let p = load_platform("thesis", &Default::default()).unwrap();
+    let text = "name = \"t\"\ntitle = \"t\"\nplatform = \"thesis\"\nduration_ms = 1.0\n\
+                [[job]]\nname = \"app\"\nthreads = 4\ncpus = \"0-47\"\n\
+                workload = { kind = \"flush\", pattern = \"pmemkv\", mode = \"ribbon\", proactive = true }\n";
+    let s = Scenario::parse("t", text).unwrap();
+    let cfg = EngineConfig {
+        seed: 1,
+        warmup: 0,
+        duration: NS,
+        window: 1000 * NS,
+        sampler: None,
+    };
+    Engine::new(&p, &s, &cfg).unwrap()
+}
+
+#[test]
+fn a_change_of_m_re_pins_every_pinned_helper_to_its_cpu() {
+    let mut e = pinned_engine();
+    let pins = e.flush.as_ref().unwrap().jobs[0].pins.clone();
+    // 48 flushers (P4 = the job's CPUs) and the proactive thread
+    assert_eq!(pins.len(), 49);
+    let whole = memtamer_core::CpuSet::parse_list("0-47").unwrap();
+    for &(tid, _) in &pins {
+        e.set_affinity(tid, whole).unwrap();
+    }
+    // a tick whose M equals the current one leaves the threads alone
+    let m = {
+        let j = &mut e.flush.as_mut().unwrap().jobs[0];
+        j.controller.as_ref().unwrap().current().flushers
+    };
+    e.flush_tick(0);
+    assert_eq!(e.flush.as_ref().unwrap().jobs[0].active, m);
+    assert!(pins
+        .iter()
+        .all(|&(t, _)| e.threads[t as usize].allowed == whole));
+    // an M change (the job thought M was something else) re-pins them
+    e.flush.as_mut().unwrap().jobs[0].active = m + 1;
+    e.flush_tick(0);
+    for &(tid, cpu) in &pins {
+        let th = &e.threads[tid as usize];
+        assert_eq!(
+            th.allowed,
+            memtamer_core::CpuSet::single(cpu as usize),
+            "thread {tid}"
+        );
+        assert_eq!(th.cpu, cpu, "thread {tid}");
+    }
+}

@@ -118,6 +118,44 @@ impl Problem {
         move_cost(self.sizes[obj] as f64, self.platform.copy_bw, window)
     }
 
+    /// Exposed cost (Eq. 3.3) of every promotion of the cyclic plan `dram`,
+    /// per iteration, with the DRAM room in each phase of a window shared
+    /// by the copies that use it. [`Self::exposed_copy_in`] asks for each
+    /// promotion alone whether a phase has room for it; two promotions for
+    /// the same phase then both count the one free slot of the phase before,
+    /// although the copy that lands first holds that slot until its phase
+    /// and the other waits for the transition's evictions (the schedule's
+    /// [`super::schedule::hoist`] replays exactly that and hoists only one).
+    /// Here, transitions in phase order and within one by object, each
+    /// promotion's window stops at the first phase without room for it
+    /// next to the phase's own set and the copies already credited there,
+    /// and it then holds its room in every phase of its window.
+    pub fn exposed_promotions(&self, dram: &[BTreeSet<ObjId>]) -> f64 {
+        let n = dram.len();
+        let times = self.times();
+        // bytes resident in each phase: its set, plus copies credited to it
+        let mut held: Vec<u64> = dram.iter().map(|s| self.size_of(s)).collect();
+        let mut total = 0.0;
+        for i in 0..n {
+            let prev = &dram[(i + n - 1) % n];
+            for &o in dram[i].difference(prev) {
+                let size = self.sizes[o];
+                let d = free_phases_before(&self.uses(o), i);
+                let mut window = 0.0;
+                for k in (1..=d).map(|k| (i + n - k) % n) {
+                    let own = if dram[k].contains(&o) { size } else { 0 };
+                    if held[k] - own + size > self.capacity {
+                        break;
+                    }
+                    held[k] += size - own;
+                    window += times[k];
+                }
+                total += move_cost(size as f64, self.platform.copy_bw, window);
+            }
+        }
+        total
+    }
+
     fn one_time(&self, obj: ObjId) -> f64 {
         self.sizes[obj] as f64 / self.platform.copy_bw
     }
@@ -237,11 +275,12 @@ pub fn global_search(p: &Problem, start: &BTreeSet<ObjId>) -> BTreeSet<ObjId> {
 /// Seconds per iteration lost to the slow tier (benefits forgone) and to
 /// exposed copies between consecutive phases (cyclic): a promotion's
 /// Eq. 3.3 window only counts the phases where the plan leaves DRAM room
-/// for it ([`Problem::exposed_copy_in`]).
+/// for it, shared with the other promotions that use the same room
+/// ([`Problem::exposed_promotions`]).
 pub fn per_iteration(p: &Problem, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
     let n = p.phases.len();
     let mut lost = 0.0;
-    let mut moves = 0.0;
+    let mut moves = p.exposed_promotions(dram);
     for i in 0..n {
         for &o in p.phases[i].objs.keys() {
             if o < p.sizes.len() && !dram[i].contains(&o) {
@@ -249,9 +288,6 @@ pub fn per_iteration(p: &Problem, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
             }
         }
         let prev = &dram[(i + n - 1) % n];
-        for &o in dram[i].difference(prev) {
-            moves += p.exposed_copy_in(o, i, dram);
-        }
         for &o in prev.difference(&dram[i]) {
             moves += p.exposed_copy(o, i);
         }

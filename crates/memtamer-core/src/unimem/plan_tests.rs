@@ -287,3 +287,37 @@ fn leave_room_trades_a_resident_for_hidden_copies() {
     assert!(got < before, "{got} !< {before}: {after:?}");
     assert!(after.iter().zip(&full).all(|(a, f)| a.is_subset(f)));
 }
+
+/// Two promotions for one phase and room for one copy in the phase before:
+/// only one copy is hidden there (the other waits for the transition's
+/// evictions), as the enforced schedule does; each promotion asked alone
+/// ([`Problem::exposed_copy_in`]) says both are hidden.
+#[test]
+fn promotions_share_the_room_before_their_phase() {
+    use crate::unimem::schedule::schedule_checked;
+    use crate::unimem::Tier;
+    // phase 0 uses 0 and 1, phase 1 uses 2; DRAM holds two; a copy takes 1 s
+    let p = Problem {
+        sizes: vec![100, 100, 100],
+        phases: vec![phase(1.0, &[(0, 1e6), (1, 1e6)]), phase(1.0, &[(2, 1e6)])],
+        platform: platform(100.0),
+        capacity: 200,
+        iterations: 10.0,
+    };
+    let dram = vec![set(&[0, 1]), set(&[2])];
+    // alone, each of 0 and 1 finds room in phase 1
+    assert_eq!(p.exposed_copy_in(0, 0, &dram), 0.0);
+    assert_eq!(p.exposed_copy_in(1, 0, &dram), 0.0);
+    // together: one hidden, one exposed (1 s); 2's promotion exposed (phase
+    // 0 is full); three evictions right after their use, exposed
+    assert_eq!(p.exposed_promotions(&dram), 2.0);
+    assert_eq!(per_iteration(&p, &dram).1, 5.0);
+    // the schedule enforced for this plan hoists one of the two, not both
+    let uses: Vec<Vec<bool>> = (0..3).map(|o| p.uses(o)).collect();
+    let (m, _) = schedule_checked(&dram, &uses, &p.sizes, p.capacity);
+    let early = m
+        .iter()
+        .filter(|m| m.to == Tier::Dram && m.needed_by == 0 && m.issue != 0)
+        .count();
+    assert_eq!(early, 1, "{m:?}");
+}

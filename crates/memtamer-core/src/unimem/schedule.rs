@@ -40,8 +40,10 @@ pub fn schedule(dram: &[BTreeSet<ObjId>], uses: &[Vec<bool>]) -> Vec<Move> {
 /// start of the phase that needs it instead (always feasible: evictions
 /// run first, and each phase's set fits). The flag says which was kept.
 ///
-/// When the early schedule is kept, each promotion is then [`hoist`]ed
-/// further ahead into free DRAM where the replay allows it.
+/// Either way each promotion is then [`hoist`]ed further ahead into free
+/// DRAM where the replay allows it (before, the at-need fallback was not
+/// hoisted, and a plan predicted with its copies hidden in a roomy phase
+/// ran them all exposed).
 pub fn schedule_checked(
     dram: &[BTreeSet<ObjId>],
     uses: &[Vec<bool>],
@@ -51,7 +53,19 @@ pub fn schedule_checked(
     let early = schedule_with(dram, uses, true);
     match replay(dram, uses, &early, sizes, 3) {
         Ok(peak) if peak <= capacity => (hoist(dram, uses, sizes, capacity, early), true),
-        _ => (schedule_with(dram, uses, false), false),
+        // at need is feasible; hoisting keeps it so (replay-checked) and
+        // gives the copies the lead the room allows, as the plan's
+        // prediction assumes (`Problem::exposed_promotions`)
+        _ => (
+            hoist(
+                dram,
+                uses,
+                sizes,
+                capacity,
+                schedule_with(dram, uses, false),
+            ),
+            false,
+        ),
     }
 }
 
@@ -380,6 +394,39 @@ mod tests {
                 "{m:?}"
             );
         }
+    }
+
+    /// The local plan nek-eddy got at 1x (DRAM for 4 of 8 objects): the
+    /// early schedule evicts 4, 5 at phase 3 for phase 0 and promotes them
+    /// there for phase 2, so its replay fails and every move is issued at
+    /// need; phase 1 holds only 6, 7, so the promotions of 4, 5 still go
+    /// one phase early.
+    #[test]
+    fn at_need_fallback_is_hoisted_into_room() {
+        let uses: Vec<Vec<bool>> = (0..8)
+            .map(|o| (0..4).map(|i| o / 2 == i).collect())
+            .collect();
+        let dram = vec![
+            set(&[0, 1, 6, 7]),
+            set(&[6, 7]),
+            set(&[4, 5, 6, 7]),
+            set(&[4, 5, 6, 7]),
+        ];
+        let sizes = [10; 8];
+        let (m, early) = schedule_checked(&dram, &uses, &sizes, 40);
+        assert!(!early);
+        for o in [4, 5] {
+            assert!(
+                m.contains(&Move {
+                    issue: 1,
+                    to: Tier::Dram,
+                    obj: o,
+                    needed_by: 2
+                }),
+                "{m:?}"
+            );
+        }
+        assert!(replay(&dram, &uses, &m, &sizes, 3).unwrap() <= 40);
     }
 
     #[test]

@@ -31,7 +31,7 @@ use super::{page_sizes, MoveReq, PhaseObs, PhasePolicy, PhaseStart, SpaceView, T
 use crate::config::phased::{ModelSpec, PhasedProgram, SearchSpec};
 use memtamer_core::unimem::model::{ObjPhase, PhaseProfile, Platform};
 use memtamer_core::unimem::plan::{
-    decide, global_search, initial_placement, local_search, predict, Problem, Search,
+    decide, global_search, initial_placement, local_search, per_iteration, predict, Problem, Search,
 };
 use memtamer_core::unimem::schedule::{schedule_checked, Move};
 use memtamer_core::unimem::transition::{transition, OnceMove};
@@ -256,6 +256,12 @@ impl UnimemPolicy {
             SearchSpec::Global => (Search::Global, vec![global_search(&problem, &start); n]),
         };
         let predicted = predict(&problem, &dram, &start);
+        // the model's view of the alternatives the user compares against
+        // (docs/unimem.md "Why the 0.5x plan is accepted"): the plan's
+        // per-iteration split, and leaving everything in place / slow
+        let (lost, exposed) = per_iteration(&problem, &dram);
+        let in_place = predict(&problem, &vec![start.clone(); n], &start);
+        let slow_only = predict(&problem, &vec![BTreeSet::new(); n], &start);
         let uses: Vec<Vec<bool>> = (0..self.sizes.len()).map(|o| problem.uses(o)).collect();
         let (moves, early) = schedule_checked(&dram, &uses, &self.sizes, self.capacity);
         // writes per unit: a chunk is written where its object is
@@ -294,13 +300,18 @@ impl UnimemPolicy {
             )
         };
         self.decided = format!(
-            "{chunks}{} search, predicted {:.3} ms, {} moves per iteration{}, DRAM sets [{}]",
+            "{chunks}{} search, predicted {:.3} ms (per iteration {:.3} lost + {:.3} exposed; \
+             in place {:.3}, all slow {:.3}), {} moves per iteration{}, DRAM sets [{}]",
             if search == Search::Local {
                 "local"
             } else {
                 "global"
             },
             predicted * 1e3,
+            lost * 1e3,
+            exposed * 1e3,
+            in_place * 1e3,
+            slow_only * 1e3,
             moves.len(),
             if early { "" } else { " (issued at need)" },
             sets.join(" | ")

@@ -231,16 +231,15 @@ impl Engine {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::config::Scenario;
     use crate::engine::EngineConfig;
     use crate::experiment::load_platform;
-    use crate::workload::NS;
 
     /// A pinned Ribbon job of `n` application threads on the thesis socket
     /// (24 cores x 2), with proactive flushing.
-    fn engine(n: u32) -> Engine {
+    pub(crate) fn engine(n: u32) -> Engine {
         let p = load_platform("thesis", &Default::default()).unwrap();
         let text = format!(
             "name = \"t\"\ntitle = \"t\"\nplatform = \"thesis\"\nduration_ms = 1.0\n\
@@ -248,13 +247,7 @@ mod tests {
              workload = {{ kind = \"flush\", pattern = \"pmemkv\", mode = \"ribbon\", proactive = true }}\n"
         );
         let s = Scenario::parse("t", &text).unwrap();
-        let cfg = EngineConfig {
-            seed: 1,
-            warmup: 0,
-            duration: NS,
-            window: 1000 * NS,
-            sampler: None,
-        };
+        let cfg = EngineConfig::for_tests();
         Engine::new(&p, &s, &cfg).unwrap()
     }
 

@@ -135,25 +135,10 @@ fn with_more_flushers_than_queues_a_round_is_one_queues_share() {
     assert!(j.take_round(5).is_none(), "flusher 5 is not active");
 }
 
-/// A pinned Ribbon job of 4 application threads on CPUs 0-3 of the thesis
-/// socket (24 cores x 2).
+/// A pinned Ribbon job of 4 application threads on the thesis socket
+/// (24 cores x 2): `flush_setup`'s fixture.
 fn pinned_engine() -> Engine {
-    use crate::config::Scenario;
-    use crate::engine::EngineConfig;
-    use crate::experiment::load_platform;
-    let p = load_platform("thesis", &Default::default()).unwrap();
-    let text = "name = \"t\"\ntitle = \"t\"\nplatform = \"thesis\"\nduration_ms = 1.0\n\
-                [[job]]\nname = \"app\"\nthreads = 4\ncpus = \"0-47\"\n\
-                workload = { kind = \"flush\", pattern = \"pmemkv\", mode = \"ribbon\", proactive = true }\n";
-    let s = Scenario::parse("t", text).unwrap();
-    let cfg = EngineConfig {
-        seed: 1,
-        warmup: 0,
-        duration: NS,
-        window: 1000 * NS,
-        sampler: None,
-    };
-    Engine::new(&p, &s, &cfg).unwrap()
+    crate::engine::flush_setup::tests::engine(4)
 }
 
 #[test]

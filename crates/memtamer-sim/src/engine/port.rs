@@ -218,7 +218,6 @@ mod tests {
     use crate::config::{JobSpec, Scenario, WorkloadSpec};
     use crate::engine::EngineConfig;
     use crate::experiment::load_platform;
-    use crate::workload::NS;
     use memtamer_core::{CoreBudget, CpuSet, Migration};
 
     /// Two threads of one compute job on `ahn` (2 sockets x 16 cores x 2).
@@ -240,13 +239,7 @@ mod tests {
             },
         };
         let s = Scenario::with_jobs("t", "ahn", vec![job]);
-        let cfg = EngineConfig {
-            seed: 1,
-            warmup: 0,
-            duration: NS,
-            window: 1000 * NS,
-            sampler: None,
-        };
+        let cfg = EngineConfig::for_tests();
         Engine::new(&p, &s, &cfg).unwrap()
     }
 

@@ -337,18 +337,12 @@ mod tests {
     use crate::engine::EngineConfig;
     use crate::experiment::load_platform;
     use crate::rng::Rng;
-    use crate::workload::{addr, NS};
+    use crate::workload::addr;
 
     fn ahn_engine() -> Engine {
         let p = load_platform("ahn", &Default::default()).unwrap();
         let s = Scenario::with_jobs("t", "ahn", vec![]);
-        let cfg = EngineConfig {
-            seed: 1,
-            warmup: 0,
-            duration: NS,
-            window: 1000 * NS,
-            sampler: None,
-        };
+        let cfg = EngineConfig::for_tests();
         Engine::new(&p, &s, &cfg).unwrap()
     }
 
@@ -359,13 +353,7 @@ mod tests {
             .collect();
         let p = load_platform(platform, &o).unwrap();
         let s = Scenario::with_jobs("t", platform, vec![]);
-        let cfg = EngineConfig {
-            seed: 1,
-            warmup: 0,
-            duration: NS,
-            window: 1000 * NS,
-            sampler: None,
-        };
+        let cfg = EngineConfig::for_tests();
         Engine::new(&p, &s, &cfg).unwrap()
     }
 

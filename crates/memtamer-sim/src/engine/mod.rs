@@ -98,19 +98,7 @@ pub struct EngineConfig {
 }
 
 #[cfg(test)]
-impl EngineConfig {
-    /// Test fixture: seed 1, no warm-up, a 1 ns run and a 1 µs policy window,
-    /// the configuration the engine's unit tests build their engines with.
-    pub(crate) fn for_tests() -> Self {
-        EngineConfig {
-            seed: 1,
-            warmup: 0,
-            duration: crate::workload::NS,
-            window: 1000 * crate::workload::NS,
-            sampler: None,
-        }
-    }
-}
+mod test_support;
 
 /// Per-job measured results.
 #[derive(Clone, Debug, Default)]

@@ -50,6 +50,19 @@ pub fn hw_threads(t: &Topology) -> Vec<HwThread> {
     out
 }
 
+/// CPUs no Ribbon thread may take: the application's (`busy`) and every CPU
+/// outside the process's mask (`allowed`), so nothing is pinned outside it.
+fn taken_cpus(threads: &[HwThread], allowed: &CpuSet, busy: &[u32]) -> Vec<u32> {
+    let mut taken: Vec<u32> = busy.to_vec();
+    taken.extend(
+        threads
+            .iter()
+            .filter(|t| !allowed.contains(t.cpu as usize))
+            .map(|t| t.cpu),
+    );
+    taken
+}
+
 /// The CPU of each of `flushers` flushers: flusher `f` gets
 /// `order[f % order.len()]` of [`flusher_order`] (so flushers share CPUs
 /// when there are fewer idle hardware threads than flushers), or None
@@ -63,14 +76,7 @@ pub fn plan(
     busy: &[u32],
     flushers: usize,
 ) -> Vec<Option<u32>> {
-    let mut taken: Vec<u32> = busy.to_vec();
-    taken.extend(
-        threads
-            .iter()
-            .filter(|t| !allowed.contains(t.cpu as usize))
-            .map(|t| t.cpu),
-    );
-    let order = flusher_order(threads, &taken);
+    let order = flusher_order(threads, &taken_cpus(threads, allowed, busy));
     (0..flushers)
         .map(|f| order.get(f % order.len().max(1)).copied())
         .collect()
@@ -80,14 +86,7 @@ pub fn plan(
 /// ([`helper_cpus`]), with every CPU outside `allowed` counted busy as in
 /// [`plan`]; None for a thread means it stays on the process's mask.
 pub fn helper_plan(threads: &[HwThread], allowed: &CpuSet, busy: &[u32]) -> HelperCpus {
-    let mut taken: Vec<u32> = busy.to_vec();
-    taken.extend(
-        threads
-            .iter()
-            .filter(|t| !allowed.contains(t.cpu as usize))
-            .map(|t| t.cpu),
-    );
-    helper_cpus(threads, &taken)
+    helper_cpus(threads, &taken_cpus(threads, allowed, busy))
 }
 
 /// Whether an `MEMTAMER_RIBBON_PIN` value asks for pinning (None: the

@@ -57,11 +57,9 @@ fn tier_of(rt: &TierRuntime, p: *mut u8) -> Tier {
 }
 
 /// Phase 0 sweeps A 10 times, phase 1 sweeps B once; DRAM holds one of them.
-fn run(
-    copy_bw: f64,
-    iterations: usize,
-    mut check: impl FnMut(usize, usize, &TierRuntime, *mut u8, *mut u8),
-) -> (Arc<TierRuntime>, Driver, *mut u8, *mut u8) {
+/// A runtime with 3 MiB of DRAM and two 2 MiB objects `A` and `B` in the
+/// slow tier (a /dev/shm file), so only one fits in DRAM.
+fn two_objects() -> (Arc<TierRuntime>, *mut u8, *mut u8) {
     let rt = Arc::new(
         TierRuntime::new(TierConfig::new(3 * MB, SlowTier::File("/dev/shm".into())).unwrap())
             .unwrap(),
@@ -70,6 +68,15 @@ fn run(
         rt.alloc(2 * MB, "A", Tier::Slow).unwrap(),
         rt.alloc(2 * MB, "B", Tier::Slow).unwrap(),
     );
+    (rt, a, b)
+}
+
+fn run(
+    copy_bw: f64,
+    iterations: usize,
+    mut check: impl FnMut(usize, usize, &TierRuntime, *mut u8, *mut u8),
+) -> (Arc<TierRuntime>, Driver, *mut u8, *mut u8) {
+    let (rt, a, b) = two_objects();
     let cfg = DriverConfig {
         tick: Duration::ZERO,
         pages_per_tick: 16,
@@ -147,14 +154,7 @@ fn the_profiled_iteration_is_recorded_per_rank_with_call_times() {
     use memtamer_tier::driver::ProfileOut;
     let dir = std::env::temp_dir().join(format!("memtamer-profile-out-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let rt = Arc::new(
-        TierRuntime::new(TierConfig::new(3 * MB, SlowTier::File("/dev/shm".into())).unwrap())
-            .unwrap(),
-    );
-    let (a, b) = (
-        rt.alloc(2 * MB, "A", Tier::Slow).unwrap(),
-        rt.alloc(2 * MB, "B", Tier::Slow).unwrap(),
-    );
+    let (rt, a, b) = two_objects();
     // freed before the decision: still in the recording, as it was
     let c = rt.alloc(5000, "C", Tier::Slow).unwrap();
     let cfg = DriverConfig {

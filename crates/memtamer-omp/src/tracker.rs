@@ -8,37 +8,16 @@ use memtamer_tahoe::extents::Extents;
 use memtamer_tahoe::plan::{Batch, Decision, Planner};
 use memtamer_tahoe::record::Row;
 use memtamer_tahoe::task::{Access, DataObject, Task, TaskType};
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 
-/// Hasher for the tool's own task ids (sequential `u64`s from one
-/// counter): one multiply instead of SipHash, which the callbacks paid
-/// three to four times per dependence edge (callgrind of heat,
-/// docs/tahoe.md "overhead"). Ids are not attacker-chosen.
-#[derive(Default, Clone, Copy, Debug)]
-pub struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        // Fibonacci hashing: high bits (hashbrown's tag) and low bits
-        // (its bucket) both vary with sequential ids.
-        self.0 = (self.0 ^ x)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            .rotate_left(26);
-    }
-}
-
-type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
-type IdSet = HashSet<u64, BuildHasherDefault<IdHasher>>;
+/// Maps and sets keyed by the tool's own task ids (sequential `u64`s from
+/// one counter). They share the planner's multiplicative hasher
+/// ([`memtamer_tahoe::fasthash`]): one multiply instead of SipHash, which
+/// the callbacks paid three to four times per dependence edge (callgrind
+/// of heat, docs/tahoe.md "overhead"). Ids are not attacker-chosen.
+type IdMap<V> = memtamer_tahoe::fasthash::PageMap<V>;
+type IdSet = memtamer_tahoe::fasthash::PageSet;
 
 /// Largest extent inferred for one dependence object.
 pub const MAX_EXTENT: u64 = 64 << 20;

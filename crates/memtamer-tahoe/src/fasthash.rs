@@ -4,7 +4,9 @@
 //! process's own address space, so DoS resistance is not needed. The same
 //! hasher keys the task-type maps ([`TypeMap`]): a type key (code address
 //! and argument sizes, thesis §4.3.2) is hashed on every task start and
-//! completion, and comes from the program's own task metadata.
+//! completion, and comes from the program's own task metadata. The OMPT
+//! tool keys its task records by sequential task ids with [`PageMap`] and
+//! [`PageSet`] too (`memtamer-omp`'s tracker).
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -69,6 +71,21 @@ mod tests {
         let mut h3 = PageHasher::default();
         h3.write(&[1, 2]);
         assert_ne!(h3.finish(), 0);
+    }
+
+    #[test]
+    fn sequential_ids_spread_over_buckets_and_tags() {
+        // hashbrown takes the bucket from the low bits and a 7-bit tag
+        // from the top bits; sequential task ids must vary both.
+        let hash = |n: u64| {
+            let mut h = PageHasher::default();
+            h.write_u64(n);
+            h.finish()
+        };
+        let low: HashSet<u64> = (0..4096u64).map(|n| hash(n) & 0xfff).collect();
+        assert_eq!(low.len(), 4096, "low 12 bits: one bucket per id");
+        let tags: HashSet<u64> = (0..4096u64).map(|n| hash(n) >> 57).collect();
+        assert!(tags.len() > 100, "only {} distinct tags", tags.len());
     }
 
     #[test]

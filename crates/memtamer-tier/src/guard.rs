@@ -159,6 +159,18 @@ pub(crate) fn release(i: usize) {
     s.state.store(FREE, SeqCst);
 }
 
+/// Whether `[addr, addr+len)` overlaps an object some registry of this
+/// process holds (any slot not `FREE`). The page sampler refuses such
+/// pages: the registry protects and remaps its objects itself.
+pub(crate) fn in_object(addr: usize, len: usize) -> bool {
+    SLOTS[..HIGH.load(SeqCst)].iter().any(|s| {
+        let base = s.base.load(SeqCst);
+        s.state.load(SeqCst) != FREE
+            && addr < base.saturating_add(s.len.load(SeqCst))
+            && base < addr.saturating_add(len)
+    })
+}
+
 /// Spins (yielding) until no handler is between its state check and its
 /// `mprotect` for slot `i`.
 pub(crate) fn wait_no_inflight(i: usize) {

@@ -11,17 +11,10 @@ use std::time::Duration;
 
 const MB: usize = 1 << 20;
 
-/// One driver at a time in this process. Two `Driver`s profiling and
-/// migrating concurrently in one process crash with SIGSEGV about once in
-/// eight runs (found 2026-11-26: `--test-threads=2`; every test alone and
-/// `--test-threads=1` pass 10 of 10). The runtime makes one driver per rank
-/// process, so this is not a path an MPI program takes; the race is open and
-/// documented in docs/unimem.md "What is left".
-static ONE_DRIVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_driver() -> std::sync::MutexGuard<'static, ()> {
-    ONE_DRIVER.lock().unwrap_or_else(|e| e.into_inner())
-}
+// The tests run in parallel: two `Driver`s profiling and migrating at once
+// in one process. Until issue 20's fix of the shared fault handler's slot
+// table (`guard::claim`) this crashed with SIGSEGV now and then, and the
+// tests took one driver at a time; tests/many_runtimes.rs is its stress test.
 
 fn platform(copy_bw: f64) -> Platform {
     let mut p = Platform::emulated(10e9, 100e-9, 2.0, 4.0);
@@ -105,7 +98,6 @@ fn all_equal(p: *mut u8, n: usize, v: u8) -> bool {
 
 #[test]
 fn expensive_copies_keep_the_hot_object_in_dram() {
-    let _one = one_driver();
     let (rt, drv, a, b) = run(1e6, 5, |_, _, _, _, _| {});
     let plan = drv.plan().expect("a plan after the profiled iteration");
     assert_eq!(plan.search, Search::Global);
@@ -120,7 +112,6 @@ fn expensive_copies_keep_the_hot_object_in_dram() {
 
 #[test]
 fn cheap_copies_follow_the_phases() {
-    let _one = one_driver();
     let mut seen = Vec::new();
     let (rt, drv, a, b) = run(1e15, 6, |it, ph, rt, a, b| {
         // From the third iteration on (iteration 1 profiles, the end of it
@@ -150,7 +141,6 @@ fn cheap_copies_follow_the_phases() {
 /// object's accesses in the phase that touched it.
 #[test]
 fn the_profiled_iteration_is_recorded_per_rank_with_call_times() {
-    let _one = one_driver();
     use memtamer_tier::driver::ProfileOut;
     let dir = std::env::temp_dir().join(format!("memtamer-profile-out-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

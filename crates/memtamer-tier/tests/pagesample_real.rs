@@ -123,3 +123,30 @@ fn real_crash_next_to_sampled_pages_still_crashes() {
     let c = s.finish();
     assert_eq!(c.pages[&first], 0.0, "the child's touch was its own");
 }
+
+/// Pages of an object the tiering registry owns are never armed, though
+/// its mapping is plain anonymous memory: the registry protects and remaps
+/// its objects itself, and a page the sampler armed, or gave back, during a
+/// migration's copy would block the copying thread for good (a `PROT_NONE`
+/// source page) or let a write land in the old copy (write permission given
+/// back early). Unimem and the Tahoe tool share the handler in one process
+/// (issue 20).
+#[test]
+fn pages_of_registry_objects_are_not_armed() {
+    use memtamer_tier::{SlowTier, Tier, TierConfig, TierRuntime};
+    let cfg = TierConfig::new(1 << 20, SlowTier::File("/dev/shm".into())).unwrap();
+    let rt = TierRuntime::new(cfg).unwrap();
+    let ps = page_size();
+    let o = rt.alloc(4 * ps, "o", Tier::Dram).unwrap();
+    let first = o as u64 / ps as u64;
+    let mem = maps();
+    assert!(
+        mem.armable(o as usize, ps).is_some(),
+        "the object's mapping alone would be armable"
+    );
+    let pages: Vec<u64> = (first..first + 4).collect();
+    let s = PageSampler::arm(&pages, current_tid(), &mem, ps).unwrap();
+    assert!(s.is_empty(), "armed {} pages of a registry object", s.len());
+    drop(s);
+    rt.free(o).unwrap();
+}

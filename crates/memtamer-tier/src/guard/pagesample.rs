@@ -482,7 +482,9 @@ impl PageSampler {
     /// each page that `mem` allows ([`Memory::armable`]) and has room in
     /// the table is mapped `PROT_NONE`. Installs the shared SIGSEGV handler
     /// first. Pages already armed by another sampler are skipped (a page
-    /// has one owner at a time).
+    /// has one owner at a time), and so are pages of tiering objects (a
+    /// registry of this process protects and remaps those itself: arming
+    /// one could stall a migration's copy or unprotect it mid-copy).
     pub fn arm(
         pages: &[u64],
         owner: i32,
@@ -496,6 +498,9 @@ impl PageSampler {
             let Some(prot) = mem.armable(p as usize * page_size, page_size) else {
                 continue;
             };
+            if super::in_object(p as usize * page_size, page_size) {
+                continue; // a tiering object: the registry's to protect
+            }
             let Some(i) = Self::take_slot(p) else {
                 continue;
             };

@@ -4,6 +4,7 @@
 //! flag `sim.rs` runs the scenarios' own seed as before.
 
 use crate::error::{CliError, Outcome};
+use crate::format::progress;
 use memtamer_sim::ribbon_eval::{contention_markdown, markdown};
 use memtamer_sim::ribbon_seeds::{evaluate_seeds, over_seeds, over_seeds_markdown, SeedRun};
 
@@ -16,8 +17,7 @@ fn tables(r: &SeedRun) {
 
 /// `--seed N`: the default run's tables with every point at seed `seed`.
 pub(super) fn one_seed(seed: u64, jobs: usize) -> Result<Outcome, CliError> {
-    let runs = evaluate_seeds(&[seed], jobs, true)?;
-    eprintln!();
+    let runs = evaluate_seeds(&[seed], jobs, progress())?;
     for r in &runs {
         tables(r);
     }
@@ -27,8 +27,7 @@ pub(super) fn one_seed(seed: u64, jobs: usize) -> Result<Outcome, CliError> {
 /// `--seeds A,B,...`: each seed's tables under a heading, then the
 /// Done-when lines per seed with their mean / min / max.
 pub(super) fn seeds(seeds: &[u64], jobs: usize) -> Result<Outcome, CliError> {
-    let runs = evaluate_seeds(seeds, jobs, true)?;
-    eprintln!();
+    let runs = evaluate_seeds(seeds, jobs, progress())?;
     for r in &runs {
         println!("### seed {}", r.seed);
         println!();

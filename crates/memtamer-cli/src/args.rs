@@ -431,6 +431,15 @@ pub(crate) enum SimCmd {
         /// Worker threads (default: all cores).
         #[arg(long, default_value_t = 0)]
         jobs: usize,
+        /// Run every scenario with this seed instead of the scenarios' own (1); prints
+        /// the same tables.
+        #[arg(long, conflicts_with = "seeds",
+              value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
+        seed: Option<u64>,
+        /// Run the tables once per seed (one worker pool for all) and print a
+        /// Done-when summary with a column per seed and mean / min / max.
+        #[arg(long, value_name = "S1,S2,...", value_parser = parse_seed_list)]
+        seeds: Option<SeedList>,
     },
     /// Measure the simulated PEBS sampler's accounting error against ground truth.
     Sampler {
@@ -615,4 +624,12 @@ pub(crate) enum TierCmd {
         #[arg(long)]
         slow_lat_mul: Option<f64>,
     },
+}
+
+/// The seeds of `memtamer sim ribbon --seeds` (one clap value: the list).
+#[derive(Clone, Debug)]
+pub(crate) struct SeedList(pub(crate) Vec<u64>);
+
+fn parse_seed_list(s: &str) -> Result<SeedList, memtamer_sim::ribbon_seeds::SeedListError> {
+    memtamer_sim::ribbon_seeds::parse_seeds(s).map(SeedList)
 }

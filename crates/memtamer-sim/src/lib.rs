@@ -22,6 +22,7 @@ pub mod pool;
 pub mod probes;
 pub mod report;
 pub mod ribbon_eval;
+pub mod ribbon_seeds;
 pub mod rng;
 pub mod runner;
 pub mod shape;

@@ -17,6 +17,7 @@ mod gate;
 mod hostile;
 mod serve_metrics;
 mod sim;
+mod sim_ribbon;
 mod sim_tahoe;
 mod sim_unimem;
 mod stat;

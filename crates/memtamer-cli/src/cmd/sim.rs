@@ -151,8 +151,14 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             }
             Ok(Outcome::Success)
         }
-        SimCmd::Ribbon { jobs } => {
+        SimCmd::Ribbon { jobs, seed, seeds } => {
             pick("memtamer sim ribbon", format, &[Format::Markdown])?;
+            if let Some(seeds) = seeds {
+                return super::sim_ribbon::seeds(&seeds.0, jobs);
+            }
+            if let Some(seed) = seed {
+                return super::sim_ribbon::one_seed(seed, jobs);
+            }
             let cases = memtamer_sim::ribbon_eval::evaluate(jobs, true)?;
             eprintln!();
             print!("{}", memtamer_sim::ribbon_eval::markdown(&cases));

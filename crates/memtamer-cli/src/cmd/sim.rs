@@ -159,11 +159,17 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             if let Some(seed) = seed {
                 return super::sim_ribbon::one_seed(seed, jobs);
             }
-            let cases = memtamer_sim::ribbon_eval::evaluate(jobs, true)?;
-            eprintln!();
+            // progress (and the newline that ends its line) only on a terminal
+            let show = progress();
+            let cases = memtamer_sim::ribbon_eval::evaluate(jobs, show)?;
+            if show {
+                eprintln!();
+            }
             print!("{}", memtamer_sim::ribbon_eval::markdown(&cases));
-            let rows = memtamer_sim::ribbon_eval::evaluate_contention(jobs, true)?;
-            eprintln!();
+            let rows = memtamer_sim::ribbon_eval::evaluate_contention(jobs, show)?;
+            if show {
+                eprintln!();
+            }
             println!();
             print!("{}", memtamer_sim::ribbon_eval::contention_markdown(&rows));
             Ok(Outcome::Success)

@@ -150,6 +150,13 @@ impl Planner {
         }
     }
 
+    /// Turns the no-copy placement of pages a task overwrites whole on
+    /// (`Some`: page-fault time per page, ns) or off, before planning
+    /// starts ([`PlanConfig::out_fault_ns`]).
+    pub fn set_out_fault_ns(&mut self, ns: Option<f64>) {
+        self.cfg.out_fault_ns = ns.filter(|x| x.is_finite() && *x >= 0.0);
+    }
+
     /// The copy cost per page the check uses (None: no check).
     pub fn copy_ns(&self) -> Option<f64> {
         self.cfg.copy_ns_per_page

@@ -402,6 +402,15 @@ pub(crate) enum SimCmd {
         /// simulator's default; docs/tahoe.md) or `additive` (the thesis's Eq. 4.4).
         #[arg(long = "partial-form", default_value = "parallel")]
         partial_form: String,
+        /// Also run Tahoe placing the `out` blocks its tasks write whole in DRAM
+        /// without a copy (`tahoe-outnocopy`, an ablation beyond the thesis), and
+        /// print its table (docs/tahoe.md "Out blocks placed without a copy").
+        #[arg(long = "out-no-copy")]
+        out_no_copy: bool,
+        /// Page-fault handling time per page of `--out-no-copy`, ns (default:
+        /// measured on this repository's host, `tahoe_eval::OUT_FAULT_NS`).
+        #[arg(long = "out-fault-ns", default_value_t = memtamer_sim::tahoe_eval::OUT_FAULT_NS)]
+        out_fault_ns: f64,
     },
     /// Unimem and its baselines on phased MPI-like programs over tiered data objects
     /// (issue 20 item 5); prints the Markdown of docs/unimem.md "In the simulator".

@@ -150,19 +150,58 @@ impl HelperClock {
     /// helper time is already in the promotion's `COST`). Returns the cost
     /// and whether the promotion evicts.
     pub fn cost(&self, copy_ns: f64, slack_ns: f64, traffic_ns: f64) -> (f64, bool) {
+        self.cost_fresh(copy_ns, copy_ns, slack_ns, traffic_ns, traffic_ns)
+    }
+
+    /// [`HelperClock::cost`] for a promotion that takes `move_ns` of helper
+    /// time and puts `move_traffic_ns` of slow-tier traffic on the tasks,
+    /// while an eviction it forces still costs a copy (`copy_ns`, and
+    /// `evict_traffic_ns` for its write-back). A copy has `move_ns =
+    /// copy_ns` and equal traffic both ways; a page placed without a copy
+    /// ([`fresh_ns`]: its contents discarded, a zeroed DRAM page faulted
+    /// in) has no slow-tier traffic of its own (`move_traffic_ns = 0`: it
+    /// writes only DRAM, which costs nothing in the model). Returns the
+    /// cost and whether the promotion evicts.
+    pub fn cost_fresh(
+        &self,
+        move_ns: f64,
+        copy_ns: f64,
+        slack_ns: f64,
+        move_traffic_ns: f64,
+        evict_traffic_ns: f64,
+    ) -> (f64, bool) {
         let evicts = self.free_pages == 0;
-        let helper = if evicts { 2.0 * copy_ns } else { copy_ns };
+        let helper = move_ns + if evicts { copy_ns } else { 0.0 };
         let done = self.busy_ns + helper;
         let exposed = (done - slack_ns.max(0.0)).clamp(0.0, helper);
-        let extra = if evicts { traffic_ns } else { 0.0 };
-        (exposed + traffic_ns + extra, evicts)
+        let extra = if evicts { evict_traffic_ns } else { 0.0 };
+        (exposed + move_traffic_ns + extra, evicts)
     }
 
     /// The page was planned: the helper's queue and DRAM take it.
     pub fn take(&mut self, copy_ns: f64, evicts: bool) {
-        self.busy_ns += copy_ns * if evicts { 2.0 } else { 1.0 };
+        self.take_fresh(copy_ns, copy_ns, evicts);
+    }
+
+    /// [`HelperClock::take`] for a promotion of `move_ns` helper time whose
+    /// eviction (if any) is a copy of `copy_ns`.
+    pub fn take_fresh(&mut self, move_ns: f64, copy_ns: f64, evicts: bool) {
+        self.busy_ns += move_ns + if evicts { copy_ns } else { 0.0 };
         self.free_pages = self.free_pages.saturating_sub(1);
     }
+}
+
+/// Helper time (ns) to place one page in DRAM without copying it (a page
+/// the task about to run overwrites whole, [`crate::task::Access::OutWhole`]):
+/// on Linux, `madvise(MADV_DONTNEED)` discards the old page and a fault
+/// (`MADV_POPULATE_WRITE`, or a touch) allocates a zeroed page on the DRAM
+/// node under the range's `mbind` policy. It costs `fault_ns` of page-fault
+/// handling plus the kernel's zeroing of the page, a DRAM write of its
+/// bytes. The zeroing is taken as half of a copy (`copy_ns / 2`): a copy
+/// reads the page from the slow tier and writes it to DRAM, the zeroing is
+/// only the write (an upper bound: the slow-tier read is the slower half).
+pub fn fresh_ns(fault_ns: f64, copy_ns: f64) -> f64 {
+    fault_ns.max(0.0) + copy_ns.max(0.0) / 2.0
 }
 
 /// Predicted start (ns from now) of each task of a FIFO ready queue
@@ -400,5 +439,33 @@ mod tests {
         assert_eq!(s, vec![5.0, 8.0, 12.0]);
         assert!(queue_starts(&[], &[1.0], 0)[0].is_infinite());
         assert!(queue_starts(&[], &[], 8).is_empty());
+    }
+
+    #[test]
+    fn a_page_placed_without_a_copy_costs_no_slow_tier_read() {
+        let c = HelperClock {
+            busy_ns: 0.0,
+            free_pages: 4,
+        };
+        // slack hides the helper's time: the cost is the traffic alone,
+        // and the no-copy move saves exactly the page's read
+        let (copy, _) = c.cost(500.0, 1e6, 640.0);
+        let (fresh, _) = c.cost_fresh(fresh_ns(250.0, 500.0), 500.0, 1e6, 0.0, 640.0);
+        assert_eq!(copy - fresh, 640.0);
+        // no slack: the helper time counts too (500 + 640 vs 250 + 250)
+        let (copy, _) = c.cost(500.0, 0.0, 640.0);
+        let (fresh, _) = c.cost_fresh(fresh_ns(250.0, 500.0), 500.0, 0.0, 0.0, 640.0);
+        assert_eq!((copy, fresh), (1140.0, 500.0));
+        // a full DRAM: the eviction is still a copy and a write-back
+        let full = HelperClock {
+            busy_ns: 0.0,
+            free_pages: 0,
+        };
+        let (fresh, evicts) = full.cost_fresh(500.0, 500.0, 0.0, 0.0, 640.0);
+        assert!(evicts);
+        assert_eq!(fresh, 500.0 + 500.0 + 640.0);
+        let mut k = full;
+        k.take_fresh(500.0, 300.0, true);
+        assert_eq!(k.busy_ns, 800.0);
     }
 }

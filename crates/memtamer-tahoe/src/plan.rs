@@ -8,7 +8,7 @@
 //! call, one TLB flush: §4.3.6 optimisation 2).
 
 use crate::benefit::{
-    future_savings, saving_per_access, task_gap_ns, traffic_ns, worth_moving, HelperClock,
+    fresh_ns, future_savings, saving_per_access, task_gap_ns, traffic_ns, worth_moving, HelperClock,
 };
 use crate::fasthash::{PageMap, PageSet, TypeMap};
 use crate::model::HybridModel;
@@ -38,6 +38,17 @@ pub struct PlanConfig {
     /// [`TypeProfile::uniform`] counts one access per page, so the OMPT
     /// tool, which has no sampler yet, runs without the check.
     pub copy_ns_per_page: Option<f64>,
+    /// Page-fault handling time per page, ns (a measured machine
+    /// property). `Some`: pages a task overwrites whole
+    /// ([`Task::overwritten_pages`], objects passed as
+    /// [`crate::task::Access::OutWhole`]) are placed in DRAM without a
+    /// copy (discard + fault a zeroed page, [`Batch::fresh`]), and the
+    /// check charges them [`fresh_ns`] of helper time and no slow-tier
+    /// traffic; `None` (the default): every promotion copies, as the
+    /// thesis's Tahoe, which does not distinguish reads from writes
+    /// (§4.3.7). An ablation beyond the thesis (docs/tahoe.md, "Out
+    /// blocks placed without a copy").
+    pub out_fault_ns: Option<f64>,
 }
 
 impl Default for PlanConfig {
@@ -47,6 +58,7 @@ impl Default for PlanConfig {
             corun: 4,
             max_units: 32,
             copy_ns_per_page: None,
+            out_fault_ns: None,
         }
     }
 }
@@ -60,6 +72,11 @@ pub struct Batch {
     pub pages: Vec<u64>,
     /// True: to DRAM; false: to the slow tier.
     pub to_dram: bool,
+    /// A promotion without a copy: the pages' old contents are discarded
+    /// and zeroed DRAM pages faulted in (only pages the batch's task
+    /// overwrites whole, [`PlanConfig::out_fault_ns`]). False for every
+    /// copy and every eviction (an evicted page's contents are live).
+    pub fresh: bool,
 }
 
 /// What to do for the head task.
@@ -90,6 +107,8 @@ pub struct PlanStats {
     pub profiled: u64,
     /// Pages planned into DRAM.
     pub promoted: u64,
+    /// Of those, pages placed without a copy ([`Batch::fresh`]).
+    pub promoted_fresh: u64,
     /// Pages planned out of DRAM.
     pub evicted: u64,
     /// Batches emitted.
@@ -129,6 +148,13 @@ impl Planner {
         if self.cfg.copy_ns_per_page.is_some() && ns.is_finite() && ns > 0.0 {
             self.cfg.copy_ns_per_page = Some(ns);
         }
+    }
+
+    /// Turns the no-copy placement of pages a task overwrites whole on
+    /// (`Some`: page-fault time per page, ns) or off, before planning
+    /// starts ([`PlanConfig::out_fault_ns`]).
+    pub fn set_out_fault_ns(&mut self, ns: Option<f64>) {
+        self.cfg.out_fault_ns = ns.filter(|x| x.is_finite() && *x >= 0.0);
     }
 
     /// The copy cost per page the check uses (None: no check).
@@ -290,9 +316,36 @@ impl Planner {
         let ty = first.task_type();
         let page = self.cfg.page;
         let mut guard = PageSet::default();
+        // pages of guarded tasks outside the group (the callers' guarded
+        // lists may hold the group itself)
+        let mut others = PageSet::default();
         for t in guarded {
-            guard.extend(t.footprint(page));
+            let fp = t.footprint(page);
+            if self.cfg.out_fault_ns.is_some() && group.iter().all(|g| g.id != t.id) {
+                others.extend(fp.iter().copied());
+            }
+            guard.extend(fp);
         }
+        // pages each co-runner may place without a copy: overwritten whole
+        // by it and named by no other guarded or co-running task
+        let fresh: Vec<PageSet> = group
+            .iter()
+            .enumerate()
+            .map(|(k, t)| match self.cfg.out_fault_ns {
+                None => PageSet::default(),
+                Some(_) => {
+                    let mut v = t.overwritten_pages(page);
+                    v.retain(|p| !others.contains(p));
+                    for (j, o) in group.iter().enumerate() {
+                        if j != k && !v.is_empty() {
+                            let fp: PageSet = o.footprint(page).into_iter().collect();
+                            v.retain(|p| !fp.contains(p));
+                        }
+                    }
+                    v.into_iter().collect()
+                }
+            })
+            .collect();
         for t in group {
             guard.extend(t.footprint(page));
         }
@@ -340,10 +393,15 @@ impl Planner {
                     }
                     let l = later.get(&pg).copied().unwrap_or(0.0);
                     let own = (a * per).min(gap);
-                    let (cost, evicts) = clock.cost(copy, sl, traffic);
+                    // a page overwritten whole: no copy, no slow-tier read
+                    let (mv, mv_traffic) = match self.cfg.out_fault_ns {
+                        Some(f) if fresh[k].contains(&pg) => (fresh_ns(f, copy), 0.0),
+                        _ => (copy, traffic),
+                    };
+                    let (cost, evicts) = clock.cost_fresh(mv, copy, sl, mv_traffic, traffic);
                     let ok = worth_moving(own, 1.0, l, cost);
                     if ok {
-                        clock.take(copy, evicts);
+                        clock.take_fresh(mv, copy, evicts);
                         costed.insert(pg);
                         gap -= own;
                     }
@@ -404,20 +462,30 @@ impl Planner {
                 task: 0,
                 pages: ev,
                 to_dram: false,
+                fresh: false,
             });
         }
-        for (id, mut pages) in promote {
+        for ((id, mut pages), fr) in promote.into_iter().zip(&fresh) {
             let room = self.dram.free();
             pages.truncate(room);
             self.dram.admit(&pages);
-            if !pages.is_empty() {
-                self.stats.promoted += pages.len() as u64;
-                self.stats.batches += 1;
-                batches.push(Batch {
-                    task: id,
-                    pages,
-                    to_dram: true,
-                });
+            // one copy batch and one no-copy batch per task
+            let (no_copy, copy): (Vec<u64>, Vec<u64>) =
+                pages.into_iter().partition(|p| fr.contains(p));
+            for (pages, fresh) in [(copy, false), (no_copy, true)] {
+                if !pages.is_empty() {
+                    self.stats.promoted += pages.len() as u64;
+                    self.stats.batches += 1;
+                    if fresh {
+                        self.stats.promoted_fresh += pages.len() as u64;
+                    }
+                    batches.push(Batch {
+                        task: id,
+                        pages,
+                        to_dram: true,
+                        fresh,
+                    });
+                }
             }
         }
         batches

@@ -26,6 +26,7 @@ fn planner(dram: usize, corun: usize) -> Planner {
             corun,
             max_units: 64,
             copy_ns_per_page: None,
+            out_fault_ns: None,
         },
         HybridModel {
             counters: None,
@@ -201,6 +202,7 @@ fn costed(dram: usize, copy: f64) -> Planner {
             corun: 2,
             max_units: 64,
             copy_ns_per_page: Some(copy),
+            out_fault_ns: None,
         },
         HybridModel {
             counters: None,
@@ -297,6 +299,7 @@ fn a_task_at_the_parallel_forms_knee_gains_nothing_from_more_pages() {
                 corun: 2,
                 max_units: 64,
                 copy_ns_per_page: Some(1.0),
+                out_fault_ns: None,
             },
             HybridModel {
                 counters: None,
@@ -379,4 +382,139 @@ fn a_measured_copy_cost_replaces_the_prior_only_when_checking() {
     let mut off = planner(8, 1);
     off.set_copy_ns(1000.0);
     assert_eq!(off.copy_ns(), None);
+}
+
+/// A task reading `in_pages` pages at page 0 (+`base`) and writing the
+/// next 4 pages with dependence kind `out` (length `out_len` bytes).
+fn reader_writer(id: u64, base: u64, out: Access, out_len: u64) -> Task {
+    Task {
+        id,
+        code: 9,
+        objects: vec![
+            DataObject {
+                addr: base * P,
+                len: 4 * P,
+                access: Access::In,
+            },
+            DataObject {
+                addr: (base + 4) * P,
+                len: out_len,
+                access: out,
+            },
+        ],
+    }
+}
+
+/// Promotions of task `b` (a sibling of a representative of the same
+/// shape) planned at ready-queue entry with no slack, as (copied,
+/// placed without a copy) page lists. 100 accesses per page, 10 ns saved
+/// per access: 1000 ns per page; a copy costs 500 ns of helper time plus
+/// 640 ns of slow-tier traffic (1140 > 1000: no copy pays); a page
+/// placed without a copy costs fresh_ns(250, 500) = 500 ns, no traffic.
+fn promoted(out: Access, out_len: u64, fault: Option<f64>) -> (Vec<u64>, Vec<u64>) {
+    let mut pl = Planner::new(
+        PlanConfig {
+            page: P,
+            corun: 2,
+            max_units: 64,
+            copy_ns_per_page: Some(500.0),
+            out_fault_ns: fault,
+        },
+        HybridModel {
+            counters: None,
+            fallback: LinearAccess { beta_ns: 10.0 },
+            form: Default::default(),
+        },
+        64,
+    );
+    let r = reader_writer(1, 0, out, out_len);
+    let samples: Vec<(u64, f64)> = (0..8).map(|p| (p, 100.0)).collect();
+    assert_eq!(pl.decide(&r, &[], &[]), Decision::Profile);
+    pl.completed(&r, 10_000.0, Some(&samples));
+    let b = reader_writer(2, 20, out, out_len);
+    let (batches, _) = pl.plan_ready_slack(std::slice::from_ref(&b), &[0.0], &[], &[]);
+    let mut copied = Vec::new();
+    let mut fresh = Vec::new();
+    for x in batches.iter().filter(|x| x.to_dram) {
+        if x.fresh {
+            fresh.extend(&x.pages);
+        } else {
+            copied.extend(&x.pages);
+        }
+    }
+    assert!(batches.iter().all(|x| x.to_dram || !x.fresh));
+    (copied, fresh)
+}
+
+#[test]
+fn an_out_only_block_written_whole_is_placed_without_a_copy() {
+    // the four written pages pass the check without their read; the
+    // four read pages still fail it
+    assert_eq!(
+        promoted(Access::OutWhole, 4 * P, Some(250.0)),
+        (vec![], vec![24, 25, 26, 27])
+    );
+    // the same planner without the mechanism (the thesis's Tahoe): a
+    // copy of any page costs more than it saves, nothing moves
+    assert_eq!(promoted(Access::OutWhole, 4 * P, None), (vec![], vec![]));
+}
+
+#[test]
+fn inout_plain_out_and_partly_written_blocks_still_copy() {
+    // inout reads the old contents; a plain `out` gives no promise that
+    // the task writes every byte: both keep the copy, which does not pay
+    assert_eq!(
+        promoted(Access::InOut, 4 * P, Some(250.0)),
+        (vec![], vec![])
+    );
+    assert_eq!(promoted(Access::Out, 4 * P, Some(250.0)), (vec![], vec![]));
+    // written whole but ending 100 bytes into its last page: that page
+    // keeps live bytes beyond the object, so only three go without a copy
+    assert_eq!(
+        promoted(Access::OutWhole, 3 * P + 100, Some(250.0)),
+        (vec![], vec![24, 25, 26])
+    );
+}
+
+#[test]
+fn a_page_a_co_runner_also_names_is_copied() {
+    // b writes pages 24..28 whole, c (ready with it) reads page 24: not
+    // discarded, whatever the dependences say
+    let mut pl = Planner::new(
+        PlanConfig {
+            page: P,
+            corun: 2,
+            max_units: 64,
+            copy_ns_per_page: None,
+            out_fault_ns: Some(250.0),
+        },
+        HybridModel {
+            counters: None,
+            fallback: LinearAccess { beta_ns: 10.0 },
+            form: Default::default(),
+        },
+        64,
+    );
+    let r = reader_writer(1, 0, Access::OutWhole, 4 * P);
+    let samples: Vec<(u64, f64)> = (0..8).map(|p| (p, 100.0)).collect();
+    pl.decide(&r, &[], &[]);
+    pl.completed(&r, 10_000.0, Some(&samples));
+    let b = reader_writer(2, 20, Access::OutWhole, 4 * P);
+    let c = Task {
+        id: 3,
+        code: 11,
+        objects: vec![DataObject {
+            addr: 24 * P,
+            len: 8,
+            access: Access::In,
+        }],
+    };
+    let (batches, _) = pl.plan_ready(std::slice::from_ref(&b), &[c], &[]);
+    let fresh: Vec<u64> = batches
+        .iter()
+        .filter(|x| x.fresh)
+        .flat_map(|x| x.pages.clone())
+        .collect();
+    assert_eq!(fresh, vec![25, 26, 27]);
+    assert_eq!(pl.stats().promoted_fresh, 3);
 }

@@ -36,6 +36,16 @@ pub enum Access {
     Out,
     /// `depend(inout: ...)` (and mutexinoutset, treated alike).
     InOut,
+    /// `depend(out: ...)` on an object the task is known to overwrite
+    /// completely before reading any of it, so its old contents are dead
+    /// when the task starts. OMPT's dependence types say only `out` (no
+    /// promise about coverage), so only a shell that knows the task's
+    /// writes (the simulator's workload description) passes it; it lets
+    /// the planner place the object's pages in DRAM without copying them
+    /// (docs/tahoe.md, "Out blocks placed without a copy"; beyond the
+    /// thesis, which does "not distinguish memory read and write", §4.3.7).
+    /// Everywhere else it is `out`.
+    OutWhole,
 }
 
 /// One data object a task names in a dependence clause: the runtime's view
@@ -76,6 +86,38 @@ impl Task {
             code: self.code,
             arg_sizes: self.objects.iter().map(|o| o.len).collect(),
         }
+    }
+
+    /// Pages whose old contents the task does not need: those lying
+    /// entirely inside an object it accesses as [`Access::OutWhole`] and
+    /// touched by none of its other objects (a page shared with an `in`
+    /// or `inout` object, or only partly covered, keeps live bytes).
+    /// Sorted. Placing such a page without a copy is safe only while no
+    /// other task reads the old contents, which the dependences guarantee
+    /// once the task is ready (every earlier reader of the object has
+    /// completed, every later one waits for the task).
+    pub fn overwritten_pages(&self, page: u64) -> Vec<u64> {
+        let page = page.max(1);
+        let mut whole: Vec<u64> = self
+            .objects
+            .iter()
+            .filter(|o| o.access == Access::OutWhole && o.len >= page)
+            .flat_map(|o| {
+                let first = o.addr.div_ceil(page);
+                let end = (o.addr + o.len) / page;
+                first..end
+            })
+            .collect();
+        whole.sort_unstable();
+        whole.dedup();
+        let other: std::collections::BTreeSet<u64> = self
+            .objects
+            .iter()
+            .filter(|o| o.access != Access::OutWhole)
+            .flat_map(|o| o.pages(page))
+            .collect();
+        whole.retain(|p| !other.contains(p));
+        whole
     }
 
     /// Every page the task's objects touch, sorted and deduplicated.
@@ -132,5 +174,26 @@ mod tests {
             objects: vec![obj(0, 8192), obj(4096, 10), obj(40960, 1)],
         };
         assert_eq!(t.footprint(4096), vec![0, 1, 10]);
+    }
+
+    #[test]
+    fn overwritten_pages_are_whole_pages_of_outwhole_objects_only() {
+        let o = |addr, len, access| DataObject { addr, len, access };
+        let t = Task {
+            id: 1,
+            code: 0,
+            objects: vec![
+                // pages 1..=3 whole, page 4 only partly (tail 100 bytes)
+                o(4096, 3 * 4096 + 100, Access::OutWhole),
+                // page 3 is also read: not overwritten
+                o(3 * 4096 + 8, 8, Access::In),
+                // plain out / inout: never
+                o(10 * 4096, 4096, Access::Out),
+                o(20 * 4096, 4096, Access::InOut),
+                // starts mid-page: page 30 partly, page 31 whole
+                o(30 * 4096 + 64, 2 * 4096 - 64, Access::OutWhole),
+            ],
+        };
+        assert_eq!(t.overwritten_pages(4096), vec![1, 2, 31]);
     }
 }

@@ -197,6 +197,8 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             seed,
             jobs,
             partial_form,
+            out_no_copy,
+            out_fault_ns,
         } => {
             pick("memtamer sim tahoe", format, &[Format::Markdown])?;
             super::sim_tahoe::run(super::sim_tahoe::Opts {
@@ -209,6 +211,7 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
                 seed,
                 jobs,
                 partial_form,
+                out_fault_ns: out_no_copy.then_some(out_fault_ns),
             })
         }
         SimCmd::Sampler { periods } => {

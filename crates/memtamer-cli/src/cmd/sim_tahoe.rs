@@ -18,6 +18,8 @@ pub(super) struct Opts {
     pub seed: u64,
     pub jobs: usize,
     pub partial_form: String,
+    /// `--out-no-copy` with its page-fault time (ns); None: off.
+    pub out_fault_ns: Option<f64>,
 }
 
 /// Runs the evaluation and prints its tables. A recorded program is
@@ -57,7 +59,16 @@ pub(super) fn run(o: Opts) -> Result<Outcome, CliError> {
             ratio: o.ratio,
         });
     }
-    let measured = evaluate(&o.platforms, &cases, o.seed, o.jobs, form)?;
+    if o.out_fault_ns.is_some_and(|f| !f.is_finite() || f < 0.0) {
+        return Err(SimError::Invalid {
+            file: "command line".into(),
+            line: 0,
+            key: "--out-fault-ns".into(),
+            message: "expected a non-negative number of ns".into(),
+        }
+        .into());
+    }
+    let measured = evaluate(&o.platforms, &cases, o.seed, o.jobs, form, o.out_fault_ns)?;
     let rows: Vec<Row> = measured
         .iter()
         .filter_map(|m| {

@@ -16,6 +16,7 @@
 
 pub mod baselines;
 pub mod bench;
+pub mod outnocopy;
 pub mod policy;
 pub mod recorded;
 mod report;
@@ -33,6 +34,7 @@ use memtamer_core::unimem::model::Platform as UPlatform;
 use memtamer_core::unimem::Tier;
 use memtamer_tahoe::model::LinearAccess;
 pub use memtamer_tahoe::model::PartialForm;
+pub use outnocopy::{OutNoCopy, OUT_RUN};
 use policy::{Oracle, TahoePolicy};
 pub use report::{markdown, Headroom, Row, Siblings, SIBLING_RUNS};
 use std::collections::BTreeMap;
@@ -315,6 +317,18 @@ pub struct Measured {
     pub oracle_pick: String,
 }
 
+/// Page-fault handling time (ns) per page placed in DRAM without a copy
+/// (the `out` no-copy ablation, [`policy::TahoePolicy::with_out_no_copy`]):
+/// measured on this repository's host (AMD EPYC, Linux 6.18 in a
+/// Firecracker VM) as the time to write-fault 16384 pages of an anonymous
+/// mapping after `madvise(MADV_DONTNEED)`, less a `memset` of the same,
+/// mapped pages (the zeroing, which the simulator charges as DRAM writes
+/// instead): 2050 - 107 and 1985 - 103 ns in two runs (program and
+/// command in docs/tahoe.md, "Out blocks placed without a copy"). A VM's
+/// fault path is slower than bare metal's, so this is against the
+/// mechanism; `memtamer sim tahoe --out-fault-ns` changes it.
+pub const OUT_FAULT_NS: f64 = 1900.0;
+
 /// Round-1 runs per case: dram-only, round-robin, unmanaged, static, the
 /// unchecked, the checked and the wide MIN oracle, Unimem.
 const R1: usize = 8;
@@ -365,13 +379,17 @@ fn round1(k: usize) -> Box<dyn TaskPolicy> {
 
 /// Runs every case on every platform (see the module doc); `jobs` worker
 /// threads for independent runs (0 = all cores); Tahoe predicts partial
-/// placements with `form`.
+/// placements with `form`. `out_fault_ns`: also run Tahoe placing the
+/// `out` blocks its tasks write whole without a copy, with this page-fault
+/// time per page (`tahoe-outnocopy`, docs/tahoe.md "Out blocks placed
+/// without a copy"); None: not run, the tables are Tahoe's as before.
 pub fn evaluate(
     platforms: &[String],
     cases: &[Case],
     seed: u64,
     jobs: usize,
     form: PartialForm,
+    out_fault_ns: Option<f64>,
 ) -> Result<Vec<Measured>, SimError> {
     let plats: Vec<Platform> = platforms
         .iter()
@@ -475,14 +493,22 @@ pub fn evaluate(
     // Round 2: Tahoe with the check, and without it (the thesis's planner,
     // also deciding at ready-queue entry); each with sibling scheduling
     // (§4.3.6) and, for the Figure 4.6-like ablation, without it.
-    let items2: Vec<(usize, bool, bool)> = (0..pairs.len())
-        .flat_map(|i| R2.map(|(check, sib)| (i, check, sib)))
+    let mut r2_runs: Vec<(bool, bool, bool)> = R2.iter().map(|&(c, s)| (c, s, false)).collect();
+    if out_fault_ns.is_some() {
+        r2_runs.push((true, true, true));
+    }
+    let items2: Vec<(usize, bool, bool, bool)> = (0..pairs.len())
+        .flat_map(|i| {
+            r2_runs
+                .iter()
+                .map(move |&(check, sib, out)| (i, check, sib, out))
+        })
         .collect();
     let r2: Vec<RunOut> = parallel_map(
         &items2,
         jobs,
         Some(("tahoe", "runs")),
-        |_, &(i, check, sib)| {
+        |_, &(i, check, sib, out)| {
             let (p, c) = pairs[i];
             let pol = TahoePolicy::new(
                 (cap(c) / PAGE) as usize,
@@ -493,6 +519,10 @@ pub fn evaluate(
                 form,
             );
             let pol = if sib { pol } else { pol.without_siblings() };
+            let pol = match out_fault_ns {
+                Some(f) if out => pol.with_out_no_copy(f),
+                _ => pol,
+            };
             let name = pol.name();
             Ok(unfinished(
                 name,
@@ -507,7 +537,7 @@ pub fn evaluate(
             ))
         },
     )?;
-    let n2 = R2.len();
+    let n2 = r2_runs.len();
     let mut out = Vec::new();
     for (i, &(p, c)) in pairs.iter().enumerate() {
         let mut runs = BTreeMap::new();

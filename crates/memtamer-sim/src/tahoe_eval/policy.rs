@@ -30,13 +30,13 @@
 //!   It is a reference, not a proven optimum.
 
 use super::baselines::FirstTouch;
-use crate::workload::taskgraph::{Dispatch, Layout, Mode, TaskGraph, TaskPolicy};
+use crate::workload::taskgraph::{Arg, Dispatch, Layout, Mode, Pattern, TaskGraph, TaskPolicy};
 use crate::workload::tiered::{MoveReq, TierSpace, PAGE};
 use crate::workload::NS;
 use memtamer_core::unimem::Tier;
 use memtamer_tahoe::benefit::queue_starts;
 use memtamer_tahoe::model::{HybridModel, LinearAccess, PartialForm};
-use memtamer_tahoe::plan::{Decision, PlanConfig, PlanStats, Planner};
+use memtamer_tahoe::plan::{Batch, Decision, PlanConfig, PlanStats, Planner};
 use memtamer_tahoe::task::{Access, DataObject, Task};
 use std::collections::BTreeSet;
 
@@ -58,12 +58,28 @@ pub fn tahoe_task(g: &TaskGraph, layout: &Layout, t: usize) -> Task {
                 len: g.blocks[a.block].bytes,
                 access: match a.mode {
                     Mode::In => Access::In,
+                    Mode::Out if overwrites(&g.tasks[t].args, a) => Access::OutWhole,
                     Mode::Out => Access::Out,
                     Mode::InOut => Access::InOut,
                 },
             })
             .collect(),
     }
+}
+
+/// Whether argument `a` of a task with arguments `args` overwrites its
+/// block whole: an `out` dependence whose access description writes every
+/// line of the block (a sequential pattern of at least one pass: the
+/// worker writes lines 0, 1, ... of the block, [`Pattern::Seq`]) and that
+/// is the task's only argument on the block. A random pattern or a
+/// partial pass is "not known", and the block is copied. The planner
+/// treats such an object as `out` unless its no-copy ablation is on
+/// (`PlanConfig::out_fault_ns`).
+pub fn overwrites(args: &[Arg], a: &Arg) -> bool {
+    a.mode == Mode::Out
+        && a.pattern == Pattern::Seq
+        && a.passes >= 1.0
+        && args.iter().filter(|x| x.block == a.block).count() == 1
 }
 
 /// Ready tasks the planner sees behind the head (it uses the first known
@@ -95,6 +111,9 @@ pub struct TahoePolicy {
     evicting: Vec<usize>,
     /// Sibling scheduling of the ready queue (thesis §4.3.6).
     siblings: bool,
+    /// Out blocks written whole placed without a copy: the page-fault
+    /// handling time per page, ns ([`TahoePolicy::with_out_no_copy`]).
+    out_fault_ns: Option<f64>,
 }
 
 /// Pages this run must have copied before the check uses the run's own
@@ -140,7 +159,32 @@ impl TahoePolicy {
             first_touch,
             evicting: Vec::new(),
             siblings: true,
+            out_fault_ns: None,
         }
+    }
+
+    /// The same Tahoe placing the pages of `out` blocks its tasks write
+    /// whole in DRAM without a copy (discard + a fault of `fault_ns` + the
+    /// zeroing's DRAM writes; [`overwrites`],
+    /// `memtamer_tahoe::plan::PlanConfig::out_fault_ns`): an ablation
+    /// beyond the thesis (docs/tahoe.md, "Out blocks placed without a
+    /// copy"). Its name gains `-outnocopy`.
+    pub fn with_out_no_copy(mut self, fault_ns: f64) -> Self {
+        self.planner.set_out_fault_ns(Some(fault_ns));
+        self.out_fault_ns = Some(fault_ns);
+        self
+    }
+
+    /// Queues the moves of `b` on the helper, or returns them for the
+    /// worker (`own`); a no-copy batch marks its pages first.
+    fn moves_of(layout: &Layout, tier: &mut TierSpace, b: &Batch) -> Vec<MoveReq> {
+        let to = if b.to_dram { Tier::Dram } else { Tier::Slow };
+        if b.fresh {
+            for (blk, p) in b.pages.iter().filter_map(|&p| layout.locate(p)) {
+                tier.discard_on_promote(blk, p);
+            }
+        }
+        layout.moves(&b.pages, to)
     }
 
     /// The same Tahoe without sibling scheduling: the ready queue stays
@@ -219,8 +263,7 @@ impl TahoePolicy {
                 // before the task runs; look-ahead batches: the helper
                 let mut own = Vec::new();
                 for b in &batches {
-                    let to = if b.to_dram { Tier::Dram } else { Tier::Slow };
-                    let moves = layout.moves(&b.pages, to);
+                    let moves = Self::moves_of(layout, tier, b);
                     if b.task == 0 || b.task == h.id {
                         own.extend(moves);
                     } else {
@@ -286,8 +329,7 @@ impl TahoePolicy {
             let future = self.future(g, &layout, first);
             let (batches, planned) = self.planner.plan_ready_slack(&n, &slack, &q, &future);
             for b in &batches {
-                let to = if b.to_dram { Tier::Dram } else { Tier::Slow };
-                for m in layout.moves(&b.pages, to) {
+                for m in Self::moves_of(&layout, tier, b) {
                     if !b.to_dram && !self.evicting.contains(&m.obj) {
                         self.evicting.push(m.obj);
                     }
@@ -361,10 +403,15 @@ impl TahoePolicy {
 impl TaskPolicy for TahoePolicy {
     fn name(&self) -> String {
         let base = if self.check { "tahoe" } else { "tahoe-nocheck" };
-        if self.siblings {
-            base.into()
+        let out = if self.out_fault_ns.is_some() {
+            "-outnocopy"
         } else {
-            format!("{base}-nosib")
+            ""
+        };
+        if self.siblings {
+            format!("{base}{out}")
+        } else {
+            format!("{base}{out}-nosib")
         }
     }
 
@@ -375,6 +422,9 @@ impl TaskPolicy for TahoePolicy {
 
     fn start(&mut self, g: &TaskGraph, tier: &mut TierSpace) {
         let layout = Layout::new(g);
+        if let Some(f) = self.out_fault_ns {
+            tier.set_fault_ps((f * NS as f64).round() as u64);
+        }
         if self.first_touch {
             FirstTouch.start(g, tier);
             let pages: Vec<u64> = (0..g.blocks.len())
@@ -427,6 +477,7 @@ impl TaskPolicy for TahoePolicy {
             ("decisions", s.decisions as f64),
             ("profiled", s.profiled as f64),
             ("promoted_pages", s.promoted as f64),
+            ("promoted_fresh_pages", s.promoted_fresh as f64),
             ("evicted_pages", s.evicted as f64),
             ("batches", s.batches as f64),
         ]

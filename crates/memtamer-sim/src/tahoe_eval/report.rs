@@ -1,5 +1,6 @@
 //! The numbers of issue 21's "Sim" line, from [`super::Measured`] runs.
 
+use super::outnocopy::OutNoCopy;
 use super::reuse::{reuse, Reuse};
 use super::{type_means, Measured, RunOut, WORKERS};
 use crate::workload::taskgraph::TaskGraph;
@@ -52,6 +53,8 @@ pub struct Row {
     pub headroom: Headroom,
     /// Sibling scheduling's ablation ([`Siblings`]).
     pub siblings: Siblings,
+    /// The `out` no-copy ablation, when it ran ([`OutNoCopy`]).
+    pub out_no_copy: Option<OutNoCopy>,
 }
 
 /// Tahoe without and with sibling scheduling (thesis §4.3.6, Figure 4.6's
@@ -333,6 +336,7 @@ impl Row {
             oracle_pick: m.oracle_pick.clone(),
             headroom: Headroom::of(m, g),
             siblings: Siblings::of(m, g),
+            out_no_copy: OutNoCopy::of(m, g),
         }
     }
 }
@@ -480,7 +484,63 @@ pub fn markdown(rows: &[Row]) -> String {
                 100.0 * b.busy[1],
             );
         }
+        out_no_copy_table(&mut s, &rs);
         let _ = writeln!(s);
     }
     s
+}
+
+/// The `out` no-copy ablation's table ([`OutNoCopy`]), if it ran.
+fn out_no_copy_table(s: &mut String, rs: &[&Row]) {
+    if rs.iter().all(|r| r.out_no_copy.is_none()) {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n`out` blocks written whole placed in DRAM without a copy (beyond the thesis, §4.3.7; `tahoe-outnocopy`):\n\n| Benchmark | tasks writing a block whole | pages of such blocks / all pages | tahoe vs unmanaged | tahoe-outnocopy vs unmanaged | gain (1 - T / T_tahoe) | pages promoted: tahoe / outnocopy (without a copy) | accesses from DRAM: tahoe / outnocopy |"
+    );
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    let nan = OutNoCopy {
+        ms: [f64::NAN; 2],
+        dram_acc: [f64::NAN; 2],
+        ..OutNoCopy::default()
+    };
+    for r in rs {
+        let o = r.out_no_copy.unwrap_or(nan);
+        let un = r.ms[0];
+        let _ = writeln!(
+            s,
+            "| {} | {:.0}% | {:.0}% | {} | {} | {} | {} / {} ({}) | {:.1}% / {:.1}% |",
+            r.bench,
+            100.0 * o.task_share,
+            100.0 * o.page_share,
+            pct(1.0 - o.ms[0] / un),
+            pct(1.0 - o.ms[1] / un),
+            pct(1.0 - o.ms[1] / o.ms[0]),
+            o.promoted[0],
+            o.promoted[1],
+            o.fresh,
+            100.0 * o.dram_acc[0],
+            100.0 * o.dram_acc[1],
+        );
+    }
+    let gm = |f: &dyn Fn(&Row) -> f64| -> f64 {
+        let v: Vec<f64> = rs
+            .iter()
+            .map(|r| f(r))
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .collect();
+        (v.iter().map(|x| x.ln()).sum::<f64>() / v.len().max(1) as f64).exp()
+    };
+    let out = |r: &Row| r.out_no_copy.map_or(f64::NAN, |o| o.ms[1]);
+    let _ = writeln!(
+        s,
+        "\n| geomean | vs unmanaged | vs Unimem | vs oracle (time over) |\n|---|---:|---:|---:|\n| tahoe | {} | {} | {} |\n| tahoe-outnocopy | {} | {} | {} |",
+        pct(1.0 - gm(&|r| r.ms[3] / r.ms[0])),
+        pct(1.0 - gm(&|r| r.ms[3] / r.ms[2])),
+        pct(gm(&|r| r.ms[3] / r.ms[5]) - 1.0),
+        pct(1.0 - gm(&|r| out(r) / r.ms[0])),
+        pct(1.0 - gm(&|r| out(r) / r.ms[2])),
+        pct(gm(&|r| out(r) / r.ms[5]) - 1.0),
+    );
 }

@@ -338,3 +338,79 @@ fn sibling_scheduling_groups_siblings_and_keeps_dependences() {
         .collect();
     assert_eq!(ms[0], ms[1]);
 }
+
+#[test]
+fn out_blocks_written_whole_are_placed_without_a_copy_only_with_the_ablation() {
+    // heat: each task writes its block of the other grid whole (`out`,
+    // one sequential pass); no check, all pages start slow, so Tahoe
+    // promotes whatever fits, and the written blocks' pages go without a
+    // copy only when the ablation is on
+    let p = quarter();
+    let g = small();
+    let cap = capacity(&g, 4);
+    let preds = g.predecessors();
+    let mut runs = Vec::new();
+    for out in [false, true] {
+        let pol = TahoePolicy::new(
+            (cap / PAGE) as usize,
+            50.0,
+            CORUN,
+            None,
+            false,
+            PartialForm::ParallelTiers,
+        );
+        let pol = if out {
+            pol.with_out_no_copy(500.0)
+        } else {
+            pol
+        };
+        let r = run(&p, g.clone(), Box::new(pol), cap, 200.0, 1).unwrap();
+        let name = if out {
+            "tahoe-nocheck-outnocopy"
+        } else {
+            "tahoe-nocheck"
+        };
+        assert_eq!(r.policy, name);
+        for (t, ps) in preds.iter().enumerate() {
+            for &q in ps {
+                assert!(r.records[t].dispatched >= r.records[q].ended);
+            }
+        }
+        let fresh = r
+            .counters
+            .iter()
+            .find(|c| c.0 == "promoted_fresh_pages")
+            .map_or(0.0, |c| c.1);
+        if out {
+            assert!(r.tier.pages_fresh > 0 && fresh > 0.0, "{:?}", r.tier);
+            assert!(r.tier.pages_fresh <= r.tier.pages_moved);
+        } else {
+            assert_eq!((r.tier.pages_fresh, fresh), (0, 0.0));
+        }
+        runs.push(r);
+    }
+    let m = Measured {
+        platform: "q".into(),
+        bench: "heat".into(),
+        capacity: cap,
+        // the table reads the checked runs' names
+        runs: [("tahoe", &runs[0]), (OUT_RUN, &runs[1])]
+            .into_iter()
+            .map(|(n, r)| (n.to_string(), r.clone()))
+            .collect(),
+        beta_ns: 50.0,
+        copy_ns_per_page: f64::NAN,
+        oracle_pick: String::new(),
+    };
+    let o = OutNoCopy::of(&m, &g).unwrap();
+    // every heat task writes one block whole; over 3 sweeps each grid is
+    // written, so every block is some task's whole-written block
+    assert_eq!(o.task_share, 1.0);
+    assert_eq!(o.page_share, 1.0, "{o:?}");
+    assert_eq!(o.fresh, runs[1].tier.pages_fresh);
+    assert_eq!(o.ms, [runs[0].makespan_ms, runs[1].makespan_ms]);
+    // without the run, no table
+    let mut m = m;
+    m.runs.remove(OUT_RUN);
+    assert!(OutNoCopy::of(&m, &g).is_none());
+}

@@ -662,10 +662,7 @@ impl Worker {
                             if *next < pages.len() {
                                 let page = pages[*next];
                                 *next += 1;
-                                for l in 0..PAGE / LINE {
-                                    let (src, dst) = tier.copy_pair(m.obj, page, l, m.to);
-                                    q.push_back(Op::CopyLine { src, dst, nt: true });
-                                }
+                                tier.page_ops(m.obj, page, m.to, q);
                                 return;
                             }
                             if !*drained && !pages.is_empty() {

@@ -50,7 +50,7 @@
 
 use super::{addr, Op, OpBatch, Ps, LINE};
 pub use crate::tiering::{MoveReq, SpaceView, Tier, PAGE};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Sleep of a helper whose program has ended (1 ms).
@@ -107,6 +107,9 @@ pub struct TierStats {
     pub exposed_ps: Ps,
     /// Highest number of bytes in DRAM (promotions in flight included).
     pub peak_dram_bytes: u64,
+    /// Of [`TierStats::pages_moved`], pages promoted without a copy
+    /// ([`TierSpace::discard_on_promote`]).
+    pub pages_fresh: u64,
 }
 
 impl TierStats {
@@ -138,6 +141,11 @@ pub struct TierSpace {
     stats: TierStats,
     /// The program ended: the helper stops polling.
     closed: bool,
+    /// (object, page) whose next promotion discards the old contents
+    /// instead of copying them ([`TierSpace::discard_on_promote`]).
+    fresh: BTreeSet<(usize, u64)>,
+    /// Page-fault handling time charged per page placed without a copy.
+    fault_ps: Ps,
 }
 
 /// The handle both generators of one process hold.
@@ -189,6 +197,62 @@ impl TierSpace {
                 ..Default::default()
             },
             closed: false,
+            fresh: BTreeSet::new(),
+            fault_ps: 0,
+        }
+    }
+
+    /// Marks page `page` of `obj`: its next promotion places it in DRAM
+    /// *without copying* its contents, as Linux does for a range the
+    /// program no longer needs: `madvise(MADV_DONTNEED)` drops the slow
+    /// tier's page and a write fault (`MADV_POPULATE_WRITE`) allocates a
+    /// zeroed page on the DRAM node under the range's `mbind` policy. The
+    /// mover (helper or worker) then spends `fault_ps` of page-fault
+    /// handling ([`TierSpace::set_fault_ps`]) and writes the page's lines
+    /// to DRAM (the kernel's zeroing: one non-temporal store per line)
+    /// instead of a `CopyLine` per line: no slow-tier read. Only for
+    /// pages whose contents the next task overwrites whole (the policy's
+    /// promise; Tahoe's `Out`-only blocks). A demotion covering the page,
+    /// or a promotion finding it in DRAM already, clears the mark.
+    pub fn discard_on_promote(&mut self, obj: usize, page: u64) {
+        if self.objs.get(obj).is_some_and(|o| page < o.page_count()) {
+            self.fresh.insert((obj, page));
+        }
+    }
+
+    /// Page-fault handling time per page placed without a copy
+    /// ([`TierSpace::discard_on_promote`]).
+    pub fn set_fault_ps(&mut self, ps: Ps) {
+        self.fault_ps = ps;
+    }
+
+    /// Whether the mover places page `page` of `obj` in `to` without a
+    /// copy (marked, to DRAM); clears the mark. Counted in
+    /// [`TierStats::pages_fresh`].
+    pub fn take_fresh(&mut self, obj: usize, page: u64, to: Tier) -> bool {
+        let f = to == Tier::Dram && self.fresh.remove(&(obj, page));
+        if f {
+            self.stats.pages_fresh += 1;
+        }
+        f
+    }
+
+    /// The ops that put page `page` of `obj` into `to`: a copy (one
+    /// `CopyLine` per line, old tier to new), or for a page marked by
+    /// [`TierSpace::discard_on_promote`] the fault's handling time and
+    /// one DRAM store per line (the zeroing).
+    pub(super) fn page_ops(&mut self, obj: usize, page: u64, to: Tier, q: &mut OpBatch) {
+        let fresh = self.take_fresh(obj, page, to);
+        if fresh && self.fault_ps > 0 {
+            q.push_back(Op::Compute(self.fault_ps));
+        }
+        for l in 0..LINES_PER_PAGE {
+            let (src, dst) = self.copy_pair(obj, page, l, to);
+            q.push_back(if fresh {
+                Op::StoreNt { addr: dst }
+            } else {
+                Op::CopyLine { src, dst, nt: true }
+            });
         }
     }
 
@@ -380,6 +444,15 @@ impl TierSpace {
         let pages: Vec<u64> = (m.first_page.min(end)..end)
             .filter(|&p| o.pages[p as usize] != m.to)
             .collect();
+        if !self.fresh.is_empty() {
+            // a demotion keeps the contents live; a page already in DRAM
+            // is not promoted: either way the mark is stale
+            for p in m.first_page.min(end)..end {
+                if m.to == Tier::Slow || !pages.contains(&p) {
+                    self.fresh.remove(&(m.obj, p));
+                }
+            }
+        }
         if m.to == Tier::Dram {
             self.dram_bytes += pages.len() as u64 * PAGE;
             self.stats.peak_dram_bytes = self.stats.peak_dram_bytes.max(self.dram_bytes);
@@ -503,10 +576,7 @@ impl MigrationHelper {
                 Some(c) if c.next < c.pages.len() => {
                     let page = c.pages[c.next];
                     c.next += 1;
-                    for l in 0..LINES_PER_PAGE {
-                        let (src, dst) = s.copy_pair(c.req.obj, page, l, c.req.to);
-                        q.push_back(Op::CopyLine { src, dst, nt: true });
-                    }
+                    s.page_ops(c.req.obj, page, c.req.to, q);
                     return;
                 }
                 Some(c) if !c.drained && !c.pages.is_empty() => {
@@ -610,6 +680,55 @@ mod tests {
         assert_eq!(s.stats().bytes_moved, 2 * PAGE);
         assert_eq!(s.stats().copy_ps, 4000);
         assert_eq!(s.stats().peak_dram_bytes, 3 * PAGE);
+    }
+
+    #[test]
+    fn a_page_promoted_without_a_copy_reads_nothing_from_the_slow_tier() {
+        let h = space();
+        {
+            let mut s = lock(&h);
+            s.set_fault_ps(7000);
+            s.discard_on_promote(0, 1); // page 2 is copied
+            s.discard_on_promote(0, 0);
+            // a demotion of page 0 (a no-op: it is slow) clears its mark
+            s.request(MoveReq {
+                obj: 0,
+                first_page: 0,
+                pages: 1,
+                to: Tier::Slow,
+            });
+            s.request(MoveReq {
+                obj: 0,
+                first_page: 1,
+                pages: 2,
+                to: Tier::Dram,
+            });
+        }
+        let mut m = MigrationHelper::new(h.clone(), 100);
+        let ops = steps(&mut m, 3, 0);
+        // page 1: the fault, then one DRAM store per line, no load at all
+        assert_eq!(ops[0], Op::Compute(7000));
+        let fresh = &ops[1..1 + LINES_PER_PAGE as usize];
+        assert!(fresh
+            .iter()
+            .all(|o| matches!(o, Op::StoreNt { addr } if addr >> REGION_SHIFT == 1)));
+        assert_eq!(
+            fresh[0],
+            Op::StoreNt {
+                addr: addr(1, 3, PAGE)
+            }
+        );
+        // page 2: a copy from the slow tier
+        let copies = ops
+            .iter()
+            .filter(|o| matches!(o, Op::CopyLine { src, .. } if src >> REGION_SHIFT == 2))
+            .count();
+        assert_eq!(copies as u64, LINES_PER_PAGE);
+        steps(&mut m, 2, 100);
+        let s = lock(&h);
+        assert_eq!(s.objects()[0].bytes_in(Tier::Dram), 2 * PAGE);
+        assert_eq!(s.stats().pages_fresh, 1);
+        assert!(s.fresh.is_empty());
     }
 
     #[test]

@@ -338,12 +338,13 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             .clone()
             .map_or("none".into(), |(k, p)| format!("{k} (predicted {p:.4} s)"));
         line = format!(
-            "boundaries {} iterations {} phases {} decisions {} reprofiles {} recalibrations {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} dram_used {} of {}",
+            "boundaries {} iterations {} phases {} decisions {} reprofiles {} new_objects {} recalibrations {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} dram_used {} of {}",
             s.boundaries,
             s.iterations,
             s.phases,
             s.decisions,
             s.reprofiles,
+            s.new_object_reprofiles,
             s.recalibrations,
             plan,
             st.moves,

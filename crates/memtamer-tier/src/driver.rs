@@ -72,8 +72,12 @@ pub struct DriverStats {
     pub decisions: u64,
     /// The last plan's search ("local"/"global") and predicted seconds.
     pub last_plan: Option<(String, f64)>,
-    /// Re-profilings triggered by drift or a changed phase count.
+    /// Re-profilings triggered by drift, a changed phase count or new
+    /// objects.
     pub reprofiles: u64,
+    /// Of those, re-profilings triggered by objects the last profile did
+    /// not see (issue 20: [`new_objects_reprofile`]).
+    pub new_object_reprofiles: u64,
     /// Re-decisions because copies ran slower than the model assumed.
     pub recalibrations: u64,
     /// Moves requested from the helper.
@@ -111,7 +115,16 @@ pub struct Driver {
     copy_bw_used: f64,
     last_copy_ns: u64,
     last_wait_s: f64,
+    /// The profiled objects (the plan's object indices): address and
+    /// registry id ([`crate::ObjectView::id`]), so an object allocated at a
+    /// freed one's address is not taken for it.
     addrs: Vec<usize>,
+    ids: Vec<u64>,
+    /// Iterations enforced since profiling last began, and how many of
+    /// them must pass before objects the profile did not see trigger a
+    /// re-profile ([`new_objects_reprofile`]).
+    enforced: u64,
+    new_gap: u64,
     plan: Option<Plan>,
     moves: Vec<Move>,
     /// One-time moves of the last decision ([`transition`]) and the phases
@@ -134,8 +147,9 @@ pub struct Driver {
     profile_fresh: bool,
     profile_out: Option<ProfileOut>,
     /// Name and page-rounded size of each profiled object (`addrs`), taken
-    /// when profiling begins: an object freed before the decision keeps
-    /// them in the recording.
+    /// when profiling begins or when the object first shows up during the
+    /// profiled iteration: an object freed before the decision keeps them
+    /// in the recording.
     profiled_objs: Vec<(String, u64)>,
 }
 
@@ -180,6 +194,9 @@ impl Driver {
             last_copy_ns: 0,
             last_wait_s: 0.0,
             addrs: Vec::new(),
+            ids: Vec::new(),
+            enforced: 0,
+            new_gap: 1,
             plan: None,
             moves: Vec::new(),
             once: Vec::new(),
@@ -284,6 +301,10 @@ impl Driver {
         let cpu_s = thread_cpu_s() - self.phase_cpu;
         let est = self.rt.profile_take();
         self.rt.profile_reset();
+        // Objects allocated since profiling began were armed by the sampler
+        // like the others: they join the profiled set here, so their
+        // samples are kept (issue 20: they used to be dropped).
+        self.adopt_new_objects();
         let lines_per_page = crate::guard::page_size() as f64 / self.cfg.platform.cacheline;
         let total: f64 = est.iter().map(|e| e.faults as f64).sum();
         let mut ph = PhaseProfile {
@@ -292,7 +313,8 @@ impl Driver {
             objs: Default::default(),
         };
         for e in est.iter().filter(|e| e.faults > 0) {
-            if let Some(id) = self.addrs.iter().position(|&a| a == e.addr) {
+            // the newest object at that address (an older one was freed)
+            if let Some(id) = self.addrs.iter().rposition(|&a| a == e.addr) {
                 ph.objs.insert(
                     id,
                     ObjPhase {
@@ -310,9 +332,41 @@ impl Driver {
         });
     }
 
+    /// Appends every live object not yet in the profiled set (in the
+    /// registry's order) to it.
+    fn adopt_new_objects(&mut self) {
+        let page = crate::guard::page_size() as u64;
+        for o in self.rt.objects() {
+            if !self.ids.contains(&o.id) {
+                self.addrs.push(o.addr);
+                self.ids.push(o.id);
+                let size = (o.size as u64).div_ceil(page) * page;
+                self.profiled_objs.push((o.name.clone(), size));
+            }
+        }
+    }
+
+    /// Live objects that are not in the profiled set.
+    fn unseen_objects(&self) -> usize {
+        self.rt
+            .objects()
+            .iter()
+            .filter(|o| !self.ids.contains(&o.id))
+            .count()
+    }
+
+    /// The address of profiled object `obj` if that very object is still
+    /// live (not freed, not replaced by a new object at its address).
+    fn live_addr(&self, objs: &[crate::ObjectView], obj: usize) -> Option<usize> {
+        let (&a, &id) = (self.addrs.get(obj)?, self.ids.get(obj)?);
+        objs.iter().any(|o| o.addr == a && o.id == id).then_some(a)
+    }
+
     fn begin_profiling(&mut self) {
         let objs = self.rt.objects();
         self.addrs = objs.iter().map(|o| o.addr).collect();
+        self.ids = objs.iter().map(|o| o.id).collect();
+        self.enforced = 0;
         let page = crate::guard::page_size() as u64;
         self.profiled_objs = objs
             .iter()
@@ -339,20 +393,22 @@ impl Driver {
         let objs = self.rt.objects();
         // Page-rounded: the registry reserves whole pages of DRAM.
         let page = crate::guard::page_size() as u64;
-        let sizes: Vec<u64> = self
+        // A freed object has size 0 and is in no tier: the plan may name
+        // it, but `request` and the waits skip it.
+        let live: Vec<Option<&crate::ObjectView>> = self
             .addrs
             .iter()
-            .map(|a| {
-                objs.iter()
-                    .find(|o| o.addr == *a)
-                    .map_or(0, |o| (o.size as u64).div_ceil(page) * page)
-            })
+            .zip(&self.ids)
+            .map(|(a, id)| objs.iter().find(|o| o.addr == *a && o.id == *id))
             .collect();
-        let start: BTreeSet<usize> = self
-            .addrs
+        let sizes: Vec<u64> = live
+            .iter()
+            .map(|o| o.map_or(0, |o| (o.size as u64).div_ceil(page) * page))
+            .collect();
+        let start: BTreeSet<usize> = live
             .iter()
             .enumerate()
-            .filter(|(_, a)| objs.iter().any(|o| o.addr == **a && o.tier == Tier::Dram))
+            .filter(|(_, o)| o.is_some_and(|o| o.tier == Tier::Dram))
             .map(|(i, _)| i)
             .collect();
         // Once copies have been made, the measured copy bandwidth replaces
@@ -461,8 +517,12 @@ impl Driver {
     /// turns a move to where the object already is into a no-op. Skipping
     /// on the current tier would drop an eviction whose object's promotion
     /// is still queued, and the next promotion would find DRAM full.
-    fn request(&mut self, m: &Move) {
-        if let Some(&a) = self.addrs.get(m.obj) {
+    /// A move of an object freed since the profile is dropped: a freed
+    /// object is never touched, and an object allocated at its address
+    /// later is not moved on its behalf (`objs`: a registry snapshot taken
+    /// on this thread, which is the one that frees).
+    fn request(&mut self, objs: &[crate::ObjectView], m: &Move) {
+        if let Some(a) = self.live_addr(objs, m.obj) {
             if self.rt.request(a as *mut u8, m.to).is_ok() {
                 self.stats.moves_requested += 1;
             }
@@ -484,8 +544,20 @@ impl Driver {
             })
             .chain(self.moves.iter().filter(|m| m.issue == i).cloned())
             .collect();
+        let waits = self
+            .moves
+            .iter()
+            .any(|m| m.needed_by == i && m.to == Tier::Dram)
+            || self
+                .once
+                .iter()
+                .any(|m| m.to == Tier::Dram && m.wait == Some(step));
+        if issue.is_empty() && !waits {
+            return;
+        }
+        let objs = self.rt.objects();
         for m in &issue {
-            self.request(m);
+            self.request(&objs, m);
         }
         let need: Vec<usize> = self
             .moves
@@ -498,7 +570,7 @@ impl Driver {
                     .filter(|m| m.to == Tier::Dram && m.wait == Some(step))
                     .map(|m| m.obj),
             )
-            .filter_map(|o| self.addrs.get(o).copied())
+            .filter_map(|o| self.live_addr(&objs, o))
             .collect();
         let t0 = Instant::now();
         for a in need {
@@ -565,12 +637,21 @@ impl Driver {
                         self.decide_now();
                     }
                 }
-                if self.phase + 1 != self.times.len() || moved {
+                self.enforced += 1;
+                let again = self.phase + 1 != self.times.len() || moved;
+                // Objects allocated since profiling began (issue 20).
+                let new = !again
+                    && new_objects_reprofile(self.unseen_objects(), self.enforced, self.new_gap);
+                if again || new {
                     // Re-profile this iteration (thesis §3.4.2 opt. 1).
                     let t1 = Instant::now();
                     self.rt.wait_all();
                     self.stats.wait_s += t1.elapsed().as_secs_f64();
                     self.stats.reprofiles += 1;
+                    if new {
+                        self.stats.new_object_reprofiles += 1;
+                        self.new_gap = self.new_gap.saturating_mul(2);
+                    }
                     self.begin_profiling();
                 }
             }
@@ -619,6 +700,20 @@ impl Driver {
     }
 }
 
+/// Issue 20: whether `unseen` live objects that the last profile did not
+/// see (allocated after profiling began: hpcc's later benchmarks, a solver
+/// that allocates lazily) re-profile the iteration that begins now, after
+/// `enforced` iterations enforced since profiling last began. The thesis
+/// profiles the first iterations and re-profiles on change (§3.3,
+/// §3.4.2 opt. 1); a new object is such a change. `gap` bounds the cost:
+/// the driver doubles it after each such re-profile (1, 2, 4, ...), so in
+/// `N` iterations at most `log2(N + 1)` are re-profiled for new objects,
+/// however often the program allocates; an object allocated and freed
+/// within one iteration is never seen at an iteration top.
+pub fn new_objects_reprofile(unseen: usize, enforced: u64, gap: u64) -> bool {
+    unseen > 0 && enforced >= gap
+}
+
 /// The calling thread's CPU time, s (`CLOCK_THREAD_CPUTIME_ID`): a
 /// recorded phase's computation without the time the rank waited for a
 /// core. 0 if the clock cannot be read (then the recording says 0).
@@ -632,4 +727,38 @@ fn thread_cpu_s() -> f64 {
         return 0.0;
     }
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::new_objects_reprofile;
+
+    #[test]
+    fn new_objects_reprofile_only_after_the_gap() {
+        assert!(!new_objects_reprofile(0, 100, 1), "nothing new");
+        assert!(
+            !new_objects_reprofile(3, 0, 1),
+            "still the decided iteration"
+        );
+        assert!(new_objects_reprofile(1, 1, 1));
+        assert!(!new_objects_reprofile(1, 3, 4));
+        assert!(new_objects_reprofile(1, 4, 4));
+    }
+
+    /// A program that allocates a new long-lived object every iteration:
+    /// with the doubling gap, 1000 iterations re-profile at most
+    /// log2(1001) < 10 times.
+    #[test]
+    fn doubling_gap_bounds_reprofiles() {
+        let (mut gap, mut since, mut count) = (1u64, 0u64, 0u32);
+        for _ in 0..1000 {
+            since += 1;
+            if new_objects_reprofile(1, since, gap) {
+                count += 1;
+                gap *= 2;
+                since = 0;
+            }
+        }
+        assert_eq!(count, 9);
+    }
 }

@@ -112,6 +112,8 @@ pub fn parse_bytes(s: &str) -> Option<usize> {
 /// One live object.
 #[derive(Debug)]
 pub(crate) struct Object {
+    /// Allocation serial number (see [`ObjectView::id`]).
+    pub id: u64,
     pub name: String,
     pub size: usize,
     pub len: usize,
@@ -133,6 +135,11 @@ pub(crate) struct Object {
 pub struct ObjectView {
     /// Its (fixed) address.
     pub addr: usize,
+    /// Serial number of its allocation in this registry (1, 2, ...): an
+    /// address can be reused after a free, the id cannot, so the Unimem
+    /// driver tells a new object at a freed object's address from the old
+    /// one (a plan made for the old one must not move the new one).
+    pub id: u64,
     /// The name given at allocation.
     pub name: String,
     /// Bytes asked for.
@@ -179,6 +186,8 @@ pub struct Registry {
     pub(crate) objects: BTreeMap<usize, Object>,
     /// DRAM bytes held or reserved by in-flight moves to DRAM.
     dram_used: usize,
+    /// Allocations made so far (the last object's id).
+    serial: u64,
 }
 
 impl Registry {
@@ -190,6 +199,7 @@ impl Registry {
             page: guard::page_size(),
             objects: BTreeMap::new(),
             dram_used: 0,
+            serial: 0,
         })
     }
 
@@ -267,7 +277,9 @@ impl Registry {
                 max: guard::MAX_SLOTS,
             });
         };
+        self.serial += 1;
         let obj = Object {
+            id: self.serial,
             name: name.into(),
             size,
             len,
@@ -314,6 +326,7 @@ impl Registry {
             .iter()
             .map(|(&addr, o)| ObjectView {
                 addr,
+                id: o.id,
                 name: o.name.clone(),
                 size: o.size,
                 tier: o.tier,

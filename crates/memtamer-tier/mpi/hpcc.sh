@@ -5,8 +5,9 @@
 # MEMTAMER_TIER_ITER_EVERY=500: an iteration mark every 500 MPI boundaries, so
 # Unimem profiles, decides and moves them). Every rank's report must show
 # phase boundaries and placed objects, and hpcc's own checks must pass (no
-# failed residual check, no RandomAccess errors, 11 PASSED lines,
-# "End of Tests.").
+# failed residual check, no RandomAccess errors, PASSED on PTRANS's 5 WALL
+# lines and HPL's residual (11 PASSED lines in all when every CPU line is
+# printed), "End of Tests.").
 #   crates/memtamer-tier/mpi/hpcc.sh                    Debian's hpcc (Open MPI)
 #   MPI_FLAVOR=mpich crates/memtamer-tier/mpi/hpcc.sh   target/release/mpich/hpcc
 #     (built by mpi/build-hpcc-mpich.sh; skipped with a message if absent)
@@ -39,7 +40,11 @@ for n in 1 2 4; do
     [ "$placed" = "$n" ] || { echo "FAIL: $n ranks: $placed of $n ranks placed interposed objects"; fail=1; }
   fi
   grep -q "End of Tests." "$out" || { echo "FAIL: $n ranks: hpcc did not finish"; fail=1; }
-  [ "$(grep -c PASSED "$out")" = 11 ] || { echo "FAIL: $n ranks: $(grep -c PASSED "$out") PASSED lines, not 11"; fail=1; }
+  # PTRANS prints a CPU line only when its CPU timer measured more than 0
+  # (getrusage; a few-ms transpose can read 0), so its 5 CPU lines are not
+  # counted; its 5 WALL verdicts and HPL's residual check must all pass.
+  passed=$(grep PASSED "$out" | grep -vc '^CPU ' || true)
+  [ "$passed" = 6 ] || { echo "FAIL: $n ranks: $passed PASSED lines besides PTRANS's CPU lines, not 6 (5 WALL + HPL)"; fail=1; }
   if grep -E "^ *[1-9][0-9]* tests completed and failed" "$out" || grep -E "Found [1-9][0-9]* errors" "$out" || grep -q FAILED "$out"; then
     echo "FAIL: $n ranks: hpcc check failed"; fail=1
   fi

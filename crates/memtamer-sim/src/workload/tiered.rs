@@ -107,6 +107,18 @@ pub struct TierStats {
     pub exposed_ps: Ps,
     /// Highest number of bytes in DRAM (promotions in flight included).
     pub peak_dram_bytes: u64,
+    /// Copy time of the moves to the slow tier (evictions), ps: part of
+    /// `copy_ps`.
+    pub evict_copy_ps: Ps,
+    /// Part of `exposed_ps` during which the helper was copying an
+    /// eviction (ps): the time a waiting phase spent queued behind
+    /// evictions in the helper's FIFO ([`TierSpace::add_wait`]; a phase
+    /// waits for promotions and for objects it writes while they move).
+    pub evict_exposed_ps: Ps,
+    /// Part of `exposed_ps` during which the helper was copying a
+    /// promotion (ps). The rest of `exposed_ps` ran with the helper idle
+    /// (polling granularity).
+    pub promote_exposed_ps: Ps,
 }
 
 impl TierStats {
@@ -138,7 +150,15 @@ pub struct TierSpace {
     stats: TierStats,
     /// The program ended: the helper stops polling.
     closed: bool,
+    /// The helper's copy in progress (start, destination), for
+    /// attributing waits to the move kind that held the FIFO.
+    running: Option<(Ps, Tier)>,
+    /// The last finished copies (start, end, destination), newest last.
+    recent: VecDeque<(Ps, Ps, Tier)>,
 }
+
+/// Finished copies [`TierSpace::add_wait`] looks back over.
+const RECENT_COPIES: usize = 64;
 
 /// The handle both generators of one process hold.
 pub type TierHandle = Arc<Mutex<TierSpace>>;
@@ -189,6 +209,8 @@ impl TierSpace {
                 ..Default::default()
             },
             closed: false,
+            running: None,
+            recent: VecDeque::new(),
         }
     }
 
@@ -316,6 +338,40 @@ impl TierSpace {
     /// The application waited `ps` for moves.
     pub fn add_exposed(&mut self, ps: Ps) {
         self.stats.exposed_ps += ps;
+    }
+
+    /// The application waited from `since` to `now` for moves: adds it to
+    /// `exposed_ps` and splits it by the kind of copy the helper was
+    /// running meanwhile (`evict_exposed_ps` / `promote_exposed_ps`), so a
+    /// wait behind an eviction in the FIFO shows as the eviction's.
+    pub fn add_wait(&mut self, since: Ps, now: Ps) {
+        self.add_exposed(now.saturating_sub(since));
+        let overlap = |a: Ps, b: Ps| b.min(now).saturating_sub(a.max(since));
+        let running = self.running.map(|(a, t)| (a, now, t));
+        for (a, b, t) in self.recent.iter().copied().chain(running) {
+            match t {
+                Tier::Slow => self.stats.evict_exposed_ps += overlap(a, b),
+                Tier::Dram => self.stats.promote_exposed_ps += overlap(a, b),
+            }
+        }
+    }
+
+    /// The helper started copying towards `to` at `now`.
+    fn copy_started(&mut self, now: Ps, to: Tier) {
+        self.running = Some((now, to));
+    }
+
+    /// The helper's running copy ended at `now`.
+    fn copy_ended(&mut self, now: Ps) {
+        if let Some((a, t)) = self.running.take() {
+            if t == Tier::Slow {
+                self.stats.evict_copy_ps += now.saturating_sub(a);
+            }
+            self.recent.push_back((a, now, t));
+            if self.recent.len() > RECENT_COPIES {
+                self.recent.pop_front();
+            }
+        }
     }
 
     /// Takes the next request and returns the pages it must copy (those
@@ -486,6 +542,9 @@ impl MigrationHelper {
             match &mut self.cur {
                 None => match s.start_next() {
                     Some((req, pages)) => {
+                        if !pages.is_empty() {
+                            s.copy_started(now, req.to);
+                        }
                         self.cur = Some(Copy {
                             req,
                             pages,
@@ -516,6 +575,9 @@ impl MigrationHelper {
                 }
                 Some(c) => {
                     let took = now - c.start;
+                    if !c.pages.is_empty() {
+                        s.copy_ended(now);
+                    }
                     s.finish(&c.req, &c.pages, took);
                     self.cur = None;
                 }

@@ -369,11 +369,10 @@ pub fn global_search(p: &Problem, start: &BTreeSet<ObjId>) -> BTreeSet<ObjId> {
 /// exposed copies between consecutive phases (cyclic): the time the phases
 /// wait for the helper's FIFO ([`exposed_split`]).
 pub fn per_iteration(p: &Problem, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
-    let n = p.phases.len();
     let mut lost = 0.0;
-    for i in 0..n {
-        for &o in p.phases[i].objs.keys() {
-            if o < p.sizes.len() && !dram[i].contains(&o) {
+    for (i, (ph, set)) in p.phases.iter().zip(dram).enumerate() {
+        for &o in ph.objs.keys() {
+            if o < p.sizes.len() && !set.contains(&o) {
                 lost += p.bft(i, o);
             }
         }

@@ -694,6 +694,30 @@ mod tests {
         assert!(s.idle());
     }
 
+    /// A wait is split by the kind of copy the helper ran during it: an
+    /// eviction that finished before the wait began is not charged.
+    #[test]
+    fn waits_are_split_by_the_copy_running_meanwhile() {
+        let h = space();
+        let mut s = lock(&h);
+        s.copy_started(0, Tier::Slow);
+        s.copy_ended(10);
+        s.copy_started(10, Tier::Slow);
+        s.copy_ended(30);
+        s.copy_started(30, Tier::Dram);
+        s.copy_ended(50);
+        // waited 25..50: 5 behind the second eviction, 20 behind the promotion
+        s.add_wait(25, 50);
+        // a wait while a promotion is still running counts up to its end
+        s.copy_started(60, Tier::Dram);
+        s.add_wait(55, 70);
+        let st = s.stats();
+        assert_eq!(st.exposed_ps, 40);
+        assert_eq!(st.evict_exposed_ps, 5);
+        assert_eq!(st.promote_exposed_ps, 30);
+        assert_eq!(st.evict_copy_ps, 30);
+    }
+
     #[test]
     fn overlap_share() {
         let mut st = TierStats {

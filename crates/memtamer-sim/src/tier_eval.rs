@@ -538,7 +538,20 @@ pub fn markdown(results: &[PlatformResult]) -> String {
             for o in row.iter().filter(|o| {
                 !o.summary.is_empty() && o.policy != "dram-only" && o.policy != "slow-only"
             }) {
-                let _ = writeln!(s, "* {name} / {}: {}", o.policy, o.summary);
+                let st = &o.stats;
+                let ms = |ps: u64| ps as f64 * 1e-9;
+                let _ = writeln!(
+                    s,
+                    "* {name} / {}: {}; measured (all ranks): copy {:.3} ms ({:.3} evictions), \
+                     exposed {:.3} ms = {:.3} behind promotions + {:.3} behind evictions",
+                    o.policy,
+                    o.summary,
+                    ms(st.copy_ps),
+                    ms(st.evict_copy_ps),
+                    ms(st.exposed_ps),
+                    ms(st.promote_exposed_ps),
+                    ms(st.evict_exposed_ps)
+                );
             }
         }
         let _ = writeln!(s);

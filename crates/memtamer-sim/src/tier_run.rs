@@ -85,6 +85,9 @@ fn outcome(policy: String, ranks: &[RankReport]) -> Result<Outcome, String> {
         st.bytes_moved += r.stats.bytes_moved;
         st.copy_ps += r.stats.copy_ps;
         st.exposed_ps += r.stats.exposed_ps;
+        st.evict_copy_ps += r.stats.evict_copy_ps;
+        st.evict_exposed_ps += r.stats.evict_exposed_ps;
+        st.promote_exposed_ps += r.stats.promote_exposed_ps;
         st.peak_dram_bytes = st.peak_dram_bytes.max(r.stats.peak_dram_bytes);
         d += r.dram_lines;
         s += r.slow_lines;

@@ -12,10 +12,13 @@
 //!   better; initial placement; the 10% drift check (§3.4.2).
 //! * [`schedule`]: the proactive migration schedule that issues each move
 //!   as early as the object's and its victims' last uses allow.
+//! * [`fifo`]: the helper thread's FIFO played over one iteration: the
+//!   waits a schedule's copies cause, promotions and evictions apart.
 //! * [`transition`]: the one-time moves from the placement at a decision
 //!   to the plan's, timed ahead of their use like the schedule's.
 
 pub mod calibrate;
+pub mod fifo;
 pub mod knapsack;
 pub mod model;
 pub mod plan;

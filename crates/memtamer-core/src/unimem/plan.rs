@@ -10,9 +10,11 @@
 //! * [`decide`] keeps the one with the smaller predicted time over the
 //!   remaining iterations ([`predict`]).
 
+use super::fifo::{waits, Copy as FifoCopy};
 use super::knapsack::{granule_for, solve, Item};
 use super::model::{benefit, free_phases_before, move_cost, overlap_time, PhaseProfile, Platform};
-use super::ObjId;
+use super::schedule::{replay, schedule};
+use super::{ObjId, Tier};
 use std::collections::BTreeSet;
 
 /// Everything a decision depends on.
@@ -126,34 +128,125 @@ impl Problem {
     /// although the copy that lands first holds that slot until its phase
     /// and the other waits for the transition's evictions (the schedule's
     /// [`super::schedule::hoist`] replays exactly that and hoists only one).
-    /// Here, transitions in phase order and within one by object, each
-    /// promotion's window stops at the first phase without room for it
-    /// next to the phase's own set and the copies already credited there,
-    /// and it then holds its room in every phase of its window.
+    /// Here each promotion's window stops at the first phase without room
+    /// for it next to the phase's own set and the copies already credited
+    /// there, and it then holds its room in every phase of its window;
+    /// the room is handed out in rounds ([`Self::promotion_windows`]).
     pub fn exposed_promotions(&self, dram: &[BTreeSet<ObjId>]) -> f64 {
+        self.promotion_windows(dram)
+            .iter()
+            .map(|&(_, o, _, window)| {
+                move_cost(self.sizes[o] as f64, self.platform.copy_bw, window)
+            })
+            .sum()
+    }
+
+    /// Every promotion of the cyclic plan `dram` as (phase that needs it,
+    /// object, phases of room before it, their execution time), the room
+    /// shared as [`Self::exposed_promotions`] describes and handed out as
+    /// [`super::schedule::hoist`] does: in rounds, each promotion in turn
+    /// one phase more, so every promotion gets one phase of lead before
+    /// any gets two.
+    fn promotion_windows(&self, dram: &[BTreeSet<ObjId>]) -> Vec<(usize, ObjId, usize, f64)> {
         let n = dram.len();
         let times = self.times();
         // bytes resident in each phase: its set, plus copies credited to it
         let mut held: Vec<u64> = dram.iter().map(|s| self.size_of(s)).collect();
-        let mut total = 0.0;
+        // (need, object, Fig. 3.5 window in phases, lead, lead's time)
+        let mut out: Vec<(usize, ObjId, usize, usize, f64)> = Vec::new();
         for i in 0..n {
             let prev = &dram[(i + n - 1) % n];
             for &o in dram[i].difference(prev) {
-                let size = self.sizes[o];
-                let d = free_phases_before(&self.uses(o), i);
-                let mut window = 0.0;
-                for k in (1..=d).map(|k| (i + n - k) % n) {
-                    let own = if dram[k].contains(&o) { size } else { 0 };
-                    if held[k] - own + size > self.capacity {
-                        break;
-                    }
-                    held[k] += size - own;
-                    window += times[k];
-                }
-                total += move_cost(size as f64, self.platform.copy_bw, window);
+                out.push((i, o, free_phases_before(&self.uses(o), i), 0, 0.0));
             }
         }
-        total
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (i, o, d, lead, window) in out.iter_mut() {
+                if *lead >= *d {
+                    continue;
+                }
+                let k = (*i + n - *lead - 1) % n;
+                let size = self.sizes[*o];
+                let own = if dram[k].contains(o) { size } else { 0 };
+                if held[k] - own + size > self.capacity {
+                    // the window ends at the first phase without room
+                    *d = *lead;
+                    continue;
+                }
+                held[k] += size - own;
+                *lead += 1;
+                *window += times[k];
+                changed = true;
+            }
+        }
+        out.into_iter()
+            .map(|(i, o, _, lead, window)| (i, o, lead, window))
+            .collect()
+    }
+
+    /// The copies the helper makes each iteration for the cyclic plan
+    /// `dram`, timed as the enforced schedule times them
+    /// ([`super::schedule::schedule_checked`]): an eviction right after
+    /// the victim's last use (at the phase that needs the room if that
+    /// early schedule could overfill DRAM, as the checked schedule falls
+    /// back), waited for by the next phase that uses the object (the
+    /// runtime waits only if that phase writes it; a profile cannot tell,
+    /// so a read is charged as a write); a promotion no later than the
+    /// early schedule issues it and as early as the room shared by
+    /// [`Self::exposed_promotions`] allows (what
+    /// [`super::schedule::hoist`] does), waited for by the phase that
+    /// needs it. Request order as the schedule's: by phase, evictions
+    /// first.
+    fn fifo_copies(&self, dram: &[BTreeSet<ObjId>]) -> Vec<FifoCopy> {
+        let n = dram.len();
+        let uses: Vec<Vec<bool>> = (0..self.sizes.len()).map(|o| self.uses(o)).collect();
+        let early = schedule(dram, &uses);
+        let fits = matches!(replay(dram, &uses, &early, &self.sizes, 3),
+            Ok(peak) if peak <= self.capacity);
+        let secs = |o: ObjId| self.sizes[o] as f64 / self.platform.copy_bw;
+        // (issue, eviction?, need, object, copy)
+        let mut out: Vec<(usize, bool, usize, ObjId, FifoCopy)> = Vec::new();
+        for m in early.iter().filter(|m| m.to == Tier::Slow) {
+            let issue = if fits { m.issue } else { m.needed_by };
+            let waited_after = (0..n).find(|&k| uses[m.obj][(issue + k) % n]);
+            out.push((
+                issue,
+                true,
+                m.needed_by,
+                m.obj,
+                FifoCopy {
+                    issue,
+                    secs: secs(m.obj),
+                    waited_after,
+                    eviction: true,
+                },
+            ));
+        }
+        for (need, o, room, _) in self.promotion_windows(dram) {
+            let scheduled = early
+                .iter()
+                .find(|m| m.to == Tier::Dram && m.obj == o && m.needed_by == need)
+                .filter(|_| fits)
+                .map_or(0, |m| (need + n - m.issue) % n);
+            let lead = room.max(scheduled);
+            let issue = (need + n - lead) % n;
+            out.push((
+                issue,
+                false,
+                need,
+                o,
+                FifoCopy {
+                    issue,
+                    secs: secs(o),
+                    waited_after: Some(lead),
+                    eviction: false,
+                },
+            ));
+        }
+        out.sort_by_key(|c| (c.0, !c.1, c.2, c.3));
+        out.into_iter().map(|c| c.4).collect()
     }
 
     fn one_time(&self, obj: ObjId) -> f64 {
@@ -273,26 +366,37 @@ pub fn global_search(p: &Problem, start: &BTreeSet<ObjId>) -> BTreeSet<ObjId> {
 }
 
 /// Seconds per iteration lost to the slow tier (benefits forgone) and to
-/// exposed copies between consecutive phases (cyclic): a promotion's
-/// Eq. 3.3 window only counts the phases where the plan leaves DRAM room
-/// for it, shared with the other promotions that use the same room
-/// ([`Problem::exposed_promotions`]).
+/// exposed copies between consecutive phases (cyclic): the time the phases
+/// wait for the helper's FIFO ([`exposed_split`]).
 pub fn per_iteration(p: &Problem, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
-    let n = p.phases.len();
     let mut lost = 0.0;
-    let mut moves = p.exposed_promotions(dram);
-    for i in 0..n {
-        for &o in p.phases[i].objs.keys() {
-            if o < p.sizes.len() && !dram[i].contains(&o) {
+    for (i, (ph, set)) in p.phases.iter().zip(dram).enumerate() {
+        for &o in ph.objs.keys() {
+            if o < p.sizes.len() && !set.contains(&o) {
                 lost += p.bft(i, o);
             }
         }
-        let prev = &dram[(i + n - 1) % n];
-        for &o in prev.difference(&dram[i]) {
-            moves += p.exposed_copy(o, i);
-        }
     }
-    (lost, moves)
+    let (promotions, evictions) = exposed_split(p, dram);
+    (lost, promotions + evictions)
+}
+
+/// The exposed copy time per iteration of the cyclic plan `dram`: the
+/// helper's FIFO played over an iteration ([`super::fifo::waits`]) with
+/// the copies timed as the enforced schedule times them, each copy taking
+/// its Eq. 3.3 time, and the waits split into the time spent behind
+/// promotions and behind evictions. Until branch `unimemevict` each
+/// eviction was charged Eq. 3.3 as if the phase that needs the room
+/// waited for it; the policy waits only for promotions (and objects a
+/// phase writes), so an eviction costs only the time a waited-for copy
+/// queues behind it (docs/unimem.md, "Evictions charged only where a copy
+/// waits behind them").
+pub fn exposed_split(p: &Problem, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
+    if dram.len() != p.phases.len() {
+        return (0.0, 0.0);
+    }
+    let w = waits(&p.times(), &p.fifo_copies(dram));
+    (w.promotions, w.evictions)
 }
 
 /// Predicted seconds over the remaining iterations for a placement, plus

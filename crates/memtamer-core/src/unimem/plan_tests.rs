@@ -309,9 +309,16 @@ fn promotions_share_the_room_before_their_phase() {
     assert_eq!(p.exposed_copy_in(0, 0, &dram), 0.0);
     assert_eq!(p.exposed_copy_in(1, 0, &dram), 0.0);
     // together: one hidden, one exposed (1 s); 2's promotion exposed (phase
-    // 0 is full); three evictions right after their use, exposed
+    // 0 is full)
     assert_eq!(p.exposed_promotions(&dram), 2.0);
-    assert_eq!(per_iteration(&p, &dram).1, 5.0);
+    // the helper's FIFO: at phase 1's start the evictions of 0 and 1, then
+    // the promotion of 0 hoisted for the next phase 0 (the schedule orders
+    // a phase's promotions by the index of the phase that needs them), then
+    // 2's, which phase 1 waits for: 4 s (2 behind evictions); at phase 0's
+    // start 2's eviction and 1's promotion: 2 s (until branch
+    // `unimemevict` each eviction was charged 1 s: 5 s in all)
+    assert_eq!(exposed_split(&p, &dram), (3.0, 3.0));
+    assert_eq!(per_iteration(&p, &dram).1, 6.0);
     // the schedule enforced for this plan hoists one of the two, not both
     let uses: Vec<Vec<bool>> = (0..3).map(|o| p.uses(o)).collect();
     let (m, _) = schedule_checked(&dram, &uses, &p.sizes, p.capacity);
@@ -320,4 +327,49 @@ fn promotions_share_the_room_before_their_phase() {
         .filter(|m| m.to == Tier::Dram && m.needed_by == 0 && m.issue != 0)
         .count();
     assert_eq!(early, 1, "{m:?}");
+}
+
+/// Three phases of `t` s, each using its own object (100 B, a copy takes
+/// 1 s); the plan holds each phase's object only.
+fn one_per_phase(t: f64, capacity: u64) -> (Problem, Vec<BTreeSet<ObjId>>) {
+    let p = Problem {
+        sizes: vec![100, 100, 100],
+        phases: vec![
+            phase(t, &[(0, 1e6)]),
+            phase(t, &[(1, 1e6)]),
+            phase(t, &[(2, 1e6)]),
+        ],
+        platform: platform(100.0),
+        capacity,
+        iterations: 10.0,
+    };
+    (p, vec![set(&[0]), set(&[1]), set(&[2])])
+}
+
+/// With room for one more object, each promotion is requested a phase
+/// ahead (hoisted) and each eviction right after its victim's last use,
+/// and no phase waits for an eviction: at 2 s per phase the helper's
+/// 1 s eviction and 1 s promotion both finish inside the phase, so
+/// nothing is exposed. Before, each eviction was charged Eq. 3.3 with no
+/// overlap (the victim is used in the phase before), 3 s per iteration.
+#[test]
+fn an_eviction_no_copy_waits_behind_costs_nothing() {
+    let (p, dram) = one_per_phase(2.0, 200);
+    assert_eq!(p.exposed_promotions(&dram), 0.0);
+    assert_eq!(exposed_split(&p, &dram), (0.0, 0.0));
+    assert_eq!(per_iteration(&p, &dram).1, 0.0);
+}
+
+/// At 1.5 s per phase the promotion requested behind the 1 s eviction
+/// ends 0.5 s after the phase: the next phase waits 0.5 s (while the
+/// helper copies the promotion), 1.5 s per iteration, not 3.
+#[test]
+fn an_eviction_delays_the_promotion_queued_behind_it() {
+    let (p, dram) = one_per_phase(1.5, 200);
+    assert_eq!(exposed_split(&p, &dram), (1.5, 0.0));
+    // no room: every phase waits for its own transition, the eviction
+    // (1 s) and then the promotion (1 s) behind it
+    let (p, dram) = one_per_phase(1.5, 100);
+    assert_eq!(exposed_split(&p, &dram), (3.0, 3.0));
+    assert_eq!(per_iteration(&p, &dram).1, 6.0);
 }

@@ -31,7 +31,8 @@ use super::{page_sizes, MoveReq, PhaseObs, PhasePolicy, PhaseStart, SpaceView, T
 use crate::config::phased::{ModelSpec, PhasedProgram, SearchSpec};
 use memtamer_core::unimem::model::{ObjPhase, PhaseProfile, Platform};
 use memtamer_core::unimem::plan::{
-    decide, global_search, initial_placement, local_search, per_iteration, predict, Problem, Search,
+    decide, exposed_split, global_search, initial_placement, local_search, per_iteration, predict,
+    Problem, Search,
 };
 use memtamer_core::unimem::schedule::{schedule_checked, Move};
 use memtamer_core::unimem::transition::{transition, OnceMove};
@@ -260,6 +261,7 @@ impl UnimemPolicy {
         // (docs/unimem.md "Why the 0.5x plan is accepted"): the plan's
         // per-iteration split, and leaving everything in place / slow
         let (lost, exposed) = per_iteration(&problem, &dram);
+        let (ex_in, ex_out) = exposed_split(&problem, &dram);
         let in_place = predict(&problem, &vec![start.clone(); n], &start);
         let slow_only = predict(&problem, &vec![BTreeSet::new(); n], &start);
         let uses: Vec<Vec<bool>> = (0..self.sizes.len()).map(|o| problem.uses(o)).collect();
@@ -300,8 +302,9 @@ impl UnimemPolicy {
             )
         };
         self.decided = format!(
-            "{chunks}{} search, predicted {:.3} ms (per iteration {:.3} lost + {:.3} exposed; \
-             in place {:.3}, all slow {:.3}), {} moves per iteration{}, DRAM sets [{}]",
+            "{chunks}{} search, predicted {:.3} ms (per iteration {:.3} lost + {:.3} exposed \
+             = {:.3} promotions + {:.3} evictions; in place {:.3}, all slow {:.3}), \
+             {} moves per iteration{}, DRAM sets [{}]",
             if search == Search::Local {
                 "local"
             } else {
@@ -310,6 +313,8 @@ impl UnimemPolicy {
             predicted * 1e3,
             lost * 1e3,
             exposed * 1e3,
+            ex_in * 1e3,
+            ex_out * 1e3,
             in_place * 1e3,
             slow_only * 1e3,
             moves.len(),

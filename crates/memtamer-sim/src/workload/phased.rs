@@ -237,7 +237,7 @@ impl PhasedRank {
                     let s = lock(&self.space);
                     if self.wait.iter().all(|&o| s.settled(o)) {
                         drop(s);
-                        lock(&self.space).add_exposed(now - since);
+                        lock(&self.space).add_wait(since, now);
                         self.stage = Stage::Body;
                     } else {
                         q.push_back(Op::Compute(POLL));

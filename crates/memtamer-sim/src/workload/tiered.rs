@@ -110,6 +110,18 @@ pub struct TierStats {
     /// Of [`TierStats::pages_moved`], pages promoted without a copy
     /// ([`TierSpace::discard_on_promote`]).
     pub pages_fresh: u64,
+    /// Copy time of the moves to the slow tier (evictions), ps: part of
+    /// `copy_ps`.
+    pub evict_copy_ps: Ps,
+    /// Part of `exposed_ps` during which the helper was copying an
+    /// eviction (ps): the time a waiting phase spent queued behind
+    /// evictions in the helper's FIFO ([`TierSpace::add_wait`]; a phase
+    /// waits for promotions and for objects it writes while they move).
+    pub evict_exposed_ps: Ps,
+    /// Part of `exposed_ps` during which the helper was copying a
+    /// promotion (ps). The rest of `exposed_ps` ran with the helper idle
+    /// (polling granularity).
+    pub promote_exposed_ps: Ps,
 }
 
 impl TierStats {
@@ -146,7 +158,15 @@ pub struct TierSpace {
     fresh: BTreeSet<(usize, u64)>,
     /// Page-fault handling time charged per page placed without a copy.
     fault_ps: Ps,
+    /// The helper's copy in progress (start, destination), for
+    /// attributing waits to the move kind that held the FIFO.
+    running: Option<(Ps, Tier)>,
+    /// The last finished copies (start, end, destination), newest last.
+    recent: VecDeque<(Ps, Ps, Tier)>,
 }
+
+/// Finished copies [`TierSpace::add_wait`] looks back over.
+const RECENT_COPIES: usize = 64;
 
 /// The handle both generators of one process hold.
 pub type TierHandle = Arc<Mutex<TierSpace>>;
@@ -199,6 +219,8 @@ impl TierSpace {
             closed: false,
             fresh: BTreeSet::new(),
             fault_ps: 0,
+            running: None,
+            recent: VecDeque::new(),
         }
     }
 
@@ -382,6 +404,40 @@ impl TierSpace {
         self.stats.exposed_ps += ps;
     }
 
+    /// The application waited from `since` to `now` for moves: adds it to
+    /// `exposed_ps` and splits it by the kind of copy the helper was
+    /// running meanwhile (`evict_exposed_ps` / `promote_exposed_ps`), so a
+    /// wait behind an eviction in the FIFO shows as the eviction's.
+    pub fn add_wait(&mut self, since: Ps, now: Ps) {
+        self.add_exposed(now.saturating_sub(since));
+        let overlap = |a: Ps, b: Ps| b.min(now).saturating_sub(a.max(since));
+        let running = self.running.map(|(a, t)| (a, now, t));
+        for (a, b, t) in self.recent.iter().copied().chain(running) {
+            match t {
+                Tier::Slow => self.stats.evict_exposed_ps += overlap(a, b),
+                Tier::Dram => self.stats.promote_exposed_ps += overlap(a, b),
+            }
+        }
+    }
+
+    /// The helper started copying towards `to` at `now`.
+    fn copy_started(&mut self, now: Ps, to: Tier) {
+        self.running = Some((now, to));
+    }
+
+    /// The helper's running copy ended at `now`.
+    fn copy_ended(&mut self, now: Ps) {
+        if let Some((a, t)) = self.running.take() {
+            if t == Tier::Slow {
+                self.stats.evict_copy_ps += now.saturating_sub(a);
+            }
+            self.recent.push_back((a, now, t));
+            if self.recent.len() > RECENT_COPIES {
+                self.recent.pop_front();
+            }
+        }
+    }
+
     /// Takes the next request and returns the pages it must copy (those
     /// not already in its destination). Promotions count against DRAM now.
     fn start_next(&mut self) -> Option<(MoveReq, Vec<u64>)> {
@@ -559,6 +615,9 @@ impl MigrationHelper {
             match &mut self.cur {
                 None => match s.start_next() {
                     Some((req, pages)) => {
+                        if !pages.is_empty() {
+                            s.copy_started(now, req.to);
+                        }
                         self.cur = Some(Copy {
                             req,
                             pages,
@@ -586,6 +645,9 @@ impl MigrationHelper {
                 }
                 Some(c) => {
                     let took = now - c.start;
+                    if !c.pages.is_empty() {
+                        s.copy_ended(now);
+                    }
                     s.finish(&c.req, &c.pages, took);
                     self.cur = None;
                 }
@@ -749,6 +811,30 @@ mod tests {
         assert_eq!(s.dram_bytes(), 0);
         assert_eq!(s.stats().moves, 1);
         assert!(s.idle());
+    }
+
+    /// A wait is split by the kind of copy the helper ran during it: an
+    /// eviction that finished before the wait began is not charged.
+    #[test]
+    fn waits_are_split_by_the_copy_running_meanwhile() {
+        let h = space();
+        let mut s = lock(&h);
+        s.copy_started(0, Tier::Slow);
+        s.copy_ended(10);
+        s.copy_started(10, Tier::Slow);
+        s.copy_ended(30);
+        s.copy_started(30, Tier::Dram);
+        s.copy_ended(50);
+        // waited 25..50: 5 behind the second eviction, 20 behind the promotion
+        s.add_wait(25, 50);
+        // a wait while a promotion is still running counts up to its end
+        s.copy_started(60, Tier::Dram);
+        s.add_wait(55, 70);
+        let st = s.stats();
+        assert_eq!(st.exposed_ps, 40);
+        assert_eq!(st.evict_exposed_ps, 5);
+        assert_eq!(st.promote_exposed_ps, 30);
+        assert_eq!(st.evict_copy_ps, 30);
     }
 
     #[test]

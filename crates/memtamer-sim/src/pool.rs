@@ -6,13 +6,14 @@
 //! cores idle (longest-processing-time-first list scheduling, Graham 1969).
 
 use crate::error::SimError;
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Runs `f` over `items` on `jobs` worker threads (0 = all cores) and
 /// returns the results in item order; the first error in item order wins.
 /// With `progress = Some((label, unit))` it counts `label: done/total unit`
-/// on stderr. Simulated runs are independent and deterministic, so the
+/// on stderr, when stderr is a terminal. Simulated runs are independent and deterministic, so the
 /// order they finish in does not matter.
 pub fn parallel_map<T: Sync, R: Send>(
     items: &[T],
@@ -48,6 +49,9 @@ pub fn parallel_map_ordered<T: Sync, R: Send>(
         .collect();
     // items the order forgot still run, last
     order.extend((0..items.len()).filter(|&i| !seen[i]));
+    // progress lines only on a terminal: pipes, logs and CI keep results
+    // and errors only (docs/cli.md "Progress")
+    let progress = progress.filter(|_| std::io::stderr().is_terminal());
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<R, SimError>>>> =

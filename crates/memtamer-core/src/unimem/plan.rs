@@ -13,7 +13,7 @@
 use super::fifo::{waits, Copy as FifoCopy};
 use super::knapsack::{granule_for, solve, Item};
 use super::model::{benefit, free_phases_before, move_cost, overlap_time, PhaseProfile, Platform};
-use super::schedule::{replay, schedule};
+use super::schedule::{need_order, replay, schedule, Move};
 use super::{ObjId, Tier};
 use std::collections::BTreeSet;
 
@@ -197,8 +197,10 @@ impl Problem {
     /// early schedule issues it and as early as the room shared by
     /// [`Self::exposed_promotions`] allows (what
     /// [`super::schedule::hoist`] does), waited for by the phase that
-    /// needs it. Request order as the schedule's: by phase, evictions
-    /// first.
+    /// needs it. Request order as the schedule's
+    /// ([`super::schedule::need_order`]): by phase, then by how soon each
+    /// copy is needed, an eviction just before the promotion that needs
+    /// its room.
     fn fifo_copies(&self, dram: &[BTreeSet<ObjId>]) -> Vec<FifoCopy> {
         let n = dram.len();
         let uses: Vec<Vec<bool>> = (0..self.sizes.len()).map(|o| self.uses(o)).collect();
@@ -245,8 +247,19 @@ impl Problem {
                 },
             ));
         }
-        out.sort_by_key(|c| (c.0, !c.1, c.2, c.3));
-        out.into_iter().map(|c| c.4).collect()
+        let moves: Vec<Move> = out
+            .iter()
+            .map(|c| Move {
+                issue: c.0,
+                to: if c.1 { Tier::Slow } else { Tier::Dram },
+                obj: c.3,
+                needed_by: c.2,
+            })
+            .collect();
+        need_order(dram, &self.sizes, self.capacity, &moves)
+            .into_iter()
+            .map(|k| out[k].4.clone())
+            .collect()
     }
 
     fn one_time(&self, obj: ObjId) -> f64 {

@@ -311,14 +311,17 @@ fn promotions_share_the_room_before_their_phase() {
     // together: one hidden, one exposed (1 s); 2's promotion exposed (phase
     // 0 is full)
     assert_eq!(p.exposed_promotions(&dram), 2.0);
-    // the helper's FIFO: at phase 1's start the evictions of 0 and 1, then
-    // the promotion of 0 hoisted for the next phase 0 (the schedule orders
-    // a phase's promotions by the index of the phase that needs them), then
-    // 2's, which phase 1 waits for: 4 s (2 behind evictions); at phase 0's
-    // start 2's eviction and 1's promotion: 2 s (until branch
-    // `unimemevict` each eviction was charged 1 s: 5 s in all)
-    assert_eq!(exposed_split(&p, &dram), (3.0, 3.0));
-    assert_eq!(per_iteration(&p, &dram).1, 6.0);
+    // the helper's FIFO: at phase 1's start the eviction of 0 and 2's
+    // promotion, which phase 1 waits for (2 s), then the eviction of 1
+    // and 0's promotion hoisted for the next phase 0, copied during phase
+    // 1 (1 s) and into phase 0; at phase 0's start 2's eviction and 1's
+    // promotion: phase 0 waits 3 s (1 behind 0's promotion, 1 behind the
+    // eviction of 2). Until branch `unimemorder` requests went by the
+    // needing phase's index, 0's promotion (phase 0) before 2's (phase
+    // 1): phase 1 waited 4 s, 2 s behind evictions (6 s in all); until
+    // branch `unimemevict` each eviction was charged 1 s
+    assert_eq!(exposed_split(&p, &dram), (3.0, 2.0));
+    assert_eq!(per_iteration(&p, &dram).1, 5.0);
     // the schedule enforced for this plan hoists one of the two, not both
     let uses: Vec<Vec<bool>> = (0..3).map(|o| p.uses(o)).collect();
     let (m, _) = schedule_checked(&dram, &uses, &p.sizes, p.capacity);

@@ -51,7 +51,7 @@ pub fn schedule_checked(
     capacity: u64,
 ) -> (Vec<Move>, bool) {
     let early = schedule_with(dram, uses, true);
-    match replay(dram, uses, &early, sizes, 3) {
+    let (hoisted, kept) = match replay(dram, uses, &early, sizes, 3) {
         Ok(peak) if peak <= capacity => (hoist(dram, uses, sizes, capacity, early), true),
         // at need is feasible; hoisting keeps it so (replay-checked) and
         // gives the copies the lead the room allows, as the plan's
@@ -66,7 +66,106 @@ pub fn schedule_checked(
             ),
             false,
         ),
+    };
+    let order = need_order(dram, sizes, capacity, &hoisted);
+    (
+        order.into_iter().map(|k| hoisted[k].clone()).collect(),
+        kept,
+    )
+}
+
+/// Phases from the request at phase `issue` to the start of phase `need`,
+/// cyclically (0: the phase of the request waits for it).
+fn need_distance(issue: usize, need: usize, n: usize) -> usize {
+    (need % n + n - issue % n) % n
+}
+
+/// The order in which to request `moves` (indices into it): by issue
+/// phase, and within one phase by how soon each copy is needed. The
+/// helper copies one object at a time in request order (thesis §3.5), so
+/// a copy for a later phase requested ahead of one the next phase waits
+/// for delays that phase by its whole copy time; ordering by the phase's
+/// index instead (as [`schedule`] sorts) put a promotion hoisted for the
+/// next iteration's phase 0 ahead of one the current phase needs.
+///
+/// Within an issue phase, promotions go by cyclic distance to their need
+/// (ties by object); an eviction goes just before the first promotion
+/// that does not fit in `capacity` without it (the room made for that
+/// promotion's own transition first, then the soonest needed), and before
+/// a promotion of its own object; evictions no promotion there waits for
+/// go last, by need. The resident set at each issue phase does not depend
+/// on the order within the phases, so it is replayed (as [`replay`]
+/// does, steady state) with evictions first; the order then never
+/// overfills DRAM where that evictions-first order does not.
+pub fn need_order(
+    dram: &[BTreeSet<ObjId>],
+    sizes: &[u64],
+    capacity: u64,
+    moves: &[Move],
+) -> Vec<usize> {
+    let n = dram.len();
+    if n == 0 {
+        return (0..moves.len()).collect();
     }
+    let size = |o: &ObjId| sizes.get(*o).copied().unwrap_or(0);
+    let held = |r: &BTreeSet<ObjId>| r.iter().map(size).sum::<u64>();
+    // resident set at the start of each issue phase, second cycle
+    let mut resident = dram.last().cloned().unwrap_or_default();
+    let mut before = vec![BTreeSet::new(); n];
+    for cycle in 0..2 {
+        for (k, b) in before.iter_mut().enumerate() {
+            if cycle == 1 {
+                *b = resident.clone();
+            }
+            for m in moves.iter().filter(|m| m.issue == k && m.to == Tier::Slow) {
+                resident.remove(&m.obj);
+            }
+            for m in moves.iter().filter(|m| m.issue == k && m.to == Tier::Dram) {
+                resident.insert(m.obj);
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(moves.len());
+    for (k, mut resident) in before.into_iter().enumerate() {
+        let by_need = |to: Tier| {
+            let mut v: Vec<usize> = (0..moves.len())
+                .filter(|&j| moves[j].issue == k && moves[j].to == to)
+                .collect();
+            v.sort_by_key(|&j| (need_distance(k, moves[j].needed_by, n), moves[j].obj));
+            v
+        };
+        let mut evictions = by_need(Tier::Slow);
+        for p in by_need(Tier::Dram) {
+            let (obj, need) = (moves[p].obj, moves[p].needed_by);
+            loop {
+                let own = evictions.iter().position(|&e| moves[e].obj == obj);
+                let grown = held(&resident)
+                    + if resident.contains(&obj) {
+                        0
+                    } else {
+                        size(&obj)
+                    };
+                let pick = own.or_else(|| {
+                    (grown > capacity && !evictions.is_empty()).then(|| {
+                        evictions
+                            .iter()
+                            .position(|&e| moves[e].needed_by == need)
+                            .unwrap_or(0)
+                    })
+                });
+                let Some(i) = pick else { break };
+                let e = evictions.remove(i);
+                resident.remove(&moves[e].obj);
+                out.push(e);
+            }
+            resident.insert(obj);
+            out.push(p);
+        }
+        out.extend(evictions);
+    }
+    // none from `schedule`; kept rather than dropped
+    out.extend((0..moves.len()).filter(|&j| moves[j].issue >= n));
+    out
 }
 
 /// Issues promotions earlier where DRAM has room for them: [`schedule`]
@@ -326,6 +425,16 @@ mod tests {
             for mv in &m {
                 assert!(plan.dram[mv.needed_by].contains(&mv.obj) == (mv.to == Tier::Dram));
             }
+            // by issue phase, and promotions by how soon they are needed
+            let n = plan.dram.len();
+            for w in m.windows(2) {
+                assert!(w[0].issue <= w[1].issue, "{m:?}");
+            }
+            let promos: Vec<&Move> = m.iter().filter(|m| m.to == Tier::Dram).collect();
+            for w in promos.windows(2).filter(|w| w[0].issue == w[1].issue) {
+                let d = |m: &Move| need_distance(m.issue, m.needed_by, n);
+                assert!(d(w[0]) <= d(w[1]), "{m:?}");
+            }
         }
         assert!(early > 400, "early issue kept in only {early} of 500");
     }
@@ -353,7 +462,10 @@ mod tests {
         }
         assert_eq!(replay(&dram, &uses, &m, &sizes, 3), Ok(40));
         // with room for one phase's set only, nothing moves earlier
-        let (m, _) = schedule_checked(&dram, &uses, &sizes, 20);
+        // (the same moves; requested each eviction just before its
+        // promotion, [`need_order`])
+        let (mut m, _) = schedule_checked(&dram, &uses, &sizes, 20);
+        sort_moves(&mut m);
         assert_eq!(m, plain);
         // room for one extra object: one promotion per phase goes early
         let (m, _) = schedule_checked(&dram, &uses, &sizes, 30);
@@ -427,6 +539,102 @@ mod tests {
             );
         }
         assert!(replay(&dram, &uses, &m, &sizes, 3).unwrap() <= 40);
+    }
+
+    /// Issue 20's note (branch `unimemevict`): at phase 2's start the
+    /// schedule requests the promotion of 1 hoisted for the next
+    /// iteration's phase 0 and the promotion of 0 phase 2 itself waits for
+    /// (0 is used in phase 1 from the slow tier, so it has no lead). Sorted
+    /// by the needing phase's index, 1 went first and phase 2 waited for
+    /// both copies; by how soon it is needed, 0 goes first, right after
+    /// the eviction of 2 that makes its room.
+    #[test]
+    fn the_copy_the_next_phase_waits_for_goes_first() {
+        let uses = vec![
+            vec![false, true, true, false],
+            vec![true, false, false, false],
+            vec![false, true, false, false],
+        ];
+        let dram = vec![set(&[1]), set(&[2]), set(&[0]), set(&[])];
+        let sizes = [10, 10, 20];
+        let (m, _) = schedule_checked(&dram, &uses, &sizes, 20);
+        let at2: Vec<(Tier, ObjId, usize)> = m
+            .iter()
+            .filter(|m| m.issue == 2)
+            .map(|m| (m.to, m.obj, m.needed_by))
+            .collect();
+        assert_eq!(
+            at2,
+            vec![(Tier::Slow, 2, 2), (Tier::Dram, 0, 2), (Tier::Dram, 1, 0)],
+            "{m:?}"
+        );
+        assert!(replay(&dram, &uses, &m, &sizes, 3).unwrap() <= 20);
+    }
+
+    fn mv(issue: usize, to: Tier, obj: ObjId, needed_by: usize) -> Move {
+        Move {
+            issue,
+            to,
+            obj,
+            needed_by,
+        }
+    }
+
+    #[test]
+    fn promotions_by_cyclic_distance_to_their_need() {
+        // 4 phases, all requested at phase 2 with room for all: phase 3's
+        // (1 away) before the next iteration's 0 (2) and 1 (3)
+        let dram = vec![set(&[0, 1, 2]), set(&[0, 1, 2]), set(&[]), set(&[0])];
+        let moves = vec![
+            mv(2, Tier::Dram, 0, 3),
+            mv(2, Tier::Dram, 1, 0),
+            mv(2, Tier::Dram, 2, 1),
+            mv(0, Tier::Slow, 1, 2),
+            mv(0, Tier::Slow, 2, 2),
+            mv(1, Tier::Slow, 0, 2),
+        ];
+        let order: Vec<ObjId> = need_order(&dram, &[10; 3], 30, &moves)
+            .into_iter()
+            .filter(|&k| moves[k].issue == 2)
+            .map(|k| moves[k].obj)
+            .collect();
+        assert_eq!(order, vec![0, 1, 2]);
+        // requested at phase 3 instead: 0 wraps to 1 away, 1 is 2 away
+        let moves = vec![mv(3, Tier::Dram, 2, 1), mv(3, Tier::Dram, 1, 0)];
+        let order: Vec<usize> = need_order(&dram, &[10; 3], 30, &moves);
+        assert_eq!(order, vec![1, 0]);
+    }
+
+    #[test]
+    fn an_eviction_goes_just_before_the_promotion_that_needs_its_room() {
+        // 2 phases, DRAM for 3 objects; at phase 0, {0, 1} resident: 2 (for
+        // phase 0) fits beside them, 3 (for phase 1) needs 0 out first
+        let dram = vec![set(&[0, 1, 2]), set(&[1, 3])];
+        let moves = vec![
+            mv(0, Tier::Slow, 0, 1),
+            mv(0, Tier::Dram, 2, 0),
+            mv(0, Tier::Dram, 3, 1),
+            mv(1, Tier::Slow, 2, 0),
+            mv(1, Tier::Slow, 3, 0),
+            mv(1, Tier::Dram, 0, 0),
+        ];
+        // 0 and 3 stay listed in sets whose phases do not use them
+        let uses = vec![
+            vec![false, false],
+            vec![true, true],
+            vec![true, false],
+            vec![false, false],
+        ];
+        let sizes = [10; 4];
+        let order = need_order(&dram, &sizes, 30, &moves);
+        // phase 0: 2, then 0 out, then 3; phase 1: 2 out (phase 0's room),
+        // 0 in, then 3 out, which nothing waits behind
+        assert_eq!(order, vec![1, 0, 2, 3, 5, 4]);
+        let ordered: Vec<Move> = order.iter().map(|&k| moves[k].clone()).collect();
+        assert_eq!(replay(&dram, &uses, &ordered, &sizes, 3), Ok(30));
+        // an object evicted and promoted at one phase: out before in
+        let moves = vec![mv(0, Tier::Dram, 0, 0), mv(0, Tier::Slow, 0, 1)];
+        assert_eq!(need_order(&dram, &sizes, 100, &moves), vec![1, 0]);
     }
 
     #[test]

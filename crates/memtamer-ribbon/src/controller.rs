@@ -9,7 +9,9 @@
 //! applies the digest's table, including the case the thesis leaves out,
 //! with the thesis's plain "higher than" on differences larger than the
 //! measurement noise; a pair whose difference lies within the noise is
-//! probed again (this project's addition, [`crate::probe`]). In the
+//! probed again (this project's addition, [`crate::probe`]), and a pair
+//! still tied afterwards is decided by the measured ends (the lead's
+//! decision, [`Case::TieComparedEnds`]). In the
 //! steady state the bandwidth is sampled every T (1 s) and a change of
 //! more than 20% (a phase change) starts a new search.
 
@@ -123,17 +125,35 @@ pub enum Case {
     PeakBetween,
     /// BW2 <= BW1 and BW4 <= BW3: contention already past P1, use P1.
     ContentionPastP1,
-    /// BW2 <= BW1 and BW4 > BW3: the case the thesis leaves out (digest
+    /// BW2 < BW1 and BW4 > BW3: the case the thesis leaves out (digest
     /// §3.2 [Text issue]): bandwidth falls after P1 but rises again toward
     /// P4, so the curve has two local maxima at the ends. Both were
     /// measured; the higher of BW1 and BW4 wins, P1 on a tie (fewer
     /// threads cost less and add no contention).
     DipThenRise,
+    /// BW2 ≈ BW1 or BW4 ≈ BW3 (within the noise band), except "rise then
+    /// tie", which [`Case::PeakBetween`] takes with a flat line P3–P4. The
+    /// thesis compares with strict inequalities (§6.3.1) and names no row
+    /// for a tie; reading a tie as "lower" sent a curve flat from P1 to P2
+    /// and flat from P3 to P4 to P1 although nothing measured fell (the
+    /// simulator's fastfair at 24 threads: P3, P4 6-7% above P1). The
+    /// lead's decision (docs/ribbon.md, "The tie rule: compare the ends"),
+    /// beyond the thesis's text and consistent with [`Case::DipThenRise`]:
+    /// compare the measured ends, P4 only if BW4 beats BW1 by more than the
+    /// noise band (a flusher must earn its core), P1 otherwise.
+    TieComparedEnds,
 }
 
-/// `a` is meaningfully larger than `b` (by more than `tol` of the larger).
-fn greater(a: f64, b: f64, tol: f64) -> bool {
-    a > b + tol * a.abs().max(b.abs())
+/// `a` against `b` with a relative band of `tol` of the larger.
+fn verdict(a: f64, b: f64, tol: f64) -> Verdict {
+    let band = tol * a.abs().max(b.abs());
+    if a > b + band {
+        Verdict::Higher
+    } else if b > a + band {
+        Verdict::Lower
+    } else {
+        Verdict::Unsure
+    }
 }
 
 /// The decision table (digest §3.2) on the bandwidths measured at P1..P4,
@@ -143,40 +163,42 @@ pub fn decide(pts: Points, bw: [f64; 4], tol: f64) -> (usize, Case) {
     rows(
         pts,
         bw,
-        greater(b2, b1, tol),
-        greater(b4, b3, tol),
-        greater(b4, b1, tol),
+        verdict(b2, b1, tol),
+        verdict(b4, b3, tol),
+        verdict(b4, b1, tol),
     )
 }
 
-/// The decision table on measured points: "higher" means higher by more
-/// than the noise band of [`compare`] (`tol` of the larger, or `z`
-/// standard errors of the difference, whichever is wider).
+/// The decision table on measured points: "higher" and "lower" mean by
+/// more than the noise band of [`compare`] (`tol` of the larger, or `z`
+/// standard errors of the difference, whichever is wider); anything
+/// within it is a tie.
 pub fn decide_measured(pts: Points, est: &[Estimate; 4], tol: f64, z: f64) -> (usize, Case) {
-    let higher = |a: usize, b: usize| compare(&est[a], &est[b], tol, z) == Verdict::Higher;
+    let cmp = |a: usize, b: usize| compare(&est[a], &est[b], tol, z);
     let bw = [est[0].mean(), est[1].mean(), est[2].mean(), est[3].mean()];
-    rows(pts, bw, higher(1, 0), higher(3, 2), higher(3, 0))
+    rows(pts, bw, cmp(1, 0), cmp(3, 2), cmp(3, 0))
 }
 
-/// The table's rows, given which comparisons read "higher".
-fn rows(
-    pts: Points,
-    bw: [f64; 4],
-    rises_early: bool,
-    rises_late: bool,
-    end_higher: bool,
-) -> (usize, Case) {
-    match (rises_early, rises_late) {
-        (true, true) => (pts.p4, Case::NoContention),
-        (true, false) => (intersection(pts, bw, rises_late), Case::PeakBetween),
-        (false, false) => (pts.p1, Case::ContentionPastP1),
-        (false, true) => {
-            if end_higher {
-                (pts.p4, Case::DipThenRise)
-            } else {
-                (pts.p1, Case::DipThenRise)
-            }
+/// The table's rows (thesis §6.3.1, digest §3.2), given BW2 vs BW1
+/// (`early`), BW4 vs BW3 (`late`) and BW4 vs BW1 (`ends`). The thesis's
+/// strict rows stay as written; every pair it does not name (the dip then
+/// rise, and a tie in either comparison except rise then tie) compares the
+/// measured ends with the same band, P1 unless BW4 is higher.
+fn rows(pts: Points, bw: [f64; 4], early: Verdict, late: Verdict, ends: Verdict) -> (usize, Case) {
+    use Verdict::{Higher, Lower, Unsure};
+    let by_ends = |case| {
+        if ends == Higher {
+            (pts.p4, case)
+        } else {
+            (pts.p1, case)
         }
+    };
+    match (early, late) {
+        (Higher, Higher) => (pts.p4, Case::NoContention),
+        (Higher, Lower | Unsure) => (intersection(pts, bw, false), Case::PeakBetween),
+        (Lower, Lower) => (pts.p1, Case::ContentionPastP1),
+        (Lower, Higher) => by_ends(Case::DipThenRise),
+        (Unsure, _) | (Lower, Unsure) => by_ends(Case::TieComparedEnds),
     }
 }
 

@@ -69,10 +69,16 @@ fn table_row_contention_past_p1_takes_p1() {
         decide(pts(4, 24), [10.0, 9.0, 6.0, 5.0], TOL),
         (4, Case::ContentionPastP1)
     );
-    // flat everywhere: more flushers do not help, the fewest win
+    // strictly lower in both comparisons stays P1 even where the far end
+    // measured higher than P1 (the thesis's row, unchanged by the tie rule)
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 9.0, 20.0, 15.0], TOL),
+        (4, Case::ContentionPastP1)
+    );
+    // flat everywhere: two ties and tied ends, the fewest win
     assert_eq!(
         decide(pts(4, 24), [10.0, 10.0, 10.0, 10.0], TOL),
-        (4, Case::ContentionPastP1)
+        (4, Case::TieComparedEnds)
     );
 }
 
@@ -121,12 +127,92 @@ fn the_case_the_thesis_leaves_out_picks_the_better_end() {
     );
 }
 
+/// The tie rule (docs/ribbon.md, "The tie rule: compare the ends"; the
+/// lead's decision beyond thesis §6.3.1's strict rows): a tie in either
+/// comparison, except rise then tie, compares the measured ends.
+#[test]
+fn a_tie_then_a_tie_compares_the_ends() {
+    // the simulator's fastfair at 24 threads, seed 1's oracle (kops at
+    // 4 / 5 / 47 / 48): +1.8% and +0.03% are ties at 2%, P4 is 6.8% above
+    // P1; read as "lower" both ways this was P1
+    assert_eq!(
+        decide(pts(4, 48), [10005.0, 10184.0, 10685.0, 10688.0], TOL),
+        (48, Case::TieComparedEnds)
+    );
+    // ends within the band: the cheaper P1
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 10.1, 10.1, 10.15], TOL),
+        (4, Case::TieComparedEnds)
+    );
+}
+
+#[test]
+fn a_tie_then_a_fall_takes_p4_only_if_it_beats_p1_beyond_the_band() {
+    // P3 high, P4 fell from it but still 10% above P1
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 10.1, 13.0, 11.0], TOL),
+        (24, Case::TieComparedEnds)
+    );
+    // P4 within the band of P1
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 10.1, 12.0, 10.15], TOL),
+        (4, Case::TieComparedEnds)
+    );
+}
+
+#[test]
+fn a_fall_then_a_tie_and_a_tie_then_a_rise_compare_the_ends() {
+    // lower then tie, far end 21% above P1
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 8.0, 12.0, 12.1], TOL),
+        (24, Case::TieComparedEnds)
+    );
+    // lower then tie, far end below P1
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 8.0, 9.0, 9.1], TOL),
+        (4, Case::TieComparedEnds)
+    );
+    // tie then rise (M as before, where ties read as the dip of
+    // DipThenRise; now named as a tie)
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 10.1, 9.0, 12.0], TOL),
+        (24, Case::TieComparedEnds)
+    );
+    assert_eq!(
+        decide(pts(4, 24), [10.0, 10.1, 9.0, 10.1], TOL),
+        (4, Case::TieComparedEnds)
+    );
+}
+
+#[test]
+fn a_rise_then_a_tie_stays_in_the_peak_between_row() {
+    // +10% early, +0.6% late (a tie): the intersection with a flat line
+    // P3-P4 at 9.025, which the rising line reaches left of P2: clamped P2
+    assert_eq!(
+        decide(pts(4, 24), [8.0, 8.8, 9.0, 9.05], TOL),
+        (5, Case::PeakBetween)
+    );
+}
+
+#[test]
+fn the_search_takes_p4_on_a_curve_flat_at_both_pairs_with_higher_ends() {
+    // fastfair-like: flat over P1, P2, flat 7% higher over P3, P4, every
+    // 10 ms step +-5% noisy; the measured ties and ends decide, not the
+    // (noise-free) intersection
+    let flat_flat = |m: usize| if m <= 5 { 10.0e9 } else { 10.7e9 };
+    let p4 = (0..40u64)
+        .filter(|&s| noisy_search(cfg(), &flat_flat, s, 0.05).0 == 24)
+        .count();
+    assert!(p4 >= 36, "P4 on {p4} of 40 seeds");
+}
+
 #[test]
 fn tolerance_turns_noise_into_no_gain() {
-    // +1% is noise at 2% tolerance: no real rise after P1
+    // +1% is noise at 2% tolerance: no real rise after P1, a tie, and
+    // the ends fall, so P1
     assert_eq!(
-        decide(pts(4, 24), [10.0, 10.1, 9.0, 8.0], TOL).1,
-        Case::ContentionPastP1
+        decide(pts(4, 24), [10.0, 10.1, 9.0, 8.0], TOL),
+        (4, Case::TieComparedEnds)
     );
     assert_eq!(
         decide(pts(4, 24), [10.0, 10.5, 9.0, 8.0], TOL).1,
@@ -150,7 +236,9 @@ fn decision_is_always_a_valid_count() {
                             match case {
                                 Case::NoContention => assert_eq!(m, p.p4),
                                 Case::ContentionPastP1 => assert_eq!(m, p.p1),
-                                Case::DipThenRise => assert!(m == p.p1 || m == p.p4),
+                                Case::DipThenRise | Case::TieComparedEnds => {
+                                    assert!(m == p.p1 || m == p.p4)
+                                }
                                 Case::PeakBetween => {
                                     assert!(m >= p.p1.min(p.p2) && m <= p.p3.max(p.p2))
                                 }
@@ -401,17 +489,17 @@ fn the_thesis_rule_is_a_plain_higher_than_and_the_default_measures_the_noise() {
     assert_eq!(cfg.tolerance, 0.0);
     assert!(cfg.slices > 1 && cfg.noise_z > 0.0 && cfg.reprobes > 0);
     // a +1% rise from P1 to P2 is a rise under the thesis's rule, while
-    // the fixed 2% guard reads it as "no gain" (ContentionPastP1)
+    // the fixed 2% guard reads it as a tie ("no gain"; the ends fall: P1)
     let bw = [10.0, 10.1, 9.0, 8.0];
     assert_eq!(decide(pts(4, 24), bw, 0.0).1, Case::PeakBetween);
     assert_eq!(
-        decide(pts(4, 24), bw, NOISE_GUARD_TOLERANCE).1,
-        Case::ContentionPastP1
+        decide(pts(4, 24), bw, NOISE_GUARD_TOLERANCE),
+        (4, Case::TieComparedEnds)
     );
     // equal bandwidths are not "higher": the cheaper count still wins
     assert_eq!(
         decide(pts(4, 24), [10.0, 10.0, 10.0, 10.0], 0.0),
-        (4, Case::ContentionPastP1)
+        (4, Case::TieComparedEnds)
     );
 }
 

@@ -274,12 +274,13 @@ pub struct Stats {
     pub pin_failures: u64,
 }
 
-const CASES: [Option<Case>; 5] = [
+const CASES: [Option<Case>; 6] = [
     None,
     Some(Case::NoContention),
     Some(Case::PeakBetween),
     Some(Case::ContentionPastP1),
     Some(Case::DipThenRise),
+    Some(Case::TieComparedEnds),
 ];
 
 pub(crate) fn case_code(c: Case) -> usize {

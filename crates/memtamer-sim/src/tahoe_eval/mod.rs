@@ -134,6 +134,17 @@ pub struct RunOut {
     pub counters: Vec<(&'static str, f64)>,
 }
 
+/// Share of a run's line accesses served from DRAM (NaN without a run):
+/// the placement's effect, read the same way by every report table.
+pub(crate) fn dram_access_share(r: Option<&RunOut>) -> f64 {
+    let Some(r) = r else { return f64::NAN };
+    let (d, l) = r
+        .records
+        .iter()
+        .fold((0u64, 0u64), |a, x| (a.0 + x.dram_lines, a.1 + x.lines));
+    d as f64 / l.max(1) as f64
+}
+
 fn scenario(
     platform: &Platform,
     graph: &TaskGraph,

@@ -5,7 +5,7 @@
 //! (§4.3.7: "we do not distinguish memory read and write").
 
 use super::policy::overwrites;
-use super::{Measured, RunOut};
+use super::{dram_access_share, Measured, RunOut};
 use crate::workload::taskgraph::TaskGraph;
 use crate::workload::tiered::PAGE;
 use std::collections::BTreeSet;
@@ -36,15 +36,6 @@ fn promoted(r: Option<&RunOut>) -> u64 {
         .map_or(0, |c| c.1 as u64)
 }
 
-fn dram_acc(r: Option<&RunOut>) -> f64 {
-    let Some(r) = r else { return f64::NAN };
-    let (d, l) = r
-        .records
-        .iter()
-        .fold((0u64, 0u64), |a, x| (a.0 + x.dram_lines, a.1 + x.lines));
-    d as f64 / l.max(1) as f64
-}
-
 impl OutNoCopy {
     /// The ablation of one measured case on graph `g` (None: not run).
     pub fn of(m: &Measured, g: &TaskGraph) -> Option<OutNoCopy> {
@@ -70,7 +61,7 @@ impl OutNoCopy {
             page_share: whole as f64 / all.max(1) as f64,
             promoted: [promoted(base), promoted(Some(out))],
             fresh: out.tier.pages_fresh,
-            dram_acc: [dram_acc(base), dram_acc(Some(out))],
+            dram_acc: [dram_access_share(base), dram_access_share(Some(out))],
         })
     }
 }

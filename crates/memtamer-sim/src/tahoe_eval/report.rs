@@ -2,7 +2,7 @@
 
 use super::outnocopy::OutNoCopy;
 use super::reuse::{reuse, Reuse};
-use super::{type_means, Measured, RunOut, WORKERS};
+use super::{dram_access_share, type_means, Measured, RunOut, WORKERS};
 use crate::workload::taskgraph::TaskGraph;
 use crate::workload::tiered::PAGE;
 use memtamer_tahoe::model::{t_partial, t_partial_parallel};
@@ -112,7 +112,7 @@ impl Siblings {
         Siblings {
             ms: SIBLING_RUNS.map(|p| ms(m, p)),
             adjacent: SIBLING_RUNS.map(|p| sibling_adjacency(g, m.runs.get(p))),
-            dram_acc: SIBLING_RUNS.map(|p| dram_acc(m.runs.get(p))),
+            dram_acc: SIBLING_RUNS.map(|p| dram_access_share(m.runs.get(p))),
             busy: SIBLING_RUNS.map(|p| busy(m.runs.get(p))),
         }
     }
@@ -142,14 +142,15 @@ pub struct Headroom {
     pub corun_of_dram: f64,
 }
 
-/// Share of a run's line accesses served from DRAM (NaN without a run).
-fn dram_acc(r: Option<&RunOut>) -> f64 {
-    let Some(r) = r else { return f64::NAN };
-    let (d, l) = r
-        .records
+/// Geometric mean of `f` over the rows, skipping values that are not
+/// finite and positive (a run that did not happen); 1 when none is left.
+fn geomean(rs: &[&Row], f: &dyn Fn(&Row) -> f64) -> f64 {
+    let v: Vec<f64> = rs
         .iter()
-        .fold((0u64, 0u64), |a, x| (a.0 + x.dram_lines, a.1 + x.lines));
-    d as f64 / l.max(1) as f64
+        .map(|r| f(r))
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len().max(1) as f64).exp()
 }
 
 impl Headroom {
@@ -172,8 +173,8 @@ impl Headroom {
         Headroom {
             stall: 1.0 - dram / slow,
             best_gain: 1.0 - dram / un,
-            unmanaged_dram_acc: dram_acc(m.runs.get("unmanaged")),
-            static_dram_acc: dram_acc(m.runs.get("static")),
+            unmanaged_dram_acc: dram_access_share(m.runs.get("unmanaged")),
+            static_dram_acc: dram_access_share(m.runs.get("static")),
             dram_of_data: cap / data.max(1) as f64,
             corun_of_dram: WORKERS as f64 * mean / cap,
         }
@@ -395,14 +396,7 @@ pub fn markdown(rows: &[Row]) -> String {
                 r.tahoe_gb_moved,
             );
         }
-        let gm = |f: &dyn Fn(&Row) -> f64| -> f64 {
-            let v: Vec<f64> = rs
-                .iter()
-                .map(|r| f(r))
-                .filter(|x| x.is_finite() && *x > 0.0)
-                .collect();
-            (v.iter().map(|x| x.ln()).sum::<f64>() / v.len().max(1) as f64).exp()
-        };
+        let gm = |f: &dyn Fn(&Row) -> f64| geomean(&rs, f);
         let _ = writeln!(
             s,
             "| **geomean** | {} | {} | {} | {} | | | | | | |\n",
@@ -524,14 +518,7 @@ fn out_no_copy_table(s: &mut String, rs: &[&Row]) {
             100.0 * o.dram_acc[1],
         );
     }
-    let gm = |f: &dyn Fn(&Row) -> f64| -> f64 {
-        let v: Vec<f64> = rs
-            .iter()
-            .map(|r| f(r))
-            .filter(|x| x.is_finite() && *x > 0.0)
-            .collect();
-        (v.iter().map(|x| x.ln()).sum::<f64>() / v.len().max(1) as f64).exp()
-    };
+    let gm = |f: &dyn Fn(&Row) -> f64| geomean(rs, f);
     let out = |r: &Row| r.out_no_copy.map_or(f64::NAN, |o| o.ms[1]);
     let _ = writeln!(
         s,

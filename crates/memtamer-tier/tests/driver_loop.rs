@@ -25,6 +25,19 @@ fn platform(copy_bw: f64) -> Platform {
     p
 }
 
+/// The driver every test runs: ticks on demand (the test calls them), 16
+/// pages armed per tick, no drift re-profiling, no recalibration.
+fn config(copy_bw: f64) -> DriverConfig {
+    DriverConfig {
+        tick: Duration::ZERO,
+        pages_per_tick: 16,
+        platform: platform(copy_bw),
+        iterations: 100.0,
+        drift: 0.0,
+        recalibrate: false,
+    }
+}
+
 fn sweep(p: *mut u8, n: usize, times: usize, drv: &mut Driver) {
     for _ in 0..times {
         for pg in 0..n / 4096 {
@@ -70,14 +83,7 @@ fn run(
     mut check: impl FnMut(usize, usize, &TierRuntime, *mut u8, *mut u8),
 ) -> (Arc<TierRuntime>, Driver, *mut u8, *mut u8) {
     let (rt, a, b) = two_objects();
-    let cfg = DriverConfig {
-        tick: Duration::ZERO,
-        pages_per_tick: 16,
-        platform: platform(copy_bw),
-        iterations: 100.0,
-        drift: 0.0,
-        recalibrate: false,
-    };
+    let cfg = config(copy_bw);
     let mut drv = Driver::new(rt.clone(), cfg);
     for it in 0..iterations {
         drv.iteration();
@@ -147,14 +153,7 @@ fn the_profiled_iteration_is_recorded_per_rank_with_call_times() {
     let (rt, a, b) = two_objects();
     // freed before the decision: still in the recording, as it was
     let c = rt.alloc(5000, "C", Tier::Slow).unwrap();
-    let cfg = DriverConfig {
-        tick: Duration::ZERO,
-        pages_per_tick: 16,
-        platform: platform(1e6),
-        iterations: 100.0,
-        drift: 0.0,
-        recalibrate: false,
-    };
+    let cfg = config(1e6);
     let mut drv = Driver::new(rt.clone(), cfg);
     let out = ProfileOut {
         prefix: dir.join("p").to_string_lossy().into_owned(),
@@ -233,14 +232,7 @@ fn one_object_runtime(copy_bw: f64) -> (Arc<TierRuntime>, Driver, *mut u8) {
             .unwrap(),
     );
     let a = rt.alloc(2 * MB, "A", Tier::Slow).unwrap();
-    let cfg = DriverConfig {
-        tick: Duration::ZERO,
-        pages_per_tick: 16,
-        platform: platform(copy_bw),
-        iterations: 100.0,
-        drift: 0.0,
-        recalibrate: false,
-    };
+    let cfg = config(copy_bw);
     let drv = Driver::new(rt.clone(), cfg);
     (rt, drv, a)
 }
@@ -303,14 +295,7 @@ fn an_object_allocated_after_the_decision_is_profiled_and_placed() {
 #[test]
 fn a_freed_object_is_never_moved_after_its_free() {
     let (rt, a, b) = two_objects();
-    let cfg = DriverConfig {
-        tick: Duration::ZERO,
-        pages_per_tick: 16,
-        platform: platform(1e15),
-        iterations: 100.0,
-        drift: 0.0,
-        recalibrate: false,
-    };
+    let cfg = config(1e15);
     let mut drv = Driver::new(rt.clone(), cfg);
     for _ in 0..3 {
         drv.iteration();

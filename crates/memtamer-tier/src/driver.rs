@@ -544,22 +544,8 @@ impl Driver {
             })
             .chain(self.moves.iter().filter(|m| m.issue == i).cloned())
             .collect();
-        let waits = self
-            .moves
-            .iter()
-            .any(|m| m.needed_by == i && m.to == Tier::Dram)
-            || self
-                .once
-                .iter()
-                .any(|m| m.to == Tier::Dram && m.wait == Some(step));
-        if issue.is_empty() && !waits {
-            return;
-        }
-        let objs = self.rt.objects();
-        for m in &issue {
-            self.request(&objs, m);
-        }
-        let need: Vec<usize> = self
+        // the promotions this phase waits for (plan objects)
+        let needed: Vec<usize> = self
             .moves
             .iter()
             .filter(|m| m.needed_by == i && m.to == Tier::Dram)
@@ -570,6 +556,16 @@ impl Driver {
                     .filter(|m| m.to == Tier::Dram && m.wait == Some(step))
                     .map(|m| m.obj),
             )
+            .collect();
+        if issue.is_empty() && needed.is_empty() {
+            return;
+        }
+        let objs = self.rt.objects();
+        for m in &issue {
+            self.request(&objs, m);
+        }
+        let need: Vec<usize> = needed
+            .into_iter()
             .filter_map(|o| self.live_addr(&objs, o))
             .collect();
         let t0 = Instant::now();

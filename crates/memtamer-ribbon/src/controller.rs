@@ -15,7 +15,7 @@
 //! steady state the bandwidth is sampled every T (1 s) and a change of
 //! more than 20% (a phase change) starts a new search.
 
-use crate::probe::{compare, Estimate, Verdict};
+use crate::probe::{compare, within_band, Estimate, Verdict};
 use std::time::Duration;
 
 /// A fixed 2% noise guard for [`ControlConfig::tolerance`] (this project's
@@ -146,14 +146,7 @@ pub enum Case {
 
 /// `a` against `b` with a relative band of `tol` of the larger.
 fn verdict(a: f64, b: f64, tol: f64) -> Verdict {
-    let band = tol * a.abs().max(b.abs());
-    if a > b + band {
-        Verdict::Higher
-    } else if b > a + band {
-        Verdict::Lower
-    } else {
-        Verdict::Unsure
-    }
+    within_band(a, b, tol * a.abs().max(b.abs()))
 }
 
 /// The decision table (digest §3.2) on the bandwidths measured at P1..P4,

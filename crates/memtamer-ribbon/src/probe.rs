@@ -81,9 +81,16 @@ pub fn compare(a: &Estimate, b: &Estimate, tol: f64, z: f64) -> Verdict {
     let (ma, mb) = (a.mean(), b.mean());
     let se = (a.std_err().powi(2) + b.std_err().powi(2)).sqrt();
     let band = (tol * ma.abs().max(mb.abs())).max(z * se);
-    if ma > mb + band {
+    within_band(ma, mb, band)
+}
+
+/// `a` against `b`: higher or lower only by more than `band` (absolute),
+/// else a tie. The one comparison both [`compare`] and the controller's
+/// table on plain bandwidths use.
+pub(crate) fn within_band(a: f64, b: f64, band: f64) -> Verdict {
+    if a > b + band {
         Verdict::Higher
-    } else if mb > ma + band {
+    } else if b > a + band {
         Verdict::Lower
     } else {
         Verdict::Unsure

@@ -326,6 +326,8 @@ impl Planner {
             }
             guard.extend(fp);
         }
+        // each co-runner's pages (sorted, deduplicated), computed once
+        let group_fp: Vec<Vec<u64>> = group.iter().map(|t| t.footprint(page)).collect();
         // pages each co-runner may place without a copy: overwritten whole
         // by it and named by no other guarded or co-running task
         let fresh: Vec<PageSet> = group
@@ -336,18 +338,17 @@ impl Planner {
                 Some(_) => {
                     let mut v = t.overwritten_pages(page);
                     v.retain(|p| !others.contains(p));
-                    for (j, o) in group.iter().enumerate() {
+                    for (j, fp) in group_fp.iter().enumerate() {
                         if j != k && !v.is_empty() {
-                            let fp: PageSet = o.footprint(page).into_iter().collect();
-                            v.retain(|p| !fp.contains(p));
+                            v.retain(|p| fp.binary_search(p).is_err());
                         }
                     }
                     v.into_iter().collect()
                 }
             })
             .collect();
-        for t in group {
-            guard.extend(t.footprint(page));
+        for fp in &group_fp {
+            guard.extend(fp.iter().copied());
         }
         let later: PageMap<f64> = match self.cfg.copy_ns_per_page {
             Some(_) => future_savings(&self.db, &self.model, future, page, self.dram.capacity()),

@@ -212,7 +212,7 @@ pub(crate) struct CalibrateArgs {
 #[derive(clap::Args)]
 pub(crate) struct GateWhich {
     /// Gate name (the MEMTAMER_GATE of the programs using it).
-    #[arg(long, default_value = "default")]
+    #[arg(long, default_value = "default", value_parser = parse_gate_name)]
     pub(crate) name: String,
     /// Directory of the gate file.
     #[arg(long, default_value = "/dev/shm")]
@@ -658,6 +658,16 @@ fn parse_loop_seconds(s: &str) -> Result<f64, String> {
         .ok()
         .filter(|x| *x > 0.0 && *x <= 3600.0)
         .ok_or_else(|| "expected a number of seconds in (0, 3600]".into())
+}
+
+/// A gate name as the library accepts it: `--name ../x` or `a/b` made a
+/// path outside the gate directory (`gate remove` unlinks it).
+fn parse_gate_name(s: &str) -> Result<String, String> {
+    if memtamer_gate::valid_gate_name(s) {
+        Ok(s.to_string())
+    } else {
+        Err("expected 1-64 characters from A-Z a-z 0-9 _ . -, not starting with .".into())
+    }
 }
 
 /// The seeds of `memtamer sim ribbon --seeds` (one clap value: the list).

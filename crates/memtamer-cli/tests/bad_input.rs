@@ -142,3 +142,17 @@ fn restore_names_corrupt_journal_lines_and_fails() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn gate_names_that_leave_the_gate_directory_are_refused() {
+    // were joined into DIR/memtamer-gate-NAME as given (exit 3 "no gate
+    // named"; with a directory planted there, `gate remove` unlinked a
+    // file outside DIR); the library refused them in MEMTAMER_GATE already
+    for name in ["x/../../etc/passwd", "a/b", ".hidden", ""] {
+        refused(
+            &["gate", "remove", "--dir", "/tmp", "--name", name],
+            2,
+            "--name",
+        );
+    }
+}

@@ -196,8 +196,9 @@ pub(crate) struct CalibrateArgs {
     /// (--host) PM threads, the largest N tried (default: cores - 1).
     #[arg(long)]
     pub(crate) threads: Option<u32>,
-    /// (--host) Measurement time per limit, milliseconds.
-    #[arg(long, default_value_t = 500)]
+    /// (--host) Measurement time per limit, milliseconds (1 ..= 60000: 0 was taken as 1
+    /// and 2^64-1 measured forever).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub(crate) point_ms: u64,
     /// (--host) PMs in the interleave set, for the Eq. 1 column.
     #[arg(long, default_value_t = 1)]

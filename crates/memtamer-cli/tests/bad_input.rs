@@ -156,3 +156,11 @@ fn gate_names_that_leave_the_gate_directory_are_refused() {
         );
     }
 }
+
+#[test]
+fn host_calibration_points_are_bounded() {
+    // 0 was taken as 1 ms and calibrated (exit 0); 2^64-1 measured forever
+    for ms in ["0", "18446744073709551615"] {
+        refused(&["calibrate", "--host", "--point-ms", ms], 2, "--point-ms");
+    }
+}

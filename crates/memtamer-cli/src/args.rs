@@ -48,7 +48,7 @@ pub(crate) enum Cmd {
     /// not), then one Observation per interval.
     Stat {
         /// Gate whose library reports to read (MEMTAMER_GATE of the programs).
-        #[arg(long, default_value = "default")]
+        #[arg(long, default_value = "default", value_parser = parse_gate_name)]
         gate: String,
         /// Interval between observations, milliseconds.
         #[arg(long, default_value_t = 1000)]
@@ -74,7 +74,7 @@ pub(crate) enum Cmd {
     /// with the host's DRAM, WPQ and media figures where counters exist.
     Top {
         /// Gate whose library reports to read.
-        #[arg(long, default_value = "default")]
+        #[arg(long, default_value = "default", value_parser = parse_gate_name)]
         gate: String,
         /// Refresh interval, milliseconds.
         #[arg(long, default_value_t = 1000)]
@@ -93,7 +93,7 @@ pub(crate) enum Cmd {
         #[arg(long, default_value = "127.0.0.1:9464")]
         listen: String,
         /// Gate whose library reports to read.
-        #[arg(long, default_value = "default")]
+        #[arg(long, default_value = "default", value_parser = parse_gate_name)]
         gate: String,
         /// How often the sensors are read into the counters, milliseconds.
         #[arg(long, default_value_t = 1000)]

@@ -155,6 +155,14 @@ fn gate_names_that_leave_the_gate_directory_are_refused() {
             "--name",
         );
     }
+    // the sensing commands read the gate's file by the same name (exit 0
+    // with "no gate /dev/shm/memtamer-gate-../../etc/x")
+    refused(
+        &["stat", "--gate", "../../etc/x", "--count", "1"],
+        2,
+        "--gate",
+    );
+    refused(&["top", "--gate", "a/b", "--once"], 2, "--gate");
 }
 
 #[test]

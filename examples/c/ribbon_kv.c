@@ -81,6 +81,8 @@ int main(int argc, char **argv) {
   CHECK(ribbon_start(threads, 256) == RIBBON_OK, "start: %s", ribbon_last_error());
   CHECK(ribbon_start(threads, 256) == RIBBON_EALREADY, "second start must be EALREADY");
   CHECK(ribbon_flush((void *)UINTPTR_MAX, 64) == RIBBON_EINVAL, "wrapping range must be EINVAL");
+  CHECK(ribbon_flush(NULL, 64) == RIBBON_EINVAL, "a NULL range must be EINVAL (it was queued and the flusher faulted)");
+  CHECK(strstr(ribbon_last_error(), "NULL page") != NULL, "error names the NULL page: %s", ribbon_last_error());
   pthread_t f;
   pthread_create(&f, NULL, fence_only, NULL);
   pthread_join(f, NULL);

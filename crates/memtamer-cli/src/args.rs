@@ -48,7 +48,7 @@ pub(crate) enum Cmd {
     /// not), then one Observation per interval.
     Stat {
         /// Gate whose library reports to read (MEMTAMER_GATE of the programs).
-        #[arg(long, default_value = "default")]
+        #[arg(long, default_value = "default", value_parser = parse_gate_name)]
         gate: String,
         /// Interval between observations, milliseconds.
         #[arg(long, default_value_t = 1000)]
@@ -74,7 +74,7 @@ pub(crate) enum Cmd {
     /// with the host's DRAM, WPQ and media figures where counters exist.
     Top {
         /// Gate whose library reports to read.
-        #[arg(long, default_value = "default")]
+        #[arg(long, default_value = "default", value_parser = parse_gate_name)]
         gate: String,
         /// Refresh interval, milliseconds.
         #[arg(long, default_value_t = 1000)]
@@ -93,7 +93,7 @@ pub(crate) enum Cmd {
         #[arg(long, default_value = "127.0.0.1:9464")]
         listen: String,
         /// Gate whose library reports to read.
-        #[arg(long, default_value = "default")]
+        #[arg(long, default_value = "default", value_parser = parse_gate_name)]
         gate: String,
         /// How often the sensors are read into the counters, milliseconds.
         #[arg(long, default_value_t = 1000)]
@@ -196,8 +196,9 @@ pub(crate) struct CalibrateArgs {
     /// (--host) PM threads, the largest N tried (default: cores - 1).
     #[arg(long)]
     pub(crate) threads: Option<u32>,
-    /// (--host) Measurement time per limit, milliseconds.
-    #[arg(long, default_value_t = 500)]
+    /// (--host) Measurement time per limit, milliseconds (1 ..= 60000: 0 was taken as 1
+    /// and 2^64-1 measured forever).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub(crate) point_ms: u64,
     /// (--host) PMs in the interleave set, for the Eq. 1 column.
     #[arg(long, default_value_t = 1)]
@@ -212,7 +213,7 @@ pub(crate) struct CalibrateArgs {
 #[derive(clap::Args)]
 pub(crate) struct GateWhich {
     /// Gate name (the MEMTAMER_GATE of the programs using it).
-    #[arg(long, default_value = "default")]
+    #[arg(long, default_value = "default", value_parser = parse_gate_name)]
     pub(crate) name: String,
     /// Directory of the gate file.
     #[arg(long, default_value = "/dev/shm")]
@@ -381,26 +382,28 @@ pub(crate) enum SimCmd {
         benches: Vec<String>,
         /// Also evaluate a recording of the OMPT tool (MEMTAMER_TAHOE_RECORD=FILE), or
         /// `builtin` for the shipped recording of the heat client.
-        #[arg(long)]
+        #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
         recorded: Option<String>,
         /// Recorded program: tasks of a type that share one data block.
-        #[arg(long, default_value_t = 4)]
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
         reuse: u64,
         /// Recorded program: divisor of instance counts and footprints.
-        #[arg(long, default_value_t = 16)]
+        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
         shrink: u64,
         /// Recorded program: data bytes per DRAM byte.
-        #[arg(long, default_value_t = 10)]
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
         ratio: u64,
-        /// Seed.
-        #[arg(long, default_value_t = 1)]
+        /// Seed (0 ..= 2^63-1, the scenarios' seed range).
+        #[arg(long, default_value_t = 1,
+              value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
         seed: u64,
         /// Worker threads (default: all cores).
         #[arg(long, default_value_t = 0)]
         jobs: usize,
         /// Tahoe's partial-placement model: `parallel` (max(p*T_slow, T_dram), the
         /// simulator's default; docs/tahoe.md) or `additive` (the thesis's Eq. 4.4).
-        #[arg(long = "partial-form", default_value = "parallel")]
+        #[arg(long = "partial-form", default_value = "parallel",
+              value_parser = ["parallel", "additive"])]
         partial_form: String,
         /// Also run Tahoe placing the `out` blocks its tasks write whole in DRAM
         /// without a copy (`tahoe-outnocopy`, an ablation beyond the thesis), and
@@ -409,7 +412,8 @@ pub(crate) enum SimCmd {
         out_no_copy: bool,
         /// Page-fault handling time per page of `--out-no-copy`, ns (default:
         /// measured on this repository's host, `tahoe_eval::OUT_FAULT_NS`).
-        #[arg(long = "out-fault-ns", default_value_t = memtamer_sim::tahoe_eval::OUT_FAULT_NS)]
+        #[arg(long = "out-fault-ns", default_value_t = memtamer_sim::tahoe_eval::OUT_FAULT_NS,
+              value_parser = parse_ns)]
         out_fault_ns: f64,
     },
     /// Unimem and its baselines on phased MPI-like programs over tiered data objects
@@ -472,8 +476,8 @@ pub(crate) enum BenchCmd {
     Sense,
     /// The daemon: CPU use of its loop with many managed threads, against an empty loop.
     Daemon {
-        /// Seconds to run each loop.
-        #[arg(long, default_value_t = 5.0)]
+        /// Seconds to run each loop (at most an hour).
+        #[arg(long, default_value_t = 5.0, value_parser = parse_loop_seconds)]
         seconds: f64,
         /// Managed threads (one worker process).
         #[arg(long, default_value_t = 100)]
@@ -633,6 +637,38 @@ pub(crate) enum TierCmd {
         #[arg(long)]
         slow_lat_mul: Option<f64>,
     },
+}
+
+/// A time in ns: finite and >= 0 (`--out-fault-ns`). Checked when parsed,
+/// so a NaN or negative value is a usage error naming the flag even
+/// without `--out-no-copy` (it was ignored there, and exit 3 with it).
+fn parse_ns(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .ok_or_else(|| "expected a finite number of ns >= 0".into())
+}
+
+/// Seconds of `memtamer bench daemon --seconds`: finite, in (0, 3600].
+/// `inf` looped forever and `nan` ran no iteration and printed ratios of
+/// nothing.
+fn parse_loop_seconds(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| *x > 0.0 && *x <= 3600.0)
+        .ok_or_else(|| "expected a number of seconds in (0, 3600]".into())
+}
+
+/// A gate name as the library accepts it: `--name ../x` or `a/b` made a
+/// path outside the gate directory (`gate remove` unlinks it).
+fn parse_gate_name(s: &str) -> Result<String, String> {
+    if memtamer_gate::valid_gate_name(s) {
+        Ok(s.to_string())
+    } else {
+        Err("expected 1-64 characters from A-Z a-z 0-9 _ . -, not starting with .".into())
+    }
 }
 
 /// The seeds of `memtamer sim ribbon --seeds` (one clap value: the list).

@@ -203,13 +203,7 @@ impl GateConfig {
             expected: expected.into(),
         };
         if let Some(name) = get("MEMTAMER_GATE") {
-            let ok = !name.is_empty()
-                && name.len() <= 64
-                && name
-                    .chars()
-                    .all(|ch| ch.is_ascii_alphanumeric() || "_.-".contains(ch))
-                && !name.starts_with('.');
-            if !ok {
+            if !valid_gate_name(&name) {
                 return Err(bad(
                     "MEMTAMER_GATE",
                     &name,
@@ -281,6 +275,19 @@ impl GateConfig {
         c.options.initial_limit = c.policy.initial_limit(c.n_pm);
         Ok(c)
     }
+}
+
+/// Whether `name` can name a gate: 1-64 characters from `A-Z a-z 0-9 _ . -`,
+/// not starting with `.`. The gate file is `DIR/memtamer-gate-NAME`, so a
+/// `/` or a leading `.` would put it (or `gate remove`'s unlink) outside
+/// DIR; the library's `MEMTAMER_GATE` and the CLI's `--name` share it.
+pub fn valid_gate_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || "_.-".contains(ch))
+        && !name.starts_with('.')
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ mod shm;
 mod stats;
 
 pub use collector::{Collector, CollectorCore, GateActuator, NOT_A_GATE_KNOB};
-pub use config::{GateConfig, PolicySpec, ENV_VARS, GATE_POLICIES};
+pub use config::{valid_gate_name, GateConfig, PolicySpec, ENV_VARS, GATE_POLICIES};
 pub use error::GateError;
 pub use gate::integrity;
 pub use gate::{Admission, Gate, GateOptions, GateThread, Permit};

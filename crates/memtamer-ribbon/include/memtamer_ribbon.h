@@ -11,7 +11,9 @@
  *   MEMTAMER_RIBBON_FLUSHERS  "auto" (four-point search, default) or a count
  *                             (0 = application threads flush themselves)
  *   MEMTAMER_RIBBON_P1        flushers that saturate write bandwidth (default 4)
- *   MEMTAMER_RIBBON_KEY_BYTES room a value reserves for its key (default 24)
+ *   MEMTAMER_RIBBON_KEY_BYTES room a value reserves for its key (default 24;
+ *                             read by the first ribbon_alloc, which fails,
+ *                             as every later one, if it is not a byte count)
  *   MEMTAMER_RIBBON_PIN       1 (default): pin each flusher to a CPU the
  *                             application leaves idle; 0: leave them unpinned
  */
@@ -38,7 +40,9 @@ extern "C" {
  * flusher and control threads. 1 <= numAppT <= 4096, 1 <= eleFQueue <= 2^20. */
 int ribbon_start(int numAppT, int eleFQueue);
 /* Enqueues a flush of addr..addr+len on the caller's queue. The range must
- * stay mapped until the caller's next ribbon_fence. */
+ * stay mapped until the caller's next ribbon_fence. A range that wraps, is
+ * over 1 TiB or starts in the first page (NULL) is refused with
+ * RIBBON_EINVAL and nothing is flushed; len 0 is a no-op. */
 int ribbon_flush(const void *addr, size_t len);
 /* Blocks until every flush the caller enqueued before is durable. */
 int ribbon_fence(void);

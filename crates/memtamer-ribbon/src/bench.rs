@@ -245,8 +245,20 @@ pub fn run(opts: &Opts) -> Result<Report, BenchError> {
             "every count must be at least 1: {opts:?}"
         )));
     }
+    // checked: `--threads 18446744073709551615` wrapped the product and
+    // surfaced as "invalid parameters to Layout::from_size_align"
+    let len = opts
+        .block
+        .checked_mul(opts.blocks_per_thread)
+        .and_then(|span| span.checked_mul(opts.threads))
+        .ok_or_else(|| {
+            BenchError::Opts(format!(
+                "threads {} x {} blocks of {} bytes overflow the address space",
+                opts.threads, opts.blocks_per_thread, opts.block
+            ))
+        })?;
     let span = opts.block * opts.blocks_per_thread;
-    let buf = Buf::new(span * opts.threads)?;
+    let buf = Buf::new(len)?;
     let mut cfg = Config::new(opts.threads, 1024);
     cfg.flushers = Flushers::Fixed(opts.threads);
     let ribbon = Ribbon::start(cfg)?;
@@ -532,5 +544,21 @@ mod tests {
             ..Opts::default()
         };
         assert!(matches!(run(&opts), Err(BenchError::Opts(_))));
+    }
+
+    /// A thread count whose buffer overflows a usize is refused by name
+    /// (it was a bare "invalid parameters to Layout::from_size_align").
+    #[test]
+    fn a_thread_count_whose_buffer_overflows_is_named() {
+        let opts = Opts {
+            threads: usize::MAX,
+            ..Opts::default()
+        };
+        match run(&opts) {
+            Err(BenchError::Opts(m)) => {
+                assert!(m.contains(&format!("threads {}", usize::MAX)), "{m}")
+            }
+            other => panic!("{:?}", other.err()),
+        }
     }
 }

@@ -87,14 +87,22 @@ pub extern "C" fn ribbon_fence() -> c_int {
     result(global::fence())
 }
 
-fn allocator() -> &'static Allocator {
-    static A: OnceLock<Allocator> = OnceLock::new();
-    A.get_or_init(|| {
-        let reserve = std::env::var(ENV_KEY_BYTES)
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(DEFAULT_KEY_RESERVE);
-        Allocator::new(reserve)
+/// The process's allocator, made on first use with the key reserve
+/// `MEMTAMER_RIBBON_KEY_BYTES` asks for (unset: the default). A value that
+/// is not a byte count is refused by name on every `ribbon_alloc` and
+/// `ribbon_free`: it was taken as the default without a word, so a typo
+/// silently changed the layout the user asked for.
+fn allocator() -> Result<&'static Allocator, RibbonError> {
+    static A: OnceLock<Result<Allocator, String>> = OnceLock::new();
+    A.get_or_init(|| match std::env::var(ENV_KEY_BYTES) {
+        Err(_) => Ok(Allocator::new(DEFAULT_KEY_RESERVE)),
+        Ok(v) => v.trim().parse().map(Allocator::new).map_err(|_| v),
+    })
+    .as_ref()
+    .map_err(|v| RibbonError::Env {
+        var: ENV_KEY_BYTES,
+        value: v.clone(),
+        why: "expected a byte count (default 24)",
     })
 }
 
@@ -111,7 +119,7 @@ pub extern "C" fn ribbon_alloc(len: usize, kind: c_int) -> *mut c_void {
             return std::ptr::null_mut();
         }
     };
-    match allocator().alloc(len, kind) {
+    match allocator().and_then(|a| a.alloc(len, kind)) {
         Ok(p) => p.cast(),
         Err(e) => {
             fail(e);
@@ -126,7 +134,7 @@ pub extern "C" fn ribbon_free(addr: *mut c_void) -> c_int {
     if addr.is_null() {
         return RIBBON_OK;
     }
-    result(allocator().free(addr.cast()))
+    result(allocator().and_then(|a| a.free(addr.cast())))
 }
 
 /// Drains every queue and stops Ribbon (thesis `ribbon_stop`).

@@ -38,6 +38,14 @@ pub enum RibbonError {
         /// Its length.
         len: usize,
     },
+    /// The range starts in the first page: a NULL pointer (plus an offset).
+    #[error("flush range {addr:#x}+{len}: starts in the NULL page; nothing was flushed")]
+    NullRange {
+        /// Start of the range.
+        addr: usize,
+        /// Its length.
+        len: usize,
+    },
     /// Ribbon is not running (never started, or stopped).
     #[error(
         "ribbon is not started (call ribbon_start first); the request ran on the calling thread"

@@ -17,10 +17,20 @@ use crate::queue::{Queue, Request};
 pub use crate::shared::{hardware_threads, Config, Executor, Flushers, Stats};
 use crate::shared::{Counters, Ev, Shared};
 
-/// Checks a flush range (no wrap-around, not absurdly long).
+/// Lowest address a flush may touch: the first page is never mapped, so a
+/// range starting there is a NULL (or NULL + offset) pointer.
+pub const FIRST_MAPPED: usize = 4096;
+
+/// Checks a flush range (no wrap-around, not absurdly long, not in the
+/// NULL page). `ribbon_flush(NULL, 64)` was queued, and the flusher's
+/// CLWB on address 0 killed the process with SIGSEGV at the next fence;
+/// an empty range touches nothing and stays a no-op.
 pub fn check_range(addr: usize, len: usize) -> Result<(), RibbonError> {
     if len > MAX_FLUSH_LEN || addr.checked_add(len).is_none() {
         return Err(RibbonError::Range { addr, len });
+    }
+    if len > 0 && addr < FIRST_MAPPED {
+        return Err(RibbonError::NullRange { addr, len });
     }
     Ok(())
 }

@@ -11,7 +11,8 @@ use std::time::Instant;
 
 const LINES: usize = 1 << 20;
 static EXECUTED: [AtomicU32; LINES] = [const { AtomicU32::new(0) }; LINES];
-static NEXT: AtomicUsize = AtomicUsize::new(1);
+// fake lines start above the NULL page, which `check_range` refuses
+static NEXT: AtomicUsize = AtomicUsize::new(FIRST_MAPPED / 64);
 
 /// Reserves `n` fresh fake lines for one test; returns the first index.
 fn lines(n: usize) -> usize {
@@ -442,6 +443,15 @@ fn absurd_ranges_are_refused_and_zero_length_is_a_no_op() {
     assert!(unsafe { p.flush(64 as *const u8, MAX_FLUSH_LEN + 1) }.is_err());
     // SAFETY: zero bytes are never touched.
     assert!(unsafe { p.flush(std::ptr::null(), 0) }.is_ok());
+    // a NULL pointer with a length was queued, and the flusher's CLWB on
+    // address 0 killed the process at the next fence
+    // SAFETY: refused before any flush.
+    assert!(matches!(
+        unsafe { p.flush(std::ptr::null(), 64) },
+        Err(RibbonError::NullRange { addr: 0, len: 64 })
+    ));
+    // SAFETY: as above.
+    assert!(unsafe { p.flush(4032 as *const u8, 64) }.is_err());
     assert_eq!(ribbon.stats().requests, 0);
 }
 

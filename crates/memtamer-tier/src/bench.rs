@@ -245,6 +245,19 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// Twice the bytes of the eight objects of an `nx` x `ny` grid (the DRAM
+/// budget of one run), or None when it overflows a `usize`.
+fn footprint(nx: usize, ny: usize) -> Option<usize> {
+    let n = nx.checked_mul(ny)?;
+    // a, col (5 n each, 8 B) + rowptr (n + 1) + x, b, r, q (n) + p (n + 2 nx)
+    let elems = n
+        .checked_mul(10)?
+        .checked_add(n.checked_add(1)?)?
+        .checked_add(n.checked_mul(5)?)?
+        .checked_add(nx.checked_mul(2)?)?;
+    elems.checked_mul(8)?.checked_mul(2)
+}
+
 /// One run: a fresh runtime (its own helper thread), the objects in
 /// `start`, the solve with or without the driver.
 fn run_once(
@@ -252,8 +265,8 @@ fn run_once(
     start: Tier,
     with_driver: bool,
 ) -> Result<(f64, f64, Vec<f64>, DriverStats, u64), TierBenchError> {
-    let n = o.nx * o.ny;
-    let bytes = (5 * n * 16 + (n + 1) * 8 + 5 * n * 8 + 2 * o.nx * 8) * 2;
+    let bytes = footprint(o.nx, o.ny)
+        .ok_or_else(|| TierBenchError::Options(format!("{}x{} grid too large", o.nx, o.ny)))?;
     let rt = Arc::new(TierRuntime::new(TierConfig::detect(bytes)?)?);
     let objs = Objects::new(rt.clone(), o.nx, o.ny, start)?;
     let mut drv = with_driver.then(|| Driver::new(rt.clone(), driver_config(o)));
@@ -270,6 +283,15 @@ pub fn run(o: &TierBenchOptions) -> Result<Vec<TierBenchRow>, TierBenchError> {
         return Err(TierBenchError::Options(format!(
             "need nx, ny >= 4, iters >= 1, rounds >= 1 (got {}x{}, {} iterations, {} rounds)",
             o.nx, o.ny, o.iters, o.rounds
+        )));
+    }
+    // nx * ny and the objects' bytes wrapped silently in release builds:
+    // `--nx 1024 --ny 18014398509481985` ran a 1024-point grid under the
+    // name of a huge one
+    if footprint(o.nx, o.ny).is_none() {
+        return Err(TierBenchError::Options(format!(
+            "a {}x{} grid's objects do not fit in the address space",
+            o.nx, o.ny
         )));
     }
     let mut rows = Vec::new();
@@ -392,5 +414,26 @@ mod tests {
             ..TierBenchOptions::default()
         };
         assert!(matches!(run(&o), Err(TierBenchError::Options(_))));
+    }
+
+    /// `--nx 1024 --ny 18014398509481985`: nx * ny wraps to 1024 in a
+    /// release build, so the old check passed and a 1024-point grid ran
+    /// (failing its residual check) under the huge grid's name.
+    #[test]
+    fn a_grid_whose_size_overflows_is_refused() {
+        let o = TierBenchOptions {
+            nx: 1024,
+            ny: (usize::MAX / 1024) + 2,
+            iters: 1,
+            rounds: 1,
+            ..TierBenchOptions::default()
+        };
+        assert_eq!(o.nx.wrapping_mul(o.ny), 1024);
+        match run(&o) {
+            Err(TierBenchError::Options(m)) => assert!(m.contains("address space"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(footprint(4, 4), Some((10 * 16 + 17 + 5 * 16 + 8) * 16));
+        assert_eq!(footprint(usize::MAX, 2), None);
     }
 }

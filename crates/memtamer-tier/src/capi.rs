@@ -9,7 +9,8 @@
 //! `MEMTAMER_SLOW_BW_DIV`, `MEMTAMER_SLOW_LAT_MUL`, `MEMTAMER_DRIFT`,
 //! `MEMTAMER_CF_BW`, `MEMTAMER_CF_LAT` (the constant factors `memtamer tier
 //! calibrate` prints; default 1),
-//! `MEMTAMER_UNIMEM=0` (no profiling or moves: the baseline),
+//! `MEMTAMER_UNIMEM=0` or `off` (no profiling or moves: the baseline; 1,
+//! on or empty: Unimem; another value is refused),
 //! `MEMTAMER_TIER_STATUS_DIR` (publish this process's status there, see
 //! [`crate::status`]).
 
@@ -152,6 +153,25 @@ fn driver_config() -> Result<DriverConfig, TierError> {
     })
 }
 
+/// `MEMTAMER_UNIMEM`: 0 or off runs the baseline; unset, empty, 1 or on
+/// runs Unimem. Anything else is refused by name: it meant Unimem before,
+/// so `MEMTAMER_UNIMEM=no` or `false` silently ran the opposite of what it
+/// asked for.
+fn unimem_from_env() -> Result<bool, TierError> {
+    match std::env::var("MEMTAMER_UNIMEM") {
+        Err(_) => Ok(true),
+        Ok(v) => match v.trim() {
+            "" | "1" | "on" => Ok(true),
+            "0" | "off" => Ok(false),
+            _ => Err(TierError::BadEnv {
+                key: "MEMTAMER_UNIMEM",
+                value: v,
+                why: "expected 0/off (the baseline: no profiling, no moves) or 1/on".into(),
+            }),
+        },
+    }
+}
+
 fn init(budget: usize) -> Result<&'static Arc<TierRuntime>, TierError> {
     if let Some(rt) = RT.get() {
         return Ok(rt);
@@ -164,7 +184,7 @@ fn init(budget: usize) -> Result<&'static Arc<TierRuntime>, TierError> {
     let rt = Arc::new(TierRuntime::new(TierConfig::detect(budget)?)?);
     // MEMTAMER_UNIMEM=0: objects stay where they are allocated (the
     // slow-tier-only baseline of `mpi/run.sh`), no profiling, no moves.
-    let drv = if std::env::var("MEMTAMER_UNIMEM").is_ok_and(|v| v.trim() == "0") {
+    let drv = if !unimem_from_env()? {
         None
     } else {
         let mut d = Driver::new(rt.clone(), driver_config()?);

@@ -287,11 +287,7 @@ pub fn read_dir(
     paths.sort();
     let (mut good, mut errors) = (Vec::new(), Vec::new());
     for p in paths {
-        let r = std::fs::read_to_string(&p)
-            .map_err(|source| StatusError::Read {
-                path: p.clone(),
-                source,
-            })
+        let r = read_status_file(&p)
             .and_then(|t| parse(&t, &p))
             .and_then(|s| {
                 if s.state == RunState::Running && s.host == here && !alive(s.pid) {
@@ -314,6 +310,49 @@ pub fn read_dir(
         ranks: good,
         problems: errors,
     })
+}
+
+/// Largest status file read: 64 MiB (a document is a few hundred bytes per
+/// object; this is hundreds of thousands of objects).
+pub const MAX_STATUS_BYTES: u64 = 64 << 20;
+
+/// Reads one `*.json` of the status directory. Anyone who can write the
+/// directory can put a FIFO, a device or a link to one there under a
+/// `.json` name: a FIFO without a writer blocked `memtamer tier status`
+/// forever and `/dev/zero` grew it without bound. The file is opened
+/// without blocking, must be a regular file (checked on the open file, so a
+/// swap after a check cannot slip through) and at most
+/// [`MAX_STATUS_BYTES`] long.
+pub fn read_status_file(p: &Path) -> Result<String, StatusError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |source| StatusError::Read {
+        path: p.to_path_buf(),
+        source,
+    };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(p)
+        .map_err(io)?;
+    let meta = f.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(StatusError::Invalid {
+            path: p.to_path_buf(),
+            why: "not a regular file (a FIFO, device or socket is never a status file)".into(),
+        });
+    }
+    let mut text = String::new();
+    f.take(MAX_STATUS_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(io)?;
+    if text.len() as u64 > MAX_STATUS_BYTES {
+        return Err(StatusError::Invalid {
+            path: p.to_path_buf(),
+            why: format!("larger than {MAX_STATUS_BYTES} bytes"),
+        });
+    }
+    Ok(text)
 }
 
 /// Bytes for people: `12.0 MiB`.

@@ -227,3 +227,65 @@ fn directory_sorts_ranks_and_reports_bad_and_stale_files() {
         .starts_with("1 status files cannot be shown:\n  "));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A FIFO under a `.json` name blocked `memtamer tier status` until
+/// something wrote it (forever, if nothing did), and `/dev/zero` behind a
+/// link was read without end: both are named now and never opened for a
+/// blocking read. Here a writer waits on the FIFO with a valid document;
+/// the old reader opened it, got the document and showed it as a rank.
+#[test]
+fn fifos_devices_and_oversized_files_are_named_not_read() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let base = std::env::temp_dir().join(format!("mt-status-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let (fifo_dir, dev_dir, big_dir) = (base.join("fifo"), base.join("dev"), base.join("big"));
+    for d in [&fifo_dir, &dev_dir, &big_dir] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let fifo = fifo_dir.join("rank0.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: c is a NUL-terminated path
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let doc_text = serde_json::to_string(&doc()).unwrap();
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            // blocks until a reader opens the FIFO; errors (EPIPE once the
+            // reader is gone) are the reader's business, not the test's
+            if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&fifo) {
+                let _ = f.write_all(doc_text.as_bytes());
+            }
+        })
+    };
+    let DirStatus { ranks, problems } = read_dir(&fifo_dir, "nodeA", |_| true).unwrap();
+    let msgs: Vec<String> = problems.iter().map(|e| e.to_string()).collect();
+    assert!(ranks.is_empty(), "a FIFO was read as a status file");
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert!(
+        msgs[0].contains("rank0.json: invalid tier status: not a regular file"),
+        "{msgs:?}"
+    );
+    // let the writer finish: a reader that stays open while it writes
+    let hold = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    writer.join().unwrap();
+    drop(hold);
+    // a device behind a link
+    std::os::unix::fs::symlink("/dev/zero", dev_dir.join("rank1.json")).unwrap();
+    let e = read_dir(&dev_dir, "nodeA", |_| true).unwrap().problems;
+    assert!(
+        e[0].to_string()
+            .contains("rank1.json: invalid tier status: not a regular file"),
+        "{e:?}"
+    );
+    // a (sparse) file past the limit
+    let f = std::fs::File::create(big_dir.join("rank2.json")).unwrap();
+    f.set_len(MAX_STATUS_BYTES + 1).unwrap();
+    let e = read_dir(&big_dir, "nodeA", |_| true).unwrap().problems;
+    assert!(e[0].to_string().contains("larger than"), "{e:?}");
+    std::fs::remove_dir_all(&base).unwrap();
+}

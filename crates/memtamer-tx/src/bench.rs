@@ -492,17 +492,30 @@ fn sum_stats(a: &PoolStats, b: &PoolStats) -> PoolStats {
     }
 }
 
+/// Longest cell `secs` allows: an hour. Beyond it the TPC-C and TATP pools,
+/// sized from `secs`, would not fit any machine (and a NaN, infinite or
+/// huge value panicked in `Duration::from_secs_f64`).
+pub const MAX_SECS: f64 = 3600.0;
+
+/// Checks the options before any pool is created; the error names the
+/// option and the value given, so a bad command line is told what to fix.
+fn check_options(o: &BenchOptions) -> Result<(), BenchError> {
+    let bad = |m: String| Err(BenchError::Options(m));
+    if o.threads.is_empty() || o.threads.contains(&0) {
+        return bad(format!("threads {:?}: each must be >= 1", o.threads));
+    }
+    if let Some(u) = o.updates.iter().find(|u| **u > 100) {
+        return bad(format!("updates {u}: must be in 0..=100 (percent)"));
+    }
+    if !(o.secs > 0.0 && o.secs <= MAX_SECS) {
+        return bad(format!("secs {:?}: must be in (0, {MAX_SECS}]", o.secs));
+    }
+    Ok(())
+}
+
 /// Runs the comparison.
 pub fn run(o: &BenchOptions) -> Result<BenchReport, BenchError> {
-    if o.threads.is_empty()
-        || o.threads.contains(&0)
-        || o.updates.iter().any(|u| *u > 100)
-        || o.secs <= 0.0
-    {
-        return Err(BenchError::Options(
-            "threads >= 1, updates in 0..=100, secs > 0".into(),
-        ));
-    }
+    check_options(o)?;
     if o.force_pmem {
         // libpmemobj reads it when it first maps a pool
         std::env::set_var("PMEM_IS_PMEM_FORCE", "1");

@@ -99,3 +99,81 @@ fn pmempool_check_agrees_on_the_pmdk_pools() {
         "{text}"
     );
 }
+
+/// `memtamer bench tx --secs nan` (or inf, 1e300) panicked in
+/// `Duration::from_secs_f64` and left its worker threads running (the
+/// command hung after the panic); each bad option is now refused by name
+/// before any pool exists.
+#[test]
+fn bad_options_are_refused_by_name_before_any_pool() {
+    let dir = std::env::temp_dir().join(format!("mtx-badopts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = BenchOptions {
+        dir: dir.clone(),
+        ..BenchOptions::default()
+    };
+    for (o, want) in [
+        (
+            BenchOptions {
+                secs: f64::NAN,
+                ..base.clone()
+            },
+            "secs NaN",
+        ),
+        (
+            BenchOptions {
+                secs: f64::INFINITY,
+                ..base.clone()
+            },
+            "secs inf",
+        ),
+        (
+            BenchOptions {
+                secs: 1e300,
+                ..base.clone()
+            },
+            "secs 1e300",
+        ),
+        (
+            BenchOptions {
+                secs: -1.0,
+                ..base.clone()
+            },
+            "secs -1",
+        ),
+        (
+            BenchOptions {
+                secs: 0.0,
+                ..base.clone()
+            },
+            "secs 0",
+        ),
+        (
+            BenchOptions {
+                threads: vec![1, 0],
+                ..base.clone()
+            },
+            "threads [1, 0]",
+        ),
+        (
+            BenchOptions {
+                threads: vec![],
+                ..base.clone()
+            },
+            "threads []",
+        ),
+        (
+            BenchOptions {
+                updates: vec![5, 101],
+                ..base.clone()
+            },
+            "updates 101",
+        ),
+    ] {
+        let e = run(&o).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains(want), "{want}: {e}");
+    }
+    // nothing was created
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir(&dir).unwrap();
+}

@@ -208,7 +208,17 @@ pub fn restore(journal: &Path) -> Result<Outcome, CliError> {
     for failure in failures(&report) {
         eprintln!("memtamer: {failure}");
     }
-    Ok(code)
+    // The journal's own warnings (a corrupt or torn line, a held lock) were
+    // dropped: a journal of garbage printed "restored 0 changes" and exit
+    // 0. A corrupt line in the middle may have been a change that is now
+    // not undone, so it fails the restore (exit 1); a torn final line is
+    // what a crash mid-write leaves and only warns.
+    let mut corrupt = false;
+    for w in &report.warnings {
+        eprintln!("memtamer: warning: {}: {w}", journal.display());
+        corrupt |= w.starts_with("ignored corrupt journal line");
+    }
+    Ok(if corrupt { Outcome::CheckFailed } else { code })
 }
 
 /// One line per change that could not be undone: the journal record and why.

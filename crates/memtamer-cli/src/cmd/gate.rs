@@ -25,14 +25,19 @@ pub fn run(cmd: GateCmd, format: Option<Format>) -> Result<Outcome, CliError> {
                 &[Format::Table, Format::Json, Format::Prometheus],
             )?;
             // the arguments first: a usage error whether or not the gate exists
+            // (1e300 passed the old finite-and-positive check and panicked
+            // in Duration::from_secs_f64)
             let every = match watch {
-                Some(secs) if !(secs.is_finite() && secs > 0.0) => {
-                    return Err(CliError::Usage {
-                        arg: format!("--watch {secs}"),
-                        expected: "a positive number of seconds".into(),
-                    })
-                }
-                other => other.map(Duration::from_secs_f64),
+                Some(secs) => match Duration::try_from_secs_f64(secs) {
+                    Ok(d) if secs > 0.0 => Some(d),
+                    _ => {
+                        return Err(CliError::Usage {
+                            arg: format!("--watch {secs:?}"),
+                            expected: "a positive number of seconds".into(),
+                        })
+                    }
+                },
+                None => None,
             };
             let g = open_existing(&which.name, &which.dir)?;
             // show live threads only: free the slots of dead ones first

@@ -33,6 +33,15 @@ use memtamer_tahoe::record::{parse, Row};
 pub fn graph(name: &str, text: &str, reuse: u64, shrink: u64) -> Result<TaskGraph, String> {
     let shrink = shrink.max(1);
     let rows: Vec<Row> = parse(text).map_err(|e| format!("{name}: {e}"))?;
+    // a recording's values are measurements: none is negative
+    for r in &rows {
+        if r.mean_ns < 0.0 || r.pages < 0.0 {
+            return Err(format!(
+                "{name}: type {}: mean_ns {} and pages {} must be >= 0",
+                r.ty, r.mean_ns, r.pages
+            ));
+        }
+    }
     let rows: Vec<Row> = rows
         .into_iter()
         .filter(|r| r.instances > 0)
@@ -48,6 +57,7 @@ pub fn graph(name: &str, text: &str, reuse: u64, shrink: u64) -> Result<TaskGrap
         return Err(format!("{name}: no task type with instances"));
     }
     let reuse = reuse.max(1);
+    within_limits(name, &rows, reuse, shrink)?;
     let mut g = TaskGraph {
         name: name.into(),
         arrays: Vec::new(),
@@ -58,9 +68,6 @@ pub fn graph(name: &str, text: &str, reuse: u64, shrink: u64) -> Result<TaskGrap
     };
     let mut first = Vec::new();
     for (i, r) in rows.iter().enumerate() {
-        if !(r.pages >= 1.0 && r.mean_ns >= 0.0) {
-            return Err(format!("{name}: type {}: pages must be >= 1", r.ty));
-        }
         g.types.push(r.ty.clone());
         g.arrays.push(format!("type{i}"));
         first.push(g.blocks.len());
@@ -97,6 +104,49 @@ pub fn graph(name: &str, text: &str, reuse: u64, shrink: u64) -> Result<TaskGrap
     Ok(g)
 }
 
+/// Most tasks a recording may become (after `shrink`): a million, far
+/// beyond the built-in programs; a recording of more wants a larger
+/// `--shrink`. A bad count (2^64 - 1 instances) aborted the process on a
+/// failed allocation of the task list.
+pub const MAX_TASKS: u64 = 1 << 20;
+/// Most pages of one task's block (after `shrink`): 16 GiB. Larger values
+/// overflowed the block's byte count (`pages * PAGE` in a u64).
+pub const MAX_TASK_PAGES: f64 = (1u64 << 22) as f64;
+/// Most bytes of all blocks (after `shrink`): 1 TiB.
+pub const MAX_FOOTPRINT: u64 = 1 << 40;
+
+/// Refuses a (shrunk) recording the simulator cannot hold, naming the type
+/// and the limit, before anything is allocated for it.
+fn within_limits(name: &str, rows: &[Row], reuse: u64, shrink: u64) -> Result<(), String> {
+    let hint = format!("(at --shrink {shrink}; a larger --shrink divides it)");
+    let mut tasks = 0u64;
+    let mut bytes = 0u64;
+    for r in rows {
+        tasks = tasks.saturating_add(r.instances);
+        if tasks > MAX_TASKS {
+            return Err(format!(
+                "{name}: type {}: more than {MAX_TASKS} tasks in all {hint}",
+                r.ty
+            ));
+        }
+        if r.pages > MAX_TASK_PAGES {
+            return Err(format!(
+                "{name}: type {}: {} pages per task, more than {MAX_TASK_PAGES} {hint}",
+                r.ty, r.pages
+            ));
+        }
+        // both factors are bounded above, so this cannot overflow
+        bytes += r.instances.div_ceil(reuse) * r.pages.round() as u64 * PAGE;
+        if bytes > MAX_FOOTPRINT {
+            return Err(format!(
+                "{name}: type {}: data blocks over {MAX_FOOTPRINT} bytes in all {hint}",
+                r.ty
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The recording shipped with the simulator: the heat client
 /// (`crates/memtamer-tahoe/clients/heat.c`) under the OMPT tool.
 pub const HEAT_RECORDING: &str = include_str!("../../builtin/tahoe/heat-record.csv");
@@ -128,6 +178,31 @@ mod tests {
         let h = graph("r", text, 4, 2).unwrap();
         assert_eq!(h.blocks[0].bytes, PAGE);
         assert!((h.tasks[0].compute_ns_per_line - 1000.0 / 128.0).abs() < 1e-9);
+    }
+
+    /// A recording with 2^64 - 1 instances, or 1e30 pages, aborted the
+    /// process (a failed allocation, after `pages * PAGE` wrapped); a
+    /// negative page count was taken as one page, and a negative time was
+    /// reported as a bad page count. Each is refused, naming the type.
+    #[test]
+    fn absurd_recordings_are_refused_by_type() {
+        let err = |text: &str| graph("r", text, 4, 16).unwrap_err();
+        let e = err("f(1),18446744073709551615,2,3\n");
+        assert!(e.contains("type f(1): more than 1048576 tasks"), "{e}");
+        let e = err("f(1),10,2,1e30\n");
+        assert!(
+            e.contains("type f(1): ") && e.contains("pages per task"),
+            "{e}"
+        );
+        let e = err("f(1),10,2,-3\n");
+        assert!(e.contains("type f(1): mean_ns 2 and pages -3"), "{e}");
+        let e = err("f(1),10,-2,3\n");
+        assert!(e.contains("type f(1): mean_ns -2 and pages 3"), "{e}");
+        // 2^20 tasks of 2^22 pages: within each limit, not in all
+        let e = graph("r", "f(1),1048576,2,4194304\n", 1, 1).unwrap_err();
+        assert!(e.contains("bytes in all"), "{e}");
+        // the limits leave the shipped recording far below them
+        assert!(graph("r", HEAT_RECORDING, 1, 1).is_ok());
     }
 
     #[test]

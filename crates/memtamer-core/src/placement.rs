@@ -24,12 +24,18 @@
 //!    sibling logical CPUs.
 //!
 //! Tasks move only inside their affinity mask (the user's, remembered from
-//! the first observation) and not again within `min_residency_ns` of their
-//! last move (hysteresis). [`Placement`] wraps this as a [`Policy`]: it keeps
-//! the EMA per thread, pins each moved thread to its new CPU and holds PM
-//! I/O threads where they are (so that Linux's balancer cannot undo the
-//! placement), and gives a pinned thread that stopped PM I/O its own mask
-//! back once it has rested.
+//! the first observation) and not again within `min_residency_ns` of the
+//! last placement decision about them (hysteresis). [`Placement`] wraps this
+//! as a [`Policy`]: it keeps the EMA per thread, pins each moved thread to
+//! its new CPU and holds PM I/O threads where they are (so that Linux's
+//! balancer cannot undo the placement), and gives a pinned thread that
+//! stopped PM I/O its own mask back once it has rested.
+//!
+//! A move, a hold and a release each change the thread's mask, so each
+//! starts its residency clock (else a writer held in one period could be
+//! moved by the next: flaky `scripts/check-placement`). Ahn has no
+//! residency time, only the Eq. 1 EMA against "frequent task migrations"
+//! (§3.2); `min_residency_ns` is memtamer's extra guard.
 
 use std::collections::BTreeMap;
 
@@ -61,7 +67,10 @@ pub struct PlacementParams {
     /// How often the algorithm runs; also Eq. 1's profiling period (PM
     /// operations and run cycles are summed over it).
     pub period_ns: u64,
-    /// A moved task stays put at least this long (hysteresis).
+    /// After a placement decision about a task (a move, a hold on its CPU
+    /// or a release to its own mask) the task is left alone at least this
+    /// long (hysteresis; memtamer's, not Ahn's: the paper damps migrations
+    /// with the Eq. 1 EMA only, §3.2).
     pub min_residency_ns: u64,
     /// At most this many task moves per run (a swap is two).
     pub max_moves_per_run: usize,
@@ -606,6 +615,8 @@ struct Tracked {
     user_mask: CpuSet,
     /// The CPU this policy pinned it to, if any.
     pinned: Option<u32>,
+    /// End of the period of the last move, hold or release: the start of
+    /// its residency time.
     last_move_ns: Option<u64>,
 }
 
@@ -746,7 +757,8 @@ impl Policy for Placement {
         // Linux's balancer must not undo the placement: a PM I/O thread is
         // held on its CPU even when it did not move. A pinned thread that no
         // longer does PM I/O gets its own mask back once it has rested, so
-        // Linux balances its CPU load again.
+        // Linux balances its CPU load again. Both start the residency time,
+        // as a move does (module doc).
         for t in &tasks {
             if moves.iter().any(|m| m.id == t.id) || !t.movable {
                 continue;
@@ -757,12 +769,14 @@ impl Policy for Placement {
             match (t.is_pm(p.pm_task_min_load), tr.pinned) {
                 (true, None) if tr.user_mask.contains(t.cpu as usize) => {
                     tr.pinned = Some(t.cpu);
+                    tr.last_move_ns = Some(end);
                     d.thread_cpus.push((t.id, CpuSet::single(t.cpu as usize)));
                     d.reasons
                         .push(format!("hold thread {} on cpu {} (pm i/o)", t.id, t.cpu));
                 }
                 (false, Some(_)) => {
                     tr.pinned = None;
+                    tr.last_move_ns = Some(end);
                     d.thread_cpus.push((t.id, tr.user_mask));
                     d.reasons.push(format!(
                         "release thread {} to cpus {} (no pm i/o)",
@@ -779,3 +793,6 @@ impl Policy for Placement {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod residency_tests;

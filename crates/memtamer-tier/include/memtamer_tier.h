@@ -25,6 +25,15 @@ void mt_tier_phase_boundary(void);
 void mt_tier_phase_call_done(void);
 /* Stop, wait for moves, write a one-line report. Returns its length or -1. */
 int mt_tier_finish(char *buf, size_t len);
+/* End the runtime, as pmemobj_close ends a pool: wait for the move in
+ * flight, drop queued moves, free every object still allocated (memory,
+ * slow-tier file, fault-table slot). EVERY POINTER mt_tier_malloc RETURNED
+ * IS INVALID AFTERWARDS. *live_objects (if not NULL) gets the number of
+ * objects that were still allocated (0 if all were freed), also on error.
+ * 0 ok (also with no runtime running), -1 error (see mt_tier_last_error;
+ * the objects are freed all the same). A later mt_tier_init/malloc starts a
+ * fresh runtime. Call mt_tier_finish first for the run's report. */
+int mt_tier_shutdown(size_t *live_objects);
 /* 1 while the calling thread is inside a mt_tier_* call (the interposed
  * malloc's recursion guard; never allocates). */
 int mt_tier_in_runtime(void);

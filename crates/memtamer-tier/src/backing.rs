@@ -292,8 +292,18 @@ pub(crate) fn move_into_place(
 
 /// Unmaps a range (errors ignored: only called on ranges we mapped).
 pub(crate) fn unmap(addr: usize, len: usize) {
+    let _ = unmap_checked(addr, len, "");
+}
+
+/// Unmaps a range and says if the kernel refused (a runtime's shutdown
+/// reports it instead of hiding it). Unmapping the last mapping of a
+/// slow-tier file frees the file: it was unlinked at creation.
+pub(crate) fn unmap_checked(addr: usize, len: usize, name: &str) -> Result<(), TierError> {
     // SAFETY: the range is a mapping the registry owns and no longer hands out.
-    unsafe { libc::munmap(addr as *mut libc::c_void, len) };
+    if unsafe { libc::munmap(addr as *mut libc::c_void, len) } != 0 {
+        return Err(TierError::last_os(format!("munmap {len} B of '{name}'")));
+    }
+    Ok(())
 }
 
 /// Total physical memory, to refuse budgets larger than the machine.

@@ -18,13 +18,18 @@ use crate::driver::{Driver, DriverConfig, ProfileOut};
 use crate::publish::Publisher;
 use crate::registry::parse_bytes;
 use crate::status::RunState;
-use crate::{Tier, TierConfig, TierError, TierRuntime};
+use crate::{ShutdownReport, Tier, TierConfig, TierError, TierRuntime};
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-static RT: OnceLock<Arc<TierRuntime>> = OnceLock::new();
+/// The process's runtime: started by the first `mt_tier_init` or
+/// `mt_tier_malloc`, ended by [`mt_tier_shutdown`] (a later call starts a
+/// fresh one). Lock order: `RT`, then `DRIVER`; a call holds `RT` only to
+/// clone the runtime out ([`current`]), except [`init`] and
+/// [`mt_tier_shutdown`].
+static RT: Mutex<Option<Arc<TierRuntime>>> = Mutex::new(None);
 static DRIVER: Mutex<Option<Driver>> = Mutex::new(None);
 /// Status publisher (`MEMTAMER_TIER_STATUS_DIR`); `None`: not asked for, or
 /// switched off after a write failed (reported once on stderr).
@@ -172,9 +177,19 @@ fn unimem_from_env() -> Result<bool, TierError> {
     }
 }
 
-fn init(budget: usize) -> Result<&'static Arc<TierRuntime>, TierError> {
-    if let Some(rt) = RT.get() {
-        return Ok(rt);
+fn rt_slot() -> MutexGuard<'static, Option<Arc<TierRuntime>>> {
+    RT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The running runtime, if any (the `RT` lock is not held on return).
+fn current() -> Option<Arc<TierRuntime>> {
+    rt_slot().clone()
+}
+
+fn init(budget: usize) -> Result<Arc<TierRuntime>, TierError> {
+    let mut slot = rt_slot();
+    if let Some(rt) = slot.as_ref() {
+        return Ok(rt.clone());
     }
     let budget = if budget == 0 {
         budget_from_env()?
@@ -200,7 +215,7 @@ fn init(budget: usize) -> Result<&'static Arc<TierRuntime>, TierError> {
         }
         Some(d)
     };
-    let rt = RT.get_or_init(|| rt);
+    *slot = Some(rt.clone());
     *DRIVER.lock().unwrap_or_else(|e| e.into_inner()) = drv;
     *STATUS.lock().unwrap_or_else(|e| e.into_inner()) = Publisher::from_env();
     Ok(rt)
@@ -208,7 +223,8 @@ fn init(budget: usize) -> Result<&'static Arc<TierRuntime>, TierError> {
 
 /// Starts the runtime with a DRAM budget for this process (0: from
 /// `MEMTAMER_DRAM_BUDGET`, default a quarter of the machine). Returns 0, or
-/// -1 with [`mt_tier_last_error`] set. A second call is a no-op.
+/// -1 with [`mt_tier_last_error`] set. A second call is a no-op (until
+/// [`mt_tier_shutdown`]).
 #[no_mangle]
 pub extern "C" fn mt_tier_init(dram_budget: usize) -> c_int {
     let _g = InRuntime::enter();
@@ -250,8 +266,7 @@ pub extern "C" fn mt_tier_free(ptr: *mut c_void) -> c_int {
     if ptr.is_null() {
         return 0;
     }
-    match RT
-        .get()
+    match current()
         .ok_or(TierError::UnknownObject { addr: ptr as usize })
         .and_then(|rt| rt.free(ptr as *mut u8))
     {
@@ -309,12 +324,13 @@ fn publish(rt: &TierRuntime, driver: Option<&Driver>, state: RunState) {
 #[no_mangle]
 pub extern "C" fn mt_tier_iteration() {
     let _g = InRuntime::enter();
+    let rt = current();
     let mut drv = DRIVER.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(d) = drv.as_mut() {
         d.iteration();
     }
-    if let Some(rt) = RT.get() {
-        publish(rt, drv.as_ref(), RunState::Running);
+    if let Some(rt) = rt {
+        publish(&rt, drv.as_ref(), RunState::Running);
     }
 }
 
@@ -343,7 +359,7 @@ pub extern "C" fn mt_tier_phase_call_done() {
 #[no_mangle]
 pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
     let _g = InRuntime::enter();
-    let Some(rt) = RT.get() else { return -1 };
+    let Some(rt) = current() else { return -1 };
     let st = rt.stats();
     let mut line = format!(
         "unimem off; moves {} bytes_moved {}",
@@ -383,7 +399,7 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
         }
     });
     publish(
-        rt,
+        &rt,
         DRIVER.lock().unwrap_or_else(|e| e.into_inner()).as_ref(),
         RunState::Finished,
     );
@@ -393,6 +409,61 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
         *buf.add(n) = 0;
     }
     line.len() as c_int
+}
+
+/// [`mt_tier_shutdown`]'s steps: the driver goes first (it stops its
+/// sampler thread, which holds the runtime), then the runtime ends as
+/// [`TierRuntime::shutdown`] ends it. Holds `RT` throughout, so no call
+/// gets the runtime meanwhile; a call another thread is still making
+/// keeps its own reference, and this waits for it to return.
+fn shutdown(live: &mut usize) -> Result<ShutdownReport, TierError> {
+    let mut slot = rt_slot();
+    let Some(mut rt) = slot.take() else {
+        *live = 0;
+        return Ok(ShutdownReport::default());
+    };
+    *live = rt.live_objects();
+    let drv = DRIVER.lock().unwrap_or_else(|e| e.into_inner()).take();
+    drop(drv);
+    loop {
+        match Arc::try_unwrap(rt) {
+            Ok(rt) => return rt.shutdown(),
+            Err(shared) => {
+                rt = shared;
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Ends the runtime, as `pmemobj_close` ends a pool: waits for the move in
+/// flight, drops queued moves, and frees every object still allocated (its
+/// fault-table slot, its memory, its slow-tier file). **Every pointer
+/// `mt_tier_malloc` returned is invalid afterwards.** Writes the number of
+/// objects that were still allocated into `*live_objects` (if not NULL;
+/// 0 when every object was freed), also on an error. Returns 0, or -1 with
+/// [`mt_tier_last_error`] set (the objects are freed all the same). With no
+/// runtime running it is a no-op returning 0; a later `mt_tier_init` or
+/// `mt_tier_malloc` starts a fresh runtime. Call [`mt_tier_finish`] first
+/// for the run's report.
+///
+/// # Safety
+/// `live_objects` is NULL or points to a writable `size_t`.
+#[no_mangle]
+pub unsafe extern "C" fn mt_tier_shutdown(live_objects: *mut usize) -> c_int {
+    let _g = InRuntime::enter();
+    let mut live = 0;
+    let r = shutdown(&mut live);
+    if !live_objects.is_null() {
+        *live_objects = live;
+    }
+    match r {
+        Ok(_) => 0,
+        Err(e) => {
+            set_err(e);
+            -1
+        }
+    }
 }
 
 #[cfg(test)]

@@ -696,6 +696,15 @@ impl Driver {
     }
 }
 
+/// A driver dropped while profiling stops its sampler thread: the thread
+/// holds the runtime, which would otherwise never end (`mt_tier_shutdown`
+/// drops the driver, then ends the runtime).
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.stop_sampler();
+    }
+}
+
 /// Issue 20: whether `unseen` live objects that the last profile did not
 /// see (allocated after profiling began: hpcc's later benchmarks, a solver
 /// that allocates lazily) re-profile the iteration that begins now, after

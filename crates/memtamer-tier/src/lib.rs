@@ -56,7 +56,37 @@ impl Shared {
     }
 }
 
+/// What [`TierRuntime::shutdown`] found when it ended the runtime.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Objects the program had not freed: the runtime ended them (0 for a
+    /// program that freed everything; see [`TierRuntime::live_objects`]).
+    pub live_objects: usize,
+    /// Their bytes, as asked for at allocation.
+    pub live_bytes: usize,
+    /// Queued moves dropped before they started (a move already copying
+    /// was waited for and is in `stats`).
+    pub cancelled_moves: u64,
+    /// Migration totals over the runtime's whole life.
+    pub stats: MigrationStats,
+}
+
 /// One process's tiering runtime: registry + helper thread + profiler state.
+///
+/// # End of life
+/// The runtime owns its objects, as a pmemobj pool owns its objects until
+/// `pmemobj_close`: ending it ([`TierRuntime::shutdown`], or dropping it,
+/// which runs the same steps and ignores their errors) waits for the move
+/// in flight, drops queued moves, and ends every object still allocated:
+/// its slot of the process-wide fault table is released, its memory
+/// unmapped and its slow-tier file (unlinked at creation) freed with it.
+/// **Every pointer the runtime handed out is invalid afterwards**: an
+/// access faults like any access to unmapped memory. Before, a dropped
+/// runtime leaked all of it, and its fault-table slots were lost for the
+/// rest of the process: a program that started runtimes one after another
+/// with objects left over failed with `TooManyObjects` after 4096 of them.
+/// [`TierRuntime::live_objects`] tells a caller beforehand whether any are
+/// left.
 pub struct TierRuntime {
     shared: Arc<Shared>,
     migrator: Migrator,
@@ -182,7 +212,39 @@ impl TierRuntime {
 
     /// Live objects.
     pub fn object_count(&self) -> usize {
+        self.live_objects()
+    }
+
+    /// Objects allocated and not yet freed: the ones ending the runtime
+    /// would end with it (see "End of life" above).
+    pub fn live_objects(&self) -> usize {
         self.shared.lock().objects.len()
+    }
+
+    /// Ends the runtime (see "End of life" above) and reports what was
+    /// still live. Every object's pointer is invalid afterwards, whatever
+    /// the result; an error (a helper thread that had panicked, a failed
+    /// `munmap`) is returned after every object was ended anyway.
+    pub fn shutdown(mut self) -> Result<ShutdownReport, TierError> {
+        self.close()
+    }
+
+    /// The steps of [`TierRuntime::shutdown`]; idempotent (a second call
+    /// finds nothing live), so `Drop` may run it again.
+    fn close(&mut self) -> Result<ShutdownReport, TierError> {
+        let helper = self.migrator.shutdown();
+        // before the objects go: their slots hold blocked-writer time
+        let stats = self.stats();
+        let (live_objects, live_bytes, unmapped) = self.shared.lock().clear();
+        let report = ShutdownReport {
+            live_objects,
+            live_bytes,
+            cancelled_moves: *helper.as_ref().unwrap_or(&0),
+            stats,
+        };
+        helper?;
+        unmapped?;
+        Ok(report)
     }
 
     /// DRAM bytes in use or reserved.
@@ -217,3 +279,14 @@ impl TierRuntime {
             .reset();
     }
 }
+
+/// Dropping the runtime ends it as [`TierRuntime::shutdown`] does, errors
+/// ignored.
+impl Drop for TierRuntime {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+#[cfg(test)]
+mod shutdown_tests;

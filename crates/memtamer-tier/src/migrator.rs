@@ -64,17 +64,41 @@ struct State {
     stats: MigrationStats,
     /// Last error per object (so a failed prefetch is visible, not silent).
     errors: BTreeMap<usize, String>,
+    /// Set by [`Migrator::shutdown`]: requests still queued are dropped.
+    closing: bool,
+    /// Requests dropped unstarted because of `closing`.
+    cancelled: u64,
 }
 
-struct Inner {
+impl State {
+    /// One request of `addr` is done (moved, failed or cancelled).
+    fn done(&mut self, addr: usize) {
+        if let Some(n) = self.pending.get_mut(&addr) {
+            *n -= 1;
+            if *n == 0 {
+                self.pending.remove(&addr);
+            }
+        }
+    }
+}
+
+pub(crate) struct Inner {
     state: Mutex<State>,
     done: Condvar,
+    /// Test hook: the helper takes this lock after it has dequeued a
+    /// request and decided to run it, so a test can hold a move "in
+    /// flight" for as long as it needs (no timing involved).
+    #[cfg(test)]
+    pub(crate) gate: Mutex<()>,
+    /// Test hook: requests the helper has decided to run.
+    #[cfg(test)]
+    pub(crate) started: std::sync::atomic::AtomicU64,
 }
 
 /// The helper thread and its queue.
 pub struct Migrator {
     tx: Option<Sender<(usize, Tier)>>,
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -84,6 +108,10 @@ impl Migrator {
         let inner = Arc::new(Inner {
             state: Mutex::new(State::default()),
             done: Condvar::new(),
+            #[cfg(test)]
+            gate: Mutex::new(()),
+            #[cfg(test)]
+            started: std::sync::atomic::AtomicU64::new(0),
         });
         let (tx, rx) = channel::<(usize, Tier)>();
         let inner2 = inner.clone();
@@ -91,6 +119,20 @@ impl Migrator {
             .name("mt-tier-migrate".into())
             .spawn(move || {
                 for (addr, to) in rx {
+                    {
+                        let mut st = inner2.state.lock().unwrap_or_else(|e| e.into_inner());
+                        if st.closing {
+                            st.cancelled += 1;
+                            st.done(addr);
+                            inner2.done.notify_all();
+                            continue;
+                        }
+                    }
+                    #[cfg(test)]
+                    let _gate = {
+                        inner2.started.fetch_add(1, SeqCst);
+                        inner2.gate.lock().unwrap_or_else(|e| e.into_inner())
+                    };
                     let r = migrate(&shared, addr, to);
                     let blocked = {
                         let mut reg = shared.lock();
@@ -118,12 +160,7 @@ impl Migrator {
                             st.errors.insert(addr, e.to_string());
                         }
                     }
-                    if let Some(n) = st.pending.get_mut(&addr) {
-                        *n -= 1;
-                        if *n == 0 {
-                            st.pending.remove(&addr);
-                        }
-                    }
+                    st.done(addr);
                     inner2.done.notify_all();
                 }
             })
@@ -212,11 +249,38 @@ impl Migrator {
     }
 }
 
+impl Migrator {
+    /// Ends the helper thread: requests still queued are dropped (counted
+    /// in the result), the move it is making now is finished, then the
+    /// thread is joined. Afterwards no move of any object is in flight, so
+    /// the registry may unmap its objects (`TierRuntime::shutdown`).
+    /// Idempotent; an error says the helper thread had panicked.
+    pub(crate) fn shutdown(&mut self) -> Result<u64, TierError> {
+        self.state().closing = true;
+        self.tx.take();
+        let joined = match self.handle.take() {
+            Some(h) => h.join().map_err(|_| TierError::HelperGone),
+            None => Ok(()),
+        };
+        let mut st = self.state();
+        // a helper that panicked left its requests pending: nobody will
+        // run them, and a waiter must not wait for them forever
+        st.pending.clear();
+        self.inner.done.notify_all();
+        joined.map(|()| st.cancelled)
+    }
+}
+
+#[cfg(test)]
+impl Inner {
+    /// Whether [`Migrator::shutdown`] has begun (test hook).
+    pub(crate) fn closing(&self) -> bool {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).closing
+    }
+}
+
 impl Drop for Migrator {
     fn drop(&mut self) {
-        self.tx.take();
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
+        let _ = self.shutdown();
     }
 }

@@ -320,6 +320,31 @@ impl Registry {
         Ok(())
     }
 
+    /// Ends every object still allocated: releases its fault-table slot,
+    /// unmaps it (a slow-tier file goes with its last mapping) and returns
+    /// how many objects and bytes (as asked for) that was. Goes on past a
+    /// failed `munmap` and returns the first such error with the counts.
+    /// The caller makes sure no move is in flight (`TierRuntime::shutdown`
+    /// joins the helper thread first); an object a move left `migrating`
+    /// (its helper panicked) is ended all the same.
+    pub(crate) fn clear(&mut self) -> (usize, usize, Result<(), TierError>) {
+        let objects = std::mem::take(&mut self.objects);
+        let (n, bytes) = (
+            objects.len(),
+            objects.values().map(|o| o.size).sum::<usize>(),
+        );
+        let mut result = Ok(());
+        for (addr, o) in objects {
+            guard::release(o.slot);
+            let r = backing::unmap_checked(addr, o.len, &o.name);
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        self.dram_used = 0;
+        (n, bytes, result)
+    }
+
     /// Snapshot of every object.
     pub fn objects(&self) -> Vec<ObjectView> {
         self.objects
@@ -478,6 +503,16 @@ impl Registry {
                 let _ = backing::protect(addr, o.len, libc::PROT_READ | libc::PROT_WRITE, &o.name);
             }
         }
+    }
+}
+
+/// A registry dropped with objects still allocated ends them
+/// ([`Registry::clear`]): each held a slot of the process-wide fault table
+/// and a mapping (with, in file mode, its slow-tier file), and nothing
+/// else could ever release those.
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.clear();
     }
 }
 

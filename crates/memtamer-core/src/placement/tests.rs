@@ -2,14 +2,14 @@ use super::*;
 use crate::topology::CpuFacts;
 use crate::{AccessStats, ThreadObs};
 
-fn set(list: &str) -> CpuSet {
+pub(super) fn set(list: &str) -> CpuSet {
     CpuSet::parse_list(list).expect("cpu list")
 }
 
 /// Linux-style numbering as the simulator uses it: CPUs 0..ncores are the
 /// first hardware thread of each core, CPU c + ncores the sibling of c;
 /// cores are numbered node by node; one LLC per node.
-fn machine(nodes: u32, cores_per_node: u32, smt: bool) -> Topology {
+pub(super) fn machine(nodes: u32, cores_per_node: u32, smt: bool) -> Topology {
     let ncores = nodes * cores_per_node;
     let ncpus = if smt { 2 * ncores } else { ncores };
     let facts: Vec<CpuFacts> = (0..ncpus)
@@ -544,7 +544,7 @@ fn randomized_invariants_hold() {
 
 // ----------------------------------------------------------------- policy
 
-fn obs_of(at_ns: u64, threads: Vec<ThreadObs>) -> Observation {
+pub(super) fn obs_of(at_ns: u64, threads: Vec<ThreadObs>) -> Observation {
     Observation {
         start_ns: at_ns,
         duration_ns: 1_000_000,
@@ -553,7 +553,7 @@ fn obs_of(at_ns: u64, threads: Vec<ThreadObs>) -> Observation {
     }
 }
 
-fn thread(tid: ThreadId, cpu: u32, write_bytes: u64, allowed: CpuSet) -> ThreadObs {
+pub(super) fn thread(tid: ThreadId, cpu: u32, write_bytes: u64, allowed: CpuSet) -> ThreadObs {
     ThreadObs {
         tid,
         job: 0,
@@ -569,7 +569,7 @@ fn thread(tid: ThreadId, cpu: u32, write_bytes: u64, allowed: CpuSet) -> ThreadO
     }
 }
 
-fn params_1ms() -> PlacementParams {
+pub(super) fn params_1ms() -> PlacementParams {
     PlacementParams {
         period_ns: 1_000_000,
         min_residency_ns: 5_000_000,

@@ -228,12 +228,34 @@ pub fn fresh_ns(fault_ns: f64, copy_ns: f64) -> f64 {
 /// completion; on heat at 4x latency it predicted 29-37 us for tasks that
 /// started 1-5 us later (docs/tahoe.md, "Heat at 4x latency").
 pub fn queue_starts(running: &[f64], queued: &[f64], workers: usize) -> Vec<f64> {
+    list_starts(&uniform_remaining(running), queued, workers)
+}
+
+/// Expected remaining time of each running task when only its predicted
+/// run time is known (no clock): of `n` running tasks the one dispatched
+/// `j`-th (from 0) frees its worker after `(j + 1) / (n + 1)` of its
+/// predicted time (the order statistics of [`queue_starts`]).
+pub fn uniform_remaining(running: &[f64]) -> Vec<f64> {
     let n = running.len();
-    let mut free: Vec<f64> = running
+    running
         .iter()
         .enumerate()
         .map(|(j, &t)| t.max(0.0) * (j + 1) as f64 / (n + 1) as f64)
-        .collect();
+        .collect()
+}
+
+/// Predicted start (ns from now) of each task of a FIFO ready queue whose
+/// running tasks free their workers after `remaining` ns (one entry per
+/// busy worker): list scheduling in FIFO order over `workers` workers, the
+/// ones not in `remaining` free now; each queued task (predicted run time
+/// in `queued`) takes the earliest free worker. [`queue_starts`] feeds it
+/// the order-statistic estimate (the simulator's planner sees no clock);
+/// the OMPT tool feeds it each running task's predicted time less its
+/// elapsed time (it has the clock). Infinite starts when there are no
+/// workers.
+pub fn list_starts(remaining: &[f64], queued: &[f64], workers: usize) -> Vec<f64> {
+    let n = remaining.len();
+    let mut free: Vec<f64> = remaining.iter().map(|&t| t.max(0.0)).collect();
     free.extend(std::iter::repeat_n(0.0, workers.saturating_sub(n)));
     if free.is_empty() {
         return vec![f64::INFINITY; queued.len()];
@@ -252,6 +274,36 @@ pub fn queue_starts(running: &[f64], queued: &[f64], workers: usize) -> Vec<f64>
         })
         .collect()
 }
+
+/// Look-ahead slack (thesis Eq. 3.3's `mem_comp_overlap`) of a task
+/// predicted to start `start_ns` from now when the migration helper still
+/// has `backlog_ns` of copies queued ahead of its own: the helper time
+/// left for its pages. Negative when the backlog outlasts the wait (the
+/// check then charges the whole copy, [`HelperClock::cost`]).
+pub fn slack_ns(start_ns: f64, backlog_ns: f64) -> f64 {
+    start_ns - backlog_ns
+}
+
+/// Pages a run must have moved before the check uses the run's own
+/// measured copy time per page instead of the prior (one heat block: 32
+/// pages): fewer say more about the first call's setup than about a
+/// page's copy.
+pub const COPY_SAMPLE_PAGES: u64 = 32;
+
+/// The run's own copy cost per page (Eq. 3.3's `data_size /
+/// mem_copy_bw`, as this program's load leaves the copy its bandwidth):
+/// `total_ns` spent moving `pages` pages, once at least
+/// [`COPY_SAMPLE_PAGES`] were moved; `None` before (keep the prior). The
+/// caller feeds it to [`crate::plan::Planner::set_copy_ns`], which
+/// ignores a value that is not a positive number.
+pub fn measured_copy_ns(total_ns: f64, pages: u64) -> Option<f64> {
+    (pages >= COPY_SAMPLE_PAGES).then(|| total_ns / pages as f64)
+}
+
+/// Created, not yet started tasks a planner's caller scans for reuse
+/// ([`future_savings`] stops earlier, at the DRAM reuse distance; the cap
+/// bounds the work of building the tasks).
+pub const FUTURE_SCAN: usize = 256;
 
 #[cfg(test)]
 mod tests {
@@ -439,6 +491,27 @@ mod tests {
         assert_eq!(s, vec![5.0, 8.0, 12.0]);
         assert!(queue_starts(&[], &[1.0], 0)[0].is_infinite());
         assert!(queue_starts(&[], &[], 8).is_empty());
+    }
+
+    #[test]
+    fn known_remaining_times_replace_the_order_statistics() {
+        // two workers: one task with 30 us left, one idle worker; with the
+        // clock the queue's head starts now, the second at 30 us
+        assert_eq!(list_starts(&[30.0], &[50.0, 50.0], 2), vec![0.0, 30.0]);
+        // a task past its predicted time frees its worker now
+        assert_eq!(list_starts(&[-5.0], &[7.0, 7.0], 1), vec![0.0, 7.0]);
+        // without the clock the same running task is half done
+        assert_eq!(queue_starts(&[30.0], &[50.0, 50.0], 1), vec![15.0, 65.0]);
+        assert_eq!(uniform_remaining(&[30.0, 30.0]), vec![10.0, 20.0]);
+        // the helper's backlog eats into the slack
+        assert_eq!(slack_ns(30.0, 12.0), 18.0);
+        assert_eq!(slack_ns(5.0, 12.0), -7.0);
+    }
+
+    #[test]
+    fn the_runs_own_copy_cost_needs_enough_pages() {
+        assert_eq!(measured_copy_ns(3100.0, COPY_SAMPLE_PAGES - 1), None);
+        assert_eq!(measured_copy_ns(6400.0, 32), Some(200.0));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! call, one TLB flush: §4.3.6 optimisation 2).
 
 use crate::benefit::{
-    fresh_ns, future_savings, saving_per_access, task_gap_ns, traffic_ns, worth_moving, HelperClock,
+    fresh_ns, future_savings_of, saving_per_access, task_gap_ns, traffic_ns, worth_moving,
+    HelperClock,
 };
 use crate::fasthash::{PageMap, PageSet, TypeMap};
 use crate::model::HybridModel;
@@ -389,7 +390,14 @@ impl Planner {
             guard.extend(fp.iter().copied());
         }
         let later: PageMap<f64> = match self.cfg.copy_ns_per_page {
-            Some(_) => future_savings(&self.db, &self.model, future, page, self.dram.capacity()),
+            Some(_) => {
+                // only the co-runners' pages are looked up below
+                let mut wanted: Vec<u64> = group_fp.iter().flatten().copied().collect();
+                wanted.sort_unstable();
+                wanted.dedup();
+                let cap = self.dram.capacity();
+                future_savings_of(&self.db, &self.model, future, page, cap, Some(&wanted))
+            }
             None => PageMap::default(),
         };
         // Hot pages per co-runner, not yet resident, worth their copy.

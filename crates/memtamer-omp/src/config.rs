@@ -65,6 +65,17 @@ pub struct Config {
     /// `MEMTAMER_TAHOE_PROFILES=FILE`: write the stored profiles (hot
     /// ranges per type) at the end, for checking the sampler.
     pub profiles: Option<String>,
+    /// `MEMTAMER_TAHOE_CHECK`: on | off (default on). With `place`, the
+    /// migration cost-benefit check (`memtamer_tahoe::benefit`, the
+    /// simulator's Tahoe's): a page moves only when its predicted saving
+    /// exceeds its movement cost. `off` is the thesis's §4.3.3 planner,
+    /// which moves whatever fits, kept for comparison.
+    pub check: bool,
+    /// `MEMTAMER_TAHOE_COPY_NS`: the check's copy cost per page before the
+    /// run has timed its own batches (ns, > 0). Default: measured at tool
+    /// start by moving pages between the two nodes the tool uses
+    /// ([`crate::calib`]).
+    pub copy_ns: Option<f64>,
 }
 
 /// A setting that could not be parsed.
@@ -167,7 +178,27 @@ impl Config {
                 }
             },
         };
+        let check = match get("MEMTAMER_TAHOE_CHECK").as_deref() {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(v) => return Err(bad("MEMTAMER_TAHOE_CHECK", v.into(), "expected on|off")),
+        };
+        let copy_ns = match get("MEMTAMER_TAHOE_COPY_NS") {
+            None => None,
+            Some(v) => match v.parse::<f64>() {
+                Ok(c) if c.is_finite() && c > 0.0 => Some(c),
+                _ => {
+                    return Err(bad(
+                        "MEMTAMER_TAHOE_COPY_NS",
+                        v,
+                        "expected ns per page > 0, e.g. 2000",
+                    ))
+                }
+            },
+        };
         Ok(Config {
+            check,
+            copy_ns,
             mode,
             dram_bytes,
             dram_node,
@@ -181,6 +212,20 @@ impl Config {
             profiles: get("MEMTAMER_TAHOE_PROFILES").filter(|s| !s.is_empty()),
         })
     }
+}
+
+/// Worker threads the OpenMP runtime will use, for the look-ahead slack
+/// (`memtamer_tahoe::benefit::list_starts`): the first entry of
+/// `OMP_NUM_THREADS` (the outermost level's team size, OpenMP 5.0 §6.2)
+/// when it is a positive integer, else `cpus` (libomp's default, one
+/// thread per available CPU). A bad `OMP_NUM_THREADS` is libomp's to
+/// report; the tool then assumes its default too.
+pub fn workers(omp_num_threads: Option<&str>, cpus: usize) -> usize {
+    omp_num_threads
+        .and_then(|v| v.split(',').next())
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n >= 1)
+        .unwrap_or(cpus.max(1))
 }
 
 #[cfg(test)]
@@ -260,5 +305,42 @@ mod tests {
         assert!(cfg(&[("MEMTAMER_TAHOE_SAMPLE_PAGES", "0")]).is_err());
         assert!(cfg(&[("MEMTAMER_TAHOE_SAMPLE_PAGES", "5000")]).is_err());
         assert!(cfg(&[("MEMTAMER_TAHOE_SAMPLE_US", "10")]).is_err());
+        for (k, v) in [
+            ("MEMTAMER_TAHOE_CHECK", "yes"),
+            ("MEMTAMER_TAHOE_COPY_NS", "0"),
+            ("MEMTAMER_TAHOE_COPY_NS", "-3"),
+            ("MEMTAMER_TAHOE_COPY_NS", "inf"),
+            ("MEMTAMER_TAHOE_COPY_NS", "fast"),
+        ] {
+            let e = cfg(&[(k, v)]).unwrap_err();
+            assert_eq!(e.key, k);
+            assert!(
+                e.to_string().starts_with(&format!("{k}={v}: expected")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_check_is_on_by_default_with_a_measured_prior() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!((c.check, c.copy_ns), (true, None));
+        let c = cfg(&[
+            ("MEMTAMER_TAHOE_CHECK", "off"),
+            ("MEMTAMER_TAHOE_COPY_NS", "1500.5"),
+        ])
+        .unwrap();
+        assert_eq!((c.check, c.copy_ns), (false, Some(1500.5)));
+        assert!(cfg(&[("MEMTAMER_TAHOE_CHECK", "on")]).unwrap().check);
+    }
+
+    #[test]
+    fn workers_come_from_omp_num_threads_or_the_cpus() {
+        assert_eq!(workers(Some("3"), 8), 3);
+        assert_eq!(workers(Some("4,2"), 8), 4);
+        assert_eq!(workers(Some("0"), 8), 8);
+        assert_eq!(workers(Some("many"), 8), 8);
+        assert_eq!(workers(None, 2), 2);
+        assert_eq!(workers(None, 0), 1);
     }
 }

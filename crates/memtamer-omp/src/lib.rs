@@ -9,14 +9,21 @@
 //! In `place` mode the head task's batch is moved on the worker thread
 //! before the task body runs ("migrate in Ready, finish before Active"),
 //! look-ahead batches by a helper thread (thesis §4.3.6 optimisation 1),
-//! each batch in one `move_pages` call (optimisation 2).
+//! each batch in one `move_pages` call (optimisation 2). With the
+//! cost-benefit check (`MEMTAMER_TAHOE_CHECK=on`, the default) a page
+//! moves only when its predicted saving exceeds its movement cost, priced
+//! at a copy cost measured at start ([`calib`]) and then at the run's own
+//! timed batches.
 
+pub mod calib;
 pub mod config;
 pub mod hot;
 pub mod tracker;
 
+use calib::CopyPrior;
 use config::{Config, Hotness, Mode};
 use hot::Hot;
+use memtamer_tahoe::benefit::measured_copy_ns;
 use memtamer_tahoe::model::{HybridModel, LinearAccess};
 use memtamer_tahoe::plan::{Batch, PlanConfig, Planner};
 use memtamer_tahoe::task::Access;
@@ -78,6 +85,15 @@ struct Tool {
     moved: AtomicU64,
     move_fail: AtomicU64,
     move_ns: AtomicU64,
+    /// Time and pages of the batches whose pages landed (the check's
+    /// measured copy cost per page, fed to the planner at each start).
+    landed_ns: AtomicU64,
+    landed_pages: AtomicU64,
+    /// Pages sent to the helper thread and not yet moved (its backlog in
+    /// the look-ahead slack).
+    backlog: AtomicU64,
+    /// The check's copy-cost prior (None: the check is off).
+    prior: Option<CopyPrior>,
     /// Page sampling of representatives (`MEMTAMER_TAHOE_HOTNESS=sample`).
     hot: Option<Hot>,
 }
@@ -109,17 +125,36 @@ fn run_batch(t: &Tool, b: &Batch) {
         t.cfg.dram_node + 1
     };
     let t0 = Instant::now();
-    match memtamer_tier::backing::move_page_batch(&addrs, node) {
+    let r = memtamer_tier::backing::move_page_batch(&addrs, node);
+    let el = t0.elapsed().as_nanos() as u64;
+    match r {
         Ok(r) => {
             t.moved.fetch_add(r.on_node as u64, Ordering::Relaxed);
             t.move_fail.fetch_add(r.failed as u64, Ordering::Relaxed);
+            // the batch's time per page that landed: the copy cost the
+            // check uses once enough pages were timed (a batch refused as
+            // a whole, e.g. to a node that does not exist, says nothing
+            // about a page's copy)
+            if r.on_node > 0 {
+                t.landed_ns.fetch_add(el, Ordering::Relaxed);
+                t.landed_pages
+                    .fetch_add(r.on_node as u64, Ordering::Relaxed);
+            }
         }
         Err(_) => {
             t.move_fail.fetch_add(addrs.len() as u64, Ordering::Relaxed);
         }
     }
-    t.move_ns
-        .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    t.move_ns.fetch_add(el, Ordering::Relaxed);
+}
+
+/// The run's measured copy cost per page so far (None: too few pages
+/// timed, `memtamer_tahoe::benefit::COPY_SAMPLE_PAGES`).
+fn measured(t: &Tool) -> Option<f64> {
+    measured_copy_ns(
+        t.landed_ns.load(Ordering::Relaxed) as f64,
+        t.landed_pages.load(Ordering::Relaxed),
+    )
 }
 
 fn lock(t: &Tool) -> std::sync::MutexGuard<'_, Tracker> {
@@ -203,7 +238,14 @@ unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next:
             tr.complete_with(p, now, samples.as_deref());
         }
         if n != 0 {
-            let b = tr.begin(n, now, t.cfg.corun, t.cfg.mode == Mode::Place);
+            let place = t.cfg.mode == Mode::Place;
+            if place && t.prior.is_some() {
+                if let Some(c) = measured(t) {
+                    tr.set_copy_ns(c);
+                }
+            }
+            let backlog = t.backlog.load(Ordering::Relaxed);
+            let b = tr.begin_ahead(n, now, t.cfg.corun, place, backlog);
             let rep = t.hot.as_ref().and_then(|_| tr.representative(n));
             (b, rep)
         } else {
@@ -226,7 +268,10 @@ unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next:
         if !b.to_dram || b.task == n {
             run_batch(t, &b);
         } else if let Some(h) = &helper {
+            let n = b.pages.len() as u64;
+            t.backlog.fetch_add(n, Ordering::Relaxed);
             if h.send(b.clone()).is_err() {
+                t.backlog.fetch_sub(n, Ordering::Relaxed);
                 run_batch(t, &b);
             }
         } else {
@@ -294,6 +339,7 @@ unsafe extern "C" fn initialize(lookup: Lookup, _dev: c_int, _data: *mut OmptDat
                 while let Ok(b) = rx.recv() {
                     if let Some(t) = TOOL.get() {
                         run_batch(t, &b);
+                        t.backlog.fetch_sub(b.pages.len() as u64, Ordering::Relaxed);
                     }
                 }
             });
@@ -413,8 +459,20 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
         None if t.cfg.hotness == Hotness::Sample => " hotness=sample(idle: placement off)".into(),
         None => " hotness=uniform".into(),
     };
+    let check = match (&t.prior, t.cfg.mode) {
+        (Some(pr), Mode::Place) => format!(
+            " check=on copy_prior_ns={:.1}({}) copy_ns={:.1} refused_pages={} refused_batches={}",
+            pr.ns_per_page,
+            pr.source.name(),
+            tr.planner().copy_ns().unwrap_or(f64::NAN),
+            p.refused_pages,
+            p.refused_batches
+        ),
+        (None, Mode::Place) => " check=off".into(),
+        _ => String::new(),
+    };
     eprintln!(
-        "memtamer-tahoe: mode={:?} tasks={} completed={} edges={} ready_max={} types={} decisions={} representatives={} planned_in={} planned_out={} batches={} moved={} move_failed={} move_ms={:.2} model_err={}{}",
+        "memtamer-tahoe: mode={:?} tasks={} completed={} edges={} ready_max={} types={} decisions={} representatives={} planned_in={} planned_out={} batches={} moved={} move_failed={} move_ms={:.2} model_err={}{}{}",
         t.cfg.mode,
         s.created,
         s.completed,
@@ -430,7 +488,8 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
         t.move_fail.load(Ordering::Relaxed),
         t.move_ns.load(Ordering::Relaxed) as f64 / 1e6,
         err,
-        hot
+        hot,
+        check
     );
 }
 
@@ -455,9 +514,31 @@ pub unsafe extern "C" fn ompt_start_tool(
     if cfg.mode == Mode::Off {
         return std::ptr::null_mut();
     }
+    // The cost-benefit check (placement only): its copy cost before the
+    // run's own batches are timed, given or measured now.
+    let prior = match (cfg.mode, cfg.check, cfg.copy_ns) {
+        (Mode::Place, true, Some(c)) => Some(CopyPrior {
+            ns_per_page: c,
+            source: calib::PriorSource::Env,
+        }),
+        (Mode::Place, true, None) => match calib::calibrate(cfg.dram_node) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                eprintln!(
+                    "memtamer-tahoe: {e}; the cost-benefit check is off (MEMTAMER_TAHOE_CHECK)"
+                );
+                None
+            }
+        },
+        _ => None,
+    };
     let pc = PlanConfig {
         page: 4096,
         corun: cfg.corun,
+        copy_ns_per_page: prior.map(|p| p.ns_per_page),
+        // the tool's profiles count page passes (sampled intervals, or one
+        // per page), the unit its beta prices: a copy is one pass
+        access_bytes: 4096,
         ..PlanConfig::default()
     };
     let model = HybridModel {
@@ -470,10 +551,13 @@ pub unsafe extern "C" fn ompt_start_tool(
         form: Default::default(),
     };
     let planner = Planner::new(pc, model, cfg.dram_bytes / 4096);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = config::workers(std::env::var("OMP_NUM_THREADS").ok().as_deref(), cpus);
+    let tracker = Tracker::new(planner).with_workers(workers);
     let tracker = if cfg.record.is_some() {
-        Tracker::new(planner).with_record()
+        tracker.with_record()
     } else {
-        Tracker::new(planner)
+        tracker
     };
     let hot = match cfg.hotness {
         Hotness::Sample if memtamer_tier::guard::page_size() as u64 != hot::PAGE => {
@@ -502,6 +586,10 @@ pub unsafe extern "C" fn ompt_start_tool(
         moved: AtomicU64::new(0),
         move_fail: AtomicU64::new(0),
         move_ns: AtomicU64::new(0),
+        landed_ns: AtomicU64::new(0),
+        landed_pages: AtomicU64::new(0),
+        backlog: AtomicU64::new(0),
+        prior,
     };
     if TOOL.set(tool).is_err() {
         return std::ptr::null_mut();

@@ -4,6 +4,7 @@
 //! a decision when a task starts. Pure apart from the clock the caller
 //! passes in, so it is unit-tested without libomp.
 
+use memtamer_tahoe::benefit::{list_starts, slack_ns, FUTURE_SCAN};
 use memtamer_tahoe::extents::Extents;
 use memtamer_tahoe::plan::{Batch, Decision, Planner};
 use memtamer_tahoe::record::Row;
@@ -77,6 +78,11 @@ pub struct Tracker {
     stats: TrackStats,
     err: HashMap<u64, ErrAcc>,
     record: Option<HashMap<TaskType, (u64, f64, u64)>>,
+    /// Worker threads, for the look-ahead slack.
+    workers: usize,
+    /// Largest task id created: ids come from one counter in creation
+    /// order, so the created tasks after a head are the ids above it.
+    last_id: u64,
 }
 
 impl Tracker {
@@ -91,7 +97,24 @@ impl Tracker {
             stats: TrackStats::default(),
             err: HashMap::new(),
             record: None,
+            workers: 1,
+            last_id: 0,
         }
+    }
+
+    /// The OpenMP runtime runs `n` worker threads (default 1): the
+    /// cost-benefit check's look-ahead slack schedules the ready queue on
+    /// them ([`memtamer_tahoe::benefit::list_starts`]).
+    pub fn with_workers(mut self, n: usize) -> Self {
+        self.workers = n.max(1);
+        self
+    }
+
+    /// The run's measured copy time per page for the cost-benefit check
+    /// ([`Planner::set_copy_ns`]: ignored when the check is off or `ns` is
+    /// not a positive number).
+    pub fn set_copy_ns(&mut self, ns: f64) {
+        self.planner.set_copy_ns(ns);
     }
 
     /// Also keep per-type (instances, total ns, pages) for
@@ -175,6 +198,7 @@ impl Tracker {
     /// when its last predecessor completes.
     pub fn create(&mut self, id: u64, code: u64) {
         self.stats.created += 1;
+        self.last_id = self.last_id.max(id);
         self.recs.insert(
             id,
             Rec {
@@ -253,6 +277,26 @@ impl Tracker {
     /// returned (evictions first; the head's own batch before the
     /// look-ahead ones); without, only representatives are picked.
     pub fn begin(&mut self, id: u64, now_ns: u64, corun: usize, place: bool) -> Vec<Batch> {
+        self.begin_ahead(id, now_ns, corun, place, 0)
+    }
+
+    /// [`Tracker::begin`] with `backlog_pages` pages still queued on the
+    /// migration helper. With the cost-benefit check on, the planner sees
+    /// each look-ahead task's slack (its predicted start by list
+    /// scheduling on the workers, the running tasks freeing theirs after
+    /// their predicted time less their elapsed time, the head after its
+    /// whole predicted time; less the helper's backlog at the current copy
+    /// cost) and the created, not yet started tasks after the head, whose
+    /// reuse counts (the simulator's Tahoe's inputs, docs/tahoe.md "The
+    /// check in the tool").
+    pub fn begin_ahead(
+        &mut self,
+        id: u64,
+        now_ns: u64,
+        corun: usize,
+        place: bool,
+        backlog_pages: u64,
+    ) -> Vec<Batch> {
         let Some(r) = self.recs.get_mut(&id) else {
             return Vec::new();
         };
@@ -285,7 +329,16 @@ impl Tracker {
             .filter(|&&a| a != id)
             .filter_map(|&a| self.task(a))
             .collect();
-        let d = self.planner.decide(&head, &look, &active);
+        let (slack, future) = match self.planner.copy_ns() {
+            Some(copy) => (
+                self.slack(&head, &look, now_ns, backlog_pages as f64 * copy),
+                self.future(id),
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
+        let d = self
+            .planner
+            .decide_ahead_slack(&head, &look, &slack, &active, &future);
         self.keep_begun(id, head);
         match d {
             Decision::Place {
@@ -299,6 +352,37 @@ impl Tracker {
             }
             Decision::Profile | Decision::Wait => Vec::new(),
         }
+    }
+
+    /// Look-ahead slack of each task of `look` (see
+    /// [`Tracker::begin_ahead`]); `backlog_ns`: the helper's queued copies.
+    fn slack(&self, head: &Task, look: &[Task], now_ns: u64, backlog_ns: f64) -> Vec<f64> {
+        let pred = |t: &Task| self.planner.predict(t).unwrap_or(0.0);
+        let mut remaining = vec![pred(head)];
+        for &a in self.active.iter().filter(|&&a| a != head.id) {
+            if let Some(r) = self.recs.get(&a) {
+                let elapsed = now_ns.saturating_sub(r.start_ns) as f64;
+                remaining.push(pred(&self.task_of(a, r)) - elapsed);
+            }
+        }
+        let queued: Vec<f64> = look.iter().map(pred).collect();
+        list_starts(&remaining, &queued, self.workers)
+            .into_iter()
+            .map(|s| slack_ns(s, backlog_ns))
+            .collect()
+    }
+
+    /// Created, not yet started tasks after `id` in creation order (at
+    /// most [`FUTURE_SCAN`], among the next `4 * FUTURE_SCAN` ids).
+    fn future(&self, id: u64) -> Vec<Task> {
+        let end = self.last_id.min(id.saturating_add(4 * FUTURE_SCAN as u64));
+        (id + 1..=end)
+            .filter_map(|f| {
+                let r = self.recs.get(&f)?;
+                (r.state != State::Active).then(|| self.task_of(f, r))
+            })
+            .take(FUTURE_SCAN)
+            .collect()
     }
 
     fn keep_begun(&mut self, id: u64, head: Task) {
@@ -491,6 +575,80 @@ mod tests {
         t.complete(50, 4_100_000);
         assert_eq!(t.planner().db().len(), 2);
         assert_eq!(t.stats().completed, 3);
+    }
+
+    /// A tracker planning as the tool does with the check on: page-pass
+    /// profiles (`access_bytes` = page), beta 1200 ns per page pass, a
+    /// copy-cost prior of `copy` ns per page, `workers` workers. Tasks 1-4
+    /// (one type) read 16-page blocks 0, 1, 0, 1; task 1, the
+    /// representative, has run (uniform profile, 1 ms).
+    fn checked(copy: f64, workers: usize) -> Tracker {
+        let mut t = Tracker::new(Planner::new(
+            PlanConfig {
+                corun: 2,
+                copy_ns_per_page: Some(copy),
+                access_bytes: 4096,
+                ..PlanConfig::default()
+            },
+            HybridModel {
+                counters: None,
+                fallback: LinearAccess { beta_ns: 1200.0 },
+                form: Default::default(),
+            },
+            1000,
+        ))
+        .with_workers(workers);
+        for i in 1..=4u64 {
+            t.create(i, 0xa);
+            t.dependences(i, &[(0x1000_0000 + ((i + 1) % 2) * B, Access::In)]);
+        }
+        assert!(t.begin(1, 0, 2, true).is_empty());
+        t.complete(1, 1_000_000);
+        t
+    }
+
+    fn promoted_for(b: &[Batch], task: u64) -> usize {
+        b.iter()
+            .filter(|x| x.to_dram && x.task == task)
+            .map(|x| x.pages.len())
+            .sum()
+    }
+
+    #[test]
+    fn the_check_moves_pages_when_copies_are_cheap_and_none_when_dear() {
+        // a page of block 1 saves one pass for task 2 and one for task 4,
+        // which reuses it (2400 ns); the head's copy is exposed and its
+        // traffic is one pass (1200 ns)
+        let b = checked(1.0, 2).begin(2, 2_000_000, 2, true);
+        assert_eq!(promoted_for(&b, 2), 16, "{b:?}");
+        let mut dear = checked(1e9, 2);
+        let b = dear.begin(2, 2_000_000, 2, true);
+        assert!(b.is_empty(), "{b:?}");
+        let st = dear.planner().stats();
+        assert_eq!((st.refused_pages, st.refused_batches), (32, 2));
+        // a cheap prior, then a measured cost that makes moves dear
+        let mut t = checked(1.0, 2);
+        t.set_copy_ns(1e9);
+        assert!(t.begin(2, 2_000_000, 2, true).is_empty());
+        assert_eq!(t.planner().copy_ns(), Some(1e9));
+    }
+
+    #[test]
+    fn look_ahead_slack_comes_from_the_workers_and_the_running_tasks() {
+        // copies of 2 us a page: exposed, 2000 + 1200 > 2400 (no page
+        // pays); hidden behind the head's predicted 1 ms, 1200 < 2400
+        let b = checked(2000.0, 1).begin(2, 2_000_000, 2, true);
+        assert_eq!(promoted_for(&b, 2), 0, "{b:?}");
+        assert!(
+            promoted_for(&b, 3) > 0,
+            "one worker: task 3 waits for 2 {b:?}"
+        );
+        // a second, idle worker takes task 3 now: no slack, no move
+        let b = checked(2000.0, 2).begin(2, 2_000_000, 2, true);
+        assert!(b.is_empty(), "{b:?}");
+        // a helper backlog longer than the head's run eats the slack
+        let b = checked(2000.0, 1).begin_ahead(2, 2_000_000, 2, true, 1000);
+        assert!(b.is_empty(), "{b:?}");
     }
 
     #[test]

@@ -41,7 +41,7 @@
 //!   parallel form). Reads and writes cost the same, as the thesis models
 //!   them (§4.3.7: "we do not distinguish memory read and write").
 
-use crate::fasthash::{PageMap, PageSet};
+use crate::fasthash::PageMap;
 use crate::model::HybridModel;
 use crate::profile::{ProfileDb, TypeProfile};
 use crate::task::Task;
@@ -97,25 +97,89 @@ pub fn future_savings(
     page: u64,
     capacity: usize,
 ) -> PageMap<f64> {
+    future_savings_of(db, model, future, page, capacity, None)
+}
+
+/// [`future_savings`] of the pages in `wanted` (sorted; None: every
+/// page), the same sums for those pages: the planner asks only about its
+/// co-runners' pages, so a future task none of whose objects touches one
+/// is not re-based, and the others only for those pages, unsorted (the
+/// re-basing's sort was most of the OMPT tool's planning time with the
+/// check on, docs/tahoe.md "The check in the tool"). The reuse distance counts each object's pages once
+/// (an object named again adds no page, so the distinct-page count is
+/// that of the footprints).
+pub fn future_savings_of(
+    db: &ProfileDb,
+    model: &HybridModel,
+    future: &[Task],
+    page: u64,
+    capacity: usize,
+    wanted: Option<&[u64]>,
+) -> PageMap<f64> {
     let mut out: PageMap<f64> = PageMap::default();
-    let mut seen = PageSet::default();
+    let mut seen = PageSpans::default();
+    let touches = |t: &Task| match wanted {
+        None => true,
+        Some(w) => t.objects.iter().any(|o| {
+            let r = o.pages(page);
+            let i = w.partition_point(|&p| p < *r.start());
+            w.get(i).is_some_and(|&p| p <= *r.end())
+        }),
+    };
     for t in future {
-        seen.extend(t.footprint(page));
-        if seen.len() > capacity {
+        for o in &t.objects {
+            let r = o.pages(page);
+            seen.insert(*r.start(), *r.end());
+        }
+        if seen.pages > capacity as u64 {
             break;
         }
         let Some(p) = db.get(t) else {
             continue;
         };
         let s = saving_per_access(model, p);
-        if s <= 0.0 {
+        if s <= 0.0 || !touches(t) {
             continue;
         }
-        for (pg, acc) in p.rebase(t, page).unwrap_or_default() {
+        for (pg, acc) in p.rebase_within(t, page, wanted).unwrap_or_default() {
             *out.entry(pg).or_insert(0.0) += acc * s;
         }
     }
     out
+}
+
+/// A set of pages kept as sorted, disjoint, non-adjacent spans of page
+/// numbers, and how many pages it holds: the reuse scan's distinct pages
+/// at a cost per object, not per page (objects are contiguous page
+/// ranges; the count equals that of a set of the pages).
+#[derive(Debug, Default)]
+struct PageSpans {
+    /// Inclusive (first, last) page spans, sorted.
+    spans: Vec<(u64, u64)>,
+    /// Pages in the set.
+    pages: u64,
+}
+
+impl PageSpans {
+    /// Adds pages `lo..=hi` (`lo <= hi`).
+    fn insert(&mut self, lo: u64, hi: u64) {
+        let i = self
+            .spans
+            .partition_point(|&(_, e)| e.saturating_add(1) < lo);
+        let (mut a, mut b) = (lo, hi);
+        let mut j = i;
+        while let Some(&(s, e)) = self.spans.get(j) {
+            if s > b.saturating_add(1) {
+                break;
+            }
+            a = a.min(s);
+            b = b.max(e);
+            self.pages -= e - s + 1;
+            j += 1;
+        }
+        self.spans.splice(i..j, [(a, b)]);
+        self.pages += b - a + 1;
+    }
 }
 
 /// Whether a page with `own` predicted accesses by a task saving `per_acc`
@@ -228,12 +292,34 @@ pub fn fresh_ns(fault_ns: f64, copy_ns: f64) -> f64 {
 /// completion; on heat at 4x latency it predicted 29-37 us for tasks that
 /// started 1-5 us later (docs/tahoe.md, "Heat at 4x latency").
 pub fn queue_starts(running: &[f64], queued: &[f64], workers: usize) -> Vec<f64> {
+    list_starts(&uniform_remaining(running), queued, workers)
+}
+
+/// Expected remaining time of each running task when only its predicted
+/// run time is known (no clock): of `n` running tasks the one dispatched
+/// `j`-th (from 0) frees its worker after `(j + 1) / (n + 1)` of its
+/// predicted time (the order statistics of [`queue_starts`]).
+pub fn uniform_remaining(running: &[f64]) -> Vec<f64> {
     let n = running.len();
-    let mut free: Vec<f64> = running
+    running
         .iter()
         .enumerate()
         .map(|(j, &t)| t.max(0.0) * (j + 1) as f64 / (n + 1) as f64)
-        .collect();
+        .collect()
+}
+
+/// Predicted start (ns from now) of each task of a FIFO ready queue whose
+/// running tasks free their workers after `remaining` ns (one entry per
+/// busy worker): list scheduling in FIFO order over `workers` workers, the
+/// ones not in `remaining` free now; each queued task (predicted run time
+/// in `queued`) takes the earliest free worker. [`queue_starts`] feeds it
+/// the order-statistic estimate (the simulator's planner sees no clock);
+/// the OMPT tool feeds it each running task's predicted time less its
+/// elapsed time (it has the clock). Infinite starts when there are no
+/// workers.
+pub fn list_starts(remaining: &[f64], queued: &[f64], workers: usize) -> Vec<f64> {
+    let n = remaining.len();
+    let mut free: Vec<f64> = remaining.iter().map(|&t| t.max(0.0)).collect();
     free.extend(std::iter::repeat_n(0.0, workers.saturating_sub(n)));
     if free.is_empty() {
         return vec![f64::INFINITY; queued.len()];
@@ -253,9 +339,40 @@ pub fn queue_starts(running: &[f64], queued: &[f64], workers: usize) -> Vec<f64>
         .collect()
 }
 
+/// Look-ahead slack (thesis Eq. 3.3's `mem_comp_overlap`) of a task
+/// predicted to start `start_ns` from now when the migration helper still
+/// has `backlog_ns` of copies queued ahead of its own: the helper time
+/// left for its pages. Negative when the backlog outlasts the wait (the
+/// check then charges the whole copy, [`HelperClock::cost`]).
+pub fn slack_ns(start_ns: f64, backlog_ns: f64) -> f64 {
+    start_ns - backlog_ns
+}
+
+/// Pages a run must have moved before the check uses the run's own
+/// measured copy time per page instead of the prior (one heat block: 32
+/// pages): fewer say more about the first call's setup than about a
+/// page's copy.
+pub const COPY_SAMPLE_PAGES: u64 = 32;
+
+/// The run's own copy cost per page (Eq. 3.3's `data_size /
+/// mem_copy_bw`, as this program's load leaves the copy its bandwidth):
+/// `total_ns` spent moving `pages` pages, once at least
+/// [`COPY_SAMPLE_PAGES`] were moved; `None` before (keep the prior). The
+/// caller feeds it to [`crate::plan::Planner::set_copy_ns`], which
+/// ignores a value that is not a positive number.
+pub fn measured_copy_ns(total_ns: f64, pages: u64) -> Option<f64> {
+    (pages >= COPY_SAMPLE_PAGES).then(|| total_ns / pages as f64)
+}
+
+/// Created, not yet started tasks a planner's caller scans for reuse
+/// ([`future_savings`] stops earlier, at the DRAM reuse distance; the cap
+/// bounds the work of building the tasks).
+pub const FUTURE_SCAN: usize = 256;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fasthash::PageSet;
     use crate::model::LinearAccess;
     use crate::task::{Access, DataObject, TaskType};
 
@@ -439,6 +556,70 @@ mod tests {
         assert_eq!(s, vec![5.0, 8.0, 12.0]);
         assert!(queue_starts(&[], &[1.0], 0)[0].is_infinite());
         assert!(queue_starts(&[], &[], 8).is_empty());
+    }
+
+    #[test]
+    fn page_spans_count_distinct_pages_like_a_set() {
+        // pseudo-random overlapping, adjacent and repeated spans
+        let mut spans = PageSpans::default();
+        let mut set = PageSet::default();
+        let mut x = 12345u64;
+        for _ in 0..500 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let lo = (x >> 33) % 400;
+            let hi = lo + (x >> 20) % 9;
+            spans.insert(lo, hi);
+            set.extend(lo..=hi);
+            assert_eq!(spans.pages, set.len() as u64);
+        }
+        assert!(spans.spans.windows(2).all(|w| w[0].1 + 1 < w[1].0));
+    }
+
+    #[test]
+    fn savings_of_wanted_pages_match_the_full_scan() {
+        let db = db();
+        // overlapping readers, an unknown type, and a far task
+        let mut odd = task(6, 300, 4);
+        odd.code = 99;
+        let fut = vec![
+            task(3, 100, 4),
+            task(4, 102, 4),
+            odd,
+            task(5, 100, 4),
+            task(7, 200, 4),
+        ];
+        for cap in [6, 9, 100] {
+            let full = future_savings(&db, &model(), &fut, P, cap);
+            let wanted = [101, 105, 200, 203];
+            let some = future_savings_of(&db, &model(), &fut, P, cap, Some(&wanted));
+            for pg in wanted {
+                assert_eq!(full.get(&pg), some.get(&pg), "cap {cap} page {pg}");
+            }
+            assert!(some.keys().all(|k| wanted.contains(k)));
+        }
+    }
+
+    #[test]
+    fn known_remaining_times_replace_the_order_statistics() {
+        // two workers: one task with 30 us left, one idle worker; with the
+        // clock the queue's head starts now, the second at 30 us
+        assert_eq!(list_starts(&[30.0], &[50.0, 50.0], 2), vec![0.0, 30.0]);
+        // a task past its predicted time frees its worker now
+        assert_eq!(list_starts(&[-5.0], &[7.0, 7.0], 1), vec![0.0, 7.0]);
+        // without the clock the same running task is half done
+        assert_eq!(queue_starts(&[30.0], &[50.0, 50.0], 1), vec![15.0, 65.0]);
+        assert_eq!(uniform_remaining(&[30.0, 30.0]), vec![10.0, 20.0]);
+        // the helper's backlog eats into the slack
+        assert_eq!(slack_ns(30.0, 12.0), 18.0);
+        assert_eq!(slack_ns(5.0, 12.0), -7.0);
+    }
+
+    #[test]
+    fn the_runs_own_copy_cost_needs_enough_pages() {
+        assert_eq!(measured_copy_ns(3100.0, COPY_SAMPLE_PAGES - 1), None);
+        assert_eq!(measured_copy_ns(6400.0, 32), Some(200.0));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! call, one TLB flush: §4.3.6 optimisation 2).
 
 use crate::benefit::{
-    fresh_ns, future_savings, saving_per_access, task_gap_ns, traffic_ns, worth_moving, HelperClock,
+    fresh_ns, future_savings_of, saving_per_access, task_gap_ns, traffic_ns, worth_moving,
+    HelperClock,
 };
 use crate::fasthash::{PageMap, PageSet, TypeMap};
 use crate::model::HybridModel;
@@ -33,11 +34,18 @@ pub struct PlanConfig {
     /// slack does not hide) plus the copy's slow-tier traffic and, when
     /// DRAM is full, Eq. 3.4's eviction write-back ([`crate::benefit`]);
     /// `None`: promote whatever fits (the thesis's §4.3.3 planner). The
-    /// check counts a page's traffic as `page / 64` line accesses, the
-    /// unit of sampled profiles (the simulator's per-page line counts);
-    /// [`TypeProfile::uniform`] counts one access per page, so the OMPT
-    /// tool, which has no sampler yet, runs without the check.
+    /// check counts a page's traffic as `page / access_bytes` accesses
+    /// ([`PlanConfig::access_bytes`]).
     pub copy_ns_per_page: Option<f64>,
+    /// Bytes one profiled access stands for, so that the check prices a
+    /// page copy's slow-tier traffic (`page / access_bytes` accesses) in
+    /// the profiles' own unit: [`crate::benefit::LINE`] (the default) for
+    /// the simulator's per-page line counts; the page size for the OMPT
+    /// tool, whose sampled counts (intervals a page was touched) and
+    /// [`TypeProfile::uniform`] profiles (one access per page) count page
+    /// passes, the unit its fallback β prices (docs/tahoe.md "The check
+    /// in the tool").
+    pub access_bytes: u64,
     /// Page-fault handling time per page, ns (a measured machine
     /// property). `Some`: pages a task overwrites whole
     /// ([`Task::overwritten_pages`], objects passed as
@@ -58,6 +66,7 @@ impl Default for PlanConfig {
             corun: 4,
             max_units: 32,
             copy_ns_per_page: None,
+            access_bytes: crate::benefit::LINE,
             out_fault_ns: None,
         }
     }
@@ -113,6 +122,14 @@ pub struct PlanStats {
     pub evicted: u64,
     /// Batches emitted.
     pub batches: u64,
+    /// Hot, non-resident pages of co-runners that the cost-benefit check
+    /// kept out of DRAM (their predicted saving did not exceed their
+    /// movement cost). 0 without the check.
+    pub refused_pages: u64,
+    /// Co-runners that had hot, non-resident pages of which the check let
+    /// none through: the promotion batches it refused outright. 0
+    /// without the check.
+    pub refused_batches: u64,
 }
 
 /// The Tahoe planner: profiling database, model and DRAM state.
@@ -218,19 +235,41 @@ impl Planner {
         active: &[Task],
         future: &[Task],
     ) -> Decision {
+        self.decide_ahead_slack(head, ready, &[], active, future)
+    }
+
+    /// [`Planner::decide_ahead`] with the look-ahead slack of the ready
+    /// tasks: `slack[i]` is the helper time (ns) before `ready[i]` starts,
+    /// net of the copies already queued on the helper (missing: 0,
+    /// nothing hidden), as in [`Planner::plan_ready_slack`]. The head's
+    /// own moves run on its worker right before it, so it has none. The
+    /// OMPT tool decides here at every task start, its look-ahead batches
+    /// going to its helper thread (docs/tahoe.md "The check in the tool").
+    pub fn decide_ahead_slack(
+        &mut self,
+        head: &Task,
+        ready: &[Task],
+        slack: &[f64],
+        active: &[Task],
+        future: &[Task],
+    ) -> Decision {
         self.stats.decisions += 1;
         match self.observe(head) {
             Decision::Place { .. } => {}
             d => return d,
         }
-        // Co-runners: the head plus the next known-type ready tasks.
-        let group: Vec<&Task> = std::iter::once(head)
+        // Co-runners: the head plus the next known-type ready tasks, each
+        // with its slack (the head's moves run on its worker right before
+        // it: none).
+        let slack_of =
+            std::iter::once(0.0).chain(slack.iter().copied().chain(std::iter::repeat(0.0)));
+        let (group, sl): (Vec<&Task>, Vec<f64>) = std::iter::once(head)
             .chain(ready.iter())
-            .filter(|t| self.db.get(t).is_some())
+            .zip(slack_of)
+            .filter(|(t, _)| self.db.get(t).is_some())
             .take(self.cfg.corun.max(1))
-            .collect();
-        // the head's moves run on its worker right before it: no slack
-        let batches = self.place(&group, active.iter(), future, &[], &mut 0.0);
+            .unzip();
+        let batches = self.place(&group, active.iter(), future, &sl, &mut 0.0);
         Decision::Place {
             batches,
             predicted_ns: self.predict(head).unwrap_or(0.0),
@@ -351,7 +390,14 @@ impl Planner {
             guard.extend(fp.iter().copied());
         }
         let later: PageMap<f64> = match self.cfg.copy_ns_per_page {
-            Some(_) => future_savings(&self.db, &self.model, future, page, self.dram.capacity()),
+            Some(_) => {
+                // only the co-runners' pages are looked up below
+                let mut wanted: Vec<u64> = group_fp.iter().flatten().copied().collect();
+                wanted.sort_unstable();
+                wanted.dedup();
+                let cap = self.dram.capacity();
+                future_savings_of(&self.db, &self.model, future, page, cap, Some(&wanted))
+            }
             None => PageMap::default(),
         };
         // Hot pages per co-runner, not yet resident, worth their copy.
@@ -363,7 +409,8 @@ impl Planner {
             free_pages: self.dram.free(),
         };
         let mut costed = PageSet::default();
-        let lines_per_page = (page / crate::benefit::LINE) as f64;
+        let lines_per_page = (page / self.cfg.access_bytes.max(1)) as f64;
+        let (mut refused_pages, mut refused_batches) = (0u64, 0u64);
         for (k, t) in group.iter().enumerate() {
             let Some(p) = self.db.get(t) else {
                 return Vec::new();
@@ -383,6 +430,7 @@ impl Planner {
             // what the task can still gain (the parallel form's knee)
             let mut gap = task_gap_ns(&self.model, p, slow0);
             // hottest first: the helper copies them in this order
+            let hot_here = v.len();
             let keep: Vec<(u64, f64)> = v
                 .into_iter()
                 .filter(|&(pg, a)| {
@@ -405,14 +453,21 @@ impl Planner {
                         clock.take_fresh(mv, copy, evicts);
                         costed.insert(pg);
                         gap -= own;
+                    } else {
+                        refused_pages += 1;
                     }
                     ok
                 })
                 .collect();
+            if hot_here > 0 && keep.is_empty() && self.cfg.copy_ns_per_page.is_some() {
+                refused_batches += 1;
+            }
             hot.push(keep);
             profs.push(p);
         }
         *busy = clock.busy_ns;
+        self.stats.refused_pages += refused_pages;
+        self.stats.refused_batches += refused_batches;
         let avail = self.dram.free() + self.dram.evictable(&guard);
         let want: usize = hot.iter().map(Vec::len).sum();
         let avail = avail.min(want);

@@ -26,6 +26,7 @@ fn planner(dram: usize, corun: usize) -> Planner {
             corun,
             max_units: 64,
             copy_ns_per_page: None,
+            access_bytes: crate::benefit::LINE,
             out_fault_ns: None,
         },
         HybridModel {
@@ -202,6 +203,7 @@ fn costed(dram: usize, copy: f64) -> Planner {
             corun: 2,
             max_units: 64,
             copy_ns_per_page: Some(copy),
+            access_bytes: crate::benefit::LINE,
             out_fault_ns: None,
         },
         HybridModel {
@@ -299,6 +301,7 @@ fn a_task_at_the_parallel_forms_knee_gains_nothing_from_more_pages() {
                 corun: 2,
                 max_units: 64,
                 copy_ns_per_page: Some(1.0),
+                access_bytes: crate::benefit::LINE,
                 out_fault_ns: None,
             },
             HybridModel {
@@ -418,6 +421,7 @@ fn promoted(out: Access, out_len: u64, fault: Option<f64>) -> (Vec<u64>, Vec<u64
             corun: 2,
             max_units: 64,
             copy_ns_per_page: Some(500.0),
+            access_bytes: crate::benefit::LINE,
             out_fault_ns: fault,
         },
         HybridModel {
@@ -486,6 +490,7 @@ fn a_page_a_co_runner_also_names_is_copied() {
             corun: 2,
             max_units: 64,
             copy_ns_per_page: None,
+            access_bytes: crate::benefit::LINE,
             out_fault_ns: Some(250.0),
         },
         HybridModel {
@@ -517,4 +522,73 @@ fn a_page_a_co_runner_also_names_is_copied() {
         .collect();
     assert_eq!(fresh, vec![25, 26, 27]);
     assert_eq!(pl.stats().promoted_fresh, 3);
+}
+
+#[test]
+fn look_ahead_slack_at_task_start_hides_a_co_runners_copy_not_the_heads() {
+    // 100 accesses x 10 ns = 1000 ns saved per page; a copy costs 500 ns
+    // of helper time plus 640 ns of slow-tier traffic: 1140 > 1000
+    // without slack, 640 < 1000 when the helper finishes in time
+    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 100.0)).collect();
+    let r = task(1, 7, &[(0, 4)]);
+    let head = task(2, 7, &[(10, 4)]);
+    let next = task(3, 7, &[(20, 4)]);
+    let run = |slack: &[f64]| -> (Vec<Batch>, PlanStats) {
+        let mut pl = costed(64, 500.0);
+        pl.decide(&r, &[], &[]);
+        pl.completed(&r, 10_000.0, Some(&samples));
+        let d = pl.decide_ahead_slack(&head, std::slice::from_ref(&next), slack, &[], &[]);
+        let Decision::Place { batches, .. } = d else {
+            panic!("{d:?}")
+        };
+        (batches, pl.stats())
+    };
+    // no slack: both co-runners' batches are refused
+    let (b, st) = run(&[]);
+    assert!(b.is_empty(), "{b:?}");
+    assert_eq!((st.refused_pages, st.refused_batches), (8, 2));
+    // 10 us before the look-ahead task starts: its four copies (after the
+    // head's four refused ones, which took no helper time) are hidden;
+    // the head, whose moves run on its own worker now, still gets none
+    // (co-runners of one type split the DRAM wanted evenly, split_even:
+    // the look-ahead task gets half of the four pages that passed)
+    let (b, st) = run(&[10_000.0]);
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!((b[0].task, b[0].pages.len()), (3, 2));
+    assert_eq!((st.refused_pages, st.refused_batches), (4, 1));
+}
+
+#[test]
+fn page_pass_profiles_price_a_copys_traffic_as_one_pass() {
+    // uniform profiles (the OMPT tool's unit: one access per page pass);
+    // a later task reads the same block again, so a page saves two passes
+    // (20 ns) against a 1 ns copy plus its traffic
+    let r = task(1, 7, &[(0, 4)]);
+    let b = task(2, 7, &[(10, 4)]);
+    let later = task(3, 7, &[(10, 4)]);
+    let promoted = |access_bytes: u64| -> u64 {
+        let mut pl = Planner::new(
+            PlanConfig {
+                page: P,
+                corun: 1,
+                copy_ns_per_page: Some(1.0),
+                access_bytes,
+                ..PlanConfig::default()
+            },
+            HybridModel {
+                counters: None,
+                fallback: LinearAccess { beta_ns: 10.0 },
+                form: Default::default(),
+            },
+            64,
+        );
+        pl.decide(&r, &[], &[]);
+        pl.completed(&r, 1000.0, None);
+        pl.decide_ahead(&b, &[], &[], std::slice::from_ref(&later));
+        pl.stats().promoted
+    };
+    // one pass of traffic (10 ns) + 1 ns < 20 ns: all four move
+    assert_eq!(promoted(P), 4);
+    // priced as 64 line accesses of 10 ns each, nothing would ever pay
+    assert_eq!(promoted(crate::benefit::LINE), 0);
 }

@@ -158,6 +158,24 @@ impl TypeProfile {
     /// returns (page number, predicted accesses) sorted hottest first, ties
     /// by page. A page shared by two ranges sums their counts.
     pub fn rebase(&self, task: &Task, page: u64) -> Result<Vec<(u64, f64)>, TahoeError> {
+        let acc = self.rebase_within(task, page, None)?;
+        let mut v: Vec<(u64, f64)> = acc.into_iter().collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(v)
+    }
+
+    /// [`TypeProfile::rebase`] of the pages in `wanted` (sorted; None:
+    /// every page), unsorted (the same per-page sums): for callers that sum
+    /// over pages and need no hottest-first order, such as the
+    /// cost-benefit check's reuse scan
+    /// ([`crate::benefit::future_savings_of`]). Each range visits only the
+    /// wanted pages inside it.
+    pub fn rebase_within(
+        &self,
+        task: &Task,
+        page: u64,
+        wanted: Option<&[u64]>,
+    ) -> Result<crate::fasthash::PageMap<f64>, TahoeError> {
         let mut acc: crate::fasthash::PageMap<f64> = Default::default();
         for r in &self.ranges {
             let o = task
@@ -173,13 +191,23 @@ impl TypeProfile {
             }
             let lo = o.addr + r.offset;
             let hi = (lo + r.len).min(o.addr + o.len.max(1));
-            for p in (lo / page)..=((hi - 1) / page) {
-                *acc.entry(p).or_insert(0.0) += r.per_page;
+            let (first, last) = (lo / page, (hi - 1) / page);
+            match wanted {
+                None => {
+                    for p in first..=last {
+                        *acc.entry(p).or_insert(0.0) += r.per_page;
+                    }
+                }
+                Some(w) => {
+                    let from = w.partition_point(|&p| p < first);
+                    let to = w.partition_point(|&p| p <= last);
+                    for &p in w.get(from..to).unwrap_or_default() {
+                        *acc.entry(p).or_insert(0.0) += r.per_page;
+                    }
+                }
             }
         }
-        let mut v: Vec<(u64, f64)> = acc.into_iter().collect();
-        v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        Ok(v)
+        Ok(acc)
     }
 }
 

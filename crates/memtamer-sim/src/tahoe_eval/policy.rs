@@ -34,7 +34,7 @@ use crate::workload::taskgraph::{Arg, Dispatch, Layout, Mode, Pattern, TaskGraph
 use crate::workload::tiered::{MoveReq, TierSpace, PAGE};
 use crate::workload::NS;
 use memtamer_core::unimem::Tier;
-use memtamer_tahoe::benefit::queue_starts;
+use memtamer_tahoe::benefit::{measured_copy_ns, queue_starts, slack_ns};
 use memtamer_tahoe::model::{HybridModel, LinearAccess, PartialForm};
 use memtamer_tahoe::plan::{Batch, Decision, PlanConfig, PlanStats, Planner};
 use memtamer_tahoe::task::{Access, DataObject, Task};
@@ -90,8 +90,9 @@ const LOOKAHEAD_SCAN: usize = 64;
 /// planned when they reach it.
 const WINDOW: usize = super::WORKERS as usize;
 /// Created, not yet started tasks scanned for reuse (the planner stops
-/// earlier, at the DRAM reuse distance; the cap bounds the work).
-const FUTURE_SCAN: usize = 256;
+/// earlier, at the DRAM reuse distance; the cap bounds the work): the
+/// OMPT tool's cap too.
+const FUTURE_SCAN: usize = memtamer_tahoe::benefit::FUTURE_SCAN;
 
 /// Tahoe (see the module doc).
 #[derive(Debug)]
@@ -115,10 +116,6 @@ pub struct TahoePolicy {
     /// handling time per page, ns ([`TahoePolicy::with_out_no_copy`]).
     out_fault_ns: Option<f64>,
 }
-
-/// Pages this run must have copied before the check uses the run's own
-/// copy time per page instead of the prior (one heat block: 32 pages).
-const COPY_SAMPLE_PAGES: u64 = 32;
 
 impl TahoePolicy {
     /// Tahoe with `dram_pages` of DRAM and the fallback model's `beta_ns`
@@ -378,7 +375,7 @@ impl TahoePolicy {
                 order
                     .iter()
                     .position(|x| x == t)
-                    .map_or(0.0, |i| starts[i] - backlog)
+                    .map_or(0.0, |i| slack_ns(starts[i], backlog))
             })
             .collect()
     }
@@ -388,9 +385,9 @@ impl TahoePolicy {
     /// program's load leaves it to the copies).
     fn measure_copy(&mut self, tier: &TierSpace) {
         let st = tier.stats();
-        if st.pages_moved >= COPY_SAMPLE_PAGES {
-            self.planner
-                .set_copy_ns(st.copy_ps as f64 / NS as f64 / st.pages_moved as f64);
+        // the OMPT tool's rule too (memtamer_tahoe::benefit)
+        if let Some(c) = measured_copy_ns(st.copy_ps as f64 / NS as f64, st.pages_moved) {
+            self.planner.set_copy_ns(c);
         }
     }
 

@@ -1,0 +1,190 @@
+//! The copy-cost prior of the migration cost-benefit check (thesis
+//! Eq. 3.3's `data_size / mem_copy_bw`, §3.4.1): what one page move costs
+//! before the run has timed enough of its own batches
+//! (`memtamer_tahoe::benefit::measured_copy_ns`). Measured at tool start,
+//! not assumed: [`CALIB_PAGES`] touched pages of a private mapping are
+//! moved [`CALIB_ROUNDS`] times to the slow node and back with the tool's
+//! own batched move (`memtamer_tier::backing::move_page_batch`, one
+//! `move_pages` call per batch), and the prior is the time per page that
+//! landed. On a host where no page lands anywhere (`move_pages` refused,
+//! e.g. by a seccomp filter) the prior is the time of a plain copy of the
+//! same pages between two buffers, the data transfer every move contains
+//! (a lower bound). `MEMTAMER_TAHOE_COPY_NS` replaces the measurement.
+//!
+//! On a one-NUMA-node host the move to node+1 fails as a whole (the node
+//! does not exist) and the move back is a no-op for pages already there,
+//! so the prior is what a no-op batch costs: exactly what the tool's
+//! promotions cost on such a host (docs/tahoe.md "The check in the tool").
+
+use memtamer_tahoe::benefit::measured_copy_ns;
+use memtamer_tier::backing::move_page_batch;
+use std::time::Instant;
+
+/// Pages moved per calibration batch (two heat blocks' worth of 4 KiB
+/// pages is 256; 64 keeps the start-up cost near a millisecond).
+pub const CALIB_PAGES: usize = 64;
+/// Round trips timed.
+pub const CALIB_ROUNDS: usize = 4;
+
+/// Where the prior came from (printed in the closing line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PriorSource {
+    /// `MEMTAMER_TAHOE_COPY_NS`.
+    Env,
+    /// Timed page moves between the DRAM node and node+1.
+    Moved,
+    /// Timed plain copies (no page could be moved).
+    Memcpy,
+}
+
+impl PriorSource {
+    /// Short name for the closing line.
+    pub fn name(self) -> &'static str {
+        match self {
+            PriorSource::Env => "MEMTAMER_TAHOE_COPY_NS",
+            PriorSource::Moved => "moved",
+            PriorSource::Memcpy => "memcpy",
+        }
+    }
+}
+
+/// The check's copy cost per page before the run's own batches.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CopyPrior {
+    /// ns per page.
+    pub ns_per_page: f64,
+    /// How it was obtained.
+    pub source: PriorSource,
+}
+
+/// The calibration could not measure anything.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibError {
+    /// No memory for the calibration pages.
+    #[error("mmap of {bytes} B for the copy-cost calibration: {source}")]
+    Map {
+        /// Bytes asked for.
+        bytes: usize,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Every timing came out as zero (no usable clock).
+    #[error("the copy-cost calibration measured no time; set MEMTAMER_TAHOE_COPY_NS")]
+    NoTime,
+}
+
+/// A private anonymous mapping, unmapped on drop.
+struct Map {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Map {
+    fn new(len: usize) -> Result<Self, CalibError> {
+        // SAFETY: a fresh private anonymous mapping; no existing memory is
+        // touched.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(CalibError::Map {
+                bytes: len,
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        Ok(Map {
+            ptr: p as *mut u8,
+            len,
+        })
+    }
+}
+
+impl Drop for Map {
+    fn drop(&mut self) {
+        // SAFETY: the mapping this value owns, unmapped once.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+    }
+}
+
+/// The prior per page from `ns` spent on `pages` pages: the run's own rule
+/// (`measured_copy_ns`, at least 32 pages) and a positive number, or None.
+pub fn prior_of(ns: u64, pages: u64) -> Option<f64> {
+    measured_copy_ns(ns as f64, pages).filter(|c| c.is_finite() && *c > 0.0)
+}
+
+/// Measures the copy-cost prior for moves between `dram_node` and
+/// `dram_node + 1` (module doc).
+pub fn calibrate(dram_node: u32) -> Result<CopyPrior, CalibError> {
+    let page = memtamer_tier::guard::page_size();
+    let len = CALIB_PAGES * page;
+    let a = Map::new(len)?;
+    // SAFETY: `a` is a writable mapping of `len` bytes; touching every
+    // page makes it movable (an untouched page has no frame to move).
+    unsafe { std::ptr::write_bytes(a.ptr, 0x5a, len) };
+    let addrs: Vec<usize> = (0..CALIB_PAGES)
+        .map(|i| a.ptr as usize + i * page)
+        .collect();
+    let (mut ns, mut pages) = (0u64, 0u64);
+    for _ in 0..CALIB_ROUNDS {
+        for node in [dram_node.saturating_add(1), dram_node] {
+            let t0 = Instant::now();
+            let r = move_page_batch(&addrs, node);
+            let el = t0.elapsed().as_nanos() as u64;
+            if let Ok(r) = r {
+                if r.on_node > 0 {
+                    ns += el;
+                    pages += r.on_node as u64;
+                }
+            }
+        }
+    }
+    if let Some(c) = prior_of(ns, pages) {
+        return Ok(CopyPrior {
+            ns_per_page: c,
+            source: PriorSource::Moved,
+        });
+    }
+    let b = Map::new(len)?;
+    let t0 = Instant::now();
+    for _ in 0..CALIB_ROUNDS {
+        // SAFETY: two distinct mappings of `len` bytes each.
+        unsafe { std::ptr::copy_nonoverlapping(a.ptr, b.ptr, len) };
+        std::hint::black_box(b.ptr);
+    }
+    let el = t0.elapsed().as_nanos() as u64;
+    prior_of(el, (CALIB_ROUNDS * CALIB_PAGES) as u64)
+        .map(|c| CopyPrior {
+            ns_per_page: c,
+            source: PriorSource::Memcpy,
+        })
+        .ok_or(CalibError::NoTime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prior_needs_enough_pages_and_time() {
+        assert_eq!(prior_of(6400, 32), Some(200.0));
+        assert_eq!(prior_of(6400, 31), None);
+        assert_eq!(prior_of(0, 64), None);
+    }
+
+    #[test]
+    fn calibration_measures_a_positive_cost_on_this_host() {
+        // Whatever the host (one node or two, move_pages allowed or not),
+        // the prior is a positive, finite time per page from a real
+        // measurement.
+        let p = calibrate(0).expect("calibration");
+        assert!(p.ns_per_page.is_finite() && p.ns_per_page > 0.0, "{p:?}");
+        assert_ne!(p.source, PriorSource::Env);
+    }
+}

@@ -13,7 +13,7 @@
 use super::fifo::{waits, Copy as FifoCopy};
 use super::knapsack::{granule_for, solve, Item};
 use super::model::{benefit, free_phases_before, move_cost, overlap_time, PhaseProfile, Platform};
-use super::schedule::{keep_round_trips, need_order, replay, schedule, stay_put, Move};
+use super::schedule::{need_order, replay, schedule, stay_put, Move};
 use super::{ObjId, Tier};
 use std::collections::BTreeSet;
 
@@ -201,26 +201,24 @@ impl Problem {
     /// ([`super::schedule::need_order`]): by phase, then by how soon each
     /// copy is needed, an eviction just before the promotion that needs
     /// its room. An eviction and a promotion of one object requested at
-    /// the same phase cancel ([`keep_round_trips`]): the object stays,
-    /// as [`decide`] then keeps it ([`stay_put`]). Each copy takes Eq. 3.3's time in its own
+    /// the same phase are both charged: the searches compare the sets as
+    /// given, and [`decide`] then keeps such an object in DRAM
+    /// ([`stay_put`]) and predicts the plan it enforces. (Cancelling them
+    /// here too made `leave_room`'s one-object-at-a-time removals neutral
+    /// where they had paid, and its greedy search stopped at a worse plan
+    /// on `nek-eddy` at 1/2 bandwidth: docs/unimem.md, "A copy bandwidth
+    /// per direction".) Each copy takes Eq. 3.3's time in its own
     /// direction ([`Platform::copy_secs`]).
     fn fifo_copies(&self, dram: &[BTreeSet<ObjId>]) -> Vec<FifoCopy> {
-        let mut sets = dram.to_vec();
-        let (mut moves, mut copies) = self.fifo_moves(&sets);
-        for _ in 0..self.sizes.len().max(1) * sets.len() {
-            if !keep_round_trips(&mut sets, &moves, &self.sizes, self.capacity) {
-                break;
-            }
-            (moves, copies) = self.fifo_moves(&sets);
-        }
-        need_order(&sets, &self.sizes, self.capacity, &moves)
+        let (moves, copies) = self.fifo_moves(dram);
+        need_order(dram, &self.sizes, self.capacity, &moves)
             .into_iter()
             .map(|k| copies[k].clone())
             .collect()
     }
 
-    /// [`Self::fifo_copies`] before the round trips are cancelled and the
-    /// order is set: each copy with its move.
+    /// [`Self::fifo_copies`] before the order is set: each copy with its
+    /// move.
     fn fifo_moves(&self, dram: &[BTreeSet<ObjId>]) -> (Vec<Move>, Vec<FifoCopy>) {
         let n = dram.len();
         let uses: Vec<Vec<bool>> = (0..self.sizes.len()).map(|o| self.uses(o)).collect();

@@ -319,13 +319,16 @@ fn promotions_share_the_room_before_their_phase() {
     // eviction of 2). Until branch `unimemorder` requests went by the
     // needing phase's index, 0's promotion (phase 0) before 2's (phase
     // 1): phase 1 waited 4 s, 2 s behind evictions (6 s in all); until
-    // branch `unimemevict` each eviction was charged 1 s. 0's eviction
-    // and its hoisted promotion are requested at phase 1's start: they
-    // cancel (branch `unimemdir`), 0 stays, and each phase waits 2 s for
-    // its transition, an eviction then a promotion (before: 3 + 2 s)
-    assert_eq!(exposed_split(&p, &dram), (2.0, 2.0));
-    assert_eq!(per_iteration(&p, &dram).1, 4.0);
-    assert_eq!(settle(&p, &dram), vec![set(&[0, 1]), set(&[0, 2])]);
+    // branch `unimemevict` each eviction was charged 1 s
+    assert_eq!(exposed_split(&p, &dram), (3.0, 2.0));
+    assert_eq!(per_iteration(&p, &dram).1, 5.0);
+    // 0's eviction and its hoisted promotion are requested at phase 1's
+    // start: `decide` keeps 0 in DRAM instead (branch `unimemdir`), and
+    // each phase then waits 2 s for its transition, an eviction and then
+    // a promotion
+    let kept = settle(&p, &dram);
+    assert_eq!(kept, vec![set(&[0, 1]), set(&[0, 2])]);
+    assert_eq!(exposed_split(&p, &kept), (2.0, 2.0));
     // the schedule enforced for this plan hoists one of the two, not both
     let uses: Vec<Vec<bool>> = (0..3).map(|o| p.uses(o)).collect();
     let (m, _) = schedule_checked(&dram, &uses, &p.sizes, p.capacity);
@@ -424,9 +427,9 @@ fn the_knapsack_charges_victims_their_eviction_time() {
 
 /// The nek case (schedule test `an_object_evicted_and_promoted_at_one_phase_stays`)
 /// in the model: an object used in phase 1 only, held in DRAM only there,
-/// with room everywhere. The helper's FIFO used to play its eviction and
-/// promotion at phase 2 (a 1 s copy each, 0.2 s of phases before its
-/// need: exposed); the pair cancels, as in the enforced schedule.
+/// with room everywhere. Its schedule evicts and promotes it at phase 2 (a
+/// 1 s copy each, 0.2 s of phases before its need: exposed); the plan
+/// `decide` enforces keeps it instead, and predicts no copies.
 #[test]
 fn an_evict_and_promote_pair_costs_nothing() {
     let p = Problem {
@@ -441,5 +444,17 @@ fn an_evict_and_promote_pair_costs_nothing() {
         iterations: 10.0,
     };
     let dram = vec![set(&[1]), set(&[0, 1]), set(&[1])];
-    assert_eq!(exposed_split(&p, &dram), (0.0, 0.0));
+    let (a, b) = exposed_split(&p, &dram);
+    assert!(a > 0.0 && b > 0.0, "{a} {b}");
+    let kept = settle(&p, &dram);
+    assert_eq!(kept, vec![set(&[0, 1]); 3]);
+    assert_eq!(exposed_split(&p, &kept), (0.0, 0.0));
+    // and a decision never enforces such a pair
+    let plan = decide(&p, &BTreeSet::new());
+    let uses: Vec<Vec<bool>> = (0..2).map(|o| p.uses(o)).collect();
+    let (m, _) = crate::unimem::schedule::schedule_checked(&plan.dram, &uses, &p.sizes, p.capacity);
+    assert!(
+        crate::unimem::schedule::round_trip_pairs(&m).is_empty(),
+        "{m:?}"
+    );
 }

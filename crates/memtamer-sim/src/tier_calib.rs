@@ -5,7 +5,12 @@
 //!
 //! 1. **Constants**: per-rank STREAM-triad bandwidth and time per random
 //!    (independent) access from each tier with every rank running, and the
-//!    helper's copy bandwidth.
+//!    helper's copy bandwidth in each direction: promotions (the eager
+//!    placement: what fits copied into DRAM at the start, waited for) and
+//!    evictions (the same objects starting in DRAM, copied out). The two
+//!    differ where the slow tier's loads and stores do (Quartz-style
+//!    latency emulation delays loads only); Eq. 3.3 prices each copy at
+//!    its own direction's bandwidth.
 //! 2. **Constant factors** (`memtamer_core::unimem::calibrate`): each
 //!    micro-benchmark timed with its data in DRAM and in the slow tier, the
 //!    lines it issued counted as Unimem's profiler counts them (every miss a
@@ -112,22 +117,27 @@ pub fn calibrate(platform: &Platform, ranks: u32, slow: &str) -> Result<Calibrat
     let slow_bw = 3.0 * b / triad_slow;
     let dram_lat = rand_dram / rand_lines;
     let slow_lat = rand_slow / rand_lines;
-    let o = run_program(
-        platform,
-        &cal_program(Pattern::Seq, false),
-        ranks,
-        CAL_BYTES,
-        PlacementSpec::Eager,
-        100.0,
-        slow,
-    )?;
-    let copy_bw = o.stats.bytes_moved as f64 / (o.stats.copy_ps.max(1) as f64 * 1e-12);
+    let copy = |placement| -> Result<f64, SimError> {
+        let o = run_program(
+            platform,
+            &cal_program(Pattern::Seq, false),
+            ranks,
+            CAL_BYTES,
+            placement,
+            100.0,
+            slow,
+        )?;
+        Ok(o.stats.bytes_moved as f64 / (o.stats.copy_ps.max(1) as f64 * 1e-12))
+    };
+    let copy_bw = copy(PlacementSpec::Eager)?;
+    let evict_bw = copy(PlacementSpec::EagerEvict)?;
     let mut model = ModelSpec {
         dram_bw,
         slow_bw,
         dram_lat,
         slow_lat,
         copy_bw,
+        evict_bw: Some(evict_bw),
         cf_bw: 1.0,
         cf_lat: 1.0,
     };

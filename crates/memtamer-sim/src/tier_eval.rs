@@ -439,14 +439,15 @@ pub fn markdown(results: &[PlatformResult]) -> String {
         let m = &r.model;
         let _ = writeln!(
             s,
-            "### {}\n\n{}\n\nMeasured constants (per rank, all ranks running): stream {:.2} / {:.2} GB/s (DRAM / slow), random access {:.1} / {:.1} ns, helper copy {:.2} GB/s.\n",
+            "### {}\n\n{}\n\nMeasured constants (per rank, all ranks running): stream {:.2} / {:.2} GB/s (DRAM / slow), random access {:.1} / {:.1} ns, helper copy {:.2} GB/s in, {:.2} GB/s out.\n",
             r.platform,
             r.description,
             m.dram_bw / 1e9,
             m.slow_bw / 1e9,
             m.dram_lat * 1e9,
             m.slow_lat * 1e9,
-            m.copy_bw / 1e9
+            m.copy_bw / 1e9,
+            m.evict_bw.unwrap_or(m.copy_bw) / 1e9
         );
         let f = &r.calibration.factors;
         let fac = |name: &str, x: &memtamer_core::unimem::calibrate::Factor| {

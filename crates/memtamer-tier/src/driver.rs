@@ -416,7 +416,10 @@ impl Driver {
         let mut platform = self.cfg.platform.clone();
         let st = self.rt.stats();
         if st.bytes_moved > 0 && st.copy_ns > 0 {
-            platform.copy_bw = st.bytes_moved as f64 / (st.copy_ns as f64 * 1e-9);
+            // one measured bandwidth (moves in both directions) for both
+            // (Eq. 3.3's single mem_copy_bw; the migrator's stats do not
+            // split promotions from evictions)
+            platform = platform.with_copy_bw(st.bytes_moved as f64 / (st.copy_ns as f64 * 1e-9));
         }
         self.copy_bw_used = platform.copy_bw;
         let problem = Problem {

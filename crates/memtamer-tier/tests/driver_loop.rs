@@ -17,8 +17,7 @@ const MB: usize = 1 << 20;
 // tests took one driver at a time; tests/many_runtimes.rs is its stress test.
 
 fn platform(copy_bw: f64) -> Platform {
-    let mut p = Platform::emulated(10e9, 100e-9, 2.0, 4.0);
-    p.copy_bw = copy_bw;
+    let mut p = Platform::emulated(10e9, 100e-9, 2.0, 4.0).with_copy_bw(copy_bw);
     // Nothing is bandwidth-bound: the benefit is the latency one, so the
     // decision does not depend on measured phase times.
     p.t1 = f64::INFINITY;

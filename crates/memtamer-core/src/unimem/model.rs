@@ -1,6 +1,6 @@
 //! Unimem's performance models (thesis §3.4, Step 2).
 
-use super::ObjId;
+use super::{ObjId, Tier};
 use std::collections::BTreeMap;
 
 /// What the models need to know about the machine. Bandwidths in B/s,
@@ -19,8 +19,21 @@ pub struct Platform {
     pub slow_lat: f64,
     /// Cache-line size in bytes.
     pub cacheline: f64,
-    /// Bandwidth of a tier-to-tier copy by the helper thread.
+    /// Bandwidth of the helper thread's copy from the slow tier into DRAM
+    /// (a promotion): Eq. 3.3's `mem_copy_bw` for the moves a phase waits
+    /// for. Measured on promotions (`memtamer sim unimem`'s calibration:
+    /// the eager placement; the runtime: its own promotions).
     pub copy_bw: f64,
+    /// Bandwidth of the helper's copy from DRAM to the slow tier (an
+    /// eviction), measured the same way on evictions. The thesis has one
+    /// `mem_copy_bw` (Eq. 3.3), but the two directions differ where the slow
+    /// tier's loads and stores do: Quartz-style latency emulation delays
+    /// loads only, so at 4x latency an eviction (DRAM loads, slow-tier
+    /// stores) copies about 2.2x faster than a promotion (docs/unimem.md,
+    /// "Evictions charged only where a copy waits behind them", item 3).
+    /// Where only one bandwidth is known, set both to it
+    /// ([`Platform::with_copy_bw`]).
+    pub evict_bw: f64,
     /// The slow tier's STREAM peak measured through Eq. 3.1: the base of the
     /// t1/t2 classification thresholds (§3.4.1: "t1% of the peak NVM
     /// bandwidth BW_peak"; an object that saturates the slow tier is
@@ -50,11 +63,33 @@ impl Platform {
             slow_lat: dram_lat * lat_mul,
             cacheline: 64.0,
             copy_bw: slow_bw,
+            evict_bw: slow_bw,
             bw_peak: slow_bw,
             cf_bw: 1.0,
             cf_lat: 1.0,
             t1: 0.8,
             t2: 0.1,
+        }
+    }
+
+    /// This platform with one copy bandwidth for both directions (the
+    /// thesis's single `mem_copy_bw` of Eq. 3.3; what a configuration or
+    /// measurement that gives one value means).
+    pub fn with_copy_bw(&self, bw: f64) -> Platform {
+        Platform {
+            copy_bw: bw,
+            evict_bw: bw,
+            ..self.clone()
+        }
+    }
+
+    /// Eq. 3.3's `data_size / mem_copy_bw` for a copy of `size` bytes
+    /// towards `to`: a promotion at [`Platform::copy_bw`], an eviction at
+    /// [`Platform::evict_bw`].
+    pub fn copy_secs(&self, size: f64, to: Tier) -> f64 {
+        match to {
+            Tier::Dram => size / self.copy_bw,
+            Tier::Slow => size / self.evict_bw,
         }
     }
 }
@@ -273,6 +308,18 @@ mod tests {
         assert_eq!(overlap_time(&times, 3, 2), 5.0);
         assert_eq!(overlap_time(&times, 0, 1), 5.0);
         assert_eq!(overlap_time(&times, 0, 0), 0.0);
+    }
+
+    #[test]
+    fn copy_time_per_direction() {
+        // Eq. 3.3's size / copy_bw, with the eviction's own bandwidth
+        let mut p = plat();
+        p.copy_bw = 1e9;
+        p.evict_bw = 2e9;
+        assert_eq!(p.copy_secs(4e9, Tier::Dram), 4.0);
+        assert_eq!(p.copy_secs(4e9, Tier::Slow), 2.0);
+        let one = p.with_copy_bw(4e9);
+        assert_eq!((one.copy_bw, one.evict_bw), (4e9, 4e9));
     }
 
     #[test]

@@ -13,7 +13,7 @@
 use super::fifo::{waits, Copy as FifoCopy};
 use super::knapsack::{granule_for, solve, Item};
 use super::model::{benefit, free_phases_before, move_cost, overlap_time, PhaseProfile, Platform};
-use super::schedule::{need_order, replay, schedule, Move};
+use super::schedule::{need_order, replay, schedule, stay_put, Move};
 use super::{ObjId, Tier};
 use std::collections::BTreeSet;
 
@@ -200,14 +200,34 @@ impl Problem {
     /// needs it. Request order as the schedule's
     /// ([`super::schedule::need_order`]): by phase, then by how soon each
     /// copy is needed, an eviction just before the promotion that needs
-    /// its room.
+    /// its room. An eviction and a promotion of one object requested at
+    /// the same phase are both charged: the searches compare the sets as
+    /// given, and [`decide`] then keeps such an object in DRAM
+    /// ([`stay_put`]) and predicts the plan it enforces. (Cancelling them
+    /// here too made `leave_room`'s one-object-at-a-time removals neutral
+    /// where they had paid, and its greedy search stopped at a worse plan
+    /// on `nek-eddy` at 1/2 bandwidth: docs/unimem.md, "A copy bandwidth
+    /// per direction".) Each copy takes Eq. 3.3's time in its own
+    /// direction ([`Platform::copy_secs`]).
     fn fifo_copies(&self, dram: &[BTreeSet<ObjId>]) -> Vec<FifoCopy> {
+        let (moves, copies) = self.fifo_moves(dram);
+        need_order(dram, &self.sizes, self.capacity, &moves)
+            .into_iter()
+            .map(|k| copies[k].clone())
+            .collect()
+    }
+
+    /// [`Self::fifo_copies`] before the order is set: each copy with its
+    /// move.
+    fn fifo_moves(&self, dram: &[BTreeSet<ObjId>]) -> (Vec<Move>, Vec<FifoCopy>) {
         let n = dram.len();
         let uses: Vec<Vec<bool>> = (0..self.sizes.len()).map(|o| self.uses(o)).collect();
         let early = schedule(dram, &uses);
         let fits = matches!(replay(dram, &uses, &early, &self.sizes, 3),
             Ok(peak) if peak <= self.capacity);
-        let secs = |o: ObjId| self.sizes[o] as f64 / self.platform.copy_bw;
+        // Eq. 3.3's `size / mem_copy_bw`, each direction at its own
+        // measured bandwidth (an eviction at `evict_bw`)
+        let secs = |o: ObjId, to: Tier| self.platform.copy_secs(self.sizes[o] as f64, to);
         // (issue, eviction?, need, object, copy)
         let mut out: Vec<(usize, bool, usize, ObjId, FifoCopy)> = Vec::new();
         for m in early.iter().filter(|m| m.to == Tier::Slow) {
@@ -220,7 +240,7 @@ impl Problem {
                 m.obj,
                 FifoCopy {
                     issue,
-                    secs: secs(m.obj),
+                    secs: secs(m.obj, Tier::Slow),
                     waited_after,
                     eviction: true,
                 },
@@ -241,7 +261,7 @@ impl Problem {
                 o,
                 FifoCopy {
                     issue,
-                    secs: secs(o),
+                    secs: secs(o, Tier::Dram),
                     waited_after: Some(lead),
                     eviction: false,
                 },
@@ -256,14 +276,13 @@ impl Problem {
                 needed_by: c.2,
             })
             .collect();
-        need_order(dram, &self.sizes, self.capacity, &moves)
-            .into_iter()
-            .map(|k| out[k].4.clone())
-            .collect()
+        (moves, out.into_iter().map(|c| c.4).collect())
     }
 
-    fn one_time(&self, obj: ObjId) -> f64 {
-        self.sizes[obj] as f64 / self.platform.copy_bw
+    /// Eq. 3.3's copy time of `obj` towards `to`, nothing overlapped:
+    /// a one-time move, or an Eq. 3.4 victim's eviction.
+    fn one_time(&self, obj: ObjId, to: Tier) -> f64 {
+        self.platform.copy_secs(self.sizes[obj] as f64, to)
     }
 }
 
@@ -317,9 +336,11 @@ fn local_pass(p: &Problem, start: &BTreeSet<ObjId>) -> Vec<BTreeSet<ObjId>> {
                     bft
                 } else {
                     let need = p.sizes[a].saturating_sub(free);
+                    // Eq. 3.4's extra_COST: the victims' copies out of
+                    // DRAM, at the eviction bandwidth
                     let extra: f64 = pick_victims(&p.sizes, &keep, need)
                         .iter()
-                        .map(|&v| p.one_time(v))
+                        .map(|&v| p.one_time(v, Tier::Slow))
                         .sum();
                     super::model::weight(bft, p.exposed_copy(a, i), extra)
                 };
@@ -365,7 +386,7 @@ pub fn global_search(p: &Problem, start: &BTreeSet<ObjId>) -> BTreeSet<ObjId> {
             let cost = if start.contains(&o) {
                 0.0
             } else {
-                p.one_time(o)
+                p.one_time(o, Tier::Dram)
             };
             Item {
                 value: bft * p.iterations - cost,
@@ -420,8 +441,13 @@ pub fn predict(p: &Problem, dram: &[BTreeSet<ObjId>], start: &BTreeSet<ObjId>) -
     }
     let (lost, moves) = per_iteration(p, dram);
     let first: f64 = dram[0]
-        .symmetric_difference(start)
-        .map(|&o| p.one_time(o))
+        .difference(start)
+        .map(|&o| p.one_time(o, Tier::Dram))
+        .chain(
+            start
+                .difference(&dram[0])
+                .map(|&o| p.one_time(o, Tier::Slow)),
+        )
         .sum();
     p.iterations * (lost + moves) + first
 }
@@ -468,12 +494,14 @@ pub fn leave_room(
 
 /// Both searches; the plan with the smaller prediction wins (global on a tie:
 /// it moves less). The local plan also runs through [`leave_room`], and
-/// the roomier version replaces it when predicted faster.
+/// the roomier version replaces it when predicted faster; then an object
+/// its schedule would evict and promote back at one phase stays in DRAM
+/// ([`stay_put`]).
 pub fn decide(p: &Problem, start: &BTreeSet<ObjId>) -> Plan {
     let g = global_search(p, start);
     let global = vec![g; p.phases.len()];
     let local = local_search(p, start);
-    let local = leave_room(p, &local, start);
+    let local = settle(p, &leave_room(p, &local, start));
     let (pg, pl) = (predict(p, &global, start), predict(p, &local, start));
     if pl < pg {
         Plan {
@@ -488,6 +516,13 @@ pub fn decide(p: &Problem, start: &BTreeSet<ObjId>) -> Plan {
             predicted: pg,
         }
     }
+}
+
+/// [`stay_put`] for the plan `dram` of `p`: an object evicted and
+/// promoted back at one phase of its schedule stays in DRAM.
+pub fn settle(p: &Problem, dram: &[BTreeSet<ObjId>]) -> Vec<BTreeSet<ObjId>> {
+    let uses: Vec<Vec<bool>> = (0..p.sizes.len()).map(|o| p.uses(o)).collect();
+    stay_put(dram, &uses, &p.sizes, p.capacity)
 }
 
 /// Initial placement (§3.4.2 opt. 2): the objects with the most memory

@@ -74,6 +74,107 @@ pub fn schedule_checked(
     )
 }
 
+/// The pairs of `moves` (eviction, promotion) that cancel out: an
+/// eviction of an object and a promotion of the same object requested at
+/// the same phase. Within a phase's requests an object's eviction always
+/// goes before its own promotion ([`need_order`]; [`replay`] applies
+/// evictions first), so the pair copies the object out and straight back
+/// and it ends where it started, in DRAM. Such a pair arises when
+/// [`hoist`] moves a promotion to the start of its Fig. 3.5 window, the
+/// phase after the object's last use before its need, where [`schedule`]
+/// issues its eviction: an object left out of the sets of phases that do
+/// not use it, with nothing else needing its room (`nek` at 4x latency,
+/// docs/unimem.md: 2 wasted copies per iteration).
+pub fn round_trip_pairs(moves: &[Move]) -> Vec<(usize, usize)> {
+    let mut taken = vec![false; moves.len()];
+    let mut out = Vec::new();
+    for e in 0..moves.len() {
+        if moves[e].to != Tier::Slow || taken[e] {
+            continue;
+        }
+        if let Some(p) = (0..moves.len()).find(|&p| {
+            !taken[p]
+                && moves[p].to == Tier::Dram
+                && moves[p].obj == moves[e].obj
+                && moves[p].issue == moves[e].issue
+        }) {
+            taken[e] = true;
+            taken[p] = true;
+            out.push((e, p));
+        }
+    }
+    out
+}
+
+/// [`round_trip_pairs`] as a flag per move (`true`: cancelled).
+pub fn round_trips(moves: &[Move]) -> Vec<bool> {
+    let mut out = vec![false; moves.len()];
+    for (e, p) in round_trip_pairs(moves) {
+        out[e] = true;
+        out[p] = true;
+    }
+    out
+}
+
+/// Cancels the [`round_trip_pairs`] of `moves` (the schedule of the sets
+/// `dram`) in the sets: the object stays, so it joins the sets of the
+/// phases from the eviction's transition up to the promotion's need
+/// (phases that do not use it: the promotion was hoisted across them),
+/// where each of those sets still fits `capacity` with it. Returns whether
+/// a set changed.
+pub fn keep_round_trips(
+    dram: &mut [BTreeSet<ObjId>],
+    moves: &[Move],
+    sizes: &[u64],
+    capacity: u64,
+) -> bool {
+    let n = dram.len();
+    let size = |o: &ObjId| sizes.get(*o).copied().unwrap_or(0);
+    let mut changed = false;
+    for (e, p) in round_trip_pairs(moves) {
+        let (from, to, obj) = (moves[e].needed_by, moves[p].needed_by, moves[e].obj);
+        let span: Vec<usize> = (0..(to + n - from) % n).map(|k| (from + k) % n).collect();
+        let fits = span.iter().all(|&k| {
+            dram[k].contains(&obj) || dram[k].iter().map(size).sum::<u64>() + size(&obj) <= capacity
+        });
+        if fits {
+            for k in span {
+                changed |= dram[k].insert(obj);
+            }
+        }
+    }
+    changed
+}
+
+/// The per-phase sets `dram` with the [`round_trip_pairs`] of their
+/// checked schedule cancelled ([`keep_round_trips`]): the schedule of the
+/// result makes neither copy, and the sets say where the objects are, as
+/// [`replay`] and the one-time moves (`transition`) read them. Repeated
+/// until no pair is cancelled, and a step is kept only while the schedule
+/// stays issued early if it was.
+pub fn stay_put(
+    dram: &[BTreeSet<ObjId>],
+    uses: &[Vec<bool>],
+    sizes: &[u64],
+    capacity: u64,
+) -> Vec<BTreeSet<ObjId>> {
+    let n = dram.len();
+    let mut cur = dram.to_vec();
+    let (mut moves, mut early) = schedule_checked(&cur, uses, sizes, capacity);
+    for _ in 0..sizes.len().max(1) * n {
+        let mut next = cur.clone();
+        if !keep_round_trips(&mut next, &moves, sizes, capacity) {
+            break;
+        }
+        let (m, e) = schedule_checked(&next, uses, sizes, capacity);
+        if early && !e {
+            break;
+        }
+        (cur, moves, early) = (next, m, e);
+    }
+    cur
+}
+
 /// Phases from the request at phase `issue` to the start of phase `need`,
 /// cyclically (0: the phase of the request waits for it).
 fn need_distance(issue: usize, need: usize, n: usize) -> usize {
@@ -635,6 +736,47 @@ mod tests {
         // an object evicted and promoted at one phase: out before in
         let moves = vec![mv(0, Tier::Dram, 0, 0), mv(0, Tier::Slow, 0, 1)];
         assert_eq!(need_order(&dram, &sizes, 100, &moves), vec![1, 0]);
+    }
+
+    /// `nek` at 4x latency (issue 20): an object used in phase 1 only,
+    /// in DRAM for phase 1 and out of the other phases' sets, with room
+    /// to spare. Its eviction goes right after phase 1 (at phase 2's
+    /// start), and `hoist` moves its promotion for the next phase 1 to the
+    /// start of its window, phase 2 too: the helper copied it out and
+    /// straight back every iteration. `stay_put` keeps it in DRAM: no
+    /// moves, and every phase finds its objects.
+    #[test]
+    fn an_object_evicted_and_promoted_at_one_phase_stays() {
+        let uses = vec![vec![false, true, false], vec![true, false, true]];
+        let dram = vec![set(&[1]), set(&[0, 1]), set(&[1])];
+        let sizes = [10, 10];
+        let (m, early) = schedule_checked(&dram, &uses, &sizes, 30);
+        assert!(early);
+        assert_eq!(round_trip_pairs(&m).len(), 1, "{m:?}");
+        let kept = stay_put(&dram, &uses, &sizes, 30);
+        assert_eq!(kept, vec![set(&[0, 1]); 3]);
+        let (m, early) = schedule_checked(&kept, &uses, &sizes, 30);
+        assert!(early);
+        assert!(m.is_empty(), "{m:?}");
+        assert!(replay(&kept, &uses, &m, &sizes, 3).is_ok());
+        // no room to keep it in phase 2: the pair stays
+        let tight = stay_put(&dram, &uses, &[10, 25], 30);
+        assert_eq!(tight, dram);
+        // only a pair at one phase cancels; a lone eviction or an
+        // eviction and promotion at different phases stay
+        let pair = [mv(2, Tier::Slow, 0, 2), mv(2, Tier::Dram, 0, 1)];
+        assert_eq!(round_trips(&pair), vec![true, true]);
+        let apart = [mv(2, Tier::Slow, 0, 2), mv(0, Tier::Dram, 0, 1)];
+        assert_eq!(round_trips(&apart), vec![false, false]);
+        let other = [mv(2, Tier::Slow, 0, 2), mv(2, Tier::Dram, 1, 1)];
+        assert_eq!(round_trips(&other), vec![false, false]);
+        // two evictions, one promotion of the object: one pair
+        let three = [
+            mv(1, Tier::Slow, 0, 2),
+            mv(1, Tier::Slow, 0, 2),
+            mv(1, Tier::Dram, 0, 1),
+        ];
+        assert_eq!(round_trips(&three), vec![true, false, true]);
     }
 
     #[test]

@@ -153,8 +153,15 @@ pub struct ModelSpec {
     pub dram_lat: f64,
     /// Time per random access from the slow tier.
     pub slow_lat: f64,
-    /// Bandwidth of one helper's tier-to-tier copy.
+    /// Bandwidth of one helper's copy from the slow tier into DRAM (a
+    /// promotion; Eq. 3.3's `mem_copy_bw`). Without `evict_bw`, the
+    /// bandwidth of both directions, as the thesis has one.
     pub copy_bw: f64,
+    /// Bandwidth of one helper's copy from DRAM to the slow tier (an
+    /// eviction), measured like `copy_bw` on evictions (`tier_calib`);
+    /// absent: `copy_bw` (a scenario written before the two were apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evict_bw: Option<f64>,
     /// `CF_bw` of Eq. 3.2 (§3.4.1; fitted by `tier_calib::calibrate`).
     #[serde(default = "unit")]
     pub cf_bw: f64,
@@ -183,6 +190,11 @@ pub enum PlacementSpec {
     /// "copy everything first" policy; the evaluation measures the copy
     /// bandwidth of the helper with it.
     Eager,
+    /// Every object that fits starts in DRAM and is evicted by the helper
+    /// at the first phase start, waited for: the evaluation measures the
+    /// helper's eviction bandwidth with it, as it measures the promotion
+    /// bandwidth with [`PlacementSpec::Eager`].
+    EagerEvict,
     /// X-Mem-like: an offline profile of the whole run (every access, no
     /// timing), objects classified by their access pattern, one knapsack;
     /// placed at allocation, never moved.
@@ -240,6 +252,7 @@ impl PlacementSpec {
             PlacementSpec::SlowOnly => "slow-only".into(),
             PlacementSpec::FirstTouch => "first-touch".into(),
             PlacementSpec::Eager => "eager".into(),
+            PlacementSpec::EagerEvict => "eager-evict".into(),
             PlacementSpec::Static { .. } => "static".into(),
             PlacementSpec::Unimem { search, .. } => match search {
                 SearchSpec::Both => "unimem".into(),
@@ -271,6 +284,7 @@ impl PlacementSpec {
         let model_ok = |m: &ModelSpec| {
             [m.dram_bw, m.slow_bw, m.dram_lat, m.slow_lat, m.copy_bw]
                 .iter()
+                .chain(m.evict_bw.as_ref())
                 .all(|v| v.is_finite() && *v > 0.0)
                 && [m.cf_bw, m.cf_lat]
                     .iter()

@@ -131,12 +131,15 @@ impl PhasePolicy for Fixed {
     }
 }
 
-/// Everything that fits promoted at the first phase start, waited for.
+/// Everything that fits promoted at the first phase start, waited for
+/// (or, [`Eager::evicting`], everything that fits starts in DRAM and is
+/// evicted then): one copy direction timed alone.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Eager {
     sizes: Vec<u64>,
     capacity: u64,
     started: bool,
+    to: Tier,
 }
 
 impl Eager {
@@ -146,27 +149,52 @@ impl Eager {
             sizes: page_sizes(prog),
             capacity,
             started: false,
+            to: Tier::Dram,
         }
+    }
+
+    /// The eviction counterpart: what fits starts in DRAM and moves to
+    /// the slow tier at the first phase start.
+    pub fn evicting(prog: &PhasedProgram, capacity: u64) -> Eager {
+        Eager {
+            to: Tier::Slow,
+            ..Eager::new(prog, capacity)
+        }
+    }
+
+    /// The objects that fit, in object order.
+    fn fitting(&self) -> Vec<usize> {
+        let mut used = 0;
+        let mut out = Vec::new();
+        for (o, &s) in self.sizes.iter().enumerate() {
+            if used + s <= self.capacity {
+                used += s;
+                out.push(o);
+            }
+        }
+        out
     }
 }
 
 impl PhasePolicy for Eager {
     fn initial(&mut self) -> Vec<u64> {
-        vec![0; self.sizes.len()]
+        let mut out = vec![0; self.sizes.len()];
+        if self.to == Tier::Slow {
+            for o in self.fitting() {
+                out[o] = self.sizes[o] / PAGE;
+            }
+        }
+        out
     }
 
     fn phase_start(&mut self, _iter: u32, _phase: usize, _v: &dyn SpaceView) -> PhaseStart {
         if std::mem::replace(&mut self.started, true) {
             return PhaseStart::default();
         }
-        let mut used = 0;
         let mut out = PhaseStart::default();
-        for (o, &s) in self.sizes.iter().enumerate() {
-            if used + s <= self.capacity {
-                used += s;
-                out.moves.push(super::MoveReq::whole(o, Tier::Dram));
-                out.wait.push(o);
-            }
+        for o in self.fitting() {
+            out.moves.push(super::MoveReq::whole(o, self.to));
+            out.wait.push(o);
         }
         out
     }
@@ -174,7 +202,10 @@ impl PhasePolicy for Eager {
     fn phase_end(&mut self, _iter: u32, _phase: usize, _obs: &PhaseObs, _v: &dyn SpaceView) {}
 
     fn summary(&self) -> String {
-        "eager: promote what fits at start".into()
+        match self.to {
+            Tier::Dram => "eager: promote what fits at start".into(),
+            Tier::Slow => "eager-evict: evict what was in DRAM at start".into(),
+        }
     }
 }
 
@@ -201,6 +232,14 @@ mod tests {
         let s = e.phase_start(0, 0, &v);
         assert_eq!(s.wait, vec![0, 2]);
         assert_eq!(s.moves.len(), 2);
+        assert_eq!(e.phase_start(0, 0, &v), PhaseStart::default());
+        assert_eq!(e.initial(), vec![0, 0, 0]);
+        // the eviction counterpart starts with them in DRAM and evicts them
+        let mut e = Eager::evicting(&prog, 7 * PAGE);
+        assert_eq!(e.initial(), vec![4, 0, 3]);
+        let s = e.phase_start(0, 0, &v);
+        assert_eq!(s.wait, vec![0, 2]);
+        assert!(s.moves.iter().all(|m| m.to == Tier::Slow), "{s:?}");
         assert_eq!(e.phase_start(0, 0, &v), PhaseStart::default());
     }
 

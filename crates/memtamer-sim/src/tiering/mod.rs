@@ -153,6 +153,7 @@ pub fn build(spec: &PlacementSpec, prog: &PhasedProgram, capacity: u64) -> Box<d
         PlacementSpec::SlowOnly => Box::new(baseline::Fixed::all(prog, Tier::Slow)),
         PlacementSpec::FirstTouch => Box::new(baseline::Fixed::first_touch(prog, capacity)),
         PlacementSpec::Eager => Box::new(baseline::Eager::new(prog, capacity)),
+        PlacementSpec::EagerEvict => Box::new(baseline::Eager::evicting(prog, capacity)),
         // X-Mem has its own offline model: Unimem's constant factors are
         // not its (the baseline stays what it was before calibration)
         PlacementSpec::Static { model } => Box::new(baseline::Fixed::xmem(
@@ -238,6 +239,7 @@ pub(crate) mod test_support {
             dram_lat: 100e-9,
             slow_lat: 400e-9,
             copy_bw: 5e9,
+            evict_bw: None,
             cf_bw: 1.0,
             cf_lat: 1.0,
         }

@@ -32,14 +32,15 @@ use crate::config::phased::{ModelSpec, PhasedProgram, SearchSpec};
 use memtamer_core::unimem::model::{ObjPhase, PhaseProfile, Platform};
 use memtamer_core::unimem::plan::{
     decide, exposed_split, global_search, initial_placement, local_search, per_iteration, predict,
-    Problem, Search,
+    settle, Problem, Search,
 };
 use memtamer_core::unimem::schedule::{schedule_checked, Move};
 use memtamer_core::unimem::transition::{transition, OnceMove};
 use memtamer_core::unimem::ObjId;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Unimem's model platform from measured constants and the constant
+/// Unimem's model platform from measured constants (one copy bandwidth
+/// per direction, or `copy_bw` for both where `evict_bw` is absent) and the constant
 /// factors fitted on the same platform (`tier_calib::calibrate`, thesis
 /// §3.4.1: STREAM for `CF_bw`, a single-threaded pointer chaser for
 /// `CF_lat`); t1 = 80%, t2 = 10% of the slow tier's streaming peak (§3.4.1:
@@ -53,6 +54,7 @@ pub fn platform(m: &ModelSpec) -> Platform {
         slow_lat: m.slow_lat,
         cacheline: 64.0,
         copy_bw: m.copy_bw,
+        evict_bw: m.evict_bw.unwrap_or(m.copy_bw),
         bw_peak: m.slow_bw,
         cf_bw: m.cf_bw,
         cf_lat: m.cf_lat,
@@ -253,7 +255,10 @@ impl UnimemPolicy {
                 let p = decide(&problem, &start);
                 (p.search, p.dram)
             }
-            SearchSpec::Local => (Search::Local, local_search(&problem, &start)),
+            SearchSpec::Local => (
+                Search::Local,
+                settle(&problem, &local_search(&problem, &start)),
+            ),
             SearchSpec::Global => (Search::Global, vec![global_search(&problem, &start); n]),
         };
         let predicted = predict(&problem, &dram, &start);

@@ -45,7 +45,13 @@ echo "$out" | grep -q "malloc_test VERIFIED" || { echo "FAIL: malloc_test"; echo
 out=$(UCX_MEM_EVENTS=no MEMTAMER_TIER_MMAP_MIN=1M MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M} $MPIRUN -np 2 $bin/mt_mmap_test 2>&1) || true
 echo "$out" | grep -E '^mmap_test'
 echo "$out" | grep -q "mmap_test VERIFIED" || { echo "FAIL: mmap_test"; echo "$out" | grep 'mmap_test:'; fail=1; }
-[ "$(echo "$out" | grep -c 'memtamer\[.* moves [1-9].* mmap_objects 3 ')" = 2 ] || { echo "FAIL: mmap_test: not 3 mmap objects per rank, moved"; echo "$out" | grep 'memtamer\['; fail=1; }
+# Every rank must register its 3 mmap objects, and the objects must move
+# somewhere. Whether a given rank moves any depends on its sampled profile:
+# a rank whose first plan keeps its objects where they are makes no move and
+# so never recalibrates (seen 1 run in 5 on a loaded host), which is a
+# correct decision, not a fault of the interposer.
+[ "$(echo "$out" | grep -c 'memtamer\[.* mmap_objects 3 ')" = 2 ] || { echo "FAIL: mmap_test: not 3 mmap objects per rank"; echo "$out" | grep 'memtamer\['; fail=1; }
+echo "$out" | grep -q 'memtamer\[.* moves [1-9].* mmap_objects 3 ' || { echo "FAIL: mmap_test: no rank moved an mmap object"; echo "$out" | grep 'memtamer\['; fail=1; }
 for n in 1 2 4; do
   out=$(MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M} $MPIRUN -np $n $bin/mt_ft 1024 20 2>&1) || true
   echo "$out" | grep -E '^(ft|memtamer\[0\])'

@@ -23,7 +23,8 @@ pub mod tracker;
 use calib::CopyPrior;
 use config::{Config, Hotness, Mode};
 use hot::Hot;
-use memtamer_tahoe::benefit::measured_copy_ns;
+use memtamer_tahoe::benefit::COPY_SAMPLE_PAGES;
+use memtamer_tahoe::copycost::{CopyCost, CopySamples};
 use memtamer_tahoe::model::{HybridModel, LinearAccess};
 use memtamer_tahoe::plan::{Batch, PlanConfig, Planner};
 use memtamer_tahoe::task::Access;
@@ -89,6 +90,10 @@ struct Tool {
     /// measured copy cost per page, fed to the planner at each start).
     landed_ns: AtomicU64,
     landed_pages: AtomicU64,
+    /// (pages, ns) of each batch that landed, with the calibration's:
+    /// the check's fixed + per-page copy cost is fitted from them
+    /// (`memtamer_tahoe::copycost`).
+    copy_samples: Mutex<CopySamples>,
     /// Pages sent to the helper thread and not yet moved (its backlog in
     /// the look-ahead slack).
     backlog: AtomicU64,
@@ -139,6 +144,10 @@ fn run_batch(t: &Tool, b: &Batch) {
                 t.landed_ns.fetch_add(el, Ordering::Relaxed);
                 t.landed_pages
                     .fetch_add(r.on_node as u64, Ordering::Relaxed);
+                t.copy_samples
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .add(r.on_node as u64, el as f64);
             }
         }
         Err(_) => {
@@ -148,13 +157,17 @@ fn run_batch(t: &Tool, b: &Batch) {
     t.move_ns.fetch_add(el, Ordering::Relaxed);
 }
 
-/// The run's measured copy cost per page so far (None: too few pages
-/// timed, `memtamer_tahoe::benefit::COPY_SAMPLE_PAGES`).
-fn measured(t: &Tool) -> Option<f64> {
-    measured_copy_ns(
-        t.landed_ns.load(Ordering::Relaxed) as f64,
-        t.landed_pages.load(Ordering::Relaxed),
-    )
+/// The run's measured batch copy cost so far, fixed part and per page,
+/// fitted over its timed batches and the calibration's (None: too few
+/// pages of the run's own timed, `memtamer_tahoe::benefit::COPY_SAMPLE_PAGES`).
+fn measured(t: &Tool) -> Option<CopyCost> {
+    if t.landed_pages.load(Ordering::Relaxed) < COPY_SAMPLE_PAGES {
+        return None;
+    }
+    t.copy_samples
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .fit()
 }
 
 fn lock(t: &Tool) -> std::sync::MutexGuard<'_, Tracker> {
@@ -241,7 +254,7 @@ unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next:
             let place = t.cfg.mode == Mode::Place;
             if place && t.prior.is_some() {
                 if let Some(c) = measured(t) {
-                    tr.set_copy_ns(c);
+                    tr.set_copy_cost(c);
                 }
             }
             let backlog = t.backlog.load(Ordering::Relaxed);
@@ -461,10 +474,12 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
     };
     let check = match (&t.prior, t.cfg.mode) {
         (Some(pr), Mode::Place) => format!(
-            " check=on copy_prior_ns={:.1}({}) copy_ns={:.1} refused_pages={} refused_batches={}",
+            " check=on copy_prior_ns={:.1}({}) copy_prior_fixed_ns={:.0} copy_ns={:.1} copy_fixed_ns={:.0} refused_pages={} refused_batches={}",
             pr.ns_per_page,
             pr.source.name(),
+            pr.fixed_ns,
             tr.planner().copy_ns().unwrap_or(f64::NAN),
+            tr.planner().copy_cost().map_or(f64::NAN, |c| c.fixed_ns),
             p.refused_pages,
             p.refused_batches
         ),
@@ -517,10 +532,7 @@ pub unsafe extern "C" fn ompt_start_tool(
     // The cost-benefit check (placement only): its copy cost before the
     // run's own batches are timed, given or measured now.
     let prior = match (cfg.mode, cfg.check, cfg.copy_ns) {
-        (Mode::Place, true, Some(c)) => Some(CopyPrior {
-            ns_per_page: c,
-            source: calib::PriorSource::Env,
-        }),
+        (Mode::Place, true, Some(c)) => Some(CopyPrior::per_page(c, calib::PriorSource::Env)),
         (Mode::Place, true, None) => match calib::calibrate(cfg.dram_node) {
             Ok(p) => Some(p),
             Err(e) => {
@@ -536,6 +548,7 @@ pub unsafe extern "C" fn ompt_start_tool(
         page: 4096,
         corun: cfg.corun,
         copy_ns_per_page: prior.map(|p| p.ns_per_page),
+        copy_fixed_ns: prior.map_or(0.0, |p| p.fixed_ns),
         // the tool's profiles count page passes (sampled intervals, or one
         // per page), the unit its beta prices: a copy is one pass
         access_bytes: 4096,
@@ -588,6 +601,7 @@ pub unsafe extern "C" fn ompt_start_tool(
         move_ns: AtomicU64::new(0),
         landed_ns: AtomicU64::new(0),
         landed_pages: AtomicU64::new(0),
+        copy_samples: Mutex::new(prior.map(|p| p.samples).unwrap_or_default()),
         backlog: AtomicU64::new(0),
         prior,
     };

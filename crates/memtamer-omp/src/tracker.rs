@@ -117,6 +117,13 @@ impl Tracker {
         self.planner.set_copy_ns(ns);
     }
 
+    /// The run's fitted batch copy cost, fixed part and per page
+    /// ([`Planner::set_copy_cost`]: ignored when the check is off or a
+    /// term is not a number >= 0).
+    pub fn set_copy_cost(&mut self, c: memtamer_tahoe::copycost::CopyCost) {
+        self.planner.set_copy_cost(c);
+    }
+
     /// Also keep per-type (instances, total ns, pages) for
     /// `MEMTAMER_TAHOE_RECORD`.
     pub fn with_record(mut self) -> Self {

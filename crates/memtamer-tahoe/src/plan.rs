@@ -11,6 +11,7 @@ use crate::benefit::{
     fresh_ns, future_savings_of, saving_per_access, task_gap_ns, traffic_ns, worth_moving,
     HelperClock,
 };
+use crate::copycost::CopyCost;
 use crate::fasthash::{PageMap, PageSet, TypeMap};
 use crate::model::HybridModel;
 use crate::profile::{ProfileDb, TypeProfile};
@@ -57,6 +58,16 @@ pub struct PlanConfig {
     /// (§4.3.7). An ablation beyond the thesis (docs/tahoe.md, "Out
     /// blocks placed without a copy").
     pub out_fault_ns: Option<f64>,
+    /// Fixed cost of one copy batch (one `move_pages` call whatever its
+    /// size), ns, charged once per co-runner's copy batch on top of
+    /// [`PlanConfig::copy_ns_per_page`] per page: a batch of `k` pages
+    /// costs `c0 + c1 * k` ([`crate::copycost`]; the thesis batches a
+    /// task's pages into one call to pay this part once, §4.3.6). The
+    /// batch moves only when its pages' summed net saving exceeds the
+    /// part of `c0` the look-ahead slack does not hide. 0 (the default,
+    /// and the simulator's, whose copy model has no per-call cost): each
+    /// page pays only its own copy, the check as before.
+    pub copy_fixed_ns: f64,
 }
 
 impl Default for PlanConfig {
@@ -68,6 +79,7 @@ impl Default for PlanConfig {
             copy_ns_per_page: None,
             access_bytes: crate::benefit::LINE,
             out_fault_ns: None,
+            copy_fixed_ns: 0.0,
         }
     }
 }
@@ -165,6 +177,30 @@ impl Planner {
         if self.cfg.copy_ns_per_page.is_some() && ns.is_finite() && ns > 0.0 {
             self.cfg.copy_ns_per_page = Some(ns);
         }
+    }
+
+    /// The batch copy cost the check uses from now on: `c.fixed_ns` once
+    /// per batch plus `c.per_page_ns` per page ([`crate::copycost`], fitted
+    /// from the run's timed batches). Ignored when the check is off, a term
+    /// is negative or not finite, or a one-page batch would cost nothing.
+    pub fn set_copy_cost(&mut self, c: CopyCost) {
+        let ok = |x: f64| x.is_finite() && x >= 0.0;
+        if self.cfg.copy_ns_per_page.is_some()
+            && ok(c.fixed_ns)
+            && ok(c.per_page_ns)
+            && c.batch_ns(1) > 0.0
+        {
+            self.cfg.copy_ns_per_page = Some(c.per_page_ns);
+            self.cfg.copy_fixed_ns = c.fixed_ns;
+        }
+    }
+
+    /// The batch copy cost the check uses (None: no check).
+    pub fn copy_cost(&self) -> Option<CopyCost> {
+        self.cfg.copy_ns_per_page.map(|c| CopyCost {
+            fixed_ns: self.cfg.copy_fixed_ns,
+            per_page_ns: c,
+        })
     }
 
     /// Turns the no-copy placement of pages a task overwrites whole on
@@ -410,6 +446,11 @@ impl Planner {
         };
         let mut costed = PageSet::default();
         let lines_per_page = (page / self.cfg.access_bytes.max(1)) as f64;
+        // the per-batch fixed cost, with the check on (0: none, as before)
+        let fixed = match self.cfg.copy_ns_per_page {
+            Some(_) if self.cfg.copy_fixed_ns.is_finite() => self.cfg.copy_fixed_ns.max(0.0),
+            _ => 0.0,
+        };
         let (mut refused_pages, mut refused_batches) = (0u64, 0u64);
         for (k, t) in group.iter().enumerate() {
             let Some(p) = self.db.get(t) else {
@@ -431,7 +472,16 @@ impl Planner {
             let mut gap = task_gap_ns(&self.model, p, slow0);
             // hottest first: the helper copies them in this order
             let hot_here = v.len();
-            let keep: Vec<(u64, f64)> = v
+            // the batch's fixed part (one call, §4.3.6) runs on the helper
+            // ahead of its pages; the copy pages it lets through, with the
+            // helper time each took and their summed net saving
+            let clock0 = clock;
+            if fixed > 0.0 {
+                clock.busy_ns += fixed;
+            }
+            let mut taken: Vec<(u64, f64, bool)> = Vec::new();
+            let mut margin = 0.0;
+            let mut keep: Vec<(u64, f64)> = v
                 .into_iter()
                 .filter(|&(pg, a)| {
                     let Some(copy) = self.cfg.copy_ns_per_page else {
@@ -453,12 +503,38 @@ impl Planner {
                         clock.take_fresh(mv, copy, evicts);
                         costed.insert(pg);
                         gap -= own;
+                        let is_copy = !(self.cfg.out_fault_ns.is_some() && fresh[k].contains(&pg));
+                        taken.push((pg, mv, is_copy));
+                        if is_copy {
+                            margin += own + l - cost;
+                        }
                     } else {
                         refused_pages += 1;
                     }
                     ok
                 })
                 .collect();
+            if fixed > 0.0 {
+                // the part of the call's fixed cost the slack leaves exposed
+                let exposed = (clock0.busy_ns + fixed - sl.max(0.0)).clamp(0.0, fixed);
+                let copies = taken.iter().filter(|x| x.2).count();
+                if copies == 0 || margin <= exposed {
+                    // no call, or one whose pages do not pay for it: the
+                    // copy pages stay, the helper takes only the rest
+                    refused_pages += copies as u64;
+                    let dropped: PageSet = taken.iter().filter(|x| x.2).map(|x| x.0).collect();
+                    keep.retain(|x| !dropped.contains(&x.0));
+                    clock = clock0;
+                    for &(pg, mv, is_copy) in &taken {
+                        if is_copy {
+                            costed.remove(&pg);
+                        } else {
+                            let evicts = clock.free_pages == 0;
+                            clock.take_fresh(mv, self.cfg.copy_ns_per_page.unwrap_or(0.0), evicts);
+                        }
+                    }
+                }
+            }
             if hot_here > 0 && keep.is_empty() && self.cfg.copy_ns_per_page.is_some() {
                 refused_batches += 1;
             }

@@ -28,6 +28,7 @@ fn planner(dram: usize, corun: usize) -> Planner {
             copy_ns_per_page: None,
             access_bytes: crate::benefit::LINE,
             out_fault_ns: None,
+            copy_fixed_ns: 0.0,
         },
         HybridModel {
             counters: None,
@@ -205,6 +206,7 @@ fn costed(dram: usize, copy: f64) -> Planner {
             copy_ns_per_page: Some(copy),
             access_bytes: crate::benefit::LINE,
             out_fault_ns: None,
+            copy_fixed_ns: 0.0,
         },
         HybridModel {
             counters: None,
@@ -303,6 +305,7 @@ fn a_task_at_the_parallel_forms_knee_gains_nothing_from_more_pages() {
                 copy_ns_per_page: Some(1.0),
                 access_bytes: crate::benefit::LINE,
                 out_fault_ns: None,
+                copy_fixed_ns: 0.0,
             },
             HybridModel {
                 counters: None,
@@ -423,6 +426,7 @@ fn promoted(out: Access, out_len: u64, fault: Option<f64>) -> (Vec<u64>, Vec<u64
             copy_ns_per_page: Some(500.0),
             access_bytes: crate::benefit::LINE,
             out_fault_ns: fault,
+            copy_fixed_ns: 0.0,
         },
         HybridModel {
             counters: None,
@@ -492,6 +496,7 @@ fn a_page_a_co_runner_also_names_is_copied() {
             copy_ns_per_page: None,
             access_bytes: crate::benefit::LINE,
             out_fault_ns: Some(250.0),
+            copy_fixed_ns: 0.0,
         },
         HybridModel {
             counters: None,
@@ -591,4 +596,62 @@ fn page_pass_profiles_price_a_copys_traffic_as_one_pass() {
     assert_eq!(promoted(P), 4);
     // priced as 64 line accesses of 10 ns each, nothing would ever pay
     assert_eq!(promoted(crate::benefit::LINE), 0);
+}
+
+/// Pages moved for `n` pages of one task read 1000 times each (10 us
+/// saved per page, 640 ns of traffic per copy), DRAM for all, with the
+/// check at `cost` (fixed part included) and `slack` ns of look-ahead.
+fn moved_at(n: u64, cost: crate::copycost::CopyCost, slack: f64) -> usize {
+    let samples: Vec<(u64, f64)> = (0..n).map(|p| (p, 1000.0)).collect();
+    let r = task(1, 7, &[(0, n)]);
+    let b = task(2, 7, &[(10 * n, n)]);
+    let mut pl = costed(4 * n as usize, cost.per_page_ns);
+    pl.set_copy_cost(cost);
+    assert_eq!(pl.copy_cost(), Some(cost));
+    pl.decide(&r, &[], &[]);
+    pl.completed(&r, 1e8, Some(&samples));
+    let (batches, _) = pl.plan_ready_slack(std::slice::from_ref(&b), &[slack], &[], &[]);
+    batches.iter().map(|x| x.pages.len()).sum()
+}
+
+#[test]
+fn a_large_batch_pays_a_fixed_call_cost_the_mean_puts_on_every_page() {
+    use crate::copycost::CopySamples;
+    // timed batches of 8 .. 256 pages on a host where a call costs 1 ms
+    // whatever its size and a page 2 us (docs/tahoe.md "The check in the
+    // tool"): the mean is 13.1 us per page
+    let mut s = CopySamples::default();
+    for (p, ns) in [(8, 1_016_000.0), (32, 1_064_000.0), (64, 1_128_000.0)] {
+        s.add(p, ns);
+    }
+    s.add(256, 1_512_000.0);
+    let (fit, mean) = (s.fit().unwrap(), s.mean().unwrap());
+    assert!((fit.fixed_ns - 1e6).abs() < 1e-3 && (fit.per_page_ns - 2000.0).abs() < 1e-6);
+    // 256 pages saving 10 us each: the mean refuses every page (10 us <
+    // 13.1 us + 640 ns); one call of 256 pages costs 1 ms + 256 x 2.64 us
+    // and saves 2.56 ms, so the affine check moves them all
+    assert_eq!(moved_at(256, mean, 0.0), 0);
+    assert_eq!(moved_at(256, fit, 0.0), 256);
+}
+
+#[test]
+fn a_small_batch_does_not_pay_the_call_the_mean_spreads_thin() {
+    use crate::copycost::CopySamples;
+    // the same host timed on large batches: the mean is 4.1 us per page
+    let mut s = CopySamples::default();
+    for (p, ns) in [(128, 1_256_000.0), (256, 1_512_000.0), (512, 2_024_000.0)] {
+        s.add(p, ns);
+    }
+    s.add(1024, 3_048_000.0);
+    let (fit, mean) = (s.fit().unwrap(), s.mean().unwrap());
+    assert!((fit.fixed_ns - 1e6).abs() < 1e-3, "{fit:?}");
+    // 4 pages saving 40 us in all: the mean moves them (10 us > 4.7 us a
+    // page), the affine check sees a 1 ms call and refuses the batch
+    assert_eq!(moved_at(4, mean, 0.0), 4);
+    assert_eq!(moved_at(4, fit, 0.0), 0);
+    // with 2 ms of look-ahead the helper hides the call: the pages move
+    assert_eq!(moved_at(4, fit, 2e6), 4);
+    // no fixed part: the check prices pages as before
+    let flat = crate::copycost::CopyCost::per_page(fit.per_page_ns);
+    assert_eq!(moved_at(4, flat, 0.0), 4);
 }

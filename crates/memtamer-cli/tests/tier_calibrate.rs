@@ -28,11 +28,18 @@ fn calibrates_on_the_real_backings_and_prints_the_factors() {
         let x = v[k]["value"].as_f64().unwrap();
         assert!(x.is_finite() && x >= 0.0, "{k} = {x}");
     }
+    // the copy bandwidth per direction, timed on real moves
+    for k in ["copy_bw", "evict_bw"] {
+        let x = v[k].as_f64().unwrap_or(-1.0);
+        assert!(x.is_finite() && x > 0.0, "{k} = {}", v[k]);
+    }
     let out = memtamer(&["tier", "calibrate", "--dram-budget", "4M"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("export MEMTAMER_CF_BW="), "{text}");
     assert!(text.contains("MEMTAMER_CF_LAT="), "{text}");
+    assert!(text.contains("to DRAM (copy_bw) "), "{text}");
+    assert!(text.contains("to the slow tier (evict_bw) "), "{text}");
 }
 
 #[test]

@@ -15,7 +15,7 @@
 
 use crate::unimem::calibrate::{fit, CalKind, CalRun, Factors};
 use crate::unimem::model::Platform;
-use crate::{Tier, TierError, TierRuntime};
+use crate::{MigrationStats, Tier, TierError, TierRuntime};
 use std::time::Instant;
 
 /// Sizes of the calibration runs.
@@ -151,6 +151,39 @@ pub fn calibrate(
     });
     let f = fit(&runs, p)?;
     Ok((f, runs))
+}
+
+/// Round trips (one promotion, one eviction each) that
+/// [`copy_bandwidths`] times: a few, so the calibration stays short.
+pub const COPY_ROUNDS: u32 = 3;
+
+/// Measures the two copy bandwidths of the unimem model
+/// (`Platform::copy_bw` for promotions, `Platform::evict_bw` for
+/// evictions; Eq. 3.3 per direction, docs/unimem.md "A copy bandwidth per
+/// direction") on this host: one object of `bytes`, allocated in the slow
+/// tier and filled, is moved to DRAM and back [`COPY_ROUNDS`] times
+/// through the registry's real moves (write-protect, copy, remap), each
+/// on the calling thread. The result's `to_dram` / `to_slow`
+/// ([`crate::DirectionStats::bandwidth`]) are the two bandwidths. The
+/// object is freed on every path. Needs `bytes` of DRAM budget free.
+pub fn copy_bandwidths(rt: &TierRuntime, bytes: usize) -> Result<MigrationStats, TierError> {
+    let p = rt.alloc(bytes, "cal.copy", Tier::Slow)?;
+    let run = || -> Result<MigrationStats, TierError> {
+        // SAFETY: a fresh mapping of at least `bytes` bytes, owned here
+        // until freed below; touched so that the copies read real pages.
+        unsafe { std::ptr::write_bytes(p, 0x5a, bytes) };
+        let mut st = MigrationStats::default();
+        for _ in 0..COPY_ROUNDS {
+            for to in [Tier::Dram, Tier::Slow] {
+                let r = rt.migrate_now(p, to)?;
+                st.record(r.bytes as u64, r.copy_ns, r.to);
+            }
+        }
+        Ok(st)
+    };
+    let st = run();
+    rt.free(p)?;
+    st
 }
 
 #[cfg(test)]

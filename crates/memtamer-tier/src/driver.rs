@@ -112,7 +112,8 @@ pub struct Driver {
     times_now: Vec<f64>,
     reference: Option<Vec<f64>>,
     drift_run: u32,
-    copy_bw_used: f64,
+    /// The platform of the last decision (its measured copy bandwidths).
+    used: Platform,
     last_copy_ns: u64,
     last_wait_s: f64,
     /// The profiled objects (the plan's object indices): address and
@@ -179,6 +180,8 @@ impl ProfileOut {
 impl Driver {
     /// A loop over `rt`'s objects.
     pub fn new(rt: Arc<TierRuntime>, cfg: DriverConfig) -> Self {
+        // no decision yet: no copy is slower than what it assumed
+        let used = cfg.platform.with_copy_bw(f64::INFINITY);
         Driver {
             rt,
             cfg,
@@ -190,7 +193,7 @@ impl Driver {
             times_now: Vec::new(),
             reference: None,
             drift_run: 0,
-            copy_bw_used: f64::INFINITY,
+            used,
             last_copy_ns: 0,
             last_wait_s: 0.0,
             addrs: Vec::new(),
@@ -411,17 +414,11 @@ impl Driver {
             .filter(|(_, o)| o.is_some_and(|o| o.tier == Tier::Dram))
             .map(|(i, _)| i)
             .collect();
-        // Once copies have been made, the measured copy bandwidth replaces
-        // the configured one (the helper may share its core with ranks).
-        let mut platform = self.cfg.platform.clone();
-        let st = self.rt.stats();
-        if st.bytes_moved > 0 && st.copy_ns > 0 {
-            // one measured bandwidth (moves in both directions) for both
-            // (Eq. 3.3's single mem_copy_bw; the migrator's stats do not
-            // split promotions from evictions)
-            platform = platform.with_copy_bw(st.bytes_moved as f64 / (st.copy_ns as f64 * 1e-9));
-        }
-        self.copy_bw_used = platform.copy_bw;
+        // Once copies have been made, the bandwidths measured per
+        // direction replace the configured ones (the helper may share its
+        // core with ranks).
+        let platform = self.rt.stats().measured_platform(&self.cfg.platform);
+        self.used = platform.clone();
         let problem = Problem {
             sizes,
             phases: self.profile.clone(),
@@ -627,14 +624,11 @@ impl Driver {
                 };
                 // Copies slower than the model assumed (the helper shares a
                 // core with the ranks, say): decide again on the same
-                // profile with the measured copy bandwidth.
+                // profile with the measured copy bandwidths (per direction).
                 let st = self.rt.stats();
-                if self.cfg.recalibrate && busy && st.copy_ns > 0 && !moved {
-                    let measured = st.bytes_moved as f64 / (st.copy_ns as f64 * 1e-9);
-                    if measured < 0.5 * self.copy_bw_used {
-                        self.stats.recalibrations += 1;
-                        self.decide_now();
-                    }
+                if self.cfg.recalibrate && busy && !moved && st.slower_than(&self.used, 0.5) {
+                    self.stats.recalibrations += 1;
+                    self.decide_now();
                 }
                 self.enforced += 1;
                 let again = self.phase + 1 != self.times.len() || moved;

@@ -36,7 +36,7 @@ pub use error::TierError;
 /// with the simulator); re-exported here under its old path.
 pub use memtamer_core::unimem;
 pub use memtamer_core::unimem::Tier;
-pub use migrator::{MigrationStats, Migrator};
+pub use migrator::{DirectionStats, MigrationStats, Migrator};
 pub use registry::{MoveReport, ObjectView, Registry, SlowTier, TierConfig};
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -156,7 +156,7 @@ impl TierRuntime {
     /// Moves an object now, on the calling thread (all of it exposed).
     pub fn migrate_now(&self, ptr: *mut u8, to: Tier) -> Result<MoveReport, TierError> {
         let r = registry::migrate(&self.shared, ptr as usize, to)?;
-        self.migrator.record_sync(r.bytes, r.copy_ns);
+        self.migrator.record_sync(r.bytes, r.copy_ns, r.to);
         self.shared.lock().add_exposed(ptr as usize, r.copy_ns);
         Ok(r)
     }

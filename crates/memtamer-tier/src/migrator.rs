@@ -11,6 +11,7 @@
 
 use crate::guard::SLOTS;
 use crate::registry::migrate;
+use crate::unimem::model::Platform;
 use crate::{Shared, Tier, TierError};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::SeqCst;
@@ -18,6 +19,30 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
+
+/// The completed moves towards one tier: the unimem model prices a
+/// promotion at `Platform::copy_bw` and an eviction at `Platform::evict_bw`
+/// (Eq. 3.3 per direction, docs/unimem.md "A copy bandwidth per
+/// direction"), so the runtime measures each on its own moves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DirectionStats {
+    /// Completed moves in this direction.
+    pub moves: u64,
+    /// Bytes they copied.
+    pub bytes: u64,
+    /// Nanoseconds they spent copying (write-protect to remap), summed.
+    pub copy_ns: u64,
+}
+
+impl DirectionStats {
+    /// The measured copy bandwidth, bytes/s: Eq. 3.3's `mem_copy_bw` as
+    /// `data_size / copy time`. `None` without a sample (no bytes, or no
+    /// time measured), where the caller keeps the bandwidth it had.
+    pub fn bandwidth(&self) -> Option<f64> {
+        (self.bytes > 0 && self.copy_ns > 0)
+            .then(|| self.bytes as f64 / (self.copy_ns as f64 * 1e-9))
+    }
+}
 
 /// Totals over every move the helper (or a synchronous call) made.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -30,6 +55,11 @@ pub struct MigrationStats {
     pub bytes_moved: u64,
     /// Nanoseconds spent copying (write-protect to remap), summed.
     pub copy_ns: u64,
+    /// The completed moves to DRAM (promotions), part of the totals above.
+    pub to_dram: DirectionStats,
+    /// The completed moves to the slow tier (evictions), part of the
+    /// totals above.
+    pub to_slow: DirectionStats,
     /// Nanoseconds application threads waited in [`Migrator::wait`].
     pub wait_ns: u64,
     /// Nanoseconds writers were blocked by write protection during copies.
@@ -37,6 +67,49 @@ pub struct MigrationStats {
 }
 
 impl MigrationStats {
+    /// Counts one completed move of `bytes` towards `to` that copied for
+    /// `copy_ns`: in the totals and in its direction.
+    pub fn record(&mut self, bytes: u64, copy_ns: u64, to: Tier) {
+        self.moves += 1;
+        self.bytes_moved += bytes;
+        self.copy_ns += copy_ns;
+        let d = match to {
+            Tier::Dram => &mut self.to_dram,
+            Tier::Slow => &mut self.to_slow,
+        };
+        d.moves += 1;
+        d.bytes += bytes;
+        d.copy_ns += copy_ns;
+    }
+
+    /// `p` with the copy bandwidths measured on these moves: promotions
+    /// set `copy_bw`, evictions `evict_bw` (Eq. 3.3 per direction). A
+    /// direction without a sample ([`DirectionStats::bandwidth`]) takes
+    /// the other's measurement (the thesis's single `mem_copy_bw`, as the
+    /// runtime did before it split its stats); with neither, `p` is kept.
+    /// The helper may share its core with the ranks, so what it measured
+    /// replaces what was configured.
+    pub fn measured_platform(&self, p: &Platform) -> Platform {
+        match (self.to_dram.bandwidth(), self.to_slow.bandwidth()) {
+            (Some(up), Some(down)) => Platform {
+                copy_bw: up,
+                evict_bw: down,
+                ..p.clone()
+            },
+            (Some(bw), None) | (None, Some(bw)) => p.with_copy_bw(bw),
+            (None, None) => p.clone(),
+        }
+    }
+
+    /// Whether a direction measured copies slower than `factor` times the
+    /// bandwidth `used` assumed for it (promotions against `copy_bw`,
+    /// evictions against `evict_bw`): the driver then decides again with
+    /// the measured bandwidths. A direction without a sample never is.
+    pub fn slower_than(&self, used: &Platform, factor: f64) -> bool {
+        let slow = |d: &DirectionStats, bw: f64| d.bandwidth().is_some_and(|m| m < factor * bw);
+        slow(&self.to_dram, used.copy_bw) || slow(&self.to_slow, used.evict_bw)
+    }
+
     /// Copy time the application waited for: waits plus blocked writes.
     pub fn exposed_ns(&self) -> u64 {
         self.wait_ns + self.fault_blocked_ns
@@ -148,9 +221,7 @@ impl Migrator {
                     st.stats.fault_blocked_ns += blocked;
                     match r {
                         Ok(rep) => {
-                            st.stats.moves += 1;
-                            st.stats.bytes_moved += rep.bytes as u64;
-                            st.stats.copy_ns += rep.copy_ns;
+                            st.stats.record(rep.bytes as u64, rep.copy_ns, rep.to);
                             st.errors.remove(&addr);
                         }
                         // Already there is not a failure: the plan raced a sync move.
@@ -240,11 +311,9 @@ impl Migrator {
 
     /// Adds a synchronous move's report (made on the caller's thread: all
     /// of its copy time is exposed).
-    pub(crate) fn record_sync(&self, bytes: usize, copy_ns: u64) {
+    pub(crate) fn record_sync(&self, bytes: usize, copy_ns: u64, to: Tier) {
         let mut st = self.state();
-        st.stats.moves += 1;
-        st.stats.bytes_moved += bytes as u64;
-        st.stats.copy_ns += copy_ns;
+        st.stats.record(bytes as u64, copy_ns, to);
         st.stats.wait_ns += copy_ns;
     }
 }
@@ -282,5 +351,82 @@ impl Inner {
 impl Drop for Migrator {
     fn drop(&mut self) {
         let _ = self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn platform() -> Platform {
+        Platform::emulated(10e9, 80e-9, 2.0, 1.0)
+    }
+
+    /// One promotion of 1 GB in 1 s and one eviction of 1 GB in `evict_s`.
+    fn stats(evict_s: f64) -> MigrationStats {
+        let mut s = MigrationStats::default();
+        s.record(1_000_000_000, 1_000_000_000, Tier::Dram);
+        s.record(1_000_000_000, (evict_s * 1e9) as u64, Tier::Slow);
+        s
+    }
+
+    #[test]
+    fn moves_are_counted_per_direction_and_in_the_totals() {
+        let mut s = MigrationStats::default();
+        s.record(4096, 100, Tier::Dram);
+        s.record(8192, 300, Tier::Slow);
+        s.record(4096, 50, Tier::Dram);
+        assert_eq!((s.moves, s.bytes_moved, s.copy_ns), (3, 16384, 450));
+        let dir = |moves, bytes, copy_ns| DirectionStats {
+            moves,
+            bytes,
+            copy_ns,
+        };
+        assert_eq!(s.to_dram, dir(2, 8192, 150));
+        assert_eq!(s.to_slow, dir(1, 8192, 300));
+    }
+
+    /// Fast evictions, slow promotions: each direction gets its own
+    /// measured bandwidth (the old driver set both to the 1.33 GB/s of
+    /// the totals).
+    #[test]
+    fn each_direction_sets_its_own_bandwidth() {
+        let p = stats(0.25).measured_platform(&platform());
+        assert_eq!((p.copy_bw, p.evict_bw), (1e9, 4e9));
+        assert!(p.evict_bw > p.copy_bw);
+        // everything else is the configured platform's
+        assert_eq!(p.slow_bw, platform().slow_bw);
+    }
+
+    #[test]
+    fn a_direction_without_a_sample_takes_the_others() {
+        let mut up = MigrationStats::default();
+        up.record(1_000_000_000, 500_000_000, Tier::Dram);
+        let p = up.measured_platform(&platform());
+        assert_eq!((p.copy_bw, p.evict_bw), (2e9, 2e9));
+        let mut down = MigrationStats::default();
+        down.record(3_000_000_000, 1_000_000_000, Tier::Slow);
+        // a move timed at 0 ns is no sample either
+        down.record(4096, 0, Tier::Dram);
+        let p = down.measured_platform(&platform());
+        assert_eq!((p.copy_bw, p.evict_bw), (3e9, 3e9));
+        // no moves: the configured platform
+        assert_eq!(
+            MigrationStats::default().measured_platform(&platform()),
+            platform()
+        );
+    }
+
+    #[test]
+    fn a_slow_direction_is_caught_against_its_own_bandwidth() {
+        let used = stats(0.25).measured_platform(&platform());
+        assert!(!stats(0.25).slower_than(&used, 0.5));
+        // evictions 3x slower than assumed, promotions as assumed: the
+        // totals (2 GB in 1.75 s) are not below half of copy_bw
+        let s = stats(0.75);
+        assert!(s.bytes_moved as f64 / (s.copy_ns as f64 * 1e-9) > 0.5 * used.copy_bw);
+        assert!(s.slower_than(&used, 0.5));
+        // nothing moved: never
+        assert!(!MigrationStats::default().slower_than(&used, 0.5));
     }
 }

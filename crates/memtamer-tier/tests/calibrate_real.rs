@@ -1,6 +1,6 @@
 //! The runtime's calibration step on this host's real backings.
 
-use memtamer_tier::calibrate::{calibrate, CalibrateConfig};
+use memtamer_tier::calibrate::{calibrate, copy_bandwidths, CalibrateConfig, COPY_ROUNDS};
 use memtamer_tier::unimem::calibrate::CalKind;
 use memtamer_tier::unimem::model::Platform;
 use memtamer_tier::{SlowTier, TierConfig, TierError, TierRuntime};
@@ -40,4 +40,32 @@ fn calibration_larger_than_the_budget_is_a_clear_error() {
         other => panic!("expected DramFull, got {other:?}"),
     }
     assert_eq!(rt.object_count(), 0, "a failed calibration leaks no object");
+}
+
+#[test]
+fn copy_bandwidths_time_both_directions_through_the_registry() {
+    let rt = rt(4 << 20);
+    let n = 1 << 20;
+    let st = copy_bandwidths(&rt, n).unwrap();
+    let rounds = u64::from(COPY_ROUNDS);
+    assert_eq!(
+        (st.to_dram.moves, st.to_dram.bytes),
+        (rounds, rounds * n as u64)
+    );
+    assert_eq!(
+        (st.to_slow.moves, st.to_slow.bytes),
+        (rounds, rounds * n as u64)
+    );
+    for bw in [st.to_dram.bandwidth(), st.to_slow.bandwidth()] {
+        assert!(bw.is_some_and(|b| b.is_finite() && b > 0.0), "{st:?}");
+    }
+    assert_eq!(rt.object_count(), 0);
+    assert_eq!(rt.dram_used(), 0);
+    // no room in DRAM for the test object: a clear error, nothing leaked
+    let small = self::rt(1 << 20);
+    match copy_bandwidths(&small, 2 << 20) {
+        Err(TierError::DramFull { .. }) => {}
+        other => panic!("expected DramFull, got {other:?}"),
+    }
+    assert_eq!(small.object_count(), 0);
 }

@@ -44,6 +44,10 @@ fn moves_keep_address_and_data() {
     assert_eq!((objs[0].addr, objs[0].tier), (p as usize, Tier::Slow));
     let s = rt.stats();
     assert_eq!((s.moves, s.bytes_moved), (2, 2 * n as u64));
+    // per direction: the synchronous promotion, the helper's eviction
+    assert_eq!((s.to_dram.moves, s.to_dram.bytes), (1, n as u64));
+    assert_eq!((s.to_slow.moves, s.to_slow.bytes), (1, n as u64));
+    assert_eq!(s.to_dram.copy_ns + s.to_slow.copy_ns, s.copy_ns);
     rt.free(p).unwrap();
 }
 

@@ -45,7 +45,7 @@ fn calibrate_cmd(
     slow_lat_mul: Option<f64>,
     format: Format,
 ) -> Result<Outcome, CliError> {
-    use memtamer_tier::calibrate::{calibrate, CalibrateConfig};
+    use memtamer_tier::calibrate::{calibrate, copy_bandwidths, CalibrateConfig, COPY_ROUNDS};
     let bytes = memtamer_tier::registry::parse_bytes(budget)
         .filter(|b| *b > 0)
         .ok_or_else(|| CliError::Usage {
@@ -80,8 +80,12 @@ fn calibrate_cmd(
     let cfg = memtamer_tier::TierConfig::detect(bytes).map_err(tier_err("configuration"))?;
     let slow = format!("{:?}", cfg.slow);
     let rt = memtamer_tier::TierRuntime::new(cfg).map_err(tier_err("runtime"))?;
-    let (f, runs) = calibrate(&rt, &platform, &CalibrateConfig::fitting(bytes))
-        .map_err(tier_err("calibration"))?;
+    let cal = CalibrateConfig::fitting(bytes);
+    let (f, runs) = calibrate(&rt, &platform, &cal).map_err(tier_err("calibration"))?;
+    // Eq. 3.3's copy bandwidth per direction, timed on real moves (the
+    // driver measures its own moves the same way and uses those)
+    let copies = copy_bandwidths(&rt, cal.stream_bytes).map_err(tier_err("copy bandwidths"))?;
+    let (copy_bw, evict_bw) = (copies.to_dram.bandwidth(), copies.to_slow.bandwidth());
     if format == Format::Json {
         let run = |r: &memtamer_tier::unimem::calibrate::CalRun| {
             serde_json::json!({
@@ -106,6 +110,10 @@ fn calibrate_cmd(
                 "cf_bw": fac(&f.bw),
                 "cf_lat": fac(&f.lat),
                 "runs": runs.iter().map(run).collect::<Vec<_>>(),
+                "copy_bytes": cal.stream_bytes,
+                "copy_rounds": COPY_ROUNDS,
+                "copy_bw": copy_bw,
+                "evict_bw": evict_bw,
             }))
             .map_err(CliError::json("the calibration"))?
         );
@@ -134,6 +142,14 @@ fn calibrate_cmd(
                 x.measured * 1e3,
             );
         }
+        let gbs =
+            |b: Option<f64>| b.map_or("not measured".into(), |b| format!("{:.2} GB/s", b / 1e9));
+        println!(
+            "copy bandwidth ({COPY_ROUNDS} round trips of {} KiB): to DRAM (copy_bw) {}, to the slow tier (evict_bw) {}",
+            cal.stream_bytes / 1024,
+            gbs(copy_bw),
+            gbs(evict_bw)
+        );
         println!(
             "export MEMTAMER_CF_BW={:.4} MEMTAMER_CF_LAT={:.4}",
             f.bw.value, f.lat.value

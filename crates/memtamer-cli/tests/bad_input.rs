@@ -172,3 +172,35 @@ fn host_calibration_points_are_bounded() {
         refused(&["calibrate", "--host", "--point-ms", ms], 2, "--point-ms");
     }
 }
+
+#[test]
+fn zero_intervals_and_sampling_periods_are_refused() {
+    // 0 ms was accepted: the sensors were read with no real pause
+    refused(
+        &["stat", "--interval-ms", "0", "--count", "1"],
+        2,
+        "for '--interval-ms",
+    );
+    refused(
+        &["top", "--interval-ms", "0", "--once"],
+        2,
+        "for '--interval-ms",
+    );
+    refused(
+        &["serve-metrics", "--interval-ms", "0", "--listen", "nope"],
+        2,
+        "for '--interval-ms",
+    );
+    refused(
+        &["stat", "--interval-ms", "3600001", "--count", "1"],
+        2,
+        "3600001 is not in 1..=3600000",
+    );
+    // period 0 was accepted (and sampled every event); the unknown flag
+    // after it stops the old binary before its sweep
+    refused(
+        &["sim", "sampler", "--periods", "2503,0", "--zzzz"],
+        2,
+        "for '--periods",
+    );
+}

@@ -33,8 +33,9 @@ const char *memtamer_version(void);
  * memtamer_last_error() set. */
 int memtamer_init(void);
 
-/* Why the gate is disabled (NULL if it is not). Valid until the next call
- * from this thread. */
+/* Why this thread's last failing memtamer_gate_stats() failed, else why the
+ * gate is disabled (NULL if neither). Valid until the next call from this
+ * thread. */
 const char *memtamer_last_error(void);
 
 /* Starts a PM request of `bytes` bytes (is_write: nonzero for a write);
@@ -79,7 +80,8 @@ struct memtamer_gate_stats {
 };
 
 /* Fills *out. Returns 0, or -1 if the gate is disabled, out is NULL or
- * out->size is smaller than this struct's first version (80 bytes). */
+ * out->size is smaller than this struct's first version (80 bytes);
+ * memtamer_last_error() says which. */
 int memtamer_gate_stats(struct memtamer_gate_stats *out);
 
 #ifdef __cplusplus

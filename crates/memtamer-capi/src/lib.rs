@@ -11,6 +11,16 @@ pub use memtamer_gate::persist;
 
 thread_local! {
     static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+    /// Why this thread's last `memtamer_gate_stats` failed (it clears it
+    /// when it starts): a NULL or too small struct is not the gate's fault,
+    /// so the disabled reason alone left the error empty.
+    static CALL_ERROR: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Records why a call failed (for [`memtamer_last_error`]); returns -1.
+fn fail(why: String) -> c_int {
+    CALL_ERROR.with(|c| *c.borrow_mut() = Some(why));
+    -1
 }
 
 /// The library's version, `MAJOR.MINOR.PATCH` (the crate version), as a
@@ -31,10 +41,12 @@ pub extern "C" fn memtamer_init() -> c_int {
     }
 }
 
-/// Why the gate is disabled, or NULL.
+/// Why this thread's last failing `memtamer_gate_stats` failed, else why
+/// the gate is disabled, else NULL.
 #[no_mangle]
 pub extern "C" fn memtamer_last_error() -> *const c_char {
-    let Some(why) = process::disabled_reason() else {
+    let call = CALL_ERROR.with(|c| c.borrow().clone());
+    let Some(why) = call.or_else(process::disabled_reason) else {
         return std::ptr::null();
     };
     let text = CString::new(why.replace('\0', " ")).unwrap_or_default();
@@ -168,13 +180,16 @@ pub fn stats_bytes(caller_size: u32) -> Option<usize> {
 /// `out` must be NULL or point to a writable struct of `out->size` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn memtamer_gate_stats(out: *mut MemtamerGateStats) -> c_int {
+    CALL_ERROR.with(|c| c.borrow_mut().take());
     if out.is_null() {
-        return -1;
+        return fail("memtamer_gate_stats: out is NULL".into());
     }
     // SAFETY: non-null; the first field of every layout is the u32 size
     let caller_size = unsafe { std::ptr::addr_of!((*out).size).read_unaligned() };
     let Some(n) = stats_bytes(caller_size) else {
-        return -1;
+        return fail(format!(
+            "memtamer_gate_stats: out->size = {caller_size}; need >= {GATE_STATS_MIN_SIZE} (set it to sizeof(struct memtamer_gate_stats))"
+        ));
     };
     let Some(g) = process::gate() else {
         return -1;
@@ -227,6 +242,24 @@ mod tests {
         // SAFETY: a valid struct; refused before any write
         assert_eq!(unsafe { memtamer_gate_stats(&mut s) }, -1);
         assert_eq!(s.size, 8);
+        assert!(last_error().contains("out->size = 8; need >= 80"));
+    }
+
+    fn last_error() -> String {
+        let p = memtamer_last_error();
+        assert!(!p.is_null(), "no last error");
+        // SAFETY: non-null, NUL-terminated, valid until this thread's next call
+        unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn a_null_stats_struct_is_named_in_the_last_error() {
+        // was -1 with memtamer_last_error() NULL (the gate itself was fine)
+        // SAFETY: NULL is refused before any access
+        assert_eq!(unsafe { memtamer_gate_stats(std::ptr::null_mut()) }, -1);
+        assert_eq!(last_error(), "memtamer_gate_stats: out is NULL");
     }
 
     #[test]

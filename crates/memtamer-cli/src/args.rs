@@ -50,8 +50,10 @@ pub(crate) enum Cmd {
         /// Gate whose library reports to read (MEMTAMER_GATE of the programs).
         #[arg(long, default_value = "default", value_parser = parse_gate_name)]
         gate: String,
-        /// Interval between observations, milliseconds.
-        #[arg(long, default_value_t = 1000)]
+        /// Interval between observations, milliseconds (1 ..= 3600000:
+        /// 0 would read the sensors in a loop with no pause).
+        #[arg(long, default_value_t = 1000,
+              value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
         interval_ms: u64,
         /// Observations to print (0: until interrupted).
         #[arg(long, default_value_t = 1)]
@@ -76,8 +78,10 @@ pub(crate) enum Cmd {
         /// Gate whose library reports to read.
         #[arg(long, default_value = "default", value_parser = parse_gate_name)]
         gate: String,
-        /// Refresh interval, milliseconds.
-        #[arg(long, default_value_t = 1000)]
+        /// Refresh interval, milliseconds (1 ..= 3600000:
+        /// 0 would read the sensors in a loop with no pause).
+        #[arg(long, default_value_t = 1000,
+              value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
         interval_ms: u64,
         /// Sort rows by this column.
         #[arg(long, value_enum, default_value_t = TopSort::Write)]
@@ -95,8 +99,10 @@ pub(crate) enum Cmd {
         /// Gate whose library reports to read.
         #[arg(long, default_value = "default", value_parser = parse_gate_name)]
         gate: String,
-        /// How often the sensors are read into the counters, milliseconds.
-        #[arg(long, default_value_t = 1000)]
+        /// How often the sensors are read into the counters, milliseconds (1 ..= 3600000:
+        /// 0 would read the sensors in a loop with no pause).
+        #[arg(long, default_value_t = 1000,
+              value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
         interval_ms: u64,
         /// Also label PM series by pid and tid: one series per thread ever
         /// seen, for debugging; by default series are per gate, job and cgroup.
@@ -456,8 +462,10 @@ pub(crate) enum SimCmd {
     },
     /// Measure the simulated PEBS sampler's accounting error against ground truth.
     Sampler {
-        /// Sampling periods to test.
-        #[arg(long, value_delimiter = ',', default_value = "2503,5107,9973,20011")]
+        /// Sampling periods to test (each >= 1: a PEBS period is the events
+        /// counted per sample; 1 samples every event).
+        #[arg(long, value_delimiter = ',', default_value = "2503,5107,9973,20011",
+              value_parser = clap::value_parser!(u64).range(1..))]
         periods: Vec<u64>,
     },
 }

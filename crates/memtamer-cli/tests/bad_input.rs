@@ -172,3 +172,70 @@ fn host_calibration_points_are_bounded() {
         refused(&["calibrate", "--host", "--point-ms", ms], 2, "--point-ms");
     }
 }
+
+#[test]
+fn zero_intervals_and_sampling_periods_are_refused() {
+    // 0 ms was accepted: the sensors were read with no real pause
+    refused(
+        &["stat", "--interval-ms", "0", "--count", "1"],
+        2,
+        "for '--interval-ms",
+    );
+    refused(
+        &["top", "--interval-ms", "0", "--once"],
+        2,
+        "for '--interval-ms",
+    );
+    refused(
+        &["serve-metrics", "--interval-ms", "0", "--listen", "nope"],
+        2,
+        "for '--interval-ms",
+    );
+    refused(
+        &["stat", "--interval-ms", "3600001", "--count", "1"],
+        2,
+        "3600001 is not in 1..=3600000",
+    );
+    // period 0 was accepted (and sampled every event; the old binary runs
+    // its sweep, then exits 0)
+    refused(
+        &["sim", "sampler", "--periods", "2503,0"],
+        2,
+        "for '--periods",
+    );
+}
+
+#[test]
+fn calibrate_checks_its_out_file_before_calibrating() {
+    let dir = temp_dir("bad-input", "calibrate-out");
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    // the old binary calibrated first (minutes) and failed to write at the
+    // end; an unknown platform makes it stop at once, without naming --out
+    let bad = dir.join("no-such-dir").join("m.toml");
+    let run = |out: &str| memtamer(&["calibrate", "--platform", "no-such-platform", "--out", out]);
+    let out = run(&path(&bad));
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("cannot write {}", path(&bad))),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&path(&dir));
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot write"), "{}", stderr(&out));
+    // a run that fails later leaves no new file behind, an old one as it was
+    let new = dir.join("new.toml");
+    let out = run(&path(&new));
+    assert_ne!(code(&out), 0);
+    assert!(
+        stderr(&out).contains("no-such-platform"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!new.exists());
+    let old = dir.join("old.toml");
+    std::fs::write(&old, "keep").unwrap();
+    assert_ne!(code(&run(&path(&old))), 0);
+    assert_eq!(std::fs::read_to_string(&old).unwrap(), "keep");
+    let _ = std::fs::remove_dir_all(&dir);
+}

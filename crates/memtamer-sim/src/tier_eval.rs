@@ -143,7 +143,17 @@ impl TierScenario {
             return Err(bad("drop_compute", "drop_compute needs a profile".into()));
         }
         if let Some(p) = &s.program {
-            p.validate().map_err(|(k, m)| bad(k, m))?;
+            p.check().map_err(|f| SimError::Invalid {
+                file: file.to_string(),
+                // a profile's program has no lines in this file: its key's
+                line: if s.profile.is_some() {
+                    crate::error::line_of_key(text, "profile")
+                } else {
+                    f.line_in(text, "program")
+                },
+                key: f.path("program"),
+                message: f.message,
+            })?;
         }
         Ok(s)
     }

@@ -272,6 +272,64 @@ fn scenario_and_profile_errors_name_the_problem() {
     assert!(e.contains("unknown object zz"), "{e}");
 }
 
+/// A tiny phased scenario with `[[program.phases]]` tables; `p2_compute`
+/// and `b_access` are spliced into its second phase.
+fn phased_text(p2_compute: &str, b_access: &str) -> String {
+    format!(
+        "name = \"tiny\"\nranks = 1\ndram_share = 0.5\nmax_ms = 10.0\n\n\
+         [program]\niterations = 2\nobjects = [\n  {{ name = \"a\", bytes = 65536 }},\n  \
+         {{ name = \"b\", bytes = 65536 }},\n]\n\n\
+         [[program.phases]]\nname = \"p1\"\ncompute_ns = 5.0\naccess = [\n  \
+         {{ object = \"a\", bytes = 4096, pattern = \"seq\" }},\n]\n\n\
+         [[program.phases]]\nname = \"p2\"\ncompute_ns = {p2_compute} # the second phase\n\
+         access = [\n  {{ object = \"a\", bytes = 4096, pattern = \"seq\" }},\n  \
+         {{ object = \"b\", bytes = 4096, pattern = \"rand\"{b_access} }},\n]\n"
+    )
+}
+
+#[test]
+fn errors_inside_phase_tables_name_their_line_and_key() {
+    let ok = phased_text("7.0", "");
+    assert!(TierScenario::parse("t.toml", &ok).is_ok());
+    let line_of =
+        |text: &str, needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    // a phase's own field: the line of that field in the second phase
+    let t = phased_text("nan", "");
+    let e = TierScenario::parse("t.toml", &t).unwrap_err().to_string();
+    let want = format!(
+        "t.toml:{}: key `program.phases[1].compute_ns`: phase p2: compute_ns must be >= 0",
+        line_of(&t, "compute_ns = nan")
+    );
+    assert_eq!(e, want);
+    // an access's field: the line of that access (the second one of p2)
+    let t = phased_text("7.0", ", write_fraction = 2.0");
+    let e = TierScenario::parse("t.toml", &t).unwrap_err().to_string();
+    let want = format!(
+        "t.toml:{}: key `program.phases[1].access[1].write_fraction`: phase p2: write_fraction must be in [0, 1]",
+        line_of(&t, "write_fraction = 2.0")
+    );
+    assert_eq!(e, want);
+    // an unknown object: its access's line
+    let t = ok.replace("{ object = \"b\",", "{ object = \"zz\",");
+    let e = TierScenario::parse("t.toml", &t).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!(
+            "t.toml:{}: key `program.phases[1].access[1].object`",
+            line_of(&t, "\"zz\"")
+        )),
+        "{e}"
+    );
+    // phases written inline: the `phases =` line
+    let t = "name = \"x\"\nranks = 1\ndram_share = 0.5\nmax_ms = 1.0\n[program]\niterations = 1\n\
+             objects = [{ name = \"a\", bytes = 64 }]\n\
+             phases = [{ name = \"p\", comm_ns = -1.0 }]\n";
+    let e = TierScenario::parse("t.toml", t).unwrap_err().to_string();
+    assert!(
+        e.starts_with("t.toml:8: key `program.phases[0].comm_ns`"),
+        "{e}"
+    );
+}
+
 #[test]
 fn recorded_builtins_parse_and_say_where_they_come_from() {
     for (name, text) in PROFILES {

@@ -149,6 +149,34 @@ fn overrides_reject_unknown_jobs_and_keys() {
         .is_ok());
 }
 
+#[test]
+fn overrides_of_the_wrong_type_name_the_key_and_its_range() {
+    let s = load_scenario("demo").unwrap();
+    let err = |sets: &[(&str, &str)]| {
+        let sets: Vec<(String, toml::Value)> = sets
+            .iter()
+            .map(|(k, v)| (k.to_string(), parse_value(v)))
+            .collect();
+        s.with_overrides(&sets).unwrap_err().to_string()
+    };
+    // 2^64 is no TOML integer: it was `invalid type: string ..., expected u64`
+    let e = err(&[("duration_ms", "10"), ("seed", "18446744073709551616")]);
+    assert_eq!(
+        e,
+        "override `seed=\"18446744073709551616\"`: `seed`: 18446744073709551616 is not a \
+         64-bit integer (-9223372036854775808..=9223372036854775807); \
+         `seed` takes 0..=9223372036854775807"
+    );
+    let e = err(&[("seed", "-1"), ("duration_ms", "10")]);
+    assert!(
+        e.starts_with("override `seed=-1`: `seed`: invalid value: integer `-1`, expected u64")
+            && e.ends_with("`seed` takes 0..=9223372036854775807"),
+        "{e}"
+    );
+    let e = err(&[("job.fio.threads", "x")]);
+    assert!(e.contains("`job.fio.threads`: invalid type"), "{e}");
+}
+
 fn writer(name: &str, cpu: u32, bytes: u64) -> JobSpec {
     JobSpec {
         start_cpus: None,

@@ -23,7 +23,8 @@ void mt_tier_phase_boundary(void);
 /* The MPI call after the last boundary has returned (the wrappers call it):
  * a recorded profile (MEMTAMER_TIER_PROFILE_OUT) keeps the call's time apart. */
 void mt_tier_phase_call_done(void);
-/* Stop, wait for moves, write a one-line report. Returns its length or -1. */
+/* Stop, wait for moves, write a one-line report. Returns its length, or -1
+ * when no runtime is running (mt_tier_last_error says so). */
 int mt_tier_finish(char *buf, size_t len);
 /* End the runtime, as pmemobj_close ends a pool: wait for the move in
  * flight, drop queued moves, free every object still allocated (memory,

@@ -352,14 +352,18 @@ pub extern "C" fn mt_tier_phase_call_done() {
 
 /// Stops sampling, waits for moves, and writes a one-line report (bytes
 /// moved, exposed/overlapped copy time, overhead) into `buf`. Returns the
-/// report's length, or -1 if the runtime never started.
+/// report's length, or -1 with [`mt_tier_last_error`] set if no runtime is
+/// running.
 ///
 /// # Safety
 /// `buf` points to `len` writable bytes (or is NULL with `len` 0).
 #[no_mangle]
 pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
     let _g = InRuntime::enter();
-    let Some(rt) = current() else { return -1 };
+    let Some(rt) = current() else {
+        set_err("mt_tier_finish: no runtime is running (never started by mt_tier_init or mt_tier_malloc, or ended by mt_tier_shutdown); there is nothing to report");
+        return -1;
+    };
     let st = rt.stats();
     let mut line = format!(
         "unimem off; moves {} bytes_moved {}",

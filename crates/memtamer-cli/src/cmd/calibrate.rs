@@ -14,6 +14,8 @@ pub fn run(a: CalibrateArgs, format: Format) -> Result<Outcome, CliError> {
             expected: "--threads (a host calibration measures with its own PM threads)".into(),
         });
     }
+    // a calibration takes minutes: an --out it cannot write fails now
+    let out = a.out.as_deref().map(OutFile::check).transpose()?;
     let progress = crate::format::progress();
     let (model, n_pm) = if a.host {
         let defaults = memtamer_gate::host_calibrate::HostCalibration::default();
@@ -53,8 +55,8 @@ pub fn run(a: CalibrateArgs, format: Format) -> Result<Outcome, CliError> {
             "{}",
             serde_json::to_string_pretty(&model).map_err(CliError::json("the model"))?
         );
-        if let Some(path) = a.out {
-            write_model(&path, &model)?;
+        if let Some(out) = out {
+            out.write(&model)?;
         }
         return Ok(Outcome::Success);
     }
@@ -86,9 +88,9 @@ pub fn run(a: CalibrateArgs, format: Format) -> Result<Outcome, CliError> {
         );
     }
     let text = toml::to_string(&model)?;
-    match a.out {
-        Some(path) => {
-            write_model(&path, &model)?;
+    match out {
+        Some(out) => {
+            let path = out.write(&model)?;
             if a.host {
                 eprintln!(
                     "model: {} (use MEMTAMER_GATE_POLICY=calibrated:{})",
@@ -108,11 +110,58 @@ pub fn run(a: CalibrateArgs, format: Format) -> Result<Outcome, CliError> {
     Ok(Outcome::Success)
 }
 
-/// Writes the model as TOML to `path`.
-fn write_model(
-    path: &std::path::Path,
-    model: &memtamer_core::pats::CalibratedModel,
-) -> Result<(), CliError> {
-    std::fs::write(path, toml::to_string(model)?)
-        .map_err(CliError::io(format!("cannot write {}", path.display())))
+/// The `--out` file, checked before the calibration runs: an existing file
+/// is opened for writing (not truncated: a failed run leaves it as it
+/// was), a new one is created and removed again if the run fails before
+/// [`OutFile::write`] (a run killed by a signal leaves it empty).
+struct OutFile {
+    path: std::path::PathBuf,
+    /// Created by [`OutFile::check`] and not written yet: removed on drop.
+    remove_on_drop: bool,
+}
+
+impl OutFile {
+    fn check(path: &std::path::Path) -> Result<OutFile, CliError> {
+        let cannot = || CliError::io(format!("cannot write {}", path.display()));
+        let created = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+        {
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map_err(cannot())?;
+                false
+            }
+            Err(e) => return Err(cannot()(e)),
+        };
+        Ok(OutFile {
+            path: path.to_path_buf(),
+            remove_on_drop: created,
+        })
+    }
+
+    /// Writes the model as TOML; returns the path.
+    fn write(
+        mut self,
+        model: &memtamer_core::pats::CalibratedModel,
+    ) -> Result<std::path::PathBuf, CliError> {
+        std::fs::write(&self.path, toml::to_string(model)?).map_err(CliError::io(format!(
+            "cannot write {}",
+            self.path.display()
+        )))?;
+        self.remove_on_drop = false;
+        Ok(std::mem::take(&mut self.path))
+    }
+}
+
+impl Drop for OutFile {
+    fn drop(&mut self) {
+        if self.remove_on_drop {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }

@@ -75,55 +75,191 @@ impl PhasedProgram {
 
     /// Checks names, sizes and mixes; on error, the key and why.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        self.check().map_err(|f| (f.key, f.message))
+    }
+
+    /// [`Self::validate`] with where the fault lies (which phase, which
+    /// access, which field), so that a file's error can name its line.
+    pub fn check(&self) -> Result<(), ProgramFault> {
+        let top = |key: &'static str, message: String| ProgramFault {
+            key,
+            phase: None,
+            access: None,
+            field: None,
+            message,
+        };
         if self.objects.is_empty() {
-            return Err(("objects", "a phased program needs objects".into()));
+            return Err(top("objects", "a phased program needs objects".into()));
         }
         if self.phases.is_empty() {
-            return Err(("phases", "a phased program needs phases".into()));
+            return Err(top("phases", "a phased program needs phases".into()));
         }
         if self.iterations == 0 {
-            return Err(("iterations", "iterations must be >= 1".into()));
+            return Err(top("iterations", "iterations must be >= 1".into()));
         }
         for (i, o) in self.objects.iter().enumerate() {
             if o.bytes == 0 || o.bytes > 1 << 34 {
-                return Err((
+                return Err(top(
                     "objects",
                     format!("object {}: bytes must be in 1..=16 GiB", o.name),
                 ));
             }
             if self.objects[..i].iter().any(|p| p.name == o.name) {
-                return Err(("objects", format!("object {} named twice", o.name)));
+                return Err(top("objects", format!("object {} named twice", o.name)));
             }
         }
-        for p in &self.phases {
+        for (k, p) in self.phases.iter().enumerate() {
+            let fault =
+                |access: Option<usize>, field: &'static str, message: String| ProgramFault {
+                    key: "phases",
+                    phase: Some(k),
+                    access,
+                    field: Some(field),
+                    message: format!("phase {}: {message}", p.name),
+                };
             for (what, v) in [("compute_ns", p.compute_ns), ("comm_ns", p.comm_ns)] {
                 if !(v.is_finite() && v >= 0.0) {
-                    return Err(("phases", format!("phase {}: {what} must be >= 0", p.name)));
+                    return Err(fault(None, what, format!("{what} must be >= 0")));
                 }
             }
-            for a in &p.access {
+            for (j, a) in p.access.iter().enumerate() {
                 if self.object_index(&a.object).is_none() {
-                    return Err((
-                        "phases",
-                        format!("phase {}: unknown object {}", p.name, a.object),
+                    return Err(fault(
+                        Some(j),
+                        "object",
+                        format!("unknown object {}", a.object),
                     ));
                 }
                 if a.pattern == Pattern::Stride {
-                    return Err((
-                        "phases",
-                        format!("phase {}: pattern must be seq or rand", p.name),
+                    return Err(fault(
+                        Some(j),
+                        "pattern",
+                        "pattern must be seq or rand".into(),
                     ));
                 }
                 if !(0.0..=1.0).contains(&a.write_fraction) {
-                    return Err((
-                        "phases",
-                        format!("phase {}: write_fraction must be in [0, 1]", p.name),
+                    return Err(fault(
+                        Some(j),
+                        "write_fraction",
+                        "write_fraction must be in [0, 1]".into(),
                     ));
                 }
             }
         }
         Ok(())
     }
+}
+
+/// Where a [`PhasedProgram::check`] error lies. Serde has no spans once a
+/// file is parsed, so the line is found again in the text
+/// ([`ProgramFault::line_in`]); without it an error inside a
+/// `[[program.phases]]` table named line 0.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProgramFault {
+    /// The program's key at fault: `objects`, `phases` or `iterations`.
+    pub key: &'static str,
+    /// Index of the phase at fault.
+    pub phase: Option<usize>,
+    /// Index of the access (in that phase) at fault.
+    pub access: Option<usize>,
+    /// The field at fault (`compute_ns`, `object`, `write_fraction`, ...).
+    pub field: Option<&'static str>,
+    /// Why.
+    pub message: String,
+}
+
+impl ProgramFault {
+    /// The dotted key under `table` (the program's own key in the file,
+    /// e.g. `program`): `program.phases[1].access[0].write_fraction`.
+    pub fn path(&self, table: &str) -> String {
+        let mut s = format!("{table}.{}", self.key);
+        if let Some(k) = self.phase {
+            s += &format!("[{k}]");
+        }
+        if let Some(j) = self.access {
+            s += &format!(".access[{j}]");
+        }
+        if let Some(f) = self.field {
+            s += &format!(".{f}");
+        }
+        s
+    }
+
+    /// The 1-based line of the fault in `text`, a file whose program is
+    /// the table `table` with its phases as `[[TABLE.phases]]` tables (or
+    /// an inline `phases = [..]`): a phase field's line, an access's line,
+    /// else the phase's header; 0 when none is found.
+    pub fn line_in(&self, text: &str, table: &str) -> usize {
+        let lines: Vec<&str> = text.lines().collect();
+        let Some(k) = self.phase else {
+            return crate::error::line_of_key(text, self.key);
+        };
+        let header = format!("[[{table}.phases]]");
+        let is_header = |l: &str| {
+            let t: String = l
+                .split('#')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect();
+            t.starts_with('[') && t.ends_with(']') && !t.contains('=')
+        };
+        let Some(start) = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| {
+                let t: String = l
+                    .split('#')
+                    .next()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .collect();
+                t == header
+            })
+            .map(|(i, _)| i)
+            .nth(k)
+        else {
+            return crate::error::line_of_key(text, self.key);
+        };
+        let end = (start + 1..lines.len())
+            .find(|&i| is_header(lines[i]))
+            .unwrap_or(lines.len());
+        let block = start + 1..end;
+        let field = self.field.unwrap_or("");
+        let Some(j) = self.access else {
+            return block
+                .clone()
+                .find(|&i| assigns(lines[i], field) > 0)
+                .map_or(start + 1, |i| i + 1);
+        };
+        // the access's line (an inline table is one line in TOML 1.0): the
+        // one holding the phase's (j+1)-th `object =`
+        let mut seen = 0;
+        block
+            .clone()
+            .find(|&i| {
+                seen += assigns(lines[i], "object");
+                seen > j
+            })
+            .or_else(|| block.clone().find(|&i| assigns(lines[i], "access") > 0))
+            .map_or(start + 1, |i| i + 1)
+    }
+}
+
+/// How many times `key` is assigned (`key =`, as a whole word) in `line`
+/// (comments ignored).
+fn assigns(line: &str, key: &str) -> usize {
+    if key.is_empty() {
+        return 0;
+    }
+    let line = line.split('#').next().unwrap_or("");
+    line.match_indices(key)
+        .filter(|(i, _)| {
+            let before = line[..*i].chars().next_back();
+            let after = line[i + key.len()..].trim_start();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_') && after.starts_with('=')
+        })
+        .count()
 }
 
 /// Which objects a search may use (Unimem's ablations, thesis Fig. 3.11).

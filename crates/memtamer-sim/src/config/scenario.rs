@@ -261,16 +261,30 @@ impl Scenario {
                 message: m,
             })?;
         }
-        let s: Scenario = value
-            .try_into()
-            .map_err(|e: toml::de::Error| SimError::Override {
-                arg: sets
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                message: e.message().trim().to_string(),
-            })?;
+        let s: Scenario = value.try_into().map_err(|e: toml::de::Error| {
+            // serde names neither the key nor the range: find the override
+            // that fails on its own and say what its key takes
+            let culprit = sets.iter().find(|(k, v)| {
+                toml::Value::try_from(self).is_ok_and(|mut one| {
+                    apply_override(&mut one, k, v.clone()).is_ok()
+                        && one.try_into::<Scenario>().is_err()
+                })
+            });
+            match culprit {
+                Some((k, v)) => SimError::Override {
+                    arg: format!("{k}={v}"),
+                    message: override_type_message(k, v, e.message().trim()),
+                },
+                None => SimError::Override {
+                    arg: sets
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    message: e.message().trim().to_string(),
+                },
+            }
+        })?;
         s.validate("<overrides>", "")?;
         Ok(s)
     }
@@ -425,6 +439,29 @@ impl Scenario {
             })?;
         }
         Ok(())
+    }
+}
+
+/// Why an override's value does not fit its key: a number outside TOML's
+/// integers (which `parse_value` keeps as a string) says so, and `seed`
+/// gives its range; otherwise serde's message.
+fn override_type_message(key: &str, v: &toml::Value, serde: &str) -> String {
+    let digits = |s: &str| {
+        let d = s.strip_prefix(['-', '+']).unwrap_or(s);
+        !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+    };
+    let range = if key == "seed" {
+        format!("; `{key}` takes 0..={}", i64::MAX)
+    } else {
+        String::new()
+    };
+    match v {
+        toml::Value::String(s) if digits(s) => format!(
+            "`{key}`: {s} is not a 64-bit integer ({}..={}){range}",
+            i64::MIN,
+            i64::MAX
+        ),
+        _ => format!("`{key}`: {serde}{range}"),
     }
 }
 

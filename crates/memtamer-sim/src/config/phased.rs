@@ -195,27 +195,22 @@ impl ProgramFault {
             return crate::error::line_of_key(text, self.key);
         };
         let header = format!("[[{table}.phases]]");
-        let is_header = |l: &str| {
-            let t: String = l
-                .split('#')
+        // A line's code (before any `#` comment) with its blanks removed.
+        let code = |l: &str| -> String {
+            l.split('#')
                 .next()
                 .unwrap_or("")
                 .split_whitespace()
-                .collect();
+                .collect()
+        };
+        let is_header = |l: &str| {
+            let t = code(l);
             t.starts_with('[') && t.ends_with(']') && !t.contains('=')
         };
         let Some(start) = lines
             .iter()
             .enumerate()
-            .filter(|(_, l)| {
-                let t: String = l
-                    .split('#')
-                    .next()
-                    .unwrap_or("")
-                    .split_whitespace()
-                    .collect();
-                t == header
-            })
+            .filter(|(_, l)| code(l) == header)
             .map(|(i, _)| i)
             .nth(k)
         else {

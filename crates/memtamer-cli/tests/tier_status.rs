@@ -95,6 +95,28 @@ fn status_of_a_real_runtime_and_a_broken_file() {
     let mut names: Vec<&str> = objs.iter().map(|o| o["name"].as_str().unwrap()).collect();
     names.sort();
     assert_eq!(names, ["cold", "hot"]);
+    // per direction, as the report line counts them, adding up to the totals
+    let (up, down) = (&s["to_dram"], &s["to_slow"]);
+    assert_eq!(
+        (up["moves"].as_u64(), up["bytes"].as_u64()),
+        (
+            Some(field(&report, "promoted")),
+            Some(field(&report, "promoted_bytes"))
+        ),
+        "{report}"
+    );
+    assert_eq!(
+        (down["moves"].as_u64(), down["bytes"].as_u64()),
+        (
+            Some(field(&report, "evicted")),
+            Some(field(&report, "evicted_bytes"))
+        ),
+        "{report}"
+    );
+    assert_eq!(
+        field(&report, "promoted") + field(&report, "evicted"),
+        moves
+    );
     // per-object moves add up to the rank's
     let per: u64 = objs.iter().map(|o| o["moves"].as_u64().unwrap()).sum();
     assert_eq!(per, moves);
@@ -110,6 +132,11 @@ fn status_of_a_real_runtime_and_a_broken_file() {
         "{t}"
     );
     assert!(t.lines().any(|l| l.trim_start().starts_with("hot ")), "{t}");
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("  to DRAM ") && l.contains("; to slow ")),
+        "{t}"
+    );
 
     // a truncated document of another rank: named, exit 3, rank 0 still shown
     let text = std::fs::read_to_string(dir.join("rank0.json")).unwrap();

@@ -21,7 +21,8 @@
 
 use memtamer_tahoe::benefit::measured_copy_ns;
 use memtamer_tahoe::copycost::{CopyCost, CopySamples};
-use memtamer_tier::backing::move_page_batch;
+use memtamer_tier::backing::{move_page_batch, AnonMap};
+use memtamer_tier::TierError;
 use std::time::Instant;
 
 /// Pages moved per calibration batch (two heat blocks' worth of 4 KiB
@@ -94,57 +95,13 @@ impl CopyPrior {
 /// The calibration could not measure anything.
 #[derive(Debug, thiserror::Error)]
 pub enum CalibError {
-    /// No memory for the calibration pages.
-    #[error("mmap of {bytes} B for the copy-cost calibration: {source}")]
-    Map {
-        /// Bytes asked for.
-        bytes: usize,
-        /// The OS error.
-        source: std::io::Error,
-    },
+    /// No memory for the calibration pages (the error names the bytes and
+    /// the mapping: `mmap DRAM N B for 'copy-cost calibration': ...`).
+    #[error(transparent)]
+    Map(#[from] TierError),
     /// Every timing came out as zero (no usable clock).
     #[error("the copy-cost calibration measured no time; set MEMTAMER_TAHOE_COPY_NS")]
     NoTime,
-}
-
-/// A private anonymous mapping, unmapped on drop.
-struct Map {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl Map {
-    fn new(len: usize) -> Result<Self, CalibError> {
-        // SAFETY: a fresh private anonymous mapping; no existing memory is
-        // touched.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(CalibError::Map {
-                bytes: len,
-                source: std::io::Error::last_os_error(),
-            });
-        }
-        Ok(Map {
-            ptr: p as *mut u8,
-            len,
-        })
-    }
-}
-
-impl Drop for Map {
-    fn drop(&mut self) {
-        // SAFETY: the mapping this value owns, unmapped once.
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
-    }
 }
 
 /// The prior per page from `ns` spent on `pages` pages: the run's own rule
@@ -165,13 +122,11 @@ pub fn prior_fit(samples: &CopySamples) -> Option<CopyCost> {
 pub fn calibrate(dram_node: u32) -> Result<CopyPrior, CalibError> {
     let page = memtamer_tier::guard::page_size();
     let len = CALIB_PAGES * page;
-    let a = Map::new(len)?;
+    let a = AnonMap::new(len, "copy-cost calibration")?;
     // SAFETY: `a` is a writable mapping of `len` bytes; touching every
     // page makes it movable (an untouched page has no frame to move).
-    unsafe { std::ptr::write_bytes(a.ptr, 0x5a, len) };
-    let addrs: Vec<usize> = (0..CALIB_PAGES)
-        .map(|i| a.ptr as usize + i * page)
-        .collect();
+    unsafe { std::ptr::write_bytes(a.as_ptr(), 0x5a, len) };
+    let addrs: Vec<usize> = (0..CALIB_PAGES).map(|i| a.addr() + i * page).collect();
     let mut samples = CopySamples::default();
     for _ in 0..CALIB_ROUNDS {
         for n in [CALIB_PAGES, CALIB_SMALL] {
@@ -195,12 +150,12 @@ pub fn calibrate(dram_node: u32) -> Result<CopyPrior, CalibError> {
             samples,
         });
     }
-    let b = Map::new(len)?;
+    let b = AnonMap::new(len, "copy-cost calibration copy target")?;
     let t0 = Instant::now();
     for _ in 0..CALIB_ROUNDS {
         // SAFETY: two distinct mappings of `len` bytes each.
-        unsafe { std::ptr::copy_nonoverlapping(a.ptr, b.ptr, len) };
-        std::hint::black_box(b.ptr);
+        unsafe { std::ptr::copy_nonoverlapping(a.as_ptr(), b.as_ptr(), len) };
+        std::hint::black_box(b.as_ptr());
     }
     let el = t0.elapsed().as_nanos() as u64;
     prior_of(el, (CALIB_ROUNDS * CALIB_PAGES) as u64)

@@ -23,8 +23,14 @@ void mt_tier_phase_boundary(void);
 /* The MPI call after the last boundary has returned (the wrappers call it):
  * a recorded profile (MEMTAMER_TIER_PROFILE_OUT) keeps the call's time apart. */
 void mt_tier_phase_call_done(void);
-/* Stop, wait for moves, write a one-line report. Returns its length, or -1
- * when no runtime is running (mt_tier_last_error says so). */
+/* Stop, wait for moves, write a one-line report of "key value" tokens
+ * (moves, failed, bytes_moved, copy_ms, ...; then per direction: promoted,
+ * promoted_bytes, promote_ms, promote_gbs, evicted, evicted_bytes, evict_ms,
+ * evict_gbs, a GB/s value "-" without a sample). New tokens are only ever
+ * added, under new names. Returns the report's length (it is cut to len-1
+ * bytes in buf), or -1 when no runtime is running (mt_tier_last_error says
+ * so). The same numbers, per rank, are in the status file
+ * (MEMTAMER_TIER_STATUS_DIR: "to_dram", "to_slow"; memtamer tier status). */
 int mt_tier_finish(char *buf, size_t len);
 /* End the runtime, as pmemobj_close ends a pool: wait for the move in
  * flight, drop queued moves, free every object still allocated (memory,

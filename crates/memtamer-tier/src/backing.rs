@@ -1,6 +1,7 @@
 //! The two backings of an object, as thin wrappers over the system calls.
 //!
-//! * DRAM: an anonymous private mapping (`mmap(MAP_ANONYMOUS)`).
+//! * DRAM: an anonymous private mapping (`mmap(MAP_ANONYMOUS)`, [`AnonMap`],
+//!   which other crates use for scratch pages too).
 //! * Slow tier, file mode: a `MAP_SHARED` mapping of an unlinked file in a
 //!   DAX mount or `/dev/shm`, as memkind's PMEM kind backs its heap with a
 //!   temporary file on a DAX file system.
@@ -16,25 +17,103 @@ use crate::TierError;
 use std::ffi::CString;
 use std::path::Path;
 
-/// Maps `len` bytes of anonymous DRAM, read-write.
-pub(crate) fn map_dram(len: usize, name: &str) -> Result<usize, TierError> {
-    // SAFETY: a fresh anonymous mapping at a kernel-chosen address.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
+/// A private anonymous read-write mapping (`mmap(MAP_PRIVATE |
+/// MAP_ANONYMOUS)`), unmapped when dropped.
+///
+/// Why a type: every user of scratch pages outside the registry (the
+/// Tahoe tool's copy-cost calibration, tests of the page-move API) needs
+/// the same mmap, the same error with the call and what it was for, and
+/// an `munmap` on every exit path, early returns and panics included.
+/// One RAII owner gives all of them that instead of each crate writing
+/// its own `mmap`/`munmap` pair. The registry keeps its objects as raw
+/// addresses (they move between mappings with `mremap`, see
+/// [`move_into_place`]), so it takes ownership out with
+/// [`AnonMap::into_raw`] once a mapping is ready.
+///
+/// Not used by `memtamer-tx` (`Region::from_bytes` maps anonymous memory
+/// too): that crate is built as a cdylib and staticlib, and a cdylib
+/// exports the `#[no_mangle]` functions of every crate it links, so
+/// depending on this crate would put a second copy of the `mt_tier_*` C
+/// ABI, with its own registry, into `libmemtamer_tx.so`.
+#[derive(Debug)]
+pub struct AnonMap {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl AnonMap {
+    /// Maps `len` bytes of anonymous memory at a kernel-chosen address;
+    /// `name` says what it is for in the error (e.g. an object's name).
+    /// `len` 0 is refused by the kernel (EINVAL), as by `mmap(2)`.
+    pub fn new(len: usize, name: &str) -> Result<Self, TierError> {
+        // SAFETY: a fresh anonymous mapping at a kernel-chosen address; no
+        // existing memory is touched.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(TierError::last_os(format!(
+                "mmap DRAM {len} B for '{name}'"
+            )));
+        }
+        Ok(AnonMap {
+            ptr: p as *mut u8,
             len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(TierError::last_os(format!(
-            "mmap DRAM {len} B for '{name}'"
-        )));
+        })
     }
-    Ok(p as usize)
+
+    /// The first byte: valid for reads and writes of [`AnonMap::len`]
+    /// bytes while `self` lives.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// The first byte as an address (for page-address APIs such as
+    /// [`move_page_batch`]).
+    pub fn addr(&self) -> usize {
+        self.ptr as usize
+    }
+
+    /// Bytes mapped.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never true for a mapping that exists (the kernel refuses length
+    /// 0); here because a `len` without it is a lint.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Gives up ownership: the mapping stays and its address is returned;
+    /// the caller must unmap it (the registry does, with [`unmap`] or by
+    /// `mremap` onto an object's address).
+    pub fn into_raw(self) -> usize {
+        let p = self.addr();
+        std::mem::forget(self);
+        p
+    }
+}
+
+impl Drop for AnonMap {
+    fn drop(&mut self) {
+        // SAFETY: the mapping this value owns, unmapped once (into_raw
+        // skips this).
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+    }
+}
+
+/// Maps `len` bytes of anonymous DRAM, read-write; the registry owns the
+/// address from here.
+pub(crate) fn map_dram(len: usize, name: &str) -> Result<usize, TierError> {
+    AnonMap::new(len, name).map(AnonMap::into_raw)
 }
 
 /// Maps `len` bytes backed by a fresh unlinked file in `dir`, `MAP_SHARED`.
@@ -82,12 +161,10 @@ pub(crate) fn map_file(dir: &Path, len: usize, name: &str) -> Result<usize, Tier
 
 /// Maps anonymous memory and binds it to NUMA `node` before first touch.
 pub(crate) fn map_numa(len: usize, node: u32, name: &str) -> Result<usize, TierError> {
-    let p = map_dram(len, name)?;
-    if let Err(e) = bind(p, len, node, name) {
-        unmap(p, len);
-        return Err(e);
-    }
-    Ok(p)
+    let m = AnonMap::new(len, name)?;
+    // a failed bind drops (unmaps) the mapping
+    bind(m.addr(), len, node, name)?;
+    Ok(m.into_raw())
 }
 
 const MPOL_BIND: libc::c_long = 2;

@@ -351,7 +351,8 @@ pub extern "C" fn mt_tier_phase_call_done() {
 }
 
 /// Stops sampling, waits for moves, and writes a one-line report (bytes
-/// moved, exposed/overlapped copy time, overhead) into `buf`. Returns the
+/// moved, exposed/overlapped copy time, overhead, then the moves per
+/// direction, [`crate::MigrationStats::direction_report`]) into `buf`. Returns the
 /// report's length, or -1 with [`mt_tier_last_error`] set if no runtime is
 /// running.
 ///
@@ -366,8 +367,10 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
     };
     let st = rt.stats();
     let mut line = format!(
-        "unimem off; moves {} bytes_moved {}",
-        st.moves, st.bytes_moved
+        "unimem off; moves {} bytes_moved {} {}",
+        st.moves,
+        st.bytes_moved,
+        st.direction_report()
     );
     with_driver(|d| {
         d.finish();
@@ -378,7 +381,7 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             .clone()
             .map_or("none".into(), |(k, p)| format!("{k} (predicted {p:.4} s)"));
         line = format!(
-            "boundaries {} iterations {} phases {} decisions {} reprofiles {} new_objects {} recalibrations {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} dram_used {} of {}",
+            "boundaries {} iterations {} phases {} decisions {} reprofiles {} new_objects {} recalibrations {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} dram_used {} of {} {}",
             s.boundaries,
             s.iterations,
             s.phases,
@@ -396,7 +399,8 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             s.wait_s * 1e3,
             s.overhead_s * 1e3,
             rt.dram_used(),
-            rt.config().dram_budget
+            rt.config().dram_budget,
+            st.direction_report()
         );
         if let Some(e) = rt.last_move_error() {
             line.push_str(&format!(" last_move_error: {e}"));

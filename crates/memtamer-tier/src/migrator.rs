@@ -110,6 +110,30 @@ impl MigrationStats {
         slow(&self.to_dram, used.copy_bw) || slow(&self.to_slow, used.evict_bw)
     }
 
+    /// The per-direction part of `mt_tier_finish`'s report line:
+    /// `promoted N promoted_bytes B promote_ms T promote_gbs G evicted N
+    /// evicted_bytes B evict_ms T evict_gbs G` (`G` = bytes / copy time in
+    /// GB/s, `-` without a sample). Key-value tokens whose names no older
+    /// token has, so scripts that pick `moves` / `bytes_moved` out of the
+    /// line (mpi/run.sh, mpi/hpcc.sh) read it as before.
+    pub fn direction_report(&self) -> String {
+        let gbs = |d: &DirectionStats| {
+            d.bandwidth()
+                .map_or("-".into(), |b| format!("{:.3}", b / 1e9))
+        };
+        format!(
+            "promoted {} promoted_bytes {} promote_ms {:.3} promote_gbs {} evicted {} evicted_bytes {} evict_ms {:.3} evict_gbs {}",
+            self.to_dram.moves,
+            self.to_dram.bytes,
+            self.to_dram.copy_ns as f64 / 1e6,
+            gbs(&self.to_dram),
+            self.to_slow.moves,
+            self.to_slow.bytes,
+            self.to_slow.copy_ns as f64 / 1e6,
+            gbs(&self.to_slow),
+        )
+    }
+
     /// Copy time the application waited for: waits plus blocked writes.
     pub fn exposed_ns(&self) -> u64 {
         self.wait_ns + self.fault_blocked_ns
@@ -384,6 +408,20 @@ mod tests {
         };
         assert_eq!(s.to_dram, dir(2, 8192, 150));
         assert_eq!(s.to_slow, dir(1, 8192, 300));
+    }
+
+    /// The report line's per-direction tokens carry each direction's own
+    /// counts, and `-` for a bandwidth without a sample.
+    #[test]
+    fn the_report_names_each_direction() {
+        let mut s = MigrationStats::default();
+        s.record(2_000_000, 1_000_000, Tier::Dram);
+        s.record(4096, 0, Tier::Slow);
+        assert_eq!(
+            s.direction_report(),
+            "promoted 1 promoted_bytes 2000000 promote_ms 1.000 promote_gbs 2.000 \
+             evicted 1 evicted_bytes 4096 evict_ms 0.000 evict_gbs -"
+        );
     }
 
     /// Fast evictions, slow promotions: each direction gets its own

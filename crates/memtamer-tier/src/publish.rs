@@ -89,6 +89,8 @@ impl Publisher {
             bytes_moved: st.bytes_moved,
             copy_ms: st.copy_ns as f64 / 1e6,
             exposed_ms: st.exposed_ns() as f64 / 1e6,
+            to_dram: Some((&st.to_dram).into()),
+            to_slow: Some((&st.to_slow).into()),
             last_move_error: rt.last_move_error(),
             objects,
         }

@@ -4,8 +4,9 @@
 //! With `MEMTAMER_TIER_STATUS_DIR` set, every process running the tier
 //! runtime keeps one JSON document there (`rank<R>.json` under MPI, else
 //! `pid<P>.json`) describing its objects (name, size, tier, share of the
-//! sampled accesses, moves, bytes moved, exposed time) and its DRAM budget
-//! use. It is rewritten on each decision and after moves complete (never per
+//! sampled accesses, moves, bytes moved, exposed time), its DRAM budget
+//! use and its moves per direction (promotions to DRAM, evictions to the
+//! slow tier: moves, bytes, copy time, copy bandwidth). It is rewritten on each decision and after moves complete (never per
 //! access), always as a whole: written to a dot-file beside it, then renamed
 //! over it, so a reader sees the old or the new document, never half of one.
 //!
@@ -20,7 +21,10 @@ use std::path::{Path, PathBuf};
 
 /// The `format` tag of a status document.
 pub const FORMAT: &str = "memtamer-tier-status";
-/// The schema version this code writes and reads.
+/// The schema version this code writes and reads. Fields added later are
+/// optional (`to_dram`, `to_slow`: absent in a document of a memtamer
+/// before them), so old and new documents stay version 1: a reader ignores
+/// fields it does not know and shows `-` for one that is absent.
 pub const VERSION: u32 = 1;
 
 /// Whether the process was still running when it last wrote the file.
@@ -75,6 +79,35 @@ pub struct ObjectStatus {
     pub exposed_ms: f64,
 }
 
+/// The completed moves of one direction, part of the rank's totals.
+/// Why apart: Eq. 3.3 (thesis §3.4.1) prices a promotion and an eviction
+/// with their own copy bandwidth, and the runtime's driver plans with the
+/// bandwidth measured on its own moves per direction
+/// (`MigrationStats::measured_platform`); these are the numbers it used.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DirectionStatus {
+    /// Completed moves in this direction.
+    pub moves: u64,
+    /// Bytes they copied.
+    pub bytes: u64,
+    /// Milliseconds they spent copying (write-protect to remap).
+    pub copy_ms: f64,
+    /// `bytes / copy time` in bytes per second (Eq. 3.3's `mem_copy_bw`,
+    /// [`crate::DirectionStats::bandwidth`]); absent without a sample.
+    pub copy_bw: Option<f64>,
+}
+
+impl From<&crate::DirectionStats> for DirectionStatus {
+    fn from(d: &crate::DirectionStats) -> Self {
+        DirectionStatus {
+            moves: d.moves,
+            bytes: d.bytes,
+            copy_ms: d.copy_ns as f64 / 1e6,
+            copy_bw: d.bandwidth(),
+        }
+    }
+}
+
 /// One rank's status document.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RankStatus {
@@ -116,6 +149,13 @@ pub struct RankStatus {
     pub copy_ms: f64,
     /// Milliseconds of that the application was exposed to.
     pub exposed_ms: f64,
+    /// The completed moves to DRAM (promotions), part of the totals above;
+    /// absent in a document written before per-direction stats.
+    #[serde(default)]
+    pub to_dram: Option<DirectionStatus>,
+    /// The completed moves to the slow tier (evictions), likewise.
+    #[serde(default)]
+    pub to_slow: Option<DirectionStatus>,
     /// The last recorded failure of a move, if any.
     pub last_move_error: Option<String>,
     /// The live objects.
@@ -226,6 +266,22 @@ pub fn parse(text: &str, path: &Path) -> Result<RankStatus, StatusError> {
             return Err(bad(format!("{what} is {v}")));
         }
     }
+    for (what, d) in [("to_dram", &s.to_dram), ("to_slow", &s.to_slow)] {
+        if let Some(d) = d {
+            check_direction(what, d, &s).map_err(bad)?;
+        }
+    }
+    if let (Some(up), Some(down)) = (&s.to_dram, &s.to_slow) {
+        if (up.moves + down.moves, up.bytes + down.bytes) != (s.moves, s.bytes_moved) {
+            return Err(bad(format!(
+                "to_dram and to_slow add up to {} moves of {} B, the totals are {} moves of {} B",
+                up.moves + down.moves,
+                up.bytes + down.bytes,
+                s.moves,
+                s.bytes_moved
+            )));
+        }
+    }
     for o in &s.objects {
         if let Some(a) = o.access_share {
             if !(0.0..=1.0 + 1e-9).contains(&a) {
@@ -243,6 +299,26 @@ pub fn parse(text: &str, path: &Path) -> Result<RankStatus, StatusError> {
         }
     }
     Ok(s)
+}
+
+/// One direction's values: finite non-negative time, a positive finite
+/// bandwidth, and no more moves or bytes than the rank's totals.
+fn check_direction(what: &str, d: &DirectionStatus, s: &RankStatus) -> Result<(), String> {
+    if !(d.copy_ms.is_finite() && d.copy_ms >= 0.0) {
+        return Err(format!("{what}.copy_ms is {}", d.copy_ms));
+    }
+    if let Some(bw) = d.copy_bw {
+        if !(bw.is_finite() && bw > 0.0) {
+            return Err(format!("{what}.copy_bw is {bw}"));
+        }
+    }
+    if d.moves > s.moves || d.bytes > s.bytes_moved {
+        return Err(format!(
+            "{what} has {} moves of {} B, more than the totals ({} moves of {} B)",
+            d.moves, d.bytes, s.moves, s.bytes_moved
+        ));
+    }
+    Ok(())
 }
 
 /// What a status directory holds.
@@ -407,6 +483,11 @@ pub fn render_table(ranks: &[(PathBuf, RankStatus)], now_ms: u64) -> String {
             s.copy_ms,
             s.exposed_ms,
         ));
+        out.push_str(&format!(
+            "  to DRAM {}; to slow {}\n",
+            direction_text(s.to_dram.as_ref()),
+            direction_text(s.to_slow.as_ref())
+        ));
         if let Some(e) = &s.last_move_error {
             out.push_str(&format!("  last move error: {e}\n"));
         }
@@ -437,6 +518,21 @@ pub fn render_table(ranks: &[(PathBuf, RankStatus)], now_ms: u64) -> String {
         }
     }
     out
+}
+
+/// One direction for the table: `3 moves, 7.0 MiB, copy 10.000 ms,
+/// 0.73 GB/s`; `-` for a document without it, `- GB/s` without a sample.
+pub fn direction_text(d: Option<&DirectionStatus>) -> String {
+    match d {
+        None => "-".into(),
+        Some(d) => format!(
+            "{} moves, {}, copy {:.3} ms, {} GB/s",
+            d.moves,
+            human_bytes(d.bytes),
+            d.copy_ms,
+            d.copy_bw.map_or("-".into(), |b| format!("{:.2}", b / 1e9))
+        ),
+    }
 }
 
 /// Writes `text` to `dir/name` atomically: a dot-file beside it, then a

@@ -21,6 +21,18 @@ fn doc() -> RankStatus {
         bytes_moved: 6 << 20,
         copy_ms: 12.5,
         exposed_ms: 0.25,
+        to_dram: Some(DirectionStatus {
+            moves: 3,
+            bytes: 4 << 20,
+            copy_ms: 10.0,
+            copy_bw: Some(419_430_400.0),
+        }),
+        to_slow: Some(DirectionStatus {
+            moves: 2,
+            bytes: 2 << 20,
+            copy_ms: 2.5,
+            copy_bw: Some(838_860_800.0),
+        }),
         last_move_error: None,
         objects: vec![
             ObjectStatus {
@@ -58,6 +70,21 @@ fn round_trips_through_json() {
     assert_eq!(parse(&text, &p()).unwrap(), d);
     assert_eq!(d.file_name(), "rank1.json");
     assert_eq!(file_name(None, 7), "pid7.json");
+}
+
+/// A document written before the per-direction fields existed is still a
+/// version-1 document: it parses, with the directions absent, and the
+/// table shows `-` for them.
+#[test]
+fn a_document_without_directions_still_reads() {
+    let mut v: serde_json::Value = serde_json::to_value(doc()).unwrap();
+    let o = v.as_object_mut().unwrap();
+    o.remove("to_dram").unwrap();
+    o.remove("to_slow").unwrap();
+    let d = parse(&v.to_string(), &p()).unwrap();
+    assert!(d.to_dram.is_none() && d.to_slow.is_none());
+    let t = render_table(&[(p(), d)], 10_000);
+    assert_eq!(t.lines().nth(2), Some("  to DRAM -; to slow -"), "{t}");
 }
 
 #[test]
@@ -98,6 +125,22 @@ fn impossible_values_are_named() {
         ),
         (Box::new(|d| d.copy_ms = -1.0), "copy_ms is -1"),
         (
+            Box::new(|d| d.to_slow.as_mut().unwrap().copy_ms = -1.0),
+            "to_slow.copy_ms is -1",
+        ),
+        (
+            Box::new(|d| d.to_dram.as_mut().unwrap().copy_bw = Some(0.0)),
+            "to_dram.copy_bw is 0",
+        ),
+        (
+            Box::new(|d| d.to_dram.as_mut().unwrap().moves = 6),
+            "to_dram has 6 moves of 4194304 B, more than the totals (5 moves",
+        ),
+        (
+            Box::new(|d| d.to_slow.as_mut().unwrap().bytes = 1 << 20),
+            "to_dram and to_slow add up to 5 moves of 5242880 B, the totals are 5 moves of 6291456 B",
+        ),
+        (
             Box::new(|d| d.objects[0].access_share = Some(1.5)),
             "object \"r0\": access_share 1.5",
         ),
@@ -136,7 +179,11 @@ fn table_shows_every_rank_and_object_largest_first() {
         lines[1].contains("DRAM 3.0 MiB of 4.0 MiB (75%); unimem on; 30 iterations, 2 decisions (plan global); 5 moves (0 failed), 6.0 MiB moved"),
         "{t}"
     );
-    assert!(lines[2].split_whitespace().eq([
+    assert_eq!(
+        lines[2],
+        "  to DRAM 3 moves, 4.0 MiB, copy 10.000 ms, 0.42 GB/s; to slow 2 moves, 2.0 MiB, copy 2.500 ms, 0.84 GB/s"
+    );
+    assert!(lines[3].split_whitespace().eq([
         "object",
         "size",
         "tier",
@@ -145,16 +192,24 @@ fn table_shows_every_rank_and_object_largest_first() {
         "moved",
         "exposed_ms"
     ]));
-    assert!(lines[3]
-        .split_whitespace()
-        .eq(["u0", "3.0", "MiB", "dram", "0.0%", "1", "3.0", "MiB", "0.250"]));
     assert!(lines[4]
         .split_whitespace()
+        .eq(["u0", "3.0", "MiB", "dram", "0.0%", "1", "3.0", "MiB", "0.250"]));
+    assert!(lines[5]
+        .split_whitespace()
         .eq(["r0", "1.0", "MiB", "move", "-", "0", "0", "B", "0.000"]));
-    assert!(lines[5].starts_with("rank 1 of 4"), "{t}");
-    assert!(lines[8].trim_start().starts_with("u0"), "{t}");
+    assert!(lines[6].starts_with("rank 1 of 4"), "{t}");
+    assert!(lines[10].trim_start().starts_with("u0"), "{t}");
     assert!(
-        lines[9].contains("slow") && lines[9].contains("12.5%"),
+        lines[11].contains("slow") && lines[11].contains("12.5%"),
+        "{t}"
+    );
+    // a direction without a bandwidth sample
+    let mut d = doc();
+    d.to_slow.as_mut().unwrap().copy_bw = None;
+    let t = render_table(&[(p(), d)], 10_000);
+    assert!(
+        t.lines().nth(2).unwrap().ends_with("copy 2.500 ms, - GB/s"),
         "{t}"
     );
 }

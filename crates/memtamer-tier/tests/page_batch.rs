@@ -1,23 +1,12 @@
 //! The batched page-move API on this host's first NUMA node.
 
-use memtamer_tier::backing::{move_page_batch, nodes_of_pages};
+use memtamer_tier::backing::{move_page_batch, nodes_of_pages, AnonMap};
 
 #[test]
 fn batch_moves_touched_pages_and_counts_untouched_ones() {
     let page = 4096usize;
-    // SAFETY: anonymous private mapping of 8 pages, unmapped below.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            8 * page,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert_ne!(base, libc::MAP_FAILED);
-    let base = base as usize;
+    let map = AnonMap::new(8 * page, "page_batch test").unwrap();
+    let base = map.addr();
     for i in 0..4 {
         // SAFETY: inside the mapping.
         unsafe { *((base + i * page) as *mut u8) = i as u8 + 1 };
@@ -35,6 +24,5 @@ fn batch_moves_touched_pages_and_counts_untouched_ones() {
         assert_eq!(unsafe { *((base + i * page) as *const u8) }, i as u8 + 1);
     }
     assert_eq!(move_page_batch(&[], 0).unwrap().requested, 0);
-    // SAFETY: our mapping.
-    unsafe { libc::munmap(base as *mut libc::c_void, 8 * page) };
+    drop(map);
 }

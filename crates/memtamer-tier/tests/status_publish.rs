@@ -39,6 +39,19 @@ fn published_status_matches_the_runtime() {
     );
     assert_eq!(s.pid, std::process::id());
     assert_eq!((s.moves, s.bytes_moved), (3, 3 * (3 << 20)));
+    // per direction: two promotions, one eviction, as the runtime counted
+    let (up, down) = (s.to_dram.as_ref().unwrap(), s.to_slow.as_ref().unwrap());
+    assert_eq!((up.moves, up.bytes), (2, 2 * (3 << 20)));
+    assert_eq!((down.moves, down.bytes), (1, 3 << 20));
+    let st = rt.stats();
+    // (through JSON text: equal to the last bits is not promised)
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    assert!(close(up.copy_ms, st.to_dram.copy_ns as f64 / 1e6), "{up:?}");
+    assert!(
+        close(down.copy_bw.unwrap(), st.to_slow.bandwidth().unwrap()),
+        "{down:?}"
+    );
+    assert!((up.copy_ms + down.copy_ms - s.copy_ms).abs() < 1e-9);
     assert_eq!((s.dram_budget, s.dram_used), (8 << 20, 3 << 20));
     assert!(!s.unimem);
     let big = s.objects.iter().find(|o| o.name == "big").unwrap();

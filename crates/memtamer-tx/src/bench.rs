@@ -369,9 +369,12 @@ fn stats_delta(a: &PoolStats, b: &PoolStats) -> PoolStats {
 enum Counts<'a> {
     /// ArchTM's own counters.
     Pool(&'a Pool),
-    /// The libpmem shim's counting mode (libpmemobj).
+    /// The libpmem shim's counting mode (libpmemobj; only libpmemobj's
+    /// side uses it, which exists when it is linked).
+    #[cfg(has_pmdk)]
     Shim,
-    /// Not measured.
+    /// Not measured (libpmemobj's side without the shim).
+    #[cfg(has_pmdk)]
     None,
 }
 
@@ -379,8 +382,10 @@ impl Counts<'_> {
     fn read(&self) -> Option<PoolStats> {
         match self {
             Counts::Pool(p) => Some(p.stats()),
+            #[cfg(has_pmdk)]
             Counts::Shim => crate::shim_counts::snapshot()
                 .map(|c| crate::shim_counts::delta(&Default::default(), &c)),
+            #[cfg(has_pmdk)]
             Counts::None => None,
         }
     }

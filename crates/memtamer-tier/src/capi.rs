@@ -155,6 +155,7 @@ fn driver_config() -> Result<DriverConfig, TierError> {
         iterations: env_num("MEMTAMER_ITERS", d.iterations)?,
         drift: env_num("MEMTAMER_DRIFT", d.drift)?,
         recalibrate: d.recalibrate,
+        decision_share: env_num("MEMTAMER_DECISION_SHARE", d.decision_share)?,
     })
 }
 

@@ -10,7 +10,7 @@
 //! `#data_access` (a streaming assumption), faults for samples.
 
 use crate::unimem::model::{ObjPhase, PhaseProfile, Platform};
-use crate::unimem::plan::{decide, drifted, Plan, Problem};
+use crate::unimem::plan::{decide, decide_within, drifted, Plan, Problem};
 use crate::unimem::profile_file::PhaseClock;
 use crate::unimem::schedule::{schedule_checked, Move};
 use crate::unimem::transition::{transition, OnceMove};
@@ -38,6 +38,10 @@ pub struct DriverConfig {
     pub drift: f64,
     /// Re-decide when copies run at under half the modelled bandwidth.
     pub recalibrate: bool,
+    /// Share of the expected run (`iterations` x the profiled iteration's
+    /// time) one decision's search may take on the application thread
+    /// ([`decision_budget_s`]); 0: no bound, the simulator's search.
+    pub decision_share: f64,
 }
 
 pub use crate::platform::{
@@ -55,9 +59,12 @@ impl Default for DriverConfig {
             iterations: 100.0,
             drift: 0.1,
             recalibrate: true,
+            decision_share: DEFAULT_DECISION_SHARE,
         }
     }
 }
+
+pub use crate::budget::{decision_budget_s, DEFAULT_DECISION_SHARE, MIN_DECISION_S};
 
 /// What the loop did, for the report at `MPI_Finalize`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -452,7 +459,16 @@ impl Driver {
         } else {
             BTreeMap::new()
         };
-        let plan = decide(&problem, &start);
+        let iteration_s: f64 = problem.phases.iter().map(|p| p.time).sum();
+        let plan =
+            match decision_budget_s(self.cfg.decision_share, self.cfg.iterations, iteration_s) {
+                None => decide(&problem, &start),
+                Some(b) => {
+                    let deadline = Instant::now() + Duration::from_secs_f64(b);
+                    let mut more = || Instant::now() < deadline;
+                    decide_within(&problem, &start, &mut more)
+                }
+            };
         let uses: Vec<Vec<bool>> = (0..problem.sizes.len()).map(|o| problem.uses(o)).collect();
         let (moves, _) = schedule_checked(&plan.dram, &uses, &problem.sizes, problem.capacity);
         // One-time moves from the current placement to the plan's, issued

@@ -15,6 +15,7 @@
 
 pub mod backing;
 pub mod bench;
+pub mod budget;
 pub mod calibrate;
 pub mod capi;
 pub mod driver;

@@ -27,6 +27,17 @@ fn an_unknown_unimem_switch_is_refused_by_name() {
     assert_eq!(mt_tier_init(1 << 20), -1, "started with MEMTAMER_UNIMEM=no");
     let e = last_error();
     assert!(e.contains("MEMTAMER_UNIMEM=\"no\""), "{e}");
+    // a bad decision budget is refused by name too
+    std::env::set_var("MEMTAMER_UNIMEM", "on");
+    std::env::set_var("MEMTAMER_DECISION_SHARE", "x");
+    assert_eq!(
+        mt_tier_init(1 << 20),
+        -1,
+        "started with MEMTAMER_DECISION_SHARE=x"
+    );
+    let e = last_error();
+    assert!(e.contains("MEMTAMER_DECISION_SHARE"), "{e}");
+    std::env::remove_var("MEMTAMER_DECISION_SHARE");
     // the runtime did not start: a good value starts it now
     std::env::set_var("MEMTAMER_UNIMEM", "off");
     assert_eq!(mt_tier_init(1 << 20), 0);

@@ -34,6 +34,8 @@ fn config(copy_bw: f64) -> DriverConfig {
         iterations: 100.0,
         drift: 0.0,
         recalibrate: false,
+        // the unbounded search: decisions independent of the host's speed
+        decision_share: 0.0,
     }
 }
 

@@ -470,13 +470,36 @@ pub fn leave_room(
     dram: &[BTreeSet<ObjId>],
     start: &BTreeSet<ObjId>,
 ) -> Vec<BTreeSet<ObjId>> {
+    leave_room_within(p, dram, start, &mut || true)
+}
+
+/// [`leave_room`] that asks `more` before evaluating each candidate and
+/// stops when it says no, keeping the removals made so far (and the best
+/// candidate of the round it stops in). Each removal lowers [`predict`],
+/// so a search cut short returns a plan no worse than `dram`. Why: one
+/// round costs `phases · objects` predictions, each a replay of the
+/// iteration, so on a program with 120 phases per iteration (MG) a full
+/// search takes tens of milliseconds per decision on the application
+/// thread; the runtime bounds it by a share of the run
+/// ([`crate::unimem::plan::decide_within`]).
+pub fn leave_room_within(
+    p: &Problem,
+    dram: &[BTreeSet<ObjId>],
+    start: &BTreeSet<ObjId>,
+    more: &mut dyn FnMut() -> bool,
+) -> Vec<BTreeSet<ObjId>> {
     let mut cur = dram.to_vec();
     let mut best = predict(p, &cur, start);
     let rounds = (2 * p.sizes.len() * cur.len()).min(LEAVE_ROOM_ROUNDS);
+    let mut out_of_budget = false;
     for _ in 0..rounds {
         let mut pick: Option<(usize, ObjId, f64)> = None;
-        for i in 0..cur.len() {
+        'round: for i in 0..cur.len() {
             for &o in &cur[i] {
+                if !more() {
+                    out_of_budget = true;
+                    break 'round;
+                }
                 let mut t = cur.clone();
                 t[i].remove(&o);
                 let v = predict(p, &t, start);
@@ -488,6 +511,9 @@ pub fn leave_room(
         let Some((i, o, v)) = pick else { break };
         cur[i].remove(&o);
         best = v;
+        if out_of_budget {
+            break;
+        }
     }
     cur
 }
@@ -498,10 +524,20 @@ pub fn leave_room(
 /// its schedule would evict and promote back at one phase stays in DRAM
 /// ([`stay_put`]).
 pub fn decide(p: &Problem, start: &BTreeSet<ObjId>) -> Plan {
+    decide_within(p, start, &mut || true)
+}
+
+/// [`decide`] whose [`leave_room`] search stops when `more` says no
+/// ([`leave_room_within`]); the knapsacks, [`settle`] and the final
+/// comparison always run. The runtime passes a deadline, a share of the
+/// run's expected time, so a decision's cost on the application thread
+/// stays bounded however many phases an iteration has; the simulator
+/// calls [`decide`] (no bound, deterministic).
+pub fn decide_within(p: &Problem, start: &BTreeSet<ObjId>, more: &mut dyn FnMut() -> bool) -> Plan {
     let g = global_search(p, start);
     let global = vec![g; p.phases.len()];
     let local = local_search(p, start);
-    let local = settle(p, &leave_room(p, &local, start));
+    let local = settle(p, &leave_room_within(p, &local, start, more));
     let (pg, pl) = (predict(p, &global, start), predict(p, &local, start));
     if pl < pg {
         Plan {

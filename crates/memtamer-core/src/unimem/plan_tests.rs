@@ -458,3 +458,68 @@ fn an_evict_and_promote_pair_costs_nothing() {
         "{m:?}"
     );
 }
+
+/// A search cut short keeps what it found: no budget returns the input,
+/// a budget of k candidate evaluations returns a plan between the input
+/// and the full search, never slower than the input, and an unbounded
+/// `more` is [`leave_room`] itself.
+#[test]
+fn leave_room_within_a_budget_is_never_worse_than_its_input() {
+    let p = Problem {
+        sizes: vec![100, 100, 100],
+        phases: vec![
+            phase(1.0, &[(0, 1e6), (2, 1e3)]),
+            phase(1.0, &[(1, 1e6), (0, 1e3)]),
+            phase(1.0, &[(2, 1e6), (1, 1e3)]),
+        ],
+        platform: platform(100.0),
+        capacity: 200,
+        iterations: 10.0,
+    };
+    let full = vec![set(&[0, 2]), set(&[0, 1]), set(&[1, 2])];
+    let start = full[0].clone();
+    let before = predict(&p, &full, &start);
+    assert_eq!(leave_room_within(&p, &full, &start, &mut || false), full);
+    let whole = leave_room(&p, &full, &start);
+    assert_eq!(leave_room_within(&p, &full, &start, &mut || true), whole);
+    let best = predict(&p, &whole, &start);
+    let mut removed_some = false;
+    for k in 1..40 {
+        let mut left = k;
+        let mut more = || {
+            left -= 1;
+            left >= 0
+        };
+        let got = leave_room_within(&p, &full, &start, &mut more);
+        let v = predict(&p, &got, &start);
+        assert!(
+            v <= before && v >= best - 1e-12,
+            "k {k}: {v} vs {before} / {best}"
+        );
+        assert!(got.iter().zip(&full).all(|(a, f)| a.is_subset(f)));
+        removed_some |= got != full;
+    }
+    assert!(removed_some, "no budget was enough for one removal");
+}
+
+/// [`decide_within`] with an unbounded `more` is [`decide`]; with none
+/// it still returns a plan that fits and predicts what it says, no slower
+/// than the knapsacks' plans.
+#[test]
+fn decide_within_bounds_only_the_search() {
+    let mut r = Rng(0x5eed);
+    for _ in 0..200 {
+        let p = random_problem(&mut r);
+        let start = initial_placement(&p.sizes, &vec![1.0; p.sizes.len()], p.capacity);
+        assert_eq!(decide_within(&p, &start, &mut || true), decide(&p, &start));
+        let cut = decide_within(&p, &start, &mut || false);
+        assert!((cut.predicted - predict(&p, &cut.dram, &start)).abs() < 1e-12);
+        let global = vec![global_search(&p, &start); p.phases.len()];
+        let local = settle(&p, &local_search(&p, &start));
+        let floor = predict(&p, &global, &start).min(predict(&p, &local, &start));
+        assert!(cut.predicted <= floor + 1e-12 * floor.abs().max(1.0));
+        for d in &cut.dram {
+            assert!(d.iter().map(|&o| p.sizes[o]).sum::<u64>() <= p.capacity);
+        }
+    }
+}

@@ -421,6 +421,13 @@ pub(crate) enum SimCmd {
         #[arg(long = "out-fault-ns", default_value_t = memtamer_sim::tahoe_eval::OUT_FAULT_NS,
               value_parser = parse_ns)]
         out_fault_ns: f64,
+        /// Where Tahoe's all-slow time per task type comes from: `refined` (a
+        /// representative with its pages in the slow tier, refined by every completed
+        /// instance's time; the default), `slow-rep` (that representative only) or
+        /// `thesis` (the first instance, wherever its pages are). docs/tahoe.md.
+        #[arg(long = "model", default_value = "refined",
+              value_parser = ["refined", "slow-rep", "thesis"])]
+        model: String,
     },
     /// Unimem and its baselines on phased MPI-like programs over tiered data objects
     /// (issue 20 item 5); prints the Markdown of docs/unimem.md "In the simulator".

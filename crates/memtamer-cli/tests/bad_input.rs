@@ -34,6 +34,7 @@ fn sim_tahoe_flags_are_checked_when_parsed() {
     t(&["--out-no-copy", "--out-fault-ns=-1"], "--out-fault-ns");
     // was exit 3 "command line:0"
     t(&["--partial-form", "nope"], "--partial-form");
+    t(&["--model", "nope"], "--model");
     // was "<tahoe heat>:6:8: number too large to fit in target type"
     t(&["--seed", "18446744073709551615"], "--seed");
     // 0 was taken as 1 without a word

@@ -384,9 +384,103 @@ impl HybridModel {
     }
 }
 
+/// The all-slow time T_c_NVM that makes `model` predict `measured_ns` for
+/// a task of profile `p` (its `total_accesses` and counters) that ran with
+/// `slow_acc` of its accesses in the slow tier: the model's partial form
+/// inverted, so that a time measured at any placement (a representative
+/// that found pages in DRAM, any later instance) gives the type's
+/// all-slow time under the same model that predicts with it. Both forms
+/// are monotone in T_c_NVM (the complete-placement models make T_c_DRAM
+/// grow with it), so the root is found by bisection. None when
+/// `measured_ns` is not a positive number or no all-slow time reaches it.
+pub fn invert_t_slow(
+    model: &HybridModel,
+    p: &TypeProfile,
+    slow_acc: f64,
+    measured_ns: f64,
+) -> Option<f64> {
+    if !(measured_ns.is_finite() && measured_ns > 0.0) {
+        return None;
+    }
+    let at = |s: f64| {
+        let q = TypeProfile {
+            t_slow_ns: s,
+            total_accesses: p.total_accesses,
+            counters: p.counters,
+            ranges: Vec::new(),
+        };
+        model.t_partial(&q, slow_acc)
+    };
+    // T_p <= T_c_NVM, so the root is at or above the measured time.
+    let (mut lo, mut hi) = (measured_ns, measured_ns);
+    let mut n = 0;
+    while at(hi) < measured_ns {
+        lo = hi;
+        hi *= 2.0;
+        n += 1;
+        if n > 64 {
+            return None;
+        }
+    }
+    // to the last bit: each step halves the bracket until no double lies
+    // strictly inside it
+    for _ in 0..2100 {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if at(mid) < measured_ns {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(hi)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inverting_the_partial_form_recovers_the_all_slow_time() {
+        let p = TypeProfile {
+            t_slow_ns: 1000.0,
+            total_accesses: 100.0,
+            counters: None,
+            ranges: vec![],
+        };
+        for form in [PartialForm::Additive, PartialForm::ParallelTiers] {
+            let h = HybridModel {
+                counters: None,
+                fallback: LinearAccess { beta_ns: 6.0 },
+                form,
+            };
+            for slow in [0.0, 30.0, 50.0, 90.0, 100.0] {
+                let t = h.t_partial(&p, slow);
+                let s = invert_t_slow(&h, &p, slow, t).unwrap();
+                assert!((s - 1000.0).abs() < 1e-6, "{form:?} {slow}: {s}");
+            }
+        }
+        // The additive form's inversion is the representative's rule,
+        // T_measured + beta * DRAM accesses; the parallel form's is not:
+        // 600 ns measured with 50 of 100 accesses slow is T_c_NVM 1200
+        // (0.5 * 1200 > 1200 - 600), not 600 + 6 * 50 = 900.
+        let par = HybridModel {
+            counters: None,
+            fallback: LinearAccess { beta_ns: 6.0 },
+            form: PartialForm::ParallelTiers,
+        };
+        let add = HybridModel {
+            form: PartialForm::Additive,
+            ..par.clone()
+        };
+        assert!((invert_t_slow(&add, &p, 50.0, 600.0).unwrap() - 900.0).abs() < 1e-6);
+        assert!((invert_t_slow(&par, &p, 50.0, 600.0).unwrap() - 1200.0).abs() < 1e-6);
+        // Bad measurements give nothing.
+        assert_eq!(invert_t_slow(&par, &p, 50.0, 0.0), None);
+        assert_eq!(invert_t_slow(&par, &p, 50.0, f64::NAN), None);
+    }
 
     #[test]
     fn eq_4_4_interpolates_between_the_two_complete_placements() {

@@ -13,7 +13,7 @@ use crate::benefit::{
 };
 use crate::copycost::CopyCost;
 use crate::fasthash::{PageMap, PageSet, TypeMap};
-use crate::model::HybridModel;
+use crate::model::{invert_t_slow, HybridModel};
 use crate::profile::{ProfileDb, TypeProfile};
 use crate::residency::Residency;
 use crate::split::{split_dp, split_even};
@@ -68,6 +68,33 @@ pub struct PlanConfig {
     /// and the simulator's, whose copy model has no per-call cost): each
     /// page pays only its own copy, the check as before.
     pub copy_fixed_ns: f64,
+    /// Instances of a type not yet profiled that may be passed over as its
+    /// representative because part of their footprint is already in DRAM
+    /// (first-touch pages adopted with [`Planner::adopt`], or earlier
+    /// promotions). The thesis profiles the representative "with all data
+    /// in NVM" (§4.3.3), so that T_c_NVM of Eq. 4.4 is *measured*; a
+    /// representative that ran partly from DRAM gives it only through the
+    /// fallback model inverted (`T_measured + beta * DRAM accesses`), and
+    /// one beta for every program is off by up to 2x per program
+    /// (docs/tahoe.md "The representative's placement"). A passed-over
+    /// instance runs unplaced and unpredicted ([`Decision::Wait`]); after
+    /// this many, the next instance is profiled wherever its pages are, so
+    /// no type stays unknown. 0 (the default, the OMPT tool's): the first
+    /// instance is the representative.
+    pub rep_skip: usize,
+    /// Refine each type's all-slow time T_c_NVM from every instance that
+    /// completes: its measured time, inverted through the model at the
+    /// slow share its re-based profile had under the residency
+    /// ([`crate::model::invert_t_slow`]), averaged with the
+    /// representative's and the earlier instances'. A task's time depends
+    /// on its co-runners' load on the tiers, which the one representative
+    /// measures only for its own moment (the first wave, when first-touch
+    /// DRAM still serves other tasks); the instances measure the rest of
+    /// the run. Only tasks already completed enter a prediction. Beyond
+    /// the thesis, which profiles once (§4.3.3; docs/tahoe.md "The
+    /// representative's placement"). False (the default, the OMPT
+    /// tool's): the representative's time stays.
+    pub refine: bool,
 }
 
 impl Default for PlanConfig {
@@ -80,6 +107,8 @@ impl Default for PlanConfig {
             access_bytes: crate::benefit::LINE,
             out_fault_ns: None,
             copy_fixed_ns: 0.0,
+            rep_skip: 0,
+            refine: false,
         }
     }
 }
@@ -142,6 +171,9 @@ pub struct PlanStats {
     /// none through: the promotion batches it refused outright. 0
     /// without the check.
     pub refused_batches: u64,
+    /// Instances passed over as representative because part of their
+    /// footprint was in DRAM ([`PlanConfig::rep_skip`]).
+    pub rep_skipped: u64,
 }
 
 /// The Tahoe planner: profiling database, model and DRAM state.
@@ -152,6 +184,11 @@ pub struct Planner {
     model: HybridModel,
     dram: Residency,
     profiling: TypeMap<u64>,
+    /// Per type not yet profiled: instances passed over as representative.
+    skipped: TypeMap<usize>,
+    /// Per type: (sum, count) of its all-slow time estimates
+    /// ([`PlanConfig::refine`]).
+    refined: TypeMap<(f64, u64)>,
     stats: PlanStats,
 }
 
@@ -164,6 +201,8 @@ impl Planner {
             model,
             dram: Residency::new(dram_pages, crate::residency::FIFO_ENTRIES),
             profiling: TypeMap::default(),
+            skipped: TypeMap::default(),
+            refined: TypeMap::default(),
             stats: PlanStats::default(),
         }
     }
@@ -210,6 +249,13 @@ impl Planner {
         self.cfg.out_fault_ns = ns.filter(|x| x.is_finite() && *x >= 0.0);
     }
 
+    /// Sets [`PlanConfig::rep_skip`] and [`PlanConfig::refine`], before
+    /// planning starts (an evaluation's model ablation).
+    pub fn set_learning(&mut self, rep_skip: usize, refine: bool) {
+        self.cfg.rep_skip = rep_skip;
+        self.cfg.refine = refine;
+    }
+
     /// The copy cost per page the check uses (None: no check).
     pub fn copy_ns(&self) -> Option<f64> {
         self.cfg.copy_ns_per_page
@@ -237,12 +283,26 @@ impl Planner {
         self.profiling.get(&t.task_type()) == Some(&t.id)
     }
 
+    /// Whether any page of `t`'s footprint is in DRAM now.
+    fn touches_dram(&self, t: &Task) -> bool {
+        self.dram.used() > 0
+            && t.footprint(self.cfg.page)
+                .iter()
+                .any(|&p| self.dram.contains(p))
+    }
+
     /// Profiling only (placement off): picks representatives, returns
     /// `Profile`, `Wait`, or `Place` with no batches for a known type.
     pub fn observe(&mut self, head: &Task) -> Decision {
         let ty = head.task_type();
         if self.db.get(head).is_none() {
             if self.profiling.contains_key(&ty) {
+                return Decision::Wait;
+            }
+            let skipped = self.skipped.get(&ty).copied().unwrap_or(0);
+            if skipped < self.cfg.rep_skip && self.touches_dram(head) {
+                self.skipped.insert(ty, skipped + 1);
+                self.stats.rep_skipped += 1;
                 return Decision::Wait;
             }
             self.profiling.insert(ty, head.id);
@@ -643,26 +703,64 @@ impl Planner {
         if self.profiling.get(&ty) == Some(&task.id) {
             self.profiling.remove(&ty);
             let page = self.cfg.page;
+            let prof = match samples {
+                Some(s) => TypeProfile::from_samples(task, s, page, ns, None)
+                    .unwrap_or_else(|_| TypeProfile::uniform(task, page, ns, None)),
+                None => TypeProfile::uniform(task, page, ns, None),
+            };
             // A representative that found some of its pages in DRAM (adopted
-            // first-touch pages): its all-slow time by the fallback inverted,
-            // T_slow = T_measured + beta * (accesses served by DRAM).
+            // first-touch pages): its time raised to all-slow by the fallback
+            // inverted, T_slow = T_measured + beta * (accesses served by
+            // DRAM), Eq. 4.4's inversion. Not the parallel form's: its
+            // inversion divides by the slow share, which amplifies the
+            // representative's co-runner load by 1/p (measured: heat's
+            // in-run error 0.4% -> 29.6% at 1/4 bandwidth; docs/tahoe.md
+            // "The representative's placement and the instances' times").
             let dram_acc: f64 = samples
                 .unwrap_or_default()
                 .iter()
                 .filter(|(p, _)| self.dram.contains(*p))
                 .map(|x| x.1)
                 .sum();
-            let ns = ns + self.model.fallback.beta_ns * dram_acc;
-            let prof = match samples {
-                Some(s) => TypeProfile::from_samples(task, s, page, ns, None)
-                    .unwrap_or_else(|_| TypeProfile::uniform(task, page, ns, None)),
-                None => TypeProfile::uniform(task, page, ns, None),
+            let t_slow = ns + self.model.fallback.beta_ns * dram_acc;
+            let prof = TypeProfile {
+                t_slow_ns: t_slow,
+                ..prof
             };
-            self.db.insert(ty, prof);
+            self.db.insert(ty.clone(), prof);
+            if self.cfg.refine {
+                self.refined.insert(ty, (t_slow, 1));
+            }
+        } else if self.cfg.refine {
+            self.refine(task, ns);
         }
         if self.dram.used() > 0 {
             self.dram.executed(&task.footprint(self.cfg.page));
         }
+    }
+
+    /// [`PlanConfig::refine`]: folds instance `task`'s measured `ns` into
+    /// its type's all-slow time.
+    fn refine(&mut self, task: &Task, ns: f64) {
+        let Some(p) = self.db.get(task) else {
+            return;
+        };
+        let slow: f64 = p
+            .rebase(task, self.cfg.page)
+            .unwrap_or_default()
+            .iter()
+            .filter(|(pg, _)| !self.dram.contains(*pg))
+            .map(|x| x.1)
+            .sum();
+        let Some(est) = invert_t_slow(&self.model, p, slow, ns) else {
+            return;
+        };
+        let ty = task.task_type();
+        let e = self.refined.entry(ty).or_insert((p.t_slow_ns, 1));
+        e.0 += est;
+        e.1 += 1;
+        let mean = e.0 / e.1 as f64;
+        self.db.set_t_slow(task, mean);
     }
 }
 

@@ -29,6 +29,8 @@ fn planner(dram: usize, corun: usize) -> Planner {
             access_bytes: crate::benefit::LINE,
             out_fault_ns: None,
             copy_fixed_ns: 0.0,
+            rep_skip: 0,
+            refine: false,
         },
         HybridModel {
             counters: None,
@@ -207,6 +209,8 @@ fn costed(dram: usize, copy: f64) -> Planner {
             access_bytes: crate::benefit::LINE,
             out_fault_ns: None,
             copy_fixed_ns: 0.0,
+            rep_skip: 0,
+            refine: false,
         },
         HybridModel {
             counters: None,
@@ -306,6 +310,8 @@ fn a_task_at_the_parallel_forms_knee_gains_nothing_from_more_pages() {
                 access_bytes: crate::benefit::LINE,
                 out_fault_ns: None,
                 copy_fixed_ns: 0.0,
+                rep_skip: 0,
+                refine: false,
             },
             HybridModel {
                 counters: None,
@@ -334,6 +340,77 @@ fn a_representative_partly_in_dram_is_profiled_at_its_all_slow_time() {
     pl.completed(&r, 1000.0, Some(&samples));
     let p = pl.db().get(&r).unwrap();
     assert!((p.t_slow_ns - 1200.0).abs() < 1e-9);
+}
+
+#[test]
+fn an_instance_partly_in_dram_is_passed_over_as_representative() {
+    // Pages 0 and 1 (task 1's) are in DRAM from first touch.
+    let in_dram = task(1, 7, &[(0, 4)]);
+    let slow = task(2, 7, &[(10, 4)]);
+    let also_dram = task(3, 7, &[(1, 4)]);
+    // Without skipping (the default): the first instance profiles.
+    let mut pl = planner(8, 1);
+    pl.adopt(&[0, 1]);
+    assert_eq!(pl.decide(&in_dram, &[], &[]), Decision::Profile);
+    // With skipping: it waits, unpredicted; the next instance, all in the
+    // slow tier, is the representative, and its time is T_c_NVM as
+    // measured (no fallback inversion).
+    let mut pl = planner(8, 1);
+    pl.cfg.rep_skip = 4;
+    pl.adopt(&[0, 1]);
+    assert_eq!(pl.decide(&in_dram, &[], &[]), Decision::Wait);
+    assert!(!pl.is_representative(&in_dram));
+    assert_eq!(pl.decide(&slow, &[], &[]), Decision::Profile);
+    let samples: Vec<(u64, f64)> = (10..14).map(|p| (p, 10.0)).collect();
+    pl.completed(&slow, 1000.0, Some(&samples));
+    assert_eq!(pl.db().get(&slow).unwrap().t_slow_ns, 1000.0);
+    assert_eq!(pl.stats().rep_skipped, 1);
+    assert_eq!(pl.stats().profiled, 1);
+    // The bound: after `rep_skip` instances the next one profiles wherever
+    // its pages are, so no type stays unknown.
+    let mut pl = planner(8, 1);
+    pl.cfg.rep_skip = 1;
+    pl.adopt(&[0, 1]);
+    assert_eq!(pl.decide(&in_dram, &[], &[]), Decision::Wait);
+    assert_eq!(pl.decide(&also_dram, &[], &[]), Decision::Profile);
+    // An empty DRAM never passes an instance over.
+    let mut pl = planner(8, 1);
+    pl.cfg.rep_skip = 4;
+    assert_eq!(pl.decide(&in_dram, &[], &[]), Decision::Profile);
+}
+
+#[test]
+fn completed_instances_refine_the_all_slow_time() {
+    let r = task(1, 7, &[(0, 4)]);
+    let b = task(2, 7, &[(10, 4)]);
+    let c = task(3, 7, &[(20, 4)]);
+    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 10.0)).collect();
+    for refine in [false, true] {
+        let mut pl = planner(100, 1);
+        pl.cfg.refine = refine;
+        assert_eq!(pl.decide(&r, &[], &[]), Decision::Profile);
+        pl.completed(&r, 1000.0, Some(&samples));
+        // A sibling, all pages slow (the planner moved nothing: DRAM is
+        // empty and decide() is not called for it), took twice as long
+        // under its co-runners' load.
+        pl.completed(&b, 2000.0, None);
+        let t = pl.predict(&c).unwrap();
+        if refine {
+            // T_c_NVM is the mean of 1000 and 2000.
+            assert!((t - 1500.0).abs() < 1e-6, "{t}");
+        } else {
+            assert_eq!(t, 1000.0);
+        }
+    }
+    // An instance with half its accesses in DRAM: its time is inverted
+    // through the form (Eq. 4.4: 2000 ns + beta 10 x 20 DRAM accesses).
+    let mut pl = planner(100, 1);
+    pl.cfg.refine = true;
+    pl.decide(&r, &[], &[]);
+    pl.completed(&r, 2200.0, Some(&samples));
+    pl.adopt(&[10, 11]);
+    pl.completed(&b, 2000.0, None);
+    assert!((pl.db().get(&c).unwrap().t_slow_ns - 2200.0).abs() < 1e-6);
 }
 
 #[test]
@@ -427,6 +504,8 @@ fn promoted(out: Access, out_len: u64, fault: Option<f64>) -> (Vec<u64>, Vec<u64
             access_bytes: crate::benefit::LINE,
             out_fault_ns: fault,
             copy_fixed_ns: 0.0,
+            rep_skip: 0,
+            refine: false,
         },
         HybridModel {
             counters: None,
@@ -497,6 +576,8 @@ fn a_page_a_co_runner_also_names_is_copied() {
             access_bytes: crate::benefit::LINE,
             out_fault_ns: Some(250.0),
             copy_fixed_ns: 0.0,
+            rep_skip: 0,
+            refine: false,
         },
         HybridModel {
             counters: None,

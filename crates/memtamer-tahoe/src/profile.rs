@@ -234,6 +234,19 @@ impl ProfileDb {
         self.map.entry(ty).or_insert(p);
     }
 
+    /// Replaces the all-slow time T_c_NVM of `task`'s type (an estimate
+    /// refined from measured instances, `PlanConfig::refine`); false if
+    /// the type has no profile or `ns` is not a positive number.
+    pub fn set_t_slow(&mut self, task: &Task, ns: f64) -> bool {
+        match self.map.get_mut(&task.task_type()) {
+            Some(p) if ns.is_finite() && ns > 0.0 => {
+                p.t_slow_ns = ns;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Number of task types profiled.
     pub fn len(&self) -> usize {
         self.map.len()

@@ -199,6 +199,7 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             partial_form,
             out_no_copy,
             out_fault_ns,
+            model,
         } => {
             pick("memtamer sim tahoe", format, &[Format::Markdown])?;
             super::sim_tahoe::run(super::sim_tahoe::Opts {
@@ -212,6 +213,7 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
                 jobs,
                 partial_form,
                 out_fault_ns: out_no_copy.then_some(out_fault_ns),
+                model,
             })
         }
         SimCmd::Sampler { periods } => {

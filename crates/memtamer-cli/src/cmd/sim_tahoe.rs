@@ -2,8 +2,8 @@
 //! programs in the simulator (issue 21 item 4; docs/tahoe.md "In the simulator").
 
 use crate::error::{CliError, Outcome};
-use memtamer_sim::tahoe_eval::PartialForm;
 use memtamer_sim::tahoe_eval::{builtin_cases, evaluate, markdown, recorded, Case, Row};
+use memtamer_sim::tahoe_eval::{ModelLearning, PartialForm};
 use memtamer_sim::SimError;
 use std::sync::Arc;
 
@@ -20,6 +20,8 @@ pub(super) struct Opts {
     pub partial_form: String,
     /// `--out-no-copy` with its page-fault time (ns); None: off.
     pub out_fault_ns: Option<f64>,
+    /// `--model`: where Tahoe's all-slow times come from.
+    pub model: String,
 }
 
 /// Runs the evaluation and prints its tables. A recorded program is
@@ -31,6 +33,12 @@ pub(super) fn run(o: Opts) -> Result<Outcome, CliError> {
         line: 0,
         key: "--partial-form".into(),
         message: format!("{:?}: expected additive or parallel", o.partial_form),
+    })?;
+    let learn = ModelLearning::parse(&o.model).ok_or_else(|| SimError::Invalid {
+        file: "command line".into(),
+        line: 0,
+        key: "--model".into(),
+        message: format!("{:?}: expected thesis, slow-rep or refined", o.model),
     })?;
     let mut cases = builtin_cases(&o.benches)?;
     if let Some(r) = &o.recorded {
@@ -60,7 +68,15 @@ pub(super) fn run(o: Opts) -> Result<Outcome, CliError> {
         });
     }
     // --out-fault-ns is finite and >= 0 (checked by its parser, args.rs)
-    let measured = evaluate(&o.platforms, &cases, o.seed, o.jobs, form, o.out_fault_ns)?;
+    let measured = evaluate(
+        &o.platforms,
+        &cases,
+        o.seed,
+        o.jobs,
+        form,
+        o.out_fault_ns,
+        learn,
+    )?;
     let rows: Vec<Row> = measured
         .iter()
         .filter_map(|m| {

@@ -35,6 +35,7 @@ use memtamer_core::unimem::Tier;
 use memtamer_tahoe::model::LinearAccess;
 pub use memtamer_tahoe::model::PartialForm;
 pub use outnocopy::{OutNoCopy, OUT_RUN};
+pub use policy::ModelLearning;
 use policy::{Oracle, TahoePolicy};
 pub use report::{markdown, Headroom, Row, Siblings, SIBLING_RUNS};
 use std::collections::BTreeMap;
@@ -394,6 +395,7 @@ fn round1(k: usize) -> Box<dyn TaskPolicy> {
 /// `out` blocks its tasks write whole without a copy, with this page-fault
 /// time per page (`tahoe-outnocopy`, docs/tahoe.md "Out blocks placed
 /// without a copy"); None: not run, the tables are Tahoe's as before.
+/// `learn`: where Tahoe's all-slow times come from ([`ModelLearning`]).
 pub fn evaluate(
     platforms: &[String],
     cases: &[Case],
@@ -401,6 +403,7 @@ pub fn evaluate(
     jobs: usize,
     form: PartialForm,
     out_fault_ns: Option<f64>,
+    learn: ModelLearning,
 ) -> Result<Vec<Measured>, SimError> {
     let plats: Vec<Platform> = platforms
         .iter()
@@ -528,7 +531,8 @@ pub fn evaluate(
                 if check { copy_ns[i] } else { None },
                 FIRST_TOUCH,
                 form,
-            );
+            )
+            .with_learning(learn);
             let pol = if sib { pol } else { pol.without_siblings() };
             let pol = match out_fault_ns {
                 Some(f) if out => pol.with_out_no_copy(f),

@@ -414,3 +414,43 @@ fn out_blocks_written_whole_are_placed_without_a_copy_only_with_the_ablation() {
     m.runs.remove(OUT_RUN);
     assert!(OutNoCopy::of(&m, &g).is_none());
 }
+
+#[test]
+fn the_representative_runs_from_the_slow_tier_unless_the_thesis_model_is_asked() {
+    let p = quarter();
+    // DRAM a quarter of the table: first touch puts blocks 0 and 1 there,
+    // so the first task (block 0) finds its data in DRAM.
+    let g = Arc::new(random_access(1 << 20, 8, 3, 256));
+    let cap = capacity(&g, 4);
+    let mut rep_dram = Vec::new();
+    for learn in [
+        ModelLearning::Thesis,
+        ModelLearning::SlowRep,
+        ModelLearning::Refined,
+    ] {
+        let pol = TahoePolicy::new(
+            (cap / PAGE) as usize,
+            50.0,
+            CORUN,
+            None,
+            true,
+            PartialForm::ParallelTiers,
+        )
+        .with_learning(learn);
+        let r = run(&p, g.clone(), Box::new(pol), cap, 200.0, 1).unwrap();
+        let reps: Vec<&TaskRecord> = r.records.iter().filter(|x| x.profiled).collect();
+        assert_eq!(reps.len(), 1, "{learn:?}");
+        rep_dram.push(reps[0].dram_lines);
+        let c: BTreeMap<_, _> = r.counters.iter().copied().collect();
+        assert_eq!(c["rep_skipped"] > 0.0, learn != ModelLearning::Thesis);
+    }
+    assert!(rep_dram[0] > 0, "the thesis's first instance ran from DRAM");
+    assert_eq!(rep_dram[1..], [0, 0]);
+    assert_eq!(
+        ModelLearning::parse("slow-rep"),
+        Some(ModelLearning::SlowRep)
+    );
+    assert_eq!(ModelLearning::parse("bogus"), None);
+    assert_eq!(ModelLearning::default(), ModelLearning::Refined);
+    assert_eq!(ModelLearning::Thesis.planner_knobs(), (0, false));
+}

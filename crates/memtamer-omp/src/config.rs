@@ -76,6 +76,11 @@ pub struct Config {
     /// start by moving pages between the two nodes the tool uses
     /// ([`crate::calib`]).
     pub copy_ns: Option<f64>,
+    /// `MEMTAMER_TAHOE_MODEL`: refined | slow-rep | thesis (default
+    /// refined), where a type's all-slow time comes from
+    /// ([`memtamer_tahoe::learning::ModelLearning`]): the simulator's
+    /// `sim tahoe --model`, so the tool learns as the simulated Tahoe does.
+    pub model: memtamer_tahoe::learning::ModelLearning,
 }
 
 /// A setting that could not be parsed.
@@ -183,6 +188,19 @@ impl Config {
             Some("off") => false,
             Some(v) => return Err(bad("MEMTAMER_TAHOE_CHECK", v.into(), "expected on|off")),
         };
+        let model = match get("MEMTAMER_TAHOE_MODEL") {
+            None => Default::default(),
+            Some(v) => match memtamer_tahoe::learning::ModelLearning::parse(&v) {
+                Some(m) => m,
+                None => {
+                    return Err(bad(
+                        "MEMTAMER_TAHOE_MODEL",
+                        v,
+                        "expected refined|slow-rep|thesis",
+                    ))
+                }
+            },
+        };
         let copy_ns = match get("MEMTAMER_TAHOE_COPY_NS") {
             None => None,
             Some(v) => match v.parse::<f64>() {
@@ -198,6 +216,7 @@ impl Config {
         };
         Ok(Config {
             check,
+            model,
             copy_ns,
             mode,
             dram_bytes,
@@ -311,6 +330,7 @@ mod tests {
             ("MEMTAMER_TAHOE_COPY_NS", "-3"),
             ("MEMTAMER_TAHOE_COPY_NS", "inf"),
             ("MEMTAMER_TAHOE_COPY_NS", "fast"),
+            ("MEMTAMER_TAHOE_MODEL", "ann"),
         ] {
             let e = cfg(&[(k, v)]).unwrap_err();
             assert_eq!(e.key, k);
@@ -332,6 +352,20 @@ mod tests {
         .unwrap();
         assert_eq!((c.check, c.copy_ns), (false, Some(1500.5)));
         assert!(cfg(&[("MEMTAMER_TAHOE_CHECK", "on")]).unwrap().check);
+    }
+
+    #[test]
+    fn the_model_learns_as_the_simulator_by_default() {
+        use memtamer_tahoe::learning::ModelLearning;
+        assert_eq!(cfg(&[]).unwrap().model, ModelLearning::Refined);
+        assert_eq!(
+            cfg(&[("MEMTAMER_TAHOE_MODEL", "thesis")]).unwrap().model,
+            ModelLearning::Thesis
+        );
+        assert_eq!(
+            cfg(&[("MEMTAMER_TAHOE_MODEL", "slow-rep")]).unwrap().model,
+            ModelLearning::SlowRep
+        );
     }
 
     #[test]

@@ -563,9 +563,18 @@ pub unsafe extern "C" fn ompt_start_tool(
         // chosen on the simulator's evidence only (docs/tahoe.md).
         form: Default::default(),
     };
-    let planner = Planner::new(pc, model, cfg.dram_bytes / 4096);
+    let mut planner = Planner::new(pc, model, cfg.dram_bytes / 4096);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = config::workers(std::env::var("OMP_NUM_THREADS").ok().as_deref(), cpus);
+    // With placement on, two waves of workers may be passed over for a
+    // slow-tier representative, as in the simulator (16 = 2 x 8 workers
+    // there), and completed instances refine T_c_NVM. `profile` keeps the
+    // thesis's one representative: nothing is placed there, and the
+    // refinement's per-task re-basing would only add overhead.
+    if cfg.mode == Mode::Place {
+        let (skip, refine) = cfg.model.planner_knobs(2 * workers);
+        planner.set_learning(skip, refine);
+    }
     let tracker = Tracker::new(planner).with_workers(workers);
     let tracker = if cfg.record.is_some() {
         tracker.with_record()

@@ -21,6 +21,7 @@ pub mod copycost;
 pub mod error;
 pub mod extents;
 pub mod fasthash;
+pub mod learning;
 pub mod model;
 pub mod plan;
 pub mod profile;

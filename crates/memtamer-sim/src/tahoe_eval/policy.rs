@@ -101,47 +101,7 @@ const FUTURE_SCAN: usize = memtamer_tahoe::benefit::FUTURE_SCAN;
 /// the thesis's representative (§4.3.3), by its third wave at the latest.
 pub const REP_SKIP: usize = 2 * super::WORKERS as usize;
 
-/// Where Tahoe's all-slow time per type T_c_NVM comes from (docs/tahoe.md
-/// "The representative's placement and the instances' times"; `memtamer
-/// sim tahoe --model`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ModelLearning {
-    /// As the thesis's planner (§4.3.3): the first instance is the
-    /// representative wherever its pages are, its time (the fallback
-    /// model inverted for the accesses DRAM served) is T_c_NVM for the run.
-    Thesis,
-    /// The representative is an instance whose pages are all in the slow
-    /// tier (up to [`REP_SKIP`] instances passed over), so T_c_NVM is
-    /// measured, as the thesis's representative runs "with all data in
-    /// NVM"; kept for the run.
-    SlowRep,
-    /// [`ModelLearning::SlowRep`], and every completed instance's measured
-    /// time, inverted through the model at its slow share, refines T_c_NVM
-    /// (`memtamer_tahoe::plan::PlanConfig::refine`). The default.
-    #[default]
-    Refined,
-}
-
-impl ModelLearning {
-    /// Parses `thesis`, `slow-rep` or `refined` (the command line).
-    pub fn parse(s: &str) -> Option<ModelLearning> {
-        match s {
-            "thesis" => Some(ModelLearning::Thesis),
-            "slow-rep" => Some(ModelLearning::SlowRep),
-            "refined" => Some(ModelLearning::Refined),
-            _ => None,
-        }
-    }
-
-    /// The planner's (`rep_skip`, `refine`) for this choice.
-    pub fn planner_knobs(self) -> (usize, bool) {
-        match self {
-            ModelLearning::Thesis => (0, false),
-            ModelLearning::SlowRep => (REP_SKIP, false),
-            ModelLearning::Refined => (REP_SKIP, true),
-        }
-    }
-}
+pub use memtamer_tahoe::learning::ModelLearning;
 
 /// Tahoe (see the module doc).
 #[derive(Debug)]
@@ -189,8 +149,8 @@ impl TahoePolicy {
             page: PAGE,
             corun,
             copy_ns_per_page,
-            rep_skip: ModelLearning::default().planner_knobs().0,
-            refine: ModelLearning::default().planner_knobs().1,
+            rep_skip: ModelLearning::default().planner_knobs(REP_SKIP).0,
+            refine: ModelLearning::default().planner_knobs(REP_SKIP).1,
             ..PlanConfig::default()
         };
         let model = HybridModel {
@@ -226,7 +186,7 @@ impl TahoePolicy {
     /// The same Tahoe with its all-slow times from `learn` (the default is
     /// [`ModelLearning::Refined`]).
     pub fn with_learning(mut self, learn: ModelLearning) -> Self {
-        let (skip, refine) = learn.planner_knobs();
+        let (skip, refine) = learn.planner_knobs(REP_SKIP);
         self.planner.set_learning(skip, refine);
         self
     }

@@ -452,5 +452,5 @@ fn the_representative_runs_from_the_slow_tier_unless_the_thesis_model_is_asked()
     );
     assert_eq!(ModelLearning::parse("bogus"), None);
     assert_eq!(ModelLearning::default(), ModelLearning::Refined);
-    assert_eq!(ModelLearning::Thesis.planner_knobs(), (0, false));
+    assert_eq!(ModelLearning::Thesis.planner_knobs(16), (0, false));
 }

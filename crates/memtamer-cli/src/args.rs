@@ -449,6 +449,11 @@ pub(crate) enum SimCmd {
         /// DRAM) against Unimem's model (docs/unimem.md "Per-object benefit").
         #[arg(long = "per-object")]
         per_object: bool,
+        /// Also run the hindsight baselines (columns oracle-static, oracle-free):
+        /// placements chosen by running candidates in the simulator (docs/unimem.md
+        /// "What is attainable").
+        #[arg(long, conflicts_with = "per_object")]
+        oracle: bool,
     },
     /// Ribbon in the simulator (issue 19): eager flushing, the PATS gate, the four-point
     /// search and proactive flushing against the M = 1..P4 oracle sweep; prints the

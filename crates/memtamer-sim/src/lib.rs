@@ -31,6 +31,7 @@ pub mod tahoe_eval;
 pub mod tier_calib;
 pub mod tier_eval;
 pub mod tier_objects;
+pub mod tier_oracle;
 pub mod tier_profile;
 pub mod tier_run;
 pub mod tiering;

@@ -341,6 +341,18 @@ pub fn evaluate(
     platforms: &[String],
     jobs: usize,
 ) -> Result<Vec<PlatformResult>, SimError> {
+    evaluate_with(scenarios, platforms, jobs, false)
+}
+
+/// [`evaluate`], and with `oracle` the two hindsight baselines of
+/// [`crate::tier_oracle`] appended to every row (columns `oracle-static`,
+/// `oracle-free` after Unimem's; the other columns are unchanged).
+pub fn evaluate_with(
+    scenarios: &[TierScenario],
+    platforms: &[String],
+    jobs: usize,
+    oracle: bool,
+) -> Result<Vec<PlatformResult>, SimError> {
     let mut out = Vec::new();
     for pname in platforms {
         let p = load_platform(pname)?;
@@ -378,6 +390,21 @@ pub fn evaluate(
             .collect();
         for ((s, _), o) in items.iter().zip(res) {
             rows[*s].1.push(o);
+        }
+        if oracle {
+            for (sc, row) in scenarios.iter().zip(rows.iter_mut()) {
+                let (st, fr) = crate::tier_oracle::search(
+                    &p,
+                    sc.program(),
+                    sc.ranks,
+                    sc.dram_bytes(),
+                    sc.max_ms,
+                    slow,
+                    jobs,
+                )?;
+                row.1.push(st.outcome);
+                row.1.push(fr.outcome);
+            }
         }
         out.push(PlatformResult {
             platform: p.name.clone(),

@@ -179,12 +179,13 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             scenarios,
             jobs,
             per_object,
+            oracle,
         } => {
             pick("memtamer sim unimem", format, &[Format::Markdown])?;
             if per_object {
                 super::sim_unimem::per_object(&platforms, &scenarios, jobs)
             } else {
-                super::sim_unimem::run(&platforms, &scenarios, jobs)
+                super::sim_unimem::run(&platforms, &scenarios, jobs, oracle)
             }
         }
         SimCmd::Tahoe {

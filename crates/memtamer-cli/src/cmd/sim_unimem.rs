@@ -5,17 +5,19 @@ use crate::error::{CliError, Outcome};
 use memtamer_sim::tier_eval;
 
 /// Runs every scenario under every policy on every platform and prints the
-/// Markdown tables with the "Done when" figures.
+/// Markdown tables with the "Done when" figures; `oracle` adds the
+/// hindsight baselines' columns (`memtamer_sim::tier_oracle`).
 pub(super) fn run(
     platforms: &[String],
     scenarios: &[String],
     jobs: usize,
+    oracle: bool,
 ) -> Result<Outcome, CliError> {
     let sc = scenarios
         .iter()
         .map(|s| tier_eval::load_scenario(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let res = tier_eval::evaluate(&sc, platforms, jobs)?;
+    let res = tier_eval::evaluate_with(&sc, platforms, jobs, oracle)?;
     print!("{}", tier_eval::markdown(&res));
     Ok(Outcome::Success)
 }

@@ -127,6 +127,25 @@ fn initial_placement_by_references() {
 }
 
 #[test]
+fn initial_placement_takes_the_most_references_that_fit() {
+    // first fit in reference order takes object 0 (6) and fills DRAM;
+    // objects 1 and 2 together have 8 references and fit as well
+    let sizes = [60, 30, 30];
+    let refs = [6.0, 4.0, 4.0];
+    assert_eq!(initial_placement(&sizes, &refs, 60), set(&[0]));
+    assert_eq!(initial_placement_max_refs(&sizes, &refs, 60), set(&[1, 2]));
+    // ties keep the first-fit order
+    assert_eq!(
+        initial_placement_max_refs(&[10, 10, 10], &[1.0, 1.0, 1.0], 20),
+        set(&[0, 1])
+    );
+    // the earlier example, where first fit is already best
+    let (sizes, refs) = ([50, 60, 30, 10], [5.0, 9.0, 1.0, 0.0]);
+    assert_eq!(initial_placement_max_refs(&sizes, &refs, 100), set(&[1, 2]));
+    assert!(initial_placement_max_refs(&sizes, &refs, 5).is_empty());
+}
+
+#[test]
 fn drift_over_ten_percent() {
     assert!(!drifted(&[1.0, 2.0], &[1.05, 1.85], 0.1));
     assert!(drifted(&[1.0, 2.0], &[1.2, 2.0], 0.1));

@@ -356,6 +356,19 @@ pub enum PlacementSpec {
         /// Object names.
         dram: Vec<String>,
     },
+    /// Hindsight baseline (no runtime could run it: it is chosen offline
+    /// by evaluating candidate placements in the simulator itself,
+    /// `tier_oracle`): per phase, the leading pages of each object in
+    /// DRAM. With `free_moves` each phase's pages are set at its start
+    /// without copies or time (a bound on any phase-granular placement
+    /// under the DRAM budget); without, phase 0's pages are placed at
+    /// allocation and never moved (an attainable static placement).
+    Oracle {
+        /// `pages[phase][object]`: leading pages of the object in DRAM.
+        pages: Vec<Vec<u64>>,
+        /// Set each phase's pages instantly at its start.
+        free_moves: bool,
+    },
     /// A hot-page policy in the style of Linux memory tiering / TPP: every
     /// `scan_us` the pages touched in two consecutive scan periods are
     /// promoted, cold DRAM pages demoted to make room.
@@ -392,6 +405,12 @@ impl PlacementSpec {
             },
             PlacementSpec::HotPage { .. } => "hot-page".into(),
             PlacementSpec::Pinned { dram } => format!("pinned {{{}}}", dram.join(",")),
+            PlacementSpec::Oracle { free_moves, .. } => if *free_moves {
+                "oracle-free"
+            } else {
+                "oracle-static"
+            }
+            .into(),
         }
     }
 
@@ -440,6 +459,10 @@ impl PlacementSpec {
             } if !(scan_us.is_finite() && *scan_us > 0.0) || *max_pages_per_scan == 0 => Err((
                 "placement",
                 "hot-page needs scan_us > 0 and max_pages_per_scan >= 1".into(),
+            )),
+            PlacementSpec::Oracle { pages, .. } if pages.is_empty() => Err((
+                "placement",
+                "oracle needs the pages of at least one phase".into(),
             )),
             _ => Ok(()),
         }

@@ -14,6 +14,7 @@
 
 pub mod baseline;
 pub mod hotpage;
+pub mod oracle;
 pub mod unimem;
 
 use crate::config::phased::{ModelSpec, PhasedProgram, PlacementSpec};
@@ -92,6 +93,9 @@ pub struct PhaseStart {
     pub moves: Vec<MoveReq>,
     /// Objects whose moves must be finished before the phase runs.
     pub wait: Vec<usize>,
+    /// Leading DRAM pages per object, set now without copying and without
+    /// time (only the hindsight bound [`oracle::Oracle`] asks for it).
+    pub place: Option<Vec<u64>>,
 }
 
 /// A placement policy (one per rank).
@@ -179,6 +183,10 @@ pub fn build(spec: &PlacementSpec, prog: &PhasedProgram, capacity: u64) -> Box<d
             *profile_iterations,
         )),
         PlacementSpec::Pinned { dram } => Box::new(baseline::Fixed::pinned(prog, dram)),
+        PlacementSpec::Oracle { pages, free_moves } => {
+            let names = prog.objects.iter().map(|o| o.name.clone()).collect();
+            Box::new(oracle::Oracle::new(pages.clone(), *free_moves, names))
+        }
         PlacementSpec::HotPage {
             scan_us,
             max_pages_per_scan,

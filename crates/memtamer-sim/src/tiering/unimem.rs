@@ -31,8 +31,8 @@ use super::{page_sizes, MoveReq, PhaseObs, PhasePolicy, PhaseStart, SpaceView, T
 use crate::config::phased::{ModelSpec, PhasedProgram, SearchSpec};
 use memtamer_core::unimem::model::{ObjPhase, PhaseProfile, Platform};
 use memtamer_core::unimem::plan::{
-    decide, exposed_split, global_search, initial_placement, local_search, per_iteration, predict,
-    settle, Problem, Search,
+    decide, exposed_split, global_search, initial_placement_max_refs, local_search, per_iteration,
+    predict, settle, Problem, Search,
 };
 use memtamer_core::unimem::schedule::{schedule_checked, Move};
 use memtamer_core::unimem::transition::{transition, OnceMove};
@@ -334,14 +334,13 @@ impl PhasePolicy for UnimemPolicy {
     fn initial(&mut self) -> Vec<u64> {
         let mut out = vec![0; self.first_unit.len()];
         if self.initial_placement {
-            let chosen = initial_placement(&self.sizes, &self.refs, self.capacity);
-            // leading pages only: an object's chunks from its first while chosen
-            let mut open = vec![true; out.len()];
+            let chosen = initial_placement_max_refs(&self.sizes, &self.refs, self.capacity);
+            // an object's chosen chunks as its leading pages: its chunks
+            // have equal references per page, so which of them is the same
+            // to the criterion, and placement is by leading pages
             for (u, un) in self.units.iter().enumerate() {
-                if open[un.obj] && chosen.contains(&u) {
+                if chosen.contains(&u) {
                     out[un.obj] += un.pages;
-                } else {
-                    open[un.obj] = false;
                 }
             }
         }
@@ -746,5 +745,24 @@ mod tests {
             1,
         );
         assert_eq!(pol.initial(), vec![0, 8, 8]);
+    }
+
+    #[test]
+    fn initial_placement_takes_the_most_references_that_fit() {
+        // object 0 (8 pages, 1000 lines) has the most references alone,
+        // objects 1 and 2 (4 pages, 800 lines each) more together
+        let prog = program(
+            &[8, 4, 4],
+            &[&[(0, 1000, false), (1, 800, false)], &[(2, 800, false)]],
+        );
+        let mut pol = UnimemPolicy::new(
+            &prog,
+            8 * PAGE,
+            platform(&model()),
+            SearchSpec::Both,
+            true,
+            1,
+        );
+        assert_eq!(pol.initial(), vec![0, 4, 4]);
     }
 }

@@ -226,6 +226,9 @@ impl PhasedRank {
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .phase_start(self.iter, self.phase, &*s);
+                    if let Some(pages) = &st.place {
+                        s.place_prefix(pages);
+                    }
                     for m in st.moves {
                         s.request(m);
                     }

@@ -363,6 +363,24 @@ impl TierSpace {
         self.stats.peak_dram_bytes = self.stats.peak_dram_bytes.max(self.dram_bytes);
     }
 
+    /// Sets every object's placement to its first `dram_pages[o]` pages in
+    /// DRAM *without* copying and without time: the hindsight bound's
+    /// free moves (`PhaseStart::place`), never a policy a runtime could run.
+    pub fn place_prefix(&mut self, dram_pages: &[u64]) {
+        // evictions first, so the DRAM peak never counts both sets
+        for pass in [Tier::Slow, Tier::Dram] {
+            for o in 0..self.objs.len() {
+                let n = dram_pages.get(o).copied().unwrap_or(0);
+                for p in 0..self.objs[o].page_count() {
+                    let t = if p < n { Tier::Dram } else { Tier::Slow };
+                    if t == pass {
+                        self.place_page(o, p, t);
+                    }
+                }
+            }
+        }
+    }
+
     /// Queues a move for the helper (FIFO). Unknown objects are ignored.
     pub fn request(&mut self, m: MoveReq) {
         if let Some(o) = self.objs.get_mut(m.obj) {

@@ -202,3 +202,21 @@ fn initial_placement_by_leading_pages() {
     assert_eq!(s.page_tier(1, 0), Tier::Slow);
     assert_eq!(s.page_tier(9, 0), Tier::Slow);
 }
+
+#[test]
+fn place_prefix_sets_pages_without_copies_and_never_counts_both_sets() {
+    let h = space();
+    let mut s = lock(&h);
+    // a: 3 slow pages, b: its one page in DRAM -> a's first two in DRAM, b out
+    s.place_prefix(&[2, 0]);
+    assert_eq!(s.objects()[0].bytes_in(Tier::Dram), 2 * PAGE);
+    assert_eq!(s.objects()[1].bytes_in(Tier::Dram), 0);
+    assert_eq!(s.dram_bytes(), 2 * PAGE);
+    // evictions went first: the peak is the larger set, not both
+    assert_eq!(s.stats().peak_dram_bytes, 2 * PAGE);
+    assert_eq!(s.stats().moves, 0);
+    assert!(s.idle());
+    // a short vector leaves the missing objects in the slow tier
+    s.place_prefix(&[]);
+    assert_eq!(s.dram_bytes(), 0);
+}

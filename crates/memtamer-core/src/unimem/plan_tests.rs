@@ -283,10 +283,10 @@ fn copy_window_needs_room_in_dram() {
     assert_eq!(p.exposed_copy_in(1, 1, &roomy), 0.0);
 }
 
-/// On the full plan above, [`leave_room`] finds a roomier one that
-/// predicts faster, and never returns a slower one.
-#[test]
-fn leave_room_trades_a_resident_for_hidden_copies() {
+/// Three phases, each with one hot object and one barely used, DRAM for
+/// two: the plan that keeps both of each phase's objects resident, and
+/// its problem.
+fn rotation_with_a_full_plan() -> (Problem, Vec<BTreeSet<ObjId>>) {
     let p = Problem {
         sizes: vec![100, 100, 100],
         phases: vec![
@@ -299,6 +299,14 @@ fn leave_room_trades_a_resident_for_hidden_copies() {
         iterations: 10.0,
     };
     let full = vec![set(&[0, 2]), set(&[0, 1]), set(&[1, 2])];
+    (p, full)
+}
+
+/// On the full plan above, [`leave_room`] finds a roomier one that
+/// predicts faster, and never returns a slower one.
+#[test]
+fn leave_room_trades_a_resident_for_hidden_copies() {
+    let (p, full) = rotation_with_a_full_plan();
     let start = full[0].clone();
     let before = predict(&p, &full, &start);
     let after = leave_room(&p, &full, &start);
@@ -484,18 +492,7 @@ fn an_evict_and_promote_pair_costs_nothing() {
 /// `more` is [`leave_room`] itself.
 #[test]
 fn leave_room_within_a_budget_is_never_worse_than_its_input() {
-    let p = Problem {
-        sizes: vec![100, 100, 100],
-        phases: vec![
-            phase(1.0, &[(0, 1e6), (2, 1e3)]),
-            phase(1.0, &[(1, 1e6), (0, 1e3)]),
-            phase(1.0, &[(2, 1e6), (1, 1e3)]),
-        ],
-        platform: platform(100.0),
-        capacity: 200,
-        iterations: 10.0,
-    };
-    let full = vec![set(&[0, 2]), set(&[0, 1]), set(&[1, 2])];
+    let (p, full) = rotation_with_a_full_plan();
     let start = full[0].clone();
     let before = predict(&p, &full, &start);
     assert_eq!(leave_room_within(&p, &full, &start, &mut || false), full);

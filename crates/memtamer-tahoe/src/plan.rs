@@ -421,14 +421,18 @@ impl Planner {
     /// Eq. 4.4 time of `t` under the current residency (None: type unknown).
     pub fn predict(&self, t: &Task) -> Option<f64> {
         let p = self.db.get(t)?;
-        let slow: f64 = p
-            .rebase(t, self.cfg.page)
+        Some(self.model.t_partial(p, self.slow_accesses(p, t)))
+    }
+
+    /// `t`'s accesses the slow tier serves now: its type's profile `p`
+    /// re-based onto `t`, summed over the pages not resident in DRAM.
+    fn slow_accesses(&self, p: &TypeProfile, t: &Task) -> f64 {
+        p.rebase(t, self.cfg.page)
             .unwrap_or_default()
             .iter()
             .filter(|(pg, _)| !self.dram.contains(*pg))
             .map(|x| x.1)
-            .sum();
-        Some(self.model.t_partial(p, slow))
+            .sum()
     }
 
     /// Splits DRAM among `group` (known types; the first is the head),
@@ -745,13 +749,7 @@ impl Planner {
         let Some(p) = self.db.get(task) else {
             return;
         };
-        let slow: f64 = p
-            .rebase(task, self.cfg.page)
-            .unwrap_or_default()
-            .iter()
-            .filter(|(pg, _)| !self.dram.contains(*pg))
-            .map(|x| x.1)
-            .sum();
+        let slow = self.slow_accesses(p, task);
         let Some(est) = invert_t_slow(&self.model, p, slow, ns) else {
             return;
         };

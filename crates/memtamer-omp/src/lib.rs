@@ -86,9 +86,8 @@ struct Tool {
     moved: AtomicU64,
     move_fail: AtomicU64,
     move_ns: AtomicU64,
-    /// Time and pages of the batches whose pages landed (the check's
-    /// measured copy cost per page, fed to the planner at each start).
-    landed_ns: AtomicU64,
+    /// Pages of the run's own batches that landed: the run's measured copy
+    /// cost replaces the prior once [`COPY_SAMPLE_PAGES`] were timed.
     landed_pages: AtomicU64,
     /// (pages, ns) of each batch that landed, with the calibration's:
     /// the check's fixed + per-page copy cost is fitted from them
@@ -141,7 +140,6 @@ fn run_batch(t: &Tool, b: &Batch) {
             // a whole, e.g. to a node that does not exist, says nothing
             // about a page's copy)
             if r.on_node > 0 {
-                t.landed_ns.fetch_add(el, Ordering::Relaxed);
                 t.landed_pages
                     .fetch_add(r.on_node as u64, Ordering::Relaxed);
                 t.copy_samples
@@ -608,7 +606,6 @@ pub unsafe extern "C" fn ompt_start_tool(
         moved: AtomicU64::new(0),
         move_fail: AtomicU64::new(0),
         move_ns: AtomicU64::new(0),
-        landed_ns: AtomicU64::new(0),
         landed_pages: AtomicU64::new(0),
         copy_samples: Mutex::new(prior.map(|p| p.samples).unwrap_or_default()),
         backlog: AtomicU64::new(0),

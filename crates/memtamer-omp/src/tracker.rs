@@ -110,13 +110,6 @@ impl Tracker {
         self
     }
 
-    /// The run's measured copy time per page for the cost-benefit check
-    /// ([`Planner::set_copy_ns`]: ignored when the check is off or `ns` is
-    /// not a positive number).
-    pub fn set_copy_ns(&mut self, ns: f64) {
-        self.planner.set_copy_ns(ns);
-    }
-
     /// The run's fitted batch copy cost, fixed part and per page
     /// ([`Planner::set_copy_cost`]: ignored when the check is off or a
     /// term is not a number >= 0).
@@ -635,7 +628,7 @@ mod tests {
         assert_eq!((st.refused_pages, st.refused_batches), (32, 2));
         // a cheap prior, then a measured cost that makes moves dear
         let mut t = checked(1.0, 2);
-        t.set_copy_ns(1e9);
+        t.set_copy_cost(memtamer_tahoe::copycost::CopyCost::per_page(1e9));
         assert!(t.begin(2, 2_000_000, 2, true).is_empty());
         assert_eq!(t.planner().copy_ns(), Some(1e9));
     }

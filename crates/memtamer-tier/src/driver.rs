@@ -9,8 +9,9 @@
 //! [`PhaseProfile`]: page visits × (page / cache line) stand for
 //! `#data_access` (a streaming assumption), faults for samples.
 
+use crate::budget::{decision_budget_s, DEFAULT_DECISION_SHARE};
 use crate::unimem::model::{ObjPhase, PhaseProfile, Platform};
-use crate::unimem::plan::{decide, decide_within, drifted, Plan, Problem};
+use crate::unimem::plan::{decide_within, drifted, Plan, Problem};
 use crate::unimem::profile_file::PhaseClock;
 use crate::unimem::schedule::{schedule_checked, Move};
 use crate::unimem::transition::{transition, OnceMove};
@@ -63,8 +64,6 @@ impl Default for DriverConfig {
         }
     }
 }
-
-pub use crate::budget::{decision_budget_s, DEFAULT_DECISION_SHARE, MIN_DECISION_S};
 
 /// What the loop did, for the report at `MPI_Finalize`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -460,15 +459,11 @@ impl Driver {
             BTreeMap::new()
         };
         let iteration_s: f64 = problem.phases.iter().map(|p| p.time).sum();
-        let plan =
-            match decision_budget_s(self.cfg.decision_share, self.cfg.iterations, iteration_s) {
-                None => decide(&problem, &start),
-                Some(b) => {
-                    let deadline = Instant::now() + Duration::from_secs_f64(b);
-                    let mut more = || Instant::now() < deadline;
-                    decide_within(&problem, &start, &mut more)
-                }
-            };
+        // no budget: the whole search, the simulator's `decide`
+        let deadline = decision_budget_s(self.cfg.decision_share, self.cfg.iterations, iteration_s)
+            .map(|b| Instant::now() + Duration::from_secs_f64(b));
+        let mut more = || deadline.is_none_or(|d| Instant::now() < d);
+        let plan = decide_within(&problem, &start, &mut more);
         let uses: Vec<Vec<bool>> = (0..problem.sizes.len()).map(|o| problem.uses(o)).collect();
         let (moves, _) = schedule_checked(&plan.dram, &uses, &problem.sizes, problem.capacity);
         // One-time moves from the current placement to the plan's, issued

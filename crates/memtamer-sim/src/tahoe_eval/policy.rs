@@ -34,7 +34,9 @@ use crate::workload::taskgraph::{Arg, Dispatch, Layout, Mode, Pattern, TaskGraph
 use crate::workload::tiered::{MoveReq, TierSpace, PAGE};
 use crate::workload::NS;
 use memtamer_core::unimem::Tier;
-use memtamer_tahoe::benefit::{measured_copy_ns, queue_starts, slack_ns};
+// FUTURE_SCAN: created, not yet started tasks scanned for reuse (the
+// planner stops earlier, at the DRAM reuse distance), the OMPT tool's cap too
+use memtamer_tahoe::benefit::{measured_copy_ns, queue_starts, slack_ns, FUTURE_SCAN};
 use memtamer_tahoe::model::{HybridModel, LinearAccess, PartialForm};
 use memtamer_tahoe::plan::{Batch, Decision, PlanConfig, PlanStats, Planner};
 use memtamer_tahoe::task::{Access, DataObject, Task};
@@ -89,10 +91,6 @@ const LOOKAHEAD_SCAN: usize = 64;
 /// there are workers (the next wave to start). Tasks further back are
 /// planned when they reach it.
 const WINDOW: usize = super::WORKERS as usize;
-/// Created, not yet started tasks scanned for reuse (the planner stops
-/// earlier, at the DRAM reuse distance; the cap bounds the work): the
-/// OMPT tool's cap too.
-const FUTURE_SCAN: usize = memtamer_tahoe::benefit::FUTURE_SCAN;
 
 /// Instances of a type the planner may pass over as its representative
 /// because part of their footprint is in DRAM
@@ -145,12 +143,13 @@ impl TahoePolicy {
         first_touch: bool,
         form: PartialForm,
     ) -> Self {
+        let (rep_skip, refine) = ModelLearning::default().planner_knobs(REP_SKIP);
         let cfg = PlanConfig {
             page: PAGE,
             corun,
             copy_ns_per_page,
-            rep_skip: ModelLearning::default().planner_knobs(REP_SKIP).0,
-            refine: ModelLearning::default().planner_knobs(REP_SKIP).1,
+            rep_skip,
+            refine,
             ..PlanConfig::default()
         };
         let model = HybridModel {

@@ -49,9 +49,10 @@ fn main() {
     if std::env::var_os("CARGO_FEATURE_PMDK").is_none() {
         return;
     }
-    let dirs: Vec<PathBuf> = match std::env::var_os(DIR_ENV) {
-        Some(d) if d.is_empty() => Vec::new(),
-        Some(d) => vec![PathBuf::from(d)],
+    let own = std::env::var_os(DIR_ENV).map(PathBuf::from);
+    let dirs: Vec<PathBuf> = match &own {
+        Some(d) if d.as_os_str().is_empty() => Vec::new(),
+        Some(d) => vec![d.clone()],
         None => STANDARD_DIRS.iter().map(PathBuf::from).collect(),
     };
     match dirs.iter().find(|d| d.join("libpmemobj.so").exists()) {
@@ -67,7 +68,6 @@ fn main() {
         None => {
             // a directory named by the override is the user's own prefix,
             // small enough to scan; the standard ones are not (module doc)
-            let own = std::env::var_os(DIR_ENV).map(PathBuf::from);
             let markers = INSTALL_MARKERS.iter().map(PathBuf::from).chain(own);
             for m in markers.filter(|m| !m.as_os_str().is_empty() && m.exists()) {
                 println!("cargo:rerun-if-changed={}", m.display());

@@ -22,6 +22,9 @@
 //! * [`mountinfo`]: `/proc/PID/mountinfo` (optional fields, `\040` escapes);
 //! * [`identity`]: [`ProcessKey`], a process identity (pid + start time)
 //!   that survives pid reuse;
+//! * [`perf_event`]: the `perf_event_open` system call and counting
+//!   groups read with one system call (shared by the sensors and the
+//!   OMPT tool's per-task counters);
 //! * [`topology`]: the CPU/cache/NUMA tree from `/sys/devices/system`
 //!   (here rather than in `memtamer-sense` so that `memtamer-ribbon`, which
 //!   `memtamer-sense` depends on, can read it too).
@@ -38,6 +41,7 @@ pub mod cgroup;
 pub mod identity;
 pub mod maps;
 pub mod mountinfo;
+pub mod perf_event;
 pub mod reader;
 pub mod stat;
 pub mod status;

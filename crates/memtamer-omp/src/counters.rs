@@ -7,6 +7,15 @@
 //! task), and the tracker sums them per task
 //! ([`crate::tracker::Tracker::charge`]).
 //!
+//! Which switches read: with `MEMTAMER_TAHOE_RECORD` every one (the
+//! recording keeps every instance's counts); otherwise only the intervals
+//! of representatives, the only tasks whose counters the model uses
+//! ([`track`] takes a baseline when one starts or resumes on a thread,
+//! [`sample_tracked`] reads when it stops). A group read costs about 5 us
+//! more than an empty system call on this VM (docs/tahoe.md), so reading
+//! at every switch of every task costs the fine-grained programs several
+//! percent while nothing but the recording reads the result.
+//!
 //! `MEMTAMER_TAHOE_COUNTERS=hw` (the default) counts instructions, cycles,
 //! LLC references and misses; `sw` counts software stand-ins in the same
 //! slots (task-clock, cpu-clock, page-faults, minor-faults), so the
@@ -17,7 +26,7 @@
 use memtamer_linux::perf_event::{CountSpec, CounterGroup};
 use memtamer_tahoe::counters::TaskCounts;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 use crate::config::CounterSource;
 
@@ -39,6 +48,8 @@ pub const SW: [CountSpec; 4] = [
 
 /// 0: not counting; 1: hardware; 2: software (set once by [`probe`]).
 static ACTIVE: AtomicU8 = AtomicU8::new(0);
+/// Read at every switch (recording), not only around representatives.
+static EVERY: AtomicBool = AtomicBool::new(false);
 /// Worker threads whose group would not open although the probe's did.
 static THREAD_FAILS: AtomicU64 = AtomicU64::new(0);
 
@@ -46,6 +57,9 @@ struct ThreadState {
     tried: bool,
     group: Option<CounterGroup>,
     last: [u64; 4],
+    /// The task whose interval this thread is counting (0: none), when
+    /// not every switch is read.
+    tracked: u64,
 }
 
 thread_local! {
@@ -54,6 +68,7 @@ thread_local! {
             tried: false,
             group: None,
             last: [0; 4],
+            tracked: 0,
         })
     };
 }
@@ -68,9 +83,10 @@ fn specs(active: u8) -> Option<&'static [CountSpec; 4]> {
 
 /// Opens `source`'s group on the calling thread (the OpenMP initial
 /// thread, which is also a worker) and, if it opens, turns counting on for
-/// every thread. Err: the events that could not be opened, with the OS's
-/// reasons, for the one message the tool prints.
-pub fn probe(source: CounterSource) -> Result<(), String> {
+/// every thread; `every`: read at every task switch (the recording), else
+/// only around representatives. Err: the events that could not be opened,
+/// with the OS's reasons, for the one message the tool prints.
+pub fn probe(source: CounterSource, every: bool) -> Result<(), String> {
     let code = match source {
         CounterSource::Off => return Ok(()),
         CounterSource::Hw => 1,
@@ -86,8 +102,48 @@ pub fn probe(source: CounterSource) -> Result<(), String> {
         s.group = Some(g);
         s.last = [0; 4];
     });
+    EVERY.store(every, Ordering::Release);
     ACTIVE.store(code, Ordering::Release);
     Ok(())
+}
+
+/// Counting, and at every task switch: the shell calls [`sample`] at each
+/// `task_schedule`; otherwise [`sample_tracked`] and [`track`].
+pub fn every() -> bool {
+    ACTIVE.load(Ordering::Relaxed) != 0 && EVERY.load(Ordering::Relaxed)
+}
+
+/// Counting only representatives: at a switch away from `prior`, the
+/// counts of its interval if this thread was counting it (see [`track`]).
+pub fn sample_tracked(prior: u64) -> Option<TaskCounts> {
+    if prior == 0 || ACTIVE.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let mine = STATE
+        .try_with(|s| {
+            let mut s = s.borrow_mut();
+            let mine = s.tracked == prior;
+            if mine {
+                s.tracked = 0;
+            }
+            mine
+        })
+        .unwrap_or(false);
+    if mine {
+        sample()
+    } else {
+        None
+    }
+}
+
+/// Representative `id` starts (or resumes) on this thread now: a baseline
+/// reading, so that [`sample_tracked`] at its next switch gives its
+/// interval's counts.
+pub fn track(id: u64) {
+    if ACTIVE.load(Ordering::Relaxed) == 0 || sample().is_none() {
+        return;
+    }
+    let _ = STATE.try_with(|s| s.borrow_mut().tracked = id);
 }
 
 /// What is being counted: `hw`, `sw` or `off`.

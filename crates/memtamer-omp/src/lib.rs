@@ -105,6 +105,9 @@ struct Tool {
     hot: Option<Hot>,
     /// Why the requested counters are not read (for the summary).
     counters_missing: Option<&'static str>,
+    /// Counting, but only representatives' intervals
+    /// ([`counters::track`]).
+    track_reps: bool,
 }
 
 static TOOL: OnceLock<Tool> = OnceLock::new();
@@ -230,13 +233,19 @@ unsafe extern "C" fn on_task_dependence(src: *mut OmptData, sink: *mut OmptData)
 unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next: *mut OmptData) {
     let Some(t) = tool() else { return };
     let now = now_ns(t);
-    // The thread's counts since its last switch: the prior task's.
-    let counted = counters::sample();
+    // SAFETY: valid (or null) task data from libomp.
     let (p, n) = unsafe {
         (
             if prior.is_null() { 0 } else { (*prior).value },
             if next.is_null() { 0 } else { (*next).value },
         )
+    };
+    // The counts of the prior task's interval on this thread: read at every
+    // switch when recording, else only when it is a representative.
+    let counted = if counters::every() {
+        counters::sample()
+    } else {
+        counters::sample_tracked(p)
     };
     let done = p != 0
         && matches!(
@@ -266,7 +275,11 @@ unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next:
             }
             let backlog = t.backlog.load(Ordering::Relaxed);
             let b = tr.begin_ahead(n, now, t.cfg.corun, place, backlog);
-            let rep = t.hot.as_ref().and_then(|_| tr.representative(n));
+            let rep = if t.hot.is_some() || t.track_reps {
+                tr.representative(n)
+            } else {
+                None
+            };
             (b, rep)
         } else {
             (Vec::new(), None)
@@ -275,8 +288,12 @@ unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next:
     // The representative is about to run on this thread: arm its sample
     // (a representative resumed after a task switch is already armed:
     // Hot::start leaves it alone).
-    if let (Some(h), Some(rep)) = (&t.hot, rep) {
-        h.start(&rep);
+    if let (Some(h), Some(rep)) = (&t.hot, &rep) {
+        h.start(rep);
+    }
+    // its counters from here (after the planning above)
+    if let (true, Some(rep)) = (t.track_reps, &rep) {
+        counters::track(rep.id);
     }
     if t.cfg.mode != Mode::Place || batches.is_empty() {
         return;
@@ -607,7 +624,7 @@ pub unsafe extern "C" fn ompt_start_tool(
     };
     // Per-task counters: opened on this (the initial) thread now, so that
     // a host without them is reported once, before the program runs.
-    let counters_missing = match counters::probe(cfg.counters) {
+    let counters_missing = match counters::probe(cfg.counters, cfg.record.is_some()) {
         Ok(()) => None,
         Err(why) => {
             eprintln!(
@@ -662,6 +679,9 @@ pub unsafe extern "C" fn ompt_start_tool(
         Hotness::Sample => None,
         Hotness::Uniform => None,
     };
+    let track_reps = counters_missing.is_none()
+        && cfg.counters != config::CounterSource::Off
+        && cfg.record.is_none();
     let tool = Tool {
         hot,
         cfg,
@@ -676,6 +696,7 @@ pub unsafe extern "C" fn ompt_start_tool(
         copy_samples: Mutex::new(prior.map(|p| p.samples).unwrap_or_default()),
         backlog: AtomicU64::new(0),
         prior,
+        track_reps,
         counters_missing,
     };
     if TOOL.set(tool).is_err() {

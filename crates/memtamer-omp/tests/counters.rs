@@ -83,9 +83,10 @@ fn software_counters_flow_from_the_thread_group_to_a_task() {
     // before the probe nothing is counted
     assert_eq!(counters::active(), "off");
     assert!(counters::sample().is_none());
-    counters::probe(CounterSource::Off).unwrap();
+    counters::probe(CounterSource::Off, true).unwrap();
     assert_eq!(counters::active(), "off");
-    if let Err(why) = counters::probe(CounterSource::Sw) {
+    assert!(!counters::every());
+    if let Err(why) = counters::probe(CounterSource::Sw, false) {
         // a host that refuses even software events names them
         assert!(why.contains("task-clock"), "{why}");
         return;
@@ -115,4 +116,16 @@ fn software_counters_flow_from_the_thread_group_to_a_task() {
     .unwrap();
     assert!(other.is_some());
     assert_eq!(counters::thread_fails(), 0);
+    // only representatives: a task is read only between track and the
+    // switch away from it; another task's switch reads nothing
+    assert!(!counters::every());
+    assert!(counters::sample_tracked(7).is_none(), "not tracked");
+    counters::track(7);
+    let v: Vec<u8> = (0..(1 << 20)).map(|i| (i % 251) as u8).collect();
+    assert!(v.iter().map(|&x| u64::from(x)).sum::<u64>() > 0);
+    assert!(counters::sample_tracked(8).is_none(), "another task");
+    let d = counters::sample_tracked(7).expect("its interval");
+    assert!(d.instructions > 0 && d.llc_refs > 0, "{d:?}");
+    assert!(counters::sample_tracked(7).is_none(), "read once");
+    assert!(counters::sample_tracked(0).is_none());
 }

@@ -168,12 +168,41 @@ impl CountSpec {
 /// Most events in one [`CounterGroup`] (the read buffer is on the stack).
 pub const MAX_GROUP: usize = 8;
 
-/// Events that could not be opened, each with the OS's reason.
+/// Events that could not be opened, each with the OS's reason. Shown as
+/// `a, b: reason; c: other reason` (events with the same reason together,
+/// in open order), with a hint for the usual causes.
 #[derive(Debug, thiserror::Error)]
-#[error("{}", .missing.iter().map(|(n, e)| format!("{n}: {e}")).collect::<Vec<_>>().join(", "))]
+#[error("{}", describe(.missing))]
 pub struct GroupError {
     /// (event name, error) per event that failed.
     pub missing: Vec<(&'static str, io::Error)>,
+}
+
+fn describe(missing: &[(&'static str, io::Error)]) -> String {
+    let mut groups: Vec<(String, Option<i32>, Vec<&str>)> = Vec::new();
+    for (name, e) in missing {
+        let why = e.to_string();
+        match groups.iter_mut().find(|g| g.0 == why) {
+            Some(g) => g.2.push(name),
+            None => groups.push((why, e.raw_os_error(), vec![name])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(why, code, names)| {
+            let hint = match code {
+                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => {
+                    " (no such event here: no hardware PMU, e.g. a VM without one)"
+                }
+                Some(libc::EACCES) | Some(libc::EPERM) => {
+                    " (needs CAP_PERFMON or a lower /proc/sys/kernel/perf_event_paranoid)"
+                }
+                _ => "",
+            };
+            format!("{}: {why}{hint}", names.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Several counting events on the calling thread, one perf group, read
@@ -332,7 +361,25 @@ mod tests {
         // without one, named in the error
         match CounterGroup::open_thread(&[CountSpec::INSTRUCTIONS, CountSpec::CYCLES]) {
             Ok(g) => assert_eq!(g.len(), 2),
-            Err(e) => assert!(e.to_string().contains("instructions: "), "{e}"),
+            // one reason for both: named together
+            Err(e) if e.missing.len() == 2 => {
+                assert!(e.to_string().starts_with("instructions, cycles: "), "{e}")
+            }
+            Err(e) => assert!(e.to_string().contains("instructions"), "{e}"),
         }
+        let two = GroupError {
+            missing: vec![
+                ("a", io::Error::from_raw_os_error(libc::ENOENT)),
+                ("b", io::Error::from_raw_os_error(libc::EACCES)),
+                ("c", io::Error::from_raw_os_error(libc::ENOENT)),
+            ],
+        }
+        .to_string();
+        assert!(two.starts_with("a, c: "), "{two}");
+        assert!(
+            two.contains("no hardware PMU") && two.contains("; b: "),
+            "{two}"
+        );
+        assert!(two.ends_with("perf_event_paranoid)"), "{two}");
     }
 }

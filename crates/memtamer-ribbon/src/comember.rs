@@ -21,6 +21,10 @@ use crate::idle::CpuTimes;
 /// ends the coordinator's lease, excludes a registrant from the split, and
 /// makes an assignment stale.
 pub(crate) const STALE_NS: u64 = 1_000_000_000;
+/// A coordinator heartbeat older than this makes the others check whether
+/// its process still lives (a killed coordinator is replaced after this,
+/// not after the whole lease).
+pub(crate) const DEAD_CHECK_NS: u64 = 100_000_000;
 /// A registrant silent this long whose process no longer maps the
 /// registry (it exec'd) loses its slot.
 pub(crate) const EXEC_STALE_NS: u64 = 10_000_000_000;
@@ -172,8 +176,10 @@ impl Member {
     }
 
     /// Tries to hold the coordinator lease: renewed if it is ours, taken if
-    /// nobody holds it, its holder's registration is gone, or its heartbeat
-    /// is older than [`STALE_NS`] (a dead, stopped or hung coordinator).
+    /// nobody holds it, its holder's registration is gone, its heartbeat is
+    /// older than [`STALE_NS`] (a dead, stopped or hung coordinator), or,
+    /// sooner, its heartbeat is older than [`DEAD_CHECK_NS`] and its process
+    /// (pid and start time) no longer lives.
     fn hold_lease(&mut self, now_ns: u64) -> bool {
         let h = self.reg.header();
         let cur = h.lease.load(Ordering::Acquire);
@@ -185,11 +191,20 @@ impl Member {
         // a heartbeat far in the future is a corrupted word, not a live holder
         let fresh =
             beat <= now_ns.saturating_add(STALE_NS) && now_ns.saturating_sub(beat) <= STALE_NS;
-        let holder = cur != 0
-            && (0..SLOTS).any(|i| {
-                let s = self.reg.slot(i);
-                s.id.load(Ordering::Acquire) == cur && s.live.load(Ordering::Acquire) == 1
-            });
+        let holder = (0..SLOTS).find(|&i| {
+            let s = self.reg.slot(i);
+            cur != 0 && s.id.load(Ordering::Acquire) == cur && s.live.load(Ordering::Acquire) == 1
+        });
+        let holder_dead = holder.is_some_and(|i| {
+            let s = self.reg.slot(i);
+            now_ns.saturating_sub(beat) > DEAD_CHECK_NS
+                && !memtamer_linux::ProcessKey {
+                    pid: s.owner_pid.load(Ordering::Acquire) as i32,
+                    start_time: s.start_time.load(Ordering::Acquire),
+                }
+                .is_alive()
+        });
+        let holder = holder.is_some() && !holder_dead;
         if (!holder || !fresh)
             && h.lease
                 .compare_exchange(cur, self.id, Ordering::AcqRel, Ordering::Relaxed)

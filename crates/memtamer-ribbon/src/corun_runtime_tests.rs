@@ -234,11 +234,18 @@ fn a_killed_coordinator_process_is_taken_over_and_its_slot_reclaimed() {
         // SIGKILL: the child dies inside the registry, releasing nothing
         // SAFETY: a signal to the child this test started.
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        let killed = Instant::now();
         let _ = child.wait();
         let took = eventually(|| {
             let s = me.stats();
             s.corun == CorunRole::Coordinator && s.flushers == s.corun_total && s.flushers >= 1
         });
+        // reported, not asserted (docs/ribbon.md, "Co-running applications")
+        eprintln!(
+            "corun: SIGKILL to takeover {:.3} s (lease {} s)",
+            killed.elapsed().as_secs_f64(),
+            crate::comember::STALE_NS as f64 / 1e9
+        );
         let r = Registry::open(&dir.reg()).unwrap();
         let reclaimed = eventually(|| {
             r.slot(child_slot).owner_pid.load(Ordering::Acquire) != pid

@@ -158,6 +158,10 @@ pub struct Driver {
     /// profiled iteration: an object freed before the decision keeps them
     /// in the recording.
     profiled_objs: Vec<(String, u64)>,
+    /// The address-sampling (PEBS) access source, if it runs instead of
+    /// the fault sampler ([`crate::pebs`]), and how it was chosen.
+    pebs: Option<crate::pebs::AddressSource>,
+    profiler: Option<crate::pebs::Selection>,
 }
 
 /// Where [`Driver`] writes each fresh profile (`memtamer-phase-profile`,
@@ -221,7 +225,27 @@ impl Driver {
             profile_fresh: false,
             profile_out: None,
             profiled_objs: Vec::new(),
+            pebs: None,
+            profiler: None,
         }
+    }
+
+    /// Profiles with `source` (PEBS, or any address-sampling events)
+    /// instead of the fault sampler; `selection` says how it was chosen
+    /// ([`crate::pebs::from_env`]). None: the fault sampler.
+    pub fn use_access_source(
+        &mut self,
+        source: Option<crate::pebs::AddressSource>,
+        selection: crate::pebs::Selection,
+    ) {
+        self.pebs = source;
+        self.profiler = Some(selection);
+    }
+
+    /// How the access source was chosen (None: never asked, the fault
+    /// sampler).
+    pub fn profiler(&self) -> Option<&crate::pebs::Selection> {
+        self.profiler.as_ref()
     }
 
     /// Writes every fresh profile (not the re-decisions on the same one)
@@ -266,6 +290,14 @@ impl Driver {
     }
 
     fn start_sampler(&mut self) {
+        if let Some(p) = self.pebs.as_mut() {
+            match p.start(self.cfg.tick) {
+                Ok(_) => return,
+                // opened when chosen, not now (a thread's limit, say): this
+                // profile falls back to the fault sampler
+                Err((_, e)) => eprintln!("memtamer-tier: PEBS sampling did not open ({e}); this profile uses the fault sampler"),
+            }
+        }
         if self.cfg.tick.is_zero() {
             self.rt.profile_tick(0);
             self.rt.profile_reset();
@@ -298,6 +330,9 @@ impl Driver {
     }
 
     fn stop_sampler(&mut self) {
+        if let Some(p) = self.pebs.as_mut() {
+            p.stop();
+        }
         if let Some(s) = self.sampler.take() {
             s.stop.store(true, Ordering::SeqCst);
             let _ = s.handle.join();
@@ -332,6 +367,9 @@ impl Driver {
                     },
                 );
             }
+        }
+        if let Some(p) = self.pebs.as_mut() {
+            p.fill_phase(&self.rt.objects(), &self.ids, &mut ph);
         }
         self.profile.push(ph);
         self.clocks.push(PhaseClock {

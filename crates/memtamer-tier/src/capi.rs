@@ -209,7 +209,7 @@ fn init(budget: usize) -> Result<Arc<TierRuntime>, TierError> {
         // MEMTAMER_TIER_PROFILER: PEBS where it opens, else the fault
         // sampler (crate::pebs); never an abort for a missing PMU
         let (source, selection) = crate::pebs::from_env()?;
-        d.use_access_source(source, selection);
+        d.access = crate::pebs::AccessProfiler::new(source, selection);
         // Issue 20 item 5: each fresh profile to a file per rank and
         // profiled iteration, for `memtamer sim unimem` to replay.
         if let Ok(prefix) = std::env::var("MEMTAMER_TIER_PROFILE_OUT") {
@@ -409,7 +409,7 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             rt.config().dram_budget,
             st.direction_report()
         );
-        if let Some(p) = d.profiler() {
+        if let Some(p) = d.access.selection() {
             line.push(' ');
             line.push_str(&p.token());
         }

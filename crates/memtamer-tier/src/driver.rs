@@ -158,10 +158,9 @@ pub struct Driver {
     /// profiled iteration: an object freed before the decision keeps them
     /// in the recording.
     profiled_objs: Vec<(String, u64)>,
-    /// The address-sampling (PEBS) access source, if it runs instead of
-    /// the fault sampler ([`crate::pebs`]), and how it was chosen.
-    pebs: Option<crate::pebs::AddressSource>,
-    profiler: Option<crate::pebs::Selection>,
+    /// Address sampling (PEBS) instead of the fault sampler, if chosen
+    /// ([`crate::pebs`]; the default: none, the fault sampler).
+    pub access: crate::pebs::AccessProfiler,
 }
 
 /// Where [`Driver`] writes each fresh profile (`memtamer-phase-profile`,
@@ -225,27 +224,8 @@ impl Driver {
             profile_fresh: false,
             profile_out: None,
             profiled_objs: Vec::new(),
-            pebs: None,
-            profiler: None,
+            access: Default::default(),
         }
-    }
-
-    /// Profiles with `source` (PEBS, or any address-sampling events)
-    /// instead of the fault sampler; `selection` says how it was chosen
-    /// ([`crate::pebs::from_env`]). None: the fault sampler.
-    pub fn use_access_source(
-        &mut self,
-        source: Option<crate::pebs::AddressSource>,
-        selection: crate::pebs::Selection,
-    ) {
-        self.pebs = source;
-        self.profiler = Some(selection);
-    }
-
-    /// How the access source was chosen (None: never asked, the fault
-    /// sampler).
-    pub fn profiler(&self) -> Option<&crate::pebs::Selection> {
-        self.profiler.as_ref()
     }
 
     /// Writes every fresh profile (not the re-decisions on the same one)
@@ -290,13 +270,8 @@ impl Driver {
     }
 
     fn start_sampler(&mut self) {
-        if let Some(p) = self.pebs.as_mut() {
-            match p.start(self.cfg.tick) {
-                Ok(_) => return,
-                // opened when chosen, not now (a thread's limit, say): this
-                // profile falls back to the fault sampler
-                Err((_, e)) => eprintln!("memtamer-tier: PEBS sampling did not open ({e}); this profile uses the fault sampler"),
-            }
+        if self.access.start(self.cfg.tick) {
+            return;
         }
         if self.cfg.tick.is_zero() {
             self.rt.profile_tick(0);
@@ -330,9 +305,7 @@ impl Driver {
     }
 
     fn stop_sampler(&mut self) {
-        if let Some(p) = self.pebs.as_mut() {
-            p.stop();
-        }
+        self.access.stop();
         if let Some(s) = self.sampler.take() {
             s.stop.store(true, Ordering::SeqCst);
             let _ = s.handle.join();
@@ -368,9 +341,7 @@ impl Driver {
                 );
             }
         }
-        if let Some(p) = self.pebs.as_mut() {
-            p.fill_phase(&self.rt.objects(), &self.ids, &mut ph);
-        }
+        self.access.fill_phase(&self.rt, &self.ids, &mut ph);
         self.profile.push(ph);
         self.clocks.push(PhaseClock {
             call_s: std::mem::take(&mut self.call_s),

@@ -317,18 +317,6 @@ impl AddressSource {
         crate::access::attribute(&RangeIndex::of_views(objs), &samples)
     }
 
-    /// If profiling by this source, replaces `ph`'s samples and objects by
-    /// the phase's attributed samples (`ids`: the driver's profiled
-    /// objects' registry ids, in its order). The driver's one hook.
-    pub fn fill_phase(&mut self, objs: &[crate::ObjectView], ids: &[u64], ph: &mut PhaseProfile) {
-        if !self.running() {
-            return;
-        }
-        let acc = self.take_phase(objs);
-        ph.samples = acc.samples() as f64;
-        ph.objs = acc.obj_phases(ids);
-    }
-
     /// Stops the drain thread and closes every sampler.
     pub fn stop(&mut self) {
         if let Some((stop, h)) = self.drainer.take() {
@@ -336,6 +324,68 @@ impl AddressSource {
             let _ = h.join();
         }
         *lock(&self.rings) = Rings::default();
+    }
+}
+
+/// The driver's access source: an [`AddressSource`] if one was chosen
+/// (else the fault sampler profiles) and how it was chosen. Its three
+/// hooks are all the driver knows of it.
+#[derive(Default)]
+pub struct AccessProfiler {
+    source: Option<AddressSource>,
+    selection: Option<Selection>,
+}
+
+impl AccessProfiler {
+    /// Profiles with `source` (None: the fault sampler); `selection` says
+    /// how it was chosen ([`from_env`]).
+    pub fn new(source: Option<AddressSource>, selection: Selection) -> Self {
+        AccessProfiler {
+            source,
+            selection: Some(selection),
+        }
+    }
+
+    /// How the source was chosen (None: never asked; the fault sampler).
+    pub fn selection(&self) -> Option<&Selection> {
+        self.selection.as_ref()
+    }
+
+    /// Profiling begins: true if the address source runs (the fault
+    /// sampler must not). A source that opened when chosen but not now
+    /// (a thread over its limits, say) is reported, and this profile
+    /// falls back to the fault sampler.
+    pub fn start(&mut self, tick: Duration) -> bool {
+        let Some(s) = self.source.as_mut() else {
+            return false;
+        };
+        match s.start(tick) {
+            Ok(_) => true,
+            Err((_, e)) => {
+                eprintln!("memtamer-tier: PEBS sampling did not open ({e}); this profile uses the fault sampler");
+                false
+            }
+        }
+    }
+
+    /// Profiling ends.
+    pub fn stop(&mut self) {
+        if let Some(s) = self.source.as_mut() {
+            s.stop();
+        }
+    }
+
+    /// A profiled phase closes: if the address source runs, `ph`'s samples
+    /// and objects become the phase's attributed samples (`ids`: the
+    /// driver's profiled objects' registry ids, in its order; objects as
+    /// `rt` holds them now).
+    pub fn fill_phase(&mut self, rt: &crate::TierRuntime, ids: &[u64], ph: &mut PhaseProfile) {
+        let Some(s) = self.source.as_mut().filter(|s| s.running()) else {
+            return;
+        };
+        let acc = s.take_phase(&rt.objects());
+        ph.samples = acc.samples() as f64;
+        ph.objs = acc.obj_phases(ids);
     }
 }
 

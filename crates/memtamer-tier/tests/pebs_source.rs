@@ -7,7 +7,7 @@
 use memtamer_linux::perf::EventSpec;
 use memtamer_tier::access::AccessKind;
 use memtamer_tier::driver::{Driver, DriverConfig};
-use memtamer_tier::pebs::{select, AddressSource, Choice};
+use memtamer_tier::pebs::{select, AccessProfiler, AddressSource, Choice};
 use memtamer_tier::{SlowTier, Tier, TierConfig, TierRuntime};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,7 +47,7 @@ fn page_fault_samples_give_each_object_its_share_of_fresh_pages() {
     let d = rt.alloc(n * PAGE, "D", Tier::Slow).unwrap();
     let mut drv = Driver::new(rt.clone(), config());
     let faults = AddressSource::with_events(vec![(AccessKind::Load, EventSpec::page_faults(1))]);
-    drv.use_access_source(
+    drv.access = AccessProfiler::new(
         Some(faults),
         select(Choice::Pebs, || Ok("page faults".into())),
     );
@@ -66,7 +66,7 @@ fn page_fault_samples_give_each_object_its_share_of_fresh_pages() {
     assert!((sb - 0.25).abs() < 0.02, "A {sa} B {sb} C {sc}");
     assert_eq!(sc, 0.0);
     assert_eq!(share(d), 0.0, "a freed object's samples are other");
-    assert!(drv.profiler().unwrap().pebs);
+    assert!(drv.access.selection().unwrap().pebs);
 }
 
 /// `pebs` on this host: PEBS opens on a PMU host; here (a VM without a

@@ -362,7 +362,7 @@ impl AccessProfiler {
         match s.start(tick) {
             Ok(_) => true,
             Err((_, e)) => {
-                eprintln!("memtamer-tier: PEBS sampling did not open ({e}); this profile uses the fault sampler");
+                say(&format!("memtamer-tier: PEBS sampling did not open ({e}); this profile uses the fault sampler"));
                 false
             }
         }
@@ -397,6 +397,13 @@ impl Drop for AddressSource {
 
 fn lock(m: &Mutex<Rings>) -> std::sync::MutexGuard<'_, Rings> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One line on stderr in one `write` (ranks of one job share the stream:
+/// `eprintln!` may split a line into several writes that interleave).
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
 /// This process's threads but the runtime's own (`mt-tier-*`), from
@@ -465,8 +472,9 @@ pub fn from_env() -> Result<(Option<AddressSource>, Selection), TierError> {
         src.stop();
         Ok(format!("{} on {n} thread(s)", src.describe()))
     });
-    if let Some(m) = sel.message(raw.is_some()) {
-        eprintln!("{m}");
+    let set = raw.as_deref().is_some_and(|v| !v.trim().is_empty());
+    if let Some(m) = sel.message(set) {
+        say(&m);
     }
     Ok((sel.pebs.then_some(src), sel))
 }

@@ -62,6 +62,10 @@ fn page_fault_samples_give_each_object_its_share_of_fresh_pages() {
     let shares = drv.access_shares();
     let share = |p: *mut u8| shares.get(&(p as usize)).copied().unwrap_or(0.0);
     let (sa, sb, sc) = (share(a), share(b), share(c));
+    println!(
+        "page-fault source: share A {sa:.4} (true 0.75) B {sb:.4} (0.25) C {sc} D {}",
+        share(d)
+    );
     assert!((sa - 0.75).abs() < 0.02, "A {sa} B {sb} C {sc}");
     assert!((sb - 0.25).abs() < 0.02, "A {sa} B {sb} C {sc}");
     assert_eq!(sc, 0.0);

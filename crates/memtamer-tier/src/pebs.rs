@@ -103,13 +103,17 @@ impl Selection {
     /// or `profiler faults`, then `(<asked>)` or `(<asked>: no PEBS, errno
     /// N)`: one word each, so that a parser of `key value` pairs skips it.
     pub fn token(&self) -> String {
+        format!("profiler {}", self.describe())
+    }
+
+    /// The source and how it was chosen, as the status file shows it:
+    /// `faults (auto:no-pebs,errno-2)`, `pebs (auto)`, `faults (faults)`.
+    pub fn describe(&self) -> String {
         let src = if self.pebs { "pebs" } else { "faults" };
         match (self.pebs, self.errno, self.asked) {
-            (false, Some(e), a) => format!("profiler {src} ({}:no-pebs,errno-{e})", a.name()),
-            (false, None, a) if a != Choice::Faults => {
-                format!("profiler {src} ({}:no-pebs)", a.name())
-            }
-            (_, _, a) => format!("profiler {src} ({})", a.name()),
+            (false, Some(e), a) => format!("{src} ({}:no-pebs,errno-{e})", a.name()),
+            (false, None, a) if a != Choice::Faults => format!("{src} ({}:no-pebs)", a.name()),
+            (_, _, a) => format!("{src} ({})", a.name()),
         }
     }
 

@@ -22,6 +22,11 @@
 //! * [`mountinfo`]: `/proc/PID/mountinfo` (optional fields, `\040` escapes);
 //! * [`identity`]: [`ProcessKey`], a process identity (pid + start time)
 //!   that survives pid reuse;
+//! * [`perf`]: perf_event sampling (event specs, the ring-buffer
+//!   [`perf::Sampler`], record decoding), here so that `memtamer-sense`
+//!   (PM accounting, Ribbon's PEBS stores) and `memtamer-tier` (Unimem's
+//!   PEBS access source) share one `perf_event_open` wrapper without the
+//!   runtime library pulling in `memtamer-sense`'s disassembler;
 //! * [`topology`]: the CPU/cache/NUMA tree from `/sys/devices/system`
 //!   (here rather than in `memtamer-sense` so that `memtamer-ribbon`, which
 //!   `memtamer-sense` depends on, can read it too).
@@ -38,6 +43,7 @@ pub mod cgroup;
 pub mod identity;
 pub mod maps;
 pub mod mountinfo;
+pub mod perf;
 pub mod reader;
 pub mod stat;
 pub mod status;

@@ -14,7 +14,7 @@
 //! `MEMTAMER_TIER_STATUS_DIR` (publish this process's status there, see
 //! [`crate::status`]), `MEMTAMER_TIER_PROFILER` (`auto`, `pebs` or
 //! `faults`), `MEMTAMER_TIER_PEBS_PERIOD`, `MEMTAMER_TIER_PEBS_LOADS`
-//! (`all` or `l3miss`; see [`crate::pebs`]).
+//! (`l3miss`, the default, or `all`; see [`crate::pebs`]).
 
 use crate::driver::{Driver, DriverConfig, ProfileOut};
 use crate::publish::Publisher;

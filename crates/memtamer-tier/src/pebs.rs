@@ -3,8 +3,9 @@
 //! address falls in), beside the PMU-free fault sampler ([`crate::profiler`]).
 //!
 //! Per rank, while an iteration is profiled, one PEBS load sampler
-//! (MEM_INST_RETIRED.ALL_LOADS, or MEM_LOAD_RETIRED.L3_MISS, the thesis's
-//! LLC misses, with `MEMTAMER_TIER_PEBS_LOADS=l3miss`) and one PEBS store
+//! (MEM_LOAD_RETIRED.L3_MISS, the thesis's last-level-cache misses, so that
+//! Eq. 3.1's `#data_access` counts main-memory loads; every load,
+//! MEM_INST_RETIRED.ALL_LOADS, with `MEMTAMER_TIER_PEBS_LOADS=all`) and one PEBS store
 //! sampler (MEM_INST_RETIRED.ALL_STORES) are opened on every thread of the
 //! process but the runtime's own (`mt-tier-*`: the migrator's copies are
 //! not the program's accesses), through `memtamer_linux::perf` (the
@@ -40,7 +41,7 @@ use std::time::Duration;
 pub const ENV: &str = "MEMTAMER_TIER_PROFILER";
 /// The variable that sets the PEBS sampling period (events per sample).
 pub const PERIOD_ENV: &str = "MEMTAMER_TIER_PEBS_PERIOD";
-/// The variable that picks the load event (`all` or `l3miss`).
+/// The variable that picks the load event (`l3miss`, the default, or `all`).
 pub const LOADS_ENV: &str = "MEMTAMER_TIER_PEBS_LOADS";
 /// Default period: the prime the KIT thesis's PEBS store sampling uses
 /// (`memtamer_sense::sources`), so that a period does not beat with loops.
@@ -460,8 +461,8 @@ pub fn from_env() -> Result<(Option<AddressSource>, Selection), TierError> {
     };
     let l3miss =
         match std::env::var(LOADS_ENV).as_deref().map(str::trim) {
-            Err(_) | Ok("") | Ok("all") => false,
-            Ok("l3miss") => true,
+            Err(_) | Ok("") | Ok("l3miss") => true,
+            Ok("all") => false,
             Ok(v) => return Err(TierError::BadEnv {
                 key: LOADS_ENV,
                 value: v.into(),

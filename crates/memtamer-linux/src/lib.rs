@@ -22,6 +22,11 @@
 //! * [`mountinfo`]: `/proc/PID/mountinfo` (optional fields, `\040` escapes);
 //! * [`identity`]: [`ProcessKey`], a process identity (pid + start time)
 //!   that survives pid reuse;
+//! * [`perf`]: perf_event sampling (event specs, the ring-buffer
+//!   [`perf::Sampler`], record decoding), here so that `memtamer-sense`
+//!   (PM accounting, Ribbon's PEBS stores) and `memtamer-tier` (Unimem's
+//!   PEBS access source) share one `perf_event_open` wrapper without the
+//!   runtime library pulling in `memtamer-sense`'s disassembler;
 //! * [`perf_event`]: the `perf_event_open` system call and counting
 //!   groups read with one system call (shared by the sensors and the
 //!   OMPT tool's per-task counters);
@@ -41,6 +46,7 @@ pub mod cgroup;
 pub mod identity;
 pub mod maps;
 pub mod mountinfo;
+pub mod perf;
 pub mod perf_event;
 pub mod reader;
 pub mod stat;

@@ -1,11 +1,12 @@
 //! The `perf_event_open` system call and counting groups.
 //!
-//! Why here: the sampling reader in `memtamer-sense` (`perf.rs`) and the
-//! OMPT tool's per-task counters (`memtamer-omp`, thesis §4.3.4: IPC and
-//! LLC miss rate of each task) both open perf events. The raw attribute
-//! layout and the system call live in this crate, which every Linux-facing
-//! crate can depend on, so there is one wrapper, not two; the OMPT tool
-//! does not pull in the sensing crate (its disassembler and C APIs) for it.
+//! Why a module of its own: the sampling reader ([`crate::perf`], used by
+//! `memtamer-sense` and `memtamer-tier`) and the OMPT tool's per-task
+//! counters (`memtamer-omp`, thesis §4.3.4: IPC and LLC miss rate of each
+//! task) both open perf events. The raw attribute layout and the system
+//! call live here once, so there is one wrapper, not two; the OMPT tool
+//! depends on this crate only, not on the sensing crate (its disassembler
+//! and C APIs).
 //!
 //! A [`CounterGroup`] counts several events on the calling thread as one
 //! perf group (`PERF_FORMAT_GROUP`): they are scheduled onto the PMU

@@ -234,7 +234,7 @@ extern "C" fn at_exit() {
 fn write_stats(event: &str, stats: &memtamer_ribbon::Stats) {
     if let Ok(path) = std::env::var(ENV_STATS) {
         let line = format!(
-            "pid={} event={event} requests={} fences={} flushed_bytes={} inline={} dedicated={} self_drains={} flusher_batches={} dispatched={} flushers={} searches={} source={} pins={} helper_pins={} pin_failures={}\n",
+            "pid={} event={event} requests={} fences={} flushed_bytes={} inline={} dedicated={} self_drains={} flusher_batches={} dispatched={} flushers={} searches={} source={} pins={} helper_pins={} pin_failures={} corun={} corun_total={}\n",
             std::process::id(),
             stats.requests,
             stats.fences,
@@ -249,7 +249,9 @@ fn write_stats(event: &str, stats: &memtamer_ribbon::Stats) {
             stats.bandwidth_source,
             stats.pins,
             stats.helper_pins,
-            stats.pin_failures
+            stats.pin_failures,
+            stats.corun.name(),
+            stats.corun_total
         );
         if let Ok(mut f) = std::fs::OpenOptions::new()
             .create(true)

@@ -5,10 +5,11 @@ use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::bandwidth::{BandwidthSource, FLUSHED_BYTES};
+use crate::comember::{Member, TickInput};
 use crate::controller::{ControlConfig, Controller, Event};
 use crate::proactive::{lines_to_flush, StoreSampler, POLL};
 use crate::queue::{Batch, Request};
-use crate::shared::{case_code, Helper, Shared, PARK};
+use crate::shared::{case_code, CorunRole, Helper, Shared, PARK};
 
 /// Spin rounds, then yield rounds, before a flusher sleeps.
 const IDLE_SPIN: u32 = 64;
@@ -235,13 +236,18 @@ fn split(reqs: impl Iterator<Item = Request>, share: usize, out: &mut [Vec<Reque
 }
 
 /// The control thread (thesis §6.3.1): feeds the pure controller with the
-/// bandwidth signal and applies its decision.
+/// bandwidth signal and applies its decision. With a co-running
+/// registration (`member`, thesis §6.5.4) it publishes its counter and
+/// applies the flusher count the coordinator assigned it instead; if the
+/// registry turns out corrupt it drops the registration and runs its own
+/// search from then on.
 pub(crate) fn control(
     s: &Shared,
     cfg: ControlConfig,
     mut source: Option<Box<dyn BandwidthSource>>,
     proactive: bool,
     detect_idle: bool,
+    mut member: Option<Member>,
 ) {
     let own = |s: &Shared| {
         s.total(crate::shared::Ev::FlushedBytes)
@@ -281,15 +287,56 @@ pub(crate) fn control(
         if let Ok(mut n) = s.source_name.lock() {
             *n = name;
         }
+        let mut cpu = None;
         if detect_idle && last_at.elapsed() >= Duration::from_millis(100) {
             let now = crate::idle::sample();
             if let (Some(a), Some(b)) = (last, now) {
                 avail = crate::idle::available(cores, a, b).unwrap_or(avail);
             }
+            cpu = now;
             last = now;
             last_at = Instant::now();
         }
         let apps = s.active_len.load(Ordering::Relaxed);
+        if let Some(mb) = member.as_mut() {
+            let input = TickInput {
+                bytes: own(s),
+                app_threads: apps,
+                machine_bytes: (name != FLUSHED_BYTES).then_some(bytes),
+                cpu,
+            };
+            match mb.tick(crate::coshm::now_ns(), &input) {
+                Ok(got) => {
+                    let role = match (got.is_some(), mb.is_coordinator()) {
+                        (_, true) => CorunRole::Coordinator,
+                        (true, false) => CorunRole::Member,
+                        (false, false) => CorunRole::Waiting,
+                    };
+                    let c = &s.counters;
+                    c.corun_role.store(role as usize, Ordering::Relaxed);
+                    c.corun_total.store(mb.m_total(), Ordering::Relaxed);
+                    if mb.is_coordinator() {
+                        c.searches.store(mb.searches(), Ordering::Relaxed);
+                    }
+                    // no fresh assignment: keep the flusher count as it is
+                    if let Some(a) = got {
+                        apply(s, a.flushers, a.proactive && proactive);
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    eprintln!("memtamer ribbon: {e}");
+                    if let Ok(mut err) = s.corun_error.lock() {
+                        *err = Some(e.to_string());
+                    }
+                    s.counters
+                        .corun_role
+                        .store(CorunRole::Off as usize, Ordering::Relaxed);
+                    member = None;
+                    ctl = Controller::new(cfg.clone(), t0.elapsed(), bytes, proactive);
+                }
+            }
+        }
         let d = ctl.observe(t0.elapsed(), bytes, apps, avail);
         if let Event::Decided { case } = d.event {
             s.counters
@@ -297,15 +344,21 @@ pub(crate) fn control(
                 .store(case_code(case), Ordering::Relaxed);
         }
         s.counters.searches.store(ctl.searches(), Ordering::Relaxed);
-        let m = d.flushers.min(s.max_flushers);
-        if s.m.swap(m, Ordering::AcqRel) != m {
-            for i in 0..s.max_flushers {
-                s.wake(i);
-            }
-            s.placement_changed();
-        }
-        s.proactive_on.store(d.proactive, Ordering::Relaxed);
+        apply(s, d.flushers, d.proactive);
     }
+}
+
+/// Applies a flusher count (clamped to the threads started) and the
+/// proactive switch; the flushers re-pin when the count changed.
+fn apply(s: &Shared, flushers: usize, proactive: bool) {
+    let m = flushers.min(s.max_flushers);
+    if s.m.swap(m, Ordering::AcqRel) != m {
+        for i in 0..s.max_flushers {
+            s.wake(i);
+        }
+        s.placement_changed();
+    }
+    s.proactive_on.store(proactive, Ordering::Relaxed);
 }
 
 /// The proactive thread's loop.

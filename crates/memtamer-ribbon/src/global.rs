@@ -10,6 +10,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 
+use crate::coshm::Corun;
 use crate::error::RibbonError;
 use crate::runtime::{check_range, Config, Flushers, Producer, Ribbon, Stats};
 
@@ -35,7 +36,9 @@ pub const ENV_HANDOFF: &str = "MEMTAMER_RIBBON_HANDOFF";
 
 /// `Config::new(app_threads, queue_entries)` adjusted by
 /// `MEMTAMER_RIBBON_FLUSHERS`, `MEMTAMER_RIBBON_P1`,
-/// `MEMTAMER_RIBBON_HANDOFF` and `MEMTAMER_RIBBON_PIN`.
+/// `MEMTAMER_RIBBON_HANDOFF`, `MEMTAMER_RIBBON_PIN` and
+/// `MEMTAMER_RIBBON_SHARED` (a bad key there is kept in the config as
+/// [`Corun::Refused`], not returned as an error).
 pub fn config_from_env(app_threads: usize, queue_entries: usize) -> Result<Config, RibbonError> {
     let mut cfg = Config::new(app_threads, queue_entries);
     if let Ok(v) = std::env::var(ENV_FLUSHERS) {
@@ -73,6 +76,15 @@ pub fn config_from_env(app_threads: usize, queue_entries: usize) -> Result<Confi
         if !on {
             cfg.pin = None;
         }
+    }
+    if let Ok(v) = std::env::var(crate::coshm::ENV_SHARED) {
+        // a bad key is not fatal: this process then runs its own search
+        // and says why (thesis §6.5.4; docs/ribbon.md, "Co-running applications")
+        cfg.corun = match crate::coshm::path_for_key(&v) {
+            Ok(Some(path)) => Corun::Shared(path),
+            Ok(None) => Corun::Off,
+            Err(e) => Corun::Refused(e),
+        };
     }
     if let Ok(v) = std::env::var(ENV_P1) {
         cfg.control.p1 = v
@@ -348,5 +360,20 @@ mod tests {
             .unwrap_or_default();
         assert!(e.contains(ENV_PIN) && e.contains("sometimes"), "{e}");
         std::env::remove_var(ENV_PIN);
+        use crate::coshm::ENV_SHARED;
+        assert!(matches!(config_from_env(2, 8).unwrap().corun, Corun::Off));
+        std::env::set_var(ENV_SHARED, "pair");
+        assert!(matches!(
+            config_from_env(2, 8).unwrap().corun,
+            Corun::Shared(p) if p.ends_with("memtamer-ribbon-pair")
+        ));
+        std::env::set_var(ENV_SHARED, "off");
+        assert!(matches!(config_from_env(2, 8).unwrap().corun, Corun::Off));
+        std::env::set_var(ENV_SHARED, "../x");
+        match config_from_env(2, 8).unwrap().corun {
+            Corun::Refused(e) => assert!(e.to_string().contains("../x"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        std::env::remove_var(ENV_SHARED);
     }
 }

@@ -12,7 +12,10 @@ pub mod alloc;
 pub mod bandwidth;
 pub mod bench;
 pub mod capi;
+mod comember;
 pub mod controller;
+pub mod corun;
+pub mod coshm;
 mod error;
 mod flusher;
 pub mod global;
@@ -28,5 +31,5 @@ mod shared;
 pub use error::{RibbonError, MAX_APP_THREADS, MAX_FLUSHERS, MAX_FLUSH_LEN, MAX_QUEUE_ENTRIES};
 pub use queue::Request;
 pub use runtime::{
-    check_range, hardware_threads, Config, Executor, Flushers, Producer, Ribbon, Stats,
+    check_range, hardware_threads, Config, CorunRole, Executor, Flushers, Producer, Ribbon, Stats,
 };

@@ -12,9 +12,11 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::thread::JoinHandle;
 
+use crate::comember::Member;
+use crate::coshm::Corun;
 use crate::error::{RibbonError, MAX_FLUSH_LEN};
 use crate::queue::{Queue, Request};
-pub use crate::shared::{hardware_threads, Config, Executor, Flushers, Stats};
+pub use crate::shared::{hardware_threads, Config, CorunRole, Executor, Flushers, Stats};
 use crate::shared::{Counters, Ev, Shared};
 
 /// Lowest address a flush may touch: the first page is never mapped, so a
@@ -90,6 +92,7 @@ impl Ribbon {
                 .collect(),
             flusher_tids: (0..max_flushers).map(|_| AtomicI32::new(0)).collect(),
             helper_tids: [AtomicI32::new(0), AtomicI32::new(0)],
+            corun_error: Mutex::new(None),
             #[cfg(test)]
             broken: cfg.broken_publish_early,
             #[cfg(test)]
@@ -119,8 +122,9 @@ impl Ribbon {
             let (control, source) = (cfg.control.clone(), cfg.bandwidth);
             let proactive = cfg.sampler.is_some();
             let detect_idle = cfg.detect_idle;
+            let member = join_corun(&shared, cfg.corun, &control, detect_idle);
             handles.push(spawn("ribbon-control", move || {
-                crate::flusher::control(&s, control, source, proactive, detect_idle)
+                crate::flusher::control(&s, control, source, proactive, detect_idle, member)
             })?);
         } else {
             shared
@@ -285,6 +289,38 @@ fn spawn(
             f()
         })
         .map_err(|source| RibbonError::Spawn { what, source })
+}
+
+/// Registers an adaptive instance in the co-running registry when asked
+/// (thesis §6.5.4). Any refusal leaves it with its own search: the reason
+/// is kept for `Stats::corun_error` and printed once.
+fn join_corun(
+    s: &Shared,
+    corun: Corun,
+    control: &crate::controller::ControlConfig,
+    detect_idle: bool,
+) -> Option<Member> {
+    let refused = match corun {
+        Corun::Off => return None,
+        Corun::Refused(e) => e,
+        Corun::Shared(path) => {
+            let now = crate::coshm::now_ns();
+            match Member::join(&path, s.max_flushers, control.clone(), detect_idle, now) {
+                Ok(m) => {
+                    s.counters
+                        .corun_role
+                        .store(CorunRole::Waiting as usize, Ordering::Relaxed);
+                    return Some(m);
+                }
+                Err(e) => e,
+            }
+        }
+    };
+    eprintln!("memtamer ribbon: {refused}");
+    if let Ok(mut e) = s.corun_error.lock() {
+        *e = Some(refused.to_string());
+    }
+    None
 }
 
 /// Spins this many rounds before yielding while waiting for a fence.

@@ -678,3 +678,6 @@ fn the_control_thread_searches_applies_m_and_switches_proactive_off_when_lowerin
 
 #[path = "pin_tests.rs"]
 mod pin_tests;
+
+#[path = "corun_runtime_tests.rs"]
+mod corun_tests;

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::bandwidth::BandwidthSource;
 use crate::controller::{Case, ControlConfig};
+use crate::coshm::Corun;
 use crate::error::{RibbonError, MAX_APP_THREADS, MAX_FLUSHERS, MAX_QUEUE_ENTRIES};
 use crate::pin::Pinner;
 use crate::proactive::StoreSampler;
@@ -82,6 +83,12 @@ pub struct Config {
     /// CPUs the application leaves idle); None keeps them unpinned
     /// (`MEMTAMER_RIBBON_PIN=0`). docs/ribbon.md, "Where the real flushers run".
     pub pin: Option<PathBuf>,
+    /// Co-running coordination (thesis §6.5.4): with
+    /// [`crate::coshm::Corun::Shared`] an adaptive instance registers in the
+    /// registry and applies the flusher count the coordinator's split gives
+    /// it instead of running its own search. docs/ribbon.md, "Co-running
+    /// applications".
+    pub corun: Corun,
     /// Test-only: publish a batch as done before executing it (the bug
     /// the fence-ordering test must catch).
     #[cfg(test)]
@@ -120,6 +127,7 @@ impl Config {
             detect_idle: true,
             inline_when_dedicated: true,
             pin: Some(PathBuf::from(crate::pin::SYSFS)),
+            corun: Corun::Off,
             #[cfg(test)]
             broken_publish_early: false,
             #[cfg(test)]
@@ -165,6 +173,10 @@ pub(crate) struct Counters {
     pub(crate) pins: AtomicU64,
     pub(crate) helper_pins: AtomicU64,
     pub(crate) pin_failures: AtomicU64,
+    /// [`CorunRole`] as a number (its discriminant).
+    pub(crate) corun_role: AtomicUsize,
+    /// The coordinator's last system-wide flusher count.
+    pub(crate) corun_total: AtomicUsize,
 }
 
 /// A counter a producer bumps on every flush or fence.
@@ -272,6 +284,48 @@ pub struct Stats {
     /// refused, for a flusher, the control or the proactive thread): the
     /// thread then runs on the process's whole mask.
     pub pin_failures: u64,
+    /// This instance's part in co-running coordination (thesis §6.5.4).
+    pub corun: CorunRole,
+    /// The system-wide flusher count the coordinator last split (0 when
+    /// not coordinated).
+    pub corun_total: usize,
+    /// Why co-running coordination is off although it was asked for.
+    pub corun_error: Option<String>,
+}
+
+/// An instance's part in co-running coordination (thesis §6.5.4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CorunRole {
+    /// Not registered: its own search (alone, not asked for, or refused).
+    #[default]
+    Off = 0,
+    /// Registered, no fresh assignment yet: it keeps its flusher count.
+    Waiting = 1,
+    /// Registered; applies the M_i the coordinator wrote for it.
+    Member = 2,
+    /// Registered and holding the coordinator lease.
+    Coordinator = 3,
+}
+
+impl CorunRole {
+    pub(crate) fn from_code(c: usize) -> CorunRole {
+        match c {
+            1 => CorunRole::Waiting,
+            2 => CorunRole::Member,
+            3 => CorunRole::Coordinator,
+            _ => CorunRole::Off,
+        }
+    }
+
+    /// The role's name in the shim's statistics line.
+    pub fn name(self) -> &'static str {
+        match self {
+            CorunRole::Off => "off",
+            CorunRole::Waiting => "waiting",
+            CorunRole::Member => "member",
+            CorunRole::Coordinator => "coordinator",
+        }
+    }
 }
 
 const CASES: [Option<Case>; 6] = [
@@ -329,6 +383,8 @@ pub(crate) struct Shared {
     /// The control and proactive threads' kernel thread ids, indexed by
     /// [`Helper`], once they run (0 before, or never started).
     pub(crate) helper_tids: [AtomicI32; 2],
+    /// Why co-running coordination is off although it was asked for.
+    pub(crate) corun_error: Mutex<Option<String>>,
     #[cfg(test)]
     pub(crate) broken: bool,
     #[cfg(test)]
@@ -614,6 +670,9 @@ impl Shared {
             pins: l(&c.pins),
             helper_pins: l(&c.helper_pins),
             pin_failures: l(&c.pin_failures),
+            corun: CorunRole::from_code(c.corun_role.load(Ordering::Relaxed)),
+            corun_total: c.corun_total.load(Ordering::Relaxed),
+            corun_error: self.corun_error.lock().ok().and_then(|e| e.clone()),
         }
     }
 }

@@ -20,7 +20,10 @@ pub use memtamer_linux::maps;
 pub mod media;
 pub mod metrics;
 pub mod mounts;
-pub mod perf;
+/// perf_event sampling lives in `memtamer-linux` (shared with
+/// `memtamer-tier`'s PEBS access source); re-exported so that
+/// `memtamer_sense::perf` keeps naming it.
+pub use memtamer_linux::perf;
 pub mod ribbon;
 pub mod sources;
 /// The sysfs topology reader, moved to `memtamer-linux` (so that

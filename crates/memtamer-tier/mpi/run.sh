@@ -21,6 +21,17 @@ for n in 1 2 4; do
   echo "$out" | grep -q VERIFIED || { echo "FAIL: $n ranks"; fail=1; }
   [ "$(echo "$out" | grep -c 'memtamer\[')" = "$n" ] || { echo "FAIL: $n ranks, report lines missing"; fail=1; }
 done
+# The access source (MEMTAMER_TIER_PROFILER): every report line says which
+# one profiled; `pebs` where PEBS does not open (a VM without a PMU) names
+# the variable and the errno on stderr, falls back to the fault sampler and
+# still verifies (never an abort).
+out=$(MEMTAMER_TIER_PROFILER=pebs MEMTAMER_NODE_DRAM=${MEMTAMER_NODE_DRAM:-64M} $MPIRUN -np 2 $bin/mt_cg $NX $NY $IT 2>&1) || true
+echo "$out" | grep -E '^memtamer\[0\]' | sed 's/.* profiler /profiler=pebs asked: profiler /'
+echo "$out" | grep -q VERIFIED || { echo "FAIL: cg with MEMTAMER_TIER_PROFILER=pebs"; fail=1; }
+[ "$(echo "$out" | grep -c 'memtamer\[.* profiler \(pebs\|faults\) (pebs')" = 2 ] || { echo "FAIL: profiler=pebs: report lines without the access source"; fail=1; }
+if ! echo "$out" | grep -q 'memtamer\[.* profiler pebs (pebs)'; then
+  [ "$(echo "$out" | grep -c 'MEMTAMER_TIER_PROFILER=pebs but PEBS sampling did not open: .*os error [0-9]')" = 2 ] || { echo "FAIL: profiler=pebs without PEBS: no errno message per rank"; fail=1; }
+fi
 # The CG kernel on plain malloc: MEMTAMER_TIER_MALLOC_MIN=1M makes its 8
 # arrays tier objects through the interposed malloc; they must be moved and
 # the result still verified. Without the variable nothing is placed.

@@ -12,7 +12,9 @@
 //! `MEMTAMER_UNIMEM=0` or `off` (no profiling or moves: the baseline; 1,
 //! on or empty: Unimem; another value is refused),
 //! `MEMTAMER_TIER_STATUS_DIR` (publish this process's status there, see
-//! [`crate::status`]).
+//! [`crate::status`]), `MEMTAMER_TIER_PROFILER` (`auto`, `pebs` or
+//! `faults`), `MEMTAMER_TIER_PEBS_PERIOD`, `MEMTAMER_TIER_PEBS_LOADS`
+//! (`l3miss`, the default, or `all`; see [`crate::pebs`]).
 
 use crate::driver::{Driver, DriverConfig, ProfileOut};
 use crate::publish::Publisher;
@@ -204,6 +206,10 @@ fn init(budget: usize) -> Result<Arc<TierRuntime>, TierError> {
         None
     } else {
         let mut d = Driver::new(rt.clone(), driver_config()?);
+        // MEMTAMER_TIER_PROFILER: PEBS where it opens, else the fault
+        // sampler (crate::pebs); never an abort for a missing PMU
+        let (source, selection) = crate::pebs::from_env()?;
+        d.access = crate::pebs::AccessProfiler::new(source, selection);
         // Issue 20 item 5: each fresh profile to a file per rank and
         // profiled iteration, for `memtamer sim unimem` to replay.
         if let Ok(prefix) = std::env::var("MEMTAMER_TIER_PROFILE_OUT") {
@@ -403,6 +409,10 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             rt.config().dram_budget,
             st.direction_report()
         );
+        if let Some(p) = d.access.selection() {
+            line.push(' ');
+            line.push_str(&p.token());
+        }
         if let Some(e) = rt.last_move_error() {
             line.push_str(&format!(" last_move_error: {e}"));
         }

@@ -158,6 +158,9 @@ pub struct Driver {
     /// profiled iteration: an object freed before the decision keeps them
     /// in the recording.
     profiled_objs: Vec<(String, u64)>,
+    /// Address sampling (PEBS) instead of the fault sampler, if chosen
+    /// ([`crate::pebs`]; the default: none, the fault sampler).
+    pub access: crate::pebs::AccessProfiler,
 }
 
 /// Where [`Driver`] writes each fresh profile (`memtamer-phase-profile`,
@@ -221,6 +224,7 @@ impl Driver {
             profile_fresh: false,
             profile_out: None,
             profiled_objs: Vec::new(),
+            access: Default::default(),
         }
     }
 
@@ -266,6 +270,9 @@ impl Driver {
     }
 
     fn start_sampler(&mut self) {
+        if self.access.start(self.cfg.tick) {
+            return;
+        }
         if self.cfg.tick.is_zero() {
             self.rt.profile_tick(0);
             self.rt.profile_reset();
@@ -298,6 +305,7 @@ impl Driver {
     }
 
     fn stop_sampler(&mut self) {
+        self.access.stop();
         if let Some(s) = self.sampler.take() {
             s.stop.store(true, Ordering::SeqCst);
             let _ = s.handle.join();
@@ -333,6 +341,7 @@ impl Driver {
                 );
             }
         }
+        self.access.fill_phase(&self.rt, &self.ids, &mut ph);
         self.profile.push(ph);
         self.clocks.push(PhaseClock {
             call_s: std::mem::take(&mut self.call_s),

@@ -13,6 +13,7 @@
 //! * [`status`] / [`publish`]: per-rank status files (`MEMTAMER_TIER_STATUS_DIR`)
 //!   and their reader (`memtamer tier status`).
 
+pub mod access;
 pub mod backing;
 pub mod bench;
 pub mod budget;
@@ -23,6 +24,7 @@ pub mod error;
 pub mod guard;
 pub mod migrator;
 pub mod numa;
+pub mod pebs;
 /// Per-page protection-fault sampling (lives under [`guard`], whose handler it extends).
 pub use guard::pagesample;
 pub mod platform;

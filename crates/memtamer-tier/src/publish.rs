@@ -79,6 +79,9 @@ impl Publisher {
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
             unimem: driver.is_some(),
+            profiler: driver
+                .and_then(|d| d.access.selection())
+                .map(|s| s.describe()),
             dram_budget: rt.config().dram_budget as u64,
             dram_used: rt.dram_used() as u64,
             iterations: ds.iterations,

@@ -129,6 +129,11 @@ pub struct RankStatus {
     pub updated_unix_ms: u64,
     /// Whether Unimem profiles and moves (`MEMTAMER_UNIMEM` not 0).
     pub unimem: bool,
+    /// The access source that profiles and why (`faults
+    /// (auto:no-pebs,errno-2)`, `pebs (auto)`; [`crate::pebs`]); absent
+    /// with Unimem off and in a document written before it existed.
+    #[serde(default)]
+    pub profiler: Option<String>,
     /// DRAM this process may hold (bytes).
     pub dram_budget: u64,
     /// DRAM held or reserved by moves in flight (bytes).
@@ -470,10 +475,13 @@ pub fn render_table(ranks: &[(PathBuf, RankStatus)], now_ms: u64) -> String {
             path.display()
         ));
         out.push_str(&format!(
-            "  DRAM {} of {} ({pct:.0}%); unimem {}; {} iterations, {} decisions{}; {} moves ({} failed), {} moved, copy {:.3} ms, exposed {:.3} ms\n",
+            "  DRAM {} of {} ({pct:.0}%); unimem {}{}; {} iterations, {} decisions{}; {} moves ({} failed), {} moved, copy {:.3} ms, exposed {:.3} ms\n",
             human_bytes(s.dram_used),
             human_bytes(s.dram_budget),
             if s.unimem { "on" } else { "off" },
+            s.profiler
+                .as_ref()
+                .map_or(String::new(), |p| format!(", profiler {p}")),
             s.iterations,
             s.decisions,
             s.plan.as_ref().map_or(String::new(), |p| format!(" (plan {p})")),

@@ -11,6 +11,7 @@ fn doc() -> RankStatus {
         state: RunState::Running,
         updated_unix_ms: 10_000,
         unimem: true,
+        profiler: None,
         dram_budget: 4 << 20,
         dram_used: 3 << 20,
         iterations: 30,
@@ -85,6 +86,26 @@ fn a_document_without_directions_still_reads() {
     assert!(d.to_dram.is_none() && d.to_slow.is_none());
     let t = render_table(&[(p(), d)], 10_000);
     assert_eq!(t.lines().nth(2), Some("  to DRAM -; to slow -"), "{t}");
+}
+
+/// The access source (branch `unimempebs`): shown after "unimem on"
+/// where the document has it; a document without the field still reads.
+#[test]
+fn the_access_source_shows_where_known() {
+    let mut d = doc();
+    d.profiler = Some("faults (auto:no-pebs,errno-2)".into());
+    let text = serde_json::to_string_pretty(&d).unwrap();
+    assert_eq!(parse(&text, &p()).unwrap(), d);
+    let t = render_table(&[(p(), d)], 10_000);
+    assert!(
+        t.lines().nth(1).is_some_and(
+            |l| l.contains("unimem on, profiler faults (auto:no-pebs,errno-2); 30 iterations")
+        ),
+        "{t}"
+    );
+    let mut v: serde_json::Value = serde_json::to_value(doc()).unwrap();
+    v.as_object_mut().unwrap().remove("profiler").unwrap();
+    assert_eq!(parse(&v.to_string(), &p()).unwrap().profiler, None);
 }
 
 #[test]

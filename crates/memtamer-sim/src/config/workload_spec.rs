@@ -293,6 +293,14 @@ pub enum WorkloadSpec {
         /// Region.
         #[serde(default = "default_pm")]
         region: String,
+        /// `ribbon` only: co-running (thesis §6.5.4). Every coordinated
+        /// flush job of the scenario shares one four-point search over their
+        /// summed flushed bytes, and the system-wide count is split between
+        /// them by throughput (`memtamer_ribbon::corun`), instead of one
+        /// search per job. Not serialized when false, so the output of every
+        /// scenario without it is unchanged.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        coordinated: bool,
     },
     /// An iterative MPI-like program over tiered data objects (issue 20
     /// item 5; `config::phased`, `workload::phased`). Threads come in pairs:
@@ -508,6 +516,15 @@ impl WorkloadSpec {
                 )
             }
             WorkloadSpec::LatencyProbe { .. } => Ok(()),
+            WorkloadSpec::Flush {
+                mode,
+                coordinated: true,
+                ..
+            } if *mode != FlushMode::Ribbon => Err((
+                "coordinated",
+                "coordinated = true is for mode = \"ribbon\" (one search split between jobs)"
+                    .into(),
+            )),
             WorkloadSpec::Flush {
                 pattern,
                 value_bytes,

@@ -180,11 +180,11 @@ pub(super) struct FlushJob {
     sample_period: u64,
     stores: u64,
     samples: VecDeque<u64>,
-    controller: Option<Controller>,
+    pub(super) controller: Option<Controller>,
     pub(super) tick: Ps,
-    available: f64,
-    flushed_bytes: u64,
-    stats: FlushStats,
+    pub(super) available: f64,
+    pub(super) flushed_bytes: u64,
+    pub(super) stats: FlushStats,
     base: FlushStats,
     m_since: Ps,
 }
@@ -337,6 +337,8 @@ pub(super) struct FlushUnit {
     lines: LineTable,
     pub(super) jobs: Vec<FlushJob>,
     clwb_clean: Ps,
+    /// Co-running flush jobs sharing one search (`flush_corun.rs`).
+    pub(super) corun: Option<super::flush_corun::CorunSim>,
 }
 
 impl FlushUnit {
@@ -350,6 +352,7 @@ impl FlushUnit {
             },
             jobs: Vec::new(),
             clwb_clean,
+            corun: None,
         }
     }
 }
@@ -686,20 +689,12 @@ impl Engine {
     pub(super) fn flush_tick(&mut self, j: u32) {
         let now = self.now;
         let measure_start = self.measure_start;
-        let Some(u) = self.flush.as_mut() else { return };
-        let job = &mut u.jobs[j as usize];
-        let Some(c) = job.controller.as_mut() else {
+        let Some((flushers, proactive)) = self.flush_decide(j) else {
             return;
         };
-        let before = c.searches();
-        let d = c.observe(
-            Duration::from_nanos(now / NS),
-            job.flushed_bytes,
-            job.app.len(),
-            job.available,
-        );
-        job.stats.searches += c.searches() - before;
-        let m = d.flushers.min(job.flushers.len());
+        let Some(u) = self.flush.as_mut() else { return };
+        let job = &mut u.jobs[j as usize];
+        let m = flushers.min(job.flushers.len());
         let mut repin: Vec<(u32, u32)> = Vec::new();
         if m != job.active {
             let from = job.m_since.max(measure_start);
@@ -714,7 +709,7 @@ impl Engine {
             // an M change leaves as they were
             repin.clone_from(&job.pins);
         }
-        job.proactive_on = job.proactive_allowed && d.proactive;
+        job.proactive_on = job.proactive_allowed && proactive;
         if !job.proactive_on {
             job.samples.clear();
         }

@@ -4,6 +4,7 @@
 
 use super::cpu::{Thread, ThreadStart};
 use super::flush::{FlushJob, FlushJobSpec, FlushRole, FlushUnit};
+use super::flush_corun::CorunSim;
 use super::{Engine, EvKind};
 use crate::config::{FlushMode, JobSpec, Platform, WorkloadSpec};
 use crate::rng::Rng;
@@ -49,6 +50,7 @@ impl Engine {
             cores,
             probe_us,
             interval_us,
+            coordinated,
             ..
         } = &job.workload
         else {
@@ -145,6 +147,11 @@ impl Engine {
         }
         if let Some(u) = self.flush.as_mut() {
             u.jobs.push(fj);
+            if *coordinated {
+                u.corun
+                    .get_or_insert_with(|| CorunSim::new(spec.probe, spec.interval))
+                    .add(fi, spec.cores, spec.available);
+            }
         }
         Ok(())
     }

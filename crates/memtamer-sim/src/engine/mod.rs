@@ -14,6 +14,7 @@ mod directory;
 mod dram;
 mod fill;
 mod flush;
+mod flush_corun;
 mod flush_setup;
 mod gate;
 pub mod pmdimm;

@@ -18,7 +18,7 @@
 use crate::workload::taskgraph::{Dispatch, Layout, TaskGraph, TaskPolicy};
 use crate::workload::tiered::{MoveReq, TierSpace, PAGE};
 use memtamer_core::unimem::model::{ObjPhase, PhaseProfile, Platform as UPlatform};
-use memtamer_core::unimem::plan::{decide, initial_placement, Plan, Problem};
+use memtamer_core::unimem::plan::{decide, initial_placement_max_refs, Plan, Problem};
 use memtamer_core::unimem::{ObjId, Tier};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -217,7 +217,7 @@ impl TaskPolicy for UnimemTasks {
                 refs[arr] += lines;
             }
         }
-        let start = initial_placement(&sizes, &refs, tier.capacity());
+        let start = initial_placement_max_refs(&sizes, &refs, tier.capacity());
         for &a in &start {
             for b in g.array_blocks(a) {
                 for p in 0..g.blocks[b].bytes.div_ceil(PAGE) {

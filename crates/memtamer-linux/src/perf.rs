@@ -5,10 +5,14 @@
 //! (`EventSpec::pebs_stores`, precise, one event per CPU) and the software
 //! events that carry data addresses on machines without a PMU (page faults),
 //! which is how the pipeline is tested here.
+//!
+//! It lives in `memtamer-linux` (was `memtamer-sense`) so that the tier
+//! runtime's PEBS access source uses the same wrapper;
+//! `memtamer_sense::perf` re-exports it.
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-use memtamer_linux::perf_event::{perf_event_open, PerfEventAttr};
+use crate::perf_event::{perf_event_open, PerfEventAttr};
 
 const PERF_TYPE_HARDWARE_RAW: u32 = 4; // PERF_TYPE_RAW
 const PERF_TYPE_SOFTWARE: u32 = 1;
@@ -59,6 +63,39 @@ impl EventSpec {
             name: "MEM_INST_RETIRED.ALL_STORES (raw 0x82d0, precise)",
             kind: PERF_TYPE_HARDWARE_RAW,
             config: 0x82d0,
+            period: period.max(1),
+            precise: 3,
+        }
+    }
+
+    /// PEBS sampling of every retired load: MEM_INST_RETIRED.ALL_LOADS
+    /// (event 0xD0, umask 0x81 on Skylake-SP / Cascade Lake; Intel SDM
+    /// vol. 3B ch. 19, "Performance Monitoring Events for Intel Xeon
+    /// Processor Scalable Family", and perfmon's SKX/CLX core event list,
+    /// where it is PEBS-capable), precise, user space only. The load half
+    /// of Unimem's access source (`memtamer-tier`'s `pebs` module): a
+    /// sample's data address names the object a load touched, wherever it
+    /// was served from, unlike [`EventSpec::pebs_pm_loads`] (PM loads only).
+    pub fn pebs_loads(period: u64) -> EventSpec {
+        EventSpec {
+            name: "MEM_INST_RETIRED.ALL_LOADS (raw 0x81d0, precise)",
+            kind: PERF_TYPE_HARDWARE_RAW,
+            config: 0x81d0,
+            period: period.max(1),
+            precise: 3,
+        }
+    }
+
+    /// PEBS sampling of loads that missed the last-level cache:
+    /// MEM_LOAD_RETIRED.L3_MISS (event 0xD1, umask 0x20 on Skylake-SP /
+    /// Cascade Lake; Intel SDM vol. 3B ch. 19, PEBS-capable), precise, user
+    /// space only: the event Unimem's thesis samples (§3.4 Step 1, "last
+    /// level cache miss"), i.e. main-memory loads.
+    pub fn pebs_l3_miss_loads(period: u64) -> EventSpec {
+        EventSpec {
+            name: "MEM_LOAD_RETIRED.L3_MISS (raw 0x20d1, precise)",
+            kind: PERF_TYPE_HARDWARE_RAW,
+            config: 0x20d1,
             period: period.max(1),
             precise: 3,
         }
@@ -314,60 +351,102 @@ impl Sampler {
 
     /// Decodes every complete record in the buffer, calling `f` per sample,
     /// exec and exit, and frees the space. Returns the number of samples.
-    pub fn drain(&mut self, mut f: impl FnMut(&Record)) -> usize {
+    pub fn drain(&mut self, f: impl FnMut(&Record)) -> usize {
         let head = self.head().load(Ordering::Acquire);
-        let mut tail = self.tail().load(Ordering::Relaxed);
-        // SAFETY: the data area follows the control page.
-        let data = unsafe { std::slice::from_raw_parts(self.base.add(4096), self.data_len) };
-        let mut n = 0;
-        let mut record = Vec::with_capacity(64);
-        while tail + 8 <= head {
-            record.clear();
-            let read = |at: u64, len: usize, out: &mut Vec<u8>| {
-                for i in 0..len {
-                    out.push(data[((at + i as u64) as usize) % data.len()]);
-                }
-            };
-            read(tail, 8, &mut record);
-            let kind = u32::from_ne_bytes([record[0], record[1], record[2], record[3]]);
-            let misc = u16::from_ne_bytes([record[4], record[5]]);
-            let size = u16::from_ne_bytes([record[6], record[7]]) as u64;
-            if size < 8 || tail + size > head {
-                break; // malformed or not complete yet
-            }
-            record.clear();
-            read(tail + 8, size as usize - 8, &mut record);
-            let u32_at = |i: usize| {
-                record
-                    .get(i..i + 4)
-                    .map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-            };
-            match kind {
-                RECORD_SAMPLE => {
-                    if let Some(s) = decode_sample(&record) {
-                        f(&Record::Sample(s));
-                        n += 1;
-                    }
-                }
-                RECORD_COMM if misc & MISC_COMM_EXEC != 0 => f(&Record::Exec {
-                    pid: u32_at(0),
-                    tid: u32_at(4),
-                }),
-                RECORD_EXIT => f(&Record::Exit {
-                    pid: u32_at(0),
-                    tid: u32_at(8),
-                }),
-                RECORD_LOST if record.len() >= 16 => {
-                    self.lost += u64::from_ne_bytes(record[8..16].try_into().unwrap_or([0; 8]));
-                }
-                _ => {}
-            }
-            tail += size;
-        }
+        let tail = self.tail().load(Ordering::Relaxed);
+        // SAFETY: the data area follows the control page (of the kernel's
+        // page size, not always 4 KiB).
+        let data = unsafe {
+            std::slice::from_raw_parts(self.base.add(self.map_len - self.data_len), self.data_len)
+        };
+        let (tail, n) = parse_ring(data, tail, head, &mut self.lost, f);
         fence(Ordering::Release);
         self.tail().store(tail, Ordering::Release);
         n
     }
+}
+
+/// Decodes the complete records between `tail` and `head` (byte offsets
+/// that only grow; the ring `data` wraps) as the perf ABI lays them out
+/// for [`Sampler::open`]'s sample type, calling `f` per sample, exec and
+/// exit and adding lost-record counts to `lost`. Returns the new tail (the
+/// first byte not consumed: a record that is not complete yet stays) and
+/// the number of samples. Pure, so that recorded ring images test it.
+pub fn parse_ring(
+    data: &[u8],
+    mut tail: u64,
+    head: u64,
+    lost: &mut u64,
+    mut f: impl FnMut(&Record),
+) -> (u64, usize) {
+    if data.is_empty() {
+        return (tail, 0);
+    }
+    let mut n = 0;
+    let mut record = Vec::with_capacity(64);
+    let read = |at: u64, len: usize, out: &mut Vec<u8>| {
+        for i in 0..len {
+            out.push(data[((at + i as u64) % data.len() as u64) as usize]);
+        }
+    };
+    while tail + 8 <= head {
+        record.clear();
+        read(tail, 8, &mut record);
+        let kind = u32::from_ne_bytes([record[0], record[1], record[2], record[3]]);
+        let misc = u16::from_ne_bytes([record[4], record[5]]);
+        let size = u16::from_ne_bytes([record[6], record[7]]) as u64;
+        if size < 8 || tail + size > head {
+            break; // malformed or not complete yet
+        }
+        record.clear();
+        read(tail + 8, size as usize - 8, &mut record);
+        let u32_at = |i: usize| {
+            record
+                .get(i..i + 4)
+                .map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        match kind {
+            RECORD_SAMPLE => {
+                if let Some(s) = decode_sample(&record) {
+                    f(&Record::Sample(s));
+                    n += 1;
+                }
+            }
+            RECORD_COMM if misc & MISC_COMM_EXEC != 0 => f(&Record::Exec {
+                pid: u32_at(0),
+                tid: u32_at(4),
+            }),
+            RECORD_EXIT => f(&Record::Exit {
+                pid: u32_at(0),
+                tid: u32_at(8),
+            }),
+            RECORD_LOST if record.len() >= 16 => {
+                *lost += u64::from_ne_bytes(record[8..16].try_into().unwrap_or([0; 8]));
+            }
+            _ => {}
+        }
+        tail += size;
+    }
+    (tail, n)
+}
+
+/// One `PERF_RECORD_SAMPLE` as the kernel writes it for [`Sampler::open`]'s
+/// sample type (header, then ip, pid/tid, time, addr, cpu/res, period):
+/// what recorded ring images in tests are built from.
+pub fn encode_sample(s: &Sample) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + SAMPLE_BODY);
+    out.extend_from_slice(&RECORD_SAMPLE.to_ne_bytes());
+    out.extend_from_slice(&0u16.to_ne_bytes());
+    out.extend_from_slice(&((8 + SAMPLE_BODY) as u16).to_ne_bytes());
+    out.extend_from_slice(&s.ip.to_ne_bytes());
+    out.extend_from_slice(&s.pid.to_ne_bytes());
+    out.extend_from_slice(&s.tid.to_ne_bytes());
+    out.extend_from_slice(&s.time.to_ne_bytes());
+    out.extend_from_slice(&s.addr.to_ne_bytes());
+    out.extend_from_slice(&s.cpu.to_ne_bytes());
+    out.extend_from_slice(&0u32.to_ne_bytes()); // res
+    out.extend_from_slice(&s.period.to_ne_bytes());
+    out
 }
 
 impl Drop for Sampler {
@@ -433,6 +512,60 @@ mod tests {
             (0x401000, 5, 7, 99, 0xdead000, 3, 9973)
         );
         assert!(decode_sample(&body[..40]).is_none());
+    }
+
+    fn sample(addr: u64) -> Sample {
+        Sample {
+            ip: 0x401000,
+            pid: 5,
+            tid: 7,
+            time: addr,
+            addr,
+            cpu: 1,
+            period: 9973,
+        }
+    }
+
+    #[test]
+    fn a_recorded_ring_decodes_across_the_wrap_and_keeps_a_partial_record() {
+        // 2 samples (56 bytes each) and a lost record in a 256-byte ring,
+        // written from offset 100 so that records straddle the end
+        let mut stream = Vec::new();
+        stream.extend(encode_sample(&sample(0x1000)));
+        let mut lost = Vec::new();
+        lost.extend_from_slice(&RECORD_LOST.to_ne_bytes());
+        lost.extend_from_slice(&0u16.to_ne_bytes());
+        lost.extend_from_slice(&24u16.to_ne_bytes());
+        lost.extend_from_slice(&1u64.to_ne_bytes()); // id
+        lost.extend_from_slice(&4u64.to_ne_bytes()); // lost
+        stream.extend(lost);
+        stream.extend(encode_sample(&sample(0x2000)));
+        let mut ring = vec![0u8; 256];
+        let start = 200u64;
+        for (i, b) in stream.iter().enumerate() {
+            ring[(start as usize + i) % 256] = *b;
+        }
+        let head = start + stream.len() as u64;
+        let (mut n_lost, mut got) = (0, Vec::new());
+        let (tail, n) = parse_ring(&ring, start, head, &mut n_lost, |r| {
+            if let Record::Sample(s) = r {
+                got.push(s.addr)
+            }
+        });
+        assert_eq!((tail, n, n_lost), (head, 2, 4));
+        assert_eq!(got, vec![0x1000, 0x2000]);
+        // a record whose end has not been written yet stays for later
+        let (tail, n) = parse_ring(&ring, start, head - 1, &mut n_lost, |_| {});
+        assert_eq!((tail, n), (start + 56 + 24, 1));
+        assert_eq!(parse_ring(&[], 0, 64, &mut n_lost, |_| {}), (0, 0));
+    }
+
+    #[test]
+    fn an_encoded_sample_decodes_to_itself() {
+        let s = sample(0xdead_beef);
+        let rec = encode_sample(&s);
+        assert_eq!(rec.len(), 8 + SAMPLE_BODY);
+        assert_eq!(decode_sample(&rec[8..]), Some(s));
     }
 
     #[test]

@@ -27,6 +27,9 @@
 //!   (PM accounting, Ribbon's PEBS stores) and `memtamer-tier` (Unimem's
 //!   PEBS access source) share one `perf_event_open` wrapper without the
 //!   runtime library pulling in `memtamer-sense`'s disassembler;
+//! * [`perf_event`]: the `perf_event_open` system call and counting
+//!   groups read with one system call (shared by the sensors and the
+//!   OMPT tool's per-task counters);
 //! * [`topology`]: the CPU/cache/NUMA tree from `/sys/devices/system`
 //!   (here rather than in `memtamer-sense` so that `memtamer-ribbon`, which
 //!   `memtamer-sense` depends on, can read it too).
@@ -44,6 +47,7 @@ pub mod identity;
 pub mod maps;
 pub mod mountinfo;
 pub mod perf;
+pub mod perf_event;
 pub mod reader;
 pub mod stat;
 pub mod status;

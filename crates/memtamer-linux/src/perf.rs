@@ -12,30 +12,7 @@
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-/// `perf_event_attr` up to `aux_watermark` (PERF_ATTR_SIZE_VER5, 112 bytes).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct PerfEventAttr {
-    type_: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-    config2: u64,
-    branch_sample_type: u64,
-    sample_regs_user: u64,
-    sample_stack_user: u32,
-    clockid: i32,
-    sample_regs_intr: u64,
-    aux_watermark: u32,
-    sample_max_stack: u16,
-    reserved_2: u16,
-}
+use crate::perf_event::{perf_event_open, PerfEventAttr};
 
 const PERF_TYPE_HARDWARE_RAW: u32 = 4; // PERF_TYPE_RAW
 const PERF_TYPE_SOFTWARE: u32 = 1;
@@ -63,7 +40,6 @@ const MISC_COMM_EXEC: u16 = 1 << 13;
 const RECORD_SAMPLE: u32 = 9;
 
 const IOC_ENABLE: libc::c_ulong = 0x2400;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 const IOC_DISABLE: libc::c_ulong = 0x2401;
 
 /// What to sample.
@@ -300,7 +276,7 @@ impl Sampler {
             Target::Task(pid) => (pid as libc::c_int, -1),
             Target::Cpu(cpu) => (-1, cpu as libc::c_int),
         };
-        let fd = match perf_event_open(&attr, pid, cpu) {
+        let fd = match perf_event_open(&attr, pid, cpu, -1) {
             Ok(fd) => fd,
             Err(source) => {
                 let hint = match source.raw_os_error() {
@@ -492,30 +468,7 @@ pub fn open_counter(pmu_type: u32, config: u64, cpu: u32) -> std::io::Result<lib
         config,
         ..Default::default()
     };
-    perf_event_open(&attr, -1, cpu as libc::c_int)
-}
-
-/// The perf_event_open system call (close-on-exec, no group).
-fn perf_event_open(
-    attr: &PerfEventAttr,
-    pid: libc::c_int,
-    cpu: libc::c_int,
-) -> std::io::Result<libc::c_int> {
-    // SAFETY: attr is a valid perf_event_attr of the size it states.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            attr as *const PerfEventAttr,
-            pid,
-            cpu,
-            -1 as libc::c_int,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    } as libc::c_int;
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(fd)
+    perf_event_open(&attr, -1, cpu as libc::c_int, -1)
 }
 
 /// Reads a counting event's value (None for fd < 0 or a failed read).
@@ -545,11 +498,6 @@ mod tests {
             .collect();
         let at_pagesz = words.chunks_exact(2).find(|kv| kv[0] == 6).map(|kv| kv[1]);
         assert_eq!(at_pagesz, Some(p as u64));
-    }
-
-    #[test]
-    fn the_attr_is_the_size_the_kernel_expects() {
-        assert_eq!(std::mem::size_of::<PerfEventAttr>(), 112); // PERF_ATTR_SIZE_VER5
     }
 
     #[test]

@@ -29,6 +29,33 @@ pub enum Hotness {
     Uniform,
 }
 
+/// Which per-task counters the tool reads (`MEMTAMER_TAHOE_COUNTERS`,
+/// [`crate::counters`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterSource {
+    /// Hardware events (instructions, cycles, LLC references and misses):
+    /// the thesis's model inputs (§4.3.4). Where the host has no PMU the
+    /// tool says so once and runs without counters.
+    Hw,
+    /// Software events in the same group machinery (task-clock, cpu-clock,
+    /// page-faults, minor-faults standing in for the four): exercises the
+    /// pipeline on a host without a PMU. Not model inputs.
+    Sw,
+    /// No counters: the PMU-free path only.
+    Off,
+}
+
+impl CounterSource {
+    /// The setting's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            CounterSource::Hw => "hw",
+            CounterSource::Sw => "sw",
+            CounterSource::Off => "off",
+        }
+    }
+}
+
 /// Tool settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -81,6 +108,15 @@ pub struct Config {
     /// ([`memtamer_tahoe::learning::ModelLearning`]): the simulator's
     /// `sim tahoe --model`, so the tool learns as the simulated Tahoe does.
     pub model: memtamer_tahoe::learning::ModelLearning,
+    /// `MEMTAMER_TAHOE_COUNTERS`: hw | sw | off (default hw), the per-task
+    /// counters read at each task switch ([`crate::counters`]).
+    pub counters: CounterSource,
+    /// `MEMTAMER_TAHOE_COUNTER_MODEL=FILE`: a counter model
+    /// (`memtamer_tahoe::counters::format_model`, written by `tahoe_fit
+    /// --model-out`) that predicts the all-DRAM time from a
+    /// representative's counters; without it, or for a type without
+    /// counters, the PMU-free fallback (beta) does.
+    pub counter_model: Option<String>,
 }
 
 /// A setting that could not be parsed.
@@ -214,7 +250,21 @@ impl Config {
                 }
             },
         };
+        let counters = match get("MEMTAMER_TAHOE_COUNTERS").as_deref() {
+            None | Some("hw") => CounterSource::Hw,
+            Some("sw") => CounterSource::Sw,
+            Some("off") => CounterSource::Off,
+            Some(v) => {
+                return Err(bad(
+                    "MEMTAMER_TAHOE_COUNTERS",
+                    v.into(),
+                    "expected hw|sw|off",
+                ))
+            }
+        };
         Ok(Config {
+            counters,
+            counter_model: get("MEMTAMER_TAHOE_COUNTER_MODEL").filter(|s| !s.is_empty()),
             check,
             model,
             copy_ns,
@@ -331,6 +381,7 @@ mod tests {
             ("MEMTAMER_TAHOE_COPY_NS", "inf"),
             ("MEMTAMER_TAHOE_COPY_NS", "fast"),
             ("MEMTAMER_TAHOE_MODEL", "ann"),
+            ("MEMTAMER_TAHOE_COUNTERS", "pmu"),
         ] {
             let e = cfg(&[(k, v)]).unwrap_err();
             assert_eq!(e.key, k);
@@ -366,6 +417,18 @@ mod tests {
             cfg(&[("MEMTAMER_TAHOE_MODEL", "slow-rep")]).unwrap().model,
             ModelLearning::SlowRep
         );
+    }
+
+    #[test]
+    fn counters_default_to_hardware_with_no_model() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!((c.counters, c.counter_model), (CounterSource::Hw, None));
+        for v in ["hw", "sw", "off"] {
+            let c = cfg(&[("MEMTAMER_TAHOE_COUNTERS", v)]).unwrap();
+            assert_eq!(c.counters.name(), v);
+        }
+        let c = cfg(&[("MEMTAMER_TAHOE_COUNTER_MODEL", "/tmp/m")]).unwrap();
+        assert_eq!(c.counter_model.as_deref(), Some("/tmp/m"));
     }
 
     #[test]

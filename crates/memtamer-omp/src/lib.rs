@@ -13,10 +13,13 @@
 //! cost-benefit check (`MEMTAMER_TAHOE_CHECK=on`, the default) a page
 //! moves only when its predicted saving exceeds its movement cost, priced
 //! at a copy cost measured at start ([`calib`]) and then at the run's own
-//! timed batches.
+//! timed batches. Per-task counters (IPC, LLC miss rate; [`counters`],
+//! `MEMTAMER_TAHOE_COUNTERS`) are read at each task switch where the host
+//! has them and feed the counter model (`MEMTAMER_TAHOE_COUNTER_MODEL`).
 
 pub mod calib;
 pub mod config;
+pub mod counters;
 pub mod hot;
 pub mod tracker;
 
@@ -25,7 +28,7 @@ use config::{Config, Hotness, Mode};
 use hot::Hot;
 use memtamer_tahoe::benefit::COPY_SAMPLE_PAGES;
 use memtamer_tahoe::copycost::{CopyCost, CopySamples};
-use memtamer_tahoe::model::{HybridModel, LinearAccess};
+use memtamer_tahoe::model::{CompleteModel, HybridModel, LinearAccess};
 use memtamer_tahoe::plan::{Batch, PlanConfig, Planner};
 use memtamer_tahoe::task::Access;
 use std::ffi::{c_char, c_int, c_uint, c_void};
@@ -100,6 +103,11 @@ struct Tool {
     prior: Option<CopyPrior>,
     /// Page sampling of representatives (`MEMTAMER_TAHOE_HOTNESS=sample`).
     hot: Option<Hot>,
+    /// Why the requested counters are not read (for the summary).
+    counters_missing: Option<&'static str>,
+    /// Counting, but only representatives' intervals
+    /// ([`counters::track`]).
+    track_reps: bool,
 }
 
 static TOOL: OnceLock<Tool> = OnceLock::new();
@@ -232,6 +240,13 @@ unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next:
             if next.is_null() { 0 } else { (*next).value },
         )
     };
+    // The counts of the prior task's interval on this thread: read at every
+    // switch when recording, else only when it is a representative.
+    let counted = if counters::every() {
+        counters::sample()
+    } else {
+        counters::sample_tracked(p)
+    };
     let done = p != 0
         && matches!(
             status,
@@ -245,6 +260,9 @@ unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next:
     };
     let (batches, rep) = {
         let mut tr = lock(t);
+        if let Some(d) = &counted {
+            tr.charge(p, d);
+        }
         if done {
             tr.complete_with(p, now, samples.as_deref());
         }
@@ -257,7 +275,11 @@ unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next:
             }
             let backlog = t.backlog.load(Ordering::Relaxed);
             let b = tr.begin_ahead(n, now, t.cfg.corun, place, backlog);
-            let rep = t.hot.as_ref().and_then(|_| tr.representative(n));
+            let rep = if t.hot.is_some() || t.track_reps {
+                tr.representative(n)
+            } else {
+                None
+            };
             (b, rep)
         } else {
             (Vec::new(), None)
@@ -266,8 +288,12 @@ unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next:
     // The representative is about to run on this thread: arm its sample
     // (a representative resumed after a task switch is already armed:
     // Hot::start leaves it alone).
-    if let (Some(h), Some(rep)) = (&t.hot, rep) {
-        h.start(&rep);
+    if let (Some(h), Some(rep)) = (&t.hot, &rep) {
+        h.start(rep);
+    }
+    // its counters from here (after the planning above)
+    if let (true, Some(rep)) = (t.track_reps, &rep) {
+        counters::track(rep.id);
     }
     if t.cfg.mode != Mode::Place || batches.is_empty() {
         return;
@@ -436,7 +462,7 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
         }
     }
     if let Some(path) = &t.cfg.record {
-        let mut text = String::from("# type,instances,mean_ns,pages\n");
+        let mut text = String::from("# type,instances,mean_ns,pages[,ipc,llc_miss_rate]\n");
         for r in tr.recorded(code_name) {
             text.push_str(&memtamer_tahoe::record::format_row(&r));
             text.push('\n');
@@ -484,8 +510,35 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
         (None, Mode::Place) => " check=off".into(),
         _ => String::new(),
     };
+    // which model predicted each type's all-DRAM time: the counter model
+    // where it has counters, the fallback (beta) otherwise
+    let model = tr.planner().model();
+    let by_counters = tr
+        .planner()
+        .db()
+        .iter()
+        .filter(|(_, p)| model.counter_t_dram(p).is_some())
+        .count();
+    let counted = match t.counters_missing {
+        Some(why) => format!(" counters=off({why})"),
+        None => format!(
+            " counters={} counted={}{}",
+            counters::active(),
+            s.counted,
+            match counters::thread_fails() {
+                0 => String::new(),
+                n => format!(" counter_threads_failed={n}"),
+            }
+        ),
+    };
+    let t_dram = format!(
+        " t_dram={}:{},beta:{}",
+        model.counters.as_ref().map_or("counters", |m| m.name()),
+        by_counters,
+        tr.planner().db().len() - by_counters
+    );
     eprintln!(
-        "memtamer-tahoe: mode={:?} tasks={} completed={} edges={} ready_max={} types={} decisions={} representatives={} planned_in={} planned_out={} batches={} moved={} move_failed={} move_ms={:.2} model_err={}{}{}",
+        "memtamer-tahoe: mode={:?} tasks={} completed={} edges={} ready_max={} types={} decisions={} representatives={} planned_in={} planned_out={} batches={} moved={} move_failed={} move_ms={:.2} model_err={}{}{}{}{}",
         t.cfg.mode,
         s.created,
         s.completed,
@@ -502,8 +555,25 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
         t.move_ns.load(Ordering::Relaxed) as f64 / 1e6,
         err,
         hot,
-        check
+        check,
+        counted,
+        t_dram
     );
+}
+
+/// Reads the counter model of `MEMTAMER_TAHOE_COUNTER_MODEL`; a file that
+/// cannot be read or parsed is reported and the fallback predicts alone.
+fn load_counter_model(path: &str) -> Option<CompleteModel> {
+    let parsed = std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| memtamer_tahoe::counters::parse_model(&t).map_err(|e| e.to_string()));
+    match parsed {
+        Ok(m) => Some(m),
+        Err(e) => {
+            eprintln!("memtamer-tahoe: MEMTAMER_TAHOE_COUNTER_MODEL={path}: {e}; the all-DRAM time comes from the PMU-free fallback (beta)");
+            None
+        }
+    }
 }
 
 /// The entry point libomp looks up in each `OMP_TOOL_LIBRARIES` entry
@@ -552,8 +622,21 @@ pub unsafe extern "C" fn ompt_start_tool(
         access_bytes: 4096,
         ..PlanConfig::default()
     };
+    // Per-task counters: opened on this (the initial) thread now, so that
+    // a host without them is reported once, before the program runs.
+    let counters_missing = match counters::probe(cfg.counters, cfg.record.is_some()) {
+        Ok(()) => None,
+        Err(why) => {
+            eprintln!(
+                "memtamer-tahoe: MEMTAMER_TAHOE_COUNTERS={}: cannot count {why}; no per-task counters, the all-DRAM time comes from the PMU-free fallback (beta)",
+                cfg.counters.name()
+            );
+            Some("unavailable")
+        }
+    };
+    let counter_model = cfg.counter_model.as_deref().and_then(load_counter_model);
     let model = HybridModel {
-        counters: None,
+        counters: counter_model,
         fallback: LinearAccess {
             beta_ns: cfg.beta_ns,
         },
@@ -596,6 +679,9 @@ pub unsafe extern "C" fn ompt_start_tool(
         Hotness::Sample => None,
         Hotness::Uniform => None,
     };
+    let track_reps = counters_missing.is_none()
+        && cfg.counters != config::CounterSource::Off
+        && cfg.record.is_none();
     let tool = Tool {
         hot,
         cfg,
@@ -610,6 +696,8 @@ pub unsafe extern "C" fn ompt_start_tool(
         copy_samples: Mutex::new(prior.map(|p| p.samples).unwrap_or_default()),
         backlog: AtomicU64::new(0),
         prior,
+        track_reps,
+        counters_missing,
     };
     if TOOL.set(tool).is_err() {
         return std::ptr::null_mut();

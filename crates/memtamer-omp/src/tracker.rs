@@ -5,9 +5,10 @@
 //! passes in, so it is unit-tested without libomp.
 
 use memtamer_tahoe::benefit::{list_starts, slack_ns, FUTURE_SCAN};
+use memtamer_tahoe::counters::TaskCounts;
 use memtamer_tahoe::extents::Extents;
 use memtamer_tahoe::plan::{Batch, Decision, Planner};
-use memtamer_tahoe::record::Row;
+use memtamer_tahoe::record::{Row, RowCounters};
 use memtamer_tahoe::task::{Access, DataObject, Task, TaskType};
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
@@ -43,6 +44,19 @@ struct Rec {
     /// of addresses seen) then: complete reuses it when no address came
     /// since, because the extents (so the task) are then the same.
     begun: Option<(usize, Task)>,
+    /// Counter deltas charged to the task so far ([`Tracker::charge`]).
+    counts: TaskCounts,
+}
+
+/// Per-type totals kept for `MEMTAMER_TAHOE_RECORD`.
+#[derive(Clone, Copy, Debug, Default)]
+struct RecAcc {
+    instances: u64,
+    ns: f64,
+    pages: u64,
+    /// Counts summed over the instances that were counted.
+    counts: TaskCounts,
+    counted: u64,
 }
 
 /// Per-type accuracy of the model (|predicted - measured| / measured).
@@ -65,6 +79,8 @@ pub struct TrackStats {
     pub edges: u64,
     /// Longest ready queue seen.
     pub ready_max: usize,
+    /// Tasks completed with counters ([`Tracker::charge`]).
+    pub counted: u64,
 }
 
 /// Task table, dependence graph, ready queue and the planner.
@@ -77,7 +93,7 @@ pub struct Tracker {
     planner: Planner,
     stats: TrackStats,
     err: HashMap<u64, ErrAcc>,
-    record: Option<HashMap<TaskType, (u64, f64, u64)>>,
+    record: Option<HashMap<TaskType, RecAcc>>,
     /// Worker threads, for the look-ahead slack.
     workers: usize,
     /// Largest task id created: ids come from one counter in creation
@@ -133,7 +149,7 @@ impl Tracker {
             .record
             .iter()
             .flatten()
-            .map(|(ty, &(n, ns, pages))| Row {
+            .map(|(ty, a)| Row {
                 ty: format!(
                     "{}({})",
                     name(ty.code),
@@ -143,9 +159,16 @@ impl Tracker {
                         .collect::<Vec<_>>()
                         .join(",")
                 ),
-                instances: n,
-                mean_ns: ns / n.max(1) as f64,
-                pages: pages as f64,
+                instances: a.instances,
+                mean_ns: a.ns / a.instances.max(1) as f64,
+                pages: a.pages as f64,
+                counters: (a.counted > 0)
+                    .then(|| a.counts.counters())
+                    .flatten()
+                    .map(|c| RowCounters {
+                        ipc: c.ipc,
+                        llc_miss_rate: c.llc_miss_rate,
+                    }),
             })
             .collect();
         v.sort_by(|a, b| a.ty.cmp(&b.ty));
@@ -193,6 +216,15 @@ impl Tracker {
         }
     }
 
+    /// Counter deltas `d` of an interval task `id` ran (the shell reads a
+    /// thread's counters at each task switch, [`crate::counters`]); an
+    /// unknown id (an implicit task, a finished one) is ignored.
+    pub fn charge(&mut self, id: u64, d: &TaskCounts) {
+        if let Some(r) = self.recs.get_mut(&id) {
+            r.counts.add(d);
+        }
+    }
+
     /// `ompt_callback_task_create` for an explicit task. A task without
     /// dependences is ready at once; one with dependences becomes ready
     /// when its last predecessor completes.
@@ -210,6 +242,7 @@ impl Tracker {
                 start_ns: 0,
                 predicted_ns: 0.0,
                 begun: None,
+                counts: TaskCounts::default(),
             },
         );
         self.push_ready(id);
@@ -420,14 +453,24 @@ impl Tracker {
         self.active.remove(&id);
         self.unready(id, r.state);
         let ns = now_ns.saturating_sub(r.start_ns) as f64;
+        let counters = r.counts.counters();
+        if counters.is_some() {
+            self.stats.counted += 1;
+        }
         if let Some(t) = task {
             if let Some(rec) = self.record.as_mut() {
-                let pages = t.footprint(4096).len() as u64;
-                let e = rec.entry(t.task_type()).or_insert((0, 0.0, pages));
-                e.0 += 1;
-                e.1 += ns;
+                let e = rec.entry(t.task_type()).or_insert_with(|| RecAcc {
+                    pages: t.footprint(4096).len() as u64,
+                    ..RecAcc::default()
+                });
+                e.instances += 1;
+                e.ns += ns;
+                if counters.is_some() {
+                    e.counts.add(&r.counts);
+                    e.counted += 1;
+                }
             }
-            self.planner.completed(&t, ns, samples);
+            self.planner.completed_counted(&t, ns, samples, counters);
         }
         if r.predicted_ns > 0.0 && ns > 0.0 {
             let e = self.err.entry(r.code).or_default();

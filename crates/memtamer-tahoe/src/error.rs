@@ -29,6 +29,14 @@ pub enum TahoeError {
         /// What is wrong.
         why: String,
     },
+    /// A counter-model file could not be parsed.
+    #[error("counter model line {line}: {why}")]
+    ModelFile {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
     /// Page size zero or not a power of two.
     #[error("page size {0} is not a power of two")]
     PageSize(usize),

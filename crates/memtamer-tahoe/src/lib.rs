@@ -13,11 +13,14 @@
 //! * [`residency`]: DRAM residency with the 10-entry FIFO eviction list.
 //! * [`plan`]: proactive, batched migration planning over the ready queue.
 //! * [`benefit`]: the migration cost-benefit check (saving over reuse vs copy).
+//! * [`counters`]: per-task counter deltas to IPC and LLC miss rate, the
+//!   counter-model file, fitting Eq. 4.3 and the ANN on recordings.
 //! * [`copycost`]: a batch's copy cost, fixed part plus per page, fitted.
 //! * [`sched`]: sibling scheduling of the ready queue (§4.3.6).
 
 pub mod benefit;
 pub mod copycost;
+pub mod counters;
 pub mod error;
 pub mod extents;
 pub mod fasthash;

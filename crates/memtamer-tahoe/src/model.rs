@@ -188,6 +188,8 @@ impl LinearAccess {
 pub const ANN_H1: usize = 10;
 /// Second hidden layer width.
 pub const ANN_H2: usize = 5;
+/// Parameters of the ANN: weights and biases of its three layers.
+pub const ANN_WEIGHTS: usize = 2 * ANN_H1 + ANN_H1 + ANN_H1 * ANN_H2 + ANN_H2 + ANN_H2 + 1;
 
 /// The small fully connected network predicting all-DRAM IPC from
 /// (IPC, LLC miss rate) with ReLU hidden layers and a linear output.
@@ -257,6 +259,48 @@ impl Ann {
     /// Predicted all-DRAM IPC (75 weights: the thesis's inference cost).
     pub fn predict(&self, ipc: f64, miss: f64) -> f64 {
         self.forward([ipc, miss]).y
+    }
+
+    /// Every parameter in a fixed order (layer 1 weights row by row, its
+    /// biases, layer 2 likewise, the output weights and bias): how a
+    /// trained network is written to a model file
+    /// ([`crate::counters::format_model`]) for the OMPT tool to load.
+    pub fn weights(&self) -> Vec<f64> {
+        let mut v = Vec::with_capacity(ANN_WEIGHTS);
+        v.extend(self.w1.iter().flatten());
+        v.extend(self.b1);
+        v.extend(self.w2.iter().flatten());
+        v.extend(self.b2);
+        v.extend(self.w3);
+        v.push(self.b3);
+        v
+    }
+
+    /// The network whose [`Ann::weights`] are `w`; None unless `w` has
+    /// [`ANN_WEIGHTS`] finite numbers.
+    pub fn from_weights(w: &[f64]) -> Option<Ann> {
+        if w.len() != ANN_WEIGHTS || !w.iter().all(|x| x.is_finite()) {
+            return None;
+        }
+        let mut it = w.iter().copied();
+        let mut a = Ann::new(1);
+        for x in a.w1.iter_mut().flatten() {
+            *x = it.next()?;
+        }
+        for x in a.b1.iter_mut() {
+            *x = it.next()?;
+        }
+        for x in a.w2.iter_mut().flatten() {
+            *x = it.next()?;
+        }
+        for x in a.b2.iter_mut() {
+            *x = it.next()?;
+        }
+        for x in a.w3.iter_mut() {
+            *x = it.next()?;
+        }
+        a.b3 = it.next()?;
+        Some(a)
     }
 
     /// Trains by plain SGD on squared error over `epochs` shuffled passes
@@ -342,6 +386,24 @@ pub enum CompleteModel {
     Ann(Box<Ann>),
 }
 
+impl CompleteModel {
+    /// `linear` or `ann`: the name in summaries and model files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CompleteModel::Linear(_) => "linear",
+            CompleteModel::Ann(_) => "ann",
+        }
+    }
+
+    /// Predicted all-DRAM IPC from the all-slow IPC and LLC miss rate.
+    pub fn predict(&self, ipc: f64, miss: f64) -> f64 {
+        match self {
+            CompleteModel::Linear(l) => l.predict(ipc, miss),
+            CompleteModel::Ann(a) => a.predict(ipc, miss),
+        }
+    }
+}
+
 /// Predicts task times under any placement.
 #[derive(Clone, Debug)]
 pub struct HybridModel {
@@ -358,22 +420,22 @@ impl HybridModel {
     /// `T_dram = T_slow * ipc_slow / ipc_dram` (same instruction count);
     /// an IPC prediction that is not positive falls back to the linear model.
     pub fn t_dram(&self, p: &TypeProfile) -> f64 {
-        if let (
-            Some(m),
-            Some(Counters {
-                ipc, llc_miss_rate, ..
-            }),
-        ) = (&self.counters, p.counters)
-        {
-            let y = match m {
-                CompleteModel::Linear(l) => l.predict(ipc, llc_miss_rate),
-                CompleteModel::Ann(a) => a.predict(ipc, llc_miss_rate),
-            };
-            if y > 0.0 && ipc > 0.0 {
-                return (p.t_slow_ns * ipc / y).min(p.t_slow_ns);
-            }
-        }
-        self.fallback.predict(p.t_slow_ns, p.total_accesses)
+        self.counter_t_dram(p)
+            .unwrap_or_else(|| self.fallback.predict(p.t_slow_ns, p.total_accesses))
+    }
+
+    /// The counter model's all-DRAM time, None where it does not apply
+    /// (no counter model, a profile without counters, or a prediction
+    /// that is not positive): then [`HybridModel::t_dram`] takes the
+    /// linear fallback. Public so that a summary can say which of the two
+    /// predicted each type.
+    pub fn counter_t_dram(&self, p: &TypeProfile) -> Option<f64> {
+        let m = self.counters.as_ref()?;
+        let Counters {
+            ipc, llc_miss_rate, ..
+        } = p.counters?;
+        let y = m.predict(ipc, llc_miss_rate);
+        (y > 0.0 && ipc > 0.0).then(|| (p.t_slow_ns * ipc / y).min(p.t_slow_ns))
     }
 
     /// Eq. 4.4 (or the configured [`PartialForm`]) for a placement leaving
@@ -607,6 +669,21 @@ mod tests {
     }
 
     #[test]
+    fn ann_weights_round_trip_and_bad_lists_are_refused() {
+        let a = Ann::new(11);
+        let w = a.weights();
+        assert_eq!(w.len(), ANN_WEIGHTS);
+        let b = Ann::from_weights(&w).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(b.predict(0.7, 0.2), a.predict(0.7, 0.2));
+        assert!(Ann::from_weights(&w[1..]).is_none());
+        let mut nan = w.clone();
+        nan[3] = f64::NAN;
+        assert!(Ann::from_weights(&nan).is_none());
+        assert_eq!(CompleteModel::Ann(Box::new(a)).name(), "ann");
+    }
+
+    #[test]
     fn hybrid_uses_counters_when_present_else_fallback() {
         let mut p = TypeProfile {
             t_slow_ns: 1000.0,
@@ -632,6 +709,7 @@ mod tests {
         });
         // IPC doubles in DRAM: half the time.
         assert_eq!(h.t_dram(&p), 500.0);
+        assert_eq!(h.counter_t_dram(&p), Some(500.0));
         // A model predicting a slowdown is capped at the slow time.
         let slow = HybridModel {
             counters: Some(CompleteModel::Linear(LinearIpc {

@@ -14,7 +14,7 @@ use crate::benefit::{
 use crate::copycost::CopyCost;
 use crate::fasthash::{PageMap, PageSet, TypeMap};
 use crate::model::{invert_t_slow, HybridModel};
-use crate::profile::{ProfileDb, TypeProfile};
+use crate::profile::{Counters, ProfileDb, TypeProfile};
 use crate::residency::Residency;
 use crate::split::{split_dp, split_even};
 use crate::task::Task;
@@ -264,6 +264,12 @@ impl Planner {
     /// Counters so far.
     pub fn stats(&self) -> PlanStats {
         self.stats
+    }
+
+    /// The performance model (a summary says which types its counter
+    /// path predicts: [`HybridModel::counter_t_dram`]).
+    pub fn model(&self) -> &HybridModel {
+        &self.model
     }
 
     /// The profiling database.
@@ -703,14 +709,29 @@ impl Planner {
     /// is raised to all-slow by the fallback model for the sampled accesses
     /// to pages that were in DRAM); every task's DRAM pages join the FIFO.
     pub fn completed(&mut self, task: &Task, ns: f64, samples: Option<&[(u64, f64)]>) {
+        self.completed_counted(task, ns, samples, None);
+    }
+
+    /// [`Planner::completed`] with the task's hardware counters where they
+    /// were read (`memtamer_tahoe::counters`): a representative's go into
+    /// its type's profile, where the model's counter path
+    /// ([`HybridModel::counter_t_dram`]) predicts T_c_DRAM from them when
+    /// it has a counter model; other instances' counters are not used.
+    pub fn completed_counted(
+        &mut self,
+        task: &Task,
+        ns: f64,
+        samples: Option<&[(u64, f64)]>,
+        counters: Option<Counters>,
+    ) {
         let ty = task.task_type();
         if self.profiling.get(&ty) == Some(&task.id) {
             self.profiling.remove(&ty);
             let page = self.cfg.page;
             let prof = match samples {
-                Some(s) => TypeProfile::from_samples(task, s, page, ns, None)
-                    .unwrap_or_else(|_| TypeProfile::uniform(task, page, ns, None)),
-                None => TypeProfile::uniform(task, page, ns, None),
+                Some(s) => TypeProfile::from_samples(task, s, page, ns, counters)
+                    .unwrap_or_else(|_| TypeProfile::uniform(task, page, ns, counters)),
+                None => TypeProfile::uniform(task, page, ns, counters),
             };
             // A representative that found some of its pages in DRAM (adopted
             // first-touch pages): its time raised to all-slow by the fallback

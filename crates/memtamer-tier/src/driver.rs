@@ -10,8 +10,9 @@
 //! `#data_access` (a streaming assumption), faults for samples.
 
 use crate::budget::{decision_budget_s, DEFAULT_DECISION_SHARE};
+use crate::drift::{DriftMonitor, DEFAULT_BASELINE, DEFAULT_RUN};
 use crate::unimem::model::{ObjPhase, PhaseProfile, Platform};
-use crate::unimem::plan::{decide_within, drifted, Plan, Problem};
+use crate::unimem::plan::{decide_within, Plan, Problem};
 use crate::unimem::profile_file::PhaseClock;
 use crate::unimem::schedule::{schedule_checked, Move};
 use crate::unimem::transition::{transition, OnceMove};
@@ -35,7 +36,8 @@ pub struct DriverConfig {
     /// Iterations expected after the decision (amortises one-time moves).
     pub iterations: f64,
     /// Relative phase-time change that triggers re-profiling (thesis 10%;
-    /// 0 disables).
+    /// 0 disables), read against the host's noise by
+    /// [`crate::drift::DriftMonitor`].
     pub drift: f64,
     /// Re-decide when copies run at under half the modelled bandwidth.
     pub recalibrate: bool,
@@ -93,6 +95,15 @@ pub struct DriverStats {
     pub overhead_s: f64,
     /// Seconds the application thread waited for copies (exposed moves).
     pub wait_s: f64,
+    /// Of `overhead_s`: seconds in decisions (profile closed to plan in
+    /// force: the search, the schedule, the one-time moves), and in
+    /// closing profiled phases (the profiler's take and reset).
+    pub decide_s: f64,
+    /// See `decide_s`.
+    pub profile_s: f64,
+    /// Wall seconds of the profiled iterations (their sampling faults run
+    /// inside the application's own code, so `overhead_s` misses them).
+    pub profiled_s: f64,
 }
 
 struct Sampler {
@@ -116,8 +127,8 @@ pub struct Driver {
     profile: Vec<PhaseProfile>,
     times: Vec<f64>,
     times_now: Vec<f64>,
-    reference: Option<Vec<f64>>,
-    drift_run: u32,
+    /// Whether enforced iterations' phase times mean the workload changed.
+    drift: DriftMonitor,
     /// The platform of the last decision (its measured copy bandwidths).
     used: Platform,
     last_copy_ns: u64,
@@ -190,15 +201,13 @@ impl Driver {
         let used = cfg.platform.with_copy_bw(f64::INFINITY);
         Driver {
             rt,
-            cfg,
             mode: Mode::Idle,
             phase: 0,
             phase_start: Instant::now(),
             profile: Vec::new(),
             times: Vec::new(),
             times_now: Vec::new(),
-            reference: None,
-            drift_run: 0,
+            drift: DriftMonitor::new(cfg.drift, DEFAULT_BASELINE, DEFAULT_RUN),
             used,
             last_copy_ns: 0,
             last_wait_s: 0.0,
@@ -221,6 +230,7 @@ impl Driver {
             profile_fresh: false,
             profile_out: None,
             profiled_objs: Vec::new(),
+            cfg,
         }
     }
 
@@ -306,7 +316,9 @@ impl Driver {
 
     fn close_profiled_phase(&mut self) {
         // Both clocks before the profiler's own work below.
+        let t_close = Instant::now();
         let time = self.phase_start.elapsed().as_secs_f64();
+        self.stats.profiled_s += time;
         let cpu_s = thread_cpu_s() - self.phase_cpu;
         let est = self.rt.profile_take();
         self.rt.profile_reset();
@@ -339,6 +351,7 @@ impl Driver {
             cpu_s,
             call_cpu_s: std::mem::take(&mut self.call_cpu_s),
         });
+        self.stats.profile_s += t_close.elapsed().as_secs_f64();
     }
 
     /// Appends every live object not yet in the profiled set (in the
@@ -394,6 +407,13 @@ impl Driver {
     }
 
     fn decide_now(&mut self) {
+        let t_decide = Instant::now();
+        let w_decide = self.stats.wait_s;
+        self.decide_inner();
+        self.stats.decide_s += t_decide.elapsed().as_secs_f64() - (self.stats.wait_s - w_decide);
+    }
+
+    fn decide_inner(&mut self) {
         self.stop_sampler();
         // Decide from where objects really are: drain moves of an older plan.
         let t0 = Instant::now();
@@ -485,10 +505,9 @@ impl Driver {
             plan.predicted,
         ));
         // Phase times of a profiled iteration include the sampling faults;
-        // the drift reference is the first enforced iteration instead.
+        // the drift baseline is the first quiet enforced iterations instead.
         self.times = self.profile.iter().map(|p| p.time).collect();
-        self.reference = None;
-        self.drift_run = 0;
+        self.drift.restart();
         self.plan = Some(plan);
         self.moves = moves;
         self.mode = Mode::Enforcing;
@@ -610,29 +629,11 @@ impl Driver {
                 let busy = copy_ns != self.last_copy_ns || self.stats.wait_s != self.last_wait_s;
                 self.last_copy_ns = copy_ns;
                 self.last_wait_s = self.stats.wait_s;
-                let moved = match &self.reference {
-                    _ if busy => false,
-                    None => {
-                        self.reference = Some(now.clone());
-                        false
-                    }
-                    Some(r) => {
-                        let long: Vec<usize> = (0..r.len()).filter(|&k| r[k] >= 1e-3).collect();
-                        let (a, b): (Vec<f64>, Vec<f64>) = long
-                            .iter()
-                            .map(|&k| (r[k], now.get(k).copied().unwrap_or(0.0)))
-                            .unzip();
-                        // Three drifting iterations in a row, so that one
-                        // noisy iteration (a shared machine) does not
-                        // trigger a re-profile and a new set of moves.
-                        if self.cfg.drift > 0.0 && drifted(&a, &b, self.cfg.drift) {
-                            self.drift_run += 1;
-                        } else {
-                            self.drift_run = 0;
-                        }
-                        self.drift_run >= 3
-                    }
-                };
+                // Drift (thesis §3.4.2 opt. 1) read against the host's own
+                // noise: one phase out of its control limits on the same
+                // side three quiet iterations in a row, with a backoff
+                // ([`DriftMonitor`]).
+                let moved = !busy && self.drift.observe(&now);
                 // Copies slower than the model assumed (the helper shares a
                 // core with the ranks, say): decide again on the same
                 // profile with the measured copy bandwidths (per direction).

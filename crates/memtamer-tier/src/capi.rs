@@ -156,6 +156,9 @@ fn driver_config() -> Result<DriverConfig, TierError> {
         drift: env_num("MEMTAMER_DRIFT", d.drift)?,
         recalibrate: d.recalibrate,
         decision_share: env_num("MEMTAMER_DECISION_SHARE", d.decision_share)?,
+        // MEMTAMER_DECIDE_THREAD=0: decide on the application thread (the
+        // behaviour before decisions moved off it; for comparisons)
+        decide_off_thread: env_num("MEMTAMER_DECIDE_THREAD", 1.0)? != 0.0,
     })
 }
 
@@ -382,11 +385,12 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             .clone()
             .map_or("none".into(), |(k, p)| format!("{k} (predicted {p:.4} s)"));
         line = format!(
-            "boundaries {} iterations {} phases {} decisions {} reprofiles {} new_objects {} recalibrations {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} decide_ms {:.3} profile_ms {:.3} profiled_ms {:.3} dram_used {} of {} {}",
+            "boundaries {} iterations {} phases {} decisions {} decisions_dropped {} reprofiles {} new_objects {} recalibrations {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} decide_ms {:.3} profile_ms {:.3} profiled_ms {:.3} dram_used {} of {} {}",
             s.boundaries,
             s.iterations,
             s.phases,
             s.decisions,
+            s.decisions_dropped,
             s.reprofiles,
             s.new_object_reprofiles,
             s.recalibrations,

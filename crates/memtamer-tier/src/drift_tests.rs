@@ -164,3 +164,32 @@ fn a_changed_phase_count_restarts_the_baseline_or_reprofiles() {
     assert!(!m.observe(&[0.01, 0.01, 0.01]));
     assert!(m.observe(&[0.01, 0.01]), "after the baseline: a change");
 }
+
+#[test]
+fn new_objects_reprofile_only_after_the_gap() {
+    assert!(!new_objects_reprofile(0, 100, 1), "nothing new");
+    assert!(
+        !new_objects_reprofile(3, 0, 1),
+        "still the decided iteration"
+    );
+    assert!(new_objects_reprofile(1, 1, 1));
+    assert!(!new_objects_reprofile(1, 3, 4));
+    assert!(new_objects_reprofile(1, 4, 4));
+}
+
+/// A program that allocates a new long-lived object every iteration:
+/// with the doubling gap, 1000 iterations re-profile at most
+/// log2(1001) < 10 times.
+#[test]
+fn doubling_gap_bounds_reprofiles() {
+    let (mut gap, mut since, mut count) = (1u64, 0u64, 0u32);
+    for _ in 0..1000 {
+        since += 1;
+        if new_objects_reprofile(1, since, gap) {
+            count += 1;
+            gap *= 2;
+            since = 0;
+        }
+    }
+    assert_eq!(count, 9);
+}

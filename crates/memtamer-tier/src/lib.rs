@@ -18,6 +18,7 @@ pub mod bench;
 pub mod budget;
 pub mod calibrate;
 pub mod capi;
+pub mod decision;
 pub mod drift;
 pub mod driver;
 pub mod error;

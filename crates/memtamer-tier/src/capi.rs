@@ -385,7 +385,7 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             .clone()
             .map_or("none".into(), |(k, p)| format!("{k} (predicted {p:.4} s)"));
         line = format!(
-            "boundaries {} iterations {} phases {} decisions {} decisions_dropped {} reprofiles {} new_objects {} recalibrations {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} decide_ms {:.3} profile_ms {:.3} profiled_ms {:.3} dram_used {} of {} {}",
+            "boundaries {} iterations {} phases {} decisions {} decisions_dropped {} reprofiles {} new_objects {} recalibrations {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} decide_ms {:.3} decide_thread_ms {:.3} profile_ms {:.3} profiled_ms {:.3} dram_used {} of {} {}",
             s.boundaries,
             s.iterations,
             s.phases,
@@ -404,6 +404,7 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             s.wait_s * 1e3,
             s.overhead_s * 1e3,
             s.decide_s * 1e3,
+            s.decide_thread_s * 1e3,
             s.profile_s * 1e3,
             s.profiled_s * 1e3,
             rt.dram_used(),

@@ -60,8 +60,8 @@ pub fn decide_for(problem: &Problem, start: &BTreeSet<usize>, budget_s: Option<f
 /// A decision being made: on a thread of its own, or already made (inline,
 /// when asked for or when no thread could be started).
 pub enum Pending {
-    /// Computing on a thread.
-    Thread(JoinHandle<Decided>),
+    /// Computing on a thread, which also returns the CPU seconds it took.
+    Thread(JoinHandle<(Decided, f64)>),
     /// Made; waiting to be adopted.
     Ready(Box<Decided>),
 }
@@ -84,23 +84,42 @@ impl Pending {
         let (p2, s2) = (problem.clone(), start.clone());
         match std::thread::Builder::new()
             .name("mt-tier-decide".into())
-            .spawn(move || decide_for(&p2, &s2, budget_s))
-        {
+            .spawn(move || {
+                let c0 = thread_cpu_s();
+                let d = decide_for(&p2, &s2, budget_s);
+                (d, thread_cpu_s() - c0)
+            }) {
             Ok(h) => Pending::Thread(h),
             Err(_) => Pending::Ready(Box::new(decide_for(&problem, &start, budget_s))),
         }
     }
 
-    /// The decision if it is made, without waiting; otherwise `self` back.
-    /// A thread that panicked gives `Err(None)`: no plan, the program
-    /// keeps its placement.
-    pub fn try_take(self) -> Result<Decided, Option<Pending>> {
+    /// The decision if it is made, without waiting, with the CPU seconds
+    /// its thread took (0 inline: the caller's clock has them); otherwise
+    /// `self` back. A thread that panicked gives `Err(None)`: no plan, the
+    /// program keeps its placement.
+    pub fn try_take(self) -> Result<(Decided, f64), Option<Pending>> {
         match self {
-            Pending::Ready(d) => Ok(*d),
+            Pending::Ready(d) => Ok((*d, 0.0)),
             Pending::Thread(h) if h.is_finished() => h.join().map_err(|_| None),
             p => Err(Some(p)),
         }
     }
+}
+
+/// The calling thread's CPU time, s (`CLOCK_THREAD_CPUTIME_ID`): what a
+/// thread computed, without the time it waited for a core. 0 if the clock
+/// cannot be read.
+pub(crate) fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec the call writes.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 #[cfg(test)]
@@ -140,7 +159,10 @@ mod tests {
         let mut p = Pending::start(problem(), start.clone(), None, true);
         let there = loop {
             match p.try_take() {
-                Ok(d) => break d,
+                Ok((d, cpu)) => {
+                    assert!(cpu >= 0.0);
+                    break d;
+                }
                 Err(Some(q)) => {
                     p = q;
                     std::thread::yield_now();
@@ -151,7 +173,7 @@ mod tests {
         assert_eq!(here, there);
         // inline: ready at once
         let inline = Pending::start(problem(), start, None, false);
-        assert!(matches!(inline.try_take(), Ok(d) if d == here));
+        assert!(matches!(inline.try_take(), Ok((d, _)) if d == here));
     }
 
     #[test]

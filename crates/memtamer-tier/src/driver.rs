@@ -10,7 +10,7 @@
 //! `#data_access` (a streaming assumption), faults for samples.
 
 use crate::budget::{decision_budget_s, DEFAULT_DECISION_SHARE};
-use crate::decision::{Decided, Pending};
+use crate::decision::{thread_cpu_s, Decided, Pending};
 pub use crate::drift::new_objects_reprofile;
 use crate::drift::{DriftMonitor, DEFAULT_BASELINE, DEFAULT_RUN};
 use crate::unimem::model::{ObjPhase, PhaseProfile, Platform};
@@ -113,6 +113,10 @@ pub struct DriverStats {
     pub decide_s: f64,
     /// See `decide_s`.
     pub profile_s: f64,
+    /// CPU seconds the decision thread took (not in `overhead_s`: the
+    /// application did not wait for it, but on a host with no idle core
+    /// it ran in the application's place).
+    pub decide_thread_s: f64,
     /// Wall seconds of the profiled iterations (their sampling faults run
     /// inside the application's own code, so `overhead_s` misses them).
     pub profiled_s: f64,
@@ -450,7 +454,10 @@ impl Driver {
         };
         let t = Instant::now();
         match p.try_take() {
-            Ok(d) => self.adopt(d),
+            Ok((d, cpu)) => {
+                self.stats.decide_thread_s += cpu;
+                self.adopt(d);
+            }
             Err(Some(p)) => self.pending = Some(p),
             // the decision thread panicked: no plan, the placement stays
             Err(None) => {
@@ -469,7 +476,6 @@ impl Driver {
         self.once = d.once;
         self.once_step = 0;
         self.stats.decisions += 1;
-        self.stats.phases = self.profile.len();
         self.stats.last_plan = Some((
             if d.plan.search == crate::unimem::plan::Search::Local {
                 "local"
@@ -556,6 +562,9 @@ impl Driver {
         // no budget: the whole search, the simulator's `decide`
         let budget = decision_budget_s(self.cfg.decision_share, self.cfg.iterations, iteration_s);
         self.times = self.profile.iter().map(|p| p.time).collect();
+        // the profile's phases, whether or not its decision is adopted
+        // before the run ends
+        self.stats.phases = self.profile.len();
         self.moves.clear();
         self.once.clear();
         self.plan = None;
@@ -770,19 +779,4 @@ impl Drop for Driver {
     fn drop(&mut self) {
         self.stop_sampler();
     }
-}
-
-/// The calling thread's CPU time, s (`CLOCK_THREAD_CPUTIME_ID`): a
-/// recorded phase's computation without the time the rank waited for a
-/// core. 0 if the clock cannot be read (then the recording says 0).
-fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec the call writes.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return 0.0;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }

@@ -166,8 +166,9 @@ pub struct Driver {
     /// The decision being made, if any ([`Pending`]).
     pending: Option<Pending>,
     moves: Vec<Move>,
-    /// One-time moves of the last decision ([`transition`]) and the phases
-    /// enforced since it (their clock).
+    /// One-time moves of the last decision
+    /// ([`crate::unimem::transition::transition`]) and the phases enforced
+    /// since it (their clock).
     once: Vec<OnceMove>,
     once_step: usize,
     sampler: Option<Sampler>,

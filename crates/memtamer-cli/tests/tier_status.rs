@@ -38,6 +38,9 @@ fn status_of_a_real_runtime_and_a_broken_file() {
     let dir = temp_dir("tier-status", "run");
     std::env::set_var("MEMTAMER_TIER_STATUS_DIR", &dir);
     std::env::set_var("MEMTAMER_DRAM_BUDGET", "3M");
+    // the decision on the application thread: the plan is in force from
+    // iteration 2 however slowly a loaded host runs a decision thread
+    std::env::set_var("MEMTAMER_DECIDE_THREAD", "0");
     mt_tier_set_rank(0, 2);
     let a = unsafe { mt_tier_malloc(2 * MB, c"hot".as_ptr()) };
     let b = unsafe { mt_tier_malloc(2 * MB, c"cold".as_ptr()) };

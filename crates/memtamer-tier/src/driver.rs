@@ -10,11 +10,14 @@
 //! `#data_access` (a streaming assumption), faults for samples.
 
 use crate::budget::{decision_budget_s, DEFAULT_DECISION_SHARE};
+use crate::decision::{thread_cpu_s, Decided, Pending};
+pub use crate::drift::new_objects_reprofile;
+use crate::drift::{DriftMonitor, DEFAULT_BASELINE, DEFAULT_RUN};
 use crate::unimem::model::{ObjPhase, PhaseProfile, Platform};
-use crate::unimem::plan::{decide_within, drifted, Plan, Problem};
+use crate::unimem::plan::{Plan, Problem};
 use crate::unimem::profile_file::PhaseClock;
-use crate::unimem::schedule::{schedule_checked, Move};
-use crate::unimem::transition::{transition, OnceMove};
+use crate::unimem::schedule::Move;
+use crate::unimem::transition::OnceMove;
 use crate::{Tier, TierRuntime};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,7 +38,8 @@ pub struct DriverConfig {
     /// Iterations expected after the decision (amortises one-time moves).
     pub iterations: f64,
     /// Relative phase-time change that triggers re-profiling (thesis 10%;
-    /// 0 disables).
+    /// 0 disables), read against the host's noise by
+    /// [`crate::drift::DriftMonitor`].
     pub drift: f64,
     /// Re-decide when copies run at under half the modelled bandwidth.
     pub recalibrate: bool,
@@ -43,6 +47,12 @@ pub struct DriverConfig {
     /// time) one decision's search may take on the application thread
     /// ([`decision_budget_s`]); 0: no bound, the simulator's search.
     pub decision_share: f64,
+    /// Decide on a thread of its own ([`crate::decision::Pending`]): the
+    /// application keeps its placement meanwhile and the plan is adopted
+    /// at the first iteration top after it is ready. False: decide on the
+    /// application thread at the profiled iteration's end (the plan is in
+    /// force from the next iteration on, whatever the host's speed).
+    pub decide_off_thread: bool,
 }
 
 pub use crate::platform::{
@@ -61,6 +71,7 @@ impl Default for DriverConfig {
             drift: 0.1,
             recalibrate: true,
             decision_share: DEFAULT_DECISION_SHARE,
+            decide_off_thread: true,
         }
     }
 }
@@ -74,8 +85,11 @@ pub struct DriverStats {
     pub boundaries: u64,
     /// Phases per iteration in the last profile.
     pub phases: usize,
-    /// Decisions made (1 + re-profilings).
+    /// Decisions made and adopted (1 + re-profilings).
     pub decisions: u64,
+    /// Decisions started but never adopted: the run ended, or a
+    /// re-profile began, before the decision thread was done.
+    pub decisions_dropped: u64,
     /// The last plan's search ("local"/"global") and predicted seconds.
     pub last_plan: Option<(String, f64)>,
     /// Re-profilings triggered by drift, a changed phase count or new
@@ -93,6 +107,19 @@ pub struct DriverStats {
     pub overhead_s: f64,
     /// Seconds the application thread waited for copies (exposed moves).
     pub wait_s: f64,
+    /// Of `overhead_s`: seconds in decisions (profile closed to plan in
+    /// force: the search, the schedule, the one-time moves), and in
+    /// closing profiled phases (the profiler's take and reset).
+    pub decide_s: f64,
+    /// See `decide_s`.
+    pub profile_s: f64,
+    /// CPU seconds the decision thread took (not in `overhead_s`: the
+    /// application did not wait for it, but on a host with no idle core
+    /// it ran in the application's place).
+    pub decide_thread_s: f64,
+    /// Wall seconds of the profiled iterations (their sampling faults run
+    /// inside the application's own code, so `overhead_s` misses them).
+    pub profiled_s: f64,
 }
 
 struct Sampler {
@@ -103,6 +130,9 @@ struct Sampler {
 enum Mode {
     Idle,
     Profiling,
+    /// A decision is being made off the application thread; nothing is
+    /// moved meanwhile.
+    Deciding,
     Enforcing,
 }
 
@@ -116,8 +146,8 @@ pub struct Driver {
     profile: Vec<PhaseProfile>,
     times: Vec<f64>,
     times_now: Vec<f64>,
-    reference: Option<Vec<f64>>,
-    drift_run: u32,
+    /// Whether enforced iterations' phase times mean the workload changed.
+    drift: DriftMonitor,
     /// The platform of the last decision (its measured copy bandwidths).
     used: Platform,
     last_copy_ns: u64,
@@ -133,9 +163,12 @@ pub struct Driver {
     enforced: u64,
     new_gap: u64,
     plan: Option<Plan>,
+    /// The decision being made, if any ([`Pending`]).
+    pending: Option<Pending>,
     moves: Vec<Move>,
-    /// One-time moves of the last decision ([`transition`]) and the phases
-    /// enforced since it (their clock).
+    /// One-time moves of the last decision
+    /// ([`crate::unimem::transition::transition`]) and the phases enforced
+    /// since it (their clock).
     once: Vec<OnceMove>,
     once_step: usize,
     sampler: Option<Sampler>,
@@ -193,15 +226,13 @@ impl Driver {
         let used = cfg.platform.with_copy_bw(f64::INFINITY);
         Driver {
             rt,
-            cfg,
             mode: Mode::Idle,
             phase: 0,
             phase_start: Instant::now(),
             profile: Vec::new(),
             times: Vec::new(),
             times_now: Vec::new(),
-            reference: None,
-            drift_run: 0,
+            drift: DriftMonitor::new(cfg.drift, DEFAULT_BASELINE, DEFAULT_RUN),
             used,
             last_copy_ns: 0,
             last_wait_s: 0.0,
@@ -210,6 +241,7 @@ impl Driver {
             enforced: 0,
             new_gap: 1,
             plan: None,
+            pending: None,
             moves: Vec::new(),
             once: Vec::new(),
             once_step: 0,
@@ -225,6 +257,7 @@ impl Driver {
             profile_out: None,
             profiled_objs: Vec::new(),
             access: Default::default(),
+            cfg,
         }
     }
 
@@ -314,7 +347,9 @@ impl Driver {
 
     fn close_profiled_phase(&mut self) {
         // Both clocks before the profiler's own work below.
+        let t_close = Instant::now();
         let time = self.phase_start.elapsed().as_secs_f64();
+        self.stats.profiled_s += time;
         let cpu_s = thread_cpu_s() - self.phase_cpu;
         let est = self.rt.profile_take();
         self.rt.profile_reset();
@@ -348,6 +383,7 @@ impl Driver {
             cpu_s,
             call_cpu_s: std::mem::take(&mut self.call_cpu_s),
         });
+        self.stats.profile_s += t_close.elapsed().as_secs_f64();
     }
 
     /// Appends every live object not yet in the profiled set (in the
@@ -397,12 +433,77 @@ impl Driver {
         self.profiled_iteration = self.stats.iterations;
         self.profile_fresh = true;
         self.plan = None;
+        // a decision still being made is for the old profile: dropped (its
+        // thread ends on its own and touches nothing of the runtime)
+        self.drop_pending();
         self.moves.clear();
         self.mode = Mode::Profiling;
         self.start_sampler();
     }
 
+    /// Starts a decision on the closed profile and adopts it at once if it
+    /// was made inline.
     fn decide_now(&mut self) {
+        let t_decide = Instant::now();
+        let w_decide = self.stats.wait_s;
+        self.start_decision();
+        self.stats.decide_s += t_decide.elapsed().as_secs_f64() - (self.stats.wait_s - w_decide);
+        self.try_adopt();
+    }
+
+    fn drop_pending(&mut self) {
+        if self.pending.take().is_some() {
+            self.stats.decisions_dropped += 1;
+        }
+    }
+
+    /// Adopts the pending decision if it is made (never waits for it).
+    fn try_adopt(&mut self) {
+        let Some(p) = self.pending.take() else {
+            return;
+        };
+        let t = Instant::now();
+        match p.try_take() {
+            Ok((d, cpu)) => {
+                self.stats.decide_thread_s += cpu;
+                self.adopt(d);
+            }
+            Err(Some(p)) => self.pending = Some(p),
+            // the decision thread panicked: no plan, the placement stays
+            Err(None) => {
+                self.drift.restart();
+                self.mode = Mode::Enforcing;
+            }
+        }
+        self.stats.decide_s += t.elapsed().as_secs_f64();
+    }
+
+    fn adopt(&mut self, d: Decided) {
+        // One-time moves from the placement the decision started from (it
+        // still holds: nothing moves while deciding) to the plan's, issued
+        // and waited for phase by phase from the next enforced phase 0
+        // (shared with the simulator).
+        self.once = d.once;
+        self.once_step = 0;
+        self.stats.decisions += 1;
+        self.stats.last_plan = Some((
+            if d.plan.search == crate::unimem::plan::Search::Local {
+                "local"
+            } else {
+                "global"
+            }
+            .into(),
+            d.plan.predicted,
+        ));
+        // Phase times of a profiled iteration include the sampling faults;
+        // the drift baseline is the first quiet enforced iterations instead.
+        self.drift.restart();
+        self.plan = Some(d.plan);
+        self.moves = d.moves;
+        self.mode = Mode::Enforcing;
+    }
+
+    fn start_decision(&mut self) {
         self.stop_sampler();
         // Decide from where objects really are: drain moves of an older plan.
         let t0 = Instant::now();
@@ -469,38 +570,21 @@ impl Driver {
         };
         let iteration_s: f64 = problem.phases.iter().map(|p| p.time).sum();
         // no budget: the whole search, the simulator's `decide`
-        let deadline = decision_budget_s(self.cfg.decision_share, self.cfg.iterations, iteration_s)
-            .map(|b| Instant::now() + Duration::from_secs_f64(b));
-        let mut more = || deadline.is_none_or(|d| Instant::now() < d);
-        let plan = decide_within(&problem, &start, &mut more);
-        let uses: Vec<Vec<bool>> = (0..problem.sizes.len()).map(|o| problem.uses(o)).collect();
-        let (moves, _) = schedule_checked(&plan.dram, &uses, &problem.sizes, problem.capacity);
-        // One-time moves from the current placement to the plan's, issued
-        // and waited for phase by phase from the next enforced phase 0
-        // (shared with the simulator). The profile cannot tell writes from
-        // reads, so every use counts as a write (a copy never starts in a
-        // phase that uses its object while a later free phase exists).
-        self.once = transition(&start, &plan.dram, &moves, &uses, &uses);
-        self.once_step = 0;
-        self.stats.decisions += 1;
-        self.stats.phases = self.profile.len();
-        self.stats.last_plan = Some((
-            if plan.search == crate::unimem::plan::Search::Local {
-                "local"
-            } else {
-                "global"
-            }
-            .into(),
-            plan.predicted,
-        ));
-        // Phase times of a profiled iteration include the sampling faults;
-        // the drift reference is the first enforced iteration instead.
+        let budget = decision_budget_s(self.cfg.decision_share, self.cfg.iterations, iteration_s);
         self.times = self.profile.iter().map(|p| p.time).collect();
-        self.reference = None;
-        self.drift_run = 0;
-        self.plan = Some(plan);
-        self.moves = moves;
-        self.mode = Mode::Enforcing;
+        // the profile's phases, whether or not its decision is adopted
+        // before the run ends
+        self.stats.phases = self.profile.len();
+        self.moves.clear();
+        self.once.clear();
+        self.plan = None;
+        self.mode = Mode::Deciding;
+        self.pending = Some(Pending::start(
+            problem,
+            start,
+            budget,
+            self.cfg.decide_off_thread,
+        ));
     }
 
     /// Writes the profile just decided on (best effort: a profile that
@@ -605,6 +689,7 @@ impl Driver {
                 self.close_profiled_phase();
                 self.decide_now();
             }
+            Mode::Deciding => self.try_adopt(),
             Mode::Enforcing => {
                 let t = self.phase_start.elapsed().as_secs_f64();
                 if let Some(x) = self.times_now.get_mut(self.phase) {
@@ -619,29 +704,11 @@ impl Driver {
                 let busy = copy_ns != self.last_copy_ns || self.stats.wait_s != self.last_wait_s;
                 self.last_copy_ns = copy_ns;
                 self.last_wait_s = self.stats.wait_s;
-                let moved = match &self.reference {
-                    _ if busy => false,
-                    None => {
-                        self.reference = Some(now.clone());
-                        false
-                    }
-                    Some(r) => {
-                        let long: Vec<usize> = (0..r.len()).filter(|&k| r[k] >= 1e-3).collect();
-                        let (a, b): (Vec<f64>, Vec<f64>) = long
-                            .iter()
-                            .map(|&k| (r[k], now.get(k).copied().unwrap_or(0.0)))
-                            .unzip();
-                        // Three drifting iterations in a row, so that one
-                        // noisy iteration (a shared machine) does not
-                        // trigger a re-profile and a new set of moves.
-                        if self.cfg.drift > 0.0 && drifted(&a, &b, self.cfg.drift) {
-                            self.drift_run += 1;
-                        } else {
-                            self.drift_run = 0;
-                        }
-                        self.drift_run >= 3
-                    }
-                };
+                // Drift (thesis §3.4.2 opt. 1) read against the host's own
+                // noise: one phase out of its control limits on the same
+                // side three quiet iterations in a row, with a backoff
+                // ([`DriftMonitor`]).
+                let moved = !busy && self.drift.observe(&now);
                 // Copies slower than the model assumed (the helper shares a
                 // core with the ranks, say): decide again on the same
                 // profile with the measured copy bandwidths (per direction).
@@ -686,7 +753,7 @@ impl Driver {
         let (t0, w0) = (Instant::now(), self.stats.wait_s);
         self.stats.boundaries += 1;
         match self.mode {
-            Mode::Idle => {}
+            Mode::Idle | Mode::Deciding => {}
             Mode::Profiling => self.close_profiled_phase(),
             Mode::Enforcing => {
                 let t = self.phase_start.elapsed().as_secs_f64();
@@ -709,6 +776,8 @@ impl Driver {
     /// Stops sampling and waits for queued moves.
     pub fn finish(&mut self) {
         self.stop_sampler();
+        // a decision not adopted by now is never enforced
+        self.drop_pending();
         self.rt.wait_all();
     }
 }
@@ -719,68 +788,5 @@ impl Driver {
 impl Drop for Driver {
     fn drop(&mut self) {
         self.stop_sampler();
-    }
-}
-
-/// Issue 20: whether `unseen` live objects that the last profile did not
-/// see (allocated after profiling began: hpcc's later benchmarks, a solver
-/// that allocates lazily) re-profile the iteration that begins now, after
-/// `enforced` iterations enforced since profiling last began. The thesis
-/// profiles the first iterations and re-profiles on change (§3.3,
-/// §3.4.2 opt. 1); a new object is such a change. `gap` bounds the cost:
-/// the driver doubles it after each such re-profile (1, 2, 4, ...), so in
-/// `N` iterations at most `log2(N + 1)` are re-profiled for new objects,
-/// however often the program allocates; an object allocated and freed
-/// within one iteration is never seen at an iteration top.
-pub fn new_objects_reprofile(unseen: usize, enforced: u64, gap: u64) -> bool {
-    unseen > 0 && enforced >= gap
-}
-
-/// The calling thread's CPU time, s (`CLOCK_THREAD_CPUTIME_ID`): a
-/// recorded phase's computation without the time the rank waited for a
-/// core. 0 if the clock cannot be read (then the recording says 0).
-fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec the call writes.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return 0.0;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
-#[cfg(test)]
-mod tests {
-    use super::new_objects_reprofile;
-
-    #[test]
-    fn new_objects_reprofile_only_after_the_gap() {
-        assert!(!new_objects_reprofile(0, 100, 1), "nothing new");
-        assert!(
-            !new_objects_reprofile(3, 0, 1),
-            "still the decided iteration"
-        );
-        assert!(new_objects_reprofile(1, 1, 1));
-        assert!(!new_objects_reprofile(1, 3, 4));
-        assert!(new_objects_reprofile(1, 4, 4));
-    }
-
-    /// A program that allocates a new long-lived object every iteration:
-    /// with the doubling gap, 1000 iterations re-profile at most
-    /// log2(1001) < 10 times.
-    #[test]
-    fn doubling_gap_bounds_reprofiles() {
-        let (mut gap, mut since, mut count) = (1u64, 0u64, 0u32);
-        for _ in 0..1000 {
-            since += 1;
-            if new_objects_reprofile(1, since, gap) {
-                count += 1;
-                gap *= 2;
-                since = 0;
-            }
-        }
-        assert_eq!(count, 9);
     }
 }

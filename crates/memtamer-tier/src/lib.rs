@@ -19,6 +19,8 @@ pub mod bench;
 pub mod budget;
 pub mod calibrate;
 pub mod capi;
+pub mod decision;
+pub mod drift;
 pub mod driver;
 pub mod error;
 pub mod guard;

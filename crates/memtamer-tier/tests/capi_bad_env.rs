@@ -38,6 +38,16 @@ fn an_unknown_unimem_switch_is_refused_by_name() {
     let e = last_error();
     assert!(e.contains("MEMTAMER_DECISION_SHARE"), "{e}");
     std::env::remove_var("MEMTAMER_DECISION_SHARE");
+    // and so is a bad switch for the decision thread
+    std::env::set_var("MEMTAMER_DECIDE_THREAD", "x");
+    assert_eq!(
+        mt_tier_init(1 << 20),
+        -1,
+        "started with MEMTAMER_DECIDE_THREAD=x"
+    );
+    let e = last_error();
+    assert!(e.contains("MEMTAMER_DECIDE_THREAD"), "{e}");
+    std::env::remove_var("MEMTAMER_DECIDE_THREAD");
     // the runtime did not start: a good value starts it now
     std::env::set_var("MEMTAMER_UNIMEM", "off");
     assert_eq!(mt_tier_init(1 << 20), 0);

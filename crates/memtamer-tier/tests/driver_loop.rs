@@ -36,6 +36,8 @@ fn config(copy_bw: f64) -> DriverConfig {
         recalibrate: false,
         // the unbounded search: decisions independent of the host's speed
         decision_share: 0.0,
+        // the plan in force from iteration 2 on, as the tests expect
+        decide_off_thread: false,
     }
 }
 
@@ -343,4 +345,50 @@ fn a_freed_object_is_never_moved_after_its_free() {
     assert!(all_equal(a, 2 * MB, 80));
     assert!(all_equal(d, 2 * MB, 5));
     assert!(rt.dram_used() <= 3 * MB);
+}
+
+/// A decision made off the application thread (the C ABI's default): the
+/// iterations after the profiled one keep the placement they had (nothing
+/// moves) until the plan is adopted at an iteration top; then the hot
+/// object goes to DRAM, as with the decision made inline, and every write
+/// of every iteration is there.
+#[test]
+fn a_decision_made_off_the_thread_is_adopted_at_an_iteration_top() {
+    let (rt, a, b) = two_objects();
+    let mut cfg = config(1e6);
+    cfg.decide_off_thread = true;
+    let mut drv = Driver::new(rt.clone(), cfg);
+    let mut its = 0;
+    // the thread's time is the host's: iterate until the plan is in
+    // force and one more iteration has run with it (loose cap)
+    let mut with_plan = 0;
+    while with_plan < 2 && its < 20_000 {
+        drv.iteration();
+        its += 1;
+        if drv.plan().is_none() {
+            assert_eq!(
+                rt.stats().moves,
+                0,
+                "iteration {its}: moved before the plan"
+            );
+            if its >= 2 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        } else {
+            with_plan += 1;
+        }
+        sweep(a, 2 * MB, 10, &mut drv);
+        drv.boundary();
+        sweep(b, 2 * MB, 1, &mut drv);
+        drv.boundary();
+    }
+    drv.finish();
+    assert_eq!(with_plan, 2, "no plan after {its} iterations");
+    assert_eq!(drv.plan().unwrap().search, Search::Global);
+    assert_eq!(tier_of(&rt, a), Tier::Dram);
+    assert_eq!(tier_of(&rt, b), Tier::Slow);
+    assert_eq!(rt.stats().moves, 1);
+    assert!(all_equal(a, 2 * MB, (10 * its) as u8));
+    assert!(all_equal(b, 2 * MB, its as u8));
+    assert_eq!(drv.stats().decisions, 1);
 }

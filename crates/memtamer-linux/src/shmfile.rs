@@ -154,8 +154,10 @@ impl Drop for FlockGuard<'_> {
 /// The mapping is memory that other processes write at any moment, so this
 /// type hands out only a raw pointer: the owner (the gate's `Mapping`,
 /// Ribbon's `Registry`) overlays its `#[repr(C)]` layout of atomics on it
-/// and must access it through atomics alone. Under that rule the mapping
-/// may be moved to and shared between threads, hence `Send` and `Sync`.
+/// and must access it through atomics alone (or, for a private scratch file
+/// such as the gate's host calibration, each thread in its own disjoint
+/// bytes). Under that rule the mapping may be moved to and shared between
+/// threads, hence `Send` and `Sync`.
 pub struct SharedMap {
     base: *mut u8,
     len: usize,

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memtamer_core::pats::{CalibratedModel, CalibrationPoint};
+use memtamer_linux::shmfile::SharedMap;
 
 use crate::{Gate, GateError, GateOptions};
 
@@ -48,41 +49,29 @@ impl Default for HostCalibration {
     }
 }
 
-/// A shared file mapping.
-struct PmMap {
-    base: *mut u8,
-    len: usize,
-}
-unsafe impl Send for PmMap {}
-unsafe impl Sync for PmMap {}
+/// The file the PM workers write, mapped shared (each worker writes its own
+/// slice, so the mapping is shared between threads without a data race).
+type PmMap = SharedMap;
 
-impl PmMap {
-    fn create(path: &std::path::Path, len: usize) -> Result<PmMap, GateError> {
-        let io = |source| GateError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(io)?;
-        file.set_len(len as u64).map_err(io)?;
-        let base = crate::shm::map_shared(&file, len).map_err(io)?;
-        // fault every page in now: page faults are not what is measured
-        // SAFETY: the mapping is len bytes long.
-        unsafe { std::ptr::write_bytes(base, 0, len) };
-        Ok(PmMap { base, len })
-    }
-}
-
-impl Drop for PmMap {
-    fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
-    }
+/// Creates (truncating) and maps the calibration file, every page faulted
+/// in: page faults are not what is measured.
+fn pm_map(path: &std::path::Path, len: usize) -> Result<PmMap, GateError> {
+    let io = |source| GateError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(io)?;
+    file.set_len(len as u64).map_err(io)?;
+    let map = SharedMap::new(&file, len).map_err(io)?;
+    // SAFETY: the mapping is len bytes long and not yet shared.
+    unsafe { std::ptr::write_bytes(map.base(), 0, len) };
+    Ok(map)
 }
 
 /// Bytes/s a DRAM memcpy probe moves while `run` is true.
@@ -114,7 +103,7 @@ fn measure(
     let run = Arc::new(AtomicBool::new(true));
     let measuring = Arc::new(AtomicBool::new(false));
     let moved = Arc::new(AtomicU64::new(0));
-    let slice = map.len / workers.max(1) as usize;
+    let slice = map.len() / workers.max(1) as usize;
     let handles: Vec<_> = (0..workers)
         .map(|w| {
             let (run, map, gate) = (Arc::clone(&run), Arc::clone(map), Arc::clone(gate));
@@ -127,7 +116,7 @@ fn measure(
                 let mut off = 0usize;
                 while run.load(Ordering::Relaxed) {
                     // SAFETY: start + off + size <= start + slice <= map.len.
-                    let p = unsafe { map.base.add(start + off) };
+                    let p = unsafe { map.base().add(start + off) };
                     let _permit = me.enter(size as u64, write);
                     if write {
                         // SAFETY: p..p+size lies in this worker's slice.
@@ -201,7 +190,7 @@ pub fn calibrate_host(
             "room for two requests per thread",
         ));
     }
-    let map = Arc::new(PmMap::create(&spec.pm_file, spec.file_bytes)?);
+    let map = Arc::new(pm_map(&spec.pm_file, spec.file_bytes)?);
     let options = GateOptions {
         name: format!("calibrate-{}", std::process::id()),
         initial_limit: 1,

@@ -121,16 +121,9 @@ pub(crate) fn lock_word() -> u64 {
     (u64::from(pid) << 32) | u64::from(tid)
 }
 
-/// CLOCK_MONOTONIC in nanoseconds: one clock for every process.
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer to a timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+/// CLOCK_MONOTONIC in nanoseconds: one clock for every process (the
+/// heartbeats and heal times in the gate file compare across processes).
+pub use memtamer_linux::shmfile::monotonic_ns as now_ns;
 
 pub(crate) fn yield_now() {
     // SAFETY: no arguments.
@@ -244,15 +237,7 @@ pub fn alive(pid: u32, tid: u32) -> bool {
 /// once it has exec'd (a new image keeps the pid, and the main thread keeps
 /// its tid, but not the mappings), or unmapped it. True when /proc/PID/maps
 /// cannot be read (another user's process): not known to be gone.
-pub fn maps_gate(pid: u32, base: u64, path: &std::path::Path) -> bool {
-    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
-        return true;
-    };
-    let prefix = format!("{base:x}-");
-    let name = path.to_string_lossy();
-    maps.lines()
-        .any(|line| line.starts_with(&prefix) && line.trim_end().ends_with(name.as_ref()))
-}
+pub use memtamer_linux::shmfile::maps_file_at as maps_gate;
 
 #[cfg(test)]
 mod tests {

@@ -6,11 +6,11 @@
 //! respect T_S. A zero-filled file is the valid empty state except for
 //! `magic`, which the creator stores last.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use memtamer_linux::shmfile::{self, FlockGuard, SharedMap, TrustError};
 
 use crate::GateError;
 
@@ -204,35 +204,12 @@ pub struct Access {
     pub group: Option<u32>,
 }
 
-/// Maps the first `len` bytes of `file` read-write and shared (the file
-/// must be at least that long). Unmap with `libc::munmap(base, len)`.
-pub(crate) fn map_shared(file: &File, len: usize) -> std::io::Result<*mut u8> {
-    // SAFETY: a fresh shared mapping of an open file; the result is checked.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(base.cast())
-}
-
-/// A mapped gate region.
+/// A mapped gate region (accessed only through the atomics of [`Header`]
+/// and [`Slot`], as [`SharedMap`] requires).
 pub(crate) struct Mapping {
-    base: *mut u8,
+    map: SharedMap,
     pub path: PathBuf,
 }
-
-// The mapping is only accessed through atomics.
-unsafe impl Send for Mapping {}
-unsafe impl Sync for Mapping {}
 
 impl Mapping {
     /// Opens (creating if needed) and maps the gate file at `path`; the
@@ -251,25 +228,10 @@ impl Mapping {
             source,
         };
         let mode = if access.group.is_some() { 0o660 } else { 0o600 };
-        let file: File = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(mode)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)
-            .map_err(io)?;
+        let file = shmfile::open_nofollow(path, Some(mode)).map_err(io)?;
         trusted_metadata(path, &file)?;
-        let fd = file.as_raw_fd();
-        // SAFETY: plain syscalls on a descriptor we own.
-        if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
-            return Err(io(std::io::Error::last_os_error()));
-        }
-        let result = Self::map_locked(&file, path, bypass_bytes, initial_limit, access);
-        // SAFETY: as above; closing the file also drops the lock.
-        unsafe { libc::flock(fd, libc::LOCK_UN) };
-        result
+        let _lock = FlockGuard::exclusive(&file).map_err(io)?;
+        Self::map_locked(&file, path, bypass_bytes, initial_limit, access)
     }
 
     fn map_locked(
@@ -287,18 +249,8 @@ impl Mapping {
         let fresh = len == 0;
         if fresh {
             // the mode is explicit, not whatever the umask left
-            let fd = file.as_raw_fd();
             let mode = if access.group.is_some() { 0o660 } else { 0o600 };
-            // SAFETY: plain syscalls on a descriptor we own.
-            if let Some(gid) = access.group {
-                if unsafe { libc::fchown(fd, u32::MAX, gid) } != 0 {
-                    return Err(io(std::io::Error::last_os_error()));
-                }
-            }
-            // SAFETY: as above.
-            if unsafe { libc::fchmod(fd, mode) } != 0 {
-                return Err(io(std::io::Error::last_os_error()));
-            }
+            shmfile::set_mode(file, mode, access.group).map_err(io)?;
             file.set_len(LAYOUT_BYTES as u64).map_err(io)?;
         } else if len != LAYOUT_BYTES as u64 {
             return Err(GateError::Incompatible {
@@ -307,7 +259,7 @@ impl Mapping {
             });
         }
         let mapping = Mapping {
-            base: map_shared(file, LAYOUT_BYTES).map_err(io)?,
+            map: SharedMap::new(file, LAYOUT_BYTES).map_err(io)?,
             path: path.to_path_buf(),
         };
         let h = mapping.header();
@@ -350,12 +302,7 @@ impl Mapping {
             path: path.to_path_buf(),
             source,
         };
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)
-            .map_err(io)?;
+        let file = shmfile::open_nofollow(path, None).map_err(io)?;
         let meta = trusted_metadata(path, &file)?;
         if meta.len() != LAYOUT_BYTES as u64 {
             return Err(GateError::Incompatible {
@@ -364,20 +311,20 @@ impl Mapping {
             });
         }
         Ok(Mapping {
-            base: map_shared(&file, LAYOUT_BYTES).map_err(io)?,
+            map: SharedMap::new(&file, LAYOUT_BYTES).map_err(io)?,
             path: path.to_path_buf(),
         })
     }
 
     /// Where this process maps the region (recorded in its slots).
     pub fn base(&self) -> u64 {
-        self.base as u64
+        self.map.base() as u64
     }
 
     pub fn header(&self) -> &Header {
         // SAFETY: the region is at least LAYOUT_BYTES long, page-aligned, and
         // Header consists of atomics for which any bit pattern is valid.
-        unsafe { &*(self.base as *const Header) }
+        unsafe { &*(self.map.base() as *const Header) }
     }
 
     pub fn slot(&self, index: usize) -> &Slot {
@@ -385,7 +332,7 @@ impl Mapping {
         let offset = std::mem::size_of::<Header>().next_multiple_of(128)
             + index.min(SLOTS - 1) * std::mem::size_of::<Slot>();
         // SAFETY: in bounds (index clamped), 128-aligned, atomics only.
-        unsafe { &*(self.base.add(offset) as *const Slot) }
+        unsafe { &*(self.map.base().add(offset) as *const Slot) }
     }
 }
 
@@ -393,44 +340,16 @@ impl Mapping {
 /// file owned by this user or root (another user could have created it first
 /// in sticky, world-writable /dev/shm; issue 22).
 fn trusted_metadata(path: &Path, file: &File) -> Result<std::fs::Metadata, GateError> {
-    let meta = file.metadata().map_err(|source| GateError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if !meta.file_type().is_file() || (meta.uid() != me && meta.uid() != 0) {
-        return Err(GateError::Untrusted {
+    shmfile::trusted(file).map_err(|e| match e {
+        TrustError::Io(source) => GateError::Io {
             path: path.to_path_buf(),
-            why: format!(
-                "owned by uid {}, not by this user ({me}) or root{}",
-                meta.uid(),
-                if meta.file_type().is_file() {
-                    ""
-                } else {
-                    ", or not a regular file"
-                }
-            ),
-        });
-    }
-    Ok(meta)
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // The raw system call, not libc's `munmap`: inside the libpmem shim
-        // that symbol is the shim's own wrapper, which drains Ribbon's queues
-        // first, and a Ribbon fence that opens the gate for its first flush
-        // (and fails on an incompatible file) would wait for itself.
-        // SAFETY: unmapping what `open` mapped; no references outlive self.
-        unsafe {
-            libc::syscall(
-                libc::SYS_munmap,
-                self.base.cast::<libc::c_void>(),
-                LAYOUT_BYTES,
-            )
-        };
-    }
+            source,
+        },
+        foreign => GateError::Untrusted {
+            path: path.to_path_buf(),
+            why: foreign.to_string(),
+        },
+    })
 }
 
 impl SharedStats {

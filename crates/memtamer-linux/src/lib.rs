@@ -30,6 +30,9 @@
 //! * [`perf_event`]: the `perf_event_open` system call and counting
 //!   groups read with one system call (shared by the sensors and the
 //!   OMPT tool's per-task counters);
+//! * [`shmfile`]: the OS side of a file shared through `mmap` in
+//!   `/dev/shm` (no-follow open, owner check, `flock` guard, the mapping),
+//!   used by the PATS gate's segment and Ribbon's co-running registry;
 //! * [`topology`]: the CPU/cache/NUMA tree from `/sys/devices/system`
 //!   (here rather than in `memtamer-sense` so that `memtamer-ribbon`, which
 //!   `memtamer-sense` depends on, can read it too).
@@ -49,6 +52,7 @@ pub mod mountinfo;
 pub mod perf;
 pub mod perf_event;
 pub mod reader;
+pub mod shmfile;
 pub mod stat;
 pub mod status;
 pub mod topology;

@@ -3,7 +3,8 @@
 //! `MEMTAMER_RIBBON_SHARED=<key>`, in which each process registers (pid and
 //! start time, N_i, its flushed-bytes counter, its flusher count M_i) and one
 //! of them holds the coordinator lease. Built the way the PATS gate's segment
-//! is (`memtamer-gate/src/shm.rs`): a zero-filled file is the empty state
+//! is (`memtamer-gate/src/shm.rs`), on the same OS primitives
+//! (`memtamer_linux::shmfile`): a zero-filled file is the empty state
 //! except for `magic`, which the creator stores last under an exclusive
 //! `flock`; the fixed words carry a checksum; a symlink or a file of another
 //! user is refused; a slot's owner is judged by its pid AND its start time
@@ -11,12 +12,11 @@
 //! registrant's slot, and a process that died inside the segment leaves
 //! nothing that another must wait for.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use memtamer_linux::shmfile::{self, FlockGuard, SharedMap, TrustError};
 use thiserror::Error;
 
 /// Env var: the key naming the registry (`/dev/shm/memtamer-ribbon-<key>`);
@@ -214,15 +214,12 @@ pub(crate) fn header_check(magic: u64, layout_bytes: u64, slots: u32) -> u64 {
     hash
 }
 
-/// A mapped registry.
+/// A mapped registry (accessed only through the atomics of [`Header`] and
+/// [`Slot`], as [`SharedMap`] requires).
 pub(crate) struct Registry {
-    base: *mut u8,
+    map: SharedMap,
     pub path: PathBuf,
 }
-
-// The mapping is only accessed through atomics.
-unsafe impl Send for Registry {}
-unsafe impl Sync for Registry {}
 
 impl Registry {
     /// Opens (creating if needed) and maps the registry at `path`; the
@@ -234,25 +231,10 @@ impl Registry {
             path: path.to_path_buf(),
             source,
         };
-        let file: File = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)
-            .map_err(io)?;
+        let file = shmfile::open_nofollow(path, Some(0o600)).map_err(io)?;
         trusted(path, &file)?;
-        let fd = file.as_raw_fd();
-        // SAFETY: plain syscalls on a descriptor we own.
-        if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
-            return Err(io(std::io::Error::last_os_error()));
-        }
-        let result = Self::map_locked(&file, path);
-        // SAFETY: as above.
-        unsafe { libc::flock(fd, libc::LOCK_UN) };
-        result
+        let _lock = FlockGuard::exclusive(&file).map_err(io)?;
+        Self::map_locked(&file, path)
     }
 
     fn map_locked(file: &File, path: &Path) -> Result<Registry, CorunError> {
@@ -269,22 +251,8 @@ impl Registry {
                 found: format!("{len} bytes, this version needs {LAYOUT_BYTES}"),
             });
         }
-        // SAFETY: a fresh shared mapping of an open file; checked below.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                LAYOUT_BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io(std::io::Error::last_os_error()));
-        }
         let reg = Registry {
-            base: base.cast(),
+            map: SharedMap::new(file, LAYOUT_BYTES).map_err(io)?,
             path: path.to_path_buf(),
         };
         let h = reg.header();
@@ -339,20 +307,20 @@ impl Registry {
 
     /// Where this process maps the registry.
     pub fn base(&self) -> u64 {
-        self.base as u64
+        self.map.base() as u64
     }
 
     pub fn header(&self) -> &Header {
         // SAFETY: the region is LAYOUT_BYTES long, page-aligned, and Header
         // consists of atomics (and padding) for which any bit pattern is valid.
-        unsafe { &*(self.base as *const Header) }
+        unsafe { &*(self.map.base() as *const Header) }
     }
 
     pub fn slot(&self, index: usize) -> &Slot {
         let offset = std::mem::size_of::<Header>().next_multiple_of(128)
             + index.min(SLOTS - 1) * std::mem::size_of::<Slot>();
         // SAFETY: in bounds (index clamped), 128-aligned, atomics only.
-        unsafe { &*(self.base.add(offset) as *const Slot) }
+        unsafe { &*(self.map.base().add(offset) as *const Slot) }
     }
 
     /// Frees registration `id` in slot `index` once (the swap of `id` to 0
@@ -418,7 +386,7 @@ impl Registry {
                 let base = s.map_base.load(Ordering::Acquire);
                 now_ns.saturating_sub(beat) > exec_after_ns
                     && base != 0
-                    && !maps(pid, base, &self.path)
+                    && !shmfile::maps_file_at(pid, base, &self.path)
             };
             if gone && self.free(i, id) {
                 freed += 1;
@@ -433,40 +401,20 @@ impl Registry {
     }
 }
 
-impl Drop for Registry {
-    fn drop(&mut self) {
-        // The raw system call, as the gate's mapping does: inside the
-        // libpmem shim `munmap` is the shim's wrapper, which drains Ribbon.
-        // SAFETY: unmapping what `open` mapped; no references outlive self.
-        unsafe {
-            libc::syscall(
-                libc::SYS_munmap,
-                self.base.cast::<libc::c_void>(),
-                LAYOUT_BYTES,
-            )
-        };
-    }
-}
-
 /// Refuses a file that is not a regular file of this user or root (another
 /// user could plant one in sticky, world-writable /dev/shm).
 fn trusted(path: &Path, file: &File) -> Result<(), CorunError> {
-    let meta = file.metadata().map_err(|source| CorunError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if !meta.file_type().is_file() || (meta.uid() != me && meta.uid() != 0) {
-        return Err(CorunError::Untrusted {
+    match shmfile::trusted(file) {
+        Ok(_) => Ok(()),
+        Err(TrustError::Io(source)) => Err(CorunError::Io {
             path: path.to_path_buf(),
-            why: format!(
-                "owned by uid {}, not by this user ({me}) or root, or not a regular file",
-                meta.uid()
-            ),
-        });
+            source,
+        }),
+        Err(foreign) => Err(CorunError::Untrusted {
+            path: path.to_path_buf(),
+            why: foreign.to_string(),
+        }),
     }
-    Ok(())
 }
 
 /// Whether process `pid` exists (a signal-0 probe; EPERM: another user's,
@@ -477,31 +425,9 @@ pub(crate) fn pid_exists(pid: u32) -> bool {
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// Whether process `pid` maps `path` at `base` (true when /proc/PID/maps
-/// cannot be read: not known to be gone), as the gate's `maps_gate`.
-fn maps(pid: u32, base: u64, path: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
-        return true;
-    };
-    let prefix = format!("{base:x}-");
-    let name = path.to_string_lossy();
-    text.lines()
-        .any(|l| l.starts_with(&prefix) && l.trim_end().ends_with(name.as_ref()))
-}
-
 /// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the
 /// machine, so heartbeats compare across processes.
-pub(crate) fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: writes the struct we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
-}
+pub(crate) use memtamer_linux::shmfile::monotonic_ns as now_ns;
 
 #[cfg(test)]
 mod tests {

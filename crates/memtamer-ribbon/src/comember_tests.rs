@@ -3,32 +3,11 @@
 
 use super::*;
 use crate::coshm::MAGIC;
-use std::path::PathBuf;
+use crate::test_dir::TestDir;
 
 const MS: u64 = 1_000_000;
 /// A time far from zero, as CLOCK_MONOTONIC is.
 const T0: u64 = 1_000_000 * MS;
-
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("mt-corun-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("mkdir");
-        Dir(d)
-    }
-
-    fn reg(&self) -> PathBuf {
-        self.0.join("registry")
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn cfg(cores: usize) -> ControlConfig {
     ControlConfig::thesis(cores)
@@ -75,7 +54,7 @@ fn fake_slot(m: &Member, pid: u32, start_time: u64, beat: u64) -> (usize, u64) {
 
 #[test]
 fn both_register_one_coordinates_and_the_shares_sum_to_the_total() {
-    let dir = Dir::new("pair");
+    let dir = TestDir::new("corun-pair");
     let mut a = join(&dir.reg(), 16, T0);
     let mut b = join(&dir.reg(), 16, T0);
     assert_ne!(a.slot(), b.slot());
@@ -112,7 +91,7 @@ fn both_register_one_coordinates_and_the_shares_sum_to_the_total() {
 
 #[test]
 fn a_coordinator_that_stops_beating_is_taken_over_after_the_lease() {
-    let dir = Dir::new("handover");
+    let dir = TestDir::new("corun-handover");
     let mut a = join(&dir.reg(), 8, T0);
     let mut b = join(&dir.reg(), 8, T0);
     let mut now = T0;
@@ -146,7 +125,7 @@ fn a_coordinator_that_stops_beating_is_taken_over_after_the_lease() {
 
 #[test]
 fn a_cleanly_stopped_coordinator_hands_over_at_the_next_tick() {
-    let dir = Dir::new("release");
+    let dir = TestDir::new("corun-release");
     let mut a = join(&dir.reg(), 8, T0);
     let mut b = join(&dir.reg(), 8, T0);
     a.tick(T0 + MS, &input(0, 1)).expect("a");
@@ -163,7 +142,7 @@ fn a_cleanly_stopped_coordinator_hands_over_at_the_next_tick() {
 
 #[test]
 fn dead_registrants_lose_their_slot_and_their_lease() {
-    let dir = Dir::new("reap");
+    let dir = TestDir::new("corun-reap");
     let mut b = join(&dir.reg(), 8, T0);
     let me = std::process::id();
     let start = memtamer_linux::ProcessKey::of(me as i32)
@@ -203,7 +182,7 @@ fn dead_registrants_lose_their_slot_and_their_lease() {
 
 #[test]
 fn a_registrant_that_stops_beating_gets_no_share_until_it_beats_again() {
-    let dir = Dir::new("silent");
+    let dir = TestDir::new("corun-silent");
     let mut a = join(&dir.reg(), 8, T0);
     let mut b = join(&dir.reg(), 8, T0);
     let mut now = T0;
@@ -230,7 +209,7 @@ fn a_registrant_that_stops_beating_gets_no_share_until_it_beats_again() {
 
 #[test]
 fn bad_registries_are_refused_with_their_path() {
-    let dir = Dir::new("bad");
+    let dir = TestDir::new("corun-bad");
     // a short file
     std::fs::write(dir.reg(), b"not a registry").expect("write");
     let e = Member::join(&dir.reg(), 4, cfg(4), false, T0)
@@ -259,7 +238,7 @@ fn bad_registries_are_refused_with_their_path() {
     assert!(e.to_string().contains("slots 7"), "{e}");
     drop(m);
     // a symlink is not followed
-    let link = dir.0.join("link");
+    let link = dir.path().join("link");
     std::os::unix::fs::symlink(dir.reg(), &link).expect("symlink");
     let e = Member::join(&link, 4, cfg(4), false, T0)
         .err()
@@ -269,7 +248,7 @@ fn bad_registries_are_refused_with_their_path() {
 
 #[test]
 fn a_full_registry_of_live_processes_is_refused() {
-    let dir = Dir::new("full");
+    let dir = TestDir::new("corun-full");
     let all: Vec<Member> = (0..SLOTS).map(|_| join(&dir.reg(), 2, T0)).collect();
     let e = Member::join(&dir.reg(), 2, cfg(2), false, T0)
         .err()
@@ -281,7 +260,7 @@ fn a_full_registry_of_live_processes_is_refused() {
 
 #[test]
 fn a_registration_freed_behind_its_back_joins_again() {
-    let dir = Dir::new("rejoin");
+    let dir = TestDir::new("corun-rejoin");
     let mut a = join(&dir.reg(), 4, T0);
     let (slot, id) = (a.slot(), a.id());
     assert!(a.reg.free(slot, id));

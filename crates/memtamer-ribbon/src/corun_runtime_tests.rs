@@ -5,33 +5,13 @@
 
 use super::*;
 use crate::coshm::{Corun, Registry, SLOTS};
-use std::path::{Path, PathBuf};
+use crate::test_dir::TestDir;
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 /// Env var naming the registry the child registrant joins (set only by
 /// the parent test; without it the child test returns at once).
 const CHILD_ENV: &str = "MEMTAMER_TEST_CORUN_CHILD";
-
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("mt-corun-rt-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("mkdir");
-        Dir(d)
-    }
-
-    fn reg(&self) -> PathBuf {
-        self.0.join("registry")
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn corun_config(path: &Path) -> Config {
     let mut c = config(4, 256, 0, false);
@@ -100,7 +80,7 @@ fn split_holds(a: &Stats, b: &Stats) -> bool {
 
 #[test]
 fn two_instances_register_one_coordinates_and_their_flushers_sum_to_the_total() {
-    let dir = Dir::new("pair");
+    let dir = TestDir::new("corun-rt-pair");
     let a = Ribbon::start(corun_config(&dir.reg())).unwrap();
     let b = Ribbon::start(corun_config(&dir.reg())).unwrap();
     let stop = AtomicBool::new(false);
@@ -137,7 +117,7 @@ fn two_instances_register_one_coordinates_and_their_flushers_sum_to_the_total() 
 
 #[test]
 fn a_bad_registry_leaves_the_instance_on_its_own_search_and_says_why() {
-    let dir = Dir::new("bad");
+    let dir = TestDir::new("corun-rt-bad");
     std::fs::write(dir.reg(), b"short").unwrap();
     let r = Ribbon::start(corun_config(&dir.reg())).unwrap();
     let st = r.stats();
@@ -197,7 +177,7 @@ fn child_registrant() {
 
 #[test]
 fn a_killed_coordinator_process_is_taken_over_and_its_slot_reclaimed() {
-    let dir = Dir::new("kill");
+    let dir = TestDir::new("corun-rt-kill");
     let exe = std::env::current_exe().unwrap();
     let mut child = std::process::Command::new(exe)
         .args([

@@ -27,6 +27,8 @@ pub mod probe;
 mod queue;
 mod runtime;
 mod shared;
+#[cfg(test)]
+mod test_dir;
 
 pub use error::{RibbonError, MAX_APP_THREADS, MAX_FLUSHERS, MAX_FLUSH_LEN, MAX_QUEUE_ENTRIES};
 pub use queue::Request;

@@ -12,10 +12,12 @@
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-use crate::perf_event::{perf_event_open, PerfEventAttr};
+use crate::perf_event::{
+    perf_event_open, PerfEventAttr, FLAG_DISABLED, FLAG_EXCLUDE_HV, FLAG_EXCLUDE_KERNEL,
+    IOC_ENABLE, TYPE_SOFTWARE as PERF_TYPE_SOFTWARE,
+};
 
 const PERF_TYPE_HARDWARE_RAW: u32 = 4; // PERF_TYPE_RAW
-const PERF_TYPE_SOFTWARE: u32 = 1;
 const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
 
 const SAMPLE_IP: u64 = 1 << 0;
@@ -25,9 +27,6 @@ const SAMPLE_ADDR: u64 = 1 << 3;
 const SAMPLE_CPU: u64 = 1 << 7;
 const SAMPLE_PERIOD: u64 = 1 << 8;
 
-const FLAG_DISABLED: u64 = 1 << 0;
-const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
-const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const FLAG_COMM: u64 = 1 << 9;
 const FLAG_TASK: u64 = 1 << 13;
 const FLAG_COMM_EXEC: u64 = 1 << 24;
@@ -39,7 +38,6 @@ const RECORD_EXIT: u32 = 4;
 const MISC_COMM_EXEC: u16 = 1 << 13;
 const RECORD_SAMPLE: u32 = 9;
 
-const IOC_ENABLE: libc::c_ulong = 0x2400;
 const IOC_DISABLE: libc::c_ulong = 0x2401;
 
 /// What to sample.

@@ -10,7 +10,10 @@
 //! runtime's PEBS access source uses the same wrapper;
 //! `memtamer_sense::perf` re-exports it.
 
+use std::os::unix::io::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+use crate::shmfile::SharedMap;
 
 use crate::perf_event::{
     perf_event_open, PerfEventAttr, FLAG_DISABLED, FLAG_EXCLUDE_HV, FLAG_EXCLUDE_KERNEL,
@@ -214,9 +217,9 @@ pub fn decode_sample(body: &[u8]) -> Option<Sample> {
 
 /// An open event with its ring buffer.
 pub struct Sampler {
-    fd: libc::c_int,
-    base: *mut u8,
-    map_len: usize,
+    // the ring is unmapped before the descriptor closes (field order)
+    ring: SharedMap,
+    fd: OwnedFd,
     data_len: usize,
     /// Samples the kernel dropped because the buffer was full.
     pub lost: u64,
@@ -235,9 +238,6 @@ pub fn page_size() -> usize {
         4096
     }
 }
-
-// The mapping is owned by this value and only touched through &mut self.
-unsafe impl Send for Sampler {}
 
 impl Sampler {
     /// Opens `spec` on `target` with a ring buffer of 2^`pages_log2` pages,
@@ -296,55 +296,42 @@ impl Sampler {
         let page = page_size();
         let data_len = page << pages_log2.min(16);
         let map_len = page + data_len;
-        // SAFETY: mapping the event's ring buffer as the perf ABI describes.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            let e = std::io::Error::last_os_error();
-            // SAFETY: closing our own descriptor.
-            unsafe { libc::close(fd) };
-            return Err(PerfError::Map(e));
-        }
+        // SAFETY: perf_event_open returned a descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // the event's ring buffer, mapped as the perf ABI describes (on
+        // failure `fd` closes as it drops)
+        let ring = SharedMap::of_fd(fd.as_fd(), map_len).map_err(PerfError::Map)?;
         let sampler = Sampler {
+            ring,
             fd,
-            base: base.cast(),
-            map_len,
             data_len,
             lost: 0,
         };
         // SAFETY: ioctl on our own perf descriptor.
-        unsafe { libc::ioctl(fd, IOC_ENABLE, 0) };
+        unsafe { libc::ioctl(sampler.fd.as_raw_fd(), IOC_ENABLE, 0) };
         Ok(sampler)
     }
 
     fn head(&self) -> &AtomicU64 {
         // SAFETY: data_head lives at byte 1024 of the control page.
-        unsafe { &*(self.base.add(1024) as *const AtomicU64) }
+        unsafe { &*(self.ring.base().add(1024) as *const AtomicU64) }
     }
 
     fn tail(&self) -> &AtomicU64 {
         // SAFETY: data_tail lives at byte 1032 of the control page.
-        unsafe { &*(self.base.add(1032) as *const AtomicU64) }
+        unsafe { &*(self.ring.base().add(1032) as *const AtomicU64) }
     }
 
     /// Stops counting (the buffer can still be drained).
     pub fn disable(&self) {
         // SAFETY: ioctl on our own perf descriptor.
-        unsafe { libc::ioctl(self.fd, IOC_DISABLE, 0) };
+        unsafe { libc::ioctl(self.fd.as_raw_fd(), IOC_DISABLE, 0) };
     }
 
     /// Starts counting again.
     pub fn enable(&self) {
         // SAFETY: ioctl on our own perf descriptor.
-        unsafe { libc::ioctl(self.fd, IOC_ENABLE, 0) };
+        unsafe { libc::ioctl(self.fd.as_raw_fd(), IOC_ENABLE, 0) };
     }
 
     /// Decodes every complete record in the buffer, calling `f` per sample,
@@ -355,7 +342,10 @@ impl Sampler {
         // SAFETY: the data area follows the control page (of the kernel's
         // page size, not always 4 KiB).
         let data = unsafe {
-            std::slice::from_raw_parts(self.base.add(self.map_len - self.data_len), self.data_len)
+            std::slice::from_raw_parts(
+                self.ring.base().add(self.ring.len() - self.data_len),
+                self.data_len,
+            )
         };
         let (tail, n) = parse_ring(data, tail, head, &mut self.lost, f);
         fence(Ordering::Release);
@@ -445,16 +435,6 @@ pub fn encode_sample(s: &Sample) -> Vec<u8> {
     out.extend_from_slice(&0u32.to_ne_bytes()); // res
     out.extend_from_slice(&s.period.to_ne_bytes());
     out
-}
-
-impl Drop for Sampler {
-    fn drop(&mut self) {
-        // SAFETY: unmapping and closing what `open` created.
-        unsafe {
-            libc::munmap(self.base.cast(), self.map_len);
-            libc::close(self.fd);
-        }
-    }
 }
 
 /// Opens a counting (not sampling) event of PMU `pmu_type` with `config` on

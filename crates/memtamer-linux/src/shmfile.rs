@@ -24,7 +24,7 @@
 use std::fs::{File, Metadata, OpenOptions};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
+use std::os::unix::io::{AsFd, AsRawFd, BorrowedFd};
 use std::path::Path;
 
 /// Opens `path` read-write without following a symlink (`O_NOFOLLOW`) and
@@ -174,15 +174,22 @@ impl SharedMap {
     /// and at least `len` bytes long (touching a page past its end would
     /// raise SIGBUS). The mapping outlives the descriptor.
     pub fn new(file: &File, len: usize) -> io::Result<SharedMap> {
-        // SAFETY: a fresh shared mapping of an open file; the result is
-        // checked before use.
+        SharedMap::of_fd(file.as_fd(), len)
+    }
+
+    /// Maps the first `len` bytes of any mappable descriptor read-write and
+    /// shared: a file as in [`SharedMap::new`], or a perf event's ring
+    /// buffer (`perf::Sampler`), which is mapped the same way.
+    pub fn of_fd(fd: BorrowedFd<'_>, len: usize) -> io::Result<SharedMap> {
+        // SAFETY: a fresh shared mapping of an open descriptor; the result
+        // is checked before use.
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
-                file.as_raw_fd(),
+                fd.as_raw_fd(),
                 0,
             )
         };

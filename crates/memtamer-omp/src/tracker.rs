@@ -525,17 +525,13 @@ pub fn sample_ranges(task: &Task, page: u64) -> (Vec<Range<u64>>, Vec<Range<u64>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memtamer_tahoe::model::{HybridModel, LinearAccess};
+    use memtamer_tahoe::model::HybridModel;
     use memtamer_tahoe::plan::PlanConfig;
 
     fn tracker(dram_pages: usize) -> Tracker {
         Tracker::new(Planner::new(
             PlanConfig::default(),
-            HybridModel {
-                counters: None,
-                fallback: LinearAccess { beta_ns: 1.0 },
-                form: Default::default(),
-            },
+            HybridModel::fallback_only(1.0),
             dram_pages,
         ))
     }
@@ -633,11 +629,7 @@ mod tests {
                 access_bytes: 4096,
                 ..PlanConfig::default()
             },
-            HybridModel {
-                counters: None,
-                fallback: LinearAccess { beta_ns: 1200.0 },
-                form: Default::default(),
-            },
+            HybridModel::fallback_only(1200.0),
             1000,
         ))
         .with_workers(workers);

@@ -7,7 +7,7 @@ use memtamer_omp::config::CounterSource;
 use memtamer_omp::counters;
 use memtamer_omp::tracker::Tracker;
 use memtamer_tahoe::counters::TaskCounts;
-use memtamer_tahoe::model::{HybridModel, LinearAccess};
+use memtamer_tahoe::model::HybridModel;
 use memtamer_tahoe::plan::{PlanConfig, Planner};
 use memtamer_tahoe::record::RowCounters;
 use memtamer_tahoe::task::Access;
@@ -17,11 +17,7 @@ const B: u64 = 1 << 16;
 fn tracker(dram_pages: usize) -> Tracker {
     Tracker::new(Planner::new(
         PlanConfig::default(),
-        HybridModel {
-            counters: None,
-            fallback: LinearAccess { beta_ns: 1.0 },
-            form: Default::default(),
-        },
+        HybridModel::fallback_only(1.0),
         dram_pages,
     ))
 }

@@ -7,7 +7,7 @@
 //! fails here.
 
 use memtamer_omp::tracker::Tracker;
-use memtamer_tahoe::model::{HybridModel, LinearAccess};
+use memtamer_tahoe::model::HybridModel;
 use memtamer_tahoe::plan::{PlanConfig, Planner};
 use memtamer_tahoe::task::Access;
 use std::collections::HashMap;
@@ -19,11 +19,7 @@ fn tracker(dram_pages: usize) -> Tracker {
             corun: 2,
             ..PlanConfig::default()
         },
-        HybridModel {
-            counters: None,
-            fallback: LinearAccess { beta_ns: 1.0 },
-            form: Default::default(),
-        },
+        HybridModel::fallback_only(1.0),
         dram_pages,
     ))
     .with_record()

@@ -391,11 +391,7 @@ mod tests {
     }
 
     fn model() -> HybridModel {
-        HybridModel {
-            counters: None,
-            fallback: LinearAccess { beta_ns: 10.0 },
-            form: Default::default(),
-        }
+        HybridModel::fallback_only(10.0)
     }
 
     fn db() -> ProfileDb {

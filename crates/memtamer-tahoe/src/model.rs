@@ -416,6 +416,22 @@ pub struct HybridModel {
 }
 
 impl HybridModel {
+    /// The PMU-free model: the linear fallback alone with Eq. 4.4's form,
+    /// what a host without counters (or a profile without them) runs.
+    pub fn fallback_only(beta_ns: f64) -> Self {
+        HybridModel {
+            counters: None,
+            fallback: LinearAccess { beta_ns },
+            form: PartialForm::default(),
+        }
+    }
+
+    /// The same model with another partial-placement form (the
+    /// parallel-tiers ablation, docs/tahoe.md).
+    pub fn with_form(self, form: PartialForm) -> Self {
+        HybridModel { form, ..self }
+    }
+
     /// All-DRAM time of a task type (T_c_DRAM of Eq. 4.4). With counters,
     /// `T_dram = T_slow * ipc_slow / ipc_dram` (same instruction count);
     /// an IPC prediction that is not positive falls back to the linear model.
@@ -513,11 +529,7 @@ mod tests {
             ranges: vec![],
         };
         for form in [PartialForm::Additive, PartialForm::ParallelTiers] {
-            let h = HybridModel {
-                counters: None,
-                fallback: LinearAccess { beta_ns: 6.0 },
-                form,
-            };
+            let h = HybridModel::fallback_only(6.0).with_form(form);
             for slow in [0.0, 30.0, 50.0, 90.0, 100.0] {
                 let t = h.t_partial(&p, slow);
                 let s = invert_t_slow(&h, &p, slow, t).unwrap();
@@ -528,11 +540,7 @@ mod tests {
         // T_measured + beta * DRAM accesses; the parallel form's is not:
         // 600 ns measured with 50 of 100 accesses slow is T_c_NVM 1200
         // (0.5 * 1200 > 1200 - 600), not 600 + 6 * 50 = 900.
-        let par = HybridModel {
-            counters: None,
-            fallback: LinearAccess { beta_ns: 6.0 },
-            form: PartialForm::ParallelTiers,
-        };
+        let par = HybridModel::fallback_only(6.0).with_form(PartialForm::ParallelTiers);
         let add = HybridModel {
             form: PartialForm::Additive,
             ..par.clone()
@@ -600,11 +608,7 @@ mod tests {
             counters: None,
             ranges: vec![],
         };
-        let mut h = HybridModel {
-            counters: None,
-            fallback: LinearAccess { beta_ns: 6.0 },
-            form: PartialForm::Additive,
-        };
+        let mut h = HybridModel::fallback_only(6.0).with_form(PartialForm::Additive);
         assert_eq!(h.t_partial(&p, 50.0), 700.0);
         h.form = PartialForm::ParallelTiers;
         assert_eq!(h.t_partial(&p, 50.0), 500.0);

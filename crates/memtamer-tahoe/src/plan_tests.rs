@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{LinearAccess, PartialForm};
+use crate::model::PartialForm;
 use crate::task::{Access, DataObject};
 
 const P: u64 = 4096;
@@ -32,11 +32,7 @@ fn planner(dram: usize, corun: usize) -> Planner {
             rep_skip: 0,
             refine: false,
         },
-        HybridModel {
-            counters: None,
-            fallback: LinearAccess { beta_ns: 10.0 },
-            form: Default::default(),
-        },
+        HybridModel::fallback_only(10.0),
         dram,
     )
 }
@@ -212,11 +208,7 @@ fn costed(dram: usize, copy: f64) -> Planner {
             rep_skip: 0,
             refine: false,
         },
-        HybridModel {
-            counters: None,
-            fallback: LinearAccess { beta_ns: 10.0 },
-            form: Default::default(),
-        },
+        HybridModel::fallback_only(10.0),
         dram,
     )
 }
@@ -313,11 +305,7 @@ fn a_task_at_the_parallel_forms_knee_gains_nothing_from_more_pages() {
                 rep_skip: 0,
                 refine: false,
             },
-            HybridModel {
-                counters: None,
-                fallback: LinearAccess { beta_ns: 1.0 },
-                form,
-            },
+            HybridModel::fallback_only(1.0).with_form(form),
             8,
         );
         pl.decide(&r, &[], &[]);
@@ -507,11 +495,7 @@ fn promoted(out: Access, out_len: u64, fault: Option<f64>) -> (Vec<u64>, Vec<u64
             rep_skip: 0,
             refine: false,
         },
-        HybridModel {
-            counters: None,
-            fallback: LinearAccess { beta_ns: 10.0 },
-            form: Default::default(),
-        },
+        HybridModel::fallback_only(10.0),
         64,
     );
     let r = reader_writer(1, 0, out, out_len);
@@ -579,11 +563,7 @@ fn a_page_a_co_runner_also_names_is_copied() {
             rep_skip: 0,
             refine: false,
         },
-        HybridModel {
-            counters: None,
-            fallback: LinearAccess { beta_ns: 10.0 },
-            form: Default::default(),
-        },
+        HybridModel::fallback_only(10.0),
         64,
     );
     let r = reader_writer(1, 0, Access::OutWhole, 4 * P);
@@ -661,11 +641,7 @@ fn page_pass_profiles_price_a_copys_traffic_as_one_pass() {
                 access_bytes,
                 ..PlanConfig::default()
             },
-            HybridModel {
-                counters: None,
-                fallback: LinearAccess { beta_ns: 10.0 },
-                form: Default::default(),
-            },
+            HybridModel::fallback_only(10.0),
             64,
         );
         pl.decide(&r, &[], &[]);

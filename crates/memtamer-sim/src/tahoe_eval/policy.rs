@@ -37,7 +37,7 @@ use memtamer_core::unimem::Tier;
 // FUTURE_SCAN: created, not yet started tasks scanned for reuse (the
 // planner stops earlier, at the DRAM reuse distance), the OMPT tool's cap too
 use memtamer_tahoe::benefit::{measured_copy_ns, queue_starts, slack_ns, FUTURE_SCAN};
-use memtamer_tahoe::model::{HybridModel, LinearAccess, PartialForm};
+use memtamer_tahoe::model::{HybridModel, PartialForm};
 use memtamer_tahoe::plan::{Batch, Decision, PlanConfig, PlanStats, Planner};
 use memtamer_tahoe::task::{Access, DataObject, Task};
 use std::collections::BTreeSet;
@@ -152,11 +152,7 @@ impl TahoePolicy {
             refine,
             ..PlanConfig::default()
         };
-        let model = HybridModel {
-            counters: None,
-            fallback: LinearAccess { beta_ns },
-            form,
-        };
+        let model = HybridModel::fallback_only(beta_ns).with_form(form);
         TahoePolicy {
             planner: Planner::new(cfg, model, dram_pages),
             layout: None,

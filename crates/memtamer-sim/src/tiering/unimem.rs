@@ -34,6 +34,7 @@ use memtamer_core::unimem::plan::{
     decide, exposed_split, global_search, initial_placement_max_refs, local_search, per_iteration,
     predict, settle, Problem, Search,
 };
+use memtamer_core::unimem::regress::{RegressionGuard, Verdict, DEFAULT_JUDGE};
 use memtamer_core::unimem::schedule::{schedule_checked, Move};
 use memtamer_core::unimem::transition::{transition, OnceMove};
 use memtamer_core::unimem::ObjId;
@@ -173,6 +174,22 @@ pub struct UnimemPolicy {
     writes: Vec<Vec<bool>>,
     phases: usize,
     decided: String,
+    /// The measured regression guard (`unimem::regress`): the decided
+    /// plan's quiet iterations against the profiled ones, which ran under
+    /// the placement it replaced.
+    guard: RegressionGuard,
+    /// First iteration of the placement in force (the one-time moves'
+    /// clock starts at its phase 0).
+    adopted_at: u32,
+    /// The plan in force (per-phase DRAM sets) and the one it replaced,
+    /// with its schedule (the revert's target).
+    dram: Vec<BTreeSet<ObjId>>,
+    prev: Option<(Vec<BTreeSet<ObjId>>, Vec<Move>)>,
+    /// Per unit, the phases that use / write it (the decision's profile).
+    uses: Vec<Vec<bool>>,
+    unit_writes: Vec<Vec<bool>>,
+    /// The current iteration's phase times (enforcing).
+    iter_times: Vec<f64>,
 }
 
 impl UnimemPolicy {
@@ -227,6 +244,14 @@ impl UnimemPolicy {
             writes,
             phases: prog.phases.len(),
             decided: "not decided".into(),
+            // the simulator's clock has no jitter floor
+            guard: RegressionGuard::new(DEFAULT_JUDGE, 0.0),
+            adopted_at: profile_iterations,
+            dram: Vec::new(),
+            prev: None,
+            uses: Vec::new(),
+            unit_writes: Vec::new(),
+            iter_times: vec![0.0; prog.phases.len()],
         }
     }
 
@@ -278,6 +303,9 @@ impl UnimemPolicy {
             .map(|un| self.writes[un.obj].clone())
             .collect();
         self.once = transition(&start, &dram, &moves, &uses, &unit_writes);
+        // the placement replaced: everything where it was, no moves
+        self.prev = Some((vec![start.clone(); n], Vec::new()));
+        self.guard.adopted();
         let sets: Vec<String> = dram
             .iter()
             .map(|s| {
@@ -327,6 +355,61 @@ impl UnimemPolicy {
             sets.join(" | ")
         );
         self.moves = Some(moves);
+        self.dram = dram;
+        self.uses = uses;
+        self.unit_writes = unit_writes;
+    }
+
+    /// The end of an enforced iteration `iter`: its phase times go to the
+    /// regression guard (a quiet iteration once the one-time moves of the
+    /// last switch are all issued and waited for; before that, the
+    /// switch's cost), and a plan measured slower than the placement it
+    /// replaced is reverted: the old plan's schedule again, one-time moves
+    /// from where the units are now, and the rejected plan remembered.
+    fn judge(&mut self, iter: u32, v: &dyn SpaceView) {
+        let times = std::mem::replace(&mut self.iter_times, vec![0.0; self.phases]);
+        let first_step = (iter.saturating_sub(self.adopted_at) as usize) * self.phases;
+        let settled = self
+            .once
+            .iter()
+            .all(|m| m.issue.max(m.wait.unwrap_or(0)) < first_step);
+        if !settled {
+            self.guard.switching(times.iter().sum());
+            return;
+        }
+        let remaining = f64::from(self.iterations.saturating_sub(iter + 1));
+        let verdict = self.guard.quiet(&times, Some(remaining));
+        let (Verdict::Revert(c) | Verdict::KeepNoPayback(c)) = &verdict else {
+            return;
+        };
+        let ms = |s: f64| s * 1e3;
+        let what = if matches!(verdict, Verdict::Revert(_)) {
+            "reverted"
+        } else {
+            "kept (no payback)"
+        };
+        self.decided += &format!(
+            "; guard at iteration {iter}: {:.3} ms/iteration measured vs {:.3} before              (sigma {:.3}, phases slower {:?}, switch {:.3} ms), {what}",
+            ms(c.after_s),
+            ms(c.before_s),
+            c.sigma,
+            c.slower_phases,
+            ms(c.switch_s)
+        );
+        let Some((dram, moves)) = self.prev.take().filter(|_| what == "reverted") else {
+            return;
+        };
+        let now: BTreeSet<ObjId> = (0..self.units.len())
+            .filter(|&u| {
+                let un = self.units[u];
+                (un.first..un.first + un.pages).all(|p| v.page_tier(un.obj, p) == Tier::Dram)
+            })
+            .collect();
+        self.guard.reject(&self.dram);
+        self.once = transition(&now, &dram, &moves, &self.uses, &self.unit_writes);
+        self.adopted_at = iter + 1;
+        self.dram = dram;
+        self.moves = Some(moves);
     }
 }
 
@@ -354,9 +437,8 @@ impl PhasePolicy for UnimemPolicy {
         // phases since the decision: the one-time moves' clock
         // (`OnceMove::issue` / `wait`, from phase 0 of the first enforced
         // iteration; `n` is phase 0 of the next)
-        let step = (iter.saturating_sub(self.profile_iterations) as usize)
-            .saturating_mul(self.phases)
-            + phase;
+        let step =
+            (iter.saturating_sub(self.adopted_at) as usize).saturating_mul(self.phases) + phase;
         let mut out = PhaseStart::default();
         for m in self.once.iter().filter(|m| m.issue == step) {
             out.moves.push(self.units[m.obj].req(m.to));
@@ -396,8 +478,26 @@ impl PhasePolicy for UnimemPolicy {
     }
 
     fn phase_end(&mut self, iter: u32, phase: usize, obs: &PhaseObs, v: &dyn SpaceView) {
-        if self.moves.is_some() || iter >= self.profile_iterations {
+        if self.moves.is_some() {
+            if let Some(t) = self.iter_times.get_mut(phase) {
+                *t = obs.time;
+            }
+            if phase + 1 == self.phases {
+                self.judge(iter, v);
+            }
             return;
+        }
+        if iter >= self.profile_iterations {
+            return;
+        }
+        // a profiled iteration is quiet (sampling is free here) and runs
+        // under the placement the decision will replace
+        if let Some(t) = self.iter_times.get_mut(phase) {
+            *t = obs.time;
+        }
+        if phase + 1 == self.phases {
+            let times = std::mem::replace(&mut self.iter_times, vec![0.0; self.phases]);
+            self.guard.quiet(&times, None);
         }
         if phase == 0 {
             self.profile.clear();
@@ -550,6 +650,76 @@ mod tests {
         }
         // (one object may stay resident: the plan is per phase, not a rotation)
         assert!(promoted.len() >= 3, "{promoted:?}: {}", pol.summary());
+    }
+
+    /// Runs enforced iteration `iter` of `pol` with every phase taking `t`.
+    fn enforced(pol: &mut UnimemPolicy, prog: &PhasedProgram, v: &View, iter: u32, t: f64) {
+        for i in 0..prog.phases.len() {
+            pol.phase_start(iter, i, v);
+            let obs = PhaseObs {
+                time: t,
+                lines: vec![0; prog.objects.len()],
+            };
+            pol.phase_end(iter, i, &obs, v);
+        }
+    }
+
+    #[test]
+    fn a_plan_measured_slower_than_the_profiled_placement_is_reverted() {
+        let prog = program(
+            &[16, 16, 16, 16],
+            &[
+                &[(0, 100_000, true)],
+                &[(1, 100_000, true)],
+                &[(2, 100_000, true)],
+                &[(3, 100_000, true)],
+            ],
+        );
+        let build = || {
+            UnimemPolicy::new(
+                &prog,
+                32 * PAGE,
+                platform(&model()),
+                SearchSpec::Both,
+                false,
+                1,
+            )
+        };
+        let v = View {
+            pages: vec![vec![Tier::Slow; 16]; 4],
+            capacity: 32 * PAGE,
+            busy: false,
+        };
+        // measured faster than the profiled iteration: kept, nothing said
+        let mut pol = build();
+        profile(&mut pol, &prog, &v, 0.01);
+        let decided = pol.summary();
+        for it in 1..8 {
+            enforced(&mut pol, &prog, &v, it, 0.005);
+        }
+        assert_eq!(pol.summary(), decided);
+        assert!(pol.phase_start(8, 0, &v).moves.len() + pol.phase_start(8, 1, &v).moves.len() > 0);
+        // measured slower: after the switching iterations (one-time moves
+        // issued and waited for) and three quiet ones, the plan is reverted
+        // to the profiled placement
+        let mut pol = build();
+        profile(&mut pol, &prog, &v, 0.01);
+        let at = (1..=8)
+            .find(|&it| {
+                enforced(&mut pol, &prog, &v, it, 0.02);
+                pol.summary().contains("reverted")
+            })
+            .expect("never reverted");
+        assert!((3..=5).contains(&at), "{at}: {}", pol.summary());
+        let next = at + 1;
+        // all slow now and before: no one-time moves, no moves per iteration
+        for it in next..next + 3 {
+            for i in 0..4 {
+                let s = pol.phase_start(it, i, &v);
+                assert!(s.moves.is_empty() && s.wait.is_empty(), "{it}.{i}: {s:?}");
+            }
+        }
+        assert_eq!(pol.guard.rejected(), 1);
     }
 
     #[test]

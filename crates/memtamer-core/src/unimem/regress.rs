@@ -15,15 +15,16 @@
 //! the same model again.
 //!
 //! The reading (pure, [`RegressionGuard`]):
-//! * **What is compared.** The median iteration time of `judge` quiet
+//! * **What is compared.** The mean iteration time of `judge` quiet
 //!   iterations under the new plan against the median of the last `judge`
 //!   quiet iterations under the placement before it. Quiet: the caller's
 //!   word, iterations whose time is the placement's steady state (no
 //!   profiling; the one-time moves of the switch done). The iteration
 //!   total decides, not a phase: a plan trades phases against each other
 //!   ([`Comparison::slower_phases`] says which phases lost).
-//! * **Beyond the noise.** The control chart's upper limit: slower when
-//!   the new median exceeds the old by more than 3 relative sigma, sigma
+//! * **Beyond the noise.** The X-bar chart's upper limit: slower when the
+//!   mean of the new plan's `n` quiet iterations exceeds the old median
+//!   by more than 3 relative sigma / sqrt(n), sigma
 //!   estimated from the ranges of the two groups as the drift monitor
 //!   estimates it ([`super::noise`]; pooled over the phases, or from the
 //!   iteration totals' own range if that is wider). No fixed percentage:
@@ -50,13 +51,18 @@ pub const DEFAULT_JUDGE: usize = 3;
 pub struct Comparison {
     /// Median iteration time under the placement replaced, s.
     pub before_s: f64,
-    /// Median iteration time under the adopted plan, s.
+    /// Mean iteration time under the adopted plan, s (the X-bar chart's
+    /// subgroup mean).
     pub after_s: f64,
     /// Relative sigma of an iteration time (the noise); infinite when the
     /// iterations are shorter than the clock's jitter floor.
     pub sigma: f64,
-    /// Phases whose median rose above their old median by more than 3
-    /// sigma (what lost; the decision is on the total).
+    /// Upper control limit of `after_s`: `before_s` x (1 + 3 sigma /
+    /// sqrt(n)) for a mean of `n` quiet iterations (the X-bar chart's
+    /// limit, Montgomery §6.2), s.
+    pub limit_s: f64,
+    /// Phases whose mean rose above their old median by more than the
+    /// same relative limit (what lost; the decision is on the total).
     pub slower_phases: Vec<usize>,
     /// Measured cost of the switch to the plan: what the iterations
     /// between its adoption and its first quiet iteration took beyond its
@@ -70,9 +76,9 @@ impl Comparison {
         self.after_s - self.before_s
     }
 
-    /// Above the control chart's upper limit (3 sigma).
+    /// Above the control chart's upper limit.
     pub fn slower(&self) -> bool {
-        self.after_s > self.before_s * (1.0 + 3.0 * self.sigma)
+        self.after_s > self.limit_s
     }
 }
 
@@ -132,6 +138,15 @@ impl RegressionGuard {
         self.judging = !self.before.is_empty();
         self.after.clear();
         self.switching.clear();
+    }
+
+    /// Drops every measurement (a new profile: the program, or what it
+    /// allocates, changed), keeping the rejected plans.
+    pub fn forget_measurements(&mut self) {
+        self.before.clear();
+        self.after.clear();
+        self.switching.clear();
+        self.judging = false;
     }
 
     /// Whether a plan is being judged.
@@ -217,7 +232,8 @@ pub fn compare(
         t
     };
     let (tb, ta) = (total(before), total(after));
-    let (before_s, after_s) = (median(&tb), median(&ta));
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let (before_s, after_s) = (median(&tb), mean(&ta));
     let sigma = if before_s < min_s || !before_s.is_finite() {
         f64::INFINITY
     } else {
@@ -238,14 +254,22 @@ pub fn compare(
             })
             .fold(0.0, f64::max)
     };
-    let (sb, sa) = (phase_stats(before, min_s), phase_stats(after, min_s));
+    let rel = 1.0 + 3.0 * sigma / (after.len().max(1) as f64).sqrt();
+    let sb = phase_stats(before, min_s);
     let slower_phases = sb
         .iter()
-        .zip(&sa)
         .enumerate()
-        .filter_map(|(k, (b, a))| match (b, a) {
-            (Some((cb, _)), Some((ca, _))) if *ca > cb * (1.0 + 3.0 * sigma) => Some(k),
-            _ => None,
+        .filter_map(|(k, b)| {
+            let ca = mean(
+                &after
+                    .iter()
+                    .map(|s| s.get(k).copied().unwrap_or(0.0))
+                    .collect::<Vec<_>>(),
+            );
+            match b {
+                Some((cb, _)) if ca >= min_s && ca > cb * rel => Some(k),
+                _ => None,
+            }
         })
         .collect();
     let switch_s = switching.iter().map(|t| (t - after_s).max(0.0)).sum();
@@ -253,6 +277,7 @@ pub fn compare(
         before_s,
         after_s,
         sigma,
+        limit_s: before_s * rel,
         slower_phases,
         switch_s,
     }

@@ -192,3 +192,15 @@ fn compare_reports_slower_phases_against_the_noise() {
     assert!(c.slower());
     assert_eq!(c.switch_s, 0.0);
 }
+
+#[test]
+fn forgetting_measurements_keeps_the_rejected_plans() {
+    let mut g = judging(&[&[1.0]]);
+    g.reject(&[set(&[0])]);
+    g.forget_measurements();
+    assert!(!g.judging());
+    assert!(g.is_rejected(&[set(&[0])]));
+    // nothing to judge against now
+    g.adopted();
+    assert!(!g.judging());
+}

@@ -369,16 +369,27 @@ impl UnimemPolicy {
     fn judge(&mut self, iter: u32, v: &dyn SpaceView) {
         let times = std::mem::replace(&mut self.iter_times, vec![0.0; self.phases]);
         let first_step = (iter.saturating_sub(self.adopted_at) as usize) * self.phases;
-        let settled = self
-            .once
-            .iter()
-            .all(|m| m.issue.max(m.wait.unwrap_or(0)) < first_step);
+        // steady once the one-time moves are issued and waited for, and,
+        // for a schedule with moves, after its first cycle (the first
+        // iteration has none of the copies the previous one issues for it)
+        let cycled = self.moves.as_ref().is_none_or(Vec::is_empty) || first_step > 0;
+        let settled = cycled
+            && self
+                .once
+                .iter()
+                .all(|m| m.issue.max(m.wait.unwrap_or(0)) < first_step);
         if !settled {
+            if std::env::var_os("MEMTAMER_GUARD_DEBUG").is_some() {
+                eprintln!("guard iter {iter}: switching {times:?}");
+            }
             self.guard.switching(times.iter().sum());
             return;
         }
         let remaining = f64::from(self.iterations.saturating_sub(iter + 1));
         let verdict = self.guard.quiet(&times, Some(remaining));
+        if std::env::var_os("MEMTAMER_GUARD_DEBUG").is_some() {
+            eprintln!("guard iter {iter}: {times:?} -> {verdict:?}");
+        }
         let (Verdict::Revert(c) | Verdict::KeepNoPayback(c)) = &verdict else {
             return;
         };
@@ -389,7 +400,7 @@ impl UnimemPolicy {
             "kept (no payback)"
         };
         self.decided += &format!(
-            "; guard at iteration {iter}: {:.3} ms/iteration measured vs {:.3} before              (sigma {:.3}, phases slower {:?}, switch {:.3} ms), {what}",
+            "; guard at iteration {iter}: {:.3} ms/iteration measured vs {:.3} before (sigma {:.3}, phases slower {:?}, switch {:.3} ms), {what}",
             ms(c.after_s),
             ms(c.before_s),
             c.sigma,
@@ -497,6 +508,9 @@ impl PhasePolicy for UnimemPolicy {
         }
         if phase + 1 == self.phases {
             let times = std::mem::replace(&mut self.iter_times, vec![0.0; self.phases]);
+            if std::env::var_os("MEMTAMER_GUARD_DEBUG").is_some() {
+                eprintln!("guard profiled iter {iter}: {times:?}");
+            }
             self.guard.quiet(&times, None);
         }
         if phase == 0 {

@@ -379,17 +379,11 @@ impl UnimemPolicy {
                 .iter()
                 .all(|m| m.issue.max(m.wait.unwrap_or(0)) < first_step);
         if !settled {
-            if std::env::var_os("MEMTAMER_GUARD_DEBUG").is_some() {
-                eprintln!("guard iter {iter}: switching {times:?}");
-            }
             self.guard.switching(times.iter().sum());
             return;
         }
         let remaining = f64::from(self.iterations.saturating_sub(iter + 1));
         let verdict = self.guard.quiet(&times, Some(remaining));
-        if std::env::var_os("MEMTAMER_GUARD_DEBUG").is_some() {
-            eprintln!("guard iter {iter}: {times:?} -> {verdict:?}");
-        }
         let (Verdict::Revert(c) | Verdict::KeepNoPayback(c)) = &verdict else {
             return;
         };
@@ -508,9 +502,6 @@ impl PhasePolicy for UnimemPolicy {
         }
         if phase + 1 == self.phases {
             let times = std::mem::replace(&mut self.iter_times, vec![0.0; self.phases]);
-            if std::env::var_os("MEMTAMER_GUARD_DEBUG").is_some() {
-                eprintln!("guard profiled iter {iter}: {times:?}");
-            }
             self.guard.quiet(&times, None);
         }
         if phase == 0 {

@@ -42,6 +42,8 @@
 //!   run of `N` iterations re-profiles for drift at most about
 //!   `log2(N / run + 1)` times whatever the host does.
 
+use crate::unimem::noise;
+
 /// Phases shorter than this (s) in the baseline are all jitter: they never
 /// count (the driver's rule before this module).
 pub const MIN_PHASE_S: f64 = 1e-3;
@@ -171,23 +173,12 @@ fn side_of(b: &Band, t: f64) -> i8 {
 }
 
 /// Each phase's band from the baseline samples (all the same length);
-/// `None` for a phase whose centre is under [`MIN_PHASE_S`].
+/// `None` for a phase whose centre is under [`MIN_PHASE_S`]. The noise is
+/// the control-chart reading the regression guard uses too
+/// ([`crate::unimem::noise`]).
 fn bands_of(samples: &[Vec<f64>], tol: f64) -> Vec<Option<Band>> {
-    let n = samples.first().map_or(0, Vec::len);
-    // per phase: centre and relative range, for the phases that count
-    let stats: Vec<Option<(f64, f64)>> = (0..n)
-        .map(|k| {
-            let mut v: Vec<f64> = samples.iter().map(|s| s[k]).collect();
-            v.sort_by(f64::total_cmp);
-            let centre = median(&v);
-            let range = v.last().copied().unwrap_or(0.0) - v.first().copied().unwrap_or(0.0);
-            (centre >= MIN_PHASE_S && centre.is_finite() && range.is_finite())
-                .then_some((centre, range / centre))
-        })
-        .collect();
-    let mut rel: Vec<f64> = stats.iter().flatten().map(|&(_, r)| r).collect();
-    rel.sort_by(f64::total_cmp);
-    let sigma = median(&rel) / d2(samples.len());
+    let stats = noise::phase_stats(samples, MIN_PHASE_S);
+    let sigma = noise::relative_sigma(&stats, samples.len());
     let half = tol.max(3.0 * sigma);
     stats
         .into_iter()
@@ -198,27 +189,6 @@ fn bands_of(samples: &[Vec<f64>], tol: f64) -> Vec<Option<Band>> {
             })
         })
         .collect()
-}
-
-/// The control chart's d2(n): the expected range of `n` independent
-/// normal samples in units of their standard deviation (Montgomery,
-/// Appendix Table VI), so that range / d2 estimates sigma. Past 10 the
-/// table's last entry (a wider band: fewer false alarms); under 2 there
-/// is no range, and the band is the tolerance alone.
-fn d2(n: usize) -> f64 {
-    const D2: [f64; 9] = [
-        1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078,
-    ];
-    D2[n.clamp(2, 10) - 2]
-}
-
-/// Median of a sorted, non-empty slice (0 for an empty one).
-fn median(v: &[f64]) -> f64 {
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => 0.5 * (v[n / 2 - 1] + v[n / 2]),
-    }
 }
 
 /// Issue 20: whether `unseen` live objects that the last profile did not

@@ -11,6 +11,7 @@
 
 use crate::budget::{decision_budget_s, DEFAULT_DECISION_SHARE};
 use crate::decision::{thread_cpu_s, Decided, Pending};
+mod guarded;
 pub use crate::drift::new_objects_reprofile;
 use crate::drift::{DriftMonitor, DEFAULT_BASELINE, DEFAULT_RUN};
 use crate::unimem::model::{ObjPhase, PhaseProfile, Platform};
@@ -191,6 +192,8 @@ pub struct Driver {
     /// profiled iteration: an object freed before the decision keeps them
     /// in the recording.
     profiled_objs: Vec<(String, u64)>,
+    /// The measured regression guard's state ([`guarded`]).
+    guarded: guarded::State,
     /// Address sampling (PEBS) instead of the fault sampler, if chosen
     /// ([`crate::pebs`]; the default: none, the fault sampler).
     pub access: crate::pebs::AccessProfiler,
@@ -256,6 +259,7 @@ impl Driver {
             profile_fresh: false,
             profile_out: None,
             profiled_objs: Vec::new(),
+            guarded: Default::default(),
             access: Default::default(),
             cfg,
         }
@@ -479,6 +483,7 @@ impl Driver {
     }
 
     fn adopt(&mut self, d: Decided) {
+        let d = self.guard_adopt(d);
         // One-time moves from the placement the decision started from (it
         // still holds: nothing moves while deciding) to the plan's, issued
         // and waited for phase by phase from the next enforced phase 0
@@ -544,6 +549,7 @@ impl Driver {
         };
         // Issue 20 item 5: the simulator can replay this profile
         // (`memtamer sim unimem`, scenario key `profile`).
+        self.guard_decision(&start);
         if self.profile_fresh {
             self.profile_fresh = false;
             self.write_profile(&problem);
@@ -708,7 +714,8 @@ impl Driver {
                 // noise: one phase out of its control limits on the same
                 // side three quiet iterations in a row, with a backoff
                 // ([`DriftMonitor`]).
-                let moved = !busy && self.drift.observe(&now);
+                let reverted = self.guard_iteration(&now);
+                let moved = !busy && !reverted && self.drift.observe(&now);
                 // Copies slower than the model assumed (the helper shares a
                 // core with the ranks, say): decide again on the same
                 // profile with the measured copy bandwidths (per direction).

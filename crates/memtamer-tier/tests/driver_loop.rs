@@ -392,3 +392,41 @@ fn a_decision_made_off_the_thread_is_adopted_at_an_iteration_top() {
     assert!(all_equal(b, 2 * MB, its as u8));
     assert_eq!(drv.stats().decisions, 1);
 }
+
+/// The regression guard (`unimem::regress`, `driver/guarded.rs`): a plan
+/// whose quiet iterations are measured far slower than the profiled
+/// iteration is reverted to the placement the decision started from. The
+/// slowdown is the test's own (each phase sleeps 2 ms while profiled, then
+/// twice the profiled iteration's measured wall time: sleeps only ever last
+/// longer, so the plan's iterations are over 4x the profiled one whatever
+/// the host's load), not the placement's.
+#[test]
+fn a_plan_measured_slower_than_the_profiled_iteration_is_reverted() {
+    let (rt, a, b) = two_objects();
+    let mut drv = Driver::new(rt.clone(), config(1e6));
+    let mut promoted = false;
+    let mut nap = Duration::from_millis(2);
+    for it in 0..9 {
+        drv.iteration();
+        promoted |= tier_of(&rt, a) == Tier::Dram;
+        if it == 1 {
+            // each phase now sleeps twice the whole profiled iteration
+            nap = Duration::from_secs_f64(2.0 * drv.stats().profiled_s + 0.01);
+        }
+        sweep(a, 2 * MB, 10, &mut drv);
+        std::thread::sleep(nap);
+        drv.boundary();
+        sweep(b, 2 * MB, 1, &mut drv);
+        std::thread::sleep(nap);
+        drv.boundary();
+    }
+    drv.finish();
+    // the plan put A in DRAM (expensive copies: one global move), the
+    // guard judged it on three quiet iterations and moved A back
+    assert!(promoted, "the plan never promoted A");
+    assert_eq!(drv.guard_reverts(), (1, 0));
+    assert_eq!(tier_of(&rt, a), Tier::Slow);
+    assert_eq!(tier_of(&rt, b), Tier::Slow);
+    assert!(all_equal(a, 2 * MB, 90));
+    assert!(all_equal(b, 2 * MB, 9));
+}

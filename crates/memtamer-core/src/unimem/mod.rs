@@ -14,6 +14,10 @@
 //!   as early as the object's and its victims' last uses allow.
 //! * [`fifo`]: the helper thread's FIFO played over one iteration: the
 //!   waits a schedule's copies cause, promotions and evictions apart.
+//! * [`noise`]: the control-chart reading of phase-time noise (the drift
+//!   monitor's and the regression guard's).
+//! * [`regress`]: the measured regression guard: an adopted plan against
+//!   the placement it replaced, keep or revert, and the plans rejected.
 //! * [`transition`]: the one-time moves from the placement at a decision
 //!   to the plan's, timed ahead of their use like the schedule's.
 
@@ -21,8 +25,10 @@ pub mod calibrate;
 pub mod fifo;
 pub mod knapsack;
 pub mod model;
+pub mod noise;
 pub mod plan;
 pub mod profile_file;
+pub mod regress;
 pub mod schedule;
 pub mod transition;
 

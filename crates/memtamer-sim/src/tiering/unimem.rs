@@ -34,6 +34,7 @@ use memtamer_core::unimem::plan::{
     decide, exposed_split, global_search, initial_placement_max_refs, local_search, per_iteration,
     predict, settle, Problem, Search,
 };
+use memtamer_core::unimem::regress::{RegressionGuard, Verdict, DEFAULT_JUDGE};
 use memtamer_core::unimem::schedule::{schedule_checked, Move};
 use memtamer_core::unimem::transition::{transition, OnceMove};
 use memtamer_core::unimem::ObjId;
@@ -173,6 +174,22 @@ pub struct UnimemPolicy {
     writes: Vec<Vec<bool>>,
     phases: usize,
     decided: String,
+    /// The measured regression guard (`unimem::regress`): the decided
+    /// plan's quiet iterations against the profiled ones, which ran under
+    /// the placement it replaced.
+    guard: RegressionGuard,
+    /// First iteration of the placement in force (the one-time moves'
+    /// clock starts at its phase 0).
+    adopted_at: u32,
+    /// The plan in force (per-phase DRAM sets) and the one it replaced,
+    /// with its schedule (the revert's target).
+    dram: Vec<BTreeSet<ObjId>>,
+    prev: Option<(Vec<BTreeSet<ObjId>>, Vec<Move>)>,
+    /// Per unit, the phases that use / write it (the decision's profile).
+    uses: Vec<Vec<bool>>,
+    unit_writes: Vec<Vec<bool>>,
+    /// The current iteration's phase times (enforcing).
+    iter_times: Vec<f64>,
 }
 
 impl UnimemPolicy {
@@ -227,6 +244,14 @@ impl UnimemPolicy {
             writes,
             phases: prog.phases.len(),
             decided: "not decided".into(),
+            // the simulator's clock has no jitter floor
+            guard: RegressionGuard::new(DEFAULT_JUDGE, 0.0),
+            adopted_at: profile_iterations,
+            dram: Vec::new(),
+            prev: None,
+            uses: Vec::new(),
+            unit_writes: Vec::new(),
+            iter_times: vec![0.0; prog.phases.len()],
         }
     }
 
@@ -278,6 +303,9 @@ impl UnimemPolicy {
             .map(|un| self.writes[un.obj].clone())
             .collect();
         self.once = transition(&start, &dram, &moves, &uses, &unit_writes);
+        // the placement replaced: everything where it was, no moves
+        self.prev = Some((vec![start.clone(); n], Vec::new()));
+        self.guard.adopted();
         let sets: Vec<String> = dram
             .iter()
             .map(|s| {
@@ -327,6 +355,66 @@ impl UnimemPolicy {
             sets.join(" | ")
         );
         self.moves = Some(moves);
+        self.dram = dram;
+        self.uses = uses;
+        self.unit_writes = unit_writes;
+    }
+
+    /// The end of an enforced iteration `iter`: its phase times go to the
+    /// regression guard (a quiet iteration once the one-time moves of the
+    /// last switch are all issued and waited for; before that, the
+    /// switch's cost), and a plan measured slower than the placement it
+    /// replaced is reverted: the old plan's schedule again, one-time moves
+    /// from where the units are now, and the rejected plan remembered.
+    fn judge(&mut self, iter: u32, v: &dyn SpaceView) {
+        let times = std::mem::replace(&mut self.iter_times, vec![0.0; self.phases]);
+        let first_step = (iter.saturating_sub(self.adopted_at) as usize) * self.phases;
+        // steady once the one-time moves are issued and waited for, and,
+        // for a schedule with moves, after its first cycle (the first
+        // iteration has none of the copies the previous one issues for it)
+        let cycled = self.moves.as_ref().is_none_or(Vec::is_empty) || first_step > 0;
+        let settled = cycled
+            && self
+                .once
+                .iter()
+                .all(|m| m.issue.max(m.wait.unwrap_or(0)) < first_step);
+        if !settled {
+            self.guard.switching(times.iter().sum());
+            return;
+        }
+        let remaining = f64::from(self.iterations.saturating_sub(iter + 1));
+        let verdict = self.guard.quiet(&times, Some(remaining));
+        let (Verdict::Revert(c) | Verdict::KeepNoPayback(c)) = &verdict else {
+            return;
+        };
+        let ms = |s: f64| s * 1e3;
+        let what = if matches!(verdict, Verdict::Revert(_)) {
+            "reverted"
+        } else {
+            "kept (no payback)"
+        };
+        self.decided += &format!(
+            "; guard at iteration {iter}: {:.3} ms/iteration measured vs {:.3} before (sigma {:.3}, phases slower {:?}, switch {:.3} ms), {what}",
+            ms(c.after_s),
+            ms(c.before_s),
+            c.sigma,
+            c.slower_phases,
+            ms(c.switch_s)
+        );
+        let Some((dram, moves)) = self.prev.take().filter(|_| what == "reverted") else {
+            return;
+        };
+        let now: BTreeSet<ObjId> = (0..self.units.len())
+            .filter(|&u| {
+                let un = self.units[u];
+                (un.first..un.first + un.pages).all(|p| v.page_tier(un.obj, p) == Tier::Dram)
+            })
+            .collect();
+        self.guard.reject(&self.dram);
+        self.once = transition(&now, &dram, &moves, &self.uses, &self.unit_writes);
+        self.adopted_at = iter + 1;
+        self.dram = dram;
+        self.moves = Some(moves);
     }
 }
 
@@ -354,9 +442,8 @@ impl PhasePolicy for UnimemPolicy {
         // phases since the decision: the one-time moves' clock
         // (`OnceMove::issue` / `wait`, from phase 0 of the first enforced
         // iteration; `n` is phase 0 of the next)
-        let step = (iter.saturating_sub(self.profile_iterations) as usize)
-            .saturating_mul(self.phases)
-            + phase;
+        let step =
+            (iter.saturating_sub(self.adopted_at) as usize).saturating_mul(self.phases) + phase;
         let mut out = PhaseStart::default();
         for m in self.once.iter().filter(|m| m.issue == step) {
             out.moves.push(self.units[m.obj].req(m.to));
@@ -396,8 +483,26 @@ impl PhasePolicy for UnimemPolicy {
     }
 
     fn phase_end(&mut self, iter: u32, phase: usize, obs: &PhaseObs, v: &dyn SpaceView) {
-        if self.moves.is_some() || iter >= self.profile_iterations {
+        if self.moves.is_some() {
+            if let Some(t) = self.iter_times.get_mut(phase) {
+                *t = obs.time;
+            }
+            if phase + 1 == self.phases {
+                self.judge(iter, v);
+            }
             return;
+        }
+        if iter >= self.profile_iterations {
+            return;
+        }
+        // a profiled iteration is quiet (sampling is free here) and runs
+        // under the placement the decision will replace
+        if let Some(t) = self.iter_times.get_mut(phase) {
+            *t = obs.time;
+        }
+        if phase + 1 == self.phases {
+            let times = std::mem::replace(&mut self.iter_times, vec![0.0; self.phases]);
+            self.guard.quiet(&times, None);
         }
         if phase == 0 {
             self.profile.clear();
@@ -472,297 +577,5 @@ impl PhasePolicy for UnimemPolicy {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::test_support::model;
-    use super::super::test_support::{program, View};
-    use super::super::PAGE;
-    use super::*;
-
-    #[test]
-    fn classification_is_against_the_slow_tiers_peak() {
-        // §3.4.1: bandwidth-sensitive when the demand "reaches t1% of the
-        // peak NVM bandwidth": 4.5 GB/s saturates this 5 GB/s slow tier
-        // although it is under 80% of DRAM's 10 GB/s
-        use memtamer_core::unimem::model::{classify, Sensitivity};
-        let p = platform(&model());
-        assert_eq!(classify(4.5e9, &p), Sensitivity::Bandwidth);
-        assert_eq!(classify(3.9e9, &p), Sensitivity::Both);
-        assert_eq!(classify(0.4e9, &p), Sensitivity::Latency);
-    }
-
-    /// Runs the profiling iteration of `pol` with phase times `t` over a view.
-    fn profile(pol: &mut UnimemPolicy, prog: &PhasedProgram, v: &View, t: f64) {
-        let lines = super::super::static_lines(prog);
-        for (i, l) in lines.iter().enumerate() {
-            assert_eq!(pol.phase_start(0, i, v), PhaseStart::default());
-            let obs = PhaseObs {
-                time: t,
-                lines: l.iter().map(|x| x.0).collect(),
-            };
-            pol.phase_end(0, i, &obs, v);
-        }
-    }
-
-    #[test]
-    fn phase_varying_program_gets_per_phase_moves_with_room_to_overlap() {
-        // 4 phases, each streaming its own object of 16 pages hard; DRAM for
-        // 2 objects. Long phases: copies hide in the phases between uses.
-        let prog = program(
-            &[16, 16, 16, 16],
-            &[
-                &[(0, 100_000, true)],
-                &[(1, 100_000, true)],
-                &[(2, 100_000, true)],
-                &[(3, 100_000, true)],
-            ],
-        );
-        let mut pol = UnimemPolicy::new(
-            &prog,
-            32 * PAGE,
-            platform(&model()),
-            SearchSpec::Both,
-            false,
-            1,
-        );
-        assert_eq!(pol.initial(), vec![0, 0, 0, 0]);
-        let v = View {
-            pages: vec![vec![Tier::Slow; 16]; 4],
-            capacity: 32 * PAGE,
-            busy: false,
-        };
-        profile(&mut pol, &prog, &v, 0.01);
-        assert!(pol.summary().starts_with("local"), "{}", pol.summary());
-        // phase 0 of the first enforced iteration: object 0 is not copied
-        // (the schedule evicts it after phase 0: the copy would be undone
-        // unused); phase 0 of the next iteration waits for the schedule's
-        // promotion of it, made ahead of it
-        let s = pol.phase_start(1, 0, &v);
-        assert!(!s.moves.contains(&MoveReq::whole(0, Tier::Dram)), "{s:?}");
-        assert!(pol.phase_start(2, 0, &v).wait.contains(&0));
-        // every phase issues moves, and across the iteration each object comes in
-        let mut promoted = BTreeSet::new();
-        for i in 0..4 {
-            for m in pol.phase_start(1, i, &v).moves {
-                if m.to == Tier::Dram {
-                    promoted.insert(m.obj);
-                }
-            }
-        }
-        // (one object may stay resident: the plan is per phase, not a rotation)
-        assert!(promoted.len() >= 3, "{promoted:?}: {}", pol.summary());
-    }
-
-    #[test]
-    fn global_only_ablation_never_moves_inside_the_loop() {
-        let prog = program(
-            &[16, 16, 16],
-            &[
-                &[(0, 100_000, true)],
-                &[(1, 50_000, true)],
-                &[(2, 10, true)],
-            ],
-        );
-        let mut pol = UnimemPolicy::new(
-            &prog,
-            32 * PAGE,
-            platform(&model()),
-            SearchSpec::Global,
-            false,
-            1,
-        );
-        let v = View {
-            pages: vec![vec![Tier::Slow; 16]; 3],
-            capacity: 32 * PAGE,
-            busy: false,
-        };
-        profile(&mut pol, &prog, &v, 0.01);
-        let s = pol.phase_start(1, 0, &v);
-        let mut once: Vec<MoveReq> = s.moves.clone();
-        once.sort_by_key(|m| m.obj);
-        assert_eq!(
-            once,
-            vec![MoveReq::whole(0, Tier::Dram), MoveReq::whole(1, Tier::Dram)]
-        );
-        for it in 1..3 {
-            for i in 0..3 {
-                if (it, i) != (1, 0) {
-                    assert!(pol.phase_start(it, i, &v).moves.is_empty());
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn one_time_promotions_overlap_the_first_enforced_iteration() {
-        // o0 hot in phase 0, o1 hot in phase 1, o2 read lightly in phases 0
-        // and 2 and in DRAM at the decision; DRAM for two: global keeps
-        // {0, 1} and evicts o2.
-        let mut prog = program(
-            &[16, 16, 16],
-            &[
-                &[(0, 100_000, true), (2, 10, false)],
-                &[(1, 100_000, true)],
-                &[(2, 10, true)],
-            ],
-        );
-        let build = |prog: &PhasedProgram| {
-            UnimemPolicy::new(
-                prog,
-                32 * PAGE,
-                platform(&model()),
-                SearchSpec::Global,
-                false,
-                1,
-            )
-        };
-        let v = View {
-            pages: vec![
-                vec![Tier::Slow; 16],
-                vec![Tier::Slow; 16],
-                vec![Tier::Dram; 16],
-            ],
-            capacity: 32 * PAGE,
-            busy: true,
-        };
-        let mut pol = build(&prog);
-        profile(&mut pol, &prog, &v, 0.01);
-        let s = pol.phase_start(1, 0, &v);
-        // all queued at once: the eviction, then promotions in the order
-        // they are waited for (o0 at phase 0, o1 at phase 1 of iteration 2)
-        assert_eq!(
-            s.moves,
-            vec![
-                MoveReq::whole(2, Tier::Slow),
-                MoveReq::whole(0, Tier::Dram),
-                MoveReq::whole(1, Tier::Dram)
-            ]
-        );
-        // the first enforced iteration waits for none of them: the copies
-        // overlap it (its phases use the old copies; phase 0 reads o2 from
-        // the old copy while it is evicted)
-        assert!(s.wait.is_empty(), "{s:?}");
-        assert!(pol.phase_start(1, 1, &v).wait.is_empty());
-        assert!(pol.phase_start(1, 2, &v).wait.is_empty());
-        // the next iteration, the first placed one, waits for each where
-        // it first uses it
-        assert_eq!(pol.phase_start(2, 0, &v).wait, vec![0]);
-        assert_eq!(pol.phase_start(2, 1, &v).wait, vec![1]);
-        // a later iteration waits for nothing (no moves, nothing written)
-        assert!(pol.phase_start(3, 0, &v).wait.is_empty());
-        assert!(pol.phase_start(3, 1, &v).wait.is_empty());
-        // a phase that writes an object being moved waits for it
-        prog.phases[0].access[1].write_fraction = 0.5;
-        let mut pol = build(&prog);
-        profile(&mut pol, &prog, &v, 0.01);
-        assert_eq!(pol.phase_start(1, 0, &v).wait, vec![2]);
-    }
-
-    #[test]
-    fn large_regular_objects_are_split_into_chunks() {
-        // 64 pages streamed, 64 pages random, 8 pages; DRAM 32 pages:
-        // chunks of 8 pages for the streamed one only
-        let prog = program(
-            &[64, 64, 8],
-            &[&[(0, 1000, false), (1, 1000, true), (2, 10, false)]],
-        );
-        let u = units(&prog, 32 * PAGE);
-        assert_eq!(u.len(), 8 + 1 + 1);
-        for (k, c) in u.iter().take(8).enumerate() {
-            assert_eq!(
-                *c,
-                Unit {
-                    obj: 0,
-                    first: 8 * k as u64,
-                    pages: 8,
-                    chunk: Some(k)
-                }
-            );
-        }
-        assert_eq!(u[8].chunk, None);
-        assert_eq!((u[8].obj, u[8].pages), (1, 64));
-        assert_eq!((u[9].obj, u[9].pages), (2, 8));
-        // a DRAM larger than every object: nothing split
-        assert!(units(&prog, 128 * PAGE).iter().all(|c| c.chunk.is_none()));
-    }
-
-    #[test]
-    fn chunks_are_profiled_and_placed_by_their_own_heat() {
-        // object 0: 64 pages, only its first 16 pages hot; DRAM 32 pages
-        let prog = program(&[64], &[&[(0, 16 * 64 * 100, false)]]);
-        let mut pol = UnimemPolicy::new(
-            &prog,
-            32 * PAGE,
-            platform(&model()),
-            SearchSpec::Both,
-            false,
-            1,
-        );
-        assert!(pol.wants_heat());
-        let v = View {
-            pages: vec![vec![Tier::Slow; 64]],
-            capacity: 32 * PAGE,
-            busy: false,
-        };
-        assert_eq!(pol.phase_start(0, 0, &v), PhaseStart::default());
-        let mut heat = vec![(0..64)
-            .map(|p| if p < 16 { 6400 } else { 0 })
-            .collect::<Vec<u32>>()];
-        assert!(pol.tick(0.0, &mut heat, &v).is_empty());
-        assert!(
-            heat[0].iter().all(|&h| h == 0),
-            "the policy clears what it read"
-        );
-        let obs = PhaseObs {
-            time: 0.01,
-            lines: vec![16 * 6400],
-        };
-        pol.phase_end(0, 0, &obs, &v);
-        let s = pol.phase_start(1, 0, &v);
-        let mut got: Vec<(u64, u64)> = s
-            .moves
-            .iter()
-            .filter(|m| m.to == Tier::Dram)
-            .map(|m| (m.first_page, m.pages))
-            .collect();
-        got.sort_unstable();
-        // the two hot chunks (pages 0-7, 8-15), not the cold ones
-        assert_eq!(got, vec![(0, 8), (8, 8)], "{}", pol.summary());
-        assert!(pol.summary().contains("0.0,0.1"), "{}", pol.summary());
-    }
-
-    #[test]
-    fn initial_placement_takes_the_most_referenced_objects() {
-        let prog = program(
-            &[8, 8, 8],
-            &[&[(0, 10, false), (1, 1000, false)], &[(2, 500, true)]],
-        );
-        let mut pol = UnimemPolicy::new(
-            &prog,
-            16 * PAGE,
-            platform(&model()),
-            SearchSpec::Both,
-            true,
-            1,
-        );
-        assert_eq!(pol.initial(), vec![0, 8, 8]);
-    }
-
-    #[test]
-    fn initial_placement_takes_the_most_references_that_fit() {
-        // object 0 (8 pages, 1000 lines) has the most references alone,
-        // objects 1 and 2 (4 pages, 800 lines each) more together
-        let prog = program(
-            &[8, 4, 4],
-            &[&[(0, 1000, false), (1, 800, false)], &[(2, 800, false)]],
-        );
-        let mut pol = UnimemPolicy::new(
-            &prog,
-            8 * PAGE,
-            platform(&model()),
-            SearchSpec::Both,
-            true,
-            1,
-        );
-        assert_eq!(pol.initial(), vec![0, 4, 4]);
-    }
-}
+#[path = "unimem_tests.rs"]
+mod tests;

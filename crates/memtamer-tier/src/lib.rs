@@ -14,6 +14,8 @@
 //!   and their reader (`memtamer tier status`).
 
 pub mod access;
+pub mod alloc_place;
+pub mod alloc_site;
 pub mod backing;
 pub mod bench;
 pub mod budget;
@@ -274,6 +276,22 @@ impl TierRuntime {
         let mut p = self.profiler.lock().unwrap_or_else(|e| e.into_inner());
         p.tick(&mut reg, 0);
         p.estimates(&reg)
+    }
+
+    /// What the sampler saw of the object at `addr` since the last
+    /// [`TierRuntime::profile_reset`] (`None`: not an object, or never
+    /// sampled): read as it is freed, to teach allocation-time placement
+    /// ([`alloc_place`]) its identity's density.
+    pub fn profile_peek(&self, addr: usize) -> Option<alloc_place::Sample> {
+        let reg = self.shared.lock();
+        let pages = reg.objects.get(&addr)?.len / reg.page();
+        let p = self.profiler.lock().unwrap_or_else(|e| e.into_inner());
+        let (visits, ticks) = p.peek(addr)?;
+        Some(alloc_place::Sample {
+            visits,
+            ticks,
+            pages,
+        })
     }
 
     /// Forgets accumulated samples (start of a new profiling window).

@@ -63,6 +63,9 @@ struct Acc {
     faults: u64,
     armed: u64,
     visits: f64,
+    /// Intervals counted into `visits` (allocation-time placement's
+    /// density, [`crate::alloc_place`]).
+    ticks: u64,
     /// Pages armed at the last tick (the denominator for the next one).
     last_armed: u64,
     /// Slot fault counter at the last tick.
@@ -130,6 +133,7 @@ impl Profiler {
                 acc.faults += f;
                 acc.armed += acc.last_armed;
                 acc.visits += estimate_visits(f, acc.last_armed, pages);
+                acc.ticks += 1;
             }
             acc.last_count = count;
             let want = k.min(pages);
@@ -157,6 +161,13 @@ impl Profiler {
                 a.last_armed = armed;
             }
         }
+    }
+
+    /// The estimated page visits of the object at `addr` since the last
+    /// [`Profiler::reset`] and the intervals they cover (`None`: never
+    /// sampled). Read at its free by [`crate::alloc_site`].
+    pub fn peek(&self, addr: usize) -> Option<(f64, u64)> {
+        self.acc.get(&addr).map(|a| (a.visits, a.ticks))
     }
 
     /// Estimates per object, in address order.

@@ -1,8 +1,8 @@
 //! The imperative shell of allocation-time placement
 //! ([`crate::alloc_place`], the pure policy): the process's identity book,
 //! the room read from the registry and the plan in force, and the two
-//! hooks the C ABI calls, at an object's birth ([`alloc`]) and at its free
-//! ([`freed`]).
+//! hooks the C ABI calls, at an object's birth ([`alloc`]) and after its
+//! free ([`freed`]).
 //!
 //! Configuration, read when a runtime starts ([`start`]):
 //! `MEMTAMER_ALLOC_PLACE` (`0`/`off`: every object is born in the slow
@@ -160,14 +160,14 @@ pub fn alloc(
     Ok(p)
 }
 
-/// Learns from the object at `addr`, which is about to be freed: its
-/// lifetime and what the sampler saw of it. Call before the free.
-pub fn freed(rt: &TierRuntime, drv: Option<&Driver>, addr: usize) {
+/// Learns from the object that was at `addr` and has just been freed
+/// (`sample`: what the sampler saw of it, [`TierRuntime::free_sampled`]).
+pub fn freed(drv: Option<&Driver>, addr: usize, sample: Option<crate::alloc_place::Sample>) {
     let mut g = state();
     let Some(st) = g.as_mut() else { return };
     if !st.book.knows(addr) {
         return;
     }
     let boundary = drv.map_or(0, |d| d.stats().boundaries);
-    st.book.died(addr, boundary, rt.profile_peek(addr));
+    st.book.died(addr, boundary, sample);
 }

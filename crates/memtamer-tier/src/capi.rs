@@ -312,11 +312,10 @@ pub extern "C" fn mt_tier_free(ptr: *mut c_void) -> c_int {
     match current()
         .ok_or(TierError::UnknownObject { addr: ptr as usize })
         .and_then(|rt| {
-            {
-                let drv = DRIVER.lock().unwrap_or_else(|e| e.into_inner());
-                crate::alloc_site::freed(&rt, drv.as_ref(), ptr as usize);
-            }
-            rt.free(ptr as *mut u8)
+            let seen = rt.free_sampled(ptr as *mut u8)?;
+            let drv = DRIVER.lock().unwrap_or_else(|e| e.into_inner());
+            crate::alloc_site::freed(drv.as_ref(), ptr as usize, seen);
+            Ok(())
         }) {
         Ok(()) => 0,
         Err(e) => {

@@ -163,11 +163,27 @@ impl Profiler {
         }
     }
 
-    /// The estimated page visits of the object at `addr` since the last
-    /// [`Profiler::reset`] and the intervals they cover (`None`: never
-    /// sampled). Read at its free by [`crate::alloc_site`].
-    pub fn peek(&self, addr: usize) -> Option<(f64, u64)> {
-        self.acc.get(&addr).map(|a| (a.visits, a.ticks))
+    /// Forgets the object at `addr` (it was freed) and returns its
+    /// estimated page visits since the last [`Profiler::reset`] and the
+    /// intervals they cover (`None`: never sampled). An object allocated
+    /// at the same address later starts from nothing.
+    ///
+    /// Call it before the registry frees the object: the interval since the
+    /// last tick is closed here (its faults counted as at a tick), since a
+    /// short-lived object has most of its samples in its last interval.
+    pub fn forget(&mut self, reg: &Registry, addr: usize) -> Option<(f64, u64)> {
+        let mut a = self.acc.remove(&addr)?;
+        if let Some(o) = reg.objects.get(&addr).filter(|o| !o.migrating) {
+            if a.last_armed > 0 {
+                let f = SLOTS[o.slot]
+                    .faults
+                    .load(SeqCst)
+                    .saturating_sub(a.last_count);
+                a.visits += estimate_visits(f, a.last_armed, o.len / reg.page());
+                a.ticks += 1;
+            }
+        }
+        Some((a.visits, a.ticks))
     }
 
     /// Estimates per object, in address order.

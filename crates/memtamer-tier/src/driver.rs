@@ -295,19 +295,6 @@ impl Driver {
         self.plan.as_ref()
     }
 
-    /// For allocation-time placement ([`crate::alloc_site`]): per phase of
-    /// the plan in force, `(address, id)` of each object it holds in DRAM
-    /// (empty without a plan), the current phase and the boundaries so far.
-    pub fn plan_dram(&self) -> (Vec<Vec<(usize, u64)>>, usize, u64) {
-        let at = |o: usize| Some((*self.addrs.get(o)?, *self.ids.get(o)?));
-        let sets = self.plan.as_ref().map_or_else(Vec::new, |p| {
-            let set =
-                |s: &std::collections::BTreeSet<usize>| s.iter().filter_map(|&o| at(o)).collect();
-            p.dram.iter().map(set).collect()
-        });
-        (sets, self.phase, self.stats.boundaries)
-    }
-
     /// One profiling tick from the caller's thread (only while profiling).
     pub fn tick(&mut self) {
         if matches!(self.mode, Mode::Profiling) {
@@ -803,3 +790,7 @@ impl Drop for Driver {
         self.stop_sampler();
     }
 }
+
+/// [`Driver::plan_dram`] for allocation-time placement ([`crate::alloc_site`]).
+#[path = "driver_plan_view.rs"]
+mod plan_view;

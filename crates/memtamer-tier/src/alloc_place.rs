@@ -171,8 +171,9 @@ pub fn decide(
     }
 }
 
-/// How many births had each [`Reason`], and the bytes born in DRAM.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How many births had each [`Reason`], and the bytes born in DRAM (also
+/// in the status file, [`crate::status::RankStatus::alloc`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     /// Born in DRAM.
     pub placed: u64,
@@ -185,7 +186,7 @@ pub struct Counts {
     /// Slow: no room under the plan.
     pub no_room: u64,
     /// Slow: no identity.
-    pub bad_identity: u64,
+    pub no_identity: u64,
     /// Slow: DRAM refused by the registry.
     pub fallback: u64,
     /// Freed objects whose samples taught their identity a density.
@@ -193,6 +194,21 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// One line for `memtamer tier status`.
+    pub fn text(&self) -> String {
+        format!(
+            "born in DRAM {} ({} B); born slow: {} unknown, {} cold, {} no room, {} no identity, {} refused; {} frees learned",
+            self.placed,
+            self.placed_bytes,
+            self.unknown,
+            self.cold,
+            self.no_room,
+            self.no_identity,
+            self.fallback,
+            self.learned
+        )
+    }
+
     /// The report tokens (`mt_tier_finish`'s line).
     pub fn report(&self) -> String {
         format!(
@@ -202,7 +218,7 @@ impl Counts {
             self.unknown,
             self.cold,
             self.no_room,
-            self.bad_identity,
+            self.no_identity,
             self.fallback,
             self.learned
         )
@@ -245,7 +261,7 @@ impl SiteBook {
                 c.placed_bytes += bytes as u64;
             }
             Reason::Off => {}
-            Reason::BadIdentity => c.bad_identity += 1,
+            Reason::BadIdentity => c.no_identity += 1,
             Reason::Unknown => c.unknown += 1,
             Reason::Cold => c.cold += 1,
             Reason::NoRoom => c.no_room += 1,

@@ -8,8 +8,15 @@ extern "C" {
 #endif
 /* DRAM budget of this process in bytes; 0 = from MEMTAMER_DRAM_BUDGET. 0 ok, -1 error. */
 int mt_tier_init(size_t dram_budget);
-/* A named object, in the slow tier until Unimem promotes it. NULL on error. */
+/* A named object, in the slow tier until Unimem promotes it (or in DRAM at
+ * birth, if earlier objects of this name were accessed: mt_tier_malloc_site). NULL on error. */
 void *mt_tier_malloc(size_t size, const char *name);
+/* mt_tier_malloc with an explicit allocation identity (0: none) for
+ * allocation-time placement: an object whose identity earlier objects showed
+ * to be accessed is born in DRAM while the DRAM the plan leaves free allows
+ * (MEMTAMER_ALLOC_PLACE=0 turns it off). mt_tier_malloc's identity is the
+ * name; the interposer passes its call site and size class. NULL on error. */
+void *mt_tier_malloc_site(size_t size, const char *name, unsigned long long site);
 /* 0 ok; -1 for a pointer mt_tier_malloc never returned (see mt_tier_last_error). */
 int mt_tier_free(void *ptr);
 const char *mt_tier_last_error(void);

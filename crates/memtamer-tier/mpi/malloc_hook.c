@@ -163,10 +163,20 @@ static int wanted(size_t n, size_t align) {
            !mt_tier_in_runtime();
 }
 
-static void *tier_obj(size_t n, int kind) {
+/* The allocation identity of a block (allocation-time placement, the Rust
+ * side's alloc_place.rs): the caller's return address and the size class
+ * (floor(log2 n)). Names number the calls, so they cannot be the identity.
+ * Blocks from realloc (which calls malloc here), mmap64 and mremap carry
+ * the site of that wrapper, not of the program's call. 0: none. */
+static uint64_t site_of(void *ra, size_t n) {
+    unsigned cls = n ? 63u - (unsigned)__builtin_clzll((unsigned long long)n) : 0;
+    return ((uint64_t)(uintptr_t)ra << 6) ^ cls;
+}
+
+static void *tier_obj(size_t n, int kind, void *ra) {
     char name[64];
     snprintf(name, sizeof name, "%s#%lu:%zu", kind == K_MMAP ? "mmap" : "malloc", seq++, n);
-    void *p = mt_tier_malloc(n, name);
+    void *p = mt_tier_malloc_site(n, name, site_of(ra, n));
     if (!p) return NULL;
     if (tab_put(p, n, kind) != 0) { mt_tier_free(p); return NULL; }
     if (kind == K_MMAP) { mmap_objects++; mmap_bytes += n; }
@@ -174,7 +184,8 @@ static void *tier_obj(size_t n, int kind) {
     return p;
 }
 
-static void *tier_alloc(size_t n) { return tier_obj(n, K_MALLOC); }
+/* A macro, so that the return address is the public wrapper's caller. */
+#define tier_alloc(n) tier_obj((n), K_MALLOC, __builtin_return_address(0))
 
 void mt_malloc_start(void) {
     const char *s = getenv("MEMTAMER_TIER_MALLOC_MIN");
@@ -280,7 +291,7 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
         resolve();
         if (!real_mmap) return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
     }
-    if (mmap_wanted(addr, len, prot, flags, fd)) { void *p = tier_obj(len, K_MMAP); if (p) return p; }
+    if (mmap_wanted(addr, len, prot, flags, fd)) { void *p = tier_obj(len, K_MMAP, __builtin_return_address(0)); if (p) return p; }
     return real_mmap(addr, len, prot, flags, fd, off);
 }
 
@@ -319,7 +330,7 @@ void *mremap(void *old, size_t olen, size_t nlen, int flags, ...) {
     if (page_round(nlen) == page_round(n) && !(flags & MREMAP_FIXED)) return old;
     if (!(flags & MREMAP_MAYMOVE)) { errno = ENOMEM; return MAP_FAILED; }
     if (flags & ~MREMAP_MAYMOVE) { errno = EINVAL; return MAP_FAILED; } /* FIXED, DONTUNMAP: not for tier objects */
-    void *p = tier_obj(nlen, K_MMAP);
+    void *p = tier_obj(nlen, K_MMAP, __builtin_return_address(0));
     if (!p) { errno = ENOMEM; return MAP_FAILED; }
     memcpy(p, old, n < nlen ? n : nlen);
     tab_get_kind(old, K_MMAP, 1);

@@ -20,7 +20,7 @@ use crate::driver::{Driver, DriverConfig, ProfileOut};
 use crate::publish::Publisher;
 use crate::registry::parse_bytes;
 use crate::status::RunState;
-use crate::{ShutdownReport, Tier, TierConfig, TierError, TierRuntime};
+use crate::{ShutdownReport, TierConfig, TierError, TierRuntime};
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -225,6 +225,7 @@ fn init(budget: usize) -> Result<Arc<TierRuntime>, TierError> {
         }
         Some(d)
     };
+    crate::alloc_site::start(drv.is_some())?;
     *slot = Some(rt.clone());
     *DRIVER.lock().unwrap_or_else(|e| e.into_inner()) = drv;
     *STATUS.lock().unwrap_or_else(|e| e.into_inner()) = Publisher::from_env();
@@ -260,13 +261,45 @@ pub unsafe extern "C" fn mt_tier_malloc(size: usize, name: *const c_char) -> *mu
     } else {
         CStr::from_ptr(name).to_string_lossy().into_owned()
     };
-    match init(0).and_then(|rt| rt.alloc(size, &name, Tier::Slow)) {
+    alloc_at(size, &name, crate::alloc_place::name_identity(&name))
+}
+
+/// Allocates through allocation-time placement ([`crate::alloc_site`]):
+/// the slow tier unless the identity `site` learned it belongs in DRAM.
+fn alloc_at(size: usize, name: &str, site: u64) -> *mut c_void {
+    let r = init(0).and_then(|rt| {
+        let drv = DRIVER.lock().unwrap_or_else(|e| e.into_inner());
+        crate::alloc_site::alloc(&rt, drv.as_ref(), size, name, site)
+    });
+    match r {
         Ok(p) => p as *mut c_void,
         Err(e) => {
             set_err(e);
             std::ptr::null_mut()
         }
     }
+}
+
+/// [`mt_tier_malloc`] with an explicit allocation identity `site` (0:
+/// none) for allocation-time placement ([`crate::alloc_place`]): the
+/// interposer passes its call site's return address mixed with the size
+/// class, since its names number the calls. NULL on error.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mt_tier_malloc_site(
+    size: usize,
+    name: *const c_char,
+    site: u64,
+) -> *mut c_void {
+    let _g = InRuntime::enter();
+    let name = if name.is_null() {
+        "anon".into()
+    } else {
+        CStr::from_ptr(name).to_string_lossy().into_owned()
+    };
+    alloc_at(size, &name, site)
 }
 
 /// Frees an object; an unknown pointer returns -1 (never a crash).
@@ -278,8 +311,12 @@ pub extern "C" fn mt_tier_free(ptr: *mut c_void) -> c_int {
     }
     match current()
         .ok_or(TierError::UnknownObject { addr: ptr as usize })
-        .and_then(|rt| rt.free(ptr as *mut u8))
-    {
+        .and_then(|rt| {
+            let seen = rt.free_sampled(ptr as *mut u8)?;
+            let drv = DRIVER.lock().unwrap_or_else(|e| e.into_inner());
+            crate::alloc_site::freed(drv.as_ref(), ptr as usize, seen);
+            Ok(())
+        }) {
         Ok(()) => 0,
         Err(e) => {
             set_err(e);
@@ -421,6 +458,10 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             line.push(' ');
             line.push_str(&p.token());
         }
+        if let Some(c) = crate::alloc_site::counts() {
+            line.push(' ');
+            line.push_str(&c.report());
+        }
         if let Some(e) = rt.last_move_error() {
             line.push_str(&format!(" last_move_error: {e}"));
         }
@@ -452,6 +493,7 @@ fn shutdown(live: &mut usize) -> Result<ShutdownReport, TierError> {
     *live = rt.live_objects();
     let drv = DRIVER.lock().unwrap_or_else(|e| e.into_inner()).take();
     drop(drv);
+    crate::alloc_site::stop();
     loop {
         match Arc::try_unwrap(rt) {
             Ok(rt) => return rt.shutdown(),

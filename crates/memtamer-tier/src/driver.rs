@@ -797,3 +797,7 @@ impl Drop for Driver {
         self.stop_sampler();
     }
 }
+
+/// [`Driver::plan_dram`] for allocation-time placement ([`crate::alloc_site`]).
+#[path = "driver_plan_view.rs"]
+mod plan_view;

@@ -14,6 +14,8 @@
 //!   and their reader (`memtamer tier status`).
 
 pub mod access;
+pub mod alloc_place;
+pub mod alloc_site;
 pub mod backing;
 pub mod bench;
 pub mod budget;
@@ -149,13 +151,36 @@ impl TierRuntime {
 
     /// Frees an object, first waiting for a move of it that is in flight.
     pub fn free(&self, ptr: *mut u8) -> Result<(), TierError> {
+        self.free_sampled(ptr).map(|_| ())
+    }
+
+    /// [`TierRuntime::free`], returning what the sampler saw of the object
+    /// since the last [`TierRuntime::profile_reset`] (`None`: never
+    /// sampled), read and forgotten under the registry lock, so that an
+    /// object later allocated at its address starts with no samples (it
+    /// used to inherit them until the sampler's next tick). Allocation-time
+    /// placement ([`alloc_place`]) learns its identity's density from it.
+    pub fn free_sampled(&self, ptr: *mut u8) -> Result<Option<alloc_place::Sample>, TierError> {
         let addr = ptr as usize;
         let _ = self.migrator.wait(addr);
         let mut reg = self.shared.lock();
         while reg.is_migrating(addr) {
             reg = self.shared.cv.wait(reg).unwrap_or_else(|e| e.into_inner());
         }
-        reg.free(addr)
+        let pages = reg.objects.get(&addr).map(|o| o.len / reg.page());
+        let seen = self
+            .profiler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .forget(&reg, addr);
+        reg.free(addr)?;
+        Ok(seen
+            .zip(pages)
+            .map(|((visits, ticks), pages)| alloc_place::Sample {
+                visits,
+                ticks,
+                pages,
+            }))
     }
 
     /// Moves an object now, on the calling thread (all of it exposed).

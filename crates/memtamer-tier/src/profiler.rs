@@ -63,6 +63,9 @@ struct Acc {
     faults: u64,
     armed: u64,
     visits: f64,
+    /// Intervals counted into `visits` (allocation-time placement's
+    /// density, [`crate::alloc_place`]).
+    ticks: u64,
     /// Pages armed at the last tick (the denominator for the next one).
     last_armed: u64,
     /// Slot fault counter at the last tick.
@@ -130,6 +133,7 @@ impl Profiler {
                 acc.faults += f;
                 acc.armed += acc.last_armed;
                 acc.visits += estimate_visits(f, acc.last_armed, pages);
+                acc.ticks += 1;
             }
             acc.last_count = count;
             let want = k.min(pages);
@@ -157,6 +161,29 @@ impl Profiler {
                 a.last_armed = armed;
             }
         }
+    }
+
+    /// Forgets the object at `addr` (it was freed) and returns its
+    /// estimated page visits since the last [`Profiler::reset`] and the
+    /// intervals they cover (`None`: never sampled). An object allocated
+    /// at the same address later starts from nothing.
+    ///
+    /// Call it before the registry frees the object: the interval since the
+    /// last tick is closed here (its faults counted as at a tick), since a
+    /// short-lived object has most of its samples in its last interval.
+    pub fn forget(&mut self, reg: &Registry, addr: usize) -> Option<(f64, u64)> {
+        let mut a = self.acc.remove(&addr)?;
+        if let Some(o) = reg.objects.get(&addr).filter(|o| !o.migrating) {
+            if a.last_armed > 0 {
+                let f = SLOTS[o.slot]
+                    .faults
+                    .load(SeqCst)
+                    .saturating_sub(a.last_count);
+                a.visits += estimate_visits(f, a.last_armed, o.len / reg.page());
+                a.ticks += 1;
+            }
+        }
+        Some((a.visits, a.ticks))
     }
 
     /// Estimates per object, in address order.

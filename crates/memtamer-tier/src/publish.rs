@@ -95,6 +95,7 @@ impl Publisher {
             to_dram: Some((&st.to_dram).into()),
             to_slow: Some((&st.to_slow).into()),
             last_move_error: rt.last_move_error(),
+            alloc: crate::alloc_site::counts(),
             objects,
         }
     }

@@ -163,6 +163,11 @@ pub struct RankStatus {
     pub to_slow: Option<DirectionStatus>,
     /// The last recorded failure of a move, if any.
     pub last_move_error: Option<String>,
+    /// Births by allocation-time placement, per reason
+    /// ([`crate::alloc_place`]); absent with it off and in a document
+    /// written before it existed.
+    #[serde(default)]
+    pub alloc: Option<crate::alloc_place::Counts>,
     /// The live objects.
     pub objects: Vec<ObjectStatus>,
 }
@@ -496,6 +501,9 @@ pub fn render_table(ranks: &[(PathBuf, RankStatus)], now_ms: u64) -> String {
             direction_text(s.to_dram.as_ref()),
             direction_text(s.to_slow.as_ref())
         ));
+        if let Some(c) = &s.alloc {
+            out.push_str(&format!("  at allocation: {}\n", c.text()));
+        }
         if let Some(e) = &s.last_move_error {
             out.push_str(&format!("  last move error: {e}\n"));
         }

@@ -35,6 +35,7 @@ fn doc() -> RankStatus {
             copy_bw: Some(838_860_800.0),
         }),
         last_move_error: None,
+        alloc: None,
         objects: vec![
             ObjectStatus {
                 name: "r0".into(),
@@ -86,6 +87,35 @@ fn a_document_without_directions_still_reads() {
     assert!(d.to_dram.is_none() && d.to_slow.is_none());
     let t = render_table(&[(p(), d)], 10_000);
     assert_eq!(t.lines().nth(2), Some("  to DRAM -; to slow -"), "{t}");
+}
+
+/// Births by allocation-time placement (branch `unimemalloc`): a line
+/// after the directions where the document has them; a document without
+/// the field (placement off, or written before it) still reads, no line.
+#[test]
+fn allocation_time_births_show_where_known() {
+    let mut d = doc();
+    d.alloc = Some(crate::alloc_place::Counts {
+        placed: 3,
+        placed_bytes: 3 << 20,
+        unknown: 5,
+        cold: 1,
+        learned: 4,
+        ..Default::default()
+    });
+    let text = serde_json::to_string_pretty(&d).unwrap();
+    assert_eq!(parse(&text, &p()).unwrap(), d);
+    let t = render_table(&[(p(), d)], 10_000);
+    assert_eq!(
+        t.lines().nth(3),
+        Some("  at allocation: born in DRAM 3 (3145728 B); born slow: 5 unknown, 1 cold, 0 no room, 0 no identity, 0 refused; 4 frees learned"),
+        "{t}"
+    );
+    let mut v: serde_json::Value = serde_json::to_value(doc()).unwrap();
+    v.as_object_mut().unwrap().remove("alloc").unwrap();
+    let d = parse(&v.to_string(), &p()).unwrap();
+    assert_eq!(d.alloc, None);
+    assert!(!render_table(&[(p(), d)], 10_000).contains("at allocation"));
 }
 
 /// The access source (branch `unimempebs`): shown after "unimem on"

@@ -12,6 +12,7 @@
 use crate::budget::{decision_budget_s, DEFAULT_DECISION_SHARE};
 use crate::decision::{thread_cpu_s, Decided, Pending};
 mod guarded;
+mod plan_view;
 pub use crate::drift::new_objects_reprofile;
 use crate::drift::{DriftMonitor, DEFAULT_BASELINE, DEFAULT_RUN};
 use crate::unimem::model::{ObjPhase, PhaseProfile, Platform};
@@ -797,7 +798,3 @@ impl Drop for Driver {
         self.stop_sampler();
     }
 }
-
-/// [`Driver::plan_dram`] for allocation-time placement ([`crate::alloc_site`]).
-#[path = "driver_plan_view.rs"]
-mod plan_view;

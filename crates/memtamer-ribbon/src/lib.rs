@@ -25,6 +25,7 @@ pub mod placement;
 pub mod proactive;
 pub mod probe;
 mod queue;
+pub mod route;
 mod runtime;
 mod shared;
 #[cfg(test)]

@@ -16,6 +16,7 @@ use crate::comember::Member;
 use crate::coshm::Corun;
 use crate::error::{RibbonError, MAX_FLUSH_LEN};
 use crate::queue::{Queue, Request};
+use crate::route::Route;
 pub use crate::shared::{hardware_threads, Config, CorunRole, Executor, Flushers, Stats};
 use crate::shared::{Counters, Ev, Shared};
 
@@ -351,19 +352,22 @@ impl Producer {
         }
         let s = &*self.shared;
         s.bump(self.slot, Ev::Requests, 1);
-        let queue = match self.slot {
-            Some(slot)
-                if s.m.load(Ordering::Relaxed) > 0 && !s.stopping.load(Ordering::Relaxed) =>
-            {
-                if s.dedicated() {
-                    // M = N: this queue's flusher would be dedicated to it,
-                    // so the hand-off buys no concurrency; run it here.
-                    // SAFETY: forwarded from the caller.
-                    unsafe { flush_here(s, self.slot, addr, len) };
-                    s.bump(self.slot, Ev::Dedicated, 1);
-                    return Ok(());
-                }
-                &s.queues[slot]
+        let route = crate::route::route(
+            s.inline_when_dedicated,
+            s.m.load(Ordering::Relaxed),
+            s.active_len.load(Ordering::Relaxed),
+            self.slot.is_some(),
+            s.stopping.load(Ordering::Relaxed),
+        );
+        let queue = match (route, self.slot) {
+            (Route::Queue, Some(slot)) => &s.queues[slot],
+            (Route::Dedicated, _) => {
+                // M = N: this queue's flusher would be dedicated to it,
+                // so the hand-off buys no concurrency; run it here.
+                // SAFETY: forwarded from the caller.
+                unsafe { flush_here(s, self.slot, addr, len) };
+                s.bump(self.slot, Ev::Dedicated, 1);
+                return Ok(());
             }
             _ => {
                 // SAFETY: forwarded from the caller.
@@ -440,7 +444,7 @@ impl Producer {
                 // the throttle) nor M > N (the dispatcher spreads the batch
                 // over several flushers, which one thread cannot match).
                 let m = s.m.load(Ordering::Relaxed);
-                if m == s.active_len.load(Ordering::Relaxed) {
+                if crate::route::fence_may_help(m, s.active_len.load(Ordering::Relaxed)) {
                     if let Some(b) = q.take() {
                         s.counters.self_drains.fetch_add(1, Ordering::Relaxed);
                         s.execute(b);

@@ -512,15 +512,22 @@ impl Shared {
         }
     }
 
-    /// True when any queue or job ring holds work.
     /// True when each registered queue has a flusher of its own (M = N)
     /// and the caller may execute its flushes itself
-    /// (`Config::inline_when_dedicated`).
+    /// (`Config::inline_when_dedicated`; the pure rule is
+    /// [`crate::route::dedicated`], which the simulator shares; the
+    /// producer routes through [`crate::route::route`], so only the broken
+    /// fence of the tests asks this).
+    #[cfg(test)]
     pub(crate) fn dedicated(&self) -> bool {
-        self.inline_when_dedicated
-            && self.m.load(Ordering::Relaxed) == self.active_len.load(Ordering::Relaxed)
+        crate::route::dedicated(
+            self.inline_when_dedicated,
+            self.m.load(Ordering::Relaxed),
+            self.active_len.load(Ordering::Relaxed),
+        )
     }
 
+    /// True when any queue or job ring holds work.
     pub(crate) fn any_work(&self, id: usize) -> bool {
         self.jobs[id].has_work() || self.queues.iter().any(Queue::has_work)
     }

@@ -172,3 +172,99 @@ fn bad_flush_values_are_refused_by_key() {
     .unwrap_err();
     assert!(e.to_string().contains("flushers"), "{e}");
 }
+
+/// Runs a one-job flush scenario (0.3 ms warm-up) and returns its metrics
+/// with the flush job's counters (dedicated flushes, flusher batches).
+fn run_counted(
+    threads: u32,
+    cpus: &str,
+    workload: &str,
+    ms: f64,
+) -> (BTreeMap<String, f64>, u64, u64) {
+    run_counted_from(0.3, threads, cpus, workload, ms)
+}
+
+/// [`run_counted`] measured from `warmup` ms.
+fn run_counted_from(
+    warmup: f64,
+    threads: u32,
+    cpus: &str,
+    workload: &str,
+    ms: f64,
+) -> (BTreeMap<String, f64>, u64, u64) {
+    let text = format!(
+        "name = \"t\"\ntitle = \"t\"\nplatform = \"thesis\"\nduration_ms = {ms}\nwarmup_ms = {warmup}\n\
+         [[job]]\nname = \"app\"\nthreads = {threads}\ncpus = \"{cpus}\"\n\
+         workload = {{ kind = \"flush\", {workload} }}\n"
+    );
+    let s = Scenario::parse("t", &text).unwrap_or_else(|e| panic!("{e}"));
+    let (p, r) = run_point(&s, None).unwrap_or_else(|e| panic!("{e}"));
+    let f = r.flush.first().expect("a flush job").stats;
+    (metrics(&s, &p, &r), f.dedicated, f.flusher_batches)
+}
+
+const SIMPLE: &str = "pattern = \"pmemkv-arena\", value_bytes = 1024, compute_ns = 1000.0";
+
+#[test]
+fn at_m_equal_to_n_flushes_run_on_their_threads_and_throughput_is_eager_s() {
+    // the runtime's `Config::inline_when_dedicated` (default): with one
+    // flusher per queue a flush runs on its caller, so fixed M = N = 4 is
+    // eager flushing with idle flushers beside it
+    let (eager, ..) = run_counted(4, "0-15", SIMPLE, 0.8);
+    let (m4, dedicated, batches) = run_counted(
+        4,
+        "0-15",
+        &format!("{SIMPLE}, mode = \"fixed\", flushers = 4"),
+        0.8,
+    );
+    assert!(dedicated > 0, "no flush ran on its caller");
+    assert_eq!(batches, 0, "a flusher executed a batch at M = N");
+    let (e, r) = (get(&eager, "app.kops"), get(&m4, "app.kops"));
+    assert!((r / e - 1.0).abs() < 0.02, "eager {e} kops, M = N {r} kops");
+    // M = 3 < N = 4 still hands every flush over
+    let (_, dedicated, batches) = run_counted(
+        4,
+        "0-15",
+        &format!("{SIMPLE}, mode = \"fixed\", flushers = 3"),
+        0.8,
+    );
+    assert_eq!(dedicated, 0);
+    assert!(batches > 0);
+}
+
+#[test]
+fn inline_when_dedicated_false_restores_the_hand_off_at_m_equal_to_n() {
+    let (_, dedicated, batches) = run_counted(
+        4,
+        "0-15",
+        &format!("{SIMPLE}, mode = \"fixed\", flushers = 4, inline_when_dedicated = false"),
+        0.8,
+    );
+    assert_eq!(dedicated, 0, "the ablation ran a flush on its caller");
+    assert!(batches > 0, "no flusher executed a batch");
+}
+
+#[test]
+fn the_search_passing_through_m_equal_to_n_keeps_every_flush() {
+    // N = 5 on 16 CPUs: the search probes P1 = 4 (queued) and P2 = 5 = N
+    // (on the callers), so requests queued at M = 4 are left when M becomes
+    // N; the threads drain them before their next flush and fences wait for
+    // them; measured from the start, so both probes are in the window
+    let w = "pattern = \"pmemkv-arena\", value_bytes = 256, compute_ns = 1000.0, mode = \"ribbon\", probe_us = 20, interval_us = 100";
+    let (m, dedicated, batches) = run_counted_from(0.0, 5, "0-15", w, 0.5);
+    assert!(get(&m, "app.kops") > 0.0);
+    assert!(dedicated > 0 && batches > 0, "{dedicated} {batches}");
+}
+
+#[test]
+fn inline_when_dedicated_false_is_refused_for_eager() {
+    let e = run_on(
+        "thesis",
+        1,
+        "0",
+        "pattern = \"pmemkv\", inline_when_dedicated = false",
+        0.1,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("inline_when_dedicated"), "{e}");
+}

@@ -301,6 +301,15 @@ pub enum WorkloadSpec {
         /// scenario without it is unchanged.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         coordinated: bool,
+        /// `ribbon` and `fixed`: at M = N a flush runs on the application
+        /// thread that issued it instead of going to its dedicated flusher,
+        /// as the runtime does (`memtamer_ribbon::Config::inline_when_dedicated`,
+        /// default true; the rule is `memtamer_ribbon::route`). False forces
+        /// the hand-off (the ablation; the simulator's behaviour before it
+        /// modelled the short-cut). Not serialized when true, so the output
+        /// of every scenario that does not turn it off names no new key.
+        #[serde(default = "default_true", skip_serializing_if = "is_true")]
+        inline_when_dedicated: bool,
     },
     /// An iterative MPI-like program over tiered data objects (issue 20
     /// item 5; `config::phased`, `workload::phased`). Threads come in pairs:
@@ -523,6 +532,15 @@ impl WorkloadSpec {
             } if *mode != FlushMode::Ribbon => Err((
                 "coordinated",
                 "coordinated = true is for mode = \"ribbon\" (one search split between jobs)"
+                    .into(),
+            )),
+            WorkloadSpec::Flush {
+                mode: FlushMode::Eager,
+                inline_when_dedicated: false,
+                ..
+            } => Err((
+                "inline_when_dedicated",
+                "inline_when_dedicated = false is for mode = \"ribbon\" or \"fixed\" (eager has no flusher to hand a flush to)"
                     .into(),
             )),
             WorkloadSpec::Flush {

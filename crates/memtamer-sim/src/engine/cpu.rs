@@ -463,7 +463,8 @@ impl Engine {
                 | Op::Fence
                 | Op::Clwb { .. }
                 | Op::FlushPull
-                | Op::BatchDone { .. } => {
+                | Op::BatchDone { .. }
+                | Op::FlushHere { .. } => {
                     if !self.flush_op(tid, op) {
                         return;
                     }

@@ -31,6 +31,20 @@
 //! thread) means application threads flush themselves; what is still
 //! queued then is drained by flusher 0.
 //!
+//! **Inline when dedicated (M = N)**, as the runtime (`memtamer-ribbon`
+//! `Producer::flush`, `Config::inline_when_dedicated`, default true): where
+//! a flush request goes is `memtamer_ribbon::route::route`, the runtime's
+//! own rule. At M = N every queue would have a flusher of its own, so a
+//! flush runs on the application thread that issued it (a `clwb` there, as
+//! eager), after whatever its queue still holds from before M became N:
+//! the thread takes the untaken requests as one batch (its clwbs, an sfence,
+//! the batch done: the runtime's `drain_own`), or, while a flusher holds a
+//! batch of its queue, waits for that batch first. Its fence then finds
+//! the queue drained and waits only for its own write-backs. The active
+//! flushers find nothing queued and stay idle. Below and above N nothing
+//! changes. `inline_when_dedicated = false` in the workload forces the
+//! hand-off (the ablation).
+//!
 //! **Proactive flushing** (thesis §6.3.2): one extra thread flushes stored
 //! lines sampled every `sample_period`-th store (PEBS), while the
 //! controller allows it (off whenever it lowered concurrency). Like the
@@ -135,6 +149,15 @@ pub struct FlushStats {
     pub searches: u64,
     /// Flusher-count × ps integral (for the time average of M).
     pub m_area: f64,
+    /// Program flushes run on their application thread because M = N
+    /// (the runtime's `Stats::dedicated_requests`).
+    pub dedicated: u64,
+    /// Queue batches flusher threads completed (the runtime's
+    /// `Stats::flusher_batches`): 0 while every flush runs on its caller.
+    pub flusher_batches: u64,
+    /// Queue batches an application thread ran itself before a dedicated
+    /// flush (the runtime's `Stats::self_drains` on that path).
+    pub self_drains: u64,
 }
 
 /// One flush job's measured result.
@@ -156,6 +179,9 @@ pub struct FlushJobResult {
 pub(super) struct FlushJob {
     pub(super) scenario_job: usize,
     mode: FlushMode,
+    /// `Config::inline_when_dedicated`: at M = N flushes run on their
+    /// caller (true) or still go to the queue (false, the ablation).
+    inline_when_dedicated: bool,
     pub(super) app: Vec<u32>,
     pub(super) flushers: Vec<u32>,
     pub(super) proactive_tid: Option<u32>,
@@ -200,6 +226,8 @@ pub(super) struct FlushJobSpec {
     pub(super) probe: Ps,
     pub(super) interval: Ps,
     pub(super) available: usize,
+    /// The workload's `inline_when_dedicated` (the runtime's Config field).
+    pub(super) inline_when_dedicated: bool,
 }
 
 impl FlushJob {
@@ -221,6 +249,7 @@ impl FlushJob {
         FlushJob {
             scenario_job: s.scenario_job,
             mode: s.mode,
+            inline_when_dedicated: s.inline_when_dedicated,
             app,
             flushers: Vec::new(),
             proactive_tid: None,
@@ -389,6 +418,7 @@ impl Engine {
             Op::Fence => self.fence(tid),
             Op::FlushPull => self.flush_pull(tid),
             Op::BatchDone { queue, lines } => self.batch_done(tid, queue, lines),
+            Op::FlushHere { addr } => self.flush_here(tid, addr),
             _ => Step::Go,
         };
         matches!(r, Step::Go)
@@ -543,26 +573,6 @@ impl Engine {
         }
     }
 
-    /// The program flushes a line: queued for a flusher under Ribbon,
-    /// executed by the thread itself otherwise.
-    fn flush_request(&mut self, tid: u32, addr: u64) -> Step {
-        let FlushRole::App { job, queue } = self.threads[tid as usize].flush_role else {
-            return self.clwb(tid, addr);
-        };
-        let Some(u) = self.flush.as_mut() else {
-            return Step::Go;
-        };
-        let j = &mut u.jobs[job as usize];
-        if j.mode == FlushMode::Eager || j.active == 0 {
-            return self.clwb(tid, addr);
-        }
-        let q = queue as usize;
-        j.queues[q].push_back(line_of(addr));
-        j.enqueued[q] += 1;
-        self.wake_servers(job as usize, q);
-        Step::Go
-    }
-
     fn wake_servers(&mut self, j: usize, q: usize) {
         let Some(u) = self.flush.as_mut() else { return };
         let job = &mut u.jobs[j];
@@ -649,7 +659,8 @@ impl Engine {
         }
     }
 
-    /// A flusher's batch of queue `q` passed its sfence.
+    /// A batch of queue `q` passed its sfence (a flusher's, or the
+    /// application thread's own before a dedicated flush).
     fn batch_done(&mut self, tid: u32, q: u32, lines: u32) -> Step {
         let Some(j) = self.flush_job_of(tid) else {
             return Step::Go;
@@ -660,6 +671,12 @@ impl Engine {
         let job = &mut u.jobs[j];
         let q = q as usize;
         job.completed[q] += lines as u64;
+        if matches!(
+            self.threads[tid as usize].flush_role,
+            FlushRole::Flusher { .. }
+        ) {
+            job.stats.flusher_batches += 1;
+        }
         if let Some(target) = job.waiting[q] {
             if job.completed[q] >= target {
                 job.waiting[q] = None;
@@ -727,62 +744,12 @@ impl Engine {
         }
         self.push(now + tick, EvKind::FlushTick(j));
     }
-
-    /// Snapshot of the flush counters at the start of the measured window.
-    pub(super) fn flush_measure_start(&mut self) {
-        let now = self.now;
-        if let Some(u) = self.flush.as_mut() {
-            for j in &mut u.jobs {
-                j.base = j.stats;
-                j.m_since = now;
-            }
-        }
-    }
-
-    /// The flush jobs' results over the measured window.
-    pub(super) fn flush_results(&mut self) -> Vec<FlushJobResult> {
-        let now = self.now;
-        let start = self.measure_start;
-        let Some(u) = self.flush.as_mut() else {
-            return Vec::new();
-        };
-        u.jobs
-            .iter_mut()
-            .map(|j| {
-                let from = j.m_since.max(start);
-                let mut area = j.stats.m_area;
-                if now > from {
-                    area += j.active as f64 * (now - from) as f64;
-                }
-                let s = j.stats;
-                let b = j.base;
-                let stats = FlushStats {
-                    dirty: s.dirty - b.dirty,
-                    clean: s.clean - b.clean,
-                    nonresident: s.nonresident - b.nonresident,
-                    in_flight: s.in_flight - b.in_flight,
-                    proactive: s.proactive - b.proactive,
-                    rfo: s.rfo - b.rfo,
-                    evicted_dirty: s.evicted_dirty - b.evicted_dirty,
-                    searches: s.searches - b.searches,
-                    m_area: area - b.m_area,
-                };
-                let span = now.saturating_sub(start).max(1) as f64;
-                FlushJobResult {
-                    job: j.scenario_job,
-                    flushers_avg: if j.mode == FlushMode::Eager {
-                        0.0
-                    } else {
-                        stats.m_area / span
-                    },
-                    stats,
-                    flushers_end: j.active as u64,
-                    flushers_max: j.flushers.len() as u64,
-                }
-            })
-            .collect()
-    }
 }
+
+#[path = "flush_results.rs"]
+mod results;
+#[path = "flush_route.rs"]
+mod route;
 
 #[cfg(test)]
 #[path = "flush_tests.rs"]

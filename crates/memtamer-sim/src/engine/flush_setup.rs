@@ -51,6 +51,7 @@ impl Engine {
             probe_us,
             interval_us,
             coordinated,
+            inline_when_dedicated,
             ..
         } = &job.workload
         else {
@@ -87,6 +88,7 @@ impl Engine {
             probe: ps(probe_us * 1e3),
             interval: ps(interval_us * 1e3),
             available: ncpus_job,
+            inline_when_dedicated: *inline_when_dedicated,
         };
         let fi = self.flush.as_ref().map_or(0, |u| u.jobs.len()) as u32;
         let mut fj = FlushJob::new(&spec, app.clone());

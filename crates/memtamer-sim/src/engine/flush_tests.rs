@@ -13,6 +13,7 @@ fn spec(mode: FlushMode, fixed: u32) -> FlushJobSpec {
         probe: 100_000 * NS,
         interval: 1_000_000 * NS,
         available: 8,
+        inline_when_dedicated: true,
     }
 }
 
@@ -172,5 +173,90 @@ fn a_change_of_m_re_pins_every_pinned_helper_to_its_cpu() {
             "thread {tid}"
         );
         assert_eq!(th.cpu, cpu, "thread {tid}");
+    }
+}
+
+/// The pinned N = 4 fixture with M set to `m` and queue 0 holding `queued`
+/// untaken lines plus `held` lines a flusher took and has not finished.
+fn with_leftovers(m: usize, queued: &[u64], held: u64) -> (Engine, u32) {
+    let mut e = pinned_engine();
+    let app = {
+        let j = &mut e.flush.as_mut().unwrap().jobs[0];
+        j.active = m;
+        j.queues[0].extend(queued.iter().copied());
+        j.enqueued[0] = queued.len() as u64 + held;
+        j.app[0]
+    };
+    (e, app)
+}
+
+fn next_ops(e: &mut Engine, tid: u32, n: usize) -> Vec<Op> {
+    let th = &mut e.threads[tid as usize];
+    (0..n).map(|_| th.gen.next(&mut th.rng, 0)).collect()
+}
+
+#[test]
+fn a_dedicated_flush_first_runs_what_its_queue_still_holds_then_its_own_line() {
+    // M became N = 4 with two lines of queue 0 still untaken: the thread
+    // takes them as one batch (clwbs, sfence, batch done) before its own
+    // line's clwb, as the runtime's `flush_here` -> `drain_own`
+    let (mut e, app) = with_leftovers(4, &[0, 64], 0);
+    assert!(matches!(e.flush_here(app, 4096), Step::Go));
+    let j = &e.flush.as_ref().unwrap().jobs[0];
+    assert!(j.queues[0].is_empty(), "no flusher can take them now");
+    assert_eq!(j.stats.self_drains, 1);
+    let ops = next_ops(&mut e, app, 5);
+    assert_eq!(
+        ops,
+        vec![
+            Op::Clwb { addr: 0 },
+            Op::Clwb { addr: 64 },
+            Op::Drain,
+            Op::BatchDone { queue: 0, lines: 2 },
+            Op::Clwb { addr: 4096 },
+        ]
+    );
+}
+
+#[test]
+fn a_dedicated_flush_waits_for_a_batch_a_flusher_still_holds() {
+    // a flusher holds 3 lines of queue 0 (taken before M became N): the
+    // thread waits for that batch (its fence-like wait), then looks again
+    let (mut e, app) = with_leftovers(4, &[], 3);
+    assert!(matches!(e.flush_here(app, 4096), Step::Stop));
+    {
+        let j = &e.flush.as_ref().unwrap().jobs[0];
+        assert_eq!(j.waiting[0], Some(3));
+        assert_eq!(j.stats.self_drains, 0);
+    }
+    assert_eq!(
+        e.threads[app as usize].pending,
+        Some(Op::FlushHere { addr: 4096 })
+    );
+    assert_eq!(e.threads[app as usize].block, Block::Fence);
+    // the flusher's batch passes its sfence: the thread is woken
+    let flusher = e.flush.as_ref().unwrap().jobs[0].flushers[0];
+    e.batch_done(flusher, 0, 3);
+    let j = &e.flush.as_ref().unwrap().jobs[0];
+    assert_eq!(j.waiting[0], None);
+    assert_eq!(j.stats.flusher_batches, 1);
+    assert_ne!(e.threads[app as usize].block, Block::Fence);
+}
+
+#[test]
+fn below_and_above_n_and_with_the_hand_off_forced_a_flush_is_queued() {
+    for (m, inline) in [(2usize, true), (6, true), (4, false)] {
+        let mut e = pinned_engine();
+        let app = {
+            let j = &mut e.flush.as_mut().unwrap().jobs[0];
+            j.active = m;
+            j.inline_when_dedicated = inline;
+            j.app[0]
+        };
+        assert!(matches!(e.flush_request(app, 4096), Step::Go));
+        let j = &e.flush.as_ref().unwrap().jobs[0];
+        assert_eq!(j.queues[0].len(), 1, "M {m} inline {inline}");
+        assert_eq!(j.enqueued[0], 1);
+        assert_eq!(j.stats.dedicated, 0);
     }
 }

@@ -91,6 +91,12 @@ pub enum Op {
     FlushPull,
     /// A flusher finished (sfence passed) `lines` lines of queue `queue`.
     BatchDone { queue: u32, lines: u32 },
+    /// A flush the engine decided to run on the application thread at
+    /// M = N (Ribbon's dedicated mode, `memtamer_ribbon::route`): what the
+    /// thread's queue still holds runs first, then this line's `clwb`
+    /// (the runtime's `flush_here`). Re-run after waiting for a batch a
+    /// flusher still holds.
+    FlushHere { addr: u64 },
 }
 
 /// Builds an address in `region` at `offset` within thread `slot`'s span.
@@ -446,6 +452,14 @@ impl Generator {
         for op in ops {
             self.pending.push_back(op);
         }
+    }
+
+    /// Puts `ops` before every op this thread has left (the engine making
+    /// an application thread run what its Ribbon queue still holds before
+    /// its next flush, as the runtime's `drain_own`).
+    pub fn inject_front(&mut self, ops: impl IntoIterator<Item = Op>) {
+        let at = self.pending.next;
+        self.pending.ops.splice(at..at, ops);
     }
 
     /// Checks what a workload needs beyond its spec's values (a trace

@@ -53,6 +53,9 @@ pub struct DriverConfig {
     /// application thread at the profiled iteration's end (the plan is in
     /// force from the next iteration on, whatever the host's speed).
     pub decide_off_thread: bool,
+    /// The sampler thread's clock ([`crate::sampling::Pace`]): the
+    /// application thread's CPU time (default) or the wall clock.
+    pub pace: crate::sampling::Pace,
 }
 
 pub use crate::platform::{
@@ -72,6 +75,7 @@ impl Default for DriverConfig {
             recalibrate: true,
             decision_share: DEFAULT_DECISION_SHARE,
             decide_off_thread: true,
+            pace: crate::sampling::Pace::Cpu,
         }
     }
 }
@@ -120,11 +124,24 @@ pub struct DriverStats {
     /// Wall seconds of the profiled iterations (their sampling faults run
     /// inside the application's own code, so `overhead_s` misses them).
     pub profiled_s: f64,
+    /// Of `profiled_s`: seconds inside the MPI calls that began the
+    /// profiled phases (a partner rank's wait for a slow one shows here).
+    pub profiled_call_s: f64,
+    /// Sampler intervals closed and armed, the sampler threads' CPU
+    /// seconds ([`crate::sampling::SamplerReport`]), and the sampling
+    /// faults and page armings the profiled phases counted.
+    pub sample_ticks: u64,
+    /// See `sample_ticks`.
+    pub sampler_cpu_s: f64,
+    /// See `sample_ticks`.
+    pub sample_faults: u64,
+    /// See `sample_ticks`.
+    pub sample_armed: u64,
 }
 
 struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<()>,
+    handle: JoinHandle<crate::sampling::SamplerReport>,
 }
 
 enum Mode {
@@ -172,6 +189,9 @@ pub struct Driver {
     once: Vec<OnceMove>,
     once_step: usize,
     sampler: Option<Sampler>,
+    /// Profiled phases closed: the CPU-paced sampler re-arms after each
+    /// ([`crate::sampling::Pacer`]).
+    phases_closed: Arc<std::sync::atomic::AtomicU64>,
     stats: DriverStats,
     shares: BTreeMap<usize, f64>,
     /// Per profiled phase, its call and CPU times (parallel to `profile`);
@@ -246,6 +266,7 @@ impl Driver {
             once: Vec::new(),
             once_step: 0,
             sampler: None,
+            phases_closed: Default::default(),
             stats: DriverStats::default(),
             shares: BTreeMap::new(),
             clocks: Vec::new(),
@@ -321,14 +342,22 @@ impl Driver {
         );
         self.rt.profile_tick(0);
         self.rt.profile_reset();
+        // paced by this (the application's) thread's CPU clock
+        let (clock, phases) = match self.cfg.pace {
+            crate::sampling::Pace::Cpu => (
+                crate::sampling::current_thread_cpu_clock(),
+                Some(self.phases_closed.clone()),
+            ),
+            crate::sampling::Pace::Wall => (None, None),
+        };
         let handle = std::thread::Builder::new()
             .name("mt-tier-sample".into())
             .spawn(move || {
-                while !s2.load(Ordering::SeqCst) {
-                    rt.profile_tick(k);
-                    std::thread::sleep(tick);
-                }
+                let rep = crate::sampling::run(tick, clock, phases.as_deref(), &s2, || {
+                    rt.profile_tick(k)
+                });
                 rt.profile_tick(0);
+                rep
             });
         // No sampler thread: profiling yields no samples and the plan keeps
         // everything where it is (honest degradation, not an abort).
@@ -341,7 +370,10 @@ impl Driver {
         self.access.stop();
         if let Some(s) = self.sampler.take() {
             s.stop.store(true, Ordering::SeqCst);
-            let _ = s.handle.join();
+            if let Ok(r) = s.handle.join() {
+                self.stats.sample_ticks += r.ticks;
+                self.stats.sampler_cpu_s += r.cpu_s;
+            }
         }
     }
 
@@ -353,12 +385,16 @@ impl Driver {
         let cpu_s = thread_cpu_s() - self.phase_cpu;
         let est = self.rt.profile_take();
         self.rt.profile_reset();
+        self.phases_closed.fetch_add(1, Ordering::SeqCst);
         // Objects allocated since profiling began were armed by the sampler
         // like the others: they join the profiled set here, so their
         // samples are kept (issue 20: they used to be dropped).
         self.adopt_new_objects();
         let lines_per_page = crate::guard::page_size() as f64 / self.cfg.platform.cacheline;
         let total: f64 = est.iter().map(|e| e.faults as f64).sum();
+        self.stats.sample_faults += est.iter().map(|e| e.faults).sum::<u64>();
+        self.stats.sample_armed += est.iter().map(|e| e.armed).sum::<u64>();
+        self.stats.profiled_call_s += self.call_s;
         let mut ph = PhaseProfile {
             time,
             samples: total,

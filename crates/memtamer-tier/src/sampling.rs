@@ -200,14 +200,13 @@ mod tests {
 
     #[test]
     fn half_the_progress_arms_half_as_often() {
-        // Wall-clock wakeups every 1 ms; a rank that gets half a core
-        // advances its CPU clock 0.5 ms per wakeup: half the armings of a
-        // rank with a core of its own, over the same wall time.
+        // Wall-clock wakeups every tick (1 s here: exact in binary); a rank
+        // that gets half a core advances its CPU clock half a tick per
+        // wakeup: half the armings of a rank with a core of its own, over
+        // the same wall time.
         let count = |rate: f64| {
-            let mut p = Pacer::new(Duration::from_millis(1));
-            (0..1000)
-                .filter(|&i| p.due(i as f64 * 1e-3 * rate, 0))
-                .count()
+            let mut p = Pacer::new(Duration::from_secs(1));
+            (0..1000).filter(|&i| p.due(i as f64 * rate, 0)).count()
         };
         assert_eq!(count(1.0), 1000);
         assert_eq!(count(0.5), 500);

@@ -13,6 +13,7 @@ use crate::budget::{decision_budget_s, DEFAULT_DECISION_SHARE};
 use crate::decision::{thread_cpu_s, Decided, Pending};
 pub use crate::drift::new_objects_reprofile;
 use crate::drift::{DriftMonitor, DEFAULT_BASELINE, DEFAULT_RUN};
+use crate::sampling::Sampler;
 use crate::unimem::model::{ObjPhase, PhaseProfile, Platform};
 use crate::unimem::plan::{Plan, Problem};
 use crate::unimem::profile_file::PhaseClock;
@@ -20,9 +21,8 @@ use crate::unimem::schedule::Move;
 use crate::unimem::transition::OnceMove;
 use crate::{Tier, TierRuntime};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Knobs of the loop.
@@ -127,9 +127,8 @@ pub struct DriverStats {
     /// Of `profiled_s`: seconds inside the MPI calls that began the
     /// profiled phases (a partner rank's wait for a slow one shows here).
     pub profiled_call_s: f64,
-    /// Sampler intervals closed and armed, the sampler threads' CPU
-    /// seconds ([`crate::sampling::SamplerReport`]), and the sampling
-    /// faults and page armings the profiled phases counted.
+    /// Sampler intervals armed and the sampler threads' CPU seconds
+    /// ([`crate::sampling::SamplerReport`]); sampling faults and armings.
     pub sample_ticks: u64,
     /// See `sample_ticks`.
     pub sampler_cpu_s: f64,
@@ -137,11 +136,6 @@ pub struct DriverStats {
     pub sample_faults: u64,
     /// See `sample_ticks`.
     pub sample_armed: u64,
-}
-
-struct Sampler {
-    stop: Arc<AtomicBool>,
-    handle: JoinHandle<crate::sampling::SamplerReport>,
 }
 
 enum Mode {
@@ -189,8 +183,7 @@ pub struct Driver {
     once: Vec<OnceMove>,
     once_step: usize,
     sampler: Option<Sampler>,
-    /// Profiled phases closed: the CPU-paced sampler re-arms after each
-    /// ([`crate::sampling::Pacer`]).
+    /// Profiled phases closed (the paced sampler re-arms after each).
     phases_closed: Arc<std::sync::atomic::AtomicU64>,
     stats: DriverStats,
     shares: BTreeMap<usize, f64>,
@@ -333,47 +326,25 @@ impl Driver {
             self.rt.profile_tick(self.cfg.pages_per_tick);
             return;
         }
-        let stop = Arc::new(AtomicBool::new(false));
-        let (rt, s2, tick, k) = (
-            self.rt.clone(),
-            stop.clone(),
-            self.cfg.tick,
-            self.cfg.pages_per_tick,
-        );
         self.rt.profile_tick(0);
         self.rt.profile_reset();
-        // paced by this (the application's) thread's CPU clock
-        let (clock, phases) = match self.cfg.pace {
-            crate::sampling::Pace::Cpu => (
-                crate::sampling::current_thread_cpu_clock(),
-                Some(self.phases_closed.clone()),
-            ),
-            crate::sampling::Pace::Wall => (None, None),
-        };
-        let handle = std::thread::Builder::new()
-            .name("mt-tier-sample".into())
-            .spawn(move || {
-                let rep = crate::sampling::run(tick, clock, phases.as_deref(), &s2, || {
-                    rt.profile_tick(k)
-                });
-                rt.profile_tick(0);
-                rep
-            });
         // No sampler thread: profiling yields no samples and the plan keeps
         // everything where it is (honest degradation, not an abort).
-        if let Ok(handle) = handle {
-            self.sampler = Some(Sampler { stop, handle });
-        }
+        let c = &self.cfg;
+        self.sampler = Sampler::start(
+            &self.rt,
+            c.tick,
+            c.pages_per_tick,
+            c.pace,
+            &self.phases_closed,
+        );
     }
 
     fn stop_sampler(&mut self) {
         self.access.stop();
-        if let Some(s) = self.sampler.take() {
-            s.stop.store(true, Ordering::SeqCst);
-            if let Ok(r) = s.handle.join() {
-                self.stats.sample_ticks += r.ticks;
-                self.stats.sampler_cpu_s += r.cpu_s;
-            }
+        if let Some(r) = self.sampler.take().and_then(Sampler::stop) {
+            self.stats.sample_ticks += r.ticks;
+            self.stats.sampler_cpu_s += r.cpu_s;
         }
     }
 

@@ -30,6 +30,10 @@
 //! whatever the time the rank spends waiting, where the wall clock gave
 //! (the iteration's *wall* time / tick) x objects x k.
 
+use crate::TierRuntime;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// What the sampler's clock is (`MEMTAMER_TIER_PACE`).
@@ -136,19 +140,19 @@ pub fn read_clock(id: libc::clockid_t) -> Option<f64> {
 pub fn run(
     tick: Duration,
     clock: Option<libc::clockid_t>,
-    phases: Option<&std::sync::atomic::AtomicU64>,
-    stop: &std::sync::atomic::AtomicBool,
+    phases: Option<&AtomicU64>,
+    stop: &AtomicBool,
     mut arm: impl FnMut(),
 ) -> SamplerReport {
     let mut pacer = Pacer::new(tick);
     let mut rep = SamplerReport::default();
     let t0 = std::time::Instant::now();
-    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+    while !stop.load(Ordering::SeqCst) {
         rep.wakeups += 1;
         let now = clock
             .and_then(read_clock)
             .unwrap_or_else(|| t0.elapsed().as_secs_f64());
-        let phase = phases.map_or(0, |p| p.load(std::sync::atomic::Ordering::SeqCst));
+        let phase = phases.map_or(0, |p| p.load(Ordering::SeqCst));
         if pacer.due(now, phase) {
             arm();
             rep.ticks += 1;
@@ -157,6 +161,51 @@ pub fn run(
     }
     rep.cpu_s = crate::decision::thread_cpu_s();
     rep
+}
+
+/// A running sampler thread (the driver's, while it profiles).
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<SamplerReport>,
+}
+
+impl Sampler {
+    /// Starts a thread that ticks `rt`'s profiler every `tick`, arming `k`
+    /// pages per object, on clock `pace` ([`run`]); with [`Pace::Cpu`],
+    /// paced by the *calling*
+    /// thread's CPU clock (the application's: the driver starts profiling
+    /// from it) and re-armed when `phases` moves. `None` if no thread
+    /// could be started.
+    pub fn start(
+        rt: &Arc<TierRuntime>,
+        tick: Duration,
+        k: usize,
+        pace: Pace,
+        phases: &Arc<AtomicU64>,
+    ) -> Option<Sampler> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (rt, s2) = (rt.clone(), stop.clone());
+        let (clock, phases) = match pace {
+            Pace::Cpu => (current_thread_cpu_clock(), Some(phases.clone())),
+            Pace::Wall => (None, None),
+        };
+        let handle = std::thread::Builder::new()
+            .name("mt-tier-sample".into())
+            .spawn(move || {
+                let rep = run(tick, clock, phases.as_deref(), &s2, || rt.profile_tick(k));
+                rt.profile_tick(0);
+                rep
+            })
+            .ok()?;
+        Some(Sampler { stop, handle })
+    }
+
+    /// Stops the thread (it disarms every page) and returns what it did
+    /// (`None` if it panicked).
+    pub fn stop(self) -> Option<SamplerReport> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.handle.join().ok()
+    }
 }
 
 #[cfg(test)]

@@ -562,6 +562,11 @@ pub(crate) enum BenchCmd {
         /// Pages armed per object per tick.
         #[arg(long, default_value_t = 16)]
         pages: usize,
+        /// Tick the sampler on the wall clock, as before the sampler was
+        /// paced by the application's CPU time (`MEMTAMER_TIER_PACE=wall`;
+        /// for comparisons).
+        #[arg(long)]
+        pace_wall: bool,
     },
     /// (internal) the managed worker process of `bench daemon`.
     #[command(hide = true)]

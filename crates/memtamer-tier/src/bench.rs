@@ -43,6 +43,8 @@ pub struct TierBenchOptions {
     pub tick: Duration,
     /// Pages armed per object per tick (`MEMTAMER_TIER_PAGES`, 16).
     pub pages_per_tick: usize,
+    /// The sampler's clock (`MEMTAMER_TIER_PACE`; [`crate::sampling`]).
+    pub pace: crate::sampling::Pace,
 }
 
 impl Default for TierBenchOptions {
@@ -54,6 +56,7 @@ impl Default for TierBenchOptions {
             rounds: 7,
             tick: Duration::from_millis(1),
             pages_per_tick: 16,
+            pace: crate::sampling::Pace::Cpu,
         }
     }
 }
@@ -97,6 +100,7 @@ fn driver_config(o: &TierBenchOptions) -> DriverConfig {
     DriverConfig {
         tick: o.tick,
         pages_per_tick: o.pages_per_tick,
+        pace: o.pace,
         iterations: o.iters as f64,
         ..DriverConfig::default()
     }

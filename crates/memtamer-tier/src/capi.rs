@@ -5,7 +5,8 @@
 //!
 //! Configuration comes from the environment when [`mt_tier_init`] gets 0:
 //! `MEMTAMER_DRAM_BUDGET` (bytes, K/M/G suffix), `MEMTAMER_TIER_DIR`,
-//! `MEMTAMER_TIER_TICK_US`, `MEMTAMER_TIER_PAGES`, `MEMTAMER_ITERS`,
+//! `MEMTAMER_TIER_TICK_US`, `MEMTAMER_TIER_PAGES`, `MEMTAMER_TIER_PACE` (`cpu`, the
+//! default, or `wall`: the sampler's clock, [`crate::sampling`]), `MEMTAMER_ITERS`,
 //! `MEMTAMER_SLOW_BW_DIV`, `MEMTAMER_SLOW_LAT_MUL`, `MEMTAMER_DRIFT`,
 //! `MEMTAMER_CF_BW`, `MEMTAMER_CF_LAT` (the constant factors `memtamer tier
 //! calibrate` prints; default 1),
@@ -161,6 +162,14 @@ fn driver_config() -> Result<DriverConfig, TierError> {
         // MEMTAMER_DECIDE_THREAD=0: decide on the application thread (the
         // behaviour before decisions moved off it; for comparisons)
         decide_off_thread: env_num("MEMTAMER_DECIDE_THREAD", 1.0)? != 0.0,
+        pace: match std::env::var("MEMTAMER_TIER_PACE") {
+            Ok(v) => crate::sampling::Pace::parse(&v).ok_or_else(|| TierError::BadEnv {
+                key: "MEMTAMER_TIER_PACE",
+                value: v.clone(),
+                why: "expected cpu or wall".into(),
+            })?,
+            Err(_) => d.pace,
+        },
     })
 }
 
@@ -428,7 +437,7 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             .clone()
             .map_or("none".into(), |(k, p)| format!("{k} (predicted {p:.4} s)"));
         line = format!(
-            "boundaries {} iterations {} phases {} decisions {} decisions_dropped {} reprofiles {} new_objects {} recalibrations {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} decide_ms {:.3} decide_thread_ms {:.3} profile_ms {:.3} profiled_ms {:.3} dram_used {} of {} {}",
+            "boundaries {} iterations {} phases {} decisions {} decisions_dropped {} reprofiles {} new_objects {} recalibrations {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} decide_ms {:.3} decide_thread_ms {:.3} profile_ms {:.3} profiled_ms {:.3} profiled_call_ms {:.3} sample_ticks {} sampler_cpu_ms {:.3} sample_faults {} sample_armed {} dram_used {} of {} {}",
             s.boundaries,
             s.iterations,
             s.phases,
@@ -450,6 +459,11 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             s.decide_thread_s * 1e3,
             s.profile_s * 1e3,
             s.profiled_s * 1e3,
+            s.profiled_call_s * 1e3,
+            s.sample_ticks,
+            s.sampler_cpu_s * 1e3,
+            s.sample_faults,
+            s.sample_armed,
             rt.dram_used(),
             rt.config().dram_budget,
             st.direction_report()

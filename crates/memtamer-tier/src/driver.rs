@@ -15,6 +15,7 @@ mod guarded;
 mod plan_view;
 pub use crate::drift::new_objects_reprofile;
 use crate::drift::{DriftMonitor, DEFAULT_BASELINE, DEFAULT_RUN};
+use crate::sampling::Sampler;
 use crate::unimem::model::{ObjPhase, PhaseProfile, Platform};
 use crate::unimem::plan::{Plan, Problem};
 use crate::unimem::profile_file::PhaseClock;
@@ -22,9 +23,8 @@ use crate::unimem::schedule::Move;
 use crate::unimem::transition::OnceMove;
 use crate::{Tier, TierRuntime};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Knobs of the loop.
@@ -55,6 +55,9 @@ pub struct DriverConfig {
     /// application thread at the profiled iteration's end (the plan is in
     /// force from the next iteration on, whatever the host's speed).
     pub decide_off_thread: bool,
+    /// The sampler thread's clock ([`crate::sampling::Pace`]): the
+    /// application thread's CPU time (default) or the wall clock.
+    pub pace: crate::sampling::Pace,
 }
 
 pub use crate::platform::{
@@ -74,6 +77,7 @@ impl Default for DriverConfig {
             recalibrate: true,
             decision_share: DEFAULT_DECISION_SHARE,
             decide_off_thread: true,
+            pace: crate::sampling::Pace::Cpu,
         }
     }
 }
@@ -122,11 +126,18 @@ pub struct DriverStats {
     /// Wall seconds of the profiled iterations (their sampling faults run
     /// inside the application's own code, so `overhead_s` misses them).
     pub profiled_s: f64,
-}
-
-struct Sampler {
-    stop: Arc<AtomicBool>,
-    handle: JoinHandle<()>,
+    /// Of `profiled_s`: seconds inside the MPI calls that began the
+    /// profiled phases (a partner rank's wait for a slow one shows here).
+    pub profiled_call_s: f64,
+    /// Sampler intervals armed and the sampler threads' CPU seconds
+    /// ([`crate::sampling::SamplerReport`]); sampling faults and armings.
+    pub sample_ticks: u64,
+    /// See `sample_ticks`.
+    pub sampler_cpu_s: f64,
+    /// See `sample_ticks`.
+    pub sample_faults: u64,
+    /// See `sample_ticks`.
+    pub sample_armed: u64,
 }
 
 enum Mode {
@@ -174,6 +185,8 @@ pub struct Driver {
     once: Vec<OnceMove>,
     once_step: usize,
     sampler: Option<Sampler>,
+    /// Profiled phases closed (the paced sampler re-arms after each).
+    phases_closed: Arc<std::sync::atomic::AtomicU64>,
     stats: DriverStats,
     shares: BTreeMap<usize, f64>,
     /// Per profiled phase, its call and CPU times (parallel to `profile`);
@@ -250,6 +263,7 @@ impl Driver {
             once: Vec::new(),
             once_step: 0,
             sampler: None,
+            phases_closed: Default::default(),
             stats: DriverStats::default(),
             shares: BTreeMap::new(),
             clocks: Vec::new(),
@@ -317,36 +331,25 @@ impl Driver {
             self.rt.profile_tick(self.cfg.pages_per_tick);
             return;
         }
-        let stop = Arc::new(AtomicBool::new(false));
-        let (rt, s2, tick, k) = (
-            self.rt.clone(),
-            stop.clone(),
-            self.cfg.tick,
-            self.cfg.pages_per_tick,
-        );
         self.rt.profile_tick(0);
         self.rt.profile_reset();
-        let handle = std::thread::Builder::new()
-            .name("mt-tier-sample".into())
-            .spawn(move || {
-                while !s2.load(Ordering::SeqCst) {
-                    rt.profile_tick(k);
-                    std::thread::sleep(tick);
-                }
-                rt.profile_tick(0);
-            });
         // No sampler thread: profiling yields no samples and the plan keeps
         // everything where it is (honest degradation, not an abort).
-        if let Ok(handle) = handle {
-            self.sampler = Some(Sampler { stop, handle });
-        }
+        let c = &self.cfg;
+        self.sampler = Sampler::start(
+            &self.rt,
+            c.tick,
+            c.pages_per_tick,
+            c.pace,
+            &self.phases_closed,
+        );
     }
 
     fn stop_sampler(&mut self) {
         self.access.stop();
-        if let Some(s) = self.sampler.take() {
-            s.stop.store(true, Ordering::SeqCst);
-            let _ = s.handle.join();
+        if let Some(r) = self.sampler.take().and_then(Sampler::stop) {
+            self.stats.sample_ticks += r.ticks;
+            self.stats.sampler_cpu_s += r.cpu_s;
         }
     }
 
@@ -358,12 +361,16 @@ impl Driver {
         let cpu_s = thread_cpu_s() - self.phase_cpu;
         let est = self.rt.profile_take();
         self.rt.profile_reset();
+        self.phases_closed.fetch_add(1, Ordering::SeqCst);
         // Objects allocated since profiling began were armed by the sampler
         // like the others: they join the profiled set here, so their
         // samples are kept (issue 20: they used to be dropped).
         self.adopt_new_objects();
         let lines_per_page = crate::guard::page_size() as f64 / self.cfg.platform.cacheline;
         let total: f64 = est.iter().map(|e| e.faults as f64).sum();
+        self.stats.sample_faults += est.iter().map(|e| e.faults).sum::<u64>();
+        self.stats.sample_armed += est.iter().map(|e| e.armed).sum::<u64>();
+        self.stats.profiled_call_s += self.call_s;
         let mut ph = PhaseProfile {
             time,
             samples: total,

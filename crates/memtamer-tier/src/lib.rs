@@ -35,6 +35,7 @@ pub mod platform;
 pub mod profiler;
 pub mod publish;
 pub mod registry;
+pub mod sampling;
 pub mod status;
 pub mod synthetic;
 

@@ -48,6 +48,16 @@ fn an_unknown_unimem_switch_is_refused_by_name() {
     let e = last_error();
     assert!(e.contains("MEMTAMER_DECIDE_THREAD"), "{e}");
     std::env::remove_var("MEMTAMER_DECIDE_THREAD");
+    // and a sampler clock that is neither cpu nor wall
+    std::env::set_var("MEMTAMER_TIER_PACE", "fast");
+    assert_eq!(
+        mt_tier_init(1 << 20),
+        -1,
+        "started with MEMTAMER_TIER_PACE=fast"
+    );
+    let e = last_error();
+    assert!(e.contains("MEMTAMER_TIER_PACE"), "{e}");
+    std::env::remove_var("MEMTAMER_TIER_PACE");
     // the runtime did not start: a good value starts it now
     std::env::set_var("MEMTAMER_UNIMEM", "off");
     assert_eq!(mt_tier_init(1 << 20), 0);

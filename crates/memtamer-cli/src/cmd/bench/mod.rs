@@ -78,6 +78,7 @@ pub fn run(cmd: BenchCmd) -> Result<Outcome, CliError> {
             rounds,
             tick_us,
             pages,
+            pace_wall,
         } => {
             let opts = memtamer_tier::bench::TierBenchOptions {
                 nx,
@@ -86,6 +87,11 @@ pub fn run(cmd: BenchCmd) -> Result<Outcome, CliError> {
                 rounds,
                 tick: std::time::Duration::from_micros(tick_us),
                 pages_per_tick: pages,
+                pace: if pace_wall {
+                    memtamer_tier::sampling::Pace::Wall
+                } else {
+                    memtamer_tier::sampling::Pace::Cpu
+                },
             };
             let rows =
                 memtamer_tier::bench::run(&opts).map_err(|e| CliError::Bench(e.to_string()))?;

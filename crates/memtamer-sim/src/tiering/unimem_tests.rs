@@ -3,6 +3,12 @@ use super::super::test_support::{program, View};
 use super::super::PAGE;
 use super::*;
 
+/// The policy every test here builds: the test model's platform, one
+/// profiled iteration.
+fn policy(prog: &PhasedProgram, capacity: u64, search: SearchSpec, initial: bool) -> UnimemPolicy {
+    UnimemPolicy::new(prog, capacity, platform(&model()), search, initial, 1)
+}
+
 #[test]
 fn classification_is_against_the_slow_tiers_peak() {
     // §3.4.1: bandwidth-sensitive when the demand "reaches t1% of the
@@ -41,14 +47,7 @@ fn phase_varying_program_gets_per_phase_moves_with_room_to_overlap() {
             &[(3, 100_000, true)],
         ],
     );
-    let mut pol = UnimemPolicy::new(
-        &prog,
-        32 * PAGE,
-        platform(&model()),
-        SearchSpec::Both,
-        false,
-        1,
-    );
+    let mut pol = policy(&prog, 32 * PAGE, SearchSpec::Both, false);
     assert_eq!(pol.initial(), vec![0, 0, 0, 0]);
     let v = View {
         pages: vec![vec![Tier::Slow; 16]; 4],
@@ -100,16 +99,7 @@ fn a_plan_measured_slower_than_the_profiled_placement_is_reverted() {
             &[(3, 100_000, true)],
         ],
     );
-    let build = || {
-        UnimemPolicy::new(
-            &prog,
-            32 * PAGE,
-            platform(&model()),
-            SearchSpec::Both,
-            false,
-            1,
-        )
-    };
+    let build = || policy(&prog, 32 * PAGE, SearchSpec::Both, false);
     let v = View {
         pages: vec![vec![Tier::Slow; 16]; 4],
         capacity: 32 * PAGE,
@@ -157,14 +147,7 @@ fn global_only_ablation_never_moves_inside_the_loop() {
             &[(2, 10, true)],
         ],
     );
-    let mut pol = UnimemPolicy::new(
-        &prog,
-        32 * PAGE,
-        platform(&model()),
-        SearchSpec::Global,
-        false,
-        1,
-    );
+    let mut pol = policy(&prog, 32 * PAGE, SearchSpec::Global, false);
     let v = View {
         pages: vec![vec![Tier::Slow; 16]; 3],
         capacity: 32 * PAGE,
@@ -200,16 +183,7 @@ fn one_time_promotions_overlap_the_first_enforced_iteration() {
             &[(2, 10, true)],
         ],
     );
-    let build = |prog: &PhasedProgram| {
-        UnimemPolicy::new(
-            prog,
-            32 * PAGE,
-            platform(&model()),
-            SearchSpec::Global,
-            false,
-            1,
-        )
-    };
+    let build = |prog: &PhasedProgram| policy(prog, 32 * PAGE, SearchSpec::Global, false);
     let v = View {
         pages: vec![
             vec![Tier::Slow; 16],
@@ -284,14 +258,7 @@ fn large_regular_objects_are_split_into_chunks() {
 fn chunks_are_profiled_and_placed_by_their_own_heat() {
     // object 0: 64 pages, only its first 16 pages hot; DRAM 32 pages
     let prog = program(&[64], &[&[(0, 16 * 64 * 100, false)]]);
-    let mut pol = UnimemPolicy::new(
-        &prog,
-        32 * PAGE,
-        platform(&model()),
-        SearchSpec::Both,
-        false,
-        1,
-    );
+    let mut pol = policy(&prog, 32 * PAGE, SearchSpec::Both, false);
     assert!(pol.wants_heat());
     let v = View {
         pages: vec![vec![Tier::Slow; 64]],
@@ -331,14 +298,7 @@ fn initial_placement_takes_the_most_referenced_objects() {
         &[8, 8, 8],
         &[&[(0, 10, false), (1, 1000, false)], &[(2, 500, true)]],
     );
-    let mut pol = UnimemPolicy::new(
-        &prog,
-        16 * PAGE,
-        platform(&model()),
-        SearchSpec::Both,
-        true,
-        1,
-    );
+    let mut pol = policy(&prog, 16 * PAGE, SearchSpec::Both, true);
     assert_eq!(pol.initial(), vec![0, 8, 8]);
 }
 
@@ -350,13 +310,6 @@ fn initial_placement_takes_the_most_references_that_fit() {
         &[8, 4, 4],
         &[&[(0, 1000, false), (1, 800, false)], &[(2, 800, false)]],
     );
-    let mut pol = UnimemPolicy::new(
-        &prog,
-        8 * PAGE,
-        platform(&model()),
-        SearchSpec::Both,
-        true,
-        1,
-    );
+    let mut pol = policy(&prog, 8 * PAGE, SearchSpec::Both, true);
     assert_eq!(pol.initial(), vec![0, 4, 4]);
 }

@@ -34,10 +34,9 @@ fn profile(pol: &mut UnimemPolicy, prog: &PhasedProgram, v: &View, t: f64) {
     }
 }
 
-#[test]
-fn phase_varying_program_gets_per_phase_moves_with_room_to_overlap() {
-    // 4 phases, each streaming its own object of 16 pages hard; DRAM for
-    // 2 objects. Long phases: copies hide in the phases between uses.
+/// 4 phases, each streaming its own object of 16 pages hard, with DRAM for
+/// 2 objects; every page starts in the slow tier.
+fn four_streams() -> (PhasedProgram, View) {
     let prog = program(
         &[16, 16, 16, 16],
         &[
@@ -47,13 +46,21 @@ fn phase_varying_program_gets_per_phase_moves_with_room_to_overlap() {
             &[(3, 100_000, true)],
         ],
     );
-    let mut pol = policy(&prog, 32 * PAGE, SearchSpec::Both, false);
-    assert_eq!(pol.initial(), vec![0, 0, 0, 0]);
     let v = View {
         pages: vec![vec![Tier::Slow; 16]; 4],
         capacity: 32 * PAGE,
         busy: false,
     };
+    (prog, v)
+}
+
+#[test]
+fn phase_varying_program_gets_per_phase_moves_with_room_to_overlap() {
+    // 4 phases, each streaming its own object of 16 pages hard; DRAM for
+    // 2 objects. Long phases: copies hide in the phases between uses.
+    let (prog, v) = four_streams();
+    let mut pol = policy(&prog, 32 * PAGE, SearchSpec::Both, false);
+    assert_eq!(pol.initial(), vec![0, 0, 0, 0]);
     profile(&mut pol, &prog, &v, 0.01);
     assert!(pol.summary().starts_with("local"), "{}", pol.summary());
     // phase 0 of the first enforced iteration: object 0 is not copied
@@ -90,21 +97,8 @@ fn enforced(pol: &mut UnimemPolicy, prog: &PhasedProgram, v: &View, iter: u32, t
 
 #[test]
 fn a_plan_measured_slower_than_the_profiled_placement_is_reverted() {
-    let prog = program(
-        &[16, 16, 16, 16],
-        &[
-            &[(0, 100_000, true)],
-            &[(1, 100_000, true)],
-            &[(2, 100_000, true)],
-            &[(3, 100_000, true)],
-        ],
-    );
+    let (prog, v) = four_streams();
     let build = || policy(&prog, 32 * PAGE, SearchSpec::Both, false);
-    let v = View {
-        pages: vec![vec![Tier::Slow; 16]; 4],
-        capacity: 32 * PAGE,
-        busy: false,
-    };
     // measured faster than the profiled iteration: kept, nothing said
     let mut pol = build();
     profile(&mut pol, &prog, &v, 0.01);

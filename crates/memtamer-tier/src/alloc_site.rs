@@ -31,18 +31,7 @@ fn state() -> MutexGuard<'static, Option<State>> {
 }
 
 fn on_from_env() -> Result<bool, TierError> {
-    match std::env::var("MEMTAMER_ALLOC_PLACE") {
-        Err(_) => Ok(true),
-        Ok(v) => match v.trim() {
-            "" | "1" | "on" => Ok(true),
-            "0" | "off" => Ok(false),
-            _ => Err(TierError::BadEnv {
-                key: "MEMTAMER_ALLOC_PLACE",
-                value: v,
-                why: "expected 0/off (every object born in the slow tier) or 1/on".into(),
-            }),
-        },
-    }
+    crate::env::switch("MEMTAMER_ALLOC_PLACE", "every object born in the slow tier")
 }
 
 fn min_density_from_env() -> Result<f64, TierError> {

@@ -178,18 +178,7 @@ fn driver_config() -> Result<DriverConfig, TierError> {
 /// so `MEMTAMER_UNIMEM=no` or `false` silently ran the opposite of what it
 /// asked for.
 fn unimem_from_env() -> Result<bool, TierError> {
-    match std::env::var("MEMTAMER_UNIMEM") {
-        Err(_) => Ok(true),
-        Ok(v) => match v.trim() {
-            "" | "1" | "on" => Ok(true),
-            "0" | "off" => Ok(false),
-            _ => Err(TierError::BadEnv {
-                key: "MEMTAMER_UNIMEM",
-                value: v,
-                why: "expected 0/off (the baseline: no profiling, no moves) or 1/on".into(),
-            }),
-        },
-    }
+    crate::env::switch("MEMTAMER_UNIMEM", "the baseline: no profiling, no moves")
 }
 
 fn rt_slot() -> MutexGuard<'static, Option<Arc<TierRuntime>>> {

@@ -24,6 +24,7 @@ pub mod capi;
 pub mod decision;
 pub mod drift;
 pub mod driver;
+mod env;
 pub mod error;
 pub mod guard;
 pub mod migrator;

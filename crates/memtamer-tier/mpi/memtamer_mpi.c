@@ -61,6 +61,7 @@ static void mt_start(void) {
     int wsize = 1;
     PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
     mt_tier_set_rank(wrank, wsize);
+    mt_tier_set_node_ranks(local);
     const char *nd = getenv("MEMTAMER_NODE_DRAM");
     if (!getenv("MEMTAMER_DRAM_BUDGET") && nd) {
         size_t b = mt_parse_bytes(nd);

@@ -36,6 +36,21 @@ pub struct DriverConfig {
     /// The sampler thread's clock ([`crate::sampling::Pace`]): the
     /// application thread's CPU time (default) or the wall clock.
     pub pace: crate::sampling::Pace,
+    /// Whether the copy helper has a CPU of its own on this node, and why
+    /// ([`crate::cpus::HelperCpu`]); `platform.copy_overlap` is its answer
+    /// (set both with [`DriverConfig::with_helper`]).
+    pub helper: crate::cpus::HelperCpu,
+}
+
+impl DriverConfig {
+    /// This configuration with `helper`, and the platform's
+    /// [`crate::unimem::model::CopyOverlap`] (the decisions' input) set
+    /// from it.
+    pub fn with_helper(mut self, helper: crate::cpus::HelperCpu) -> Self {
+        self.platform.copy_overlap = helper.overlap();
+        self.helper = helper;
+        self
+    }
 }
 
 impl Default for DriverConfig {
@@ -52,6 +67,7 @@ impl Default for DriverConfig {
             decision_share: DEFAULT_DECISION_SHARE,
             decide_off_thread: true,
             pace: crate::sampling::Pace::Cpu,
+            helper: Default::default(),
         }
     }
 }

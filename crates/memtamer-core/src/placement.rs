@@ -629,6 +629,9 @@ pub struct Placement {
     params: PlacementParams,
     tracked: BTreeMap<ThreadId, Tracked>,
     last_run_ns: Option<u64>,
+    /// Wall time observed before the first run: the first plan waits for a
+    /// full period of counters, as every later one does.
+    observed_before_first_ns: u64,
     last_moves: Vec<Move>,
 }
 
@@ -640,6 +643,7 @@ impl Placement {
             params,
             tracked: BTreeMap::new(),
             last_run_ns: None,
+            observed_before_first_ns: 0,
             last_moves: Vec::new(),
         }
     }
@@ -689,9 +693,19 @@ impl Policy for Placement {
             live.sort_unstable();
             self.tracked.retain(|t, _| live.binary_search(t).is_ok());
         }
-        let due = self
-            .last_run_ns
-            .is_none_or(|l| end.saturating_sub(l) >= p.period_ns);
+        // The first plan, too, needs a full period of counters: a daemon's
+        // first window can be a few ms long, and Eq. 1 over it ranks writers
+        // by which of them happened to publish in it (a swap that clustered
+        // three of four equal writers: flaky `scripts/check-placement`).
+        let due = match self.last_run_ns {
+            Some(l) => end.saturating_sub(l) >= p.period_ns,
+            None => {
+                self.observed_before_first_ns = self
+                    .observed_before_first_ns
+                    .saturating_add(obs.duration_ns);
+                self.observed_before_first_ns >= p.period_ns
+            }
+        };
         if !due {
             return Decision::default();
         }

@@ -83,3 +83,43 @@ fn a_released_thread_is_not_pinned_again_within_min_residency() {
     }
     assert_eq!(held_at, Some(released_at + params.min_residency_ns));
 }
+
+#[test]
+fn the_first_plan_waits_for_a_full_period_of_counters() {
+    let topo = machine(1, 2, false);
+    let any = set("0-1");
+    let params = params_1ms();
+    let mut p = Placement::new(topo, params);
+    // a daemon's first window is short: in 0.1 ms only thread 1 happened to
+    // publish its writes, thread 2 (an equal writer) did not
+    let short = |threads| Observation {
+        start_ns: 0,
+        duration_ns: 100_000,
+        threads,
+        ..Default::default()
+    };
+    let d = p.decide(&short(vec![
+        thread(1, 0, WRITES / 10, any),
+        thread(2, 0, 0, any),
+    ]));
+    assert!(
+        d.thread_cpus.is_empty(),
+        "planned on 0.1 ms: {:?}",
+        d.reasons
+    );
+    assert!(p.last_moves().is_empty());
+    // the rest of the period: both write; the plan sees both and splits them
+    let rest = Observation {
+        start_ns: 100_000,
+        duration_ns: 900_000,
+        threads: vec![
+            thread(1, 0, WRITES * 9 / 10, any),
+            thread(2, 0, WRITES * 9 / 10, any),
+        ],
+        ..Default::default()
+    };
+    let d = p.decide(&rest);
+    let mut cpus: Vec<CpuSet> = d.thread_cpus.iter().map(|(_, c)| *c).collect();
+    cpus.sort_by_key(|c| c.to_string());
+    assert_eq!(cpus, vec![set("0"), set("1")], "{:?}", d.reasons);
+}

@@ -1,6 +1,7 @@
 use super::*;
 use crate::topology::CpuFacts;
 use crate::{AccessStats, ThreadObs};
+use crate::{Decision, Observation, Policy};
 
 pub(super) fn set(list: &str) -> CpuSet {
     CpuSet::parse_list(list).expect("cpu list")

@@ -80,8 +80,10 @@ impl FirstTouch {
     /// (thesis §4.4: "Linux allocates memory with no knowledge of the
     /// underlying memory types but is restricted by a limited DRAM size").
     fn touch(&mut self, g: &TaskGraph, tier: &mut TierSpace, b: usize) {
-        if std::mem::replace(&mut self.touched[b], true) {
-            return;
+        // a block out of range (no `start` yet) is left where it is
+        match self.touched.get_mut(b) {
+            Some(t) if !*t => *t = true,
+            _ => return,
         }
         for p in 0..g.blocks[b].bytes.div_ceil(PAGE) {
             if tier.dram_bytes() + PAGE > tier.capacity() {

@@ -499,4 +499,8 @@ fn first_touch_fills_dram_with_the_initialised_arrays_then_with_what_tasks_touch
     assert_eq!(in_dram(&t), (0..10).collect::<Vec<_>>());
     ft.dispatch(&old, &mut t, 0, &[], &[]);
     assert_eq!(in_dram(&t), (0..10).collect::<Vec<_>>());
+    // a dispatch without a start places nothing (and does not panic)
+    let mut t = TierSpace::new(0, 1, 0, &blocks(&g), 10 * PAGE);
+    FirstTouch::default().dispatch(&g, &mut t, 0, &[], &[]);
+    assert_eq!(t.dram_bytes(), 0);
 }

@@ -201,6 +201,8 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             out_no_copy,
             out_fault_ns,
             model,
+            first_touch,
+            dram_ratio,
         } => {
             pick("memtamer sim tahoe", format, &[Format::Markdown])?;
             super::sim_tahoe::run(super::sim_tahoe::Opts {
@@ -215,6 +217,8 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
                 partial_form,
                 out_fault_ns: out_no_copy.then_some(out_fault_ns),
                 model,
+                first_touch,
+                dram_ratio,
             })
         }
         SimCmd::Sampler { periods } => {

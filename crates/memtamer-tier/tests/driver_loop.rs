@@ -39,6 +39,8 @@ fn config(copy_bw: f64) -> DriverConfig {
         // the plan in force from iteration 2 on, as the tests expect
         decide_off_thread: false,
         pace: memtamer_tier::sampling::Pace::Cpu,
+        // the thesis's models: the plans these tests expect
+        measured_exposure: false,
     }
 }
 

@@ -28,6 +28,7 @@ fn profile(pol: &mut UnimemPolicy, prog: &PhasedProgram, v: &View, t: f64) {
         assert_eq!(pol.phase_start(0, i, v), PhaseStart::default());
         let obs = PhaseObs {
             time: t,
+            wait: 0.0,
             lines: l.iter().map(|x| x.0).collect(),
         };
         pol.phase_end(0, i, &obs, v);
@@ -89,6 +90,7 @@ fn enforced(pol: &mut UnimemPolicy, prog: &PhasedProgram, v: &View, iter: u32, t
         pol.phase_start(iter, i, v);
         let obs = PhaseObs {
             time: t,
+            wait: 0.0,
             lines: vec![0; prog.objects.len()],
         };
         pol.phase_end(iter, i, &obs, v);
@@ -270,6 +272,7 @@ fn chunks_are_profiled_and_placed_by_their_own_heat() {
     );
     let obs = PhaseObs {
         time: 0.01,
+        wait: 0.0,
         lines: vec![16 * 6400],
     };
     pol.phase_end(0, 0, &obs, &v);

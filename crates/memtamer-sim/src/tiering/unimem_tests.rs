@@ -322,8 +322,8 @@ fn a_plan_whose_saving_measures_small_is_replaced_with_measured_exposure() {
     // one placement for the whole iteration.
     let (prog, v) = four_streams();
     let run = |measured: bool| {
-        let mut pol = policy(&prog, 32 * PAGE, SearchSpec::Both, false)
-            .with_measured_exposure(measured);
+        let mut pol =
+            policy(&prog, 32 * PAGE, SearchSpec::Both, false).with_measured_exposure(measured);
         profile(&mut pol, &prog, &v, 1e-5);
         assert!(pol.summary().starts_with("local"), "{}", pol.summary());
         assert!(!pol.moves.as_ref().is_none_or(Vec::is_empty));

@@ -86,6 +86,12 @@ impl Driver {
         (self.guarded.reverts, self.guarded.refused)
     }
 
+    /// The per-phase exposure learned for the current profile (empty: the
+    /// thesis's full exposure) and the re-decisions made with one.
+    pub fn exposure(&self) -> (&[f64], u64) {
+        (&self.guarded.exposure, self.guarded.exposure_decisions)
+    }
+
     /// The object ids of `plan`'s DRAM sets (the tabu key: indices change
     /// from one profile to the next, registry ids do not).
     fn plan_key(&self, dram: &[BTreeSet<usize>]) -> Vec<BTreeSet<usize>> {

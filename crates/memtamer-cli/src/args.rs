@@ -468,6 +468,12 @@ pub(crate) enum SimCmd {
         /// "What is attainable").
         #[arg(long, conflicts_with = "per_object")]
         oracle: bool,
+        /// Unimem's benefit models: `measured` (each phase's exposure learned from
+        /// its phase times once the first plan has run, then one re-decision; the
+        /// default) or `full` (every slow-tier access exposed, thesis Eq. 3.2 as
+        /// written: the ablation). docs/unimem.md "Measured exposure".
+        #[arg(long, default_value = "measured", value_parser = ["measured", "full"])]
+        exposure: String,
     },
     /// Ribbon in the simulator (issue 19): eager flushing, the PATS gate, the four-point
     /// search and proactive flushing against the M = 1..P4 oracle sweep; prints the

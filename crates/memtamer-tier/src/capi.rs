@@ -170,6 +170,10 @@ fn driver_config() -> Result<DriverConfig, TierError> {
             })?,
             Err(_) => d.pace,
         },
+        measured_exposure: crate::env::switch(
+            "MEMTAMER_UNIMEM_EXPOSURE",
+            "every slow-tier access priced as exposed, the thesis's models",
+        )?,
     })
 }
 

@@ -180,12 +180,13 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             jobs,
             per_object,
             oracle,
+            exposure,
         } => {
             pick("memtamer sim unimem", format, &[Format::Markdown])?;
             if per_object {
                 super::sim_unimem::per_object(&platforms, &scenarios, jobs)
             } else {
-                super::sim_unimem::run(&platforms, &scenarios, jobs, oracle)
+                super::sim_unimem::run(&platforms, &scenarios, jobs, oracle, &exposure)
             }
         }
         SimCmd::Tahoe {

@@ -273,6 +273,7 @@ impl TaskPolicy for UnimemTasks {
             platform: self.model.clone(),
             capacity: tier.capacity(),
             iterations: iters,
+            exposure: Vec::new(),
         };
         self.plan = Some(decide(&problem, &start));
         self.problem = Some(problem);

@@ -36,6 +36,11 @@ pub struct DriverConfig {
     /// The sampler thread's clock ([`crate::sampling::Pace`]): the
     /// application thread's CPU time (default) or the wall clock.
     pub pace: crate::sampling::Pace,
+    /// Learn each phase's exposure from measured phase times once the
+    /// first plan of a profile has been judged, and decide again with it
+    /// ([`crate::unimem::exposure`]); off: the thesis's full exposure
+    /// (`MEMTAMER_UNIMEM_EXPOSURE=off`, the behaviour before).
+    pub measured_exposure: bool,
 }
 
 impl Default for DriverConfig {
@@ -52,6 +57,7 @@ impl Default for DriverConfig {
             decision_share: DEFAULT_DECISION_SHARE,
             decide_off_thread: true,
             pace: crate::sampling::Pace::Cpu,
+            measured_exposure: true,
         }
     }
 }

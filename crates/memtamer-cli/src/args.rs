@@ -428,6 +428,20 @@ pub(crate) enum SimCmd {
         #[arg(long = "model", default_value = "refined",
               value_parser = ["refined", "slow-rep", "thesis"])]
         model: String,
+        /// Which pages unmanaged first touch puts in DRAM: `source` (arrays a program
+        /// writes before its tasks, in allocation order, then the arrays its tasks
+        /// first touch, as they run: Strassen's C and temporaries, from KASTORS's
+        /// source) or `alloc` (every array at the start in allocation order, the
+        /// tables before 2026-11-27). docs/tahoe.md "The setup against the thesis".
+        #[arg(long = "first-touch", default_value = "source",
+              value_parser = ["source", "alloc"])]
+        first_touch: String,
+        /// A benchmark's data bytes per DRAM byte in place of its Table 4.4 ratio,
+        /// `NAME=N` (repeatable or comma-separated), e.g. `heat=2`: a probe of the
+        /// DRAM that the thesis's stated inputs give at 128 MB (docs/tahoe.md "The
+        /// setup against the thesis").
+        #[arg(long = "dram-ratio", value_delimiter = ',')]
+        dram_ratio: Vec<String>,
     },
     /// Unimem and its baselines on phased MPI-like programs over tiered data objects
     /// (issue 20 item 5); prints the Markdown of docs/unimem.md "In the simulator".
@@ -454,6 +468,12 @@ pub(crate) enum SimCmd {
         /// "What is attainable").
         #[arg(long, conflicts_with = "per_object")]
         oracle: bool,
+        /// Unimem's benefit models: `measured` (each phase's exposure learned from
+        /// its phase times once the first plan has run, then one re-decision; the
+        /// default) or `full` (every slow-tier access exposed, thesis Eq. 3.2 as
+        /// written: the ablation). docs/unimem.md "Measured exposure".
+        #[arg(long, default_value = "measured", value_parser = ["measured", "full"])]
+        exposure: String,
     },
     /// Ribbon in the simulator (issue 19): eager flushing, the PATS gate, the four-point
     /// search and proactive flushing against the M = 1..P4 oracle sweep; prints the

@@ -103,6 +103,19 @@ impl Composite {
         self.isolation.as_ref()
     }
 
+    /// The placement component's per-thread view, for status reports
+    /// (empty without placement).
+    pub fn placed_threads(&self) -> Vec<crate::placement::PlacedThread> {
+        self.placement
+            .as_ref()
+            .map_or_else(Vec::new, |p| p.placed_threads())
+    }
+
+    /// Whether a placement component runs.
+    pub fn has_placement(&self) -> bool {
+        self.placement.is_some()
+    }
+
     /// The core-specialization component, for status reports.
     pub fn concurrency(&self) -> Option<&CoreSpec> {
         self.concurrency.as_ref()

@@ -11,6 +11,11 @@ pub trait Policy: Send {
     fn name(&self) -> &str;
     /// Decides what to change after one observation window.
     fn decide(&mut self, obs: &Observation) -> Decision;
+    /// Placement's per-thread view (loads, pins, residency) for `memtamer
+    /// status`; empty for every policy that places nothing.
+    fn placed_threads(&self) -> Vec<crate::placement::PlacedThread> {
+        Vec::new()
+    }
 }
 
 /// The no-op policy: what the papers call "Baseline" (no control at all).

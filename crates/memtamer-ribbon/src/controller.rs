@@ -4,7 +4,8 @@
 //! the flusher count and the proactive switch it answers.
 //!
 //! Sample points: P1 = flushers that saturate write bandwidth (4 on
-//! Optane), P2 = P1 + 1, P3 = cores − 1, P4 = cores. After measuring the
+//! Optane), P2 = P1 + 1, P3 = cores − 1, P4 = cores, probed in the
+//! thesis's order P1, P4, P2, P3. After measuring the
 //! bandwidth at each point for one probe window, [`decide_measured`]
 //! applies the digest's table, including the case the thesis leaves out,
 //! with the thesis's plain "higher than" on differences larger than the
@@ -288,10 +289,19 @@ struct Search {
     rounds: u32,
 }
 
+/// The order of a search's first round, as indices of P1..P4: P1, P4, P2,
+/// P3 (thesis §6.3.1). Each probe window follows the previous point's, so
+/// the order decides which backlog a window drains: after P2 (P1 + 1
+/// flushers), P3 (cores - 1) first drains what P2 left queued.
+const FIRST_ROUND: [usize; 4] = [0, 3, 1, 2];
+
 impl Search {
     fn new() -> Search {
         Search {
-            plan: vec![0, 1, 2, 3],
+            // thesis §6.3.1: "first samples the bandwidth at ... P1 ...
+            // Then, it chooses a sample point at the number of cores (P4)
+            // ... Next, samples are taken at P2 = P1 + 1 and P3 = P4 - 1"
+            plan: FIRST_ROUND.to_vec(),
             pos: 0,
             est: Default::default(),
             rounds: 0,

@@ -276,7 +276,7 @@ fn cfg() -> ControlConfig {
 }
 
 #[test]
-fn search_probes_the_four_points_in_order_then_settles() {
+fn search_probes_p1_p4_p2_p3_as_the_thesis_then_settles() {
     let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
     let mut seen = vec![c.current().flushers];
     let mut bytes = 0.0;
@@ -294,7 +294,8 @@ fn search_probes_the_four_points_in_order_then_settles() {
             "no proactive during a search"
         );
     }
-    assert_eq!(seen, vec![4, 5, 23, 24, 14]);
+    // thesis §6.3.1: P1, then P4, then P2 and P3
+    assert_eq!(seen, vec![4, 24, 5, 23, 14]);
     assert_eq!(c.current().flushers, 14);
 }
 

@@ -11,7 +11,7 @@
 //! Then every scenario runs under every policy; a run's time is the
 //! slowest rank's end of its last iteration.
 
-use crate::config::phased::{ModelSpec, PhasedProgram, PlacementSpec, SearchSpec};
+use crate::config::phased::{ExposureSpec, ModelSpec, PhasedProgram, PlacementSpec, SearchSpec};
 use crate::config::{parse_toml, Platform};
 use crate::error::SimError;
 use crate::runner::{parallel_map, Builtin, PLATFORMS};
@@ -353,6 +353,19 @@ pub fn evaluate_with(
     jobs: usize,
     oracle: bool,
 ) -> Result<Vec<PlatformResult>, SimError> {
+    evaluate_opts(scenarios, platforms, jobs, oracle, ExposureSpec::default())
+}
+
+/// [`evaluate_with`] with Unimem's benefit models chosen: `exposure`
+/// measured per phase (the default) or full (the thesis's, the ablation;
+/// docs/unimem.md "Measured exposure").
+pub fn evaluate_opts(
+    scenarios: &[TierScenario],
+    platforms: &[String],
+    jobs: usize,
+    oracle: bool,
+    exposure: ExposureSpec,
+) -> Result<Vec<PlatformResult>, SimError> {
     let mut out = Vec::new();
     for pname in platforms {
         let p = load_platform(pname)?;
@@ -361,7 +374,10 @@ pub fn evaluate_with(
         let mut rank_counts: Vec<u32> = scenarios.iter().map(|s| s.ranks).collect();
         rank_counts.sort_unstable();
         rank_counts.dedup();
-        let cals = parallel_map(&rank_counts, jobs, None, |_, &r| calibrate(&p, r, slow))?;
+        let mut cals = parallel_map(&rank_counts, jobs, None, |_, &r| calibrate(&p, r, slow))?;
+        for c in &mut cals {
+            c.model.exposure = exposure;
+        }
         let model_of = |r: u32| -> &ModelSpec {
             let i = rank_counts.iter().position(|&x| x == r).unwrap_or(0);
             &cals[i].model

@@ -175,6 +175,10 @@ fn driver_config() -> Result<DriverConfig, TierError> {
             Err(_) => d.pace,
         },
         helper: d.helper,
+        measured_exposure: crate::env::switch(
+            "MEMTAMER_UNIMEM_EXPOSURE",
+            "every slow-tier access priced as exposed, the thesis's models",
+        )?,
     }
     .with_helper(crate::cpus::HelperCpu {
         node_ranks: NODE_RANKS.get().copied().unwrap_or(0),

@@ -149,6 +149,7 @@ mod tests {
             platform: Platform::emulated(10e9, 100e-9, 2.0, 4.0).with_copy_bw(1e15),
             capacity: 3 << 20,
             iterations: 100.0,
+            exposure: Vec::new(),
         }
     }
 

@@ -53,6 +53,8 @@ pub struct Driver {
     profile: Vec<PhaseProfile>,
     times: Vec<f64>,
     times_now: Vec<f64>,
+    /// The current enforced iteration's waits for moves, per phase.
+    waits_now: Vec<f64>,
     /// Whether enforced iterations' phase times mean the workload changed.
     drift: DriftMonitor,
     /// The platform of the last decision (its measured copy bandwidths).
@@ -143,6 +145,7 @@ impl Driver {
             profile: Vec::new(),
             times: Vec::new(),
             times_now: Vec::new(),
+            waits_now: Vec::new(),
             drift: DriftMonitor::new(cfg.drift, DEFAULT_BASELINE, DEFAULT_RUN),
             used,
             last_copy_ns: 0,
@@ -453,6 +456,7 @@ impl Driver {
             platform,
             capacity: self.rt.config().dram_budget as u64,
             iterations: self.cfg.iterations,
+            exposure: self.guarded.exposure.clone(),
         };
         // Issue 20 item 5: the simulator can replay this profile
         // (`memtamer sim unimem`, scenario key `profile`).
@@ -589,7 +593,11 @@ impl Driver {
         for a in need {
             let _ = self.rt.wait(a as *mut u8);
         }
-        self.stats.wait_s += t0.elapsed().as_secs_f64();
+        let waited = t0.elapsed().as_secs_f64();
+        self.stats.wait_s += waited;
+        if let Some(w) = self.waits_now.get_mut(i) {
+            *w += waited;
+        }
     }
 
     /// Top of a main-loop iteration.
@@ -609,6 +617,7 @@ impl Driver {
                     *x = t;
                 }
                 let now = std::mem::take(&mut self.times_now);
+                let waits = std::mem::take(&mut self.waits_now);
                 // Phases under 1 ms are all jitter: they do not count.
                 // An iteration during which copies ran is not a timing
                 // sample: the copies themselves slow it down, and re-deciding
@@ -621,7 +630,7 @@ impl Driver {
                 // noise: one phase out of its control limits on the same
                 // side three quiet iterations in a row, with a backoff
                 // ([`DriftMonitor`]).
-                let reverted = self.guard_iteration(&now);
+                let reverted = self.guard_iteration(&now, &waits);
                 let moved = !busy && !reverted && self.drift.observe(&now);
                 // Copies slower than the model assumed (the helper shares a
                 // core with the ranks, say): decide again on the same
@@ -652,6 +661,7 @@ impl Driver {
         }
         self.phase = 0;
         self.times_now = vec![0.0; self.times.len()];
+        self.waits_now = vec![0.0; self.times.len()];
         if matches!(self.mode, Mode::Enforcing) {
             self.enforce(0);
         }

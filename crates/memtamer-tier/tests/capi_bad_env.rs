@@ -58,6 +58,16 @@ fn an_unknown_unimem_switch_is_refused_by_name() {
     let e = last_error();
     assert!(e.contains("MEMTAMER_TIER_PACE"), "{e}");
     std::env::remove_var("MEMTAMER_TIER_PACE");
+    // and an exposure switch that is neither on nor off
+    std::env::set_var("MEMTAMER_UNIMEM_EXPOSURE", "maybe");
+    assert_eq!(
+        mt_tier_init(1 << 20),
+        -1,
+        "started with MEMTAMER_UNIMEM_EXPOSURE=maybe"
+    );
+    let e = last_error();
+    assert!(e.contains("MEMTAMER_UNIMEM_EXPOSURE=\"maybe\""), "{e}");
+    std::env::remove_var("MEMTAMER_UNIMEM_EXPOSURE");
     // the runtime did not start: a good value starts it now
     std::env::set_var("MEMTAMER_UNIMEM", "off");
     assert_eq!(mt_tier_init(1 << 20), 0);

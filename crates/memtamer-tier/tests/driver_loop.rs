@@ -40,6 +40,8 @@ fn config(copy_bw: f64) -> DriverConfig {
         decide_off_thread: false,
         pace: memtamer_tier::sampling::Pace::Cpu,
         helper: Default::default(),
+        // the thesis's models: the plans these tests expect
+        measured_exposure: false,
     }
 }
 
@@ -431,4 +433,48 @@ fn a_plan_measured_slower_than_the_profiled_iteration_is_reverted() {
     assert_eq!(tier_of(&rt, b), Tier::Slow);
     assert!(all_equal(a, 2 * MB, 90));
     assert!(all_equal(b, 2 * MB, 9));
+}
+
+#[test]
+fn with_measured_exposure_a_plan_measured_slower_teaches_the_models_and_is_not_tried_again() {
+    // as above, with the measured exposure on: the guard reverts A's
+    // promotion, the phases' exposure is learned from the slower plan
+    // (a move that bought nothing measurable: 0) and the driver decides
+    // again on the same profile, which now leaves A in the slow tier
+    let (rt, a, b) = two_objects();
+    let cfg = DriverConfig {
+        measured_exposure: true,
+        ..config(1e6)
+    };
+    let mut drv = Driver::new(rt.clone(), cfg);
+    let mut nap = Duration::from_millis(2);
+    for it in 0..12 {
+        drv.iteration();
+        if it == 1 {
+            nap = Duration::from_secs_f64(2.0 * drv.stats().profiled_s + 0.01);
+        }
+        sweep(a, 2 * MB, 10, &mut drv);
+        std::thread::sleep(nap);
+        drv.boundary();
+        sweep(b, 2 * MB, 1, &mut drv);
+        std::thread::sleep(nap);
+        drv.boundary();
+    }
+    drv.finish();
+    // (every phase after iteration 1 sleeps longer than the profiled
+    // iteration, so the guard also finds the re-decided plan slower than
+    // that reference; it moves nothing either way)
+    assert!(drv.guard_reverts().0 >= 1);
+    let (exposure, decisions) = drv.exposure();
+    assert_eq!(decisions, 1);
+    assert!(
+        !exposure.is_empty() && exposure.iter().all(|&e| e == 0.0),
+        "{exposure:?}"
+    );
+    assert_eq!(tier_of(&rt, a), Tier::Slow);
+    assert!(drv
+        .plan()
+        .is_some_and(|p| p.dram.iter().all(|s| s.is_empty())));
+    assert!(all_equal(a, 2 * MB, 120));
+    assert!(all_equal(b, 2 * MB, 12));
 }

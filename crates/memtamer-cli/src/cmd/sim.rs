@@ -180,12 +180,13 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             jobs,
             per_object,
             oracle,
+            exposure,
         } => {
             pick("memtamer sim unimem", format, &[Format::Markdown])?;
             if per_object {
                 super::sim_unimem::per_object(&platforms, &scenarios, jobs)
             } else {
-                super::sim_unimem::run(&platforms, &scenarios, jobs, oracle)
+                super::sim_unimem::run(&platforms, &scenarios, jobs, oracle, &exposure)
             }
         }
         SimCmd::Tahoe {
@@ -201,6 +202,8 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             out_no_copy,
             out_fault_ns,
             model,
+            first_touch,
+            dram_ratio,
         } => {
             pick("memtamer sim tahoe", format, &[Format::Markdown])?;
             super::sim_tahoe::run(super::sim_tahoe::Opts {
@@ -215,6 +218,8 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
                 partial_form,
                 out_fault_ns: out_no_copy.then_some(out_fault_ns),
                 model,
+                first_touch,
+                dram_ratio,
             })
         }
         SimCmd::Sampler { periods } => {

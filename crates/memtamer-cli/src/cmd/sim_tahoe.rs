@@ -22,6 +22,14 @@ pub(super) struct Opts {
     pub out_fault_ns: Option<f64>,
     /// `--model`: where Tahoe's all-slow times come from.
     pub model: String,
+    /// `--first-touch`: `source` (arrays a program leaves untouched until
+    /// its tasks are first touched by them) or `alloc` (every array at the
+    /// start, in allocation order: the tables before 2026-11-27).
+    pub first_touch: String,
+    /// `--dram-ratio NAME=N`: a benchmark's data bytes per DRAM byte in
+    /// place of its Table 4.4 ratio (a probe; docs/tahoe.md "The setup
+    /// against the thesis").
+    pub dram_ratio: Vec<String>,
 }
 
 /// Runs the evaluation and prints its tables. A recorded program is
@@ -41,6 +49,23 @@ pub(super) fn run(o: Opts) -> Result<Outcome, CliError> {
         message: format!("{:?}: expected thesis, slow-rep or refined", o.model),
     })?;
     let mut cases = builtin_cases(&o.benches)?;
+    match o.first_touch.as_str() {
+        "source" => {}
+        "alloc" => {
+            for c in &mut cases {
+                Arc::make_mut(&mut c.graph).task_touched.clear();
+            }
+        }
+        other => {
+            return Err(SimError::Invalid {
+                file: "command line".into(),
+                line: 0,
+                key: "--first-touch".into(),
+                message: format!("{other:?}: expected source or alloc"),
+            }
+            .into())
+        }
+    }
     if let Some(r) = &o.recorded {
         let (name, text) = if r == "builtin" {
             (
@@ -66,6 +91,27 @@ pub(super) fn run(o: Opts) -> Result<Outcome, CliError> {
             graph: Arc::new(g),
             ratio: o.ratio,
         });
+    }
+    for spec in &o.dram_ratio {
+        let bad = |message: String| SimError::Invalid {
+            file: "command line".into(),
+            line: 0,
+            key: "--dram-ratio".into(),
+            message,
+        };
+        let (name, n) = spec
+            .split_once('=')
+            .ok_or_else(|| bad(format!("{spec:?}: expected NAME=N")))?;
+        let n: u64 = n
+            .parse()
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| bad(format!("{spec:?}: N must be an integer >= 1")))?;
+        let c = cases
+            .iter_mut()
+            .find(|c| c.graph.name == name)
+            .ok_or_else(|| bad(format!("{spec:?}: no benchmark {name:?} in this run")))?;
+        c.ratio = n;
     }
     // --out-fault-ns is finite and >= 0 (checked by its parser, args.rs)
     let measured = evaluate(

@@ -2,6 +2,7 @@
 //! (issue 20 item 5; docs/unimem.md "In the simulator").
 
 use crate::error::{CliError, Outcome};
+use memtamer_sim::config::phased::ExposureSpec;
 use memtamer_sim::tier_eval;
 
 /// Runs every scenario under every policy on every platform and prints the
@@ -12,12 +13,19 @@ pub(super) fn run(
     scenarios: &[String],
     jobs: usize,
     oracle: bool,
+    exposure: &str,
 ) -> Result<Outcome, CliError> {
     let sc = scenarios
         .iter()
         .map(|s| tier_eval::load_scenario(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let res = tier_eval::evaluate_with(&sc, platforms, jobs, oracle)?;
+    // clap admits only these two
+    let exposure = if exposure == "full" {
+        ExposureSpec::Full
+    } else {
+        ExposureSpec::Measured
+    };
+    let res = tier_eval::evaluate_opts(&sc, platforms, jobs, oracle, exposure)?;
     print!("{}", tier_eval::markdown(&res));
     Ok(Outcome::Success)
 }

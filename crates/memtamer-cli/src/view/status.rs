@@ -39,6 +39,9 @@ pub fn text(v: &serde_json::Value) -> String {
             s(&c["pm_group_threads"])
         );
     }
+    if let Some(pl) = v.get("placement").filter(|p| !p.is_null()) {
+        placement(&mut out, pl);
+    }
     let _ = writeln!(
         out,
         "\n{:<16} {:<10} {:>6} {:>8} {:<12} {:>5}  pids",
@@ -100,6 +103,43 @@ pub fn text(v: &serde_json::Value) -> String {
     out
 }
 
+/// Placement's threads: the loads its plan compared (Ahn Eq. 1), where it
+/// pinned each and how long until it may decide about it again.
+fn placement(out: &mut String, pl: &serde_json::Value) {
+    let threads = pl["threads"].as_array().map_or(&[][..], |a| a.as_slice());
+    let _ = writeln!(
+        out,
+        "placement: {} threads tracked, {} shown (PM I/O or pinned)",
+        pl["tracked"].as_u64().unwrap_or(0),
+        threads.len()
+    );
+    if threads.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  {:>8} {:<16} {:>6} {:>10} {:>10} {:>5} {:>9}",
+        "TID", "JOB", "PINNED", "WRITE", "READ", "CPU", "RESTS"
+    );
+    for t in threads {
+        let f = |k: &str| t[k].as_f64().unwrap_or(0.0);
+        let _ = writeln!(
+            out,
+            "  {:>8} {:<16} {:>6} {:>10.1} {:>10.1} {:>5.2} {:>9}",
+            t["tid"].as_u64().map_or("-".into(), |x| x.to_string()),
+            t["job"].as_str().unwrap_or("-"),
+            t["pinned"].as_u64().map_or("-".into(), |c| c.to_string()),
+            f("write"),
+            f("read"),
+            f("cpu_load"),
+            match t["rests_ms"].as_u64() {
+                Some(0) | None => "rested".to_string(),
+                Some(ms) => format!("{ms} ms"),
+            }
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,5 +168,40 @@ mod tests {
         assert!(t.contains("  iMC counters           no   VM\n"));
         assert!(t.contains("journal 2 pending"));
         assert!(t.contains("  +       5 ms  throttle BE\n"));
+    }
+
+    #[test]
+    fn renders_placement_threads() {
+        let v = serde_json::json!({
+            "pid": 1, "uptime_s": 1.0, "policy": "placement", "period_us": 1000,
+            "placement": {"tracked": 5, "threads": [
+                {"tid": 4242, "job": "fio", "pinned": 1, "write": 436.25, "read": 0.0,
+                 "cpu_load": 0.11, "pm_io": true, "rests_ms": 8200},
+                {"tid": 4243, "job": "fio", "pinned": null, "write": 2.0, "read": 1.5,
+                 "cpu_load": 1.0, "pm_io": true, "rests_ms": 0}
+            ]},
+            "jobs": [], "sources": [], "loop": {}, "journal": {}, "last_decisions": []
+        });
+        let t = text(&v);
+        assert!(
+            t.contains("placement: 5 threads tracked, 2 shown (PM I/O or pinned)\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "      4242 fio                   1      436.2        0.0  0.11   8200 ms\n"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "      4243 fio                   -        2.0        1.5  1.00    rested\n"
+            ),
+            "{t}"
+        );
+        // no placement section when the daemon runs none
+        let mut w = v.clone();
+        w["placement"] = serde_json::Value::Null;
+        assert!(!text(&w).contains("placement:"));
     }
 }

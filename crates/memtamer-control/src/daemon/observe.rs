@@ -7,6 +7,10 @@ use memtamer_core::{CpuObs, JobObs, Observation, Policy, ThreadObs};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+/// At most this many placement threads in the status document (PM I/O
+/// threads first, then pinned ones; the document is read every second).
+const PLACEMENT_SHOWN: usize = 32;
+
 impl Daemon {
     /// The sensors' window mapped onto the configured jobs: fills `self.obs`,
     /// reusing its thread and job lists.
@@ -198,6 +202,34 @@ impl Daemon {
                 "rejected": v.rejected.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
             })
         });
+        // placement's view: the PM I/O threads and the threads it pinned
+        // (what an operator asks about), with the loads the plan compared
+        let placement = self.policy.has_placement().then(|| {
+            let all = self.policy.placed_threads();
+            let shown: Vec<serde_json::Value> = all
+                .iter()
+                .filter(|t| t.pm_io || t.pinned.is_some())
+                .take(PLACEMENT_SHOWN)
+                .map(|t| {
+                    let job = self
+                        .threads
+                        .get(&(t.tid as i32))
+                        .and_then(|tr| self.cfg.jobs.get(tr.job))
+                        .map(|j| j.name.clone());
+                    serde_json::json!({
+                        "tid": t.tid,
+                        "job": job,
+                        "pinned": t.pinned,
+                        "write": t.write,
+                        "read": t.read,
+                        "cpu_load": t.cpu_load,
+                        "pm_io": t.pm_io,
+                        "rests_ms": t.rests_ms,
+                    })
+                })
+                .collect();
+            serde_json::json!({ "tracked": all.len(), "threads": shown })
+        });
         let doc = serde_json::json!({
             "pid": std::process::id(),
             "uptime_s": self.started.elapsed().as_secs_f64(),
@@ -208,6 +240,7 @@ impl Daemon {
             "jobs": jobs,
             "isolation": isolation,
             "core_spec": core_spec,
+            "placement": placement,
             "kubernetes": kubernetes,
             "journal": {
                 "path": self.journal.path(),

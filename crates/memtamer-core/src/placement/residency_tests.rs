@@ -4,6 +4,7 @@
 
 use super::tests::{machine, obs_of, params_1ms, set, thread};
 use super::*;
+use crate::{Observation, Policy};
 
 /// 50 MB written per 1 ms window: a PM writer.
 const WRITES: u64 = 50_000_000;
@@ -82,4 +83,75 @@ fn a_released_thread_is_not_pinned_again_within_min_residency() {
         }
     }
     assert_eq!(held_at, Some(released_at + params.min_residency_ns));
+}
+
+#[test]
+fn the_first_plan_waits_for_a_full_period_of_counters() {
+    let topo = machine(1, 2, false);
+    let any = set("0-1");
+    let params = params_1ms();
+    let mut p = Placement::new(topo, params);
+    // a daemon's first window is short: in 0.1 ms only thread 1 happened to
+    // publish its writes, thread 2 (an equal writer) did not
+    let short = |threads| Observation {
+        start_ns: 0,
+        duration_ns: 100_000,
+        threads,
+        ..Default::default()
+    };
+    let d = p.decide(&short(vec![
+        thread(1, 0, WRITES / 10, any),
+        thread(2, 0, 0, any),
+    ]));
+    assert!(
+        d.thread_cpus.is_empty(),
+        "planned on 0.1 ms: {:?}",
+        d.reasons
+    );
+    assert!(p.last_moves().is_empty());
+    // the rest of the period: both write; the plan sees both and splits them
+    let rest = Observation {
+        start_ns: 100_000,
+        duration_ns: 900_000,
+        threads: vec![
+            thread(1, 0, WRITES * 9 / 10, any),
+            thread(2, 0, WRITES * 9 / 10, any),
+        ],
+        ..Default::default()
+    };
+    let d = p.decide(&rest);
+    let mut cpus: Vec<CpuSet> = d.thread_cpus.iter().map(|(_, c)| *c).collect();
+    cpus.sort_by_key(|c| c.to_string());
+    assert_eq!(cpus, vec![set("0"), set("1")], "{:?}", d.reasons);
+}
+
+#[test]
+fn the_status_view_shows_pins_loads_and_the_residency_left() {
+    let topo = machine(1, 2, false);
+    let any = set("0-1");
+    let params = params_1ms();
+    let mut p = Placement::new(topo, params.clone());
+    // a writer (held on CPU 0) and a thread that does no PM I/O
+    p.decide(&obs_of(
+        0,
+        vec![thread(1, 0, WRITES, any), thread(2, 1, 0, any)],
+    ));
+    // two more windows: its residency runs down by 2 ms
+    for i in 1..3u64 {
+        p.decide(&obs_of(
+            i * 1_000_000,
+            vec![thread(1, 0, WRITES, set("0")), thread(2, 1, 0, any)],
+        ));
+    }
+    let v = p.threads();
+    assert_eq!(v.len(), 2);
+    assert_eq!((v[0].tid, v[0].pinned, v[0].pm_io), (1, Some(0), true));
+    assert!(v[0].write > 0.0 && v[0].write == p.load_of(1).expect("tracked").write);
+    assert_eq!(v[0].rests_ms, params.min_residency_ns / 1_000_000 - 2);
+    assert_eq!(
+        (v[1].tid, v[1].pinned, v[1].pm_io, v[1].rests_ms),
+        (2, None, false, 0)
+    );
+    // the generic policy interface gives the same view
+    assert_eq!(Policy::placed_threads(&p), v);
 }

@@ -1,6 +1,7 @@
 use super::*;
 use crate::topology::CpuFacts;
 use crate::{AccessStats, ThreadObs};
+use crate::{Decision, Observation, Policy};
 
 pub(super) fn set(list: &str) -> CpuSet {
     CpuSet::parse_list(list).expect("cpu list")
@@ -634,9 +635,13 @@ fn eq_1_counts_the_cycles_a_thread_ran() {
             ..Default::default()
         },
     );
-    q.decide(&obs_of(0, vec![thread(1, 0, 6_400_000, any)]));
+    // the first run comes after the first full period (ten windows), the
+    // second one period later
+    for i in 0..10 {
+        q.decide(&obs_of(i * 1_000_000, vec![thread(1, 0, 6_400_000, any)]));
+    }
     let first = q.load_of(1).expect("tracked").write;
-    for i in 1..=10 {
+    for i in 10..20 {
         q.decide(&obs_of(i * 1_000_000, vec![thread(1, 0, 6_400_000, any)]));
     }
     let second = q.load_of(1).expect("tracked").write;
@@ -803,10 +808,15 @@ fn the_policy_runs_once_per_period() {
             ],
         )
     };
-    // the first window runs it (nothing smoothed before: loads are one window old)
-    assert!(!p.decide(&o(0)).thread_cpus.is_empty());
+    // the first 9 windows do not run it: the first plan needs a full
+    // period of counters too
+    for i in 0..9 {
+        assert!(p.decide(&o(i * 1_000_000)).is_noop());
+    }
+    // the tenth completes the period and runs it
+    assert!(!p.decide(&o(9_000_000)).thread_cpus.is_empty());
     // the next 9 windows do not
-    for i in 1..9 {
+    for i in 10..19 {
         assert!(p.decide(&o(i * 1_000_000)).is_noop());
     }
 }

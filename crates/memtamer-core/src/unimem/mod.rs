@@ -7,6 +7,8 @@
 //!   benefit, Eq. 3.3 with the Fig. 3.5 overlap window, Eq. 3.4).
 //! * [`calibrate`]: fitting the constant factors `CF_bw`, `CF_lat` from
 //!   STREAM-like and pointer-chasing runs timed in each tier (§3.4.1).
+//! * [`exposure`]: the share of the modelled slow-tier cost each phase
+//!   pays, measured from phase times under two placements.
 //! * [`knapsack`]: 0/1 knapsack by dynamic programming.
 //! * [`plan`]: phase-local and cross-phase global search, keeping the
 //!   better; initial placement; the 10% drift check (§3.4.2).
@@ -22,6 +24,7 @@
 //!   to the plan's, timed ahead of their use like the schedule's.
 
 pub mod calibrate;
+pub mod exposure;
 pub mod fifo;
 pub mod knapsack;
 pub mod model;

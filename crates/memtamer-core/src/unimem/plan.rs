@@ -32,6 +32,11 @@ pub struct Problem {
     pub capacity: u64,
     /// Iterations still to run (one-time moves are amortised over them).
     pub iterations: f64,
+    /// Per phase, the share of the modelled slow-tier cost (Eq. 3.2 and the
+    /// latency benefit) the phase was measured to pay
+    /// ([`super::exposure::calibrate`]); empty, or a phase beyond its end:
+    /// 1, every slow-tier access exposed as the thesis's models assume.
+    pub exposure: Vec<f64>,
 }
 
 /// Which search produced a plan.
@@ -65,8 +70,16 @@ impl Problem {
             .collect()
     }
 
-    /// `BFT` of `obj` in phase `i` (0 if the phase does not touch it).
+    /// `BFT` of `obj` in phase `i` (0 if the phase does not touch it),
+    /// scaled by the phase's measured exposure ([`Self::exposure`]).
     pub fn bft(&self, i: usize, obj: ObjId) -> f64 {
+        self.full_bft(i, obj) * self.exposure.get(i).copied().unwrap_or(1.0)
+    }
+
+    /// The thesis's `BFT` of `obj` in phase `i` (Eq. 3.2 or the latency
+    /// benefit by the §3.4.1 classification), every access exposed: what
+    /// [`super::exposure::calibrate`] compares the measured phase times with.
+    pub fn full_bft(&self, i: usize, obj: ObjId) -> f64 {
         let ph = &self.phases[i];
         ph.objs
             .get(&obj)

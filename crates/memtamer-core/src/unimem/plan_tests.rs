@@ -46,6 +46,7 @@ fn fig36(copy_bw: f64) -> Problem {
         platform: platform(copy_bw),
         capacity: 200,
         iterations: 100.0,
+        exposure: Vec::new(),
     }
 }
 
@@ -100,6 +101,7 @@ fn overlap_makes_a_move_free() {
         platform: platform(100.0),
         capacity: 100,
         iterations: 10.0,
+        exposure: Vec::new(),
     };
     assert_eq!(p.exposed_copy(1, 2), 0.0);
     assert_eq!(p.exposed_copy(0, 0), 0.0); // phase 2 does not use 0
@@ -183,6 +185,7 @@ fn random_problem(r: &mut Rng) -> Problem {
         platform: platform(1e3 * (1 + r.next(1000)) as f64),
         capacity: r.next(300),
         iterations: (1 + r.next(50)) as f64,
+        exposure: Vec::new(),
     }
 }
 
@@ -272,6 +275,7 @@ fn copy_window_needs_room_in_dram() {
         platform: platform(100.0), // a copy takes 1 s
         capacity: 200,
         iterations: 10.0,
+        exposure: Vec::new(),
     };
     // the plain Eq. 3.3 window of object 1 at phase 1 is phase 0
     assert_eq!(p.exposed_copy(1, 1), 0.0);
@@ -297,6 +301,7 @@ fn rotation_with_a_full_plan() -> (Problem, Vec<BTreeSet<ObjId>>) {
         platform: platform(100.0),
         capacity: 200,
         iterations: 10.0,
+        exposure: Vec::new(),
     };
     let full = vec![set(&[0, 2]), set(&[0, 1]), set(&[1, 2])];
     (p, full)
@@ -330,6 +335,7 @@ fn promotions_share_the_room_before_their_phase() {
         platform: platform(100.0),
         capacity: 200,
         iterations: 10.0,
+        exposure: Vec::new(),
     };
     let dram = vec![set(&[0, 1]), set(&[2])];
     // alone, each of 0 and 1 finds room in phase 1
@@ -379,6 +385,7 @@ fn one_per_phase(t: f64, capacity: u64) -> (Problem, Vec<BTreeSet<ObjId>>) {
         platform: platform(100.0),
         capacity,
         iterations: 10.0,
+        exposure: Vec::new(),
     };
     (p, vec![set(&[0]), set(&[1]), set(&[2])])
 }
@@ -444,6 +451,7 @@ fn the_knapsack_charges_victims_their_eviction_time() {
         platform: platform(100.0),
         capacity: 100,
         iterations: 10.0,
+        exposure: Vec::new(),
     };
     let one = local_search(&p, &BTreeSet::new());
     assert!(!one[1].contains(&1), "{one:?}");
@@ -469,6 +477,7 @@ fn an_evict_and_promote_pair_costs_nothing() {
         platform: platform(100.0),
         capacity: 300,
         iterations: 10.0,
+        exposure: Vec::new(),
     };
     let dram = vec![set(&[1]), set(&[0, 1]), set(&[1])];
     let (a, b) = exposed_split(&p, &dram);
@@ -558,6 +567,7 @@ fn swap_in_idle_phases(copy_bw: f64, overlap: CopyOverlap) -> Problem {
         platform,
         capacity: 100,
         iterations: 10.0,
+        exposure: Vec::new(),
     }
 }
 

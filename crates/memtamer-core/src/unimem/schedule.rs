@@ -512,6 +512,7 @@ mod tests {
                 platform: platform(1e6 * (1 + r(1000)) as f64),
                 capacity: r(300),
                 iterations: 50.0,
+                exposure: Vec::new(),
             };
             let plan = decide(&p, &BTreeSet::new());
             let uses: Vec<Vec<bool>> = (0..n_obj).map(|o| p.uses(o)).collect();

@@ -299,6 +299,32 @@ pub struct ModelSpec {
     /// `CF_lat` of the latency benefit (§3.4.1; fitted likewise).
     #[serde(default = "unit")]
     pub cf_lat: f64,
+    /// Whether Unimem re-decides with each phase's exposure measured from
+    /// its phase times (`memtamer_core::unimem::exposure`), or keeps the
+    /// thesis's full exposure (the ablation).
+    #[serde(default, skip_serializing_if = "ExposureSpec::is_measured")]
+    pub exposure: ExposureSpec,
+}
+
+/// How much of the modelled slow-tier cost Unimem's benefits count
+/// (docs/unimem.md section 5, "Measured exposure").
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ExposureSpec {
+    /// Learned per phase once a plan has run: the profiled iteration's and
+    /// the plan's quiet iterations' phase times against the models'
+    /// prediction, then one re-decision with the calibrated models.
+    #[default]
+    Measured,
+    /// Every slow-tier access exposed (thesis Eq. 3.2 and the latency
+    /// benefit as written): the behaviour before the calibration.
+    Full,
+}
+
+impl ExposureSpec {
+    fn is_measured(&self) -> bool {
+        *self == ExposureSpec::Measured
+    }
 }
 
 fn unit() -> f64 {

@@ -5,9 +5,12 @@
 //!   all in DRAM, or pages alternating between the tiers (the round-robin
 //!   run of the thesis's Table 4.3 model validation). Nothing moves.
 //! * [`FirstTouch`]: the unmanaged HMS. Linux places each page where it is
-//!   first touched, in DRAM while DRAM has room; the programs initialise
+//!   first touched, in DRAM while DRAM has room. The programs initialise
 //!   their arrays serially in allocation order, so DRAM holds the first
-//!   pages of the first arrays. Nothing moves afterwards.
+//!   pages of the first arrays; arrays a program does not initialise
+//!   ([`TaskGraph::task_touched`]: Strassen's C and temporaries) are first
+//!   touched by the task that first names them and take the DRAM left
+//!   then. Nothing moves afterwards.
 //! * [`StaticHot`]: one static placement for the whole run (X-mem's kind
 //!   of decision), with full knowledge: the pages with the most accesses
 //!   per page over the whole program, placed before it starts.
@@ -63,25 +66,64 @@ impl TaskPolicy for Fixed {
 }
 
 /// Unmanaged first touch (see the module doc).
-#[derive(Clone, Copy, Debug)]
-pub struct FirstTouch;
+#[derive(Clone, Debug, Default)]
+pub struct FirstTouch {
+    /// Per block: its pages have been touched (placed where first touch
+    /// put them); the blocks of [`TaskGraph::task_touched`] arrays are
+    /// touched by the first task that names them.
+    touched: Vec<bool>,
+}
+
+impl FirstTouch {
+    /// Places the pages of block `b` in DRAM while DRAM has room, as an
+    /// OS that allocates at first touch on the DRAM node until it is full
+    /// (thesis §4.4: "Linux allocates memory with no knowledge of the
+    /// underlying memory types but is restricted by a limited DRAM size").
+    fn touch(&mut self, g: &TaskGraph, tier: &mut TierSpace, b: usize) {
+        // a block out of range (no `start` yet) is left where it is
+        match self.touched.get_mut(b) {
+            Some(t) if !*t => *t = true,
+            _ => return,
+        }
+        for p in 0..g.blocks[b].bytes.div_ceil(PAGE) {
+            if tier.dram_bytes() + PAGE > tier.capacity() {
+                return;
+            }
+            tier.place_page(b, p, Tier::Dram);
+        }
+    }
+}
 
 impl TaskPolicy for FirstTouch {
     fn name(&self) -> String {
         "unmanaged".into()
     }
 
+    /// The initialisation: the arrays the program writes before its tasks,
+    /// in allocation order.
     fn start(&mut self, g: &TaskGraph, tier: &mut TierSpace) {
-        let mut room = tier.capacity() / PAGE;
-        'fill: for (b, blk) in g.blocks.iter().enumerate() {
-            for p in 0..blk.bytes.div_ceil(PAGE) {
-                if room == 0 {
-                    break 'fill;
-                }
-                tier.place_page(b, p, Tier::Dram);
-                room -= 1;
+        self.touched = vec![false; g.blocks.len()];
+        for (b, blk) in g.blocks.iter().enumerate() {
+            if g.initialised(blk.array) {
+                self.touch(g, tier, b);
             }
         }
+    }
+
+    /// A task's first use of a block the program did not initialise:
+    /// its pages go to DRAM if room is left, before the task accesses them.
+    fn dispatch(
+        &mut self,
+        g: &TaskGraph,
+        tier: &mut TierSpace,
+        head: usize,
+        _ready: &[usize],
+        _active: &[usize],
+    ) -> Dispatch {
+        for a in &g.tasks[head].args {
+            self.touch(g, tier, a.block);
+        }
+        Dispatch::default()
     }
 }
 
@@ -231,6 +273,7 @@ impl TaskPolicy for UnimemTasks {
             platform: self.model.clone(),
             capacity: tier.capacity(),
             iterations: iters,
+            exposure: Vec::new(),
         };
         self.plan = Some(decide(&problem, &start));
         self.problem = Some(problem);

@@ -117,6 +117,7 @@ impl Builder {
                 types: Vec::new(),
                 tasks: Vec::new(),
                 iterations,
+                task_touched: Vec::new(),
             },
             parent: IMPLICIT,
             nodes: 0,
@@ -295,8 +296,21 @@ pub fn strassen(levels: u32, nt: usize, ts: u64) -> TaskGraph {
     let bm = full(b.array("B", nt * nt, bytes));
     let c = full(b.array("C", nt * nt, bytes));
     strassen_node(&mut b, a, bm, c, levels, bytes, ts);
+    b.g.task_touched = (STRASSEN_INITIALISED..b.g.arrays.len()).collect();
     b.g
 }
+
+/// Arrays of [`strassen`] the program writes before its tasks: A and B
+/// (indices 0 and 1). KASTORS's Strassen (`UFRGS-PPGC/kastors-benchmark`
+/// @ 37efadb, `strassen/src/strassen.c`, `run()`) `malloc`s A, B and C
+/// and calls `init_matrix` on A and B only; C is first written by the
+/// combine tasks, and every node's temporaries are `malloc`ed inside the
+/// node (`strassen-task-dep.c` @ b6a842d, `OptimizedStrassenMultiply_par`:
+/// `StartHeap = Heap = malloc(QuadrantSizeInBytes * NumberOfVariables)`)
+/// and first written by its sum tasks. So under first touch C and the
+/// temporaries take whatever DRAM is left when a task first names them
+/// ([`TaskGraph::task_touched`]).
+pub const STRASSEN_INITIALISED: usize = 2;
 
 fn strassen_node(b: &mut Builder, a: View, bm: View, c: View, level: u32, bytes: u64, ts: u64) {
     let outer = b.enter();

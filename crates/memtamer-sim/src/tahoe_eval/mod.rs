@@ -381,7 +381,7 @@ fn round1(k: usize) -> Box<dyn TaskPolicy> {
     match k {
         0 => Box::new(Fixed(FixedKind::AllDram)),
         1 => Box::new(Fixed(FixedKind::RoundRobin)),
-        2 => Box::new(FirstTouch),
+        2 => Box::new(FirstTouch::default()),
         3 => Box::new(StaticHot),
         4 => Box::new(Oracle::new(CORUN - 1)),
         5 => Box::new(Oracle::checked(CORUN - 1)),

@@ -133,6 +133,10 @@ impl TahoePolicy {
     /// first touch (the unmanaged placement, [`FirstTouch`]), and Tahoe
     /// adopts those pages as resident, first in its eviction order;
     /// otherwise every page starts in the slow tier (thesis §4.3.1).
+    /// Arrays the program first touches inside its tasks
+    /// ([`TaskGraph::task_touched`]) start in the slow tier either way
+    /// ("All memory pages are initially allocated on NVM", §4.3.5): the
+    /// DRAM the initialisation leaves free is Tahoe's to fill.
     /// `form`: the partial-placement model (Eq. 4.4 or the parallel-tiers
     /// form, docs/tahoe.md "The partial-placement form").
     pub fn new(
@@ -437,7 +441,7 @@ impl TaskPolicy for TahoePolicy {
             tier.set_fault_ps((f * NS as f64).round() as u64);
         }
         if self.first_touch {
-            FirstTouch.start(g, tier);
+            FirstTouch::default().start(g, tier);
             let pages: Vec<u64> = (0..g.blocks.len())
                 .flat_map(|b| {
                     let o = &tier.objects()[b];

@@ -65,6 +65,7 @@ pub fn graph(name: &str, text: &str, reuse: u64, shrink: u64) -> Result<TaskGrap
         types: Vec::new(),
         tasks: Vec::new(),
         iterations: 1,
+        task_touched: Vec::new(),
     };
     let mut first = Vec::new();
     for (i, r) in rows.iter().enumerate() {

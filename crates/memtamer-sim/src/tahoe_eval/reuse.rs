@@ -101,6 +101,7 @@ mod tests {
                 })
                 .collect(),
             iterations: 1,
+            task_touched: Vec::new(),
         }
     }
 

@@ -74,7 +74,7 @@ fn policies_respect_the_dram_capacity() {
     let g = Arc::new(random_access(1 << 20, 8, 3, 256));
     let cap = capacity(&g, 4);
     let policies: Vec<Box<dyn TaskPolicy>> = vec![
-        Box::new(FirstTouch),
+        Box::new(FirstTouch::default()),
         Box::new(StaticHot),
         Box::new(Oracle::new(3)),
         Box::new(Oracle::checked(3)),
@@ -219,7 +219,7 @@ fn headroom_measures_stall_first_touch_share_and_corunning_data() {
             Box::new(Fixed(FixedKind::AllSlow)) as Box<dyn TaskPolicy>,
         ),
         ("dram-only", Box::new(Fixed(FixedKind::AllDram))),
-        ("unmanaged", Box::new(FirstTouch)),
+        ("unmanaged", Box::new(FirstTouch::default())),
         ("static", Box::new(StaticHot)),
     ] {
         runs.insert(
@@ -453,4 +453,54 @@ fn the_representative_runs_from_the_slow_tier_unless_the_thesis_model_is_asked()
     assert_eq!(ModelLearning::parse("bogus"), None);
     assert_eq!(ModelLearning::default(), ModelLearning::Refined);
     assert_eq!(ModelLearning::Thesis.planner_knobs(16), (0, false));
+}
+
+#[test]
+fn first_touch_fills_dram_with_the_initialised_arrays_then_with_what_tasks_touch_first() {
+    // one level over 2 x 2 tiles of 8 x 8 doubles: every block is one page
+    let g = strassen(1, 2, 8);
+    assert_eq!(g.task_touched, (2..g.arrays.len()).collect::<Vec<_>>());
+    let blocks = |g: &TaskGraph| -> Vec<(String, u64, Tier)> {
+        g.blocks
+            .iter()
+            .map(|b| (g.arrays[b.array].clone(), b.bytes, Tier::Slow))
+            .collect()
+    };
+    let in_dram = |t: &TierSpace| -> Vec<usize> {
+        (0..t.objects().len())
+            .filter(|&b| t.objects()[b].tier_at(0) == Tier::Dram)
+            .collect()
+    };
+    // 10 pages of DRAM: A and B (8 blocks) at the start, 2 pages left
+    let mut t = TierSpace::new(0, 1, 0, &blocks(&g), 10 * PAGE);
+    let mut ft = FirstTouch::default();
+    ft.start(&g, &mut t);
+    assert_eq!(in_dram(&t), (0..8).collect::<Vec<_>>());
+    // the first task (S1 = A11 + A22) writes tile 0 of S1 (block 12, after
+    // C's 4): it takes a page of the room left, C does not
+    let s1 = g.tasks[0].args[2].block;
+    assert_eq!(s1, 12);
+    ft.dispatch(&g, &mut t, 0, &[], &[]);
+    ft.dispatch(&g, &mut t, 0, &[], &[]);
+    assert_eq!(in_dram(&t), [0, 1, 2, 3, 4, 5, 6, 7, 12]);
+    assert_eq!(t.dram_bytes(), 9 * PAGE);
+    // DRAM full: later first touches stay in the slow tier
+    for task in 1..g.tasks.len() {
+        ft.dispatch(&g, &mut t, task, &[], &[]);
+    }
+    assert_eq!(t.dram_bytes(), 10 * PAGE);
+    assert_eq!(in_dram(&t).len(), 10);
+    // every array initialised (the tables before 2026-11-27): C follows B
+    let mut old = g.clone();
+    old.task_touched.clear();
+    let mut t = TierSpace::new(0, 1, 0, &blocks(&old), 10 * PAGE);
+    let mut ft = FirstTouch::default();
+    ft.start(&old, &mut t);
+    assert_eq!(in_dram(&t), (0..10).collect::<Vec<_>>());
+    ft.dispatch(&old, &mut t, 0, &[], &[]);
+    assert_eq!(in_dram(&t), (0..10).collect::<Vec<_>>());
+    // a dispatch without a start places nothing (and does not panic)
+    let mut t = TierSpace::new(0, 1, 0, &blocks(&g), 10 * PAGE);
+    FirstTouch::default().dispatch(&g, &mut t, 0, &[], &[]);
+    assert_eq!(t.dram_bytes(), 0);
 }

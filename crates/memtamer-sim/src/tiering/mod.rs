@@ -82,6 +82,8 @@ pub fn all_in_dram(v: &dyn SpaceView, obj: usize) -> bool {
 pub struct PhaseObs {
     /// Phase time from its start (waits included) to the end of its MPI call, s.
     pub time: f64,
+    /// Of it, the time waited at the phase's start for moves to finish, s.
+    pub wait: f64,
     /// Lines (main-memory accesses) per object.
     pub lines: Vec<u64>,
 }
@@ -174,14 +176,19 @@ pub fn build(spec: &PlacementSpec, prog: &PhasedProgram, capacity: u64) -> Box<d
             search,
             initial_placement,
             profile_iterations,
-        } => Box::new(unimem::UnimemPolicy::new(
-            prog,
-            capacity,
-            unimem::platform(model),
-            *search,
-            *initial_placement,
-            *profile_iterations,
-        )),
+        } => Box::new(
+            unimem::UnimemPolicy::new(
+                prog,
+                capacity,
+                unimem::platform(model),
+                *search,
+                *initial_placement,
+                *profile_iterations,
+            )
+            .with_measured_exposure(
+                model.exposure == crate::config::phased::ExposureSpec::Measured,
+            ),
+        ),
         PlacementSpec::Pinned { dram } => Box::new(baseline::Fixed::pinned(prog, dram)),
         PlacementSpec::Oracle { pages, free_moves } => {
             let names = prog.objects.iter().map(|o| o.name.clone()).collect();
@@ -250,6 +257,7 @@ pub(crate) mod test_support {
             evict_bw: None,
             cf_bw: 1.0,
             cf_lat: 1.0,
+            exposure: Default::default(),
         }
     }
 

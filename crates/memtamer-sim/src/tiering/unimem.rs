@@ -29,6 +29,7 @@
 
 use super::{page_sizes, MoveReq, PhaseObs, PhasePolicy, PhaseStart, SpaceView, Tier};
 use crate::config::phased::{ModelSpec, PhasedProgram, SearchSpec};
+use memtamer_core::unimem::exposure::{calibrate, Measured};
 use memtamer_core::unimem::model::{ObjPhase, PhaseProfile, Platform};
 use memtamer_core::unimem::plan::{
     decide, exposed_split, global_search, initial_placement_max_refs, local_search, per_iteration,
@@ -193,6 +194,16 @@ pub struct UnimemPolicy {
     unit_writes: Vec<Vec<bool>>,
     /// The current iteration's phase times (enforcing).
     iter_times: Vec<f64>,
+    /// Measured exposure (`unimem::exposure`): on, whether it was learned
+    /// for this profile yet, the current iteration's waits for moves,
+    /// the profiled iteration's phase times without waits (the placement
+    /// the first decision replaced) and the adopted plan's quiet
+    /// iterations' likewise.
+    measured_exposure: bool,
+    calibrated: bool,
+    iter_waits: Vec<f64>,
+    profiled_times: Vec<f64>,
+    plan_quiet: Vec<Vec<f64>>,
 }
 
 impl UnimemPolicy {
@@ -255,7 +266,66 @@ impl UnimemPolicy {
             uses: Vec::new(),
             unit_writes: Vec::new(),
             iter_times: vec![0.0; prog.phases.len()],
+            measured_exposure: false,
+            calibrated: false,
+            iter_waits: vec![0.0; prog.phases.len()],
+            profiled_times: Vec::new(),
+            plan_quiet: Vec::new(),
         }
+    }
+
+    /// This policy with the measured exposure on or off (off: the thesis's
+    /// full exposure, the behaviour before `unimem::exposure`). On: once
+    /// the regression guard has judged the first plan, each phase's
+    /// exposure is learned from the profiled iteration's and the plan's
+    /// quiet iterations' phase times, and the plan is decided again from
+    /// where the units are with the calibrated models.
+    pub fn with_measured_exposure(mut self, on: bool) -> Self {
+        self.measured_exposure = on;
+        self
+    }
+
+    /// The problem the decisions solve, from the profile, with
+    /// `iterations` left and per-phase `exposure` (empty: full).
+    fn problem(&self, iterations: f64, exposure: Vec<f64>) -> Problem {
+        Problem {
+            sizes: self.sizes.clone(),
+            phases: self.profile.clone(),
+            platform: self.platform.clone(),
+            capacity: self.capacity,
+            iterations,
+            exposure,
+        }
+    }
+
+    /// The plan the configured search finds for `problem` from `start`.
+    fn search_plan(
+        &self,
+        problem: &Problem,
+        start: &BTreeSet<ObjId>,
+    ) -> (Search, Vec<BTreeSet<ObjId>>) {
+        let n = problem.phases.len();
+        match self.search {
+            SearchSpec::Both => {
+                let p = decide(problem, start);
+                (p.search, p.dram)
+            }
+            SearchSpec::Local => (
+                Search::Local,
+                settle(problem, &local_search(problem, start)),
+            ),
+            SearchSpec::Global => (Search::Global, vec![global_search(problem, start); n]),
+        }
+    }
+
+    /// The units wholly in DRAM now.
+    fn resident(&self, v: &dyn SpaceView) -> BTreeSet<ObjId> {
+        (0..self.units.len())
+            .filter(|&u| {
+                let un = self.units[u];
+                (un.first..un.first + un.pages).all(|p| v.page_tier(un.obj, p) == Tier::Dram)
+            })
+            .collect()
     }
 
     /// The decision at the end of the profiled iterations (driver
@@ -276,6 +346,7 @@ impl UnimemPolicy {
             platform: self.platform.clone(),
             capacity: self.capacity,
             iterations: self.iterations.saturating_sub(self.profile_iterations) as f64,
+            exposure: Vec::new(),
         };
         let n = problem.phases.len();
         let (search, dram) = match self.search {
@@ -309,6 +380,7 @@ impl UnimemPolicy {
         // the placement replaced: everything where it was, no moves
         self.prev = Some((vec![start.clone(); n], Vec::new()));
         self.guard.adopted();
+        self.plan_quiet.clear();
         let sets: Vec<String> = dram
             .iter()
             .map(|s| {
@@ -381,12 +453,27 @@ impl UnimemPolicy {
                 .once
                 .iter()
                 .all(|m| m.issue.max(m.wait.unwrap_or(0)) < first_step);
+        let waits = std::mem::replace(&mut self.iter_waits, vec![0.0; self.phases]);
         if !settled {
             self.guard.switching(times.iter().sum());
             return;
         }
         let remaining = f64::from(self.iterations.saturating_sub(iter + 1));
+        let judging = self.guard.judging();
         let verdict = self.guard.quiet(&times, Some(remaining));
+        if judging {
+            self.plan_quiet
+                .push(times.iter().zip(&waits).map(|(t, w)| t - w).collect());
+        }
+        if self.measured_exposure && !self.calibrated {
+            if let Verdict::Keep(c) | Verdict::KeepNoPayback(c) | Verdict::Revert(c) = &verdict {
+                self.calibrated = true;
+                let reverted = matches!(verdict, Verdict::Revert(_));
+                if self.recalibrate(iter, c.sigma, reverted, v) {
+                    return;
+                }
+            }
+        }
         let (Verdict::Revert(c) | Verdict::KeepNoPayback(c)) = &verdict else {
             return;
         };
@@ -418,6 +505,109 @@ impl UnimemPolicy {
         self.adopted_at = iter + 1;
         self.dram = dram;
         self.moves = Some(moves);
+    }
+}
+
+impl UnimemPolicy {
+    /// Measured exposure (`unimem::exposure`), once per profile, when the
+    /// guard has judged the first plan at the end of iteration `iter`
+    /// (`sigma`: its noise; `reverted`: it found the plan slower): each
+    /// phase's exposure from the profiled iteration's times (the
+    /// placement replaced) against the plan's quiet iterations, then the
+    /// configured search again from where the units are, with the
+    /// calibrated models. The reference is the placement the guard keeps
+    /// (the plan, or the one it replaced if it reverts); a new plan
+    /// predicted faster than the reference by the calibrated models
+    /// replaces it and is judged by the guard against the reference's
+    /// measured iterations. True if a new plan was adopted (the caller's
+    /// revert is then moot: the new plan's one-time moves start from the
+    /// units' places now, and the guard reverts it to the reference if it
+    /// measures slower).
+    fn recalibrate(&mut self, iter: u32, sigma: f64, reverted: bool, v: &dyn SpaceView) -> bool {
+        let Some((prev_dram, prev_moves)) = self.prev.clone() else {
+            return false;
+        };
+        if self.plan_quiet.is_empty() || self.profiled_times.len() != self.phases {
+            return false;
+        }
+        let k = self.plan_quiet.len() as f64;
+        let after: Vec<f64> = (0..self.phases)
+            .map(|i| self.plan_quiet.iter().map(|t| t[i]).sum::<f64>() / k)
+            .collect();
+        let remaining = f64::from(self.iterations.saturating_sub(iter + 1));
+        let full = self.problem(remaining, Vec::new());
+        let Some(e) = calibrate(
+            &full,
+            &Measured {
+                dram: &prev_dram,
+                times: &self.profiled_times,
+            },
+            &Measured {
+                dram: &self.dram,
+                times: &after,
+            },
+            sigma,
+        ) else {
+            self.decided += "; exposure: nothing measured beyond the noise";
+            return false;
+        };
+        let problem = self.problem(remaining, e.clone());
+        let now = self.resident(v);
+        let (search, dram) = self.search_plan(&problem, &now);
+        // the reference: what the guard keeps, with its schedule
+        let (ref_dram, ref_moves) = if reverted {
+            (prev_dram, prev_moves)
+        } else {
+            (self.dram.clone(), self.moves.clone().unwrap_or_default())
+        };
+        let (pn, pr) = (
+            predict(&problem, &dram, &now),
+            predict(&problem, &ref_dram, &now),
+        );
+        let exp: Vec<String> = e.iter().map(|x| format!("{x:.2}")).collect();
+        self.decided += &format!(
+            "; exposure at iteration {iter} [{}]: re-decided {} {:.3} ms vs {} {:.3} ms",
+            exp.join(" "),
+            if search == Search::Local {
+                "local"
+            } else {
+                "global"
+            },
+            pn * 1e3,
+            if reverted { "the replaced" } else { "the plan" },
+            pr * 1e3,
+        );
+        if dram == ref_dram || pn >= pr || self.guard.is_rejected(&dram) {
+            self.decided += ", kept";
+            return false;
+        }
+        let uses: Vec<Vec<bool>> = (0..self.sizes.len()).map(|o| problem.uses(o)).collect();
+        let (moves, _) = schedule_checked(&dram, &uses, &self.sizes, self.capacity);
+        let sets: Vec<String> = dram
+            .iter()
+            .map(|s| {
+                s.iter()
+                    .map(|&u| self.units[u].label())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect();
+        self.decided += &format!(
+            ", adopted: {} moves per iteration, DRAM sets [{}]",
+            moves.len(),
+            sets.join(" | ")
+        );
+        if reverted {
+            self.guard.reject(&self.dram);
+        }
+        self.once = transition(&now, &dram, &moves, &self.uses, &self.unit_writes);
+        self.prev = Some((ref_dram, ref_moves));
+        self.guard.adopted();
+        self.plan_quiet.clear();
+        self.adopted_at = iter + 1;
+        self.dram = dram;
+        self.moves = Some(moves);
+        true
     }
 }
 
@@ -490,6 +680,9 @@ impl PhasePolicy for UnimemPolicy {
             if let Some(t) = self.iter_times.get_mut(phase) {
                 *t = obs.time;
             }
+            if let Some(w) = self.iter_waits.get_mut(phase) {
+                *w = obs.wait;
+            }
             if phase + 1 == self.phases {
                 self.judge(iter, v);
             }
@@ -507,6 +700,10 @@ impl PhasePolicy for UnimemPolicy {
             let times = std::mem::replace(&mut self.iter_times, vec![0.0; self.phases]);
             self.guard.quiet(&times, None);
         }
+        if phase == 0 {
+            self.profiled_times.clear();
+        }
+        self.profiled_times.push(obs.time - obs.wait);
         if phase == 0 {
             self.profile.clear();
         }

@@ -104,6 +104,8 @@ pub struct PhasedRank {
     iter: u32,
     phase: usize,
     phase_start: Ps,
+    /// Time the current phase waited for moves at its start.
+    waited: Ps,
     /// Lines issued per access of the current phase.
     done: Vec<u64>,
     /// Sequential cursor per access (bytes).
@@ -183,6 +185,7 @@ impl PhasedRank {
             iter: 0,
             phase: 0,
             phase_start: 0,
+            waited: 0,
             done: Vec::new(),
             cursor: Vec::new(),
             wacc: Vec::new(),
@@ -241,6 +244,7 @@ impl PhasedRank {
                     if self.wait.iter().all(|&o| s.settled(o)) {
                         drop(s);
                         lock(&self.space).add_wait(since, now);
+                        self.waited = now - since;
                         self.stage = Stage::Body;
                     } else {
                         q.push_back(Op::Compute(POLL));
@@ -279,6 +283,7 @@ impl PhasedRank {
                 Stage::End => {
                     let obs = PhaseObs {
                         time: (now - self.phase_start) as f64 * 1e-12,
+                        wait: self.waited as f64 * 1e-12,
                         lines: self.lines.clone(),
                     };
                     if self.iter == 0 {

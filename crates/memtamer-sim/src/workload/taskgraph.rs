@@ -118,9 +118,24 @@ pub struct TaskGraph {
     /// Outer iterations of the program (sweeps, CG iterations; 1 if none):
     /// Unimem's phases repeat once per iteration.
     pub iterations: u32,
+    /// Arrays the program does not write before its tasks run (allocated
+    /// and left untouched, or allocated inside tasks), by index into
+    /// [`TaskGraph::arrays`]. Their pages are first touched by the first
+    /// task that names them, so an OS that places pages at first touch
+    /// puts them where room is left at that moment, not in allocation
+    /// order. Empty: the program initialises every array serially in
+    /// allocation order before its tasks (see [`TaskGraph::initialised`]).
+    pub task_touched: Vec<usize>,
 }
 
 impl TaskGraph {
+    /// Whether the program writes `array` before its tasks run (its pages
+    /// are first touched at initialisation), i.e. it is not in
+    /// [`TaskGraph::task_touched`].
+    pub fn initialised(&self, array: usize) -> bool {
+        !self.task_touched.contains(&array)
+    }
+
     /// Lines task `t` accesses through argument `a`.
     pub fn arg_lines(&self, a: &Arg) -> u64 {
         let lines = self.blocks[a.block].bytes.div_ceil(LINE) as f64;

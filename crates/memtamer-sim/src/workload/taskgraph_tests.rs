@@ -38,6 +38,7 @@ fn graph(tasks: Vec<Vec<Arg>>) -> TaskGraph {
             })
             .collect(),
         iterations: 1,
+        task_touched: Vec::new(),
     }
 }
 

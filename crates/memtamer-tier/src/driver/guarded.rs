@@ -17,6 +17,14 @@
 //!   from where the objects are now; the rejected plan is remembered by
 //!   the registry ids of its objects, so a re-profile that finds it again
 //!   adopts the placement in force instead.
+//! * **Measured exposure** ([`crate::unimem::exposure`], unless
+//!   [`super::DriverConfig::measured_exposure`] is off). When the guard has
+//!   judged the first plan of a profile, each phase's exposure is learned
+//!   from the reference's phase times (the profiled iteration, or the
+//!   replaced plan's quiet iterations) against the plan's quiet
+//!   iterations, waits for copies taken out, and the driver decides again
+//!   on the same profile with the calibrated models (after the revert, if
+//!   the guard reverted); that decision is judged like any other.
 
 use super::Driver;
 use crate::decision::Decided;
@@ -42,6 +50,15 @@ pub(crate) struct State {
     /// Plans reverted, and decisions not adopted because they were.
     pub reverts: u64,
     pub refused: u64,
+    /// Per-phase exposure learned for the current profile (empty: full,
+    /// the thesis's models), whether it was learned yet, the reference's
+    /// phase times (waits out) and the judged plan's quiet iterations'.
+    pub exposure: Vec<f64>,
+    learned: bool,
+    ref_times: Vec<f64>,
+    quiet: Vec<Vec<f64>>,
+    /// Re-decisions made with a learned exposure.
+    pub exposure_decisions: u64,
 }
 
 impl Default for State {
@@ -53,6 +70,11 @@ impl Default for State {
             settle: 0,
             reverts: 0,
             refused: 0,
+            exposure: Vec::new(),
+            learned: false,
+            ref_times: Vec::new(),
+            quiet: Vec::new(),
+            exposure_decisions: 0,
         }
     }
 }
@@ -62,6 +84,12 @@ impl Driver {
     /// because the guard had reverted the same plan before.
     pub fn guard_reverts(&self) -> (u64, u64) {
         (self.guarded.reverts, self.guarded.refused)
+    }
+
+    /// The per-phase exposure learned for the current profile (empty: the
+    /// thesis's full exposure) and the re-decisions made with one.
+    pub fn exposure(&self) -> (&[f64], u64) {
+        (&self.guarded.exposure, self.guarded.exposure_decisions)
     }
 
     /// The object ids of `plan`'s DRAM sets (the tabu key: indices change
@@ -95,7 +123,14 @@ impl Driver {
             self.guarded.guard.forget_measurements();
             self.guarded.guard.quiet(&times, None);
             self.guarded.prev = Some((in_place(), Vec::new()));
+            // exposure is learned anew for each profile
+            self.guarded.exposure.clear();
+            self.guarded.learned = false;
+            self.guarded.ref_times = times;
         } else {
+            if !self.guarded.quiet.is_empty() {
+                self.guarded.ref_times = mean_times(&self.guarded.quiet);
+            }
             let prev = self.plan.clone().unwrap_or_else(in_place);
             self.guarded.prev = Some((prev, self.moves.clone()));
         }
@@ -115,13 +150,57 @@ impl Driver {
         }
         self.guarded.settle = settle_of(&d.once, &d.moves, d.plan.dram.len());
         self.guarded.guard.adopted();
+        self.guarded.quiet.clear();
         d
+    }
+
+    /// Learns each phase's exposure ([`crate::unimem::exposure::calibrate`])
+    /// from the reference's phase times under the replaced plan against
+    /// the judged plan's quiet iterations, with the guard's noise `sigma`;
+    /// true if something was learned.
+    fn learn_exposure(&mut self, sigma: f64) -> bool {
+        use crate::unimem::exposure::{calibrate, Measured};
+        self.guarded.learned = true;
+        let (Some((prev, _)), Some(plan)) = (&self.guarded.prev, &self.plan) else {
+            return false;
+        };
+        if self.guarded.quiet.is_empty() {
+            return false;
+        }
+        let after = mean_times(&self.guarded.quiet);
+        let problem = crate::unimem::plan::Problem {
+            sizes: vec![0; self.addrs.len()],
+            phases: self.profile.clone(),
+            platform: self.used.clone(),
+            capacity: 0,
+            iterations: 0.0,
+            exposure: Vec::new(),
+        };
+        let e = calibrate(
+            &problem,
+            &Measured {
+                dram: &prev.dram,
+                times: &self.guarded.ref_times,
+            },
+            &Measured {
+                dram: &plan.dram,
+                times: &after,
+            },
+            sigma,
+        );
+        match e {
+            Some(e) => {
+                self.guarded.exposure = e;
+                true
+            }
+            None => false,
+        }
     }
 
     /// An enforced iteration ended with phase times `now`; true if the
     /// guard reverted the plan (the placement changes: the drift baseline
     /// restarts).
-    pub(super) fn guard_iteration(&mut self, now: &[f64]) -> bool {
+    pub(super) fn guard_iteration(&mut self, now: &[f64], waits: &[f64]) -> bool {
         let n = self.times.len();
         // the iteration that ended covered steps once_step - n .. once_step
         if self.once_step < self.guarded.settle + n {
@@ -129,11 +208,29 @@ impl Driver {
             return false;
         }
         let left = (self.cfg.iterations - self.enforced as f64).max(0.0);
-        if !matches!(
-            self.guarded.guard.quiet(now, Some(left)),
-            Verdict::Revert(_)
-        ) {
-            return false;
+        let judging = self.guarded.guard.judging();
+        let verdict = self.guarded.guard.quiet(now, Some(left));
+        if judging {
+            let quiet = now
+                .iter()
+                .enumerate()
+                .map(|(i, t)| t - waits.get(i).copied().unwrap_or(0.0))
+                .collect();
+            self.guarded.quiet.push(quiet);
+        }
+        let learn = match &verdict {
+            Verdict::Keep(c) | Verdict::KeepNoPayback(c) | Verdict::Revert(c) => {
+                self.cfg.measured_exposure && !self.guarded.learned && self.learn_exposure(c.sigma)
+            }
+            Verdict::Wait => false,
+        };
+        if !matches!(verdict, Verdict::Revert(_)) {
+            if learn {
+                // the same profile, the calibrated models
+                self.guarded.exposure_decisions += 1;
+                self.decide_now();
+            }
+            return learn;
         }
         let Some((plan, moves)) = self.guarded.prev.take() else {
             return false;
@@ -170,8 +267,24 @@ impl Driver {
         self.plan = Some(plan);
         self.moves = moves;
         self.guarded.reverts += 1;
+        if learn {
+            // the placement reverted to stays the reference (the guard
+            // kept its measurements): the reverted plan's are dropped
+            self.guarded.quiet.clear();
+            self.guarded.exposure_decisions += 1;
+            self.decide_now();
+        }
         true
     }
+}
+
+/// Per-phase means of quiet iterations' phase times.
+fn mean_times(quiet: &[Vec<f64>]) -> Vec<f64> {
+    let n = quiet.iter().map(Vec::len).min().unwrap_or(0);
+    let k = quiet.len().max(1) as f64;
+    (0..n)
+        .map(|i| quiet.iter().map(|t| t[i]).sum::<f64>() / k)
+        .collect()
 }
 
 /// The first step (phase since the adoption) of the plan's steady state:

@@ -40,6 +40,11 @@ pub struct DriverConfig {
     /// ([`crate::cpus::HelperCpu`]); `platform.copy_overlap` is its answer
     /// (set both with [`DriverConfig::with_helper`]).
     pub helper: crate::cpus::HelperCpu,
+    /// Learn each phase's exposure from measured phase times once the
+    /// first plan of a profile has been judged, and decide again with it
+    /// ([`crate::unimem::exposure`]); off: the thesis's full exposure
+    /// (`MEMTAMER_UNIMEM_EXPOSURE=off`, the behaviour before).
+    pub measured_exposure: bool,
 }
 
 impl DriverConfig {
@@ -68,6 +73,7 @@ impl Default for DriverConfig {
             decide_off_thread: true,
             pace: crate::sampling::Pace::Cpu,
             helper: Default::default(),
+            measured_exposure: true,
         }
     }
 }

@@ -23,6 +23,11 @@ const char *mt_tier_last_error(void);
 /* This process's MPI_COMM_WORLD rank and size (the interposer's MPI_Init
  * calls it): names its status file rank<R>.json in MEMTAMER_TIER_STATUS_DIR. */
 void mt_tier_set_rank(int rank, int size);
+/* Ranks on this node (the interposer's MPI_COMM_TYPE_SHARED size; call
+ * before mt_tier_init): with as many ranks as the CPUs this process may use,
+ * or more, the copy helper has no CPU of its own and Unimem charges every
+ * copy in full (MEMTAMER_COPIES_EXPOSED=auto|1|0 overrides). */
+void mt_tier_set_node_ranks(int ranks);
 /* Call at the top of every main-loop iteration (thesis unimem_start). */
 void mt_tier_iteration(void);
 /* A phase boundary; the MPI wrappers call it for you. */

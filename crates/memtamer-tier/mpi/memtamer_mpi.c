@@ -61,6 +61,7 @@ static void mt_start(void) {
     int wsize = 1;
     PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
     mt_tier_set_rank(wrank, wsize);
+    mt_tier_set_node_ranks(local);
     const char *nd = getenv("MEMTAMER_NODE_DRAM");
     if (!getenv("MEMTAMER_DRAM_BUDGET") && nd) {
         size_t b = mt_parse_bytes(nd);
@@ -99,7 +100,7 @@ static void mt_phase_call_done(void) {
 
 /* Stops the malloc interposition and prints this rank's report line. */
 static void mt_report(int rank) {
-    char line[1024], extra[96]; /* the report is ~450 bytes with its per-direction tokens */
+    char line[2048], extra[96]; /* the report is ~900 bytes with its per-direction, allocation and copies_exposed tokens */
     mt_malloc_stop();
     mt_malloc_report(extra, sizeof extra);
     if (mt_tier_finish(line, sizeof line) >= 0) fprintf(stderr, "memtamer[%d]: %s%s\n", rank, line, extra);

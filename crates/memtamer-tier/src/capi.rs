@@ -39,6 +39,10 @@ static DRIVER: Mutex<Option<Driver>> = Mutex::new(None);
 static STATUS: Mutex<Option<Publisher>> = Mutex::new(None);
 /// `MPI_COMM_WORLD` rank and size, from the interposer (`mt_tier_set_rank`).
 static RANK: OnceLock<(u32, u32)> = OnceLock::new();
+/// Ranks on this node (the interposer's shared-memory communicator), from
+/// `mt_tier_set_node_ranks`: with the CPUs this process may use, whether
+/// the copy helper has a CPU of its own ([`crate::cpus`]).
+static NODE_RANKS: OnceLock<u32> = OnceLock::new();
 
 thread_local! {
     static LAST: RefCell<CString> = RefCell::new(CString::default());
@@ -170,11 +174,17 @@ fn driver_config() -> Result<DriverConfig, TierError> {
             })?,
             Err(_) => d.pace,
         },
+        helper: d.helper,
         measured_exposure: crate::env::switch(
             "MEMTAMER_UNIMEM_EXPOSURE",
             "every slow-tier access priced as exposed, the thesis's models",
         )?,
-    })
+    }
+    .with_helper(crate::cpus::HelperCpu {
+        node_ranks: NODE_RANKS.get().copied().unwrap_or(0),
+        cpus: crate::cpus::available_cpus(),
+        forced: crate::cpus::forced_from_env()?,
+    }))
 }
 
 /// `MEMTAMER_UNIMEM`: 0 or off runs the baseline; unset, empty, 1 or on
@@ -352,6 +362,20 @@ pub extern "C" fn mt_tier_set_rank(rank: c_int, size: c_int) {
     }
 }
 
+/// Records how many ranks run on this node (the interposer calls it in
+/// `MPI_Init` with its `MPI_COMM_TYPE_SHARED` communicator's size, before
+/// `mt_tier_init`): when they are as many as the CPUs this process may use,
+/// or more, the decisions charge every copy in full ([`crate::cpus`]).
+/// The first call wins; a count below 1 is ignored.
+#[no_mangle]
+pub extern "C" fn mt_tier_set_node_ranks(ranks: c_int) {
+    if let Ok(n) = u32::try_from(ranks) {
+        if n >= 1 {
+            let _ = NODE_RANKS.set(n);
+        }
+    }
+}
+
 /// Publishes the status (if asked for) when it changed, or always with
 /// `state` finished. A failed write is reported once and stops publishing:
 /// the program itself is not disturbed.
@@ -425,12 +449,13 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
         d.finish();
         let s = d.stats();
         let st = rt.stats();
+        let (reverts, refused) = d.guard_reverts();
         let plan = s
             .last_plan
             .clone()
             .map_or("none".into(), |(k, p)| format!("{k} (predicted {p:.4} s)"));
         line = format!(
-            "boundaries {} iterations {} phases {} decisions {} decisions_dropped {} reprofiles {} new_objects {} recalibrations {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} decide_ms {:.3} decide_thread_ms {:.3} profile_ms {:.3} profiled_ms {:.3} profiled_call_ms {:.3} sample_ticks {} sampler_cpu_ms {:.3} sample_faults {} sample_armed {} dram_used {} of {} {}",
+            "boundaries {} iterations {} phases {} decisions {} decisions_dropped {} reprofiles {} new_objects {} recalibrations {} guard_reverts {} guard_refused {} {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} decide_ms {:.3} decide_thread_ms {:.3} profile_ms {:.3} profiled_ms {:.3} profiled_call_ms {:.3} sample_ticks {} sampler_cpu_ms {:.3} sample_faults {} sample_armed {} dram_used {} of {} {}",
             s.boundaries,
             s.iterations,
             s.phases,
@@ -439,6 +464,9 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             s.reprofiles,
             s.new_object_reprofiles,
             s.recalibrations,
+            reverts,
+            refused,
+            d.config().helper.token(),
             plan,
             st.moves,
             st.failed,

@@ -199,6 +199,11 @@ impl Driver {
         self.stats.clone()
     }
 
+    /// The knobs it runs with (the report shows `helper`).
+    pub fn config(&self) -> &DriverConfig {
+        &self.cfg
+    }
+
     /// Each profiled object's share of the sampled accesses of the last
     /// profiled iteration (all phases), by address; empty before the first
     /// decision. What `memtamer tier status` shows as "access".

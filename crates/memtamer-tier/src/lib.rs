@@ -9,6 +9,7 @@
 //! * [`pagesample`]: the same per page, for program memory (Tahoe).
 //! * [`unimem`]: the pure placement core (models, knapsack, schedule).
 //! * [`calibrate`]: the models' constant factors timed on this host's tiers.
+//! * [`cpus`]: whether the copy helper has a CPU of its own (ranks vs CPUs).
 //! * [`capi`]: `mt_tier_malloc` / `mt_tier_free` and friends for C and Fortran.
 //! * [`status`] / [`publish`]: per-rank status files (`MEMTAMER_TIER_STATUS_DIR`)
 //!   and their reader (`memtamer tier status`).
@@ -21,6 +22,7 @@ pub mod bench;
 pub mod budget;
 pub mod calibrate;
 pub mod capi;
+pub mod cpus;
 pub mod decision;
 pub mod drift;
 pub mod driver;

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What changes when the document should be rewritten.
-type Key = (u64, u64, u64, usize, u64);
+type Key = (u64, u64, u64, usize, u64, u64);
 
 /// One process's status publisher.
 #[derive(Debug)]
@@ -96,6 +96,17 @@ impl Publisher {
             to_slow: Some((&st.to_slow).into()),
             last_move_error: rt.last_move_error(),
             alloc: crate::alloc_site::counts(),
+            decisions_detail: driver.map(|d| {
+                let h = d.config().helper;
+                let (guard_reverts, guard_refused) = d.guard_reverts();
+                status::DecisionsStatus {
+                    copies_exposed: h.why().into(),
+                    node_ranks: h.node_ranks,
+                    cpus: h.cpus,
+                    guard_reverts,
+                    guard_refused,
+                }
+            }),
             objects,
         }
     }
@@ -139,5 +150,7 @@ fn key(rt: &TierRuntime, driver: Option<&Driver>) -> Key {
         st.failed,
         rt.object_count(),
         rt.dram_used() as u64,
+        // a revert changes the placement without a decision
+        driver.map_or(0, |d| d.guard_reverts().0),
     )
 }

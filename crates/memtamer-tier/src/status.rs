@@ -168,8 +168,34 @@ pub struct RankStatus {
     /// written before it existed.
     #[serde(default)]
     pub alloc: Option<crate::alloc_place::Counts>,
+    /// How the decisions charge copies and what the regression guard did
+    /// ([`DecisionsStatus`]); absent with Unimem off and in a document
+    /// written before it existed.
+    #[serde(default)]
+    pub decisions_detail: Option<DecisionsStatus>,
     /// The live objects.
     pub objects: Vec<ObjectStatus>,
+}
+
+/// What shaped a rank's decisions beyond its plan. Why: on a node whose
+/// ranks fill its CPUs, copies are charged in full ([`crate::cpus`]), and
+/// the measured regression guard may revert an adopted plan
+/// ([`crate::unimem::regress`]); both change what the rank moves, and the
+/// counters of moves alone do not say why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecisionsStatus {
+    /// `no` (copies overlapped with the computation), `oversubscribed`
+    /// (ranks on the node >= its CPUs: every copy charged in full) or
+    /// `forced` (`MEMTAMER_COPIES_EXPOSED=1`; [`crate::cpus::HelperCpu::why`]).
+    pub copies_exposed: String,
+    /// Ranks on the node (0: unknown).
+    pub node_ranks: u32,
+    /// CPUs the rank may run on (0: unknown).
+    pub cpus: u32,
+    /// Plans the regression guard reverted.
+    pub guard_reverts: u64,
+    /// Decisions not adopted because the guard had reverted the same plan.
+    pub guard_refused: u64,
 }
 
 impl RankStatus {
@@ -503,6 +529,12 @@ pub fn render_table(ranks: &[(PathBuf, RankStatus)], now_ms: u64) -> String {
         ));
         if let Some(c) = &s.alloc {
             out.push_str(&format!("  at allocation: {}\n", c.text()));
+        }
+        if let Some(d) = &s.decisions_detail {
+            out.push_str(&format!(
+                "  copies exposed: {} ({} ranks on the node, {} CPUs); guard: {} reverted, {} refused\n",
+                d.copies_exposed, d.node_ranks, d.cpus, d.guard_reverts, d.guard_refused
+            ));
         }
         if let Some(e) = &s.last_move_error {
             out.push_str(&format!("  last move error: {e}\n"));

@@ -36,6 +36,7 @@ fn doc() -> RankStatus {
         }),
         last_move_error: None,
         alloc: None,
+        decisions_detail: None,
         objects: vec![
             ObjectStatus {
                 name: "r0".into(),
@@ -116,6 +117,36 @@ fn allocation_time_births_show_where_known() {
     let d = parse(&v.to_string(), &p()).unwrap();
     assert_eq!(d.alloc, None);
     assert!(!render_table(&[(p(), d)], 10_000).contains("at allocation"));
+}
+
+/// How copies are charged and the guard's reverts (branch `unimemcpu`): a
+/// line where the document has them; an older document still reads.
+#[test]
+fn copies_exposed_and_guard_reverts_show_where_known() {
+    let mut d = doc();
+    d.decisions_detail = Some(DecisionsStatus {
+        copies_exposed: "oversubscribed".into(),
+        node_ranks: 4,
+        cpus: 2,
+        guard_reverts: 1,
+        guard_refused: 2,
+    });
+    let text = serde_json::to_string_pretty(&d).unwrap();
+    assert_eq!(parse(&text, &p()).unwrap(), d);
+    let t = render_table(&[(p(), d)], 10_000);
+    assert_eq!(
+        t.lines().nth(3),
+        Some("  copies exposed: oversubscribed (4 ranks on the node, 2 CPUs); guard: 1 reverted, 2 refused"),
+        "{t}"
+    );
+    let mut v: serde_json::Value = serde_json::to_value(doc()).unwrap();
+    v.as_object_mut()
+        .unwrap()
+        .remove("decisions_detail")
+        .unwrap();
+    let d = parse(&v.to_string(), &p()).unwrap();
+    assert_eq!(d.decisions_detail, None);
+    assert!(!render_table(&[(p(), d)], 10_000).contains("copies exposed"));
 }
 
 /// The access source (branch `unimempebs`): shown after "unimem on"

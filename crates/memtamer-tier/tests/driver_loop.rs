@@ -39,6 +39,7 @@ fn config(copy_bw: f64) -> DriverConfig {
         // the plan in force from iteration 2 on, as the tests expect
         decide_off_thread: false,
         pace: memtamer_tier::sampling::Pace::Cpu,
+        helper: Default::default(),
         // the thesis's models: the plans these tests expect
         measured_exposure: false,
     }

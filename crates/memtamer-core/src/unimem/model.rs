@@ -47,6 +47,58 @@ pub struct Platform {
     pub t1: f64,
     /// Latency-sensitive below this fraction of `bw_peak` (thesis t2 = 10%).
     pub t2: f64,
+    /// Whether the helper thread's copies overlap the computation (Fig.
+    /// 3.5's `mem_comp_overlap` credit) or take a rank's CPU
+    /// ([`CopyOverlap`]). Why a field: the searches charge copies from it
+    /// alone, so the runtime on an oversubscribed node and the simulator
+    /// run the same model.
+    pub copy_overlap: CopyOverlap,
+}
+
+/// Whether the helper thread has a CPU of its own for its copies.
+///
+/// The thesis's Eq. 3.3 credits a copy with the execution time of the
+/// phases it runs beside (`mem_comp_overlap`, Fig. 3.5): the helper thread
+/// copies while the ranks compute (§3.1: "The helper thread runs
+/// in parallel with the application, overlapping data movement with
+/// application execution"), which assumes a CPU the ranks leave idle.
+/// When a node runs as many ranks as the CPUs they may use, or more, the
+/// copy's CPU time is taken from a rank and nothing is overlapped; every
+/// copy then costs its full Eq. 3.3 time (docs/unimem.md, "Copies charged
+/// as exposed when the ranks fill the CPUs").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CopyOverlap {
+    /// The thesis's assumption: copies run beside the computation and are
+    /// charged only where a phase waits for them.
+    #[default]
+    Overlapped,
+    /// No CPU is left for the helper: each copy is charged in full.
+    Exposed,
+}
+
+impl CopyOverlap {
+    /// The rule: `node_ranks` ranks on a node whose ranks may use `cpus`
+    /// CPUs leave the helper no CPU when `node_ranks >= cpus` (every CPU
+    /// runs a rank's application thread). `cpus` 0 means unknown: the
+    /// thesis's assumption holds (overlapped); `node_ranks` 0 counts as 1
+    /// (a process outside MPI is one rank).
+    pub fn of_node(node_ranks: u32, cpus: u32) -> Self {
+        if cpus > 0 && node_ranks.max(1) >= cpus {
+            CopyOverlap::Exposed
+        } else {
+            CopyOverlap::Overlapped
+        }
+    }
+
+    /// The Fig. 3.5 overlap credit of a copy that may run beside phases
+    /// taking `window` seconds: all of it when overlapped, none when
+    /// exposed.
+    pub fn credit(self, window: f64) -> f64 {
+        match self {
+            CopyOverlap::Overlapped => window,
+            CopyOverlap::Exposed => 0.0,
+        }
+    }
 }
 
 impl Platform {
@@ -69,6 +121,7 @@ impl Platform {
             cf_lat: 1.0,
             t1: 0.8,
             t2: 0.1,
+            copy_overlap: CopyOverlap::Overlapped,
         }
     }
 
@@ -320,6 +373,26 @@ mod tests {
         assert_eq!(p.copy_secs(4e9, Tier::Slow), 2.0);
         let one = p.with_copy_bw(4e9);
         assert_eq!((one.copy_bw, one.evict_bw), (4e9, 4e9));
+    }
+
+    #[test]
+    fn helper_has_no_cpu_when_ranks_fill_them() {
+        use CopyOverlap::*;
+        // 4 ranks on 2 CPUs (this VM's MG at 4 ranks), 2 on 2: exposed
+        assert_eq!(CopyOverlap::of_node(4, 2), Exposed);
+        assert_eq!(CopyOverlap::of_node(2, 2), Exposed);
+        // 1 rank on 2 CPUs: the helper has the other one
+        assert_eq!(CopyOverlap::of_node(1, 2), Overlapped);
+        assert_eq!(CopyOverlap::of_node(15, 16), Overlapped);
+        // a rank bound to one CPU shares it with its helper
+        assert_eq!(CopyOverlap::of_node(1, 1), Exposed);
+        // outside MPI (0 ranks known) is one rank
+        assert_eq!(CopyOverlap::of_node(0, 1), Exposed);
+        assert_eq!(CopyOverlap::of_node(0, 2), Overlapped);
+        // CPUs unknown: the thesis's assumption
+        assert_eq!(CopyOverlap::of_node(64, 0), Overlapped);
+        assert_eq!(CopyOverlap::default(), Overlapped);
+        assert_eq!((Overlapped.credit(0.5), Exposed.credit(0.5)), (0.5, 0.0));
     }
 
     #[test]

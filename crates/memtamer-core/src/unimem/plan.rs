@@ -12,7 +12,9 @@
 
 use super::fifo::{waits, Copy as FifoCopy};
 use super::knapsack::{granule_for, solve, Item};
-use super::model::{benefit, free_phases_before, move_cost, overlap_time, PhaseProfile, Platform};
+use super::model::{
+    benefit, free_phases_before, move_cost, overlap_time, CopyOverlap, PhaseProfile, Platform,
+};
 use super::schedule::{need_order, replay, schedule, stay_put, Move};
 use super::{ObjId, Tier};
 use std::collections::BTreeSet;
@@ -100,8 +102,15 @@ impl Problem {
         move_cost(
             self.sizes[obj] as f64,
             self.platform.copy_bw,
-            overlap_time(&self.times(), i, d),
+            self.credit(overlap_time(&self.times(), i, d)),
         )
+    }
+
+    /// The Fig. 3.5 overlap credit of a copy whose window is `window`
+    /// seconds of computation: none when the helper has no CPU of its
+    /// own ([`super::model::CopyOverlap`]).
+    fn credit(&self, window: f64) -> f64 {
+        self.platform.copy_overlap.credit(window)
     }
 
     /// [`Self::exposed_copy`] for a promotion of `obj` needed at phase `i`
@@ -130,7 +139,11 @@ impl Problem {
             .take_while(|&k| room(k))
             .map(|k| times[k])
             .sum();
-        move_cost(self.sizes[obj] as f64, self.platform.copy_bw, window)
+        move_cost(
+            self.sizes[obj] as f64,
+            self.platform.copy_bw,
+            self.credit(window),
+        )
     }
 
     /// Exposed cost (Eq. 3.3) of every promotion of the cyclic plan `dram`,
@@ -149,7 +162,11 @@ impl Problem {
         self.promotion_windows(dram)
             .iter()
             .map(|&(_, o, _, window)| {
-                move_cost(self.sizes[o] as f64, self.platform.copy_bw, window)
+                move_cost(
+                    self.sizes[o] as f64,
+                    self.platform.copy_bw,
+                    self.credit(window),
+                )
             })
             .sum()
     }
@@ -437,12 +454,25 @@ pub fn per_iteration(p: &Problem, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
 /// waited for it; the policy waits only for promotions (and objects a
 /// phase writes), so an eviction costs only the time a waited-for copy
 /// queues behind it (docs/unimem.md, "Evictions charged only where a copy
-/// waits behind them").
+/// waits behind them"). When the helper has no CPU of its own
+/// ([`super::model::CopyOverlap::Exposed`]), nothing runs beside the
+/// computation: every copy costs its whole Eq. 3.3 time, in its direction.
 pub fn exposed_split(p: &Problem, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
     if dram.len() != p.phases.len() {
         return (0.0, 0.0);
     }
-    let w = waits(&p.times(), &p.fifo_copies(dram));
+    let copies = p.fifo_copies(dram);
+    if p.platform.copy_overlap == CopyOverlap::Exposed {
+        let sum = |ev: bool| -> f64 {
+            copies
+                .iter()
+                .filter(|c| c.eviction == ev)
+                .map(|c| c.secs)
+                .sum()
+        };
+        return (sum(false), sum(true));
+    }
+    let w = waits(&p.times(), &copies);
     (w.promotions, w.evictions)
 }
 

@@ -548,3 +548,63 @@ fn decide_within_bounds_only_the_search() {
         }
     }
 }
+
+/// Two 60 B objects, DRAM for 100 B: `A` used in phase 0, `B` in phase
+/// 2 (2e6 accesses, 0.6 s of slow-tier latency each), nothing in phases 1
+/// and 3 (1 s each), copies at `copy_bw`. A local plan swaps them every
+/// iteration, each copy running in an idle phase.
+fn swap_in_idle_phases(copy_bw: f64, overlap: CopyOverlap) -> Problem {
+    let mut platform = platform(copy_bw);
+    platform.copy_overlap = overlap;
+    Problem {
+        sizes: vec![60, 60],
+        phases: vec![
+            phase(1.0, &[(0, 2e6)]),
+            phase(1.0, &[]),
+            phase(1.0, &[(1, 2e6)]),
+            phase(1.0, &[]),
+        ],
+        platform,
+        capacity: 100,
+        iterations: 10.0,
+        exposure: Vec::new(),
+    }
+}
+
+#[test]
+fn copies_that_take_a_ranks_cpu_are_charged_in_full() {
+    // 0.3 s copies: the swap hides in the idle phases when the helper has
+    // a CPU of its own, so the local plan moving every iteration wins ...
+    let over = swap_in_idle_phases(200.0, CopyOverlap::Overlapped);
+    let plan = decide(&over, &BTreeSet::new());
+    assert_eq!(plan.search, Search::Local, "{plan:?}");
+    assert!(moves_per_iteration(&plan.dram) > 0);
+    let (_, copies) = per_iteration(&over, &plan.dram);
+    assert_eq!(copies, 0.0);
+    // ... but when the copies run in a rank's place, each costs its whole
+    // 0.3 s: 1.2 s per iteration for two promotions and two evictions,
+    // more than the 0.6 s a phase loses with its object in the slow tier
+    let exp = swap_in_idle_phases(200.0, CopyOverlap::Exposed);
+    let (lost, copies) = per_iteration(&exp, &plan.dram);
+    assert_eq!((lost, copies), (0.0, 4.0 * 0.3));
+    assert_eq!(exposed_split(&exp, &plan.dram), (0.6, 0.6));
+    let plan = decide(&exp, &BTreeSet::new());
+    assert_eq!(plan.search, Search::Global, "{plan:?}");
+    assert_eq!(moves_per_iteration(&plan.dram), 0);
+    // the Fig. 3.5 window is no credit either
+    assert_eq!(over.exposed_copy(1, 2), 0.0);
+    assert_eq!(exp.exposed_copy(1, 2), 0.3);
+    let local = vec![set(&[0]), set(&[]), set(&[1]), set(&[])];
+    assert_eq!(over.exposed_promotions(&local), 0.0);
+    assert_eq!(exp.exposed_promotions(&local), 0.6);
+    assert_eq!(exp.exposed_copy_in(1, 2, &local), 0.3);
+}
+
+#[test]
+fn fast_enough_copies_pay_even_when_exposed() {
+    // 3 ms copies, 12 ms per iteration in full: still under the 0.6 s the
+    // slow tier costs, so the exposed model keeps moving
+    let exp = swap_in_idle_phases(2e4, CopyOverlap::Exposed);
+    let plan = decide(&exp, &BTreeSet::new());
+    assert_eq!(plan.search, Search::Local, "{plan:?}");
+}

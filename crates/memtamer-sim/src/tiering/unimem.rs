@@ -62,6 +62,9 @@ pub fn platform(m: &ModelSpec) -> Platform {
         cf_lat: m.cf_lat,
         t1: 0.8,
         t2: 0.1,
+        // the simulated helper copies on a core of its own (the engine
+        // runs its copies beside the phases): the thesis's overlap holds
+        copy_overlap: memtamer_core::unimem::model::CopyOverlap::Overlapped,
     }
 }
 

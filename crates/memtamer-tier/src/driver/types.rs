@@ -36,11 +36,26 @@ pub struct DriverConfig {
     /// The sampler thread's clock ([`crate::sampling::Pace`]): the
     /// application thread's CPU time (default) or the wall clock.
     pub pace: crate::sampling::Pace,
+    /// Whether the copy helper has a CPU of its own on this node, and why
+    /// ([`crate::cpus::HelperCpu`]); `platform.copy_overlap` is its answer
+    /// (set both with [`DriverConfig::with_helper`]).
+    pub helper: crate::cpus::HelperCpu,
     /// Learn each phase's exposure from measured phase times once the
     /// first plan of a profile has been judged, and decide again with it
     /// ([`crate::unimem::exposure`]); off: the thesis's full exposure
     /// (`MEMTAMER_UNIMEM_EXPOSURE=off`, the behaviour before).
     pub measured_exposure: bool,
+}
+
+impl DriverConfig {
+    /// This configuration with `helper`, and the platform's
+    /// [`crate::unimem::model::CopyOverlap`] (the decisions' input) set
+    /// from it.
+    pub fn with_helper(mut self, helper: crate::cpus::HelperCpu) -> Self {
+        self.platform.copy_overlap = helper.overlap();
+        self.helper = helper;
+        self
+    }
 }
 
 impl Default for DriverConfig {
@@ -57,6 +72,7 @@ impl Default for DriverConfig {
             decision_share: DEFAULT_DECISION_SHARE,
             decide_off_thread: true,
             pace: crate::sampling::Pace::Cpu,
+            helper: Default::default(),
             measured_exposure: true,
         }
     }

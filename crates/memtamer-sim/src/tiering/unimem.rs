@@ -333,6 +333,18 @@ impl UnimemPolicy {
     /// and one-time moves to the set the schedule has resident when an
     /// iteration starts (evictions first, then promotions by the phase
     /// that first needs them; see the module doc).
+    /// Each phase's DRAM set as unit labels, for the decision text.
+    fn set_labels(&self, dram: &[BTreeSet<usize>]) -> Vec<String> {
+        dram.iter()
+            .map(|s| {
+                s.iter()
+                    .map(|&u| self.units[u].label())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect()
+    }
+
     fn decide_now(&mut self, v: &dyn SpaceView) {
         let start: BTreeSet<ObjId> = (0..self.units.len())
             .filter(|&u| {
@@ -381,15 +393,7 @@ impl UnimemPolicy {
         self.prev = Some((vec![start.clone(); n], Vec::new()));
         self.guard.adopted();
         self.plan_quiet.clear();
-        let sets: Vec<String> = dram
-            .iter()
-            .map(|s| {
-                s.iter()
-                    .map(|&u| self.units[u].label())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .collect();
+        let sets = self.set_labels(&dram);
         let chunked: BTreeSet<usize> = self
             .units
             .iter()
@@ -583,15 +587,7 @@ impl UnimemPolicy {
         }
         let uses: Vec<Vec<bool>> = (0..self.sizes.len()).map(|o| problem.uses(o)).collect();
         let (moves, _) = schedule_checked(&dram, &uses, &self.sizes, self.capacity);
-        let sets: Vec<String> = dram
-            .iter()
-            .map(|s| {
-                s.iter()
-                    .map(|&u| self.units[u].label())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .collect();
+        let sets = self.set_labels(&dram);
         self.decided += &format!(
             ", adopted: {} moves per iteration, DRAM sets [{}]",
             moves.len(),

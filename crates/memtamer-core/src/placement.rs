@@ -173,23 +173,33 @@ pub struct Move {
     pub kind: MoveKind,
 }
 
+/// A load as the planner counts it: a negative or non-finite figure is 0.
+fn counted(v: f64) -> f64 {
+    if v.is_finite() {
+        v.max(0.0)
+    } else {
+        0.0
+    }
+}
+
+/// Whether read and write loads make a PM I/O task (else CPU-bound, for SMT
+/// pairing and holds); the plan and the status view ask the same question.
+fn is_pm_load(read: f64, write: f64, min_load: f64) -> bool {
+    counted(read) + counted(write) >= min_load
+}
+
 impl Task {
     /// Its read or write load; a negative or non-finite figure counts as 0.
     fn load(&self, m: Metric) -> f64 {
-        let v = match m {
+        counted(match m {
             Metric::Read => self.read,
             Metric::Write => self.write,
-        };
-        if v.is_finite() {
-            v.max(0.0)
-        } else {
-            0.0
-        }
+        })
     }
 
     /// Whether it is a PM I/O task (else CPU-bound, for SMT pairing and holds).
     fn is_pm(&self, min_load: f64) -> bool {
-        self.load(Metric::Read) + self.load(Metric::Write) >= min_load
+        is_pm_load(self.read, self.write, min_load)
     }
 }
 

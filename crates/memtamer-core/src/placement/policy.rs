@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{plan, Move, PlacementParams, Task, LINE_BYTES};
+use super::{is_pm_load, plan, Move, PlacementParams, Task, LINE_BYTES};
 use crate::pm_load::PmLoad;
 use crate::topology::Topology;
 use crate::{CpuSet, Decision, Observation, Policy, ThreadId};
@@ -114,7 +114,7 @@ impl Placement {
                 write: tr.load.write,
                 read: tr.load.read,
                 cpu_load: tr.cpu_load,
-                pm_io: tr.load.read.max(0.0) + tr.load.write.max(0.0) >= min,
+                pm_io: is_pm_load(tr.load.read, tr.load.write, min),
                 rests_ms: tr.last_move_ns.map_or(0, |l| {
                     (l + self.params.min_residency_ns).saturating_sub(now) / 1_000_000
                 }),

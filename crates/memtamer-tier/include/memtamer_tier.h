@@ -28,6 +28,14 @@ void mt_tier_set_rank(int rank, int size);
  * or more, the copy helper has no CPU of its own and Unimem charges every
  * copy in full (MEMTAMER_COPIES_EXPOSED=auto|1|0 overrides). */
 void mt_tier_set_node_ranks(int ranks);
+/* The affinity masks of the node's ranks (the interposer gathers them in
+ * MPI_Init; call before mt_tier_init): `ranks` masks of `mask_bytes` bytes
+ * each (cpu_set_t layout) in node-rank order, `me` this rank's index. Only
+ * the ranks whose masks meet this one's then count against the CPUs of
+ * their union, so ranks bound to disjoint sets with a CPU to spare keep the
+ * copy overlap. 0 ok; -1 for bad arguments or an empty own mask (the
+ * node-wide count stays; see mt_tier_last_error). */
+int mt_tier_set_node_affinity(const unsigned char *masks, int ranks, int mask_bytes, int me);
 /* Call at the top of every main-loop iteration (thesis unimem_start). */
 void mt_tier_iteration(void);
 /* A phase boundary; the MPI wrappers call it for you. */

@@ -14,7 +14,9 @@
  * A budget of 0 or one larger than the machine aborts the job with a message
  * naming the variable (nothing has been allocated yet, so nothing is lost).
  * MPI_Finalize prints one report line per rank on stderr. */
+#define _GNU_SOURCE
 #include <mpi.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,15 +55,28 @@ static void mt_start(void) {
     int local = 1, lrank = 0, wrank = 0;
     size_t budget = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    int have_masks = 0;
+    unsigned char *masks = NULL;
     if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
         PMPI_Comm_size(node, &local);
         PMPI_Comm_rank(node, &lrank);
+        /* Every rank's CPU mask, so the copy rule counts only the ranks that
+         * compete for this rank's CPUs (an all-zero mask means unknown). */
+        cpu_set_t mine;
+        CPU_ZERO(&mine);
+        if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine);
+        masks = calloc((size_t)(local > 0 ? local : 1), sizeof mine);
+        if (masks && PMPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, masks, (int)sizeof mine, MPI_BYTE, node) == MPI_SUCCESS)
+            have_masks = 1;
         PMPI_Comm_free(&node);
     }
     int wsize = 1;
     PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
     mt_tier_set_rank(wrank, wsize);
     mt_tier_set_node_ranks(local);
+    if (have_masks && mt_tier_set_node_affinity(masks, local, (int)sizeof(cpu_set_t), lrank) != 0)
+        fprintf(stderr, "memtamer[%d]: %s\n", wrank, mt_tier_last_error());
+    free(masks);
     const char *nd = getenv("MEMTAMER_NODE_DRAM");
     if (!getenv("MEMTAMER_DRAM_BUDGET") && nd) {
         size_t b = mt_parse_bytes(nd);

@@ -20,7 +20,18 @@ for n in 1 2 4; do
   echo "$out" | grep -E '^(cg|memtamer)'
   echo "$out" | grep -q VERIFIED || { echo "FAIL: $n ranks"; fail=1; }
   [ "$(echo "$out" | grep -c 'memtamer\[')" = "$n" ] || { echo "FAIL: $n ranks, report lines missing"; fail=1; }
+  # Every rank gathered the node's CPU masks (MPI_Init's Allgather): the
+  # copy rule counts the ranks whose masks meet its own against their union.
+  [ "$(echo "$out" | grep -c 'memtamer\[.* cpus_from node')" = "$n" ] || { echo "FAIL: $n ranks: a rank without the node's CPU masks (cpus_from node)"; fail=1; }
 done
+# One unbound rank on a host with 2+ CPUs: its copy helper has a CPU of its
+# own, so copies keep the thesis's overlap.
+if [ "$(nproc)" -ge 2 ]; then
+  unbound=; [ "${MPI_FLAVOR:-openmpi}" = mpich ] || unbound="--bind-to none"
+  out=$(MEMTAMER_NODE_DRAM=16M $MPIRUN $unbound -np 1 $bin/mt_mg 64 8 2>&1) || true
+  echo "$out" | grep -q '^mg .* VERIFIED' || { echo "FAIL: one unbound rank: mg not verified"; fail=1; }
+  echo "$out" | grep -q "memtamer\[0\]: .*copies_exposed no node_ranks 1 cpus $(nproc) cpus_from node" || { echo "FAIL: one unbound rank: copies not overlapped with $(nproc) CPUs: $(echo "$out" | grep -o 'copies_exposed.*cpus_from [a-z]*')"; fail=1; }
+fi
 # The access source (MEMTAMER_TIER_PROFILER): every report line says which
 # one profiled; `pebs` where PEBS does not open (a VM without a PMU) names
 # the variable and the errno on stderr, falls back to the fault sampler and

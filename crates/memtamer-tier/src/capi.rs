@@ -43,6 +43,10 @@ static RANK: OnceLock<(u32, u32)> = OnceLock::new();
 /// `mt_tier_set_node_ranks`: with the CPUs this process may use, whether
 /// the copy helper has a CPU of its own ([`crate::cpus`]).
 static NODE_RANKS: OnceLock<u32> = OnceLock::new();
+/// The ranks that share this process's CPUs and the CPUs they have, from
+/// the node's affinity masks (`mt_tier_set_node_affinity`); unset: every
+/// rank of the node against this process's own mask.
+static NODE_SHARING: OnceLock<crate::cpus::Sharing> = OnceLock::new();
 
 thread_local! {
     static LAST: RefCell<CString> = RefCell::new(CString::default());
@@ -180,11 +184,15 @@ fn driver_config() -> Result<DriverConfig, TierError> {
             "every slow-tier access priced as exposed, the thesis's models",
         )?,
     }
-    .with_helper(crate::cpus::HelperCpu {
-        node_ranks: NODE_RANKS.get().copied().unwrap_or(0),
-        cpus: crate::cpus::available_cpus(),
-        forced: crate::cpus::forced_from_env()?,
-    }))
+    .with_helper(
+        crate::cpus::HelperCpu {
+            node_ranks: NODE_RANKS.get().copied().unwrap_or(0),
+            cpus: crate::cpus::available_cpus(),
+            from_node_masks: false,
+            forced: crate::cpus::forced_from_env()?,
+        }
+        .with_sharing(NODE_SHARING.get().copied()),
+    ))
 }
 
 /// `MEMTAMER_UNIMEM`: 0 or off runs the baseline; unset, empty, 1 or on
@@ -372,6 +380,57 @@ pub extern "C" fn mt_tier_set_node_ranks(ranks: c_int) {
     if let Ok(n) = u32::try_from(ranks) {
         if n >= 1 {
             let _ = NODE_RANKS.set(n);
+        }
+    }
+}
+
+/// Records the affinity masks of the node's ranks (the interposer gathers
+/// them over its `MPI_COMM_TYPE_SHARED` communicator in `MPI_Init`, before
+/// `mt_tier_init`): `masks` holds `ranks` masks of `mask_bytes` bytes each,
+/// in node-rank order (`cpu_set_t` layout), `me` is this rank's index. The
+/// copy rule then counts only the ranks whose masks meet this one's
+/// against the CPUs of their union ([`crate::cpus::sharing`]). Returns 0,
+/// or -1 for bad arguments or this rank's empty mask (the node-wide rule
+/// stays; `mt_tier_last_error` says why). The first accepted call wins.
+///
+/// # Safety
+/// `masks` must point to `ranks * mask_bytes` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mt_tier_set_node_affinity(
+    masks: *const u8,
+    ranks: c_int,
+    mask_bytes: c_int,
+    me: c_int,
+) -> c_int {
+    let _g = InRuntime::enter();
+    let (Ok(n), Ok(w), Ok(me)) = (
+        usize::try_from(ranks),
+        usize::try_from(mask_bytes),
+        usize::try_from(me),
+    ) else {
+        set_err(format!(
+            "mt_tier_set_node_affinity: negative argument (ranks {ranks}, mask_bytes {mask_bytes}, me {me})"
+        ));
+        return -1;
+    };
+    if masks.is_null() || n == 0 || w == 0 || w > 1 << 16 || n > 1 << 20 || me >= n {
+        set_err(format!(
+            "mt_tier_set_node_affinity: bad arguments (null {}, ranks {n}, mask_bytes {w}, me {me})",
+            masks.is_null()
+        ));
+        return -1;
+    }
+    // SAFETY: the caller passes ranks * mask_bytes readable bytes.
+    let all = unsafe { std::slice::from_raw_parts(masks, n * w) };
+    let per_rank: Vec<&[u8]> = all.chunks(w).collect();
+    match crate::cpus::sharing(&per_rank, me) {
+        Some(s) => {
+            let _ = NODE_SHARING.set(s);
+            0
+        }
+        None => {
+            set_err("mt_tier_set_node_affinity: this rank's affinity mask is empty (unknown); every rank of the node counts against this process's CPUs");
+            -1
         }
     }
 }
@@ -591,5 +650,31 @@ mod tests {
         // A C ABI call leaves the thread outside the runtime when it returns.
         assert_eq!(mt_tier_free(std::ptr::null_mut()), 0);
         assert_eq!(mt_tier_in_runtime(), 0);
+    }
+
+    /// Bad masks are refused with a message and leave the node-wide rule
+    /// (no accepted call here: the first one would fix `NODE_SHARING` for
+    /// the other tests of this process).
+    #[test]
+    fn bad_node_masks_are_refused_by_name() {
+        let last = || {
+            // SAFETY: mt_tier_last_error returns this thread's NUL-terminated message.
+            unsafe { std::ffi::CStr::from_ptr(mt_tier_last_error()) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        let masks = [0b11u8, 0, 0b01, 0];
+        // SAFETY: each call passes at most masks.len() readable bytes.
+        unsafe {
+            assert_eq!(mt_tier_set_node_affinity(std::ptr::null(), 2, 2, 0), -1);
+            assert!(last().contains("null true"), "{}", last());
+            assert_eq!(mt_tier_set_node_affinity(masks.as_ptr(), 2, 2, 2), -1);
+            assert!(last().contains("me 2"), "{}", last());
+            assert_eq!(mt_tier_set_node_affinity(masks.as_ptr(), -1, 2, 0), -1);
+            assert!(last().contains("negative"), "{}", last());
+            assert_eq!(mt_tier_set_node_affinity(masks.as_ptr(), 4, 1, 1), -1);
+            assert!(last().contains("mask is empty"), "{}", last());
+        }
+        assert!(NODE_SHARING.get().is_none());
     }
 }

@@ -13,29 +13,75 @@ use crate::unimem::model::CopyOverlap;
 use crate::TierError;
 
 /// What decides [`CopyOverlap`] for this process, and how it was set.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The default (nothing known, nothing forced) is the thesis's overlap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HelperCpu {
-    /// Ranks on this node (the interposer's `MPI_COMM_TYPE_SHARED`
-    /// communicator, the one the node's DRAM budget is split over); 0:
-    /// unknown (outside MPI: one process).
+    /// Ranks competing for this process's CPUs: with the node's affinity
+    /// masks known ([`Sharing`]), the node's ranks whose masks meet this
+    /// one's; else every rank on the node (the interposer's
+    /// `MPI_COMM_TYPE_SHARED` communicator, the one the node's DRAM budget
+    /// is split over); 0: unknown (outside MPI: one process).
     pub node_ranks: u32,
-    /// CPUs this process may run on (`sched_getaffinity`, else the online
-    /// CPUs); 0: unknown.
+    /// CPUs those ranks may run on: with the node's masks known, their
+    /// union; else this process's own count (`sched_getaffinity`, else the
+    /// online CPUs); 0: unknown.
     pub cpus: u32,
+    /// Whether `node_ranks` and `cpus` come from the node's affinity
+    /// masks ([`sharing`]) rather than the node's rank count and this
+    /// process's own mask.
+    pub from_node_masks: bool,
     /// `MEMTAMER_COPIES_EXPOSED`: `None` for `auto` (the rule), else the
     /// answer it forces.
     pub forced: Option<CopyOverlap>,
 }
 
-impl Default for HelperCpu {
-    /// Nothing known, nothing forced: the thesis's overlap.
-    fn default() -> Self {
-        HelperCpu {
-            node_ranks: 0,
-            cpus: 0,
-            forced: None,
+/// The ranks that compete with this one for CPUs and the CPUs they have,
+/// from the affinity masks of every rank on the node.
+///
+/// Why: counting every rank of the node against this rank's own CPUs
+/// charges copies in full when ranks are bound to disjoint CPU sets with a
+/// CPU to spare in each (`mpirun --map-by core:PE=2`, 4 ranks on 8 CPUs:
+/// 4 ranks >= 2 CPUs said "no CPU for the helper"), while the helper thread
+/// inherits its rank's mask and runs on the spare CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sharing {
+    /// Ranks whose masks meet this rank's (itself included; a rank whose
+    /// mask is unknown, all zero, counts as meeting every mask).
+    pub ranks: u32,
+    /// CPUs in the union of those masks.
+    pub cpus: u32,
+}
+
+/// [`Sharing`] for rank `me` of the node, `masks[i]` being node rank
+/// `i`'s affinity mask as bytes (bit `c % 8` of byte `c / 8` set when the
+/// rank may run on CPU `c`, as `cpu_set_t` lays it out on Linux). `None`
+/// when `me` is out of range or its own mask is empty (unknown): the
+/// caller keeps the node-wide count.
+///
+/// Only masks that meet this rank's count: a rank on other CPUs takes none
+/// of this rank's time, even if it shares CPUs with a rank that does.
+pub fn sharing(masks: &[&[u8]], me: usize) -> Option<Sharing> {
+    let mine = *masks.get(me)?;
+    if mine.iter().all(|&b| b == 0) {
+        return None;
+    }
+    let width = masks.iter().map(|m| m.len()).max().unwrap_or(0);
+    let mut union = vec![0u8; width];
+    let mut ranks = 0u32;
+    for m in masks {
+        let unknown = m.iter().all(|&b| b == 0);
+        let meets = m.iter().zip(mine).any(|(a, b)| a & b != 0);
+        if unknown || meets {
+            ranks += 1;
+            for (u, b) in union.iter_mut().zip(m.iter()) {
+                *u |= b;
+            }
         }
     }
+    Some(Sharing {
+        ranks,
+        cpus: union.iter().map(|b| b.count_ones()).sum(),
+    })
 }
 
 impl HelperCpu {
@@ -45,16 +91,43 @@ impl HelperCpu {
             .unwrap_or_else(|| CopyOverlap::of_node(self.node_ranks, self.cpus))
     }
 
-    /// The report's tokens: `copies_exposed X node_ranks N cpus M`, `X`
-    /// being `no` (copies overlapped), `oversubscribed` (the rule charged
-    /// them in full: ranks >= CPUs) or `forced` (`MEMTAMER_COPIES_EXPOSED=1`).
+    /// With the node's affinity masks ([`sharing`]) in place of the
+    /// node-wide rank count and this process's own CPU count.
+    pub fn with_sharing(self, s: Option<Sharing>) -> Self {
+        match s {
+            Some(s) => HelperCpu {
+                node_ranks: s.ranks,
+                cpus: s.cpus,
+                from_node_masks: true,
+                ..self
+            },
+            None => self,
+        }
+    }
+
+    /// The report's tokens: `copies_exposed X node_ranks N cpus M
+    /// cpus_from F`, `X` being `no` (copies overlapped), `oversubscribed`
+    /// (the rule charged them in full: ranks >= CPUs) or `forced`
+    /// (`MEMTAMER_COPIES_EXPOSED=1`), `F` being `node` (the ranks whose
+    /// affinity masks meet this one's and their union) or `own` (every rank
+    /// of the node against this process's mask).
     pub fn token(&self) -> String {
         format!(
-            "copies_exposed {} node_ranks {} cpus {}",
+            "copies_exposed {} node_ranks {} cpus {} cpus_from {}",
             self.why(),
             self.node_ranks,
-            self.cpus
+            self.cpus,
+            self.cpus_from()
         )
+    }
+
+    /// `node` or `own` (see [`Self::token`]).
+    pub fn cpus_from(&self) -> &'static str {
+        if self.from_node_masks {
+            "node"
+        } else {
+            "own"
+        }
     }
 
     /// `no`, `oversubscribed` or `forced` (see [`Self::token`]).
@@ -123,13 +196,14 @@ mod tests {
         let h = |node_ranks, cpus, forced| HelperCpu {
             node_ranks,
             cpus,
+            from_node_masks: false,
             forced,
         };
         assert_eq!(h(4, 2, None).overlap(), CopyOverlap::Exposed);
         assert_eq!(h(4, 2, None).why(), "oversubscribed");
         assert_eq!(
             h(4, 2, None).token(),
-            "copies_exposed oversubscribed node_ranks 4 cpus 2"
+            "copies_exposed oversubscribed node_ranks 4 cpus 2 cpus_from own"
         );
         assert_eq!(h(1, 2, None).why(), "no");
         let off = h(4, 2, Some(CopyOverlap::Overlapped));
@@ -151,5 +225,81 @@ mod tests {
     #[test]
     fn this_process_runs_somewhere() {
         assert!(available_cpus() >= 1);
+    }
+
+    /// One byte per 8 CPUs; `mask(&[0, 1])` is a mask of CPUs 0 and 1.
+    fn mask(cpus: &[usize]) -> Vec<u8> {
+        let mut m = vec![0u8; 2];
+        for &c in cpus {
+            m[c / 8] |= 1 << (c % 8);
+        }
+        m
+    }
+
+    #[test]
+    fn ranks_bound_to_disjoint_sets_with_a_spare_cpu_overlap() {
+        // 4 ranks on 8 CPUs, 2 each (`--map-by core:PE=2`): the node-wide
+        // rule said exposed (4 >= 2); each rank has a spare CPU
+        let m: Vec<Vec<u8>> = (0..4).map(|r| mask(&[2 * r, 2 * r + 1])).collect();
+        let v: Vec<&[u8]> = m.iter().map(|x| x.as_slice()).collect();
+        let s = sharing(&v, 1).unwrap();
+        assert_eq!(s, Sharing { ranks: 1, cpus: 2 });
+        let h = HelperCpu {
+            node_ranks: 4,
+            cpus: 2,
+            ..Default::default()
+        };
+        assert_eq!(h.overlap(), CopyOverlap::Exposed);
+        let h = h.with_sharing(Some(s));
+        assert_eq!(h.overlap(), CopyOverlap::Overlapped);
+        assert_eq!(
+            h.token(),
+            "copies_exposed no node_ranks 1 cpus 2 cpus_from node"
+        );
+    }
+
+    #[test]
+    fn unbound_ranks_share_every_cpu() {
+        // this VM's MG: 4 unbound ranks on 2 CPUs
+        let m: Vec<Vec<u8>> = (0..4).map(|_| mask(&[0, 1])).collect();
+        let v: Vec<&[u8]> = m.iter().map(|x| x.as_slice()).collect();
+        for me in 0..4 {
+            assert_eq!(sharing(&v, me), Some(Sharing { ranks: 4, cpus: 2 }));
+        }
+        // one rank per CPU (`--bind-to core`): the helper shares its rank's
+        let m = [mask(&[0]), mask(&[1])];
+        let v: Vec<&[u8]> = m.iter().map(|x| x.as_slice()).collect();
+        let s = sharing(&v, 0).unwrap();
+        assert_eq!(s, Sharing { ranks: 1, cpus: 1 });
+        assert_eq!(
+            HelperCpu::default().with_sharing(Some(s)).overlap(),
+            CopyOverlap::Exposed
+        );
+    }
+
+    #[test]
+    fn partial_overlaps_and_unknown_masks() {
+        // A {0,1}, B {1,2}, C {2,3}: A competes with B only (3 CPUs, 2
+        // ranks); B with both (4 CPUs, 3 ranks)
+        let m = [mask(&[0, 1]), mask(&[1, 2]), mask(&[2, 3])];
+        let v: Vec<&[u8]> = m.iter().map(|x| x.as_slice()).collect();
+        assert_eq!(sharing(&v, 0), Some(Sharing { ranks: 2, cpus: 3 }));
+        assert_eq!(sharing(&v, 1), Some(Sharing { ranks: 3, cpus: 4 }));
+        // a rank whose mask is unknown (all zero) counts against everyone
+        let m = [mask(&[0, 1]), mask(&[]), mask(&[2, 3])];
+        let v: Vec<&[u8]> = m.iter().map(|x| x.as_slice()).collect();
+        assert_eq!(sharing(&v, 0), Some(Sharing { ranks: 2, cpus: 2 }));
+        // this rank's own mask unknown, or out of range: keep the old rule
+        assert_eq!(sharing(&v, 1), None);
+        assert_eq!(sharing(&v, 3), None);
+        assert_eq!(sharing(&[], 0), None);
+        assert_eq!(
+            HelperCpu::default().with_sharing(None),
+            HelperCpu::default()
+        );
+        // masks of different lengths
+        let a = mask(&[9]);
+        let b = [0b10u8];
+        assert_eq!(sharing(&[&a, &b], 1), Some(Sharing { ranks: 1, cpus: 1 }));
     }
 }

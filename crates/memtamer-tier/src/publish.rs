@@ -103,6 +103,7 @@ impl Publisher {
                     copies_exposed: h.why().into(),
                     node_ranks: h.node_ranks,
                     cpus: h.cpus,
+                    cpus_from: h.cpus_from().into(),
                     guard_reverts,
                     guard_refused,
                 }

@@ -188,10 +188,17 @@ pub struct DecisionsStatus {
     /// (ranks on the node >= its CPUs: every copy charged in full) or
     /// `forced` (`MEMTAMER_COPIES_EXPOSED=1`; [`crate::cpus::HelperCpu::why`]).
     pub copies_exposed: String,
-    /// Ranks on the node (0: unknown).
+    /// Ranks competing for the rank's CPUs: the node's ranks whose
+    /// affinity masks meet its mask when `cpus_from` is `node`, else every
+    /// rank on the node (0: unknown).
     pub node_ranks: u32,
-    /// CPUs the rank may run on (0: unknown).
+    /// CPUs those ranks may run on: their masks' union (`node`), else the
+    /// rank's own count (0: unknown).
     pub cpus: u32,
+    /// `node` or `own` ([`crate::cpus::HelperCpu::cpus_from`]); empty in a
+    /// document written before the node's masks were gathered.
+    #[serde(default)]
+    pub cpus_from: String,
     /// Plans the regression guard reverted.
     pub guard_reverts: u64,
     /// Decisions not adopted because the guard had reverted the same plan.
@@ -531,9 +538,14 @@ pub fn render_table(ranks: &[(PathBuf, RankStatus)], now_ms: u64) -> String {
             out.push_str(&format!("  at allocation: {}\n", c.text()));
         }
         if let Some(d) = &s.decisions_detail {
+            let sharing = if d.cpus_from == "node" {
+                format!("{} ranks on its {} CPUs", d.node_ranks, d.cpus)
+            } else {
+                format!("{} ranks on the node, {} CPUs", d.node_ranks, d.cpus)
+            };
             out.push_str(&format!(
-                "  copies exposed: {} ({} ranks on the node, {} CPUs); guard: {} reverted, {} refused\n",
-                d.copies_exposed, d.node_ranks, d.cpus, d.guard_reverts, d.guard_refused
+                "  copies exposed: {} ({sharing}); guard: {} reverted, {} refused\n",
+                d.copies_exposed, d.guard_reverts, d.guard_refused
             ));
         }
         if let Some(e) = &s.last_move_error {

@@ -128,15 +128,26 @@ fn copies_exposed_and_guard_reverts_show_where_known() {
         copies_exposed: "oversubscribed".into(),
         node_ranks: 4,
         cpus: 2,
+        cpus_from: "own".into(),
         guard_reverts: 1,
         guard_refused: 2,
     });
     let text = serde_json::to_string_pretty(&d).unwrap();
     assert_eq!(parse(&text, &p()).unwrap(), d);
-    let t = render_table(&[(p(), d)], 10_000);
+    let t = render_table(&[(p(), d.clone())], 10_000);
     assert_eq!(
         t.lines().nth(3),
         Some("  copies exposed: oversubscribed (4 ranks on the node, 2 CPUs); guard: 1 reverted, 2 refused"),
+        "{t}"
+    );
+    let mut node = d.clone();
+    if let Some(x) = node.decisions_detail.as_mut() {
+        (x.copies_exposed, x.node_ranks, x.cpus, x.cpus_from) = ("no".into(), 1, 2, "node".into());
+    }
+    let t = render_table(&[(p(), node)], 10_000);
+    assert_eq!(
+        t.lines().nth(3),
+        Some("  copies exposed: no (1 ranks on its 2 CPUs); guard: 1 reverted, 2 refused"),
         "{t}"
     );
     let mut v: serde_json::Value = serde_json::to_value(doc()).unwrap();

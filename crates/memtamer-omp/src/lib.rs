@@ -20,6 +20,7 @@
 pub mod calib;
 pub mod config;
 pub mod counters;
+pub mod deps;
 pub mod hot;
 pub mod tracker;
 
@@ -217,7 +218,12 @@ unsafe extern "C" fn on_dependences(task: *mut OmptData, deps: *const OmptDepend
         // SAFETY: the union's address view.
         Some((unsafe { d.variable.value }, a))
     });
-    lock(t).dependences_iter(id, decoded);
+    // The program's own lengths, where the preloaded tool saw libomp's
+    // array (`deps`): noted by this very task's creation call.
+    let exact = deps::take();
+    let mut tr = lock(t);
+    tr.exact_lengths(&exact);
+    tr.dependences_iter(id, decoded);
 }
 
 unsafe extern "C" fn on_task_dependence(src: *mut OmptData, sink: *mut OmptData) {
@@ -403,6 +409,7 @@ unsafe extern "C" fn initialize(lookup: Lookup, _dev: c_int, _data: *mut OmptDat
         }
     }
     ACTIVE.store(true, Ordering::Release);
+    deps::start();
     1
 }
 
@@ -425,6 +432,7 @@ fn code_name(code: u64) -> String {
 unsafe extern "C" fn finalize(_data: *mut OmptData) {
     let Some(t) = TOOL.get() else { return };
     ACTIVE.store(false, Ordering::Release);
+    deps::stop();
     // Close the helper's queue.
     t.helper.lock().unwrap_or_else(|e| e.into_inner()).take();
     // Every sampled page back, the ticker stopped.
@@ -538,7 +546,7 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
         tr.planner().db().len() - by_counters
     );
     eprintln!(
-        "memtamer-tahoe: mode={:?} tasks={} completed={} edges={} ready_max={} types={} decisions={} representatives={} planned_in={} planned_out={} batches={} moved={} move_failed={} move_ms={:.2} model_err={}{}{}{}{}",
+        "memtamer-tahoe: mode={:?} tasks={} completed={} edges={} ready_max={} types={} decisions={} representatives={} planned_in={} planned_out={} batches={} moved={} move_failed={} move_ms={:.2} model_err={}{}{}{}{} exact_extents={}",
         t.cfg.mode,
         s.created,
         s.completed,
@@ -557,7 +565,8 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
         hot,
         check,
         counted,
-        t_dram
+        t_dram,
+        tr.exact_extents()
     );
 }
 

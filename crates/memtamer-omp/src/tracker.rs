@@ -40,10 +40,11 @@ struct Rec {
     state: State,
     start_ns: u64,
     predicted_ns: f64,
-    /// The task as built at begin, with the extents' generation (number
-    /// of addresses seen) then: complete reuses it when no address came
-    /// since, because the extents (so the task) are then the same.
-    begun: Option<(usize, Task)>,
+    /// The task as built at begin, with the extents' generation then
+    /// ([`Extents::generation`]): complete reuses it when no address or
+    /// exact length came since, because the extents (so the task) are
+    /// then the same.
+    begun: Option<(u64, Task)>,
     /// Counter deltas charged to the task so far ([`Tracker::charge`]).
     counts: TaskCounts,
 }
@@ -253,6 +254,21 @@ impl Tracker {
         self.dependences_iter(id, deps.iter().copied());
     }
 
+    /// The program's own lengths of dependence objects (`depend` array
+    /// sections, from the interposed `__kmpc_omp_task_with_deps`): they
+    /// replace the inferred extents of those addresses.
+    pub fn exact_lengths(&mut self, deps: &[(u64, u64)]) {
+        for &(addr, len) in deps {
+            self.extents.observe_exact(addr, len);
+        }
+    }
+
+    /// Dependence addresses whose length the program stated
+    /// ([`Tracker::exact_lengths`]).
+    pub fn exact_extents(&self) -> usize {
+        self.extents.exact_len()
+    }
+
     /// [`Tracker::dependences`] straight from the callback's array,
     /// without an intermediate vector.
     pub fn dependences_iter(&mut self, id: u64, deps: impl Iterator<Item = (u64, Access)>) {
@@ -419,7 +435,7 @@ impl Tracker {
     }
 
     fn keep_begun(&mut self, id: u64, head: Task) {
-        let gen = self.extents.len();
+        let gen = self.extents.generation();
         if let Some(r) = self.recs.get_mut(&id) {
             r.begun = Some((gen, head));
         }
@@ -445,7 +461,7 @@ impl Tracker {
             return;
         };
         let task = match r.begun.take() {
-            Some((gen, t)) if gen == self.extents.len() => t,
+            Some((gen, t)) if gen == self.extents.generation() => t,
             _ => self.task_of(id, &r),
         };
         let task = Some(task);

@@ -48,7 +48,11 @@ int main(void) {
         double *u = blk(s, bi > 0 ? bi - 1 : bi, bj), *dn = blk(s, bi < NB - 1 ? bi + 1 : bi, bj);
         double *l = blk(s, bi, bj > 0 ? bj - 1 : bj), *r = blk(s, bi, bj < NB - 1 ? bj + 1 : bj);
         double *o = blk(d, bi, bj);
+#ifdef MT_DEPEND_SECTIONS /* whole blocks as array sections: the tool's exact extents */
+#pragma omp task depend(in : c[0:BS * BS], u[0:BS * BS], dn[0:BS * BS], l[0:BS * BS], r[0:BS * BS]) depend(out : o[0:BS * BS]) firstprivate(s, d, bi, bj)
+#else
 #pragma omp task depend(in : c[0], u[0], dn[0], l[0], r[0]) depend(out : o[0]) firstprivate(s, d, bi, bj)
+#endif
         sweep(s, d, bi, bj);
       }
   }

@@ -143,7 +143,8 @@ impl UnimemPolicy {
     /// Which (phase, unit) exposures the placements measured so far
     /// identify (`unimem::exposure_obj::identify`), as decision text:
     /// per phase `phase: unit=exposure` for identified units and
-    /// `unit+unit` for units only their sum is known of.
+    /// `unit+unit` for units only their sum is known of, with the count
+    /// of units that moved but are within the noise (held).
     fn per_object(&self, sigma: f64) -> String {
         let problem = self.problem(0.0, Vec::new());
         let obs: Vec<Measured> = self
@@ -154,6 +155,7 @@ impl UnimemPolicy {
         let r = identify(&problem, &obs, sigma, &self.learned);
         let label = |u: &ObjId| self.units.get(*u).map_or(u.to_string(), |x| x.label());
         let (mut known, mut changed) = (0, 0);
+        let held: usize = r.iter().map(|p| p.within_noise.len()).sum();
         let parts: Vec<String> = r
             .iter()
             .enumerate()
@@ -174,7 +176,7 @@ impl UnimemPolicy {
             })
             .collect();
         format!(
-            ", per object from {} placements: {known} of {changed} identified [{}]",
+            ", per object from {} placements: {known} of {changed} identified ({held} within the noise) [{}]",
             obs.len(),
             parts.join(" | ")
         )

@@ -345,7 +345,7 @@ fn a_plan_whose_saving_measures_small_is_replaced_with_measured_exposure() {
     // stream per phase changed tier, so each phase's is identified
     assert!(
         pol.summary()
-            .contains(", per object from 2 placements: 4 of 4 identified"),
+            .contains(", per object from 2 placements: 4 of 4 identified (0 within the noise)"),
         "{}",
         pol.summary()
     );

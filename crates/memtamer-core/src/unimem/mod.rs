@@ -9,6 +9,8 @@
 //!   STREAM-like and pointer-chasing runs timed in each tier (§3.4.1).
 //! * [`exposure`]: the share of the modelled slow-tier cost each phase
 //!   pays, measured from phase times under two placements.
+//! * [`exposure_obj`]: which per-object exposures the placements a run
+//!   measured identify (least squares, one unknown per object that moved).
 //! * [`knapsack`]: 0/1 knapsack by dynamic programming.
 //! * [`plan`]: phase-local and cross-phase global search, keeping the
 //!   better; initial placement; the 10% drift check (§3.4.2).
@@ -25,6 +27,7 @@
 
 pub mod calibrate;
 pub mod exposure;
+pub mod exposure_obj;
 pub mod fifo;
 pub mod knapsack;
 pub mod model;

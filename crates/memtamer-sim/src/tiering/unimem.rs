@@ -204,6 +204,13 @@ pub struct UnimemPolicy {
     iter_waits: Vec<f64>,
     profiled_times: Vec<f64>,
     plan_quiet: Vec<Vec<f64>>,
+    /// Per-object exposure (`unimem::exposure_obj`, reported): the
+    /// placements measured (DRAM sets, mean phase times without waits),
+    /// the per-phase exposure (the fallback), and whether the re-decided
+    /// plan's quiet iterations are still to be added.
+    observed: Vec<(Vec<BTreeSet<ObjId>>, Vec<f64>)>,
+    learned: Vec<f64>,
+    observe_next: bool,
 }
 
 impl UnimemPolicy {
@@ -271,6 +278,9 @@ impl UnimemPolicy {
             iter_waits: vec![0.0; prog.phases.len()],
             profiled_times: Vec::new(),
             plan_quiet: Vec::new(),
+            observed: Vec::new(),
+            learned: Vec::new(),
+            observe_next: false,
         }
     }
 
@@ -469,6 +479,12 @@ impl UnimemPolicy {
             self.plan_quiet
                 .push(times.iter().zip(&waits).map(|(t, w)| t - w).collect());
         }
+        if self.observe_next {
+            if let Verdict::Keep(c) | Verdict::KeepNoPayback(c) | Verdict::Revert(c) = &verdict {
+                self.observe_next = false;
+                self.observe_plan(iter, c.sigma);
+            }
+        }
         if self.measured_exposure && !self.calibrated {
             if let Verdict::Keep(c) | Verdict::KeepNoPayback(c) | Verdict::Revert(c) = &verdict {
                 self.calibrated = true;
@@ -509,101 +525,6 @@ impl UnimemPolicy {
         self.adopted_at = iter + 1;
         self.dram = dram;
         self.moves = Some(moves);
-    }
-}
-
-impl UnimemPolicy {
-    /// Measured exposure (`unimem::exposure`), once per profile, when the
-    /// guard has judged the first plan at the end of iteration `iter`
-    /// (`sigma`: its noise; `reverted`: it found the plan slower): each
-    /// phase's exposure from the profiled iteration's times (the
-    /// placement replaced) against the plan's quiet iterations, then the
-    /// configured search again from where the units are, with the
-    /// calibrated models. The reference is the placement the guard keeps
-    /// (the plan, or the one it replaced if it reverts); a new plan
-    /// predicted faster than the reference by the calibrated models
-    /// replaces it and is judged by the guard against the reference's
-    /// measured iterations. True if a new plan was adopted (the caller's
-    /// revert is then moot: the new plan's one-time moves start from the
-    /// units' places now, and the guard reverts it to the reference if it
-    /// measures slower).
-    fn recalibrate(&mut self, iter: u32, sigma: f64, reverted: bool, v: &dyn SpaceView) -> bool {
-        let Some((prev_dram, prev_moves)) = self.prev.clone() else {
-            return false;
-        };
-        if self.plan_quiet.is_empty() || self.profiled_times.len() != self.phases {
-            return false;
-        }
-        let k = self.plan_quiet.len() as f64;
-        let after: Vec<f64> = (0..self.phases)
-            .map(|i| self.plan_quiet.iter().map(|t| t[i]).sum::<f64>() / k)
-            .collect();
-        let remaining = f64::from(self.iterations.saturating_sub(iter + 1));
-        let full = self.problem(remaining, Vec::new());
-        let Some(e) = calibrate(
-            &full,
-            &Measured {
-                dram: &prev_dram,
-                times: &self.profiled_times,
-            },
-            &Measured {
-                dram: &self.dram,
-                times: &after,
-            },
-            sigma,
-        ) else {
-            self.decided += "; exposure: nothing measured beyond the noise";
-            return false;
-        };
-        let problem = self.problem(remaining, e.clone());
-        let now = self.resident(v);
-        let (search, dram) = self.search_plan(&problem, &now);
-        // the reference: what the guard keeps, with its schedule
-        let (ref_dram, ref_moves) = if reverted {
-            (prev_dram, prev_moves)
-        } else {
-            (self.dram.clone(), self.moves.clone().unwrap_or_default())
-        };
-        let (pn, pr) = (
-            predict(&problem, &dram, &now),
-            predict(&problem, &ref_dram, &now),
-        );
-        let exp: Vec<String> = e.iter().map(|x| format!("{x:.2}")).collect();
-        self.decided += &format!(
-            "; exposure at iteration {iter} [{}]: re-decided {} {:.3} ms vs {} {:.3} ms",
-            exp.join(" "),
-            if search == Search::Local {
-                "local"
-            } else {
-                "global"
-            },
-            pn * 1e3,
-            if reverted { "the replaced" } else { "the plan" },
-            pr * 1e3,
-        );
-        if dram == ref_dram || pn >= pr || self.guard.is_rejected(&dram) {
-            self.decided += ", kept";
-            return false;
-        }
-        let uses: Vec<Vec<bool>> = (0..self.sizes.len()).map(|o| problem.uses(o)).collect();
-        let (moves, _) = schedule_checked(&dram, &uses, &self.sizes, self.capacity);
-        let sets = self.set_labels(&dram);
-        self.decided += &format!(
-            ", adopted: {} moves per iteration, DRAM sets [{}]",
-            moves.len(),
-            sets.join(" | ")
-        );
-        if reverted {
-            self.guard.reject(&self.dram);
-        }
-        self.once = transition(&now, &dram, &moves, &self.uses, &self.unit_writes);
-        self.prev = Some((ref_dram, ref_moves));
-        self.guard.adopted();
-        self.plan_quiet.clear();
-        self.adopted_at = iter + 1;
-        self.dram = dram;
-        self.moves = Some(moves);
-        true
     }
 }
 
@@ -771,6 +692,9 @@ impl PhasePolicy for UnimemPolicy {
         self.units.iter().any(|u| u.chunk.is_some())
     }
 }
+
+#[path = "unimem_exposure.rs"]
+mod exposure;
 
 #[cfg(test)]
 #[path = "unimem_tests.rs"]

@@ -341,6 +341,14 @@ fn a_plan_whose_saving_measures_small_is_replaced_with_measured_exposure() {
         "{}",
         pol.summary()
     );
+    // the per-object reading of the two placements is reported: one
+    // stream per phase changed tier, so each phase's is identified
+    assert!(
+        pol.summary()
+            .contains(", per object from 2 placements: 4 of 4 identified (0 within the noise)"),
+        "{}",
+        pol.summary()
+    );
     assert!(
         pol.moves.as_ref().is_some_and(Vec::is_empty),
         "still moves every iteration: {}",

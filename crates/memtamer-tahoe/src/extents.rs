@@ -177,7 +177,10 @@ mod tests {
         assert_eq!(e.extent(4096), 4096);
         // a first-element sentinel (8 B) names the block: still inferred
         e.observe_exact(4096, 8);
-        assert_eq!((e.extent(4096), e.generation(), e.exact_len()), (4096, g, 0));
+        assert_eq!(
+            (e.extent(4096), e.generation(), e.exact_len()),
+            (4096, g, 0)
+        );
         // a section shorter than the gap wins
         e.observe_exact(0, 5000);
         assert_eq!(e.extent(0), 5000);

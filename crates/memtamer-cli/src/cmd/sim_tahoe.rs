@@ -26,6 +26,10 @@ pub(super) struct Opts {
     /// its tasks are first touched by them) or `alloc` (every array at the
     /// start, in allocation order: the tables before 2026-11-27).
     pub first_touch: String,
+    /// `--tahoe-touch os`: the OS places Tahoe's run-time first touches in
+    /// free DRAM and Tahoe adopts them (an ablation; false: the thesis's
+    /// slow-tier start, §4.3.5).
+    pub os_touch: bool,
     /// `--dram-ratio NAME=N`: a benchmark's data bytes per DRAM byte in
     /// place of its Table 4.4 ratio (a probe; docs/tahoe.md "The setup
     /// against the thesis").
@@ -122,6 +126,7 @@ pub(super) fn run(o: Opts) -> Result<Outcome, CliError> {
         form,
         o.out_fault_ns,
         learn,
+        o.os_touch,
     )?;
     let rows: Vec<Row> = measured
         .iter()

@@ -204,6 +204,7 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             model,
             first_touch,
             tahoe_touch,
+            frees,
             dram_ratio,
         } => {
             pick("memtamer sim tahoe", format, &[Format::Markdown])?;
@@ -221,6 +222,7 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
                 model,
                 first_touch,
                 os_touch: tahoe_touch == "os",
+                frees_never: frees == "never",
                 dram_ratio,
             })
         }

@@ -30,6 +30,9 @@ pub(super) struct Opts {
     /// free DRAM and Tahoe adopts them (an ablation; false: the thesis's
     /// slow-tier start, §4.3.5).
     pub os_touch: bool,
+    /// `--frees never`: no array is freed before the program ends (the
+    /// tables before branch `tahoeft`); false: the sources' frees.
+    pub frees_never: bool,
     /// `--dram-ratio NAME=N`: a benchmark's data bytes per DRAM byte in
     /// place of its Table 4.4 ratio (a probe; docs/tahoe.md "The setup
     /// against the thesis").
@@ -68,6 +71,11 @@ pub(super) fn run(o: Opts) -> Result<Outcome, CliError> {
                 message: format!("{other:?}: expected source or alloc"),
             }
             .into())
+        }
+    }
+    if o.frees_never {
+        for c in &mut cases {
+            Arc::make_mut(&mut c.graph).frees.clear();
         }
     }
     if let Some(r) = &o.recorded {

@@ -312,6 +312,13 @@ impl TaskPolicy for UnimemTasks {
         self.in_dram = start;
     }
 
+    /// Freed arrays leave Unimem's DRAM set (their DRAM is free again).
+    fn freed(&mut self, _g: &TaskGraph, _tier: &mut TierSpace, arrays: &[usize]) {
+        for a in arrays {
+            self.in_dram.remove(a);
+        }
+    }
+
     fn report(&self) -> Vec<(&'static str, f64)> {
         let global = self.search() == Some(memtamer_core::unimem::plan::Search::Global);
         vec![

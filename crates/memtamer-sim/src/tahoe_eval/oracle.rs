@@ -128,6 +128,15 @@ impl TaskPolicy for Oracle {
         .into()
     }
 
+    /// The oracle forgets the freed blocks (their DRAM is free again).
+    fn freed(&mut self, g: &TaskGraph, _tier: &mut TierSpace, arrays: &[usize]) {
+        for b in arrays.iter().flat_map(|&a| g.array_blocks(a)) {
+            if self.resident.remove(&b) {
+                self.used -= Self::size(g, b);
+            }
+        }
+    }
+
     fn start(&mut self, g: &TaskGraph, tier: &mut TierSpace) {
         self.users = vec![Vec::new(); g.blocks.len()];
         self.acc = vec![Vec::new(); g.blocks.len()];

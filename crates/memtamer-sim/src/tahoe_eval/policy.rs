@@ -554,6 +554,21 @@ impl TaskPolicy for TahoePolicy {
         d
     }
 
+    /// Tahoe forgets the freed arrays' pages (their DRAM is free again).
+    fn freed(&mut self, g: &TaskGraph, _tier: &mut TierSpace, arrays: &[usize]) {
+        let Some(layout) = &self.layout else {
+            return;
+        };
+        let pages: Vec<u64> = arrays
+            .iter()
+            .flat_map(|&a| g.array_blocks(a))
+            .flat_map(|b| {
+                (0..g.blocks[b].bytes.div_ceil(PAGE)).map(move |p| layout.page(b, p * PAGE))
+            })
+            .collect();
+        self.planner.freed(&pages);
+    }
+
     fn report(&self) -> Vec<(&'static str, f64)> {
         let s = self.planner.stats();
         vec![

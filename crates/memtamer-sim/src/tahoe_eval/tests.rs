@@ -541,3 +541,46 @@ fn run_time_first_touch_goes_to_free_dram_and_tahoe_adopts_it_only_with_the_abla
         assert_eq!(pol.dram_used(), n);
     }
 }
+
+#[test]
+fn strassen_frees_each_nodes_temporaries_after_its_taskwait_under_every_policy() {
+    // two levels over 4 x 4 tiles: the root and its 7 products have
+    // temporaries (10 S + 7 M each), the last level none
+    let g = strassen(2, 4, 64);
+    assert_eq!(g.frees.len(), 8);
+    assert_eq!(g.validate(), Ok(()));
+    // the root's free waits for every task (its sub-nodes' included)
+    let root = g.frees.last().unwrap();
+    assert_eq!(root.after.len(), g.tasks.len());
+    assert_eq!(root.arrays, vec![3, 4]);
+    let g = Arc::new(g);
+    let p = quarter();
+    let cap = capacity(&g, 5);
+    let mut never = (*g).clone();
+    never.frees.clear();
+    let policies = || -> Vec<Box<dyn TaskPolicy>> {
+        vec![
+            Box::new(FirstTouch::default()),
+            Box::new(StaticHot),
+            Box::new(Oracle::wide(8)),
+            Box::new(TahoePolicy::new(
+                (cap / PAGE) as usize,
+                50.0,
+                CORUN,
+                Some(1.0),
+                true,
+                PartialForm::ParallelTiers,
+            )),
+        ]
+    };
+    for pol in policies() {
+        let r = run(&p, g.clone(), pol, cap, 200.0, 1).unwrap();
+        assert!(r.makespan_ms.is_finite(), "{}", r.policy);
+        // every policy had temporaries in DRAM when they died
+        assert!(r.tier.pages_freed > 0, "{}", r.policy);
+    }
+    for pol in policies() {
+        let r = run(&p, Arc::new(never.clone()), pol, cap, 200.0, 1).unwrap();
+        assert_eq!(r.tier.pages_freed, 0, "{}", r.policy);
+    }
+}

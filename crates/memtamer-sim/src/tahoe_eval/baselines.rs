@@ -84,7 +84,7 @@ impl FirstTouch {
         self.touch_where(g, tier, b, &mut room, &|_, _| false);
     }
 
-    /// [`FirstTouch::touch`] for a runtime on top of the OS (the simulated
+    /// `touch` for a runtime on top of the OS (the simulated
     /// Tahoe's `--tahoe-touch os` ablation): block `b`'s first touch puts
     /// its pages in DRAM while DRAM has room and `room` (the runtime's own
     /// free DRAM pages, decremented) lasts, skipping the pages `skip(b, p)`

@@ -436,6 +436,21 @@ pub(crate) enum SimCmd {
         #[arg(long = "first-touch", default_value = "source",
               value_parser = ["source", "alloc"])]
         first_touch: String,
+        /// Where Tahoe's run-time first touches go (arrays a program first touches in its
+        /// tasks: Strassen's C and temporaries): `thesis` (the slow tier: "All memory pages
+        /// are initially allocated on NVM", §4.3.5) or `os` (free DRAM by unmanaged's
+        /// first-touch rule, adopted by Tahoe; an ablation). docs/tahoe.md "Run-time first
+        /// touch under Tahoe".
+        #[arg(long = "tahoe-touch", default_value = "thesis",
+              value_parser = ["thesis", "os"])]
+        tahoe_touch: String,
+        /// Frees inside the programs: `source` (KASTORS's Strassen frees each recursion
+        /// node's temporaries after its taskwait: their DRAM is given back, no
+        /// write-back) or `never` (every array lives the whole run, the tables before
+        /// branch `tahoeft`). docs/tahoe.md "Freed temporaries".
+        #[arg(long = "frees", default_value = "source",
+              value_parser = ["source", "never"])]
+        frees: String,
         /// A benchmark's data bytes per DRAM byte in place of its Table 4.4 ratio,
         /// `NAME=N` (repeatable or comma-separated), e.g. `heat=2`: a probe of the
         /// DRAM that the thesis's stated inputs give at 128 MB (docs/tahoe.md "The

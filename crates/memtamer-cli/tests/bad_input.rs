@@ -35,6 +35,8 @@ fn sim_tahoe_flags_are_checked_when_parsed() {
     // was exit 3 "command line:0"
     t(&["--partial-form", "nope"], "--partial-form");
     t(&["--model", "nope"], "--model");
+    t(&["--tahoe-touch", "nope"], "--tahoe-touch");
+    t(&["--frees", "nope"], "--frees");
     // was "<tahoe heat>:6:8: number too large to fit in target type"
     t(&["--seed", "18446744073709551615"], "--seed");
     // 0 was taken as 1 without a word

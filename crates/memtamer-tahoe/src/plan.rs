@@ -704,6 +704,14 @@ impl Planner {
         self.dram.release(pages);
     }
 
+    /// The program freed these pages (a `free` after their last use, as
+    /// KASTORS's Strassen frees a node's temporaries after its taskwait):
+    /// their DRAM is free again and nothing evicts them (no write-back of
+    /// dead data). Not in the thesis, which keeps no lifetimes (§4.3.5).
+    pub fn freed(&mut self, pages: &[u64]) {
+        self.dram.release(pages);
+    }
+
     /// `task` finished after `ns`. A representative's profile is stored
     /// (`samples`: per-page counts if a sampler ran, else uniform; its time
     /// is raised to all-slow by the fallback model for the sampled accesses

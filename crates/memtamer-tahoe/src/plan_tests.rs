@@ -712,3 +712,16 @@ fn a_small_batch_does_not_pay_the_call_the_mean_spreads_thin() {
     let flat = crate::copycost::CopyCost::per_page(fit.per_page_ns);
     assert_eq!(moved_at(4, flat, 0.0), 4);
 }
+
+#[test]
+fn freed_pages_leave_dram_and_are_never_evicted() {
+    let mut pl = planner(4, 1);
+    pl.adopt(&[1, 2, 3]);
+    assert_eq!(pl.dram().used(), 3);
+    pl.freed(&[2, 3, 9]);
+    assert_eq!((pl.dram().used(), pl.dram().free()), (1, 3));
+    assert!(!pl.dram().contains(2) && pl.dram().contains(1));
+    // the eviction order holds only the live page
+    let mut r = pl.dram().clone();
+    assert_eq!(r.evict_for(4, &Default::default()), vec![1]);
+}

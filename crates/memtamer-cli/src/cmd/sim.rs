@@ -203,6 +203,8 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             out_fault_ns,
             model,
             first_touch,
+            tahoe_touch,
+            frees,
             dram_ratio,
         } => {
             pick("memtamer sim tahoe", format, &[Format::Markdown])?;
@@ -219,6 +221,8 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
                 out_fault_ns: out_no_copy.then_some(out_fault_ns),
                 model,
                 first_touch,
+                os_touch: tahoe_touch == "os",
+                frees_never: frees == "never",
                 dram_ratio,
             })
         }

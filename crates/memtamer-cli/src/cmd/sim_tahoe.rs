@@ -26,6 +26,13 @@ pub(super) struct Opts {
     /// its tasks are first touched by them) or `alloc` (every array at the
     /// start, in allocation order: the tables before 2026-11-27).
     pub first_touch: String,
+    /// `--tahoe-touch os`: the OS places Tahoe's run-time first touches in
+    /// free DRAM and Tahoe adopts them (an ablation; false: the thesis's
+    /// slow-tier start, §4.3.5).
+    pub os_touch: bool,
+    /// `--frees never`: no array is freed before the program ends (the
+    /// tables before branch `tahoeft`); false: the sources' frees.
+    pub frees_never: bool,
     /// `--dram-ratio NAME=N`: a benchmark's data bytes per DRAM byte in
     /// place of its Table 4.4 ratio (a probe; docs/tahoe.md "The setup
     /// against the thesis").
@@ -64,6 +71,11 @@ pub(super) fn run(o: Opts) -> Result<Outcome, CliError> {
                 message: format!("{other:?}: expected source or alloc"),
             }
             .into())
+        }
+    }
+    if o.frees_never {
+        for c in &mut cases {
+            Arc::make_mut(&mut c.graph).frees.clear();
         }
     }
     if let Some(r) = &o.recorded {
@@ -122,6 +134,7 @@ pub(super) fn run(o: Opts) -> Result<Outcome, CliError> {
         form,
         o.out_fault_ns,
         learn,
+        o.os_touch,
     )?;
     let rows: Vec<Row> = measured
         .iter()

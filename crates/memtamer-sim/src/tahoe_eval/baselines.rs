@@ -80,17 +80,49 @@ impl FirstTouch {
     /// (thesis §4.4: "Linux allocates memory with no knowledge of the
     /// underlying memory types but is restricted by a limited DRAM size").
     fn touch(&mut self, g: &TaskGraph, tier: &mut TierSpace, b: usize) {
+        let mut room = usize::MAX;
+        self.touch_where(g, tier, b, &mut room, &|_, _| false);
+    }
+
+    /// `touch` for a runtime on top of the OS (the simulated
+    /// Tahoe's `--tahoe-touch os` ablation): block `b`'s first touch puts
+    /// its pages in DRAM while DRAM has room and `room` (the runtime's own
+    /// free DRAM pages, decremented) lasts, skipping the pages `skip(b, p)`
+    /// names (those the runtime already placed: a queued or finished
+    /// promotion). Returns the pages it placed, for the runtime to adopt.
+    /// A block already touched (or out of range) places nothing.
+    pub fn touch_where(
+        &mut self,
+        g: &TaskGraph,
+        tier: &mut TierSpace,
+        b: usize,
+        room: &mut usize,
+        skip: &dyn Fn(usize, u64) -> bool,
+    ) -> Vec<(usize, u64)> {
+        let mut placed = Vec::new();
         // a block out of range (no `start` yet) is left where it is
         match self.touched.get_mut(b) {
             Some(t) if !*t => *t = true,
-            _ => return,
+            _ => return placed,
         }
         for p in 0..g.blocks[b].bytes.div_ceil(PAGE) {
-            if tier.dram_bytes() + PAGE > tier.capacity() {
-                return;
+            if skip(b, p) || tier.objects()[b].tier_at(p * PAGE) == Tier::Dram {
+                continue;
+            }
+            if tier.dram_bytes() + PAGE > tier.capacity() || *room == 0 {
+                break;
             }
             tier.place_page(b, p, Tier::Dram);
+            *room -= 1;
+            placed.push((b, p));
         }
+        placed
+    }
+
+    /// Whether block `b` has been first touched (at the start, or by a
+    /// task); false for a block out of range.
+    pub fn touched(&self, b: usize) -> bool {
+        self.touched.get(b).copied().unwrap_or(false)
     }
 }
 
@@ -278,6 +310,13 @@ impl TaskPolicy for UnimemTasks {
         self.plan = Some(decide(&problem, &start));
         self.problem = Some(problem);
         self.in_dram = start;
+    }
+
+    /// Freed arrays leave Unimem's DRAM set (their DRAM is free again).
+    fn freed(&mut self, _g: &TaskGraph, _tier: &mut TierSpace, arrays: &[usize]) {
+        for a in arrays {
+            self.in_dram.remove(a);
+        }
     }
 
     fn report(&self) -> Vec<(&'static str, f64)> {

@@ -11,7 +11,7 @@
 //! (and written) from main memory once per task unless stated otherwise.
 //! These values were fixed before any policy was run; none is fitted.
 
-use crate::workload::taskgraph::{Arg, Block, Mode, Pattern, TaskDef, TaskGraph, IMPLICIT};
+use crate::workload::taskgraph::{Arg, Block, Free, Mode, Pattern, TaskDef, TaskGraph, IMPLICIT};
 
 /// Double-precision operations per ns (2.4 GHz x 4 doubles per AVX2 op).
 pub const FLOPS_PER_NS: f64 = 9.6;
@@ -118,6 +118,7 @@ impl Builder {
                 tasks: Vec::new(),
                 iterations,
                 task_touched: Vec::new(),
+                frees: Vec::new(),
             },
             parent: IMPLICIT,
             nodes: 0,
@@ -338,6 +339,7 @@ fn strassen_step(b: &mut Builder, a: View, bm: View, c: View, level: u32, bytes:
     }
     let h = a.n / 2;
     let node = b.g.arrays.len();
+    let first_task = b.g.tasks.len();
     let temps = |b: &mut Builder, name: &str, k: usize| -> Vec<View> {
         let first = b.array(&format!("{name}{node}"), k * h * h, bytes);
         (0..k)
@@ -415,6 +417,13 @@ fn strassen_step(b: &mut Builder, a: View, bm: View, c: View, level: u32, bytes:
             }
         }
     }
+    // `#pragma omp taskwait` then `free(StartHeap)`: the node's
+    // temporaries die once every task it created (its sub-nodes' included)
+    // has completed (KASTORS `strassen-task-dep.c` @ b6a842d)
+    b.g.frees.push(Free {
+        arrays: vec![node, node + 1],
+        after: (first_task..b.g.tasks.len()).collect(),
+    });
 }
 
 /// 2D FFT of an `n` x `n` complex-double matrix stored as `ts` x `ts`

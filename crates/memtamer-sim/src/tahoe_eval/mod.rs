@@ -16,6 +16,7 @@
 
 pub mod baselines;
 pub mod bench;
+mod oracle;
 pub mod outnocopy;
 pub mod policy;
 pub mod recorded;
@@ -396,6 +397,11 @@ fn round1(k: usize) -> Box<dyn TaskPolicy> {
 /// time per page (`tahoe-outnocopy`, docs/tahoe.md "Out blocks placed
 /// without a copy"); None: not run, the tables are Tahoe's as before.
 /// `learn`: where Tahoe's all-slow times come from ([`ModelLearning`]).
+/// `os_touch`: the OS also places Tahoe's run-time first touches in free
+/// DRAM, and Tahoe adopts them ([`TahoePolicy::with_os_touch`], an
+/// ablation); false: they start in the slow tier, as the thesis starts
+/// every page (§4.3.5).
+#[allow(clippy::too_many_arguments)]
 pub fn evaluate(
     platforms: &[String],
     cases: &[Case],
@@ -404,6 +410,7 @@ pub fn evaluate(
     form: PartialForm,
     out_fault_ns: Option<f64>,
     learn: ModelLearning,
+    os_touch: bool,
 ) -> Result<Vec<Measured>, SimError> {
     let plats: Vec<Platform> = platforms
         .iter()
@@ -533,6 +540,7 @@ pub fn evaluate(
                 form,
             )
             .with_learning(learn);
+            let pol = if os_touch { pol.with_os_touch() } else { pol };
             let pol = if sib { pol } else { pol.without_siblings() };
             let pol = match out_fault_ns {
                 Some(f) if out => pol.with_out_no_copy(f),

@@ -30,6 +30,7 @@
 //!   It is a reference, not a proven optimum.
 
 use super::baselines::FirstTouch;
+pub use super::oracle::{Oracle, FETCH_PASSES, WIDE_FETCH_PASSES};
 use crate::workload::taskgraph::{Arg, Dispatch, Layout, Mode, Pattern, TaskGraph, TaskPolicy};
 use crate::workload::tiered::{MoveReq, TierSpace, PAGE};
 use crate::workload::NS;
@@ -40,7 +41,6 @@ use memtamer_tahoe::benefit::{measured_copy_ns, queue_starts, slack_ns, FUTURE_S
 use memtamer_tahoe::model::{HybridModel, PartialForm};
 use memtamer_tahoe::plan::{Batch, Decision, PlanConfig, PlanStats, Planner};
 use memtamer_tahoe::task::{Access, DataObject, Task};
-use std::collections::BTreeSet;
 
 /// Code address standing for task type `ty` (the type key's first part).
 fn code(ty: usize) -> u64 {
@@ -115,6 +115,11 @@ pub struct TahoePolicy {
     /// Start from the OS's first-touch placement (as unmanaged does)
     /// instead of all pages in the slow tier.
     first_touch: bool,
+    /// The OS's first touch of the arrays the program first touches in its
+    /// tasks, when the run-time first touch goes to free DRAM
+    /// ([`TahoePolicy::with_os_touch`]); None: those start in the slow
+    /// tier (§4.3.5).
+    os_touch: Option<FirstTouch>,
     /// Blocks with demotions queued on the helper by ready-queue planning.
     evicting: Vec<usize>,
     /// Sibling scheduling of the ready queue (thesis §4.3.6).
@@ -164,6 +169,7 @@ impl TahoePolicy {
             planned: Vec::new(),
             check: copy_ns_per_page.is_some(),
             first_touch,
+            os_touch: None,
             evicting: Vec::new(),
             siblings: true,
             out_fault_ns: None,
@@ -182,6 +188,47 @@ impl TahoePolicy {
         self
     }
 
+    /// The same Tahoe under an OS that also places the program's run-time
+    /// first touches ([`TaskGraph::task_touched`] arrays: Strassen's C and
+    /// temporaries) in free DRAM by unmanaged's rule ([`FirstTouch`]): when
+    /// a worker takes the first task naming such a block, its pages not
+    /// already placed by Tahoe go to DRAM while DRAM (the tier's and
+    /// Tahoe's budget) has room, and Tahoe adopts them as it adopts the
+    /// initial placement (evictable, first in its eviction order until a
+    /// task uses them). A promotion Tahoe plans for a page not yet touched
+    /// is a zero-filled page on the DRAM node (a fault, no copy from the
+    /// slow tier): the page has no contents yet. An ablation: the thesis
+    /// starts every page in the slow tier ("All memory pages are initially
+    /// allocated on NVM", §4.3.5; "Initially, all data objects (or memory
+    /// pages) in all tasks are on NVM", §4.3); docs/tahoe.md "Run-time
+    /// first touch under Tahoe". Only with the first-touch start.
+    pub fn with_os_touch(mut self) -> Self {
+        if self.first_touch {
+            self.os_touch = Some(FirstTouch::default());
+        }
+        self
+    }
+
+    /// The OS's first touch of `head`'s blocks not yet touched (see
+    /// [`TahoePolicy::with_os_touch`]); Tahoe adopts the pages placed.
+    fn os_first_touch(&mut self, g: &TaskGraph, tier: &mut TierSpace, head: usize) {
+        let (Some(ft), Some(layout)) = (self.os_touch.as_mut(), self.layout.as_ref()) else {
+            return;
+        };
+        let dram = self.planner.dram();
+        let mut room = dram.free();
+        let skip = |b: usize, p: u64| dram.contains(layout.page(b, p * PAGE));
+        let mut placed = Vec::new();
+        for a in &g.tasks[head].args {
+            placed.extend(ft.touch_where(g, tier, a.block, &mut room, &skip));
+        }
+        let pages: Vec<u64> = placed
+            .iter()
+            .map(|&(b, p)| layout.page(b, p * PAGE))
+            .collect();
+        self.planner.adopt(&pages);
+    }
+
     /// The same Tahoe with its all-slow times from `learn` (the default is
     /// [`ModelLearning::Refined`]).
     pub fn with_learning(mut self, learn: ModelLearning) -> Self {
@@ -191,12 +238,22 @@ impl TahoePolicy {
     }
 
     /// Queues the moves of `b` on the helper, or returns them for the
-    /// worker (`own`); a no-copy batch marks its pages first.
-    fn moves_of(layout: &Layout, tier: &mut TierSpace, b: &Batch) -> Vec<MoveReq> {
+    /// worker (`own`); a no-copy batch marks its pages first, as does a
+    /// promotion of pages the OS has not first touched yet (`os`, the
+    /// `with_os_touch` ablation: a zero-filled page, nothing to copy).
+    fn moves_of(
+        layout: &Layout,
+        tier: &mut TierSpace,
+        b: &Batch,
+        os: Option<&FirstTouch>,
+    ) -> Vec<MoveReq> {
         let to = if b.to_dram { Tier::Dram } else { Tier::Slow };
-        if b.fresh {
+        let untouched = |blk: usize| os.is_some_and(|ft| !ft.touched(blk));
+        if b.fresh || (b.to_dram && os.is_some()) {
             for (blk, p) in b.pages.iter().filter_map(|&p| layout.locate(p)) {
-                tier.discard_on_promote(blk, p);
+                if b.fresh || untouched(blk) {
+                    tier.discard_on_promote(blk, p);
+                }
             }
         }
         layout.moves(&b.pages, to)
@@ -278,7 +335,7 @@ impl TahoePolicy {
                 // before the task runs; look-ahead batches: the helper
                 let mut own = Vec::new();
                 for b in &batches {
-                    let moves = Self::moves_of(layout, tier, b);
+                    let moves = Self::moves_of(layout, tier, b, self.os_touch.as_ref());
                     if b.task == 0 || b.task == h.id {
                         own.extend(moves);
                     } else {
@@ -344,7 +401,7 @@ impl TahoePolicy {
             let future = self.future(g, &layout, first);
             let (batches, planned) = self.planner.plan_ready_slack(&n, &slack, &q, &future);
             for b in &batches {
-                for m in Self::moves_of(&layout, tier, b) {
+                for m in Self::moves_of(&layout, tier, b, self.os_touch.as_ref()) {
                     if !b.to_dram && !self.evicting.contains(&m.obj) {
                         self.evicting.push(m.obj);
                     }
@@ -413,6 +470,12 @@ impl TahoePolicy {
     pub fn stats(&self) -> PlanStats {
         self.planner.stats()
     }
+
+    /// Pages Tahoe counts as in DRAM (its residency, moves planned
+    /// included): what tests check its adoption of first touches against.
+    pub fn dram_used(&self) -> usize {
+        self.planner.dram().used()
+    }
 }
 
 impl TaskPolicy for TahoePolicy {
@@ -441,7 +504,11 @@ impl TaskPolicy for TahoePolicy {
             tier.set_fault_ps((f * NS as f64).round() as u64);
         }
         if self.first_touch {
-            FirstTouch::default().start(g, tier);
+            let mut ft = FirstTouch::default();
+            ft.start(g, tier);
+            if self.os_touch.is_some() {
+                self.os_touch = Some(ft);
+            }
             let pages: Vec<u64> = (0..g.blocks.len())
                 .flat_map(|b| {
                     let o = &tier.objects()[b];
@@ -479,11 +546,27 @@ impl TaskPolicy for TahoePolicy {
         active: &[usize],
     ) -> Dispatch {
         self.measure_copy(tier);
+        self.os_first_touch(g, tier, head);
         let d = self.decide_head(g, tier, head, ready, active);
         // the queue moved up: plan the tasks that entered the look-ahead
         let running: Vec<usize> = active.iter().copied().chain([head]).collect();
         self.plan_window(g, tier, ready, &running);
         d
+    }
+
+    /// Tahoe forgets the freed arrays' pages (their DRAM is free again).
+    fn freed(&mut self, g: &TaskGraph, _tier: &mut TierSpace, arrays: &[usize]) {
+        let Some(layout) = &self.layout else {
+            return;
+        };
+        let pages: Vec<u64> = arrays
+            .iter()
+            .flat_map(|&a| g.array_blocks(a))
+            .flat_map(|b| {
+                (0..g.blocks[b].bytes.div_ceil(PAGE)).map(move |p| layout.page(b, p * PAGE))
+            })
+            .collect();
+        self.planner.freed(&pages);
     }
 
     fn report(&self) -> Vec<(&'static str, f64)> {
@@ -510,245 +593,6 @@ impl TaskPolicy for TahoePolicy {
         if let Some(layout) = &self.layout {
             let t = tahoe_task(g, layout, task);
             self.planner.completed(&t, ns, profile);
-        }
-    }
-}
-
-/// Line accesses per line of a block that its upcoming users must make
-/// for the checked oracle to fetch it. A copy reads the block from the
-/// slow tier and writes it to DRAM, about one pass of the slow-tier
-/// traffic it is meant to save (a block used once only gains a DRAM write
-/// and, if dirty, a later write-back), so a fetch pays only past one pass;
-/// 1.5 asks for half a pass of margin.
-pub const FETCH_PASSES: f64 = 1.5;
-
-/// [`FETCH_PASSES`] of the wide oracle ([`Oracle::wide`]): a fetch into a
-/// full DRAM reads the block from the slow tier and writes a victim back
-/// to it, two passes of slow-tier traffic, so it pays only past two; 2.5
-/// keeps the same half pass of margin.
-pub const WIDE_FETCH_PASSES: f64 = 2.5;
-
-/// The full-knowledge reference (see the module doc).
-#[derive(Debug)]
-pub struct Oracle {
-    lookahead: usize,
-    /// Cost test on ([`Oracle::checked`]).
-    check: bool,
-    /// Line accesses per line a fetched block's users must make.
-    passes: f64,
-    /// Per block: (task, lines it accesses) of every user, creation order.
-    acc: Vec<Vec<(usize, u64)>>,
-    /// Tasks whose footprints, added up, fit the DRAM (the reuse window of
-    /// the cost test, in creation order).
-    window: usize,
-    /// Tasks using each block, ascending creation order.
-    users: Vec<Vec<usize>>,
-    /// Per block: index into `users` of the first user not yet started.
-    cursor: Vec<usize>,
-    started: Vec<bool>,
-    resident: BTreeSet<usize>,
-    used: u64,
-    capacity: u64,
-}
-
-impl Oracle {
-    /// An oracle planning for the head and `lookahead` ready tasks.
-    pub fn new(lookahead: usize) -> Self {
-        Oracle {
-            lookahead,
-            check: false,
-            passes: FETCH_PASSES,
-            acc: Vec::new(),
-            window: 0,
-            users: Vec::new(),
-            cursor: Vec::new(),
-            started: Vec::new(),
-            resident: BTreeSet::new(),
-            used: 0,
-            capacity: 0,
-        }
-    }
-
-    /// The same oracle, fetching a block only if its users from task `t`
-    /// on, within the DRAM's reuse window (as many tasks as the DRAM holds
-    /// average footprints), access it at least [`FETCH_PASSES`] times per
-    /// line.
-    pub fn checked(lookahead: usize) -> Self {
-        Oracle {
-            check: true,
-            ..Oracle::new(lookahead)
-        }
-    }
-
-    /// A stronger candidate for the reference (issue 21, fifth pass): the
-    /// checked oracle with Tahoe's look-ahead (`lookahead` ready tasks,
-    /// Tahoe plans the first [`super::WORKERS`] of the queue) and a cost
-    /// test that counts the victim's write-back ([`WIDE_FETCH_PASSES`]).
-    /// The reported oracle is the best of all candidates, so adding one
-    /// can only make the reference faster.
-    pub fn wide(lookahead: usize) -> Self {
-        Oracle {
-            check: true,
-            passes: WIDE_FETCH_PASSES,
-            ..Oracle::new(lookahead)
-        }
-    }
-
-    /// Whether fetching `b` for task `t` passes the cost test.
-    fn pays(&self, g: &TaskGraph, b: usize, t: usize) -> bool {
-        if !self.check {
-            return true;
-        }
-        let lines = g.blocks[b].bytes.div_ceil(crate::workload::LINE);
-        let used: u64 = self.acc[b]
-            .iter()
-            .filter(|&&(u, _)| u >= t && u - t <= self.window && (u == t || !self.started[u]))
-            .map(|&(_, n)| n)
-            .sum();
-        used as f64 >= self.passes * lines as f64
-    }
-
-    fn size(g: &TaskGraph, b: usize) -> u64 {
-        g.blocks[b].bytes.div_ceil(PAGE) * PAGE
-    }
-
-    /// Creation index of the next not-yet-started user of `b`.
-    fn next_use(&mut self, b: usize) -> usize {
-        let u = &self.users[b];
-        let c = &mut self.cursor[b];
-        while *c < u.len() && self.started[u[*c]] {
-            *c += 1;
-        }
-        u.get(*c).copied().unwrap_or(usize::MAX)
-    }
-}
-
-impl TaskPolicy for Oracle {
-    fn name(&self) -> String {
-        if self.check && self.passes != FETCH_PASSES {
-            "oracle-min-wide"
-        } else if self.check {
-            "oracle-min-checked"
-        } else {
-            "oracle-min"
-        }
-        .into()
-    }
-
-    fn start(&mut self, g: &TaskGraph, tier: &mut TierSpace) {
-        self.users = vec![Vec::new(); g.blocks.len()];
-        self.acc = vec![Vec::new(); g.blocks.len()];
-        let mut foot = 0u64;
-        for (t, task) in g.tasks.iter().enumerate() {
-            for a in &task.args {
-                if self.users[a.block].last() != Some(&t) {
-                    self.users[a.block].push(t);
-                    foot += Self::size(g, a.block);
-                }
-                let n = g.arg_lines(a);
-                match self.acc[a.block].last_mut() {
-                    Some((u, m)) if *u == t => *m += n,
-                    _ => self.acc[a.block].push((t, n)),
-                }
-            }
-        }
-        let mean = foot / g.tasks.len().max(1) as u64;
-        self.window = (tier.capacity() / mean.max(1)) as usize;
-        self.cursor = vec![0; g.blocks.len()];
-        self.started = vec![false; g.tasks.len()];
-        self.capacity = tier.capacity();
-        let mut order: Vec<usize> = (0..g.blocks.len())
-            .filter(|&b| !self.users[b].is_empty())
-            .collect();
-        order.sort_by_key(|&b| self.users[b][0]);
-        for b in order {
-            let s = Self::size(g, b);
-            if self.used + s > self.capacity {
-                break;
-            }
-            for p in 0..s / PAGE {
-                tier.place_page(b, p, Tier::Dram);
-            }
-            self.resident.insert(b);
-            self.used += s;
-        }
-    }
-
-    fn dispatch(
-        &mut self,
-        g: &TaskGraph,
-        tier: &mut TierSpace,
-        head: usize,
-        ready: &[usize],
-        active: &[usize],
-    ) -> Dispatch {
-        self.started[head] = true;
-        let plan: Vec<usize> = std::iter::once(head)
-            .chain(ready.iter().copied().take(self.lookahead))
-            .collect();
-        let guard: BTreeSet<usize> = plan
-            .iter()
-            .chain(active)
-            .flat_map(|&t| g.tasks[t].args.iter().map(|a| a.block))
-            .collect();
-        let mut own = Vec::new();
-        for &t in &plan {
-            for a in &g.tasks[t].args {
-                let b = a.block;
-                if self.resident.contains(&b) {
-                    continue;
-                }
-                let s = Self::size(g, b);
-                if s > self.capacity || !self.pays(g, b, t) {
-                    continue;
-                }
-                let mine = if t == head { 0 } else { self.next_use(b) };
-                let mut evict = Vec::new();
-                let mut free = self.capacity - self.used;
-                let mut cands: Vec<(usize, usize)> = self
-                    .resident
-                    .iter()
-                    .copied()
-                    .filter(|v| !guard.contains(v))
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .map(|v| (self.next_use(v), v))
-                    .collect();
-                cands.sort_unstable_by(|x, y| y.cmp(x));
-                for (nu, v) in cands {
-                    if free >= s || nu <= mine {
-                        break;
-                    }
-                    free += Self::size(g, v);
-                    evict.push(v);
-                }
-                if free < s {
-                    continue;
-                }
-                // the head's moves on its worker, look-ahead on the helper
-                let mut moves: Vec<MoveReq> = evict
-                    .iter()
-                    .map(|&v| MoveReq::whole(v, Tier::Slow))
-                    .collect();
-                moves.push(MoveReq::whole(b, Tier::Dram));
-                for v in evict {
-                    self.resident.remove(&v);
-                    self.used -= Self::size(g, v);
-                }
-                self.resident.insert(b);
-                self.used += s;
-                if t == head {
-                    own.extend(moves);
-                } else {
-                    for m in moves {
-                        tier.request(m);
-                    }
-                }
-            }
-        }
-        Dispatch {
-            own,
-            ..Dispatch::default()
         }
     }
 }

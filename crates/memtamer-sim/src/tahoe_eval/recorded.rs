@@ -66,6 +66,7 @@ pub fn graph(name: &str, text: &str, reuse: u64, shrink: u64) -> Result<TaskGrap
         tasks: Vec::new(),
         iterations: 1,
         task_touched: Vec::new(),
+        frees: Vec::new(),
     };
     let mut first = Vec::new();
     for (i, r) in rows.iter().enumerate() {

@@ -102,6 +102,7 @@ mod tests {
                 .collect(),
             iterations: 1,
             task_touched: Vec::new(),
+            frees: Vec::new(),
         }
     }
 

@@ -504,3 +504,83 @@ fn first_touch_fills_dram_with_the_initialised_arrays_then_with_what_tasks_touch
     FirstTouch::default().dispatch(&g, &mut t, 0, &[], &[]);
     assert_eq!(t.dram_bytes(), 0);
 }
+
+#[test]
+fn run_time_first_touch_goes_to_free_dram_and_tahoe_adopts_it_only_with_the_ablation() {
+    // one level over 2 x 2 tiles of 8 x 8 doubles: every block is one page
+    let g = strassen(1, 2, 8);
+    let blocks: Vec<(String, u64, Tier)> = g
+        .blocks
+        .iter()
+        .map(|b| (g.arrays[b.array].clone(), b.bytes, Tier::Slow))
+        .collect();
+    let s1 = g.tasks[0].args[2].block;
+    let tahoe = |pages: usize, os: bool| {
+        let p = TahoePolicy::new(pages, 50.0, CORUN, None, true, PartialForm::ParallelTiers);
+        if os {
+            p.with_os_touch()
+        } else {
+            p
+        }
+    };
+    for (budget, os, placed) in [(10, true, true), (10, false, false), (8, true, false)] {
+        let mut t = TierSpace::new(0, 1, 0, &blocks, 10 * PAGE);
+        let mut pol = tahoe(budget, os);
+        pol.start(&g, &mut t);
+        // A and B (8 pages) where the initialisation put them, adopted
+        assert_eq!((t.dram_bytes(), pol.dram_used()), (8 * PAGE, 8));
+        // the first task writes S1's tile: the OS's first touch puts it
+        // in DRAM if both the tier and Tahoe's budget have room
+        pol.dispatch(&g, &mut t, 0, &[], &[]);
+        let in_dram = t.objects()[s1].tier_at(0) == Tier::Dram;
+        assert_eq!(in_dram, placed, "budget {budget}, os {os}");
+        let n = 8 + usize::from(placed);
+        assert_eq!((t.dram_bytes(), pol.dram_used()), (n as u64 * PAGE, n));
+        // a block is first touched once: a second dispatch places nothing
+        pol.dispatch(&g, &mut t, 0, &[], &[]);
+        assert_eq!(pol.dram_used(), n);
+    }
+}
+
+#[test]
+fn strassen_frees_each_nodes_temporaries_after_its_taskwait_under_every_policy() {
+    // two levels over 4 x 4 tiles: the root and its 7 products have
+    // temporaries (10 S + 7 M each), the last level none
+    let g = strassen(2, 4, 64);
+    assert_eq!(g.frees.len(), 8);
+    assert_eq!(g.validate(), Ok(()));
+    // the root's free waits for every task (its sub-nodes' included)
+    let root = g.frees.last().unwrap();
+    assert_eq!(root.after.len(), g.tasks.len());
+    assert_eq!(root.arrays, vec![3, 4]);
+    let g = Arc::new(g);
+    let p = quarter();
+    let cap = capacity(&g, 5);
+    let mut never = (*g).clone();
+    never.frees.clear();
+    let policies = || -> Vec<Box<dyn TaskPolicy>> {
+        vec![
+            Box::new(FirstTouch::default()),
+            Box::new(StaticHot),
+            Box::new(Oracle::wide(8)),
+            Box::new(TahoePolicy::new(
+                (cap / PAGE) as usize,
+                50.0,
+                CORUN,
+                Some(1.0),
+                true,
+                PartialForm::ParallelTiers,
+            )),
+        ]
+    };
+    for pol in policies() {
+        let r = run(&p, g.clone(), pol, cap, 200.0, 1).unwrap();
+        assert!(r.makespan_ms.is_finite(), "{}", r.policy);
+        // every policy had temporaries in DRAM when they died
+        assert!(r.tier.pages_freed > 0, "{}", r.policy);
+    }
+    for pol in policies() {
+        let r = run(&p, Arc::new(never.clone()), pol, cap, 200.0, 1).unwrap();
+        assert_eq!(r.tier.pages_freed, 0, "{}", r.policy);
+    }
+}

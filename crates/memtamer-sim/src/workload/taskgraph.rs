@@ -36,6 +36,13 @@ use memtamer_core::unimem::Tier;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+#[path = "taskgraph_free.rs"]
+mod free;
+pub use free::Free;
+#[path = "taskgraph_layout.rs"]
+mod layout;
+pub use layout::Layout;
+
 /// How a task uses a block (OpenMP `depend` kinds).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -126,6 +133,10 @@ pub struct TaskGraph {
     /// order. Empty: the program initialises every array serially in
     /// allocation order before its tasks (see [`TaskGraph::initialised`]).
     pub task_touched: Vec<usize>,
+    /// Arrays the program frees while it runs ([`Free`]), each once every
+    /// task of its `after` set has completed. Empty: nothing is freed
+    /// before the program ends (every array lives the whole run).
+    pub frees: Vec<Free>,
 }
 
 impl TaskGraph {
@@ -204,10 +215,17 @@ impl TaskGraph {
                 }
             }
         }
-        Ok(())
+        self.validate_frees()
     }
 
-    /// Total bytes of all blocks (page-rounded, as laid out).
+    /// Total bytes of all blocks (page-rounded, as laid out): every array
+    /// the program allocates, those it frees while it runs
+    /// ([`TaskGraph::frees`]) included. The thesis's Table 4.4 ratio is
+    /// "the ratio of DRAM size to the total size of all data objects"
+    /// (§4.4 p. 63: "Such DRAM size is smaller than the total size of all
+    /// data objects of the benchmarks"), a sum over objects, not a peak of
+    /// the live ones, so the DRAM derived from it does not shrink when
+    /// temporaries die.
     pub fn footprint(&self) -> u64 {
         self.blocks
             .iter()
@@ -222,69 +240,6 @@ impl TaskGraph {
             .enumerate()
             .filter(move |(_, b)| b.array == a)
             .map(|(i, _)| i)
-    }
-}
-
-/// Block layout in the process's span: block `i` starts at `base[i]`
-/// (page aligned, back to back, as [`TierSpace::new`] lays objects out).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Layout {
-    base: Vec<u64>,
-    end: u64,
-}
-
-impl Layout {
-    /// The layout of `g`'s blocks.
-    pub fn new(g: &TaskGraph) -> Layout {
-        let mut base = Vec::with_capacity(g.blocks.len());
-        let mut at = 0;
-        for b in &g.blocks {
-            base.push(at);
-            at += b.bytes.div_ceil(PAGE) * PAGE;
-        }
-        Layout { base, end: at }
-    }
-
-    /// Byte offset of block `b`'s start.
-    pub fn base(&self, b: usize) -> u64 {
-        self.base.get(b).copied().unwrap_or(self.end)
-    }
-
-    /// Global page number of byte `off` of block `b`.
-    pub fn page(&self, b: usize, off: u64) -> u64 {
-        (self.base(b) + off) / PAGE
-    }
-
-    /// (block, page within block) of global page `p`, if inside a block.
-    pub fn locate(&self, p: u64) -> Option<(usize, u64)> {
-        let a = p * PAGE;
-        if a >= self.end {
-            return None;
-        }
-        let i = self.base.partition_point(|&b| b <= a).checked_sub(1)?;
-        Some((i, (a - self.base[i]) / PAGE))
-    }
-
-    /// The moves of global `pages` to `to`, one request per run of
-    /// consecutive pages of one block (what one `move_pages` batch of a
-    /// task becomes in the simulator: each request ends with a drain).
-    pub fn moves(&self, pages: &[u64], to: Tier) -> Vec<MoveReq> {
-        let mut v: Vec<(usize, u64)> = pages.iter().filter_map(|&p| self.locate(p)).collect();
-        v.sort_unstable();
-        v.dedup();
-        let mut out: Vec<MoveReq> = Vec::new();
-        for (b, p) in v {
-            match out.last_mut() {
-                Some(m) if m.obj == b && m.first_page + m.pages == p => m.pages += 1,
-                _ => out.push(MoveReq {
-                    obj: b,
-                    first_page: p,
-                    pages: 1,
-                    to,
-                }),
-            }
-        }
-        out
     }
 }
 
@@ -349,6 +304,12 @@ pub trait TaskPolicy: Send + std::fmt::Debug {
         _active: &[usize],
     ) {
     }
+    /// The program freed `arrays` ([`TaskGraph::frees`]): the runtime has
+    /// already given their pages back in `tier` ([`TierSpace::free_object`]);
+    /// a policy that tracks what is in DRAM forgets them here. The default
+    /// does nothing (first touch, static and the references keep no
+    /// residency of their own).
+    fn freed(&mut self, _g: &TaskGraph, _tier: &mut TierSpace, _arrays: &[usize]) {}
     /// Counters for the report (name, value).
     fn report(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
@@ -406,6 +367,10 @@ pub struct Runtime {
     policy: Box<dyn TaskPolicy>,
     tier: TierHandle,
     makespan: Option<Ps>,
+    /// Per task: the frees it counts down ([`TaskGraph::frees_of`]).
+    frees_of: Vec<Vec<usize>>,
+    /// Per free: tasks of its `after` set not yet completed.
+    free_left: Vec<usize>,
 }
 
 /// `queue` in the order `policy` serves it ([`TaskPolicy::order`]); an
@@ -458,6 +423,17 @@ impl Runtime {
             policy.ready(&graph, &mut tier, &roots, &queue, &[]);
             ready = queue.into();
         }
+        let frees_of = graph.frees_of();
+        let free_left = graph
+            .frees
+            .iter()
+            .map(|f| {
+                let mut a = f.after.clone();
+                a.sort_unstable();
+                a.dedup();
+                a.len()
+            })
+            .collect();
         Runtime {
             layout: Layout::new(&graph),
             records: vec![TaskRecord::default(); graph.tasks.len()],
@@ -470,6 +446,8 @@ impl Runtime {
             policy,
             tier,
             makespan: None,
+            frees_of,
+            free_left,
         }
     }
 
@@ -551,6 +529,20 @@ impl Runtime {
         let mut tier = lock(&self.tier);
         self.policy
             .completed(&self.graph, &mut tier, t, ns, prof.as_deref());
+        // frees whose taskwait this completion ends (after the policy saw
+        // the task's pages, as the program frees after its tasks)
+        for &f in &self.frees_of[t] {
+            self.free_left[f] = self.free_left[f].saturating_sub(1);
+            if self.free_left[f] == 0 {
+                let arrays = &self.graph.frees[f].arrays;
+                for &a in arrays {
+                    for b in self.graph.array_blocks(a) {
+                        tier.free_object(b);
+                    }
+                }
+                self.policy.freed(&self.graph, &mut tier, arrays);
+            }
+        }
         // successors enter the ready queue after the policy saw the
         // completion (a representative's profile is known to them)
         self.ready.extend(newly.iter().copied());

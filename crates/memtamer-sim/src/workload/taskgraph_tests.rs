@@ -39,6 +39,7 @@ fn graph(tasks: Vec<Vec<Arg>>) -> TaskGraph {
             .collect(),
         iterations: 1,
         task_touched: Vec::new(),
+        frees: Vec::new(),
     }
 }
 
@@ -195,4 +196,84 @@ impl TaskPolicy for Fifo {
     fn name(&self) -> String {
         "fifo".into()
     }
+}
+
+#[test]
+fn frees_are_counted_per_task_and_a_use_after_the_free_is_refused() {
+    let mut g = graph(vec![
+        vec![arg(0, Mode::Out)],
+        vec![arg(0, Mode::In), arg(2, Mode::Out)],
+        vec![arg(2, Mode::In)],
+    ]);
+    g.arrays.push("t".into());
+    g.blocks[2].array = 1;
+    g.frees = vec![Free {
+        arrays: vec![1],
+        after: vec![1, 2, 2],
+    }];
+    assert_eq!(g.frees_of(), vec![vec![], vec![0], vec![0]]);
+    assert_eq!(g.validate(), Ok(()));
+    // task 2 reads the array but is not in the taskwait's set
+    g.frees[0].after = vec![1];
+    assert!(g.validate().unwrap_err().contains("after the free"));
+    g.frees[0] = Free {
+        arrays: vec![5],
+        after: vec![0],
+    };
+    assert!(g.validate().is_err());
+}
+
+/// Places everything in DRAM at the start and records the frees it is told of.
+#[derive(Debug, Default)]
+struct Freed(Vec<usize>);
+
+impl TaskPolicy for Freed {
+    fn name(&self) -> String {
+        "freed".into()
+    }
+
+    fn start(&mut self, g: &TaskGraph, tier: &mut TierSpace) {
+        for (b, blk) in g.blocks.iter().enumerate() {
+            for p in 0..blk.bytes.div_ceil(PAGE) {
+                tier.place_page(b, p, Tier::Dram);
+            }
+        }
+    }
+
+    fn freed(&mut self, _g: &TaskGraph, _tier: &mut TierSpace, arrays: &[usize]) {
+        self.0.extend_from_slice(arrays);
+    }
+}
+
+#[test]
+fn the_runtime_frees_after_the_last_task_of_the_taskwait() {
+    let mut g = graph(vec![
+        vec![arg(0, Mode::Out)],
+        vec![arg(2, Mode::Out)],
+        vec![arg(2, Mode::In)],
+    ]);
+    g.arrays.push("t".into());
+    g.blocks[2].array = 1;
+    g.frees = vec![Free {
+        arrays: vec![1],
+        after: vec![1, 2],
+    }];
+    let mut rt = runtime(&g, Box::new(Freed::default()));
+    let dram = |rt: &Runtime| lock(&rt.tier).dram_bytes();
+    assert_eq!(dram(&rt), 6 * PAGE);
+    for _ in 0..2 {
+        rt.take(0).unwrap();
+    }
+    rt.complete(1, 10, (0, 1), None);
+    // task 2 still reads the array: nothing freed yet
+    assert_eq!(dram(&rt), 6 * PAGE);
+    rt.complete(0, 20, (0, 1), None);
+    let (t, _) = rt.take(20).unwrap();
+    assert_eq!(t, 2);
+    rt.complete(2, 30, (0, 1), None);
+    // block 2's 2 pages given back, no move
+    assert_eq!(dram(&rt), 4 * PAGE);
+    assert!(lock(&rt.tier).is_freed(2) && !lock(&rt.tier).is_freed(0));
+    assert_eq!(lock(&rt.tier).stats().pages_moved, 0);
+    assert!(format!("{:?}", rt.policy()).contains("Freed([1])"));
 }

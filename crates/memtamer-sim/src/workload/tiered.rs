@@ -122,6 +122,9 @@ pub struct TierStats {
     /// promotion (ps). The rest of `exposed_ps` ran with the helper idle
     /// (polling granularity).
     pub promote_exposed_ps: Ps,
+    /// DRAM pages given back by frees ([`TierSpace::free_object`]), no
+    /// write-back.
+    pub pages_freed: u64,
 }
 
 impl TierStats {
@@ -163,6 +166,8 @@ pub struct TierSpace {
     running: Option<(Ps, Tier)>,
     /// The last finished copies (start, end, destination), newest last.
     recent: VecDeque<(Ps, Ps, Tier)>,
+    /// Objects the program has freed ([`TierSpace::free_object`]).
+    freed: BTreeSet<usize>,
 }
 
 /// Finished copies [`TierSpace::add_wait`] looks back over.
@@ -221,6 +226,7 @@ impl TierSpace {
             fault_ps: 0,
             running: None,
             recent: VecDeque::new(),
+            freed: BTreeSet::new(),
         }
     }
 
@@ -381,6 +387,39 @@ impl TierSpace {
         }
     }
 
+    /// The program freed `obj` (a `free` after its last use): its DRAM
+    /// pages are given back at once, without a write-back (dead data is
+    /// not copied), its queued moves are dropped, and a copy in flight
+    /// switches no page when it ends (a promotion's DRAM is released
+    /// then). Its pages count as slow-tier pages from now on: no access
+    /// names a freed object. Freeing twice, or an unknown object, does
+    /// nothing.
+    pub fn free_object(&mut self, obj: usize) {
+        if obj >= self.objs.len() || !self.freed.insert(obj) {
+            return;
+        }
+        let before = self.fifo.len();
+        self.fifo.retain(|m| m.obj != obj);
+        let dropped = (before - self.fifo.len()) as u32;
+        self.fresh.retain(|&(o, _)| o != obj);
+        let o = &mut self.objs[obj];
+        o.pending = o.pending.saturating_sub(dropped);
+        let mut n = 0;
+        for t in o.pages.iter_mut() {
+            if *t == Tier::Dram {
+                *t = Tier::Slow;
+                n += 1;
+            }
+        }
+        self.dram_bytes = self.dram_bytes.saturating_sub(n * PAGE);
+        self.stats.pages_freed += n;
+    }
+
+    /// Whether `obj` has been freed ([`TierSpace::free_object`]).
+    pub fn is_freed(&self, obj: usize) -> bool {
+        self.freed.contains(&obj)
+    }
+
     /// Queues a move for the helper (FIFO). Unknown objects are ignored.
     pub fn request(&mut self, m: MoveReq) {
         if let Some(o) = self.objs.get_mut(m.obj) {
@@ -536,12 +575,17 @@ impl TierSpace {
 
     /// The helper's copy of `pages` of `m` is durable: switch placement.
     fn finish(&mut self, m: &MoveReq, pages: &[u64], copy_ps: Ps) {
+        let freed = self.freed.contains(&m.obj);
         let o = &mut self.objs[m.obj];
-        for &p in pages {
-            o.pages[p as usize] = m.to;
+        if !freed {
+            for &p in pages {
+                o.pages[p as usize] = m.to;
+            }
         }
         o.pending = o.pending.saturating_sub(1);
-        if m.to == Tier::Slow {
+        // a demotion gives its DRAM back now; so does a promotion of an
+        // object freed while it was copied (the free released the rest)
+        if (m.to == Tier::Slow) != freed {
             self.dram_bytes = self.dram_bytes.saturating_sub(pages.len() as u64 * PAGE);
         }
         if !pages.is_empty() {

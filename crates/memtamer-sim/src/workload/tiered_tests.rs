@@ -220,3 +220,57 @@ fn place_prefix_sets_pages_without_copies_and_never_counts_both_sets() {
     s.place_prefix(&[]);
     assert_eq!(s.dram_bytes(), 0);
 }
+
+#[test]
+fn a_free_gives_dram_back_without_a_write_back_and_drops_queued_moves() {
+    let h = space();
+    let mut s = lock(&h);
+    // object 0: page 0 in DRAM, a queued promotion of pages 1-2
+    s.place_page(0, 0, Tier::Dram);
+    s.request(MoveReq {
+        obj: 0,
+        first_page: 1,
+        pages: 2,
+        to: Tier::Dram,
+    });
+    assert_eq!(s.dram_bytes(), 2 * PAGE); // b's page + page 0
+    s.free_object(0);
+    assert!(s.is_freed(0) && !s.is_freed(1));
+    // DRAM given back at once, no copy queued or made, the move dropped
+    assert_eq!(s.dram_bytes(), PAGE);
+    assert_eq!(s.stats().pages_freed, 1);
+    assert_eq!(s.stats().pages_moved, 0);
+    assert!(s.settled(0) && s.idle());
+    assert_eq!(s.queued_pages(), 0);
+    // freeing twice or an unknown object does nothing
+    s.free_object(0);
+    s.free_object(9);
+    assert_eq!((s.dram_bytes(), s.stats().pages_freed), (PAGE, 1));
+}
+
+#[test]
+fn a_copy_in_flight_of_a_freed_object_switches_nothing() {
+    let h = space();
+    let mut s = lock(&h);
+    // a promotion started (counts against DRAM), then the object is freed
+    let m = MoveReq {
+        obj: 0,
+        first_page: 0,
+        pages: 2,
+        to: Tier::Dram,
+    };
+    let pages = s.begin_move(m);
+    assert_eq!(s.dram_bytes(), 3 * PAGE);
+    s.free_object(0);
+    s.end_move(&m, &pages, 10);
+    assert_eq!(s.dram_bytes(), PAGE);
+    assert_eq!(s.objects()[0].bytes_in(Tier::Dram), 0);
+    assert!(s.settled(0));
+    // a demotion in flight of a freed object: DRAM freed once, by the free
+    let d = MoveReq::whole(1, Tier::Slow);
+    let pages = s.begin_move(d);
+    s.free_object(1);
+    assert_eq!(s.dram_bytes(), 0);
+    s.end_move(&d, &pages, 10);
+    assert_eq!(s.dram_bytes(), 0);
+}

@@ -328,6 +328,12 @@ pub(crate) enum SimCmd {
         /// Worker threads (default: all cores).
         #[arg(long, default_value_t = 0)]
         jobs: usize,
+        /// Also report every Ribbon four-point search of each point: its probes
+        /// with the bandwidth read, P1..P4's estimates, the row and M chosen, and
+        /// why it started (a `searches` list per point in JSON; text after the
+        /// table; on stderr with CSV). Results are otherwise unchanged.
+        #[arg(long)]
+        trace_search: bool,
     },
     /// Run every built-in reproduction and platform check; print paper vs simulated.
     Validate {

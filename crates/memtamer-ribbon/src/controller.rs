@@ -17,6 +17,8 @@
 //! more than 20% (a phase change) starts a new search.
 
 use crate::probe::{compare, within_band, Estimate, Verdict};
+pub use crate::search_record::Case;
+use crate::search_record::{PointReading, ProbeReading, SearchCause, SearchOutcome, SearchRecord};
 use std::time::Duration;
 
 /// A fixed 2% noise guard for [`ControlConfig::tolerance`] (this project's
@@ -114,35 +116,6 @@ impl Points {
     pub fn all(&self) -> [usize; 4] {
         [self.p1, self.p2, self.p3, self.p4]
     }
-}
-
-/// Which row of the decision table applied.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Case {
-    /// BW2 > BW1 and BW4 > BW3: no contention even at P4, use P4.
-    NoContention,
-    /// BW2 > BW1 and BW4 <= BW3: the peak lies between P2 and P3, use the
-    /// intersection of line P1-P2 with line P3-P4.
-    PeakBetween,
-    /// BW2 <= BW1 and BW4 <= BW3: contention already past P1, use P1.
-    ContentionPastP1,
-    /// BW2 < BW1 and BW4 > BW3: the case the thesis leaves out (digest
-    /// §3.2 [Text issue]): bandwidth falls after P1 but rises again toward
-    /// P4, so the curve has two local maxima at the ends. Both were
-    /// measured; the higher of BW1 and BW4 wins, P1 on a tie (fewer
-    /// threads cost less and add no contention).
-    DipThenRise,
-    /// BW2 ≈ BW1 or BW4 ≈ BW3 (within the noise band), except "rise then
-    /// tie", which [`Case::PeakBetween`] takes with a flat line P3–P4. The
-    /// thesis compares with strict inequalities (§6.3.1) and names no row
-    /// for a tie; reading a tie as "lower" sent a curve flat from P1 to P2
-    /// and flat from P3 to P4 to P1 although nothing measured fell (the
-    /// simulator's fastfair at 24 threads: P3, P4 6-7% above P1). The
-    /// lead's decision (docs/ribbon.md, "The tie rule: compare the ends"),
-    /// beyond the thesis's text and consistent with [`Case::DipThenRise`]:
-    /// compare the measured ends, P4 only if BW4 beats BW1 by more than the
-    /// noise band (a flusher must earn its core), P1 otherwise.
-    TieComparedEnds,
 }
 
 /// `a` against `b` with a relative band of `tol` of the larger.
@@ -346,7 +319,11 @@ pub struct Controller {
     window_bytes: u64,
     /// When the probe window in progress began.
     probe_start: Duration,
+    /// Bytes counted so far in the probe window in progress.
+    probe_bytes: u64,
     searches: u64,
+    /// The last search's readings and outcome ([`Controller::last_search`]).
+    record: SearchRecord,
 }
 
 impl Controller {
@@ -365,9 +342,21 @@ impl Controller {
             window_start: now,
             window_bytes: bytes,
             probe_start: now,
+            probe_bytes: 0,
             searches: 1,
+            record: SearchRecord::new(1, SearchCause::Start, now, pts.p1, pts.all()),
             cfg,
         }
+    }
+
+    /// The last search started: every probe window it ran with the
+    /// bandwidth read, P1..P4's estimates, why it started, and (once it
+    /// ended) the table row and M it chose and the first steady window
+    /// after it. What the runtime and the simulator report so that a
+    /// search's choice can be checked against its readings
+    /// (docs/ribbon.md, "The search's record").
+    pub fn last_search(&self) -> &SearchRecord {
+        &self.record
     }
 
     /// The sample points in use.
@@ -398,8 +387,10 @@ impl Controller {
         self.window_bytes = bytes;
     }
 
-    fn start_search(&mut self, now: Duration, bytes: u64) {
+    fn start_search(&mut self, now: Duration, bytes: u64, cause: SearchCause) {
         self.searches += 1;
+        self.record = SearchRecord::new(self.searches, cause, now, self.flushers, self.pts.all());
+        self.probe_bytes = 0;
         self.state = State::Probing(Search::new());
         self.flushers = self.pts.p1;
         self.restart_window(now, bytes);
@@ -458,7 +449,7 @@ impl Controller {
             return decision(self, Event::NoIdleCores);
         }
         if self.state == State::Inline {
-            self.start_search(now, bytes);
+            self.start_search(now, bytes, SearchCause::IdleCoresBack);
             return decision(self, Event::Probing { index: 0 });
         }
         let elapsed = now.saturating_sub(self.window_start);
@@ -472,17 +463,29 @@ impl Controller {
         if (elapsed < window && !probe_done) || elapsed.is_zero() {
             return decision(self, Event::Hold);
         }
-        let delta = bytes.saturating_sub(self.window_bytes) as f64;
+        let counted = bytes.saturating_sub(self.window_bytes);
+        let delta = counted as f64;
         let bw = delta / elapsed.as_secs_f64();
         self.restart_window(now, bytes);
         match self.state.clone() {
             State::Probing(mut search) => {
                 let index = search.index();
                 search.est[index].add(delta, elapsed.as_secs_f64());
+                self.probe_bytes = self.probe_bytes.saturating_add(counted);
                 if !probe_done {
                     self.state = State::Probing(search);
                     return decision(self, Event::Hold);
                 }
+                let flushers = self.pts.all()[index];
+                self.record.probes.push(ProbeReading {
+                    index,
+                    flushers,
+                    start: self.probe_start,
+                    end: now,
+                    bytes: self.probe_bytes,
+                });
+                self.record.points[index] = PointReading::of(flushers, &search.est[index]);
+                self.probe_bytes = 0;
                 self.probe_start = now;
                 search.pos += 1;
                 if search.pos >= search.plan.len() && search.rounds < self.cfg.reprobes {
@@ -519,6 +522,15 @@ impl Controller {
                     reference: None,
                     expected,
                 };
+                let (tol, z) = (self.cfg.tolerance, self.cfg.noise_z);
+                let cmp = |a: usize, b: usize| compare(&search.est[a], &search.est[b], tol, z);
+                self.record.outcome = Some(SearchOutcome {
+                    at: now,
+                    case,
+                    comparisons: [cmp(1, 0), cmp(3, 2), cmp(3, 0)],
+                    flushers: m,
+                    proactive: self.proactive_now(),
+                });
                 decision(self, Event::Decided { case })
             }
             State::Steady {
@@ -528,7 +540,11 @@ impl Controller {
                 if let Some(e) = expected {
                     if (bw - e).abs() / e.max(1.0) > self.cfg.change_threshold {
                         // the phase changed while the reference was taken
-                        self.start_search(now, bytes);
+                        let cause = SearchCause::ReferenceMismatch {
+                            expected: e,
+                            measured: bw,
+                        };
+                        self.start_search(now, bytes, cause);
                         return decision(self, Event::PhaseChange);
                     }
                 }
@@ -536,6 +552,7 @@ impl Controller {
                     reference: Some(bw),
                     expected,
                 };
+                self.record.reference = Some(bw);
                 decision(self, Event::Hold)
             }
             State::Steady {
@@ -543,7 +560,11 @@ impl Controller {
             } => {
                 let change = (bw - r).abs() / r.max(1.0);
                 if change > self.cfg.change_threshold {
-                    self.start_search(now, bytes);
+                    let cause = SearchCause::PhaseChange {
+                        reference: r,
+                        measured: bw,
+                    };
+                    self.start_search(now, bytes, cause);
                     decision(self, Event::PhaseChange)
                 } else {
                     decision(self, Event::Hold)

@@ -1,6 +1,7 @@
 //! Tests of `controller.rs`.
 
 use super::*;
+use crate::search_record::SearchCause;
 
 const TOL: f64 = 0.02;
 
@@ -613,4 +614,99 @@ fn a_quiet_search_probes_each_point_once() {
     let (m, took) = noisy_search(cfg(), &|m| m as f64 * 1e9, 1, 0.0);
     assert_eq!(m, 24);
     assert_eq!(took, Duration::from_millis(400));
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 0.01 * b.abs().max(1.0)
+}
+
+#[test]
+fn the_last_search_records_its_probes_estimates_and_choice() {
+    let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+    let r = c.last_search();
+    assert_eq!(
+        (r.number, r.cause, r.outcome),
+        (1, SearchCause::Start, None)
+    );
+    assert!(r.probes.is_empty());
+    let curve = |m: usize| (m.min(14) as f64) * 1e9 - (m.saturating_sub(14) as f64) * 1e9;
+    let mut bytes = 0.0;
+    run(
+        &mut c,
+        &curve,
+        Duration::ZERO,
+        Duration::from_millis(1500),
+        &mut bytes,
+    );
+    let r = c.last_search();
+    // thesis §6.3.1's order, each window 100 ms reading the curve
+    let probed: Vec<(usize, usize)> = r.probes.iter().map(|p| (p.index, p.flushers)).collect();
+    assert_eq!(probed, vec![(0, 4), (3, 24), (1, 5), (2, 23)]);
+    for (k, p) in r.probes.iter().enumerate() {
+        assert_eq!(p.start, Duration::from_millis(100 * k as u64));
+        assert_eq!(p.end, Duration::from_millis(100 * (k as u64 + 1)));
+        assert!(close(p.bandwidth(), curve(p.flushers)), "{p:?}");
+    }
+    for (i, pt) in r.points.iter().enumerate() {
+        assert_eq!(pt.flushers, c.points().all()[i]);
+        assert!(close(pt.bandwidth, curve(pt.flushers)), "{pt:?}");
+        assert_eq!(pt.slices, 5);
+    }
+    let o = r.outcome.expect("decided");
+    assert_eq!((o.case, o.flushers), (Case::PeakBetween, 14));
+    assert_eq!(o.at, Duration::from_millis(400));
+    assert_eq!(
+        o.comparisons,
+        [Verdict::Higher, Verdict::Lower, Verdict::Unsure]
+    );
+    assert!(o.proactive, "M rose from P1: proactive on");
+    // the first steady window (T = 1 s) after the decision is the reference
+    assert!(close(r.reference.expect("reference"), curve(14)));
+}
+
+#[test]
+fn a_new_search_records_why_it_started() {
+    // a phase change against the reference
+    let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+    let mut bytes = 0.0;
+    let (s3, s6) = (Duration::from_secs(3), Duration::from_secs(6));
+    run(&mut c, &|_| 1e9, Duration::ZERO, s3, &mut bytes);
+    assert_eq!(c.last_search().number, 1);
+    run(&mut c, &|_| 1.4e9, s3, s6, &mut bytes);
+    let r = c.last_search();
+    assert_eq!(r.number, 2);
+    assert_eq!(r.from_flushers, 4);
+    let SearchCause::PhaseChange {
+        reference,
+        measured,
+    } = r.cause
+    else {
+        panic!("{:?}", r.cause)
+    };
+    assert!(close(reference, 1e9), "{reference}");
+    assert!(measured > 1.2e9, "{measured}");
+    // a phase change inside the first steady window: the search's own
+    // reading at the chosen M disagrees
+    let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+    let mut bytes = 0.0;
+    let at = Duration::from_millis(410);
+    run(&mut c, &|m| m as f64 * 1e9, Duration::ZERO, at, &mut bytes);
+    run(&mut c, &|_| 4e9, at, Duration::from_secs(2), &mut bytes);
+    let r = c.last_search();
+    assert_eq!((r.number, r.from_flushers), (2, 24));
+    let SearchCause::ReferenceMismatch { expected, measured } = r.cause else {
+        panic!("{:?}", r.cause)
+    };
+    assert!(close(expected, 24e9), "{expected}");
+    // the window began 10 ms before the change: 0.01 x 24e9 + 0.99 x 4e9
+    assert!(close(measured, 4.2e9), "{measured}");
+    // leaving inline mode
+    let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
+    c.observe(Duration::from_millis(10), 0, 2, 2.0);
+    c.observe(Duration::from_millis(20), 0, 2, 24.0);
+    let r = c.last_search();
+    assert_eq!(
+        (r.number, r.cause, r.from_flushers),
+        (2, SearchCause::IdleCoresBack, 0)
+    );
 }

@@ -344,6 +344,11 @@ pub(crate) fn control(
                 .store(case_code(case), Ordering::Relaxed);
         }
         s.counters.searches.store(ctl.searches(), Ordering::Relaxed);
+        if let Ok(mut last) = s.last_search.lock() {
+            if last.as_ref() != Some(ctl.last_search()) {
+                *last = Some(ctl.last_search().clone());
+            }
+        }
         apply(s, d.flushers, d.proactive);
     }
 }

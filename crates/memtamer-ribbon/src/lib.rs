@@ -27,6 +27,7 @@ pub mod probe;
 mod queue;
 pub mod route;
 mod runtime;
+pub mod search_record;
 mod shared;
 #[cfg(test)]
 mod test_dir;

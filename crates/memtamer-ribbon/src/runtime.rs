@@ -85,6 +85,7 @@ impl Ribbon {
             counters: Counters::default(),
             own: (0..cfg.app_threads).map(|_| Default::default()).collect(),
             source_name: Mutex::new(crate::bandwidth::FLUSHED_BYTES),
+            last_search: Mutex::new(None),
             pin,
             pin_epoch: AtomicU64::new(0),
             start_cpu,
@@ -158,6 +159,16 @@ impl Ribbon {
     /// Activity counters now.
     pub fn stats(&self) -> Stats {
         self.shared.stats()
+    }
+
+    /// The adaptive controller's last search: each probe window with the
+    /// bandwidth it read, P1..P4's estimates, the table row and M chosen,
+    /// and why the search started (thesis §6.3.1; docs/ribbon.md, "The
+    /// search's record"). None with a fixed flusher count, before the
+    /// control thread's first step, or while a co-running coordinator
+    /// (`MEMTAMER_RIBBON_SHARED`) sets the count instead.
+    pub fn last_search(&self) -> Option<crate::search_record::SearchRecord> {
+        self.shared.last_search.lock().ok().and_then(|r| r.clone())
     }
 
     /// Sets the flusher count by hand (benchmarks, `Flushers::Fixed`);

@@ -4,6 +4,7 @@
 use super::*;
 use crate::controller::{Case, ControlConfig};
 use crate::error::{MAX_APP_THREADS, MAX_FLUSHERS};
+use crate::search_record::SearchCause;
 use crate::shared::*;
 use std::sync::atomic::AtomicU32;
 use std::time::Duration;
@@ -673,6 +674,17 @@ fn the_control_thread_searches_applies_m_and_switches_proactive_off_when_lowerin
     );
     assert!(!st.proactive, "lowered to P1: proactive off ({st:?})");
     assert!(st.searches >= 2);
+    // the search that lowered M, as the control thread recorded it
+    let rec = r.last_search().expect("an adaptive controller's search");
+    let out = rec.outcome.expect("decided");
+    assert_eq!((out.case, out.flushers), (Case::ContentionPastP1, 1));
+    assert_eq!(rec.number, st.searches);
+    assert!(matches!(
+        rec.cause,
+        SearchCause::PhaseChange { .. } | SearchCause::ReferenceMismatch { .. }
+    ));
+    let probed: Vec<usize> = rec.probes.iter().take(4).map(|p| p.flushers).collect();
+    assert_eq!(probed, vec![1, 4, 2, 3], "P1, P4, P2, P3");
     r.stop();
 }
 

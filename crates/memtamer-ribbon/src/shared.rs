@@ -369,6 +369,9 @@ pub(crate) struct Shared {
     /// Per-slot counters, written by the slot's owner only.
     pub(crate) own: Box<[Padded<OwnCounters>]>,
     pub(crate) source_name: Mutex<&'static str>,
+    /// The control thread's last search (`Ribbon::last_search`); None
+    /// without an adaptive controller of this process's own.
+    pub(crate) last_search: Mutex<Option<crate::search_record::SearchRecord>>,
     /// Topology and process mask for pinning flushers; None = unpinned.
     pub(crate) pin: Option<Pinner>,
     /// Bumped whenever the flusher count or the registered queues change:

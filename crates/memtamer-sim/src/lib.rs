@@ -25,6 +25,7 @@ pub mod ribbon_eval;
 pub mod ribbon_seeds;
 pub mod rng;
 pub mod runner;
+pub mod search_trace;
 pub mod shape;
 pub mod suite;
 pub mod tahoe_eval;

@@ -465,6 +465,7 @@ mod tests {
             .collect(),
             requests: 0,
             events: 0,
+            searches: Vec::new(),
         }
     }
 

@@ -96,6 +96,9 @@ pub struct RunOptions {
     pub progress: bool,
     /// Enable the simulated PEBS sampler: (period, bytes per store instruction).
     pub sampler: Option<(u64, u64)>,
+    /// Keep each point's Ribbon searches ([`PointResult::searches`];
+    /// `memtamer sim run --trace-search`). Off: results as without it.
+    pub trace_search: bool,
 }
 
 /// One simulated point of a sweep.
@@ -111,6 +114,11 @@ pub struct PointResult {
     pub requests: u64,
     /// Events processed.
     pub events: u64,
+    /// The Ribbon controllers' searches, only with
+    /// [`RunOptions::trace_search`] (absent from the JSON otherwise, so
+    /// default results stay as they were).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub searches: Vec<crate::search_trace::SearchTrace>,
 }
 
 /// A paper point beside the simulated value.
@@ -525,6 +533,9 @@ pub struct PointRun {
     pub requests: u64,
     /// Events processed.
     pub events: u64,
+    /// Every Ribbon search of the point's flush jobs (see
+    /// [`RunOptions::trace_search`]).
+    pub searches: Vec<crate::search_trace::SearchTrace>,
 }
 
 /// Runs one fully specified point and computes its metrics.
@@ -537,6 +548,16 @@ pub fn run_point_metrics(
         metrics: metrics(spec, &plat, &r),
         requests: r.requests,
         events: r.events,
+        searches: r
+            .flush
+            .iter()
+            .flat_map(|f| {
+                let name = r.jobs.get(f.job).map_or("?", |j| j.name.as_str());
+                f.searches
+                    .iter()
+                    .map(move |s| crate::search_trace::SearchTrace::new(name, s))
+            })
+            .collect(),
     })
 }
 
@@ -553,7 +574,14 @@ pub fn run_scenario(
         opts.progress.then_some((base.name.as_str(), "points")),
         |_, s| run_point_metrics(s, opts.sampler, models),
     )?;
-    Ok(finish_scenario(prep, runs))
+    let traces: Vec<_> = runs.iter().map(|r| r.searches.clone()).collect();
+    let mut result = finish_scenario(prep, runs);
+    if opts.trace_search {
+        for (p, t) in result.points.iter_mut().zip(traces) {
+            p.searches = t;
+        }
+    }
+    Ok(result)
 }
 
 /// The scenario's result from its points' runs (`runs[i]` for
@@ -575,6 +603,7 @@ pub fn finish_scenario(prep: PreparedScenario, runs: Vec<PointRun>) -> ScenarioR
             metrics: r.metrics,
             requests: r.requests,
             events: r.events,
+            searches: Vec::new(),
         })
         .collect();
     let mut result = ScenarioResult {

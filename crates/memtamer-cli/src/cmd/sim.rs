@@ -25,6 +25,7 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             seed,
             report: dir,
             jobs,
+            trace_search,
         } => {
             // the format first: a usage error before minutes of simulation
             let format = pick(
@@ -37,6 +38,7 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
                 seed,
                 jobs,
                 progress: progress(),
+                trace_search,
                 ..Default::default()
             };
             for a in &sets {
@@ -60,6 +62,14 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
                     serde_json::to_string_pretty(&r).map_err(CliError::json("the result"))?
                 ),
                 _ => print!("{}", report::csv(&r)),
+            }
+            if trace_search && format != Format::Json {
+                let text = search_text(&r);
+                if format == Format::Csv {
+                    eprint!("{text}");
+                } else {
+                    print!("{text}");
+                }
             }
             if let Some(d) = dir {
                 super::write_report(&d, &r.title.clone(), &[r])?;
@@ -310,6 +320,23 @@ fn failed_checks<'a>(
                 .map(move |c| format!("{scenario}: {}", c.name))
         })
         .collect()
+}
+
+/// `--trace-search` as text: each point's swept values, then its searches.
+fn search_text(r: &experiment::ScenarioResult) -> String {
+    let mut out = String::new();
+    for p in &r.points {
+        let at: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        out.push_str(&format!("\n# searches at {}\n", at.join(" ")));
+        if p.searches.is_empty() {
+            out.push_str("(no Ribbon controller of its own)\n");
+        }
+        for s in &p.searches {
+            out.push_str(&s.text());
+            out.push('\n');
+        }
+    }
+    out
 }
 
 #[cfg(test)]

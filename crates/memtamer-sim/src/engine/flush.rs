@@ -59,6 +59,7 @@ use crate::config::FlushMode;
 use crate::workload::{Op, Ps, NS};
 use memtamer_core::CpuSet;
 use memtamer_ribbon::controller::{ControlConfig, Controller};
+use memtamer_ribbon::search_record::SearchRecord;
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
@@ -173,6 +174,10 @@ pub struct FlushJobResult {
     pub flushers_end: u64,
     /// Flusher threads available (P4 for Ribbon).
     pub flushers_max: u64,
+    /// Every search the job's own controller ran, warm-up included, as the
+    /// controller recorded it (`Controller::last_search`); empty without
+    /// a controller of its own (eager, fixed M, co-running).
+    pub searches: Vec<SearchRecord>,
 }
 
 /// Ribbon's state for one job.
@@ -207,6 +212,8 @@ pub(super) struct FlushJob {
     stores: u64,
     samples: VecDeque<u64>,
     pub(super) controller: Option<Controller>,
+    /// The controller's searches so far (the last one as it stands).
+    pub(super) searches: Vec<SearchRecord>,
     pub(super) tick: Ps,
     pub(super) available: f64,
     pub(super) flushed_bytes: u64,
@@ -271,6 +278,7 @@ impl FlushJob {
             samples: VecDeque::new(),
             tick: (s.probe / TICKS_PER_PROBE).max(NS),
             controller,
+            searches: Vec::new(),
             available: s.available as f64,
             flushed_bytes: 0,
             stats: FlushStats::default(),

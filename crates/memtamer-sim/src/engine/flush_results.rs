@@ -58,6 +58,7 @@ impl Engine {
                     stats,
                     flushers_end: j.active as u64,
                     flushers_max: j.flushers.len() as u64,
+                    searches: j.searches.clone(),
                 }
             })
             .collect()

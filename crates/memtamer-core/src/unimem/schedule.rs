@@ -210,6 +210,7 @@ pub fn need_order(
     }
     let size = |o: &ObjId| sizes.get(*o).copied().unwrap_or(0);
     let held = |r: &BTreeSet<ObjId>| r.iter().map(size).sum::<u64>();
+    let at = by_issue(n, moves);
     // resident set at the start of each issue phase, second cycle
     let mut resident = dram.last().cloned().unwrap_or_default();
     let mut before = vec![BTreeSet::new(); n];
@@ -218,10 +219,18 @@ pub fn need_order(
             if cycle == 1 {
                 *b = resident.clone();
             }
-            for m in moves.iter().filter(|m| m.issue == k && m.to == Tier::Slow) {
+            for m in at[k]
+                .iter()
+                .map(|&j| &moves[j])
+                .filter(|m| m.to == Tier::Slow)
+            {
                 resident.remove(&m.obj);
             }
-            for m in moves.iter().filter(|m| m.issue == k && m.to == Tier::Dram) {
+            for m in at[k]
+                .iter()
+                .map(|&j| &moves[j])
+                .filter(|m| m.to == Tier::Dram)
+            {
                 resident.insert(m.obj);
             }
         }
@@ -229,8 +238,10 @@ pub fn need_order(
     let mut out = Vec::with_capacity(moves.len());
     for (k, mut resident) in before.into_iter().enumerate() {
         let by_need = |to: Tier| {
-            let mut v: Vec<usize> = (0..moves.len())
-                .filter(|&j| moves[j].issue == k && moves[j].to == to)
+            let mut v: Vec<usize> = at[k]
+                .iter()
+                .copied()
+                .filter(|&j| moves[j].to == to)
                 .collect();
             v.sort_by_key(|&j| (need_distance(k, moves[j].needed_by, n), moves[j].obj));
             v
@@ -327,6 +338,22 @@ pub fn hoist(
     moves
 }
 
+/// The indices of `moves` issued at each of the `n` phases, in the order
+/// of `moves` (a move issued at `n` or later is in none): [`replay`] and
+/// [`need_order`] walk each phase's moves, and filtering every move per
+/// phase made them quadratic in the moves, which the planner's searches
+/// pay once per candidate plan (docs/unimem.md section 4, "A decision's
+/// CPU").
+fn by_issue(n: usize, moves: &[Move]) -> Vec<Vec<usize>> {
+    let mut at = vec![Vec::new(); n];
+    for (j, m) in moves.iter().enumerate() {
+        if let Some(v) = at.get_mut(m.issue) {
+            v.push(j);
+        }
+    }
+    at
+}
+
 /// Issue order; evictions before promotions of the same phase.
 fn sort_moves(m: &mut [Move]) {
     m.sort_by_key(|m| (m.issue, m.to == Tier::Dram, m.needed_by, m.obj));
@@ -335,7 +362,8 @@ fn sort_moves(m: &mut [Move]) {
 fn schedule_with(dram: &[BTreeSet<ObjId>], uses: &[Vec<bool>], early: bool) -> Vec<Move> {
     let n = dram.len();
     let mut out = Vec::new();
-    let unused = |o: ObjId| uses.get(o).map_or(vec![false; n], |u| u.clone());
+    let none = vec![false; n];
+    let unused = |o: ObjId| uses.get(o).map_or(&none[..], |u| &u[..]);
     for i in 0..n {
         let prev = &dram[(i + n - 1) % n];
         let outs: Vec<ObjId> = prev.difference(&dram[i]).copied().collect();
@@ -344,7 +372,7 @@ fn schedule_with(dram: &[BTreeSet<ObjId>], uses: &[Vec<bool>], early: bool) -> V
         // promotion no earlier than every eviction of its transition.
         let mut earliest_room = n - 1;
         for &o in &outs {
-            let d = if early { free_before(&unused(o), i) } else { 0 };
+            let d = if early { free_before(unused(o), i) } else { 0 };
             earliest_room = earliest_room.min(d);
             out.push(Move {
                 issue: (i + n - d) % n,
@@ -354,7 +382,7 @@ fn schedule_with(dram: &[BTreeSet<ObjId>], uses: &[Vec<bool>], early: bool) -> V
             });
         }
         for &o in &ins {
-            let mut d = if early { free_before(&unused(o), i) } else { 0 };
+            let mut d = if early { free_before(unused(o), i) } else { 0 };
             if !outs.is_empty() {
                 d = d.min(earliest_room);
             }
@@ -394,17 +422,30 @@ pub fn replay(
             .is_none_or(|u| u.get(i).copied().unwrap_or(true))
     };
     let n = dram.len();
+    let at = by_issue(n, moves);
+    let size = |o: ObjId| sizes.get(o).copied().unwrap_or(0);
     let mut resident = dram.last().cloned().unwrap_or_default();
+    // the resident bytes, kept as the set changes (summing the set after
+    // every move was most of a replay's time)
+    let mut held: u64 = resident.iter().map(|&o| size(o)).sum();
     let mut peak = 0;
     for c in 0..cycles {
         for (i, want) in dram.iter().enumerate() {
-            for m in moves.iter().filter(|m| m.issue == i) {
+            for m in at[i].iter().map(|&j| &moves[j]) {
                 match m.to {
-                    Tier::Slow => resident.remove(&m.obj),
-                    Tier::Dram => resident.insert(m.obj),
+                    Tier::Slow => {
+                        if resident.remove(&m.obj) {
+                            held -= size(m.obj);
+                        }
+                    }
+                    Tier::Dram => {
+                        if resident.insert(m.obj) {
+                            held += size(m.obj);
+                        }
+                    }
                 };
                 if c > 0 {
-                    peak = peak.max(resident.iter().map(|&o| sizes[o]).sum());
+                    peak = peak.max(held);
                 }
             }
             if c > 0 && want.iter().any(|o| used(o, i) && !resident.contains(o)) {

@@ -15,7 +15,7 @@ use super::knapsack::{granule_for, solve, Item};
 use super::model::{
     benefit, free_phases_before, move_cost, overlap_time, CopyOverlap, PhaseProfile, Platform,
 };
-use super::schedule::{need_order, replay, schedule, stay_put, Move};
+use super::schedule::{difference, need_order, replay, schedule, set_masks, stay_put, Move};
 use super::{ObjId, Tier};
 use std::collections::BTreeSet;
 
@@ -223,9 +223,9 @@ impl Problem {
         let mut held: Vec<u64> = dram.iter().map(|s| self.size_of(s)).collect();
         // (need, object, Fig. 3.5 window in phases, lead, lead's time)
         let mut out: Vec<(usize, ObjId, usize, usize, f64)> = Vec::new();
+        let masks = set_masks(dram);
         for i in 0..n {
-            let prev = &dram[(i + n - 1) % n];
-            for &o in dram[i].difference(prev) {
+            for o in difference(dram, masks.as_deref(), i, (i + n - 1) % n) {
                 out.push((i, o, free_phases_before(&c.uses[o], i), 0, 0.0));
             }
         }
@@ -315,10 +315,16 @@ impl Problem {
                 },
             ));
         }
+        // the first early promotion of each (object, need), as a search of
+        // `early` per promotion found it, without the quadratic search
+        let mut first: std::collections::BTreeMap<(ObjId, usize), &Move> = Default::default();
+        for m in early.iter().filter(|m| m.to == Tier::Dram) {
+            first.entry((m.obj, m.needed_by)).or_insert(m);
+        }
         for (need, o, room, _) in self.promotion_windows(c, dram) {
-            let scheduled = early
-                .iter()
-                .find(|m| m.to == Tier::Dram && m.obj == o && m.needed_by == need)
+            let scheduled = first
+                .get(&(o, need))
+                .copied()
                 .filter(|_| fits)
                 .map_or(0, |m| (need + n - m.issue) % n);
             let lead = room.max(scheduled);

@@ -25,10 +25,16 @@ fn sets(out: &mut String, dram: &[BTreeSet<usize>]) {
     out.push('\n');
 }
 
+/// The cases an unoptimised build skips: the overlapped search from an
+/// empty DRAM takes seconds per case even in release.
+fn slow(name: &str) -> bool {
+    cfg!(debug_assertions) && name.ends_with("overlapped/empty")
+}
+
 /// Everything the decision and its parts produce, as text.
 fn render() -> String {
     let mut out = String::new();
-    for c in cases() {
+    for c in cases().into_iter().filter(|c| !slow(&c.name)) {
         let (p, start) = (&c.problem, &c.start);
         let _ = writeln!(out, "case {}", c.name);
         let g = global_search(p, start);
@@ -82,9 +88,24 @@ fn decisions_on_mg_recorded_problems_are_unchanged() {
         std::fs::write(path, &got).expect("write the golden file");
     }
     let want = std::fs::read_to_string(path).expect("the golden file");
-    assert!(got.lines().count() > 12, "no cases");
-    for (k, (a, b)) in got.lines().zip(want.lines()).enumerate() {
+    // the golden file's cases, less those this build skips
+    let mut kept = String::new();
+    let mut on = true;
+    for line in want.lines() {
+        if let Some(name) = line.strip_prefix("case ") {
+            on = !slow(name);
+        }
+        if on {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    assert!(
+        got.lines().filter(|l| l.starts_with("case ")).count() >= 10,
+        "too few cases"
+    );
+    for (k, (a, b)) in got.lines().zip(kept.lines()).enumerate() {
         assert_eq!(a, b, "line {} differs", k + 1);
     }
-    assert_eq!(got.lines().count(), want.lines().count());
+    assert_eq!(got.lines().count(), kept.lines().count());
 }

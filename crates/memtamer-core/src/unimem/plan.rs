@@ -15,7 +15,7 @@ use super::knapsack::{granule_for, solve, Item};
 use super::model::{
     benefit, free_phases_before, move_cost, overlap_time, CopyOverlap, PhaseProfile, Platform,
 };
-use super::schedule::{need_order, replay, schedule, stay_put, Move};
+use super::schedule::{difference, need_order, replay, schedule, set_masks, stay_put, Move};
 use super::{ObjId, Tier};
 use std::collections::BTreeSet;
 
@@ -59,6 +59,41 @@ pub struct Plan {
     /// the remaining iterations, including the one-time moves from the
     /// current placement.
     pub predicted: f64,
+}
+
+/// What a prediction reads from the problem and that no candidate plan
+/// changes, computed once per search instead of once per prediction: each
+/// object's uses per phase, the phase times, and per phase the Eq. 3.2
+/// benefits of its objects in key order (the order
+/// [`per_iteration`] sums them in, so the sums are the same to the bit).
+/// [`leave_room_within`] predicts `phases · objects` candidates per round,
+/// and rebuilding these per prediction was most of a decision's CPU on MG
+/// (docs/unimem.md section 4, "A decision's CPU").
+struct Cache {
+    uses: Vec<Vec<bool>>,
+    times: Vec<f64>,
+    bfts: Vec<Vec<(ObjId, f64)>>,
+}
+
+impl Cache {
+    fn new(p: &Problem) -> Cache {
+        Cache {
+            uses: (0..p.sizes.len()).map(|o| p.uses(o)).collect(),
+            times: p.times(),
+            bfts: p
+                .phases
+                .iter()
+                .enumerate()
+                .map(|(i, ph)| {
+                    ph.objs
+                        .keys()
+                        .filter(|&&o| o < p.sizes.len())
+                        .map(|&o| (o, p.bft(i, o)))
+                        .collect()
+                })
+                .collect(),
+        }
+    }
 }
 
 impl Problem {
@@ -159,7 +194,7 @@ impl Problem {
     /// there, and it then holds its room in every phase of its window;
     /// the room is handed out in rounds ([`Self::promotion_windows`]).
     pub fn exposed_promotions(&self, dram: &[BTreeSet<ObjId>]) -> f64 {
-        self.promotion_windows(dram)
+        self.promotion_windows(&Cache::new(self), dram)
             .iter()
             .map(|&(_, o, _, window)| {
                 move_cost(
@@ -177,17 +212,21 @@ impl Problem {
     /// [`super::schedule::hoist`] does: in rounds, each promotion in turn
     /// one phase more, so every promotion gets one phase of lead before
     /// any gets two.
-    fn promotion_windows(&self, dram: &[BTreeSet<ObjId>]) -> Vec<(usize, ObjId, usize, f64)> {
+    fn promotion_windows(
+        &self,
+        c: &Cache,
+        dram: &[BTreeSet<ObjId>],
+    ) -> Vec<(usize, ObjId, usize, f64)> {
         let n = dram.len();
-        let times = self.times();
+        let times = &c.times;
         // bytes resident in each phase: its set, plus copies credited to it
         let mut held: Vec<u64> = dram.iter().map(|s| self.size_of(s)).collect();
         // (need, object, Fig. 3.5 window in phases, lead, lead's time)
         let mut out: Vec<(usize, ObjId, usize, usize, f64)> = Vec::new();
+        let masks = set_masks(dram);
         for i in 0..n {
-            let prev = &dram[(i + n - 1) % n];
-            for &o in dram[i].difference(prev) {
-                out.push((i, o, free_phases_before(&self.uses(o), i), 0, 0.0));
+            for o in difference(dram, masks.as_deref(), i, (i + n - 1) % n) {
+                out.push((i, o, free_phases_before(&c.uses[o], i), 0, 0.0));
             }
         }
         let mut changed = true;
@@ -239,8 +278,8 @@ impl Problem {
     /// on `nek-eddy` at 1/2 bandwidth: docs/unimem.md, "A copy bandwidth
     /// per direction".) Each copy takes Eq. 3.3's time in its own
     /// direction ([`Platform::copy_secs`]).
-    fn fifo_copies(&self, dram: &[BTreeSet<ObjId>]) -> Vec<FifoCopy> {
-        let (moves, copies) = self.fifo_moves(dram);
+    fn fifo_copies(&self, c: &Cache, dram: &[BTreeSet<ObjId>]) -> Vec<FifoCopy> {
+        let (moves, copies) = self.fifo_moves(c, dram);
         need_order(dram, &self.sizes, self.capacity, &moves)
             .into_iter()
             .map(|k| copies[k].clone())
@@ -249,11 +288,11 @@ impl Problem {
 
     /// [`Self::fifo_copies`] before the order is set: each copy with its
     /// move.
-    fn fifo_moves(&self, dram: &[BTreeSet<ObjId>]) -> (Vec<Move>, Vec<FifoCopy>) {
+    fn fifo_moves(&self, c: &Cache, dram: &[BTreeSet<ObjId>]) -> (Vec<Move>, Vec<FifoCopy>) {
         let n = dram.len();
-        let uses: Vec<Vec<bool>> = (0..self.sizes.len()).map(|o| self.uses(o)).collect();
-        let early = schedule(dram, &uses);
-        let fits = matches!(replay(dram, &uses, &early, &self.sizes, 3),
+        let uses = &c.uses;
+        let early = schedule(dram, uses);
+        let fits = matches!(replay(dram, uses, &early, &self.sizes, 3),
             Ok(peak) if peak <= self.capacity);
         // Eq. 3.3's `size / mem_copy_bw`, each direction at its own
         // measured bandwidth (an eviction at `evict_bw`)
@@ -276,10 +315,16 @@ impl Problem {
                 },
             ));
         }
-        for (need, o, room, _) in self.promotion_windows(dram) {
-            let scheduled = early
-                .iter()
-                .find(|m| m.to == Tier::Dram && m.obj == o && m.needed_by == need)
+        // the first early promotion of each (object, need), as a search of
+        // `early` per promotion found it, without the quadratic search
+        let mut first: std::collections::BTreeMap<(ObjId, usize), &Move> = Default::default();
+        for m in early.iter().filter(|m| m.to == Tier::Dram) {
+            first.entry((m.obj, m.needed_by)).or_insert(m);
+        }
+        for (need, o, room, _) in self.promotion_windows(c, dram) {
+            let scheduled = first
+                .get(&(o, need))
+                .copied()
                 .filter(|_| fits)
                 .map_or(0, |m| (need + n - m.issue) % n);
             let lead = room.max(scheduled);
@@ -433,15 +478,20 @@ pub fn global_search(p: &Problem, start: &BTreeSet<ObjId>) -> BTreeSet<ObjId> {
 /// exposed copies between consecutive phases (cyclic): the time the phases
 /// wait for the helper's FIFO ([`exposed_split`]).
 pub fn per_iteration(p: &Problem, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
+    per_iteration_in(p, &Cache::new(p), dram)
+}
+
+/// [`per_iteration`] reading what no plan changes from `c`.
+fn per_iteration_in(p: &Problem, c: &Cache, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
     let mut lost = 0.0;
-    for (i, (ph, set)) in p.phases.iter().zip(dram).enumerate() {
-        for &o in ph.objs.keys() {
-            if o < p.sizes.len() && !set.contains(&o) {
-                lost += p.bft(i, o);
+    for (bfts, set) in c.bfts.iter().zip(dram) {
+        for &(o, bft) in bfts {
+            if !set.contains(&o) {
+                lost += bft;
             }
         }
     }
-    let (promotions, evictions) = exposed_split(p, dram);
+    let (promotions, evictions) = exposed_split_in(p, c, dram);
     (lost, promotions + evictions)
 }
 
@@ -458,10 +508,15 @@ pub fn per_iteration(p: &Problem, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
 /// ([`super::model::CopyOverlap::Exposed`]), nothing runs beside the
 /// computation: every copy costs its whole Eq. 3.3 time, in its direction.
 pub fn exposed_split(p: &Problem, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
+    exposed_split_in(p, &Cache::new(p), dram)
+}
+
+/// [`exposed_split`] reading what no plan changes from `c`.
+fn exposed_split_in(p: &Problem, c: &Cache, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
     if dram.len() != p.phases.len() {
         return (0.0, 0.0);
     }
-    let copies = p.fifo_copies(dram);
+    let copies = p.fifo_copies(c, dram);
     if p.platform.copy_overlap == CopyOverlap::Exposed {
         let sum = |ev: bool| -> f64 {
             copies
@@ -472,17 +527,22 @@ pub fn exposed_split(p: &Problem, dram: &[BTreeSet<ObjId>]) -> (f64, f64) {
         };
         return (sum(false), sum(true));
     }
-    let w = waits(&p.times(), &copies);
+    let w = waits(&c.times, &copies);
     (w.promotions, w.evictions)
 }
 
 /// Predicted seconds over the remaining iterations for a placement, plus
 /// the one-time moves from `start` to its first phase.
 pub fn predict(p: &Problem, dram: &[BTreeSet<ObjId>], start: &BTreeSet<ObjId>) -> f64 {
+    predict_in(p, &Cache::new(p), dram, start)
+}
+
+/// [`predict`] reading what no plan changes from `c`.
+fn predict_in(p: &Problem, c: &Cache, dram: &[BTreeSet<ObjId>], start: &BTreeSet<ObjId>) -> f64 {
     if dram.is_empty() {
         return 0.0;
     }
-    let (lost, moves) = per_iteration(p, dram);
+    let (lost, moves) = per_iteration_in(p, c, dram);
     let first: f64 = dram[0]
         .difference(start)
         .map(|&o| p.one_time(o, Tier::Dram))
@@ -531,21 +591,26 @@ pub fn leave_room_within(
     start: &BTreeSet<ObjId>,
     more: &mut dyn FnMut() -> bool,
 ) -> Vec<BTreeSet<ObjId>> {
+    let c = Cache::new(p);
     let mut cur = dram.to_vec();
-    let mut best = predict(p, &cur, start);
+    let mut best = predict_in(p, &c, &cur, start);
     let rounds = (2 * p.sizes.len() * cur.len()).min(LEAVE_ROOM_ROUNDS);
     let mut out_of_budget = false;
     for _ in 0..rounds {
         let mut pick: Option<(usize, ObjId, f64)> = None;
         'round: for i in 0..cur.len() {
-            for &o in &cur[i] {
+            // the candidate is `cur` less `o` in phase `i`, made in place
+            // and undone (a clone of every phase's set per candidate was a
+            // fifth of the search's time)
+            let objs: Vec<ObjId> = cur[i].iter().copied().collect();
+            for o in objs {
                 if !more() {
                     out_of_budget = true;
                     break 'round;
                 }
-                let mut t = cur.clone();
-                t[i].remove(&o);
-                let v = predict(p, &t, start);
+                cur[i].remove(&o);
+                let v = predict_in(p, &c, &cur, start);
+                cur[i].insert(o);
                 if v < pick.map_or(best, |x| x.2) - 1e-12 * best.abs().max(1e-12) {
                     pick = Some((i, o, v));
                 }

@@ -1,0 +1,2 @@
+//! Shared by the integration tests and the benches.
+pub mod mg_problem;

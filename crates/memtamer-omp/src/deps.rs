@@ -11,7 +11,7 @@
 //! this definition first: it notes the items' (address, length) on the
 //! calling thread and calls libomp's. libomp reports the same task's
 //! dependences (`ompt_callback_dependences`) from inside that call, on the
-//! same thread, where [`take`] hands the lengths to the tracker. Loaded by
+//! same thread, where [`drain`] hands the lengths to the tracker. Loaded by
 //! `OMP_TOOL_LIBRARIES` alone (a `dlopen` after the program is bound), the
 //! definition is never called and the extents stay inferred.
 
@@ -62,11 +62,17 @@ pub fn stop() {
     RECORDING.store(false, Ordering::Release);
 }
 
-/// The lengths the current `__kmpc_omp_task_with_deps` call on this thread
-/// noted, emptied (the dependence callback runs inside that call). Empty
-/// when the tool was not preloaded.
-pub fn take() -> Vec<(u64, u64)> {
-    PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()))
+/// Runs `f` on the lengths the current `__kmpc_omp_task_with_deps` call on
+/// this thread noted (the dependence callback runs inside that call), then
+/// empties them, keeping the buffer: no allocation per task. Empty when the
+/// tool was not preloaded.
+pub fn drain<R>(f: impl FnOnce(&[(u64, u64)]) -> R) -> R {
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        let r = f(&p);
+        p.clear();
+        r
+    })
 }
 
 /// Notes `n` items of `list` (null or `n <= 0`: none).
@@ -155,7 +161,7 @@ mod tests {
     }
 
     #[test]
-    fn notes_both_lists_and_take_empties() {
+    fn notes_both_lists_and_drain_empties_keeping_the_buffer() {
         let a = [
             KmpDependInfo {
                 base_addr: 4096,
@@ -183,7 +189,8 @@ mod tests {
         }
         assert_eq!(out, vec![(4096, 512), (8192, 0), (100, 8)]);
         PENDING.with(|p| *p.borrow_mut() = out);
-        assert_eq!(take().len(), 3);
-        assert!(take().is_empty());
+        assert_eq!(drain(|d| d.len()), 3);
+        assert_eq!(drain(|d| d.len()), 0);
+        assert!(PENDING.with(|p| p.borrow().capacity()) >= 3, "buffer kept");
     }
 }

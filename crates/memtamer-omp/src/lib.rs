@@ -220,9 +220,8 @@ unsafe extern "C" fn on_dependences(task: *mut OmptData, deps: *const OmptDepend
     });
     // The program's own lengths, where the preloaded tool saw libomp's
     // array (`deps`): noted by this very task's creation call.
-    let exact = deps::take();
     let mut tr = lock(t);
-    tr.exact_lengths(&exact);
+    deps::drain(|exact| tr.exact_lengths(exact));
     tr.dependences_iter(id, decoded);
 }
 

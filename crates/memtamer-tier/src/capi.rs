@@ -10,6 +10,8 @@
 //! `MEMTAMER_SLOW_BW_DIV`, `MEMTAMER_SLOW_LAT_MUL`, `MEMTAMER_DRIFT`,
 //! `MEMTAMER_CF_BW`, `MEMTAMER_CF_LAT` (the constant factors `memtamer tier
 //! calibrate` prints; default 1),
+//! `MEMTAMER_TIER_QUIET_TIMES=off` (decide on the profiled iteration's
+//! phase times instead of a timing iteration's),
 //! `MEMTAMER_UNIMEM=0` or `off` (no profiling or moves: the baseline; 1,
 //! on or empty: Unimem; another value is refused),
 //! `MEMTAMER_TIER_STATUS_DIR` (publish this process's status there, see
@@ -182,6 +184,10 @@ fn driver_config() -> Result<DriverConfig, TierError> {
         measured_exposure: crate::env::switch(
             "MEMTAMER_UNIMEM_EXPOSURE",
             "every slow-tier access priced as exposed, the thesis's models",
+        )?,
+        quiet_times: crate::env::switch(
+            "MEMTAMER_TIER_QUIET_TIMES",
+            "the profiled iteration's phase times, sampling faults included",
         )?,
     }
     .with_helper(
@@ -514,12 +520,13 @@ pub unsafe extern "C" fn mt_tier_finish(buf: *mut c_char, len: usize) -> c_int {
             .clone()
             .map_or("none".into(), |(k, p)| format!("{k} (predicted {p:.4} s)"));
         line = format!(
-            "boundaries {} iterations {} phases {} decisions {} decisions_dropped {} reprofiles {} new_objects {} recalibrations {} guard_reverts {} guard_refused {} {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} decide_ms {:.3} decide_thread_ms {:.3} profile_ms {:.3} profiled_ms {:.3} profiled_call_ms {:.3} sample_ticks {} sampler_cpu_ms {:.3} sample_faults {} sample_armed {} dram_used {} of {} {}",
+            "boundaries {} iterations {} phases {} decisions {} decisions_dropped {} quiet_decisions {} reprofiles {} new_objects {} recalibrations {} guard_reverts {} guard_refused {} {} plan {} moves {} failed {} bytes_moved {} copy_ms {:.3} exposed_ms {:.3} overlapped {:.1}% waited_ms {:.3} overhead_ms {:.3} decide_ms {:.3} decide_thread_ms {:.3} profile_ms {:.3} profiled_ms {:.3} profiled_call_ms {:.3} sample_ticks {} sampler_cpu_ms {:.3} sample_faults {} sample_armed {} dram_used {} of {} {}",
             s.boundaries,
             s.iterations,
             s.phases,
             s.decisions,
             s.decisions_dropped,
+            s.quiet_decisions,
             s.reprofiles,
             s.new_object_reprofiles,
             s.recalibrations,

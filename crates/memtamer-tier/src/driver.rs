@@ -1,8 +1,13 @@
 //! The Unimem runtime loop (imperative shell around [`crate::unimem`]):
-//! iteration 1 is profiled, its end decides, later iterations enforce
+//! iteration 1 is profiled, iteration 2 timed, its end decides, later ones enforce
 //! (thesis §3.3 workflow). Phase boundaries come from the MPI interposer
 //! (`mpi/memtamer_mpi.c`) through [`Driver::boundary`]; the main-loop
 //! top from [`Driver::iteration`] (the thesis's `unimem_start`).
+//!
+//! Each profiled iteration is followed by one *timing* iteration with no
+//! sampler and nothing moving ([`Driver::quiet_times`]), whose end decides:
+//! its phase times, not the profiled iteration's, are the `time` of
+//! Eq. 3.1 and the overlap windows of Eq. 3.3, and the guard's reference.
 //!
 //! Profiling runs a sampler thread that ticks the protection-fault
 //! profiler every `tick`; each phase's samples become a
@@ -13,6 +18,7 @@ use crate::budget::decision_budget_s;
 use crate::decision::{thread_cpu_s, Decided, Pending};
 mod guarded;
 mod plan_view;
+mod quiet;
 pub use crate::drift::new_objects_reprofile;
 use crate::drift::{DriftMonitor, DEFAULT_BASELINE, DEFAULT_RUN};
 use crate::sampling::Sampler;
@@ -22,6 +28,7 @@ use crate::unimem::profile_file::PhaseClock;
 use crate::unimem::schedule::Move;
 use crate::unimem::transition::OnceMove;
 use crate::{Tier, TierRuntime};
+pub use quiet::quiet_profile;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -36,6 +43,9 @@ pub use crate::platform::{
 
 enum Mode {
     Idle,
+    /// The iteration after a profiled one: phase times without the
+    /// sampler's faults (see [`Driver::quiet_times`]).
+    Timing,
     Profiling,
     /// A decision is being made off the application thread; nothing is
     /// moved meanwhile.
@@ -61,6 +71,10 @@ pub struct Driver {
     used: Platform,
     last_copy_ns: u64,
     last_wait_s: f64,
+    /// Phase times of the timing iteration being run, and of the last one
+    /// completed (parallel to `profile` when the phase counts agree).
+    timing: Vec<f64>,
+    quiet: Vec<f64>,
     /// The profiled objects (the plan's object indices): address and
     /// registry id ([`crate::ObjectView::id`]), so an object allocated at a
     /// freed one's address is not taken for it.
@@ -150,6 +164,8 @@ impl Driver {
             used,
             last_copy_ns: 0,
             last_wait_s: 0.0,
+            timing: Vec::new(),
+            quiet: Vec::new(),
             addrs: Vec::new(),
             ids: Vec::new(),
             enforced: 0,
@@ -450,9 +466,13 @@ impl Driver {
         // core with ranks).
         let platform = self.rt.stats().measured_platform(&self.cfg.platform);
         self.used = platform.clone();
+        let phases = self.decision_phases();
+        if phases != self.profile {
+            self.stats.quiet_decisions += 1;
+        }
         let problem = Problem {
             sizes,
-            phases: self.profile.clone(),
+            phases,
             platform,
             capacity: self.rt.config().dram_budget as u64,
             iterations: self.cfg.iterations,
@@ -463,7 +483,7 @@ impl Driver {
         self.guard_decision(&start);
         if self.profile_fresh {
             self.profile_fresh = false;
-            self.write_profile(&problem);
+            self.write_profile();
         }
         let per_obj: Vec<f64> = (0..self.addrs.len())
             .map(|o| {
@@ -485,7 +505,9 @@ impl Driver {
         } else {
             BTreeMap::new()
         };
-        let iteration_s: f64 = problem.phases.iter().map(|p| p.time).sum();
+        // the profiled iteration's time, as before quiet times (a share of
+        // the run as the profile saw it)
+        let iteration_s: f64 = self.profile.iter().map(|p| p.time).sum();
         // no budget: the whole search, the simulator's `decide`
         let budget = decision_budget_s(self.cfg.decision_share, self.cfg.iterations, iteration_s);
         self.times = self.profile.iter().map(|p| p.time).collect();
@@ -507,7 +529,7 @@ impl Driver {
     /// Writes the profile just decided on (best effort: a profile that
     /// cannot be written changes nothing but is reported on stderr).
     /// Objects are named and sized as when profiling began.
-    fn write_profile(&self, problem: &Problem) {
+    fn write_profile(&self) {
         let Some(out) = &self.profile_out else {
             return;
         };
@@ -524,7 +546,7 @@ impl Driver {
             &meta,
             &names,
             &sizes,
-            &problem.phases,
+            &self.profile,
             &self.clocks,
         );
         let path = out.path(self.profiled_iteration);
@@ -608,6 +630,19 @@ impl Driver {
             Mode::Idle => self.begin_profiling(),
             Mode::Profiling => {
                 self.close_profiled_phase();
+                if self.cfg.quiet_times {
+                    // time the next iteration, as the profiled one ran but
+                    // unsampled, and decide at its end
+                    self.stop_sampler();
+                    self.timing.clear();
+                    self.mode = Mode::Timing;
+                } else {
+                    self.decide_now();
+                }
+            }
+            Mode::Timing => {
+                self.timing.push(self.phase_start.elapsed().as_secs_f64());
+                self.quiet = std::mem::take(&mut self.timing);
                 self.decide_now();
             }
             Mode::Deciding => self.try_adopt(),
@@ -678,6 +713,7 @@ impl Driver {
         self.stats.boundaries += 1;
         match self.mode {
             Mode::Idle | Mode::Deciding => {}
+            Mode::Timing => self.timing.push(self.phase_start.elapsed().as_secs_f64()),
             Mode::Profiling => self.close_profiled_phase(),
             Mode::Enforcing => {
                 let t = self.phase_start.elapsed().as_secs_f64();

@@ -42,6 +42,9 @@ fn config(copy_bw: f64) -> DriverConfig {
         helper: Default::default(),
         // the thesis's models: the plans these tests expect
         measured_exposure: false,
+        // iteration 1 profiled, as these tests expect (`quiet_times.rs`
+        // tests the timing iteration)
+        quiet_times: false,
     }
 }
 

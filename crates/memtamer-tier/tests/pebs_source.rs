@@ -20,6 +20,8 @@ fn config() -> DriverConfig {
         drift: 0.0,
         recalibrate: false,
         decision_share: 0.0,
+        // the decision (and the shares) at the profiled iteration's end
+        quiet_times: false,
         ..DriverConfig::default()
     }
 }

@@ -119,7 +119,8 @@ impl Driver {
         };
         if self.profile_fresh {
             // a new profile: the profiled iteration is the reference
-            let times: Vec<f64> = self.profile.iter().map(|p| p.time).collect();
+            // measured with the placement `start` holds, without the sampler
+            let times: Vec<f64> = self.decision_phases().iter().map(|p| p.time).collect();
             self.guarded.guard.forget_measurements();
             self.guarded.guard.quiet(&times, None);
             self.guarded.prev = Some((in_place(), Vec::new()));
@@ -170,7 +171,7 @@ impl Driver {
         let after = mean_times(&self.guarded.quiet);
         let problem = crate::unimem::plan::Problem {
             sizes: vec![0; self.addrs.len()],
-            phases: self.profile.clone(),
+            phases: self.decision_phases(),
             platform: self.used.clone(),
             capacity: 0,
             iterations: 0.0,

@@ -45,6 +45,11 @@ pub struct DriverConfig {
     /// ([`crate::unimem::exposure`]); off: the thesis's full exposure
     /// (`MEMTAMER_UNIMEM_EXPOSURE=off`, the behaviour before).
     pub measured_exposure: bool,
+    /// Time each profile's phases in an iteration of their own after the
+    /// profiled one (no sampler, nothing moving) and decide on those times
+    /// (`MEMTAMER_TIER_QUIET_TIMES=off`: the profiled iteration's times,
+    /// the behaviour before; [`crate::driver::quiet_profile`]).
+    pub quiet_times: bool,
 }
 
 impl DriverConfig {
@@ -74,6 +79,7 @@ impl Default for DriverConfig {
             pace: crate::sampling::Pace::Cpu,
             helper: Default::default(),
             measured_exposure: true,
+            quiet_times: true,
         }
     }
 }
@@ -134,4 +140,7 @@ pub struct DriverStats {
     pub sample_faults: u64,
     /// See `sample_ticks`.
     pub sample_armed: u64,
+    /// Decisions whose phase times came from a timing iteration
+    /// ([`DriverConfig::quiet_times`]).
+    pub quiet_decisions: u64,
 }

@@ -224,6 +224,7 @@ pub fn run(
         duration: (duration_ms * 1e9) as Ps,
         window: 1_000_000 * NS,
         sampler: None,
+        trace_search: false,
     };
     let engine = Engine::with_generators(platform, &sc, &cfg, vec![Some(gens)]).map_err(|m| {
         SimError::Invalid {

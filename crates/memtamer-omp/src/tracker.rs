@@ -256,11 +256,19 @@ impl Tracker {
 
     /// The program's own lengths of dependence objects (`depend` array
     /// sections, from the interposed `__kmpc_omp_task_with_deps`): they
-    /// replace the inferred extents of those addresses.
+    /// replace the inferred extents of those addresses. The addresses
+    /// themselves come with the task's dependence callback, which follows
+    /// in the same call ([`Tracker::dependences_iter`]) and records each
+    /// once; here only the lengths are noted.
     pub fn exact_lengths(&mut self, deps: &[(u64, u64)]) {
         for &(addr, len) in deps {
-            self.extents.observe_exact(addr, len);
+            self.extents.note_length(addr, len);
         }
+    }
+
+    /// Distinct dependence addresses seen so far.
+    pub fn dependence_addresses(&self) -> usize {
+        self.extents.len()
     }
 
     /// Dependence addresses whose length the program stated
@@ -553,6 +561,23 @@ mod tests {
     }
 
     const B: u64 = 1 << 16; // block bytes
+
+    #[test]
+    fn exact_lengths_leave_the_addresses_to_the_dependence_callback() {
+        let mut t = tracker(1000);
+        t.create(1, 0xa);
+        // the creation call's items: a section of two blocks and a
+        // first-element name (8 B), then the callback's addresses
+        let (a, n) = (0x100000, 0x100000 + 2 * B);
+        t.exact_lengths(&[(a, 2 * B), (n, 8)]);
+        assert_eq!((t.dependence_addresses(), t.exact_extents()), (0, 1));
+        t.dependences(1, &[(a, Access::In), (n, Access::Out)]);
+        assert_eq!((t.dependence_addresses(), t.exact_extents()), (2, 1));
+        let task = t.task(1).expect("task 1");
+        let lens: Vec<u64> = task.objects.iter().map(|o| o.len).collect();
+        // the section's own length; the name's extent inferred (the median gap)
+        assert_eq!(lens, vec![2 * B, 2 * B]);
+    }
 
     #[test]
     fn ready_queue_follows_dependences() {

@@ -322,8 +322,9 @@ pub struct Controller {
     /// Bytes counted so far in the probe window in progress.
     probe_bytes: u64,
     searches: u64,
-    /// The last search's readings and outcome ([`Controller::last_search`]).
-    record: SearchRecord,
+    /// The last search's readings and outcome ([`Controller::last_search`]);
+    /// None when recording is off ([`Controller::recording`]).
+    record: Option<SearchRecord>,
 }
 
 impl Controller {
@@ -344,9 +345,29 @@ impl Controller {
             probe_start: now,
             probe_bytes: 0,
             searches: 1,
-            record: SearchRecord::new(1, SearchCause::Start, now, pts.p1, pts.all()),
+            record: Some(SearchRecord::new(
+                1,
+                SearchCause::Start,
+                now,
+                pts.p1,
+                pts.all(),
+            )),
             cfg,
         }
+    }
+
+    /// The same controller, recording its searches ([`Controller::last_search`])
+    /// only if `on`. A new controller records (the runtime keeps the last
+    /// search for `Ribbon::last_search`); the simulator turns it off unless
+    /// `--trace-search` asks for the searches, so that a run that reports
+    /// none neither builds nor copies them. The decisions do not depend on
+    /// it. Off is for good: a search already under way has no record to
+    /// resume, so a later `recording(true)` leaves it off.
+    pub fn recording(mut self, on: bool) -> Controller {
+        if !on {
+            self.record = None;
+        }
+        self
     }
 
     /// The last search started: every probe window it ran with the
@@ -354,9 +375,10 @@ impl Controller {
     /// ended) the table row and M it chose and the first steady window
     /// after it. What the runtime and the simulator report so that a
     /// search's choice can be checked against its readings
-    /// (docs/ribbon.md, "The search's record").
-    pub fn last_search(&self) -> &SearchRecord {
-        &self.record
+    /// (docs/ribbon.md, "The search's record"). None when recording is
+    /// off ([`Controller::recording`]).
+    pub fn last_search(&self) -> Option<&SearchRecord> {
+        self.record.as_ref()
     }
 
     /// The sample points in use.
@@ -389,7 +411,9 @@ impl Controller {
 
     fn start_search(&mut self, now: Duration, bytes: u64, cause: SearchCause) {
         self.searches += 1;
-        self.record = SearchRecord::new(self.searches, cause, now, self.flushers, self.pts.all());
+        if let Some(r) = self.record.as_mut() {
+            *r = SearchRecord::new(self.searches, cause, now, self.flushers, self.pts.all());
+        }
         self.probe_bytes = 0;
         self.state = State::Probing(Search::new());
         self.flushers = self.pts.p1;
@@ -477,14 +501,16 @@ impl Controller {
                     return decision(self, Event::Hold);
                 }
                 let flushers = self.pts.all()[index];
-                self.record.probes.push(ProbeReading {
-                    index,
-                    flushers,
-                    start: self.probe_start,
-                    end: now,
-                    bytes: self.probe_bytes,
-                });
-                self.record.points[index] = PointReading::of(flushers, &search.est[index]);
+                if let Some(r) = self.record.as_mut() {
+                    r.probes.push(ProbeReading {
+                        index,
+                        flushers,
+                        start: self.probe_start,
+                        end: now,
+                        bytes: self.probe_bytes,
+                    });
+                    r.points[index] = PointReading::of(flushers, &search.est[index]);
+                }
                 self.probe_bytes = 0;
                 self.probe_start = now;
                 search.pos += 1;
@@ -522,15 +548,18 @@ impl Controller {
                     reference: None,
                     expected,
                 };
-                let (tol, z) = (self.cfg.tolerance, self.cfg.noise_z);
-                let cmp = |a: usize, b: usize| compare(&search.est[a], &search.est[b], tol, z);
-                self.record.outcome = Some(SearchOutcome {
-                    at: now,
-                    case,
-                    comparisons: [cmp(1, 0), cmp(3, 2), cmp(3, 0)],
-                    flushers: m,
-                    proactive: self.proactive_now(),
-                });
+                let proactive = self.proactive_now();
+                if let Some(r) = self.record.as_mut() {
+                    let (tol, z) = (self.cfg.tolerance, self.cfg.noise_z);
+                    let cmp = |a: usize, b: usize| compare(&search.est[a], &search.est[b], tol, z);
+                    r.outcome = Some(SearchOutcome {
+                        at: now,
+                        case,
+                        comparisons: [cmp(1, 0), cmp(3, 2), cmp(3, 0)],
+                        flushers: m,
+                        proactive,
+                    });
+                }
                 decision(self, Event::Decided { case })
             }
             State::Steady {
@@ -552,7 +581,9 @@ impl Controller {
                     reference: Some(bw),
                     expected,
                 };
-                self.record.reference = Some(bw);
+                if let Some(r) = self.record.as_mut() {
+                    r.reference = Some(bw);
+                }
                 decision(self, Event::Hold)
             }
             State::Steady {

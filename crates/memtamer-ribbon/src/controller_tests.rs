@@ -623,7 +623,7 @@ fn close(a: f64, b: f64) -> bool {
 #[test]
 fn the_last_search_records_its_probes_estimates_and_choice() {
     let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
-    let r = c.last_search();
+    let r = c.last_search().expect("recording");
     assert_eq!(
         (r.number, r.cause, r.outcome),
         (1, SearchCause::Start, None)
@@ -638,7 +638,7 @@ fn the_last_search_records_its_probes_estimates_and_choice() {
         Duration::from_millis(1500),
         &mut bytes,
     );
-    let r = c.last_search();
+    let r = c.last_search().expect("recording");
     // thesis §6.3.1's order, each window 100 ms reading the curve
     let probed: Vec<(usize, usize)> = r.probes.iter().map(|p| (p.index, p.flushers)).collect();
     assert_eq!(probed, vec![(0, 4), (3, 24), (1, 5), (2, 23)]);
@@ -671,9 +671,9 @@ fn a_new_search_records_why_it_started() {
     let mut bytes = 0.0;
     let (s3, s6) = (Duration::from_secs(3), Duration::from_secs(6));
     run(&mut c, &|_| 1e9, Duration::ZERO, s3, &mut bytes);
-    assert_eq!(c.last_search().number, 1);
+    assert_eq!(c.last_search().expect("recording").number, 1);
     run(&mut c, &|_| 1.4e9, s3, s6, &mut bytes);
-    let r = c.last_search();
+    let r = c.last_search().expect("recording");
     assert_eq!(r.number, 2);
     assert_eq!(r.from_flushers, 4);
     let SearchCause::PhaseChange {
@@ -692,7 +692,7 @@ fn a_new_search_records_why_it_started() {
     let at = Duration::from_millis(410);
     run(&mut c, &|m| m as f64 * 1e9, Duration::ZERO, at, &mut bytes);
     run(&mut c, &|_| 4e9, at, Duration::from_secs(2), &mut bytes);
-    let r = c.last_search();
+    let r = c.last_search().expect("recording");
     assert_eq!((r.number, r.from_flushers), (2, 24));
     let SearchCause::ReferenceMismatch { expected, measured } = r.cause else {
         panic!("{:?}", r.cause)
@@ -704,9 +704,37 @@ fn a_new_search_records_why_it_started() {
     let mut c = Controller::new(cfg(), Duration::ZERO, 0, true);
     c.observe(Duration::from_millis(10), 0, 2, 2.0);
     c.observe(Duration::from_millis(20), 0, 2, 24.0);
-    let r = c.last_search();
+    let r = c.last_search().expect("recording");
     assert_eq!(
         (r.number, r.cause, r.from_flushers),
         (2, SearchCause::IdleCoresBack, 0)
     );
+}
+
+#[test]
+fn a_controller_without_a_record_decides_the_same() {
+    // a curve with a phase change at 3 s: two searches, a reference each
+    let curve = |t: Duration, m: usize| {
+        let peak = if t < Duration::from_secs(3) { 14 } else { 6 };
+        (m.min(peak) as f64) * 1e9 - (m.saturating_sub(peak) as f64) * 0.5e9
+    };
+    let mut on = Controller::new(cfg(), Duration::ZERO, 0, true);
+    let mut off = Controller::new(cfg(), Duration::ZERO, 0, true).recording(false);
+    assert!(off.last_search().is_none());
+    let step = Duration::from_millis(10);
+    let (mut t, mut bytes) = (Duration::ZERO, 0.0);
+    let mut d = on.current();
+    assert_eq!(off.current(), d);
+    while t < Duration::from_secs(6) {
+        bytes += curve(t, d.flushers) * step.as_secs_f64();
+        t += step;
+        d = on.observe(t, bytes as u64, 2, 24.0);
+        assert_eq!(off.observe(t, bytes as u64, 2, 24.0), d, "at {t:?}");
+    }
+    assert_eq!(on.searches(), off.searches());
+    assert!(on.searches() >= 2, "{}", on.searches());
+    assert_eq!(on.last_search().map(|r| r.number), Some(on.searches()));
+    assert!(off.last_search().is_none());
+    // turning it on again does not invent a record of a search under way
+    assert!(off.recording(true).last_search().is_none());
 }

@@ -344,9 +344,9 @@ pub(crate) fn control(
                 .store(case_code(case), Ordering::Relaxed);
         }
         s.counters.searches.store(ctl.searches(), Ordering::Relaxed);
-        if let Ok(mut last) = s.last_search.lock() {
-            if last.as_ref() != Some(ctl.last_search()) {
-                *last = Some(ctl.last_search().clone());
+        if let (Ok(mut last), Some(rec)) = (s.last_search.lock(), ctl.last_search()) {
+            if last.as_ref() != Some(rec) {
+                *last = Some(rec.clone());
             }
         }
         apply(s, d.flushers, d.proactive);

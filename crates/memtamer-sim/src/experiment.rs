@@ -32,7 +32,7 @@ pub fn run_point(
     scenario: &Scenario,
     sampler: Option<(u64, u64)>,
 ) -> Result<(Platform, RunResult), SimError> {
-    crate::runner::run_point(scenario, sampler, model_for)
+    crate::runner::run_point(scenario, sampler, false, model_for)
 }
 
 /// The policy a scenario names, built for `platform` (docs/policy.md "Policy names").
@@ -51,10 +51,11 @@ pub fn prepare_scenario(base: &Scenario, opts: &RunOptions) -> Result<PreparedSc
     crate::runner::prepare_scenario(base, opts, model_for)
 }
 
-/// Runs one fully specified point and computes its metrics.
+/// Runs one fully specified point and computes its metrics (without its
+/// Ribbon searches: [`RunOptions::trace_search`] through [`run_scenario`]).
 pub fn run_point_metrics(
     spec: &Scenario,
     sampler: Option<(u64, u64)>,
 ) -> Result<PointRun, SimError> {
-    crate::runner::run_point_metrics(spec, sampler, model_for)
+    crate::runner::run_point_metrics(spec, sampler, false, model_for)
 }

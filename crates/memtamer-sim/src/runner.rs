@@ -256,10 +256,13 @@ fn as_f64(v: &toml::Value) -> Option<f64> {
     v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
 }
 
-/// Runs one fully specified scenario (no sweep) and returns its raw result.
+/// Runs one fully specified scenario (no sweep) and returns its raw result;
+/// its flush jobs keep their Ribbon searches only if `trace_search`
+/// ([`EngineConfig::trace_search`]).
 pub fn run_point(
     scenario: &Scenario,
     sampler: Option<(u64, u64)>,
+    trace_search: bool,
     models: ModelSource,
 ) -> Result<(Platform, RunResult), SimError> {
     let platform = load_platform(&scenario.platform, &scenario.platform_set)?;
@@ -269,6 +272,7 @@ pub fn run_point(
         duration: (scenario.duration_ms * 1e9) as u64,
         window: (scenario.policy_window_us * 1e6) as u64,
         sampler,
+        trace_search,
     };
     let mut policy = policy_by_name(&scenario.policy, &platform, models)?;
     let engine = Engine::new(&platform, scenario, &cfg).map_err(|m| SimError::Invalid {
@@ -533,18 +537,20 @@ pub struct PointRun {
     pub requests: u64,
     /// Events processed.
     pub events: u64,
-    /// Every Ribbon search of the point's flush jobs (see
-    /// [`RunOptions::trace_search`]).
+    /// Every Ribbon search of the point's flush jobs, only if the run
+    /// asked for them (see [`RunOptions::trace_search`]).
     pub searches: Vec<crate::search_trace::SearchTrace>,
 }
 
-/// Runs one fully specified point and computes its metrics.
+/// Runs one fully specified point and computes its metrics (with its
+/// Ribbon searches if `trace_search`).
 pub fn run_point_metrics(
     spec: &Scenario,
     sampler: Option<(u64, u64)>,
+    trace_search: bool,
     models: ModelSource,
 ) -> Result<PointRun, SimError> {
-    run_point(spec, sampler, models).map(|(plat, r)| PointRun {
+    run_point(spec, sampler, trace_search, models).map(|(plat, r)| PointRun {
         metrics: metrics(spec, &plat, &r),
         requests: r.requests,
         events: r.events,
@@ -572,16 +578,9 @@ pub fn run_scenario(
         &prep.specs,
         opts.jobs,
         opts.progress.then_some((base.name.as_str(), "points")),
-        |_, s| run_point_metrics(s, opts.sampler, models),
+        |_, s| run_point_metrics(s, opts.sampler, opts.trace_search, models),
     )?;
-    let traces: Vec<_> = runs.iter().map(|r| r.searches.clone()).collect();
-    let mut result = finish_scenario(prep, runs);
-    if opts.trace_search {
-        for (p, t) in result.points.iter_mut().zip(traces) {
-            p.searches = t;
-        }
-    }
-    Ok(result)
+    Ok(finish_scenario(prep, runs))
 }
 
 /// The scenario's result from its points' runs (`runs[i]` for
@@ -603,7 +602,7 @@ pub fn finish_scenario(prep: PreparedScenario, runs: Vec<PointRun>) -> ScenarioR
             metrics: r.metrics,
             requests: r.requests,
             events: r.events,
-            searches: Vec::new(),
+            searches: r.searches,
         })
         .collect();
     let mut result = ScenarioResult {
@@ -671,6 +670,6 @@ pub fn finish_scenario(prep: PreparedScenario, runs: Vec<PointRun>) -> ScenarioR
 /// Simulated memory requests per second of wall time for one point (speed benchmark).
 pub fn speed(scenario: &Scenario, models: ModelSource) -> Result<(u64, f64), SimError> {
     let t = std::time::Instant::now();
-    let (_, r) = run_point(scenario, None, models)?;
+    let (_, r) = run_point(scenario, None, false, models)?;
     Ok((r.requests, t.elapsed().as_secs_f64()))
 }

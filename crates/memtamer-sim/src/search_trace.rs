@@ -206,7 +206,7 @@ mod tests {
             t += Duration::from_millis(10);
             c.observe(t, bytes, 2, 24.0);
         }
-        let tr = SearchTrace::new("app", c.last_search());
+        let tr = SearchTrace::new("app", c.last_search().expect("recording"));
         assert_eq!((tr.number, tr.cause.as_str()), (1, "start"));
         let probed: Vec<(&str, usize)> = tr
             .probes
@@ -251,6 +251,11 @@ mod tests {
         )
         .unwrap();
         assert!(plain.points[0].searches.is_empty());
+        // without the flag the controllers record nothing at all, not only
+        // in the output (`EngineConfig::trace_search`)
+        let (_, raw) = crate::experiment::run_point(&s, None).unwrap();
+        assert!(!raw.flush.is_empty());
+        assert!(raw.flush.iter().all(|f| f.searches.is_empty()));
         // no `searches` key in the JSON without the flag (default output unchanged)
         let json = |r: &crate::experiment::ScenarioResult| {
             serde_json::to_value(r).unwrap()["points"][0]

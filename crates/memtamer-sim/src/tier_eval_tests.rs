@@ -29,6 +29,7 @@ fn idle_ns(p: &Platform, region: &str) -> f64 {
         duration: 500_000_000,
         window: 1_000_000_000,
         sampler: None,
+        trace_search: false,
     };
     let r = Engine::new(p, &sc, &cfg)
         .unwrap()

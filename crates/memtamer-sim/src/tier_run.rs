@@ -62,6 +62,7 @@ pub fn run_program(
         duration: (max_ms * 1e9) as u64,
         window: 1_000_000_000,
         sampler: None,
+        trace_search: false,
     };
     let bad = |m: String| SimError::Invalid {
         file: platform.name.clone(),

@@ -212,6 +212,7 @@ fn gate_run(limit: u32) -> (memtamer_sim::engine::RunResult, Scenario) {
         duration: 2_000_000_000,
         window: 10_000_000,
         sampler: None,
+        trace_search: false,
     };
     let e = Engine::new(&p, &s, &cfg).unwrap();
     (e.run(&mut FixedGate::new(limit)), s)
@@ -387,6 +388,7 @@ fn affinity_decisions_move_threads() {
         duration: 10_000_000_000,
         window: 500_000_000,
         sampler: None,
+        trace_search: false,
     };
     let r = Engine::new(&p, &s, &cfg).unwrap().run(&mut MoveTo(5));
     assert_eq!(r.migrations, 1, "the thread moves once, then stays");
@@ -622,6 +624,7 @@ fn duty_run(duty: f64, after: f64, switch_ns: u64) -> (u64, Duty) {
         duration: 2_000_000_000,
         window: 10_000_000,
         sampler: None,
+        trace_search: false,
     };
     let mut pol = Duty {
         duty,
@@ -839,6 +842,7 @@ fn observations_carry_what_a_dicio_policy_reads() {
         duration: 9_000_000_000,
         window: 100_000_000,
         sampler: None,
+        trace_search: false,
     };
     let mut rec = Record::default();
     let r = Engine::new(&p, &s, &cfg).unwrap().run(&mut rec);
@@ -985,6 +989,7 @@ fn local_dram_needs_a_dram_region_on_every_socket() {
         duration: 1_000_000,
         window: 1_000_000,
         sampler: None,
+        trace_search: false,
     };
     let err = Engine::new(&p, &s, &cfg).err().expect("must fail");
     assert!(

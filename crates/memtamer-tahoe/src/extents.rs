@@ -73,6 +73,16 @@ impl Extents {
             return;
         }
         self.observe(addr);
+        self.note_length(addr, len);
+    }
+
+    /// The length half of [`Self::observe_exact`], for a caller that
+    /// records the address itself with [`Self::observe`]: the OMPT tool
+    /// learns a task's lengths from its creation call and its addresses
+    /// from the dependence callback right after, and inserting each address
+    /// from both searched the address set twice per `depend` item. A length
+    /// below [`SECTION_MIN`] (0 included) is no extent and is ignored.
+    pub fn note_length(&mut self, addr: u64, len: u64) {
         if len < SECTION_MIN {
             return;
         }
@@ -202,6 +212,18 @@ mod tests {
         let g = e.generation();
         e.observe(0);
         assert_eq!(e.generation(), g);
+    }
+
+    #[test]
+    fn a_noted_length_adds_no_address() {
+        let mut e = Extents::new(1 << 20);
+        e.note_length(0, 8192);
+        e.note_length(4096, 8);
+        assert_eq!((e.len(), e.exact_len(), e.extent(0)), (0, 1, 8192));
+        let g = e.generation();
+        e.observe(0);
+        assert_eq!((e.len(), e.extent(0)), (1, 8192));
+        assert!(e.generation() > g);
     }
 
     #[test]

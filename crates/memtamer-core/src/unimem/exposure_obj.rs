@@ -238,6 +238,11 @@ mod tests {
         }
     }
 
+    /// One observation: `times` measured with `dram` in DRAM.
+    fn measured<'a>(dram: &'a [BTreeSet<ObjId>], times: &'a [f64]) -> Measured<'a> {
+        Measured { dram, times }
+    }
+
     fn set(v: &[ObjId]) -> Vec<BTreeSet<ObjId>> {
         vec![v.iter().copied().collect()]
     }
@@ -254,20 +259,7 @@ mod tests {
         let e = [0.3, 0.9, 1.0];
         let (s0, s1, s2) = (set(&[]), set(&[0, 1]), set(&[0]));
         let (t0, t1, t2) = (time(&p, &[], &e), time(&p, &[0, 1], &e), time(&p, &[0], &e));
-        let obs = [
-            Measured {
-                dram: &s0,
-                times: &t0,
-            },
-            Measured {
-                dram: &s1,
-                times: &t1,
-            },
-            Measured {
-                dram: &s2,
-                times: &t2,
-            },
-        ];
+        let obs = [measured(&s0, &t0), measured(&s1, &t1), measured(&s2, &t2)];
         let r = identify(&p, &obs, 0.0, &[0.5]);
         assert_eq!(r.len(), 1);
         assert!((r[0].identified[&0] - 0.3).abs() < 1e-9, "{r:?}");
@@ -286,27 +278,11 @@ mod tests {
             time(&p, &[0, 1], &e),
             time(&p, &[0, 1, 2], &e),
         );
-        let two = [
-            Measured {
-                dram: &s0,
-                times: &t0,
-            },
-            Measured {
-                dram: &s1,
-                times: &t1,
-            },
-        ];
+        let two = [measured(&s0, &t0), measured(&s1, &t1)];
         let r = identify(&p, &two, 0.0, &[0.5]);
         assert!(r[0].identified.is_empty(), "{r:?}");
         assert_eq!(r[0].unidentified, [0, 1].into_iter().collect());
-        let obs = [
-            two[0],
-            two[1],
-            Measured {
-                dram: &s2,
-                times: &t2,
-            },
-        ];
+        let obs = [two[0], two[1], measured(&s2, &t2)];
         let r = identify(&p, &obs, 0.0, &[0.5]);
         assert_eq!(r[0].identified.len(), 1, "{r:?}");
         assert!((r[0].identified[&2] - 0.6).abs() < 1e-9, "{r:?}");
@@ -323,16 +299,7 @@ mod tests {
         let e = [0.4, 0.8, 1.0];
         let (s0, s1) = (set(&[]), set(&[0]));
         let (t0, t1) = (time(&p, &[], &e), time(&p, &[0], &e));
-        let obs = [
-            Measured {
-                dram: &s0,
-                times: &t0,
-            },
-            Measured {
-                dram: &s1,
-                times: &t1,
-            },
-        ];
+        let obs = [measured(&s0, &t0), measured(&s1, &t1)];
         let rel = f / 2e-3;
         // beyond a tenth of the noise: identified; within it: held
         assert!((identify(&p, &obs, rel / 10.0, &[])[0].identified[&0] - 0.4).abs() < 1e-9);
@@ -360,16 +327,7 @@ mod tests {
         let (s0, s1) = (set(&[]), set(&[0, 1]));
         let t0 = vec![2e-3];
         let t1 = vec![2e-3 - 0.5 * f0 - 0.7 * f1];
-        let obs = [
-            Measured {
-                dram: &s0,
-                times: &t0,
-            },
-            Measured {
-                dram: &s1,
-                times: &t1,
-            },
-        ];
+        let obs = [measured(&s0, &t0), measured(&s1, &t1)];
         let sigma = 2.0 * f0 / (3.0 * 2e-3);
         let r = identify(&p, &obs, sigma, &[0.5]);
         assert!((r[0].identified[&1] - 0.7).abs() < 1e-9, "{r:?}");
@@ -383,46 +341,19 @@ mod tests {
         let (s0, s1) = (set(&[]), set(&[0]));
         let t0 = vec![f64::NAN];
         let t1 = vec![1e-3];
-        let obs = [
-            Measured {
-                dram: &s0,
-                times: &t0,
-            },
-            Measured {
-                dram: &s1,
-                times: &t1,
-            },
-        ];
+        let obs = [measured(&s0, &t0), measured(&s1, &t1)];
         // the NaN observation is left out: one usable, nothing learned
         assert_eq!(identify(&p, &obs, 0.0, &[]), vec![PhaseObjects::default()]);
         // sets or times shorter than the problem's phases
         let empty: Vec<BTreeSet<ObjId>> = Vec::new();
-        let short = [
-            Measured {
-                dram: &empty,
-                times: &[],
-            },
-            Measured {
-                dram: &s1,
-                times: &t1,
-            },
-        ];
+        let short = [measured(&empty, &[]), measured(&s1, &t1)];
         assert_eq!(
             identify(&p, &short, 0.0, &[]),
             vec![PhaseObjects::default()]
         );
         // an exposure outside [0, 1] is limited; a NaN fallback reads as 1
         let (ta, tb) = (vec![1e-3], vec![1e-3 - 5.0 * p.full_bft(0, 0)]);
-        let obs = [
-            Measured {
-                dram: &s0,
-                times: &ta,
-            },
-            Measured {
-                dram: &s1,
-                times: &tb,
-            },
-        ];
+        let obs = [measured(&s0, &ta), measured(&s1, &tb)];
         assert_eq!(identify(&p, &obs, 0.0, &[f64::NAN])[0].identified[&0], 1.0);
         assert_eq!(least_squares(&[], &[]), Vec::<Option<f64>>::new());
         assert_eq!(least_squares(&[vec![f64::NAN]], &[1.0]), vec![None]);

@@ -134,18 +134,20 @@ impl Problem {
     /// not use it (Fig. 3.5).
     pub fn exposed_copy(&self, obj: ObjId, i: usize) -> f64 {
         let d = free_phases_before(&self.uses(obj), i);
+        self.copy_cost(obj, overlap_time(&self.times(), i, d))
+    }
+
+    /// Eq. 3.3: the exposed part of a copy of `obj` that may run beside
+    /// `window` seconds of computation, `size / copy_bw` less the Fig. 3.5
+    /// overlap credit of that window (none when the helper has no CPU of
+    /// its own, [`super::model::CopyOverlap`]). The one place the plan's
+    /// copy costs are computed, whatever window each caller measured.
+    pub fn copy_cost(&self, obj: ObjId, window: f64) -> f64 {
         move_cost(
             self.sizes[obj] as f64,
             self.platform.copy_bw,
-            self.credit(overlap_time(&self.times(), i, d)),
+            self.platform.copy_overlap.credit(window),
         )
-    }
-
-    /// The Fig. 3.5 overlap credit of a copy whose window is `window`
-    /// seconds of computation: none when the helper has no CPU of its
-    /// own ([`super::model::CopyOverlap`]).
-    fn credit(&self, window: f64) -> f64 {
-        self.platform.copy_overlap.credit(window)
     }
 
     /// [`Self::exposed_copy`] for a promotion of `obj` needed at phase `i`
@@ -174,11 +176,7 @@ impl Problem {
             .take_while(|&k| room(k))
             .map(|k| times[k])
             .sum();
-        move_cost(
-            self.sizes[obj] as f64,
-            self.platform.copy_bw,
-            self.credit(window),
-        )
+        self.copy_cost(obj, window)
     }
 
     /// Exposed cost (Eq. 3.3) of every promotion of the cyclic plan `dram`,
@@ -196,13 +194,7 @@ impl Problem {
     pub fn exposed_promotions(&self, dram: &[BTreeSet<ObjId>]) -> f64 {
         self.promotion_windows(&Cache::new(self), dram)
             .iter()
-            .map(|&(_, o, _, window)| {
-                move_cost(
-                    self.sizes[o] as f64,
-                    self.platform.copy_bw,
-                    self.credit(window),
-                )
-            })
+            .map(|&(_, o, _, window)| self.copy_cost(o, window))
             .sum()
     }
 

@@ -176,7 +176,8 @@ pub struct FlushJobResult {
     pub flushers_max: u64,
     /// Every search the job's own controller ran, warm-up included, as the
     /// controller recorded it (`Controller::last_search`); empty without
-    /// a controller of its own (eager, fixed M, co-running).
+    /// a controller of its own (eager, fixed M, co-running) and unless the
+    /// run asked for them (`EngineConfig::trace_search`).
     pub searches: Vec<SearchRecord>,
 }
 
@@ -235,6 +236,9 @@ pub(super) struct FlushJobSpec {
     pub(super) available: usize,
     /// The workload's `inline_when_dedicated` (the runtime's Config field).
     pub(super) inline_when_dedicated: bool,
+    /// Whether the controller records its searches
+    /// ([`super::EngineConfig::trace_search`]).
+    pub(super) trace_search: bool,
 }
 
 impl FlushJob {
@@ -246,7 +250,7 @@ impl FlushJob {
             let mut cfg = ControlConfig::thesis(s.cores);
             cfg.probe = Duration::from_nanos(s.probe / NS);
             cfg.interval = Duration::from_nanos(s.interval / NS);
-            Controller::new(cfg, Duration::ZERO, 0, s.proactive)
+            Controller::new(cfg, Duration::ZERO, 0, s.proactive).recording(s.trace_search)
         });
         let active = match (&controller, s.mode) {
             (Some(c), _) => c.current().flushers,

@@ -82,14 +82,15 @@ impl Engine {
                 job.available,
             );
             job.stats.searches += c.searches() - before;
-            let rec = c.last_search();
-            match job.searches.last_mut() {
-                Some(last) if last.number == rec.number => {
-                    if last != rec {
-                        last.clone_from(rec);
+            if let Some(rec) = c.last_search() {
+                match job.searches.last_mut() {
+                    Some(last) if last.number == rec.number => {
+                        if last != rec {
+                            last.clone_from(rec);
+                        }
                     }
+                    _ => job.searches.push(rec.clone()),
                 }
-                _ => job.searches.push(rec.clone()),
             }
             return Some((d.flushers, d.proactive));
         };

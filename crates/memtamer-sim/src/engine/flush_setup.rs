@@ -89,6 +89,7 @@ impl Engine {
             interval: ps(interval_us * 1e3),
             available: ncpus_job,
             inline_when_dedicated: *inline_when_dedicated,
+            trace_search: self.trace_search,
         };
         let fi = self.flush.as_ref().map_or(0, |u| u.jobs.len()) as u32;
         let mut fj = FlushJob::new(&spec, app.clone());

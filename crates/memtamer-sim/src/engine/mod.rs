@@ -96,6 +96,11 @@ pub struct EngineConfig {
     pub window: Ps,
     /// Optional PEBS sampler (period, bytes per store).
     pub sampler: Option<(u64, u64)>,
+    /// Keep every Ribbon search of the flush jobs' controllers
+    /// (`FlushJobResult::searches`, for `memtamer sim run --trace-search`).
+    /// Off, the controllers record nothing (`Controller::recording`): the
+    /// results are the same, without the work and the copies.
+    pub trace_search: bool,
 }
 
 #[cfg(test)]
@@ -189,6 +194,8 @@ pub struct Engine {
     measure_start: Ps,
     end: Ps,
     window: Ps,
+    /// [`EngineConfig::trace_search`].
+    trace_search: bool,
     measuring: bool,
     requests: u64,
     events: u64,
@@ -397,6 +404,7 @@ impl Engine {
             measure_start: cfg.warmup,
             end: cfg.warmup + cfg.duration,
             window: cfg.window.max(NS),
+            trace_search: cfg.trace_search,
             measuring: false,
             requests: 0,
             events: 0,

@@ -12,6 +12,7 @@ impl EngineConfig {
             duration: crate::workload::NS,
             window: 1000 * crate::workload::NS,
             sampler: None,
+            trace_search: false,
         }
     }
 }

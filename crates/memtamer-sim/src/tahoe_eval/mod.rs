@@ -28,7 +28,7 @@ use crate::engine::{Engine, EngineConfig};
 use crate::error::SimError;
 use crate::runner::parallel_map;
 use crate::workload::taskgraph::{lock_rt, Runtime, TaskGraph, TaskPolicy, TaskRecord, Worker};
-use crate::workload::tiered::{lock, MigrationHelper, TierSpace, TierStats, PAGE};
+use crate::workload::tiered::{lock, MigrationHelper, MoveReq, TierSpace, TierStats, PAGE};
 use crate::workload::{Generator, Ps, NS};
 use baselines::{FirstTouch, Fixed, FixedKind, PhaseTimes, StaticHot, UnimemTasks};
 use memtamer_core::unimem::model::Platform as UPlatform;
@@ -224,6 +224,7 @@ pub fn run(
         duration: (duration_ms * 1e9) as Ps,
         window: 1_000_000 * NS,
         sampler: None,
+        trace_search: false,
     };
     let engine = Engine::with_generators(platform, &sc, &cfg, vec![Some(gens)]).map_err(|m| {
         SimError::Invalid {
@@ -375,6 +376,22 @@ fn unfinished(policy: String, r: Result<RunOut, SimError>) -> RunOut {
             counters: Vec::new(),
         }
     })
+}
+
+/// Where a dispatch's moves run (thesis §4.3.3): those of the task about
+/// to start (`on_worker`: its own blocks and the evictions that make room
+/// for them) join `own`, which its worker runs before the task, in order;
+/// the look-ahead's go to the helper thread's queue, in order, and overlap
+/// with computation. Shared by Tahoe's policy and the oracle, so both
+/// split a plan the same way.
+fn route_moves(on_worker: bool, moves: Vec<MoveReq>, own: &mut Vec<MoveReq>, tier: &mut TierSpace) {
+    if on_worker {
+        own.extend(moves);
+    } else {
+        for m in moves {
+            tier.request(m);
+        }
+    }
 }
 
 /// The policies of round 1 (references and baselines without inputs).

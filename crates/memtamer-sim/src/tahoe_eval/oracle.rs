@@ -239,13 +239,7 @@ impl TaskPolicy for Oracle {
                 }
                 self.resident.insert(b);
                 self.used += s;
-                if t == head {
-                    own.extend(moves);
-                } else {
-                    for m in moves {
-                        tier.request(m);
-                    }
-                }
+                super::route_moves(t == head, moves, &mut own, tier);
             }
         }
         Dispatch {

@@ -336,13 +336,7 @@ impl TahoePolicy {
                 let mut own = Vec::new();
                 for b in &batches {
                     let moves = Self::moves_of(layout, tier, b, self.os_touch.as_ref());
-                    if b.task == 0 || b.task == h.id {
-                        own.extend(moves);
-                    } else {
-                        for m in moves {
-                            tier.request(m);
-                        }
-                    }
+                    super::route_moves(b.task == 0 || b.task == h.id, moves, &mut own, tier);
                 }
                 Dispatch {
                     own,

@@ -164,9 +164,19 @@ impl Config {
         };
         let dram_node = match get("MEMTAMER_TAHOE_DRAM_NODE") {
             None => 0,
-            Some(v) => v
-                .parse()
-                .map_err(|_| bad("MEMTAMER_TAHOE_DRAM_NODE", v, "expected a node number"))?,
+            // Linux has at most 1024 nodes (NODES_SHIFT <= 10) and demotions
+            // go to node + 1: u32::MAX wrapped that to node 0, "demoting"
+            // into DRAM.
+            Some(v) => match v.trim().parse::<u32>() {
+                Ok(n) if n < MAX_NODE => n,
+                _ => {
+                    return Err(bad(
+                        "MEMTAMER_TAHOE_DRAM_NODE",
+                        v,
+                        "expected a node number in 0..=1022 (demotions go to node + 1)",
+                    ))
+                }
+            },
         };
         let beta_ns = match get("MEMTAMER_TAHOE_BETA_NS") {
             None => 1200.0,
@@ -262,6 +272,19 @@ impl Config {
                 ))
             }
         };
+        // Anything but `1` meant "not quiet" without a word: `yes` or `on`
+        // printed the summary the user asked to suppress.
+        let quiet = match get("MEMTAMER_TAHOE_QUIET").as_deref().map(str::trim) {
+            None | Some("") | Some("0") | Some("off") => false,
+            Some("1") | Some("on") => true,
+            Some(_) => {
+                return Err(bad(
+                    "MEMTAMER_TAHOE_QUIET",
+                    get("MEMTAMER_TAHOE_QUIET").unwrap_or_default(),
+                    "expected 1/on (no closing summary) or 0/off",
+                ))
+            }
+        };
         Ok(Config {
             counters,
             counter_model: get("MEMTAMER_TAHOE_COUNTER_MODEL").filter(|s| !s.is_empty()),
@@ -273,7 +296,7 @@ impl Config {
             dram_node,
             beta_ns,
             corun,
-            quiet: get("MEMTAMER_TAHOE_QUIET").as_deref() == Some("1"),
+            quiet,
             record: get("MEMTAMER_TAHOE_RECORD").filter(|s| !s.is_empty()),
             hotness,
             sample_pages,
@@ -282,6 +305,10 @@ impl Config {
         })
     }
 }
+
+/// One past the largest node `MEMTAMER_TAHOE_DRAM_NODE` accepts: Linux's
+/// `MAX_NUMNODES` is at most 1024 and the slow tier is the next node.
+pub const MAX_NODE: u32 = 1023;
 
 /// Worker threads the OpenMP runtime will use, for the look-ahead slack
 /// (`memtamer_tahoe::benefit::list_starts`): the first entry of
@@ -389,6 +416,34 @@ mod tests {
                 e.to_string().starts_with(&format!("{k}={v}: expected")),
                 "{e}"
             );
+        }
+    }
+
+    /// Hostile-input sweep (docs/bad-input.md, 2026-11-27): a node whose
+    /// successor wraps (demotions into node 0, DRAM) or that no Linux can
+    /// have, and a `MEMTAMER_TAHOE_QUIET` that is neither on nor off, were
+    /// taken without a word.
+    #[test]
+    fn absurd_nodes_and_unknown_quiet_spellings_are_refused_by_name() {
+        for v in ["4294967295", "1023", "-1", ""] {
+            let e = cfg(&[("MEMTAMER_TAHOE_DRAM_NODE", v)]).unwrap_err();
+            assert_eq!(e.key, "MEMTAMER_TAHOE_DRAM_NODE", "{v}");
+            assert!(e.to_string().contains("0..=1022"), "{e}");
+        }
+        let c = cfg(&[("MEMTAMER_TAHOE_DRAM_NODE", "1022")]).unwrap();
+        assert_eq!(c.dram_node + 1, 1023);
+        for v in ["yes", "true", "2", "quiet"] {
+            let e = cfg(&[("MEMTAMER_TAHOE_QUIET", v)]).unwrap_err();
+            assert_eq!(e.key, "MEMTAMER_TAHOE_QUIET", "{v}");
+        }
+        for (v, q) in [
+            ("1", true),
+            ("on", true),
+            ("0", false),
+            ("off", false),
+            ("", false),
+        ] {
+            assert_eq!(cfg(&[("MEMTAMER_TAHOE_QUIET", v)]).unwrap().quiet, q, "{v}");
         }
     }
 

@@ -131,7 +131,44 @@ pub struct ConfigError {
     pub why: &'static str,
 }
 
+/// An output file (`MEMTAMER_TAHOE_RECORD`, `MEMTAMER_TAHOE_PROFILES`)
+/// that cannot be opened for writing.
+#[derive(Debug, thiserror::Error)]
+#[error("{key}={path}: cannot write it: {source}")]
+pub struct OutputError {
+    /// Variable name.
+    pub key: &'static str,
+    /// Its value.
+    pub path: String,
+    /// Why it cannot be opened.
+    pub source: std::io::Error,
+}
+
 impl Config {
+    /// Opens each output file for writing now (created empty if missing,
+    /// never truncated here), so that an unwritable path is reported
+    /// before the program runs: it was found only at the end, when the
+    /// whole run's recording was lost.
+    pub fn check_outputs(&self) -> Result<(), OutputError> {
+        for (key, path) in [
+            ("MEMTAMER_TAHOE_RECORD", &self.record),
+            ("MEMTAMER_TAHOE_PROFILES", &self.profiles),
+        ] {
+            if let Some(path) = path {
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(path)
+                    .map_err(|source| OutputError {
+                        key,
+                        path: path.clone(),
+                        source,
+                    })?;
+            }
+        }
+        Ok(())
+    }
+
     /// Parses from a lookup function (the environment in the tool, a map
     /// in tests).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
@@ -445,6 +482,38 @@ mod tests {
         ] {
             assert_eq!(cfg(&[("MEMTAMER_TAHOE_QUIET", v)]).unwrap().quiet, q, "{v}");
         }
+    }
+
+    /// Hostile-input sweep: an unwritable recording path lost the whole
+    /// run's recording at exit; it is now refused before the program runs.
+    #[test]
+    fn unwritable_output_files_are_refused_up_front() {
+        let dir = std::env::temp_dir().join(format!("mt-omp-out-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = dir.join("no/such/dir/rec.csv");
+        let d = dir.to_string_lossy().into_owned();
+        for (k, v) in [
+            (
+                "MEMTAMER_TAHOE_RECORD",
+                missing.to_string_lossy().into_owned(),
+            ),
+            ("MEMTAMER_TAHOE_PROFILES", d.clone()),
+        ] {
+            let c = cfg(&[(k, &v)]).unwrap();
+            let e = c.check_outputs().unwrap_err();
+            assert_eq!(e.key, k);
+            assert!(
+                e.to_string().starts_with(&format!("{k}={v}: cannot write")),
+                "{e}"
+            );
+        }
+        // a writable path is created, and an existing file left as it was
+        let ok = dir.join("rec.csv");
+        std::fs::write(&ok, "kept\n").unwrap();
+        let c = cfg(&[("MEMTAMER_TAHOE_RECORD", &ok.to_string_lossy())]).unwrap();
+        c.check_outputs().unwrap();
+        assert_eq!(std::fs::read_to_string(&ok).unwrap(), "kept\n");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -131,7 +131,44 @@ pub struct ConfigError {
     pub why: &'static str,
 }
 
+/// An output file (`MEMTAMER_TAHOE_RECORD`, `MEMTAMER_TAHOE_PROFILES`)
+/// that cannot be opened for writing.
+#[derive(Debug, thiserror::Error)]
+#[error("{key}={path}: cannot write it: {source}")]
+pub struct OutputError {
+    /// Variable name.
+    pub key: &'static str,
+    /// Its value.
+    pub path: String,
+    /// Why it cannot be opened.
+    pub source: std::io::Error,
+}
+
 impl Config {
+    /// Opens each output file for writing now (created empty if missing,
+    /// never truncated here), so that an unwritable path is reported
+    /// before the program runs: it was found only at the end, when the
+    /// whole run's recording was lost.
+    pub fn check_outputs(&self) -> Result<(), OutputError> {
+        for (key, path) in [
+            ("MEMTAMER_TAHOE_RECORD", &self.record),
+            ("MEMTAMER_TAHOE_PROFILES", &self.profiles),
+        ] {
+            if let Some(path) = path {
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(path)
+                    .map_err(|source| OutputError {
+                        key,
+                        path: path.clone(),
+                        source,
+                    })?;
+            }
+        }
+        Ok(())
+    }
+
     /// Parses from a lookup function (the environment in the tool, a map
     /// in tests).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
@@ -164,9 +201,19 @@ impl Config {
         };
         let dram_node = match get("MEMTAMER_TAHOE_DRAM_NODE") {
             None => 0,
-            Some(v) => v
-                .parse()
-                .map_err(|_| bad("MEMTAMER_TAHOE_DRAM_NODE", v, "expected a node number"))?,
+            // Linux has at most 1024 nodes (NODES_SHIFT <= 10) and demotions
+            // go to node + 1: u32::MAX wrapped that to node 0, "demoting"
+            // into DRAM.
+            Some(v) => match v.trim().parse::<u32>() {
+                Ok(n) if n < MAX_NODE => n,
+                _ => {
+                    return Err(bad(
+                        "MEMTAMER_TAHOE_DRAM_NODE",
+                        v,
+                        "expected a node number in 0..=1022 (demotions go to node + 1)",
+                    ))
+                }
+            },
         };
         let beta_ns = match get("MEMTAMER_TAHOE_BETA_NS") {
             None => 1200.0,
@@ -262,6 +309,19 @@ impl Config {
                 ))
             }
         };
+        // Anything but `1` meant "not quiet" without a word: `yes` or `on`
+        // printed the summary the user asked to suppress.
+        let quiet = match get("MEMTAMER_TAHOE_QUIET").as_deref().map(str::trim) {
+            None | Some("") | Some("0") | Some("off") => false,
+            Some("1") | Some("on") => true,
+            Some(_) => {
+                return Err(bad(
+                    "MEMTAMER_TAHOE_QUIET",
+                    get("MEMTAMER_TAHOE_QUIET").unwrap_or_default(),
+                    "expected 1/on (no closing summary) or 0/off",
+                ))
+            }
+        };
         Ok(Config {
             counters,
             counter_model: get("MEMTAMER_TAHOE_COUNTER_MODEL").filter(|s| !s.is_empty()),
@@ -273,7 +333,7 @@ impl Config {
             dram_node,
             beta_ns,
             corun,
-            quiet: get("MEMTAMER_TAHOE_QUIET").as_deref() == Some("1"),
+            quiet,
             record: get("MEMTAMER_TAHOE_RECORD").filter(|s| !s.is_empty()),
             hotness,
             sample_pages,
@@ -282,6 +342,10 @@ impl Config {
         })
     }
 }
+
+/// One past the largest node `MEMTAMER_TAHOE_DRAM_NODE` accepts: Linux's
+/// `MAX_NUMNODES` is at most 1024 and the slow tier is the next node.
+pub const MAX_NODE: u32 = 1023;
 
 /// Worker threads the OpenMP runtime will use, for the look-ahead slack
 /// (`memtamer_tahoe::benefit::list_starts`): the first entry of
@@ -390,6 +454,66 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// Hostile-input sweep (docs/bad-input.md, 2026-11-27): a node whose
+    /// successor wraps (demotions into node 0, DRAM) or that no Linux can
+    /// have, and a `MEMTAMER_TAHOE_QUIET` that is neither on nor off, were
+    /// taken without a word.
+    #[test]
+    fn absurd_nodes_and_unknown_quiet_spellings_are_refused_by_name() {
+        for v in ["4294967295", "1023", "-1", ""] {
+            let e = cfg(&[("MEMTAMER_TAHOE_DRAM_NODE", v)]).unwrap_err();
+            assert_eq!(e.key, "MEMTAMER_TAHOE_DRAM_NODE", "{v}");
+            assert!(e.to_string().contains("0..=1022"), "{e}");
+        }
+        let c = cfg(&[("MEMTAMER_TAHOE_DRAM_NODE", "1022")]).unwrap();
+        assert_eq!(c.dram_node + 1, 1023);
+        for v in ["yes", "true", "2", "quiet"] {
+            let e = cfg(&[("MEMTAMER_TAHOE_QUIET", v)]).unwrap_err();
+            assert_eq!(e.key, "MEMTAMER_TAHOE_QUIET", "{v}");
+        }
+        for (v, q) in [
+            ("1", true),
+            ("on", true),
+            ("0", false),
+            ("off", false),
+            ("", false),
+        ] {
+            assert_eq!(cfg(&[("MEMTAMER_TAHOE_QUIET", v)]).unwrap().quiet, q, "{v}");
+        }
+    }
+
+    /// Hostile-input sweep: an unwritable recording path lost the whole
+    /// run's recording at exit; it is now refused before the program runs.
+    #[test]
+    fn unwritable_output_files_are_refused_up_front() {
+        let dir = std::env::temp_dir().join(format!("mt-omp-out-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = dir.join("no/such/dir/rec.csv");
+        let d = dir.to_string_lossy().into_owned();
+        for (k, v) in [
+            (
+                "MEMTAMER_TAHOE_RECORD",
+                missing.to_string_lossy().into_owned(),
+            ),
+            ("MEMTAMER_TAHOE_PROFILES", d.clone()),
+        ] {
+            let c = cfg(&[(k, &v)]).unwrap();
+            let e = c.check_outputs().unwrap_err();
+            assert_eq!(e.key, k);
+            assert!(
+                e.to_string().starts_with(&format!("{k}={v}: cannot write")),
+                "{e}"
+            );
+        }
+        // a writable path is created, and an existing file left as it was
+        let ok = dir.join("rec.csv");
+        std::fs::write(&ok, "kept\n").unwrap();
+        let c = cfg(&[("MEMTAMER_TAHOE_RECORD", &ok.to_string_lossy())]).unwrap();
+        c.check_outputs().unwrap();
+        assert_eq!(std::fs::read_to_string(&ok).unwrap(), "kept\n");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

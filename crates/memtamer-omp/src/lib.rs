@@ -605,6 +605,10 @@ pub unsafe extern "C" fn ompt_start_tool(
     if cfg.mode == Mode::Off {
         return std::ptr::null_mut();
     }
+    if let Err(e) = cfg.check_outputs() {
+        eprintln!("memtamer-tahoe: {e}; tool disabled, program runs unchanged");
+        return std::ptr::null_mut();
+    }
     // The cost-benefit check (placement only): its copy cost before the
     // run's own batches are timed, given or measured now.
     let prior = match (cfg.mode, cfg.check, cfg.copy_ns) {

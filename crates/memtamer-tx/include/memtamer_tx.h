@@ -31,11 +31,13 @@ void mtx_pool_close(mtx_pool *pool);
 /* Incremental checkpoint of the lookup table (close takes one too): the next
  * open recovers from it instead of scanning the whole pool. 0, or -1. */
 int mtx_pool_checkpoint(const mtx_pool *pool);
+/* The root object's id; 0 (never an id) for a NULL pool, with mtx_last_error. */
 uint32_t mtx_root(const mtx_pool *pool);
 
 mtx_tx *mtx_tx_begin(const mtx_pool *pool);
 int mtx_tx_read(mtx_tx *tx, uint32_t id, size_t off, void *out, size_t len);
 int mtx_tx_write(mtx_tx *tx, uint32_t id, size_t off, const void *data, size_t len);
+/* size in 1..=2^31-1; a NULL id is refused (-1) before anything is allocated. */
 int mtx_tx_alloc(mtx_tx *tx, size_t size, uint32_t *id);
 int mtx_tx_free(mtx_tx *tx, uint32_t id);
 int mtx_tx_commit(mtx_tx *tx);

@@ -139,7 +139,13 @@ pub unsafe extern "C" fn mtx_pool_checkpoint(pool: *const Pool) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn mtx_root(pool: *const Pool) -> u32 {
     // SAFETY: per the contract.
-    unsafe { pool.as_ref() }.map_or(0, |p| p.root_id())
+    match unsafe { pool.as_ref() } {
+        Some(p) => p.root_id(),
+        None => {
+            set_err("mtx_root: pool is NULL (0 is never an object id)".into());
+            0
+        }
+    }
 }
 
 /// An opaque running transaction.
@@ -178,6 +184,15 @@ fn with_tx<R>(
     f(&mut t.0).map_err(code)
 }
 
+/// `p`, or a dangling non-null pointer for NULL (only passed with length 0).
+fn nonnull(p: *mut u8) -> *mut u8 {
+    if p.is_null() {
+        std::ptr::NonNull::dangling().as_ptr()
+    } else {
+        p
+    }
+}
+
 /// Copies `len` bytes at `off` of object `id` into `out`.
 ///
 /// # Safety
@@ -194,8 +209,9 @@ pub unsafe extern "C" fn mtx_tx_read(
         set_err("out is NULL".into());
         return -1;
     }
-    // SAFETY: per the contract.
-    let buf = unsafe { std::slice::from_raw_parts_mut(out as *mut u8, len) };
+    // SAFETY: per the contract; a NULL `out` with `len` 0 becomes a
+    // dangling non-null pointer (a slice may never be built on NULL).
+    let buf = unsafe { std::slice::from_raw_parts_mut(nonnull(out.cast()), len) };
     with_tx(tx, |t| t.read_at(id, off, buf)).map_or_else(|c| c, |_| 0)
 }
 
@@ -215,23 +231,29 @@ pub unsafe extern "C" fn mtx_tx_write(
         set_err("data is NULL".into());
         return -1;
     }
-    // SAFETY: per the contract.
-    let buf = unsafe { std::slice::from_raw_parts(data as *const u8, len) };
+    // SAFETY: per the contract; NULL with `len` 0 as in `mtx_tx_read`.
+    let buf = unsafe { std::slice::from_raw_parts(nonnull(data as *mut u8), len) };
     with_tx(tx, |t| t.write_at(id, off, buf)).map_or_else(|c| c, |_| 0)
 }
 
-/// Allocates a zeroed object; writes its id to `*id`.
+/// Allocates a zeroed object; writes its id to `*id`. A NULL `id` is
+/// refused before anything is allocated: the object would be committed
+/// with no way to name it, leaked in the pool for good.
 ///
 /// # Safety
 /// `tx` is live; `id` is a valid pointer.
 #[no_mangle]
 pub unsafe extern "C" fn mtx_tx_alloc(tx: *mut MtxTx, size: usize, id: *mut u32) -> c_int {
+    if id.is_null() {
+        set_err(format!(
+            "mtx_tx_alloc: id is NULL; nothing was allocated (the {size}-byte object could never be named or freed)"
+        ));
+        return -1;
+    }
     match with_tx(tx, |t| t.alloc(size)) {
         Ok(v) => {
-            if !id.is_null() {
-                // SAFETY: per the contract.
-                unsafe { *id = v };
-            }
+            // SAFETY: per the contract, checked non-NULL above.
+            unsafe { *id = v };
             0
         }
         Err(c) => c,
@@ -273,5 +295,45 @@ pub unsafe extern "C" fn mtx_tx_abort(tx: *mut MtxTx) {
         // SAFETY: per the contract.
         let t = unsafe { Box::from_raw(tx) };
         t.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last() -> String {
+        let p = mtx_last_error();
+        assert!(!p.is_null());
+        // SAFETY: this thread's NUL-terminated message.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+
+    /// Hostile-input sweep (docs/bad-input.md, 2026-11-27): a NULL id
+    /// pointer allocated an object nobody could ever name (0 returned).
+    #[test]
+    fn alloc_with_a_null_id_is_refused_and_leaks_nothing() {
+        let pool = Pool::create_in_memory(&PoolOptions {
+            size: 1 << 20,
+            ..PoolOptions::default()
+        })
+        .unwrap();
+        let pp: *const Pool = &pool;
+        // SAFETY: a live pool; the transaction ends before it is dropped.
+        unsafe {
+            let tx = mtx_tx_begin(pp);
+            assert!(!tx.is_null());
+            assert_eq!(mtx_tx_alloc(tx, 64, std::ptr::null_mut()), -1);
+            assert!(last().contains("id is NULL"), "{}", last());
+            assert_eq!(
+                mtx_tx_read(tx, pool.root_id(), 0, std::ptr::null_mut(), 0),
+                0
+            );
+            assert_eq!(mtx_tx_write(tx, pool.root_id(), 0, std::ptr::null(), 0), 0);
+            assert_eq!(mtx_tx_commit(tx), 0);
+            assert_eq!(mtx_root(std::ptr::null()), 0);
+            assert!(last().contains("mtx_root: pool is NULL"), "{}", last());
+        }
+        assert_eq!(pool.live_ids(), vec![pool.root_id()], "nothing leaked");
     }
 }

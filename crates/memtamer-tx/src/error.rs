@@ -119,8 +119,8 @@ pub enum TxError {
         /// Requested payload size.
         bytes: usize,
     },
-    /// An object larger than the format allows.
-    #[error("object of {bytes} bytes exceeds the maximum {max}")]
+    /// An object of 0 bytes, or larger than the format allows.
+    #[error("object of {bytes} bytes: sizes must be in 1..={max}")]
     TooLarge {
         /// Requested size.
         bytes: usize,

@@ -297,6 +297,13 @@ impl<'p> Tx<'p> {
             .get(id)
             .ok_or(TxError::NoSuchObject { id })?;
         if !e.try_lock(self.me()) {
+            // Locked by this very transaction with no copy in flight: the
+            // object was allocated and then freed here. It is gone, not
+            // contended: a conflict would make `Pool::transaction` (and a C
+            // caller retrying on -2) run the same transaction forever.
+            if e.snap().writer == self.me() {
+                return Err(TxError::NoSuchObject { id });
+            }
             return Err(TxError::Conflict { id });
         }
         Ok(e.snap())
@@ -361,8 +368,9 @@ impl<'p> Tx<'p> {
     pub fn write_at(&mut self, id: u32, offset: usize, data: &[u8]) -> Result<(), TxError> {
         let b = self.write(id)?;
         let size = b.len();
-        let dst = b
-            .get_mut(offset..offset + data.len())
+        let end = offset.checked_add(data.len());
+        let dst = end
+            .and_then(|end| b.get_mut(offset..end))
             .ok_or(TxError::OutOfBounds {
                 id,
                 offset,
@@ -376,8 +384,9 @@ impl<'p> Tx<'p> {
     /// Copies `out.len()` bytes at `offset` of object `id` into `out`.
     pub fn read_at(&self, id: u32, offset: usize, out: &mut [u8]) -> Result<(), TxError> {
         let b = self.read(id)?;
-        let src = b
-            .get(offset..offset + out.len())
+        let end = offset.checked_add(out.len());
+        let src = end
+            .and_then(|end| b.get(offset..end))
             .ok_or(TxError::OutOfBounds {
                 id,
                 offset,

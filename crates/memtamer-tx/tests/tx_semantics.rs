@@ -400,3 +400,52 @@ fn concurrent_rb_tree_keeps_its_invariants() {
         assert_no_leak(p, &refs);
     }
 }
+
+/// Hostile-input sweep (docs/bad-input.md, 2026-11-27): an object
+/// allocated and freed in one transaction and then freed, written or read
+/// again is gone (`NoSuchObject`), not a write conflict: `Pool::transaction`
+/// retries conflicts, so the old answer ran such a closure forever.
+#[test]
+fn use_after_free_inside_one_transaction_is_no_such_object_not_a_conflict() {
+    let pool = mem_pool(1 << 20);
+    let mut tx = pool.begin().unwrap();
+    let id = tx.alloc(64).unwrap();
+    tx.free(id).unwrap();
+    assert_eq!(tx.free(id), Err(TxError::NoSuchObject { id }));
+    assert_eq!(
+        tx.write_at(id, 0, &[1; 8]),
+        Err(TxError::NoSuchObject { id })
+    );
+    let mut b = [0u8; 8];
+    assert_eq!(tx.read_at(id, 0, &mut b), Err(TxError::NoSuchObject { id }));
+    tx.commit();
+    // the same closure through the retrying wrapper ends, with the error
+    let r = pool.transaction(|tx| {
+        let id = tx.alloc(32)?;
+        tx.free(id)?;
+        tx.free(id)
+    });
+    assert!(matches!(r, Err(TxError::NoSuchObject { .. })), "{r:?}");
+    assert_eq!(pool.live_ids(), vec![pool.root_id()], "nothing leaked");
+}
+
+/// Hostile-input sweep: an offset near `usize::MAX` is out of bounds, not
+/// an arithmetic overflow (a panic in a checked build).
+#[test]
+fn offsets_that_wrap_are_out_of_bounds() {
+    let pool = mem_pool(1 << 20);
+    let root = pool.root_id();
+    let mut tx = pool.begin().unwrap();
+    let mut b = [0u8; 2];
+    assert!(matches!(
+        tx.read_at(root, usize::MAX, &mut b),
+        Err(TxError::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        tx.write_at(root, usize::MAX, &b),
+        Err(TxError::OutOfBounds { .. })
+    ));
+    let e = tx.alloc(0).unwrap_err();
+    assert!(e.to_string().contains("must be in 1..="), "{e}");
+    tx.abort();
+}

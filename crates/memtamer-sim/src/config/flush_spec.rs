@@ -127,6 +127,7 @@ pub(super) fn validate_flush(
             format!("compute_ns must be >= 0, got {compute_ns}"),
         ));
     }
+    super::workload_spec::check_max_ns("compute_ns", compute_ns)?;
     match mode {
         FlushMode::Fixed if flushers == 0 || flushers > MAX_FLUSHERS => {
             return Err((

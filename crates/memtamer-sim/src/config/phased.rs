@@ -121,6 +121,9 @@ impl PhasedProgram {
                 if !(v.is_finite() && v >= 0.0) {
                     return Err(fault(None, what, format!("{what} must be >= 0")));
                 }
+                if let Err((_, m)) = super::workload_spec::check_max_ns(what, v) {
+                    return Err(fault(None, what, m));
+                }
             }
             for (j, a) in p.access.iter().enumerate() {
                 if self.object_index(&a.object).is_none() {

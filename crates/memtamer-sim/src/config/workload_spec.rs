@@ -449,6 +449,12 @@ impl WorkloadSpec {
                 Err((name, format!("{name} must be >= {min}, got {v}")))
             }
         };
+        // a time: also at most MAX_NS (1e30 ns saturated to 2^64-1 ps and
+        // wrapped the clock: the work took no time at all)
+        let check_ns = |name: &'static str, v: f64, min: f64| {
+            check(name, v, min)?;
+            check_max_ns(name, v)
+        };
         match self {
             WorkloadSpec::Mbw {
                 block_bytes,
@@ -456,7 +462,7 @@ impl WorkloadSpec {
                 ..
             } => {
                 check("block_bytes", *block_bytes as f64, 64.0)?;
-                check("call_ns", *call_ns, 0.0)
+                check_ns("call_ns", *call_ns, 0.0)
             }
             WorkloadSpec::Memcached {
                 value_bytes,
@@ -464,7 +470,7 @@ impl WorkloadSpec {
                 ..
             } => {
                 check("value_bytes", *value_bytes as f64, 1.0)?;
-                check("compute_ns", *compute_ns, 0.0)
+                check_ns("compute_ns", *compute_ns, 0.0)
             }
             WorkloadSpec::PmStream {
                 request_bytes,
@@ -475,7 +481,7 @@ impl WorkloadSpec {
                 if *request_bytes > 1 << 24 {
                     return Err(("request_bytes", "request_bytes must be <= 16 MiB".into()));
                 }
-                check("per_request_ns", *per_request_ns, 0.0)
+                check_ns("per_request_ns", *per_request_ns, 0.0)
             }
             WorkloadSpec::Antagonist {
                 pattern,
@@ -490,7 +496,7 @@ impl WorkloadSpec {
                 dram_period_ms,
                 ..
             } => {
-                check("gap_ns", *gap_ns, 0.0)?;
+                check_ns("gap_ns", *gap_ns, 0.0)?;
                 if *gap_ns != 0.0 && gap_ns_schedule.is_some() {
                     return Err((
                         "gap_ns_schedule",
@@ -581,7 +587,7 @@ impl WorkloadSpec {
                 if trace.trim().is_empty() {
                     return Err(("trace", "trace must name a built-in trace or a file".into()));
                 }
-                check("tx_compute_ns", *tx_compute_ns, 0.0)
+                check_ns("tx_compute_ns", *tx_compute_ns, 0.0)
             }
             WorkloadSpec::Cpu { .. } => {
                 let c = self.cpu_params().map_err(|m| {
@@ -592,7 +598,7 @@ impl WorkloadSpec {
                     };
                     (key, m)
                 })?;
-                check("compute_ns", c.compute_ns, 1.0)?;
+                check_ns("compute_ns", c.compute_ns, 1.0)?;
                 if c.pattern == Pattern::Stride {
                     return Err((
                         "pattern",
@@ -608,7 +614,7 @@ impl WorkloadSpec {
                 ..
             } => {
                 check("rate_kops", *rate_kops, 0.001)?;
-                check("compute_ns", *compute_ns, 0.0)?;
+                check_ns("compute_ns", *compute_ns, 0.0)?;
                 match write_fraction {
                     Some(f) if !(f.is_finite() && (0.0..=1.0).contains(f)) => Err((
                         "write_fraction",
@@ -618,6 +624,25 @@ impl WorkloadSpec {
                 }
             }
         }
+    }
+}
+
+/// Longest time a workload key may give, ns (about 11.6 days): the
+/// simulator's clock counts picoseconds in a `u64` (2^64 ps = 213 days),
+/// and larger values saturated and wrapped it, so that 1e30 ns of compute
+/// took no time at all. Scenarios run at most a minute of simulated time.
+pub const MAX_NS: f64 = 1e15;
+
+/// `Err` naming `name` unless `v` (already checked finite and >= its
+/// minimum) is at most [`MAX_NS`].
+pub(super) fn check_max_ns(name: &'static str, v: f64) -> Result<(), (&'static str, String)> {
+    if v <= MAX_NS {
+        Ok(())
+    } else {
+        Err((
+            name,
+            format!("{name} must be at most {MAX_NS:e} ns (the simulated clock counts picoseconds in 64 bits), got {v}"),
+        ))
     }
 }
 

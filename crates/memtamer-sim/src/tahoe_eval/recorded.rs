@@ -41,6 +41,16 @@ pub fn graph(name: &str, text: &str, reuse: u64, shrink: u64) -> Result<TaskGrap
                 r.ty, r.mean_ns, r.pages
             ));
         }
+        // 1e30 ns saturated the simulated clock and wrapped it: the tasks
+        // took no time and every policy tied at +0.0%
+        if r.mean_ns > crate::config::workload_spec::MAX_NS {
+            return Err(format!(
+                "{name}: type {}: mean_ns {:e} must be at most {:e} (the simulated clock counts picoseconds in 64 bits)",
+                r.ty,
+                r.mean_ns,
+                crate::config::workload_spec::MAX_NS
+            ));
+        }
     }
     let rows: Vec<Row> = rows
         .into_iter()
@@ -194,6 +204,11 @@ mod tests {
         let e = err("f(1),10,2,1e30\n");
         assert!(
             e.contains("type f(1): ") && e.contains("pages per task"),
+            "{e}"
+        );
+        let e = err("f(1),10,1e30,3\n");
+        assert!(
+            e.contains("type f(1): mean_ns 1e30 must be at most 1e15"),
             "{e}"
         );
         let e = err("f(1),10,2,-3\n");

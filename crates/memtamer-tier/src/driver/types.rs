@@ -140,7 +140,7 @@ pub struct DriverStats {
     pub sample_faults: u64,
     /// See `sample_ticks`.
     pub sample_armed: u64,
-    /// Decisions whose phase times came from a timing iteration
+    /// Decisions started (adopted or dropped) on a timing iteration's phase times
     /// ([`DriverConfig::quiet_times`]).
     pub quiet_decisions: u64,
 }

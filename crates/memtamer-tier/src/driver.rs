@@ -466,10 +466,11 @@ impl Driver {
         // core with ranks).
         let platform = self.rt.stats().measured_platform(&self.cfg.platform);
         self.used = platform.clone();
-        let phases = self.decision_phases();
-        if phases != self.profile {
+        if self.quiet_in_use() {
             self.stats.quiet_decisions += 1;
         }
+        let phases = self.decision_phases();
+        let times: Vec<f64> = phases.iter().map(|p| p.time).collect();
         let problem = Problem {
             sizes,
             phases,
@@ -480,7 +481,7 @@ impl Driver {
         };
         // Issue 20 item 5: the simulator can replay this profile
         // (`memtamer sim unimem`, scenario key `profile`).
-        self.guard_decision(&start);
+        self.guard_decision(&start, times);
         if self.profile_fresh {
             self.profile_fresh = false;
             self.write_profile();

@@ -106,7 +106,10 @@ impl Driver {
 
     /// A decision starts from `start` (called by `start_decision` before
     /// it clears the plan in force).
-    pub(super) fn guard_decision(&mut self, start: &BTreeSet<usize>) {
+    ///
+    /// `times`: the decision's phase times ([`Driver::decision_times`]),
+    /// the reference when the profile is fresh.
+    pub(super) fn guard_decision(&mut self, start: &BTreeSet<usize>, times: Vec<f64>) {
         let n = self.profile.len();
         self.guarded.start = start.clone();
         let in_place = || {
@@ -118,9 +121,9 @@ impl Driver {
             }
         };
         if self.profile_fresh {
-            // a new profile: the profiled iteration is the reference
-            // measured with the placement `start` holds, without the sampler
-            let times: Vec<f64> = self.decision_phases().iter().map(|p| p.time).collect();
+            // a new profile: the reference is the decision's phase times,
+            // measured with the placement `start` holds (the timing
+            // iteration's, or the profiled one's with quiet times off)
             self.guarded.guard.forget_measurements();
             self.guarded.guard.quiet(&times, None);
             self.guarded.prev = Some((in_place(), Vec::new()));

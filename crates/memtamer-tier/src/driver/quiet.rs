@@ -26,11 +26,17 @@ impl Driver {
     /// with each phase's `time` from the timing iteration when it saw as
     /// many phases ([`quiet_profile`]).
     pub(super) fn decision_phases(&self) -> Vec<PhaseProfile> {
-        if self.cfg.quiet_times {
+        if self.quiet_in_use() {
             quiet_profile(&self.profile, &self.quiet)
         } else {
             self.profile.clone()
         }
+    }
+
+    /// Whether the decisions read the timing iteration's times: quiet
+    /// times on, and the timing iteration saw the profile's phases.
+    pub(super) fn quiet_in_use(&self) -> bool {
+        self.cfg.quiet_times && self.quiet.len() == self.profile.len()
     }
 }
 

@@ -30,6 +30,17 @@ fn region(pages: usize) -> (*mut u8, usize) {
     (p, ps)
 }
 
+/// One test at a time: each test maps, unmaps and re-protects pages and
+/// arms them in the process-wide table, and `region`'s unmapped neighbours
+/// are holes a concurrent test's mapping can fill. A `PROT_NONE` neighbour
+/// below makes the region unarmable (`Mapping::guard_below`): CI once saw
+/// `counts_owner_intervals_and_foreign_touches` arm 0 of 16 pages.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn maps() -> Memory {
     Memory::read().unwrap()
 }
@@ -46,6 +57,7 @@ fn read(p: *mut u8, ps: usize, i: usize) -> u8 {
 
 #[test]
 fn counts_owner_intervals_and_foreign_touches() {
+    let _one_at_a_time = serial();
     let (p, ps) = region(16);
     let first = p as u64 / ps as u64;
     let pages: Vec<u64> = (first..first + 16).collect();
@@ -83,6 +95,7 @@ fn counts_owner_intervals_and_foreign_touches() {
 
 #[test]
 fn read_only_and_foreign_mappings_are_not_armed() {
+    let _one_at_a_time = serial();
     let (p, ps) = region(4);
     let first = p as u64 / ps as u64;
     // SAFETY: our mapping; page 1 made read-only.
@@ -99,6 +112,7 @@ fn read_only_and_foreign_mappings_are_not_armed() {
 /// A fault on a protected page that is not ours still kills the process.
 #[test]
 fn real_crash_next_to_sampled_pages_still_crashes() {
+    let _one_at_a_time = serial();
     let (p, ps) = region(3);
     let first = p as u64 / ps as u64;
     let s = PageSampler::arm(&[first, first + 2], current_tid(), &maps(), ps).unwrap();
@@ -133,6 +147,7 @@ fn real_crash_next_to_sampled_pages_still_crashes() {
 /// (issue 20).
 #[test]
 fn pages_of_registry_objects_are_not_armed() {
+    let _one_at_a_time = serial();
     use memtamer_tier::{SlowTier, Tier, TierConfig, TierRuntime};
     let cfg = TierConfig::new(1 << 20, SlowTier::File("/dev/shm".into())).unwrap();
     let rt = TierRuntime::new(cfg).unwrap();

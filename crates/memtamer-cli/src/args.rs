@@ -481,7 +481,7 @@ pub(crate) enum SimCmd {
         #[arg(long, default_value_t = 0)]
         jobs: usize,
         /// Instead: each object's measured benefit of DRAM (slow-only vs only it in
-        /// DRAM) against Unimem's model (docs/unimem.md "Per-object benefit").
+        /// DRAM) against Unimem's model (docs/unimem.md, "One-time moves overlapped, per-object benefit").
         #[arg(long = "per-object")]
         per_object: bool,
         /// Also run the hindsight baselines (columns oracle-static, oracle-free):

@@ -121,7 +121,7 @@ pub struct DaemonSection {
     pub rescan_ms: u64,
     /// `watchdog_ms`, default 2000, 100..=600000: a daemon whose loop makes
     /// no progress for this long (stopped, hung) is killed by its guard,
-    /// which then undoes every change (docs/control.md "Watchdog").
+    /// which then undoes every change (docs/control.md, "Safety").
     pub watchdog_ms: u64,
     /// `socket`, default `/run/memtamer/control.sock`: control socket path.
     pub socket: PathBuf,

@@ -321,8 +321,8 @@ pub struct PmParams {
     /// and the run seed (the real mapping is unpublished). 0 (default, every
     /// built-in platform) = no indirection: XPLine address modulo
     /// `media_partitions`. Not yet the default: with 4096 PATS Fig. 1's
-    /// multi-writer checks fail (docs/simulator.md, "Media partitions and
-    /// the AIT").
+    /// multi-writer checks fail (docs/simulator.md, "The AIT as
+    /// the partition map").
     #[serde(default)]
     pub ait_block_bytes: u32,
     /// What the write-back of a partially written XPLine costs the media

@@ -25,7 +25,7 @@ use std::time::Duration;
 /// earlier default; the thesis's rule is 0.0, the default now that the
 /// search measures its own noise: [`ControlConfig::noise_z`]). With it the
 /// simulated search read +1% rises from P1 to P2 as "no gain" and stayed
-/// at P1 in 6 of 8 cases (docs/ribbon.md, "The thesis's strict >,
+/// at P1 in 6 of 8 cases (docs/notebook/ribbon.md, "The thesis's strict >,
 /// measured").
 pub const NOISE_GUARD_TOLERANCE: f64 = 0.02;
 

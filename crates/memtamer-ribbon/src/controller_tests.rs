@@ -128,7 +128,7 @@ fn the_case_the_thesis_leaves_out_picks_the_better_end() {
     );
 }
 
-/// The tie rule (docs/ribbon.md, "The tie rule: compare the ends"; the
+/// The tie rule (docs/notebook/ribbon.md, "The tie rule: compare the ends"; the
 /// lead's decision beyond thesis §6.3.1's strict rows): a tie in either
 /// comparison, except rise then tie, compares the measured ends.
 #[test]

@@ -220,7 +220,7 @@ fn a_killed_coordinator_process_is_taken_over_and_its_slot_reclaimed() {
             let s = me.stats();
             s.corun == CorunRole::Coordinator && s.flushers == s.corun_total && s.flushers >= 1
         });
-        // reported, not asserted (docs/ribbon.md, "Co-running applications")
+        // reported, not asserted (docs/notebook/ribbon.md, "Co-running applications")
         eprintln!(
             "corun: SIGKILL to takeover {:.3} s (lease {} s)",
             killed.elapsed().as_secs_f64(),

@@ -95,7 +95,7 @@ pub enum CorunError {
 }
 
 /// Whether a Ribbon instance takes part in co-running coordination
-/// (thesis §6.5.4; docs/ribbon.md, "Co-running applications").
+/// (thesis §6.5.4; docs/notebook/ribbon.md, "Co-running applications").
 #[derive(Debug, Default)]
 pub enum Corun {
     /// Its own four-point search, as a process alone (the default).

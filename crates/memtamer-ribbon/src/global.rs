@@ -79,7 +79,7 @@ pub fn config_from_env(app_threads: usize, queue_entries: usize) -> Result<Confi
     }
     if let Ok(v) = std::env::var(crate::coshm::ENV_SHARED) {
         // a bad key is not fatal: this process then runs its own search
-        // and says why (thesis §6.5.4; docs/ribbon.md, "Co-running applications")
+        // and says why (thesis §6.5.4; docs/notebook/ribbon.md, "Co-running applications")
         cfg.corun = match crate::coshm::path_for_key(&v) {
             Ok(Some(path)) => Corun::Shared(path),
             Ok(None) => Corun::Off,

@@ -12,7 +12,7 @@
 //! hardware threads of those cores (sharing a core with another flusher),
 //! and only then on the SMT siblings of application cores, which share the
 //! core's fill buffers and execution ports with the application
-//! (docs/ribbon.md "What bounds Ribbon at 24 threads", item 3).
+//! (docs/notebook/ribbon.md "What bounds Ribbon at 24 threads", item 3).
 
 /// One hardware thread of the machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,7 +91,7 @@ pub struct HelperCpus {
 /// the number of idle threads"), and §6.3.2 keeps "the proactive thread and
 /// flushing threads as two independent groups", synchronization-free; a
 /// helper left where the scheduler puts it competes with a flusher or an
-/// application thread for a CPU instead (docs/ribbon.md, "Where the control
+/// application thread for a CPU instead (docs/notebook/ribbon.md, "Where the control
 /// and proactive threads run"). The home socket is [`flusher_order`]'s
 /// first (thesis §6.5.1 runs on one socket "to eliminate NUMA effects"; a
 /// proactive `clwb` from another socket would snoop across the

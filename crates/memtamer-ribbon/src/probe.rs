@@ -6,7 +6,7 @@
 //! probe lasts (only that the counters are read every T = 1 s). Comparing
 //! single short probes that way follows probe noise: in the simulator two
 //! searches on the same workload ended at 4 and 19 or 39 flushers
-//! (docs/ribbon.md, "The thesis's strict >, measured"). This module is this
+//! (docs/notebook/ribbon.md, "The thesis's strict >, measured"). This module is this
 //! project's addition: each probe window is read as `slices` equal
 //! slices, whose rates give a standard error, and a difference counts as
 //! "higher" or "lower" only when it exceeds `z` standard errors; otherwise

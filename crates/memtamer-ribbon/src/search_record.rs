@@ -4,7 +4,7 @@
 //! table row and M it chose, and the reading that started the search.
 //!
 //! Without it the search's readings were visible only through an
-//! uncommitted trace (docs/ribbon.md, "Why streamcluster N = 24 misses").
+//! uncommitted trace (docs/notebook/ribbon.md, "Why streamcluster N = 24 misses").
 //! Pure data: the [`crate::controller::Controller`] fills it as it steps,
 //! [`crate::controller::Controller::last_search`] hands it out, and the
 //! runtime ([`crate::Ribbon::last_search`]) and the simulator report it.
@@ -36,7 +36,7 @@ pub enum Case {
     /// for a tie; reading a tie as "lower" sent a curve flat from P1 to P2
     /// and flat from P3 to P4 to P1 although nothing measured fell (the
     /// simulator's fastfair at 24 threads: P3, P4 6-7% above P1). The
-    /// lead's decision (docs/ribbon.md, "The tie rule: compare the ends"),
+    /// lead's decision (docs/notebook/ribbon.md, "The tie rule: compare the ends"),
     /// beyond the thesis's text and consistent with [`Case::DipThenRise`]:
     /// compare the measured ends, P4 only if BW4 beats BW1 by more than the
     /// noise band (a flusher must earn its core), P1 otherwise.

@@ -86,7 +86,7 @@ pub struct Config {
     /// Co-running coordination (thesis §6.5.4): with
     /// [`crate::coshm::Corun::Shared`] an adaptive instance registers in the
     /// registry and applies the flusher count the coordinator's split gives
-    /// it instead of running its own search. docs/ribbon.md, "Co-running
+    /// it instead of running its own search. docs/notebook/ribbon.md, "Co-running
     /// applications".
     pub corun: Corun,
     /// Test-only: publish a batch as done before executing it (the bug

@@ -2,7 +2,7 @@
 //! lines over several seeds. The four-point search's outcome depends on the
 //! seed (the programs' random choices and the first time slices move its
 //! probes by a few %, and the decision table turns that into another M;
-//! docs/ribbon.md "Placing the control and proactive threads, and the
+//! docs/notebook/ribbon.md "Placing the control and proactive threads, and the
 //! search's seed spread"), so one seed's count is a sample. This module runs
 //! `ribbon-eval`, `ribbon-oracle` and `ribbon-contention` once per seed, every
 //! point of every seed through one worker pool, and summarises the per-seed

@@ -4,7 +4,7 @@
 //! the controller's signal read, P1..P4's estimates with their noise, the
 //! table row and M chosen, and why a search started. Without it the
 //! search's readings were visible only through an uncommitted trace
-//! (docs/ribbon.md, "Why streamcluster N = 24 misses"). Times are the
+//! (docs/notebook/ribbon.md, "Why streamcluster N = 24 misses"). Times are the
 //! simulated clock (the scenario's compressed time), bandwidths GB/s.
 
 use memtamer_ribbon::search_record::{SearchCause, SearchRecord};

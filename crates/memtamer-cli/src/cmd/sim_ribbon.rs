@@ -1,6 +1,6 @@
 //! `memtamer sim ribbon --seed N` / `--seeds A,B,...`: issue 19's simulator
 //! tables for another seed, or for several with a Done-when summary over
-//! them (docs/ribbon.md "The Done-when lines over seeds"). Without either
+//! them (docs/notebook/ribbon.md "The Done-when lines over seeds"). Without either
 //! flag `sim.rs` runs the scenarios' own seed as before.
 
 use crate::error::{CliError, Outcome};

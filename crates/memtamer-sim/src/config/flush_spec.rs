@@ -42,7 +42,7 @@ pub enum FlushPattern {
     /// undo-log snapshots (two non-temporal lines + two drains each), the
     /// commit's flush of every range and drain, and the redo log that
     /// publishes the allocations (three drains; two bitmap words and the
-    /// undo generation number flushed). 10 fences per put; docs/ribbon.md
+    /// undo generation number flushed). 10 fences per put; docs/notebook/ribbon.md
     /// "What one cmap put persists, from the sources".
     #[serde(rename = "pmemkv-cmap")]
     PmemkvCmap,

@@ -286,7 +286,7 @@ pub(crate) mod tests {
     #[test]
     fn each_flusher_is_kept_on_its_cpu_of_the_runtime_order() {
         // N = 4 on 0-3: the order is idle cores 4..23, their siblings
-        // 28..47, then the application's siblings 24..27 (docs/ribbon.md,
+        // 28..47, then the application's siblings 24..27 (docs/notebook/ribbon.md,
         // "Where the control and proactive threads run"); flusher f gets
         // order[f] and only that CPU, as `pin::plan` + `sched_setaffinity`
         // give the runtime's flusher f

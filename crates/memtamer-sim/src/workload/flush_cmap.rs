@@ -1,6 +1,6 @@
 //! The `pmemkv-cmap` flush pattern: one PMEMKV `cmap` put of a new key, as
 //! the sources of pmemkv, libpmemobj-cpp and PMDK libpmemobj persist it
-//! (issue 19; the count and its citations are in docs/ribbon.md "What one
+//! (issue 19; the count and its citations are in docs/notebook/ribbon.md "What one
 //! cmap put persists, from the sources").
 //!
 //! `cmap::put` (pmemkv `src/engines/cmap.cc`) calls

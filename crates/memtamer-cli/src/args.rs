@@ -419,7 +419,7 @@ pub(crate) enum SimCmd {
         partial_form: String,
         /// Also run Tahoe placing the `out` blocks its tasks write whole in DRAM
         /// without a copy (`tahoe-outnocopy`, an ablation beyond the thesis), and
-        /// print its table (docs/tahoe.md "Out blocks placed without a copy").
+        /// print its table (docs/notebook/tahoe.md "Out blocks placed without a copy").
         #[arg(long = "out-no-copy")]
         out_no_copy: bool,
         /// Page-fault handling time per page of `--out-no-copy`, ns (default:
@@ -438,14 +438,14 @@ pub(crate) enum SimCmd {
         /// writes before its tasks, in allocation order, then the arrays its tasks
         /// first touch, as they run: Strassen's C and temporaries, from KASTORS's
         /// source) or `alloc` (every array at the start in allocation order, the
-        /// tables before 2026-11-27). docs/tahoe.md "The setup against the thesis".
+        /// tables before 2026-11-27). docs/notebook/tahoe.md "The setup against the thesis".
         #[arg(long = "first-touch", default_value = "source",
               value_parser = ["source", "alloc"])]
         first_touch: String,
         /// Where Tahoe's run-time first touches go (arrays a program first touches in its
         /// tasks: Strassen's C and temporaries): `thesis` (the slow tier: "All memory pages
         /// are initially allocated on NVM", §4.3.5) or `os` (free DRAM by unmanaged's
-        /// first-touch rule, adopted by Tahoe; an ablation). docs/tahoe.md "Run-time first
+        /// first-touch rule, adopted by Tahoe; an ablation). docs/notebook/tahoe.md "Run-time first
         /// touch under Tahoe".
         #[arg(long = "tahoe-touch", default_value = "thesis",
               value_parser = ["thesis", "os"])]
@@ -453,13 +453,13 @@ pub(crate) enum SimCmd {
         /// Frees inside the programs: `source` (KASTORS's Strassen frees each recursion
         /// node's temporaries after its taskwait: their DRAM is given back, no
         /// write-back) or `never` (every array lives the whole run, the tables before
-        /// branch `tahoeft`). docs/tahoe.md "Freed temporaries".
+        /// branch `tahoeft`). docs/notebook/tahoe.md "Freed temporaries".
         #[arg(long = "frees", default_value = "source",
               value_parser = ["source", "never"])]
         frees: String,
         /// A benchmark's data bytes per DRAM byte in place of its Table 4.4 ratio,
         /// `NAME=N` (repeatable or comma-separated), e.g. `heat=2`: a probe of the
-        /// DRAM that the thesis's stated inputs give at 128 MB (docs/tahoe.md "The
+        /// DRAM that the thesis's stated inputs give at 128 MB (docs/notebook/tahoe.md "The
         /// setup against the thesis").
         #[arg(long = "dram-ratio", value_delimiter = ',')]
         dram_ratio: Vec<String>,

@@ -17,7 +17,7 @@
 //! On a one-NUMA-node host the move to node+1 fails as a whole (the node
 //! does not exist) and the move back is a no-op for pages already there,
 //! so the prior is what a no-op batch costs: exactly what the tool's
-//! promotions cost on such a host (docs/tahoe.md "The check in the tool").
+//! promotions cost on such a host (docs/notebook/tahoe.md "The check in the tool").
 
 use memtamer_tahoe::benefit::measured_copy_ns;
 use memtamer_tahoe::copycost::{CopyCost, CopySamples};

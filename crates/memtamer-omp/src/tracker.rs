@@ -17,7 +17,7 @@ use std::ops::Range;
 /// one counter). They share the planner's multiplicative hasher
 /// ([`memtamer_tahoe::fasthash`]): one multiply instead of SipHash, which
 /// the callbacks paid three to four times per dependence edge (callgrind
-/// of heat, docs/tahoe.md "overhead"). Ids are not attacker-chosen.
+/// of heat, docs/notebook/tahoe.md "overhead"). Ids are not attacker-chosen.
 type IdMap<V> = memtamer_tahoe::fasthash::PageMap<V>;
 type IdSet = memtamer_tahoe::fasthash::PageSet;
 
@@ -344,7 +344,7 @@ impl Tracker {
     /// their predicted time less their elapsed time, the head after its
     /// whole predicted time; less the helper's backlog at the current copy
     /// cost) and the created, not yet started tasks after the head, whose
-    /// reuse counts (the simulator's Tahoe's inputs, docs/tahoe.md "The
+    /// reuse counts (the simulator's Tahoe's inputs, docs/notebook/tahoe.md "The
     /// check in the tool").
     pub fn begin_ahead(
         &mut self,

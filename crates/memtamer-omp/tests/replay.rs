@@ -3,7 +3,7 @@
 //! through the tracker and pins what it records: the stats line, the
 //! planner's counters, the per-type recording and the model errors. The
 //! expected digest was taken from the tracker before the overhead cuts
-//! (docs/tahoe.md "overhead"), so a cut that changes what the tool records
+//! (docs/notebook/tahoe.md "overhead"), so a cut that changes what the tool records
 //! fails here.
 
 use memtamer_omp::tracker::Tracker;

@@ -1,5 +1,5 @@
 //! Per task type: where Tahoe's in-run prediction error comes from
-//! (docs/tahoe.md "The representative's placement and the instances'
+//! (docs/notebook/tahoe.md "The representative's placement and the instances'
 //! times"). Runs the `memtamer sim tahoe --recorded builtin` evaluation and
 //! prints, for Tahoe's run of every benchmark and type: the predicted and
 //! measured mean time of the predicted instances, their DRAM share, the

@@ -1,5 +1,5 @@
 /* Synthetic task with a known hot/cold page split, for checking the OMPT
- * tool's page sampler (docs/tahoe.md "Per-page hotness"): NB blocks of BLK
+ * tool's page sampler (docs/notebook/tahoe.md "Per-page hotness"): NB blocks of BLK
  * bytes in one array, one task type `work` per block and round
  * (depend(inout) on the block, so each block's tasks run in order). A task
  * makes ROUNDS passes over the first HOT_PCT% of its block's pages and, in

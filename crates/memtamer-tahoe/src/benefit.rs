@@ -56,7 +56,7 @@ pub const LINE: u64 = 64;
 /// partial-placement form. The parallel-tiers form's own slope at the
 /// all-slow end, `T_c_NVM / tot_mem_acc` down to its knee, was tried with
 /// the traffic charge and lost on RandomAccess, where the knee rests on
-/// the fallback's biased all-DRAM time (docs/tahoe.md, "Fifth pass"); the
+/// the fallback's biased all-DRAM time (docs/notebook/tahoe.md, "Fifth pass"); the
 /// planner still caps a task's own saving at its gap under the form
 /// ([`task_gap_ns`]). 0 if the model predicts no gain or the profile has
 /// no accesses.
@@ -105,9 +105,9 @@ pub fn future_savings(
 /// co-runners' pages, so a future task none of whose objects touches one
 /// is not re-based, and the others only for those pages, unsorted (the
 /// re-basing's sort was most of the OMPT tool's planning time with the
-/// check on, docs/tahoe.md "The check in the tool"). The reuse distance counts each object's pages once
-/// (an object named again adds no page, so the distinct-page count is
-/// that of the footprints).
+/// check on, docs/notebook/tahoe.md "The check in the tool"). The reuse
+/// distance counts each object's pages once (an object named again adds
+/// no page, so the distinct-page count is that of the footprints).
 pub fn future_savings_of(
     db: &ProfileDb,
     model: &HybridModel,
@@ -290,7 +290,7 @@ pub fn fresh_ns(fault_ns: f64, copy_ns: f64) -> f64 {
 /// (the head starts now when one is idle) and gives the queue's head the
 /// mean remaining time of the running tasks, while it starts at the first
 /// completion; on heat at 4x latency it predicted 29-37 us for tasks that
-/// started 1-5 us later (docs/tahoe.md, "Heat at 4x latency").
+/// started 1-5 us later (docs/notebook/tahoe.md, "Heat at 4x latency").
 pub fn queue_starts(running: &[f64], queued: &[f64], workers: usize) -> Vec<f64> {
     list_starts(&uniform_remaining(running), queued, workers)
 }

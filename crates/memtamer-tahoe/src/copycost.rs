@@ -10,7 +10,7 @@
 //! (Eq. 3.3's `data_size / mem_copy_bw`, §3.4.1) fitted as the mean time
 //! per page of the timed batches mixes that fixed part into every page:
 //! on a host where a call costs ~1 ms whatever its size the mean swings
-//! with the batch sizes the run happened to time (docs/tahoe.md "The check
+//! with the batch sizes the run happened to time (docs/notebook/tahoe.md "The check
 //! in the tool": 9,000 to 3,000,000 ns/page), and the check with it. Here
 //! the two terms are fitted by least squares over the timed batches'
 //! `(pages, ns)` samples ([`CopySamples::fit`]), and the planner charges a

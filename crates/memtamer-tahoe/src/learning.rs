@@ -1,10 +1,10 @@
 //! How Tahoe learns a task type's all-slow time T_c_NVM (thesis §4.3.3
-//! profiles one representative; docs/tahoe.md "The representative's
+//! profiles one representative; docs/notebook/tahoe.md "The representative's
 //! placement and the instances' times"): one choice shared by the
 //! simulator's Tahoe (`memtamer sim tahoe --model`) and the OMPT tool
 //! (`MEMTAMER_TAHOE_MODEL`).
 
-/// Where Tahoe's all-slow time per type T_c_NVM comes from (docs/tahoe.md
+/// Where Tahoe's all-slow time per type T_c_NVM comes from (docs/notebook/tahoe.md
 /// "The representative's placement and the instances' times"; `memtamer
 /// sim tahoe --model`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -26,7 +26,7 @@ pub fn t_partial(t_slow: f64, t_dram: f64, slow_acc: f64, total_acc: f64) -> f64
 }
 
 /// The parallel-tiers variant of Eq. 4.4 (a deviation from the thesis,
-/// docs/tahoe.md "The partial-placement form"): when DRAM and the slow tier
+/// docs/notebook/tahoe.md "The partial-placement form"): when DRAM and the slow tier
 /// are separate memory controllers serving a task's accesses at the same
 /// time, the task takes as long as the slower of the two shares, not their
 /// sum: `T_p = max(p * T_c_NVM, T_c_DRAM)` with `p = p_nvm_acc /
@@ -427,7 +427,7 @@ impl HybridModel {
     }
 
     /// The same model with another partial-placement form (the
-    /// parallel-tiers ablation, docs/tahoe.md).
+    /// parallel-tiers ablation, docs/notebook/tahoe.md).
     pub fn with_form(self, form: PartialForm) -> Self {
         HybridModel { form, ..self }
     }
@@ -585,7 +585,7 @@ mod tests {
         assert_eq!(f.t_partial(10.0, 4.0, 5.0, 0.0), 10.0);
         // A DRAM time above the slow one (a bad prediction) cannot raise it.
         assert_eq!(f.t_partial(10.0, 12.0, 0.0, 100.0), 10.0);
-        // Heat at 1/4 bandwidth (docs/tahoe.md): T_slow 8.102, T_dram 1.989,
+        // Heat at 1/4 bandwidth (docs/notebook/tahoe.md): T_slow 8.102, T_dram 1.989,
         // p = 0.5 -> the parallel form 4.051, Eq. 4.4 5.046 (+25%).
         let (a, b) = (
             t_partial(8.102, 1.989, 0.5, 1.0),

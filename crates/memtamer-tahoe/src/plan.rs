@@ -44,7 +44,7 @@ pub struct PlanConfig {
     /// the simulator's per-page line counts; the page size for the OMPT
     /// tool, whose sampled counts (intervals a page was touched) and
     /// [`TypeProfile::uniform`] profiles (one access per page) count page
-    /// passes, the unit its fallback β prices (docs/tahoe.md "The check
+    /// passes, the unit its fallback β prices (docs/notebook/tahoe.md "The check
     /// in the tool").
     pub access_bytes: u64,
     /// Page-fault handling time per page, ns (a measured machine
@@ -55,7 +55,7 @@ pub struct PlanConfig {
     /// check charges them [`fresh_ns`] of helper time and no slow-tier
     /// traffic; `None` (the default): every promotion copies, as the
     /// thesis's Tahoe, which does not distinguish reads from writes
-    /// (§4.3.7). An ablation beyond the thesis (docs/tahoe.md, "Out
+    /// (§4.3.7). An ablation beyond the thesis (docs/notebook/tahoe.md, "Out
     /// blocks placed without a copy").
     pub out_fault_ns: Option<f64>,
     /// Fixed cost of one copy batch (one `move_pages` call whatever its
@@ -76,7 +76,7 @@ pub struct PlanConfig {
     /// representative that ran partly from DRAM gives it only through the
     /// fallback model inverted (`T_measured + beta * DRAM accesses`), and
     /// one beta for every program is off by up to 2x per program
-    /// (docs/tahoe.md "The representative's placement"). A passed-over
+    /// (docs/notebook/tahoe.md "The representative's placement"). A passed-over
     /// instance runs unplaced and unpredicted ([`Decision::Wait`]); after
     /// this many, the next instance is profiled wherever its pages are, so
     /// no type stays unknown. 0 (the default, the OMPT tool's): the first
@@ -91,7 +91,7 @@ pub struct PlanConfig {
     /// measures only for its own moment (the first wave, when first-touch
     /// DRAM still serves other tasks); the instances measure the rest of
     /// the run. Only tasks already completed enter a prediction. Beyond
-    /// the thesis, which profiles once (§4.3.3; docs/tahoe.md "The
+    /// the thesis, which profiles once (§4.3.3; docs/notebook/tahoe.md "The
     /// representative's placement"). False (the default, the OMPT
     /// tool's): the representative's time stays.
     pub refine: bool,
@@ -346,7 +346,7 @@ impl Planner {
     /// nothing hidden), as in [`Planner::plan_ready_slack`]. The head's
     /// own moves run on its worker right before it, so it has none. The
     /// OMPT tool decides here at every task start, its look-ahead batches
-    /// going to its helper thread (docs/tahoe.md "The check in the tool").
+    /// going to its helper thread (docs/notebook/tahoe.md "The check in the tool").
     pub fn decide_ahead_slack(
         &mut self,
         head: &Task,
@@ -747,7 +747,7 @@ impl Planner {
             // DRAM), Eq. 4.4's inversion. Not the parallel form's: its
             // inversion divides by the slow share, which amplifies the
             // representative's co-runner load by 1/p (measured: heat's
-            // in-run error 0.4% -> 29.6% at 1/4 bandwidth; docs/tahoe.md
+            // in-run error 0.4% -> 29.6% at 1/4 bandwidth; docs/notebook/tahoe.md
             // "The representative's placement and the instances' times").
             let dram_acc: f64 = samples
                 .unwrap_or_default()

@@ -675,7 +675,7 @@ fn moved_at(n: u64, cost: crate::copycost::CopyCost, slack: f64) -> usize {
 fn a_large_batch_pays_a_fixed_call_cost_the_mean_puts_on_every_page() {
     use crate::copycost::CopySamples;
     // timed batches of 8 .. 256 pages on a host where a call costs 1 ms
-    // whatever its size and a page 2 us (docs/tahoe.md "The check in the
+    // whatever its size and a page 2 us (docs/notebook/tahoe.md "The check in the
     // tool"): the mean is 13.1 us per page
     let mut s = CopySamples::default();
     for (p, ns) in [(8, 1_016_000.0), (32, 1_064_000.0), (64, 1_128_000.0)] {

@@ -42,7 +42,7 @@ pub enum Access {
     /// promise about coverage), so only a shell that knows the task's
     /// writes (the simulator's workload description) passes it; it lets
     /// the planner place the object's pages in DRAM without copying them
-    /// (docs/tahoe.md, "Out blocks placed without a copy"; beyond the
+    /// (docs/notebook/tahoe.md, "Out blocks placed without a copy"; beyond the
     /// thesis, which does "not distinguish memory read and write", §4.3.7).
     /// Everywhere else it is `out`.
     OutWhole,

@@ -34,7 +34,7 @@ pub(super) struct Opts {
     /// tables before branch `tahoeft`); false: the sources' frees.
     pub frees_never: bool,
     /// `--dram-ratio NAME=N`: a benchmark's data bytes per DRAM byte in
-    /// place of its Table 4.4 ratio (a probe; docs/tahoe.md "The setup
+    /// place of its Table 4.4 ratio (a probe; docs/notebook/tahoe.md "The setup
     /// against the thesis").
     pub dram_ratio: Vec<String>,
 }

@@ -19,7 +19,7 @@
 //! objects that changed tier, is the phase's *exposure*: the share of the
 //! modelled cost it pays. It is the thesis's constant-factor idea measured
 //! on the program, per phase, instead of on STREAM, as Tahoe's refined
-//! model (docs/tahoe.md, "The representative's placement and the
+//! model (docs/notebook/tahoe.md, "The representative's placement and the
 //! instances' times") refines a task's slow-tier time from the instances
 //! it ran.
 //!

@@ -94,7 +94,7 @@ pub const HEAT_BLOCKS: usize = 8;
 /// Heat's Jacobi sweeps: the same program's input (`04-mpi+ompss/heat/
 /// test.dat` line 1, `10 # iterations`, with line 2 `4096 # resolution`
 /// and line 3 `0 # Algorithm 0=Jacobi`). The thesis states no count;
-/// until 2026-11-26 the scenario ran 6 (docs/tahoe.md, "Block sizes from
+/// until 2026-11-26 the scenario ran 6 (docs/notebook/tahoe.md, "Block sizes from
 /// the sources").
 pub const HEAT_SWEEPS: u32 = 10;
 

@@ -338,7 +338,7 @@ pub struct Measured {
 /// mapping after `madvise(MADV_DONTNEED)`, less a `memset` of the same,
 /// mapped pages (the zeroing, which the simulator charges as DRAM writes
 /// instead): 2050 - 107 and 1985 - 103 ns in two runs (program and
-/// command in docs/tahoe.md, "Out blocks placed without a copy"). A VM's
+/// command in docs/notebook/tahoe.md, "Out blocks placed without a copy"). A VM's
 /// fault path is slower than bare metal's, so this is against the
 /// mechanism; `memtamer sim tahoe --out-fault-ns` changes it.
 pub const OUT_FAULT_NS: f64 = 1900.0;
@@ -349,7 +349,7 @@ const R1: usize = 8;
 
 /// Round-2 runs per case, (cost-benefit check, sibling scheduling):
 /// `tahoe`, `tahoe-nocheck`, and the two without sibling scheduling
-/// (`-nosib`, the ablation of docs/tahoe.md "Sibling scheduling").
+/// (`-nosib`, the ablation of docs/notebook/tahoe.md "Sibling scheduling").
 const R2: [(bool, bool); 4] = [(true, true), (false, true), (true, false), (false, false)];
 
 /// The runs the reported oracle is the best of: a full-knowledge system
@@ -411,7 +411,7 @@ fn round1(k: usize) -> Box<dyn TaskPolicy> {
 /// threads for independent runs (0 = all cores); Tahoe predicts partial
 /// placements with `form`. `out_fault_ns`: also run Tahoe placing the
 /// `out` blocks its tasks write whole without a copy, with this page-fault
-/// time per page (`tahoe-outnocopy`, docs/tahoe.md "Out blocks placed
+/// time per page (`tahoe-outnocopy`, docs/notebook/tahoe.md "Out blocks placed
 /// without a copy"); None: not run, the tables are Tahoe's as before.
 /// `learn`: where Tahoe's all-slow times come from ([`ModelLearning`]).
 /// `os_touch`: the OS also places Tahoe's run-time first touches in free

@@ -1,4 +1,4 @@
-//! The `out` no-copy ablation's table (docs/tahoe.md, "Out blocks placed
+//! The `out` no-copy ablation's table (docs/notebook/tahoe.md, "Out blocks placed
 //! without a copy"): Tahoe against the same Tahoe placing the `out` blocks
 //! its tasks write whole in DRAM without copying them
 //! ([`super::policy::TahoePolicy::with_out_no_copy`]), beyond the thesis

@@ -143,7 +143,7 @@ impl TahoePolicy {
     /// ("All memory pages are initially allocated on NVM", §4.3.5): the
     /// DRAM the initialisation leaves free is Tahoe's to fill.
     /// `form`: the partial-placement model (Eq. 4.4 or the parallel-tiers
-    /// form, docs/tahoe.md "The partial-placement form").
+    /// form, docs/notebook/tahoe.md "The partial-placement form").
     pub fn new(
         dram_pages: usize,
         beta_ns: f64,
@@ -180,7 +180,7 @@ impl TahoePolicy {
     /// whole in DRAM without a copy (discard + a fault of `fault_ns` + the
     /// zeroing's DRAM writes; [`overwrites`],
     /// `memtamer_tahoe::plan::PlanConfig::out_fault_ns`): an ablation
-    /// beyond the thesis (docs/tahoe.md, "Out blocks placed without a
+    /// beyond the thesis (docs/notebook/tahoe.md, "Out blocks placed without a
     /// copy"). Its name gains `-outnocopy`.
     pub fn with_out_no_copy(mut self, fault_ns: f64) -> Self {
         self.planner.set_out_fault_ns(Some(fault_ns));
@@ -200,7 +200,7 @@ impl TahoePolicy {
     /// slow tier): the page has no contents yet. An ablation: the thesis
     /// starts every page in the slow tier ("All memory pages are initially
     /// allocated on NVM", §4.3.5; "Initially, all data objects (or memory
-    /// pages) in all tasks are on NVM", §4.3); docs/tahoe.md "Run-time
+    /// pages) in all tasks are on NVM", §4.3); docs/notebook/tahoe.md "Run-time
     /// first touch under Tahoe". Only with the first-touch start.
     pub fn with_os_touch(mut self) -> Self {
         if self.first_touch {

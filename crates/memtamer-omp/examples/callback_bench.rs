@@ -196,22 +196,25 @@ fn run<P: Path + 'static>(path: Arc<P>, threads: u64, per: u64) -> f64 {
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn main() {
     let mut threads: Vec<u64> = Vec::new();
     let (mut per, mut reps) = (10_000u64, 3usize);
+    // one path only (for a profiler): "locked" or "buffered"
+    let mut only = String::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let num = |v: Option<String>| v.and_then(|s| s.parse::<u64>().ok()).filter(|&n| n > 0);
         match a.as_str() {
             "--tasks" => per = num(args.next()).unwrap_or(per),
             "--reps" => reps = num(args.next()).map_or(reps, |n| n as usize),
+            "--only" => only = args.next().unwrap_or_default(),
             s => match s.parse::<u64>() {
                 Ok(n) if n > 0 && n <= 1024 => threads.push(n),
                 _ => {
-                    eprintln!("usage: callback_bench [THREADS...] [--tasks N] [--reps R]");
+                    eprintln!("usage: callback_bench [THREADS...] [--tasks N] [--reps R] [--only locked|buffered]");
                     std::process::exit(2);
                 }
             },
@@ -228,12 +231,16 @@ fn main() {
     for &n in &threads {
         let (mut l, mut b) = (Vec::new(), Vec::new());
         for _ in 0..reps {
-            l.push(run(Arc::new(Locked(Mutex::new(tracker()))), n, per));
-            b.push(run(
-                Arc::new(Buffered(Shared::new(tracker(), DEFAULT_CAP))),
-                n,
-                per,
-            ));
+            if only != "buffered" {
+                l.push(run(Arc::new(Locked(Mutex::new(tracker()))), n, per));
+            }
+            if only != "locked" {
+                b.push(run(
+                    Arc::new(Buffered(Shared::new(tracker(), DEFAULT_CAP))),
+                    n,
+                    per,
+                ));
+            }
         }
         let events = (n * per * EVENTS_PER_TASK) as f64;
         let (l, b) = (median(l) / events, median(b) / events);

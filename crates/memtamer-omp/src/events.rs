@@ -243,31 +243,54 @@ pub fn apply_sched_with<R>(
     (s.next != 0).then(|| begin(tr, s.next, s.now))
 }
 
-/// The events of `bufs` in global sequence order, as (buffer, index)
-/// pairs: a k-way merge of runs that are each in order.
-pub fn merge_order(bufs: &[EventBuf]) -> Vec<(usize, usize)> {
-    let mut at = vec![0usize; bufs.len()];
-    let total: usize = bufs.iter().map(EventBuf::len).sum();
-    let mut out = Vec::with_capacity(total);
-    for _ in 0..total {
-        let next = bufs
-            .iter()
-            .enumerate()
-            .filter(|(b, buf)| at[*b] < buf.len())
-            .min_by_key(|(b, buf)| buf.seqs[at[*b]])
-            .map(|(b, _)| b);
-        let Some(b) = next else { break };
-        out.push((b, at[b]));
-        at[b] += 1;
+/// Calls `f(buffer, index)` for the events of `bufs` in global sequence
+/// order: a k-way merge of runs that are each in order, taking from the
+/// buffer with the smallest next number every event below the other
+/// buffers' next numbers (one thread's run) at once.
+fn for_each_merged(bufs: &[EventBuf], mut f: impl FnMut(usize, usize)) {
+    if let [one] = bufs {
+        (0..one.len()).for_each(|i| f(0, i));
+        return;
     }
+    let mut at = vec![0usize; bufs.len()];
+    loop {
+        // the smallest next number and the second smallest
+        let mut best: Option<(usize, u64)> = None;
+        let mut second = u64::MAX;
+        for (b, buf) in bufs.iter().enumerate() {
+            let Some(&s) = buf.seqs.get(at[b]) else {
+                continue;
+            };
+            match best {
+                Some((_, bs)) if bs <= s => second = second.min(s),
+                _ => {
+                    if let Some((_, bs)) = best {
+                        second = second.min(bs);
+                    }
+                    best = Some((b, s));
+                }
+            }
+        }
+        let Some((b, _)) = best else { break };
+        let buf = &bufs[b];
+        while at[b] < buf.len() && buf.seqs[at[b]] < second {
+            f(b, at[b]);
+            at[b] += 1;
+        }
+    }
+}
+
+/// The events of `bufs` in global sequence order, as (buffer, index)
+/// pairs.
+pub fn merge_order(bufs: &[EventBuf]) -> Vec<(usize, usize)> {
+    let mut out = Vec::with_capacity(bufs.iter().map(EventBuf::len).sum());
+    for_each_merged(bufs, |b, i| out.push((b, i)));
     out
 }
 
 /// Applies every event of `bufs` to `tr` in global sequence order.
 pub fn apply_merged(tr: &mut Tracker, bufs: &[EventBuf]) {
-    for (b, i) in merge_order(bufs) {
-        bufs[b].apply(i, tr);
-    }
+    for_each_merged(bufs, |b, i| bufs[b].apply(i, tr));
 }
 
 /// A thread's buffer, shared with the drainers through the registry.

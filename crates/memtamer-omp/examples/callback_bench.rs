@@ -9,8 +9,9 @@
 //! tasks as a worker would: task create, its dependences (its own block
 //! inout, a shared block in), the edge from its previous task, then one
 //! task switch completing the previous task and starting the new one:
-//! four events per task, placement off. The output is a ratio between the
-//! two paths on this host, not a wall-clock promise.
+//! four events per task, placement off, then (`--work-ns W`) a task body
+//! that spins W ns. The output is a ratio between the two paths on this
+//! host, not a wall-clock promise.
 //!
 //! ```sh
 //! cargo run --release -p memtamer-omp --example callback_bench -- 1 2 4 8 16 --tasks 10000 --reps 3
@@ -131,7 +132,7 @@ impl Path for Buffered {
 
 /// Wall ns for `threads` threads running `per` tasks each through `path`,
 /// the final drain included; checks every task was created and completed.
-fn run<P: Path + 'static>(path: Arc<P>, threads: u64, per: u64) -> f64 {
+fn run<P: Path + 'static>(path: Arc<P>, threads: u64, per: u64, work_ns: u64) -> f64 {
     let bar = Arc::new(Barrier::new(threads as usize + 1));
     let epoch = Instant::now();
     let joins: Vec<_> = (0..threads)
@@ -156,6 +157,11 @@ fn run<P: Path + 'static>(path: Arc<P>, threads: u64, per: u64) -> f64 {
                         ..Sched::default()
                     });
                     prev = id;
+                    // the task's body
+                    let body = Instant::now();
+                    while (body.elapsed().as_nanos() as u64) < work_ns {
+                        std::hint::spin_loop();
+                    }
                 }
                 p.switch(Sched {
                     prior: prev,
@@ -201,7 +207,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let mut threads: Vec<u64> = Vec::new();
-    let (mut per, mut reps) = (10_000u64, 3usize);
+    let (mut per, mut reps, mut work) = (10_000u64, 3usize, 0u64);
     // one path only (for a profiler): "locked" or "buffered"
     let mut only = String::new();
     let mut args = std::env::args().skip(1);
@@ -211,10 +217,11 @@ fn main() {
             "--tasks" => per = num(args.next()).unwrap_or(per),
             "--reps" => reps = num(args.next()).map_or(reps, |n| n as usize),
             "--only" => only = args.next().unwrap_or_default(),
+            "--work-ns" => work = args.next().and_then(|s| s.parse().ok()).unwrap_or(0),
             s => match s.parse::<u64>() {
                 Ok(n) if n > 0 && n <= 1024 => threads.push(n),
                 _ => {
-                    eprintln!("usage: callback_bench [THREADS...] [--tasks N] [--reps R] [--only locked|buffered]");
+                    eprintln!("usage: callback_bench [THREADS...] [--tasks N] [--reps R] [--only locked|buffered] [--work-ns W]");
                     std::process::exit(2);
                 }
             },
@@ -225,20 +232,21 @@ fn main() {
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "callback path, placement off, {per} tasks x {EVENTS_PER_TASK} events per thread, median of {reps} alternating runs, {cpus} CPUs"
+        "callback path, placement off, {per} tasks x {EVENTS_PER_TASK} events per thread, task bodies {work} ns, median of {reps} alternating runs, {cpus} CPUs"
     );
     println!("threads  locked ns/event  buffered ns/event  locked/buffered");
     for &n in &threads {
         let (mut l, mut b) = (Vec::new(), Vec::new());
         for _ in 0..reps {
             if only != "buffered" {
-                l.push(run(Arc::new(Locked(Mutex::new(tracker()))), n, per));
+                l.push(run(Arc::new(Locked(Mutex::new(tracker()))), n, per, work));
             }
             if only != "locked" {
                 b.push(run(
                     Arc::new(Buffered(Shared::new(tracker(), DEFAULT_CAP))),
                     n,
                     per,
+                    work,
                 ));
             }
         }
@@ -246,5 +254,5 @@ fn main() {
         let (l, b) = (median(l) / events, median(b) / events);
         println!("{n:>7}  {l:>15.1}  {b:>17.1}  {:>15.2}", l / b);
     }
-    println!("(ns/event: wall time of all threads over all events; the switch events' clock reads included)");
+    println!("(ns/event: wall time of all threads over all events, task bodies included; the switch events' clock reads included)");
 }

@@ -115,6 +115,15 @@ impl EventBuf {
         }
     }
 
+    /// Empties the buffer, keeping its storage (the locked path's
+    /// scratch, [`Shared::apply_now`]).
+    pub fn clear(&mut self) {
+        self.seqs.clear();
+        self.evs.clear();
+        self.exact.clear();
+        self.deps.clear();
+    }
+
     /// Events held.
     pub fn len(&self) -> usize {
         self.evs.len()
@@ -305,6 +314,9 @@ fn relock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Debug)]
 pub struct Shared {
     track: Mutex<Tracker>,
+    /// The locked path's one-event buffer ([`Shared::apply_now`]), taken
+    /// only while `track` is held, so never contended.
+    scratch: Mutex<EventBuf>,
     bufs: Mutex<Vec<Handle>>,
     seq: AtomicU64,
     cap: usize,
@@ -316,6 +328,7 @@ impl Shared {
     pub fn new(tr: Tracker, cap: usize) -> Self {
         Shared {
             track: Mutex::new(tr),
+            scratch: Mutex::new(EventBuf::default()),
             bufs: Mutex::new(Vec::new()),
             seq: AtomicU64::new(0),
             cap: cap.max(1),
@@ -330,6 +343,21 @@ impl Shared {
         let h = Handle::default();
         relock(&self.bufs).push(h.clone());
         h
+    }
+
+    /// The locked path: applies one event at once under the tracker's lock,
+    /// after draining whatever is buffered (nothing, when every event takes
+    /// this path). No allocation once the scratch buffer has grown. Why a
+    /// second path: on a few CPUs the lock is rarely contended and cheaper
+    /// than a buffered event (docs/tahoe.md, "Per-thread event buffers
+    /// instead of the tracker lock").
+    pub fn apply_now(&self, f: impl FnOnce(&mut EventBuf, u64)) {
+        let mut tr = self.drained();
+        let mut one = relock(&self.scratch);
+        one.clear();
+        f(&mut one, 0);
+        apply_merged(&mut tr, std::slice::from_ref(&*one));
+        one.clear();
     }
 
     /// Drains that applied at least one event.
@@ -396,10 +424,7 @@ impl Shared {
     /// drain, as it was before buffering.
     pub fn record(&self, h: Option<&Handle>, f: impl FnOnce(&mut EventBuf, u64)) {
         let Some(h) = h else {
-            let mut one = EventBuf::default();
-            f(&mut one, 0);
-            let mut tr = self.drained();
-            apply_merged(&mut tr, std::slice::from_ref(&one));
+            self.apply_now(f);
             return;
         };
         let len = {

@@ -108,7 +108,10 @@ fn begin_place(t: &mut Tracker, s: &Sched) -> Vec<Batch> {
 /// simulated thread, buffers of `cap` events, drains at random points) to
 /// another; with `place`, every begin drains and decides. Returns both
 /// digests and both runs' batches.
-fn run_seed(seed: u64, place: bool) -> (String, String, Vec<Batch>, Vec<Batch>) {
+/// One seeded multi-thread event stream fed to a tracker directly and to
+/// one behind [`Shared`]: through the buffers, or (`locked`) through
+/// [`Shared::apply_now`], the `MEMTAMER_TAHOE_EVENTS=locked` path.
+fn run_seed(seed: u64, place: bool, locked: bool) -> (String, String, Vec<Batch>, Vec<Batch>) {
     let mut rng = Rng(seed);
     let threads = 1 + rng.below(6) as usize;
     let cap = 1 + rng.below(12) as usize;
@@ -124,7 +127,11 @@ fn run_seed(seed: u64, place: bool) -> (String, String, Vec<Batch>, Vec<Batch>) 
     let block = 1u64 << 16;
     let emit = |th: usize, op: Op, direct: &mut Tracker| {
         apply_direct(direct, &op);
-        shared.record(Some(&handles[th]), |b, seq| push(b, seq, &op));
+        if locked {
+            shared.apply_now(|b, seq| push(b, seq, &op));
+        } else {
+            shared.record(Some(&handles[th]), |b, seq| push(b, seq, &op));
+        }
     };
     loop {
         let all_idle = running.iter().all(|&r| r == 0);
@@ -239,16 +246,18 @@ fn merge_applies_events_in_global_order() {
 fn a_drained_tracker_equals_one_fed_directly() {
     for seed in 0..40 {
         for place in [false, true] {
-            let (want, got, bw, bg) = run_seed(seed, place);
-            assert!(!want.contains("completed: 0,"), "{want}");
-            assert_eq!(want, got, "seed {seed} place {place}");
-            assert_eq!(bw, bg, "seed {seed} place {place}");
+            for locked in [false, true] {
+                let (want, got, bw, bg) = run_seed(seed, place, locked);
+                assert!(!want.contains("completed: 0,"), "{want}");
+                assert_eq!(want, got, "seed {seed} place {place} locked {locked}");
+                assert_eq!(bw, bg, "seed {seed} place {place} locked {locked}");
+            }
         }
     }
     // the generator reaches placements and completions (else the
     // comparison above would prove little)
     let (want, _, b, _) = (0..40)
-        .map(|s| run_seed(s, true))
+        .map(|s| run_seed(s, true, false))
         .max_by_key(|r| r.2.len())
         .expect("seeds");
     assert!(!b.is_empty(), "{want}");

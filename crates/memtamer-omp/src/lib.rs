@@ -95,6 +95,10 @@ struct Tool {
     /// counters read around representatives only). Then the begin drains
     /// every buffer first; otherwise it is buffered like every other event.
     needs_state: bool,
+    /// Whether events go through the per-thread buffers or straight to
+    /// the tracker under its lock (`MEMTAMER_TAHOE_EVENTS`,
+    /// [`config::EventPath`]).
+    buffered: bool,
     epoch: Instant,
     next_id: AtomicU64,
     helper: Mutex<Option<Sender<Batch>>>,
@@ -198,6 +202,10 @@ thread_local! {
 /// Records one event in the calling thread's buffer; a thread whose
 /// thread-locals are already destroyed applies it at once (after a drain).
 fn record(t: &Tool, f: impl FnOnce(&mut EventBuf, u64)) {
+    if !t.buffered {
+        t.shared.apply_now(f);
+        return;
+    }
     let mut f = Some(f);
     let buffered = MINE.try_with(|m| {
         let mut m = m.borrow_mut();
@@ -588,7 +596,7 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
         tr.planner().db().len() - by_counters
     );
     eprintln!(
-        "memtamer-tahoe: mode={:?} tasks={} completed={} edges={} ready_max={} types={} decisions={} representatives={} planned_in={} planned_out={} batches={} moved={} move_failed={} move_ms={:.2} model_err={}{}{}{}{} exact_extents={}",
+        "memtamer-tahoe: mode={:?} tasks={} completed={} edges={} ready_max={} types={} decisions={} representatives={} planned_in={} planned_out={} batches={} moved={} move_failed={} move_ms={:.2} model_err={}{}{}{}{} events={} exact_extents={}",
         t.cfg.mode,
         s.created,
         s.completed,
@@ -608,6 +616,7 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
         check,
         counted,
         t_dram,
+        if t.buffered { "buffered" } else { "locked" },
         tr.exact_extents()
     );
 }
@@ -738,11 +747,15 @@ pub unsafe extern "C" fn ompt_start_tool(
         && cfg.counters != config::CounterSource::Off
         && cfg.record.is_none();
     let needs_state = cfg.mode == Mode::Place || hot.is_some() || track_reps;
+    // the CPUs this process may run on (its affinity mask)
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let buffered = cfg.events.buffered(cpus);
     let tool = Tool {
         hot,
         cfg,
         shared: Shared::new(tracker, events::DEFAULT_CAP),
         needs_state,
+        buffered,
         epoch: Instant::now(),
         next_id: AtomicU64::new(1),
         helper: Mutex::new(None),

@@ -17,6 +17,38 @@ pub enum Mode {
     Place,
 }
 
+/// How the OMPT callbacks feed the tracker (`MEMTAMER_TAHOE_EVENTS`,
+/// [`crate::events`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventPath {
+    /// `buffered` on a process allowed [`BUFFERED_MIN_CPUS`] CPUs or more,
+    /// else `locked` (the default).
+    Auto,
+    /// Per-thread buffers drained in sequence order: no shared lock on a
+    /// callback that needs no answer; about 130 instructions more per event.
+    Buffered,
+    /// Every event applied at once under the tracker's one lock: cheapest
+    /// while few threads contend for it.
+    Locked,
+}
+
+/// CPUs from which `auto` buffers events: with this many threads running
+/// callbacks at once, one lock taken per callback serializes them (the
+/// 16-CPU measurement in docs/tahoe.md, "Tool overhead at 16 threads");
+/// below it the lock measured cheaper per event than the buffers.
+pub const BUFFERED_MIN_CPUS: usize = 8;
+
+impl EventPath {
+    /// Whether events are buffered on a process allowed `cpus` CPUs.
+    pub fn buffered(self, cpus: usize) -> bool {
+        match self {
+            EventPath::Auto => cpus >= BUFFERED_MIN_CPUS,
+            EventPath::Buffered => true,
+            EventPath::Locked => false,
+        }
+    }
+}
+
 /// Where a representative's per-page hotness comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hotness {
@@ -98,6 +130,9 @@ pub struct Config {
     /// exceeds its movement cost. `off` is the thesis's §4.3.3 planner,
     /// which moves whatever fits, kept for comparison.
     pub check: bool,
+    /// `MEMTAMER_TAHOE_EVENTS`: auto | buffered | locked (default auto):
+    /// how the callbacks feed the tracker ([`EventPath`]).
+    pub events: EventPath,
     /// `MEMTAMER_TAHOE_COPY_NS`: the check's copy cost per page before the
     /// run has timed its own batches (ns, > 0). Default: measured at tool
     /// start by moving pages between the two nodes the tool uses
@@ -271,6 +306,18 @@ impl Config {
             Some("off") => false,
             Some(v) => return Err(bad("MEMTAMER_TAHOE_CHECK", v.into(), "expected on|off")),
         };
+        let events = match get("MEMTAMER_TAHOE_EVENTS").as_deref() {
+            None | Some("auto") => EventPath::Auto,
+            Some("buffered") => EventPath::Buffered,
+            Some("locked") => EventPath::Locked,
+            Some(v) => {
+                return Err(bad(
+                    "MEMTAMER_TAHOE_EVENTS",
+                    v.into(),
+                    "expected auto|buffered|locked",
+                ))
+            }
+        };
         let model = match get("MEMTAMER_TAHOE_MODEL") {
             None => Default::default(),
             Some(v) => match memtamer_tahoe::learning::ModelLearning::parse(&v) {
@@ -326,6 +373,7 @@ impl Config {
             counters,
             counter_model: get("MEMTAMER_TAHOE_COUNTER_MODEL").filter(|s| !s.is_empty()),
             check,
+            events,
             model,
             copy_ns,
             mode,
@@ -514,6 +562,20 @@ mod tests {
         c.check_outputs().unwrap();
         assert_eq!(std::fs::read_to_string(&ok).unwrap(), "kept\n");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn events_are_buffered_from_eight_cpus_by_default() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.events, EventPath::Auto);
+        assert!(!c.events.buffered(BUFFERED_MIN_CPUS - 1));
+        assert!(c.events.buffered(BUFFERED_MIN_CPUS));
+        let b = cfg(&[("MEMTAMER_TAHOE_EVENTS", "buffered")]).unwrap();
+        assert!(b.events.buffered(1));
+        let l = cfg(&[("MEMTAMER_TAHOE_EVENTS", "locked")]).unwrap();
+        assert!(!l.events.buffered(64));
+        let e = cfg(&[("MEMTAMER_TAHOE_EVENTS", "fast")]).unwrap_err();
+        assert_eq!(e.key, "MEMTAMER_TAHOE_EVENTS");
     }
 
     #[test]

@@ -21,17 +21,20 @@ pub mod calib;
 pub mod config;
 pub mod counters;
 pub mod deps;
+pub mod events;
 pub mod hot;
 pub mod tracker;
 
 use calib::CopyPrior;
 use config::{Config, Hotness, Mode};
+use events::{EventBuf, Handle, Sched, Shared};
 use hot::Hot;
 use memtamer_tahoe::benefit::COPY_SAMPLE_PAGES;
 use memtamer_tahoe::copycost::{CopyCost, CopySamples};
 use memtamer_tahoe::model::{CompleteModel, HybridModel, LinearAccess};
 use memtamer_tahoe::plan::{Batch, PlanConfig, Planner};
 use memtamer_tahoe::task::Access;
+use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender};
@@ -83,7 +86,19 @@ const STATUS_LATE_FULFILL: c_int = 6;
 
 struct Tool {
     cfg: Config,
-    track: Mutex<Tracker>,
+    /// The tracker, fed through per-thread event buffers ([`events`]):
+    /// the callbacks take no shared lock unless they need the tracker's
+    /// answer ([`Tool::needs_state`]).
+    shared: Shared,
+    /// A task's begin needs the tracker up to date: to decide (`place`),
+    /// or to know whether it is a representative (page sampling, or
+    /// counters read around representatives only). Then the begin drains
+    /// every buffer first; otherwise it is buffered like every other event.
+    needs_state: bool,
+    /// Whether events go through the per-thread buffers or straight to
+    /// the tracker under its lock (`MEMTAMER_TAHOE_EVENTS`,
+    /// [`config::EventPath`]).
+    buffered: bool,
     epoch: Instant,
     next_id: AtomicU64,
     helper: Mutex<Option<Sender<Batch>>>,
@@ -177,8 +192,42 @@ fn measured(t: &Tool) -> Option<CopyCost> {
         .fit()
 }
 
-fn lock(t: &Tool) -> std::sync::MutexGuard<'_, Tracker> {
-    t.track.lock().unwrap_or_else(|e| e.into_inner())
+thread_local! {
+    /// This thread's event buffer, registered with the tool's [`Shared`]
+    /// on the thread's first event (the registry keeps it past the
+    /// thread's exit, so no event is lost).
+    static MINE: RefCell<Option<Handle>> = const { RefCell::new(None) };
+}
+
+/// Records one event in the calling thread's buffer; a thread whose
+/// thread-locals are already destroyed applies it at once (after a drain).
+fn record(t: &Tool, f: impl FnOnce(&mut EventBuf, u64)) {
+    if !t.buffered {
+        t.shared.apply_now(f);
+        return;
+    }
+    let mut f = Some(f);
+    let buffered = MINE.try_with(|m| {
+        let mut m = m.borrow_mut();
+        let h = m.get_or_insert_with(|| t.shared.handle());
+        if let Some(f) = f.take() {
+            t.shared.record(Some(h), f);
+        }
+    });
+    if let (Err(_), Some(f)) = (buffered, f) {
+        t.shared.record(None, f);
+    }
+}
+
+/// `ompt_dependence_type_t` as an access (None: doacross source/sink,
+/// no object).
+fn access_of(kind: c_int) -> Option<Access> {
+    match kind {
+        1 => Some(Access::In),
+        2 => Some(Access::Out),
+        3 | 4 | 7 => Some(Access::InOut),
+        _ => None,
+    }
 }
 
 unsafe extern "C" fn on_task_create(
@@ -196,7 +245,7 @@ unsafe extern "C" fn on_task_create(
     let id = t.next_id.fetch_add(1, Ordering::Relaxed);
     // SAFETY: libomp passes a valid ompt_data_t for the new task.
     unsafe { (*new_task).value = id };
-    lock(t).create(id, codeptr as u64);
+    record(t, |b, seq| b.create(seq, id, codeptr as u64));
 }
 
 unsafe extern "C" fn on_dependences(task: *mut OmptData, deps: *const OmptDependence, n: c_int) {
@@ -206,23 +255,17 @@ unsafe extern "C" fn on_dependences(task: *mut OmptData, deps: *const OmptDepend
     }
     // SAFETY: valid task data; `deps` has `n` entries for this call.
     let (id, deps) = unsafe { ((*task).value, std::slice::from_raw_parts(deps, n as usize)) };
-    // Decoded inside the lock straight from libomp's array: no vector
-    // per callback.
+    // Decoded straight from libomp's array into the buffer's arena: no
+    // vector per callback.
     let decoded = deps.iter().filter_map(|d| {
-        let a = match d.dependence_type {
-            1 => Access::In,
-            2 => Access::Out,
-            3 | 4 | 7 => Access::InOut,
-            _ => return None, // doacross source/sink: no object
-        };
         // SAFETY: the union's address view.
-        Some((unsafe { d.variable.value }, a))
+        access_of(d.dependence_type).map(|a| (unsafe { d.variable.value }, a))
     });
     // The program's own lengths, where the preloaded tool saw libomp's
     // array (`deps`): noted by this very task's creation call.
-    let mut tr = lock(t);
-    deps::drain(|exact| tr.exact_lengths(exact));
-    tr.dependences_iter(id, decoded);
+    record(t, |b, seq| {
+        deps::drain(|exact| b.dependences(seq, id, exact, decoded));
+    });
 }
 
 unsafe extern "C" fn on_task_dependence(src: *mut OmptData, sink: *mut OmptData) {
@@ -232,7 +275,7 @@ unsafe extern "C" fn on_task_dependence(src: *mut OmptData, sink: *mut OmptData)
     }
     // SAFETY: valid task data from libomp.
     let (a, b) = unsafe { ((*src).value, (*sink).value) };
-    lock(t).edge(a, b);
+    record(t, |buf, seq| buf.edge(seq, a, b));
 }
 
 unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next: *mut OmptData) {
@@ -263,15 +306,23 @@ unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next:
         (Some(h), true) => h.finish(p),
         _ => None,
     };
+    let s = Sched {
+        prior: p,
+        done,
+        next: n,
+        now,
+        counted,
+        samples,
+    };
+    if !t.needs_state || n == 0 {
+        // nothing to decide or arm: the switch waits in the buffer
+        record(t, |b, seq| b.sched(seq, s));
+        return;
+    }
+    // The begin must see every earlier event: drain, then decide.
     let (batches, rep) = {
-        let mut tr = lock(t);
-        if let Some(d) = &counted {
-            tr.charge(p, d);
-        }
-        if done {
-            tr.complete_with(p, now, samples.as_deref());
-        }
-        if n != 0 {
+        let mut tr = t.shared.drained();
+        events::apply_sched_with(&mut tr, &s, |tr, n, now| {
             let place = t.cfg.mode == Mode::Place;
             if place && t.prior.is_some() {
                 if let Some(c) = measured(t) {
@@ -286,9 +337,8 @@ unsafe extern "C" fn on_task_schedule(prior: *mut OmptData, status: c_int, next:
                 None
             };
             (b, rep)
-        } else {
-            (Vec::new(), None)
-        }
+        })
+        .unwrap_or_default()
     };
     // The representative is about to run on this thread: arm its sample
     // (a representative resumed after a task switch is already armed:
@@ -398,7 +448,7 @@ unsafe extern "C" fn initialize(lookup: Lookup, _dev: c_int, _data: *mut OmptDat
             .spawn(|| {
                 if let Some(t) = TOOL.get() {
                     if let Some(h) = &t.hot {
-                        h.tick_loop(|id| lock(t).representative(id));
+                        h.tick_loop(|id| t.shared.lock().representative(id));
                     }
                 }
             });
@@ -438,7 +488,8 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
     if let Some(h) = &t.hot {
         h.shutdown();
     }
-    let tr = lock(t);
+    // every thread's events, in order
+    let tr = t.shared.drained();
     if let Some(path) = &t.cfg.profiles {
         let mut text = String::from("# type,arg,offset,len,per_page,total_accesses\n");
         let mut rows: Vec<String> = Vec::new();
@@ -545,7 +596,7 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
         tr.planner().db().len() - by_counters
     );
     eprintln!(
-        "memtamer-tahoe: mode={:?} tasks={} completed={} edges={} ready_max={} types={} decisions={} representatives={} planned_in={} planned_out={} batches={} moved={} move_failed={} move_ms={:.2} model_err={}{}{}{}{} exact_extents={}",
+        "memtamer-tahoe: mode={:?} tasks={} completed={} edges={} ready_max={} types={} decisions={} representatives={} planned_in={} planned_out={} batches={} moved={} move_failed={} move_ms={:.2} model_err={}{}{}{}{} events={} exact_extents={}",
         t.cfg.mode,
         s.created,
         s.completed,
@@ -565,6 +616,7 @@ unsafe extern "C" fn finalize(_data: *mut OmptData) {
         check,
         counted,
         t_dram,
+        if t.buffered { "buffered" } else { "locked" },
         tr.exact_extents()
     );
 }
@@ -694,10 +746,16 @@ pub unsafe extern "C" fn ompt_start_tool(
     let track_reps = counters_missing.is_none()
         && cfg.counters != config::CounterSource::Off
         && cfg.record.is_none();
+    let needs_state = cfg.mode == Mode::Place || hot.is_some() || track_reps;
+    // the CPUs this process may run on (its affinity mask)
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let buffered = cfg.events.buffered(cpus);
     let tool = Tool {
         hot,
         cfg,
-        track: Mutex::new(tracker),
+        shared: Shared::new(tracker, events::DEFAULT_CAP),
+        needs_state,
+        buffered,
         epoch: Instant::now(),
         next_id: AtomicU64::new(1),
         helper: Mutex::new(None),

@@ -465,7 +465,7 @@ pub(crate) enum SimCmd {
         dram_ratio: Vec<String>,
     },
     /// Unimem and its baselines on phased MPI-like programs over tiered data objects
-    /// (issue 20 item 5); prints the Markdown of docs/unimem.md "In the simulator".
+    /// (issue 20 item 5); prints the Markdown of docs/notebook/unimem.md "In the simulator".
     Unimem {
         /// Platforms (built-in emulations emul-bw2, emul-lat4, or any simulator platform).
         #[arg(long, value_delimiter = ',', default_value = "emul-bw2,emul-lat4,pats")]
@@ -481,18 +481,18 @@ pub(crate) enum SimCmd {
         #[arg(long, default_value_t = 0)]
         jobs: usize,
         /// Instead: each object's measured benefit of DRAM (slow-only vs only it in
-        /// DRAM) against Unimem's model (docs/unimem.md, "One-time moves overlapped, per-object benefit").
+        /// DRAM) against Unimem's model (docs/notebook/unimem.md, "One-time moves overlapped, per-object benefit").
         #[arg(long = "per-object")]
         per_object: bool,
         /// Also run the hindsight baselines (columns oracle-static, oracle-free):
-        /// placements chosen by running candidates in the simulator (docs/unimem.md
+        /// placements chosen by running candidates in the simulator (docs/notebook/unimem.md
         /// "What is attainable").
         #[arg(long, conflicts_with = "per_object")]
         oracle: bool,
         /// Unimem's benefit models: `measured` (each phase's exposure learned from
         /// its phase times once the first plan has run, then one re-decision; the
         /// default) or `full` (every slow-tier access exposed, thesis Eq. 3.2 as
-        /// written: the ablation). docs/unimem.md "Measured exposure".
+        /// written: the ablation). docs/notebook/unimem.md "Measured exposure".
         #[arg(long, default_value = "measured", value_parser = ["measured", "full"])]
         exposure: String,
     },

@@ -1,5 +1,5 @@
-//! Time per Unimem decision on MG's recorded 4-rank problems (docs/unimem.md
-//! section 4, "A decision's CPU"): the whole decision as `memtamer-tier`'s
+//! Time per Unimem decision on MG's recorded 4-rank problems (docs/notebook/unimem.md
+//! "A decision's CPU"): the whole decision as `memtamer-tier`'s
 //! decision thread makes it (`plan::decide`, unbounded, then the schedule and
 //! the one-time moves), and its parts. Prints the median of `ROUNDS`
 //! timings per case (process CPU time is not available without libc here,

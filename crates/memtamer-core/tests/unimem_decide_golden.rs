@@ -2,7 +2,7 @@
 //! when the decision is made cheaper: the plans, predictions (to the
 //! bit), per-iteration schedules and one-time moves are compared with
 //! `fixtures/mg128-decide.golden`, written by the code before the change
-//! (docs/unimem.md section 4, "A decision's CPU"). Regenerate only for a
+//! (docs/notebook/unimem.md, "A decision's CPU"). Regenerate only for a
 //! change meant to move plans: `MEMTAMER_WRITE_GOLDEN=1 cargo test -p
 //! memtamer-core --test unimem_decide_golden`.
 

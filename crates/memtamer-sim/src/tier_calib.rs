@@ -172,7 +172,7 @@ pub fn calibrate(platform: &Platform, ranks: u32, slow: &str) -> Result<Calibrat
     // memory-level parallelism (independent loads, every rank running), a
     // step past the thesis's unloaded latency; multiplying them by the
     // single-threaded chase's factor charges every access a fully exposed
-    // miss again. Measured on emul-lat4 (docs/unimem.md "Calibrated constant
+    // miss again. Measured on emul-lat4 (docs/notebook/unimem.md "Calibrated constant
     // factors"): bt 1.046 -> 1.626 of DRAM-only when planned with it.
     model.cf_lat = 1.0;
     Ok(Calibration {

@@ -1,6 +1,6 @@
 //! Issue 20 item 5's evaluation: Unimem and its baselines on phased
 //! MPI-like programs, on the thesis's emulated slow tiers and on Optane
-//! (`memtamer sim unimem`; docs/unimem.md "In the simulator").
+//! (`memtamer sim unimem`; docs/notebook/unimem.md "In the simulator").
 //!
 //! For each platform the harness first measures Unimem's platform
 //! constants on the simulated machine itself, as the thesis measures them
@@ -81,7 +81,7 @@ pub struct TierScenario {
     /// = 0), so that only the recorded accesses remain. The recorded
     /// compute includes the phases' memory stalls at the recording host's
     /// DRAM speed, so it hides the simulated tiers' difference; without it
-    /// the replay bounds the tiers' effect from above (docs/unimem.md,
+    /// the replay bounds the tiers' effect from above (docs/notebook/unimem.md,
     /// "Profiles recorded from real MPI runs").
     #[serde(default)]
     pub drop_compute: bool,
@@ -177,7 +177,7 @@ impl TierScenario {
 
 /// Built-in recorded profiles (`memtamer-phase-profile v2`, recorded on
 /// this host from the real MPI kernels under the interposer; how and what
-/// they lack: docs/unimem.md section 5, "Profiles recorded from real MPI
+/// they lack: docs/notebook/unimem.md section 5, "Profiles recorded from real MPI
 /// runs"). A scenario names one as `profile = "builtin:NAME"`.
 pub const PROFILES: &[Builtin] = &[
     (
@@ -358,7 +358,7 @@ pub fn evaluate_with(
 
 /// [`evaluate_with`] with Unimem's benefit models chosen: `exposure`
 /// measured per phase (the default) or full (the thesis's, the ablation;
-/// docs/unimem.md "Measured exposure").
+/// docs/notebook/unimem.md "Measured exposure").
 pub fn evaluate_opts(
     scenarios: &[TierScenario],
     platforms: &[String],
@@ -484,7 +484,7 @@ pub fn done_when(r: &PlatformResult) -> DoneWhen {
     d
 }
 
-/// The Markdown tables of docs/unimem.md "In the simulator".
+/// The Markdown tables of docs/notebook/unimem.md "In the simulator".
 pub fn markdown(results: &[PlatformResult]) -> String {
     use std::fmt::Write;
     let mut s = String::new();

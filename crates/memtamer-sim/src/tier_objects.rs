@@ -1,5 +1,5 @@
 //! What one object in DRAM really buys, against what Unimem's model
-//! predicts for it (issue 20; docs/unimem.md, "One-time moves
+//! predicts for it (issue 20; docs/notebook/unimem.md, "One-time moves
 //! overlapped, per-object benefit"): the
 //! slow-only run against one run per object with only that object in DRAM
 //! (`PlacementSpec::Pinned`), beside the thesis's benefit (Eq. 3.1

@@ -1,5 +1,5 @@
 //! Hindsight baselines for `memtamer sim unimem --oracle` (issue 20: what
-//! is attainable under a scenario's DRAM budget?; docs/unimem.md section 5,
+//! is attainable under a scenario's DRAM budget?; docs/notebook/unimem.md section 5,
 //! "What is attainable: hindsight placements").
 //!
 //! No model: candidate placements are *run* in the simulator and the

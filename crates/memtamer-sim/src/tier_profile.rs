@@ -2,7 +2,7 @@
 //! (`memtamer-tier`'s driver with `MEMTAMER_TIER_PROFILE_OUT`; format
 //! `memtamer_core::unimem::profile_file`, versions 1 and 2) into a phased
 //! program the simulator can run (issue 20 item 5: "feed it profiles
-//! recorded from the real MPI runs"; docs/unimem.md section 5, "Profiles
+//! recorded from the real MPI runs"; docs/notebook/unimem.md section 5, "Profiles
 //! recorded from real MPI runs").
 //!
 //! How a recording becomes a program (no factor is fitted; each rule is

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Per-phase compute_ns of the phased scenarios (builtin/tiered/*.toml), derived,
-not fitted: docs/unimem.md section 5, "Per-phase compute from a source".
+not fitted: docs/notebook/unimem.md section 5, "Per-phase compute from a source".
 
 compute_ns(phase) = bytes the phase touches in the scenario
                     x arithmetic intensity of the kernel it stands for in the source
@@ -26,7 +26,7 @@ import tomllib
 
 # ns per flop, cache-resident, best of 3 runs of `npb_compute_rate` (7 repeats
 # of >= 20 ms each), gcc -O3 -march=haswell, on the 2-core AMD EPYC KVM host of
-# 2026-11-26 (cpu MHz 2596); docs/unimem.md lists the runs.
+# 2026-11-26 (cpu MHz 2596); docs/notebook/unimem.md lists the runs.
 NS_PER_FLOP = {
     "mg_resid": 0.2201,
     "mg_psinv": 0.1628,

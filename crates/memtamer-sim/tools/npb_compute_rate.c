@@ -1,6 +1,6 @@
 /* Compute-only time per operation of the NPB / Nekbone inner loops, with the
  * data cache-resident: the "compute_ns" source of the phased scenarios
- * (crates/memtamer-sim/builtin/tiered/ scenarios, docs/unimem.md section 5,
+ * (crates/memtamer-sim/builtin/tiered/ scenarios, docs/notebook/unimem.md section 5,
  * "Per-phase compute from a source").
  *
  * A phased scenario's compute_ns is the time the core spends on a phase's
@@ -18,7 +18,7 @@
  *
  * -march=haswell: the thesis's Platform A is a Xeon E5-2630 (v3: Haswell,
  * 2.4 GHz, AVX2 + FMA); no AVX-512. The time per flop is measured on the
- * host that runs it (docs/unimem.md records which). */
+ * host that runs it (docs/notebook/unimem.md records which). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

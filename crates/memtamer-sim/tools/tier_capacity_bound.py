@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Capacity bound of a tiered scenario (docs/unimem.md, "Why nek, ft, mg stay far
+"""Capacity bound of a tiered scenario (docs/notebook/unimem.md, "Why nek, ft, mg stay far
 from DRAM-only"): the largest share of a rank's main-memory lines that ANY placement
 with the scenario's DRAM can serve from DRAM, by an oracle that re-places every phase
 for free and may split any object at any byte (fractional knapsack on lines per byte,

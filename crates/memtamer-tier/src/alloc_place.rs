@@ -4,7 +4,7 @@
 //! Why: Unimem decides at iteration tops (thesis §3.3), so an object that
 //! is allocated and freed between two of them is never placed by a plan:
 //! it is born in the slow tier and gone before the next decision. hpcc's
-//! arrays are such objects (docs/unimem.md §4, "Objects allocated after
+//! arrays are such objects (docs/notebook/unimem.md, "Objects allocated after
 //! profiling began": at 21 of 23 iteration tops no interposed object was
 //! live). The thesis's own answer, a main loop whose objects outlive an
 //! iteration, does not hold for them; what does repeat is the *allocation

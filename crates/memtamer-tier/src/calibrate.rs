@@ -159,7 +159,7 @@ pub const COPY_ROUNDS: u32 = 3;
 
 /// Measures the two copy bandwidths of the unimem model
 /// (`Platform::copy_bw` for promotions, `Platform::evict_bw` for
-/// evictions; Eq. 3.3 per direction, docs/unimem.md "A copy bandwidth per
+/// evictions; Eq. 3.3 per direction, docs/notebook/unimem.md "A copy bandwidth per
 /// direction") on this host: one object of `bytes`, allocated in the slow
 /// tier and filled, is moved to DRAM and back [`COPY_ROUNDS`] times
 /// through the registry's real moves (write-protect, copy, remap), each

@@ -6,7 +6,7 @@
 //! beside (Fig. 3.5). With 4 MPI ranks on this 2-CPU VM, MG under Unimem
 //! ran 2.2-2.4x of Unimem off: a rank's local plan copied 272 MB per run
 //! that the model had counted as hidden, while the copy thread ran in a
-//! rank's place (docs/unimem.md, "Quiet-host MG after the merges"). When
+//! rank's place (docs/notebook/unimem.md, "Quiet-host MG after the merges"). When
 //! the node's ranks fill its CPUs, copies are charged in full instead.
 
 use crate::unimem::model::CopyOverlap;

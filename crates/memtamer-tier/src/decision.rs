@@ -7,7 +7,7 @@
 //! replays) for up to `MEMTAMER_DECISION_SHARE` of the run, and on MG with
 //! 2 ranks on this 2-CPU host that was 100-200 ms per decision on the
 //! application thread, where a partner rank waits for it at the next MPI
-//! call (docs/unimem.md, "Decisions off the application thread"). The
+//! call (docs/notebook/unimem.md, "Decisions off the application thread"). The
 //! thesis runs decisions in the runtime (§3.3, §3.5); nothing needs the
 //! application to wait: while the decision runs the program keeps its
 //! current placement (nothing is moved, so the placement the decision

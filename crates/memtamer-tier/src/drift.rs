@@ -13,7 +13,7 @@
 //! preempted for one time slice stalls its partner's next MPI call). Three
 //! such iterations in a row re-profiled MG 4 times in 30 iterations, each
 //! re-profile paying a sampled iteration, a decision and new moves
-//! (docs/unimem.md, "Decisions off the application thread, drift
+//! (docs/notebook/unimem.md, "Decisions off the application thread, drift
 //! against the host's noise"). "Obvious" variation
 //! is read here the way a control chart reads it (Shewhart, *Economic
 //! Control of Quality of Manufactured Product*, 1931; Western Electric,

@@ -125,7 +125,7 @@ pub(crate) fn install() -> Result<(), crate::TierError> {
 /// the handler (`IDLE`). A plain "find FREE, then store" let two registries
 /// take the same slot, and the loser's object had no slot at all: its next
 /// sampled fault went to the previous handler and killed the process
-/// (issue 20, docs/unimem.md "Several drivers in one process").
+/// (issue 20, docs/notebook/unimem.md "Several drivers in one process").
 pub(crate) fn claim(base: usize, len: usize) -> Option<usize> {
     let i = (0..MAX_SLOTS).find(|&i| {
         SLOTS[i]

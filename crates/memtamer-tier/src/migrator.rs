@@ -22,7 +22,7 @@ use std::time::Instant;
 
 /// The completed moves towards one tier: the unimem model prices a
 /// promotion at `Platform::copy_bw` and an eviction at `Platform::evict_bw`
-/// (Eq. 3.3 per direction, docs/unimem.md "A copy bandwidth per
+/// (Eq. 3.3 per direction, docs/notebook/unimem.md "A copy bandwidth per
 /// direction"), so the runtime measures each on its own moves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DirectionStats {

@@ -7,7 +7,7 @@
 //! time, so its sampler arms twice the pages per unit of the rank's work
 //! (and faults on them), and spends its own `mprotect` CPU while its rank
 //! is not even running, in the place of another rank. Measured on this
-//! host (docs/unimem.md §4, "The profiled iteration at 4 ranks") the
+//! host (docs/notebook/unimem.md, "The profiled iteration at 4 ranks") the
 //! sampled MG iteration cost about 10x a plain one at 4 ranks.
 //!
 //! NUMA balancing has the same problem and paces its hinting-fault scans by

@@ -1,5 +1,5 @@
 //! `memtamer sim unimem`: Unimem and its baselines on the phased scenarios
-//! (issue 20 item 5; docs/unimem.md "In the simulator").
+//! (issue 20 item 5; docs/notebook/unimem.md "In the simulator").
 
 use crate::error::{CliError, Outcome};
 use memtamer_sim::config::phased::ExposureSpec;

@@ -1,6 +1,6 @@
 //! Measured exposure: how much of the modelled slow-tier cost each phase
 //! really pays, learned from the phase times the runtime measures under
-//! two placements (issue 20; docs/unimem.md section 5, "Measured exposure").
+//! two placements (issue 20; docs/notebook/unimem.md section 5, "Measured exposure").
 //!
 //! Why: the thesis's benefit models (§3.4.1, Eq. 3.2 and the unnumbered
 //! latency benefit) price every slow-tier access as exposed. Their constant
@@ -9,7 +9,7 @@
 //! once per platform on STREAM and a pointer chaser, programs with no
 //! computation to hide a miss behind. In a phase that computes between its
 //! misses the slow tier costs far less than Eq. 3.2 says (2-8x less in the
-//! simulator's `nek-eddy`: docs/unimem.md, "Why the 0.5x `nek-eddy` plan
+//! simulator's `nek-eddy`: docs/notebook/unimem.md, "Why the 0.5x `nek-eddy` plan
 //! was accepted"), so plans that move data every iteration buy less than
 //! predicted. Unimem already measures what corrects this: every phase's
 //! time under a known placement (the profiled iteration, §3.3 Step 1) and,

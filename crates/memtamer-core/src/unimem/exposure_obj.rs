@@ -1,6 +1,6 @@
 //! Per-object measured exposure: which (phase, object) exposures the
 //! phase times of the placements a run measured identify, and their
-//! least-squares values (issue 20; docs/unimem.md section 5, "Per-object
+//! least-squares values (issue 20; docs/notebook/unimem.md section 5, "Per-object
 //! exposure: what the run's measurements identify").
 //!
 //! Why: [`super::exposure`] learns one exposure per phase, so it scales

@@ -29,7 +29,7 @@ pub struct Platform {
     /// `mem_copy_bw` (Eq. 3.3), but the two directions differ where the slow
     /// tier's loads and stores do: Quartz-style latency emulation delays
     /// loads only, so at 4x latency an eviction (DRAM loads, slow-tier
-    /// stores) copies about 2.2x faster than a promotion (docs/unimem.md,
+    /// stores) copies about 2.2x faster than a promotion (docs/notebook/unimem.md,
     /// "Evictions charged only where a copy waits behind them", item 3).
     /// Where only one bandwidth is known, set both to it
     /// ([`Platform::with_copy_bw`]).
@@ -64,7 +64,7 @@ pub struct Platform {
 /// application execution"), which assumes a CPU the ranks leave idle.
 /// When a node runs as many ranks as the CPUs they may use, or more, the
 /// copy's CPU time is taken from a rank and nothing is overlapped; every
-/// copy then costs its full Eq. 3.3 time (docs/unimem.md, "Copies charged
+/// copy then costs its full Eq. 3.3 time (docs/notebook/unimem.md, "Copies charged
 /// as exposed when the ranks fill the CPUs").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CopyOverlap {

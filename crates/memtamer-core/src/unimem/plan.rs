@@ -68,7 +68,7 @@ pub struct Plan {
 /// [`per_iteration`] sums them in, so the sums are the same to the bit).
 /// [`leave_room_within`] predicts `phases · objects` candidates per round,
 /// and rebuilding these per prediction was most of a decision's CPU on MG
-/// (docs/unimem.md section 4, "A decision's CPU").
+/// (docs/notebook/unimem.md, "A decision's CPU").
 struct Cache {
     uses: Vec<Vec<bool>>,
     times: Vec<f64>,
@@ -267,7 +267,7 @@ impl Problem {
     /// ([`stay_put`]) and predicts the plan it enforces. (Cancelling them
     /// here too made `leave_room`'s one-object-at-a-time removals neutral
     /// where they had paid, and its greedy search stopped at a worse plan
-    /// on `nek-eddy` at 1/2 bandwidth: docs/unimem.md, "A copy bandwidth
+    /// on `nek-eddy` at 1/2 bandwidth: docs/notebook/unimem.md, "A copy bandwidth
     /// per direction".) Each copy takes Eq. 3.3's time in its own
     /// direction ([`Platform::copy_secs`]).
     fn fifo_copies(&self, c: &Cache, dram: &[BTreeSet<ObjId>]) -> Vec<FifoCopy> {
@@ -495,7 +495,7 @@ fn per_iteration_in(p: &Problem, c: &Cache, dram: &[BTreeSet<ObjId>]) -> (f64, f
 /// eviction was charged Eq. 3.3 as if the phase that needs the room
 /// waited for it; the policy waits only for promotions (and objects a
 /// phase writes), so an eviction costs only the time a waited-for copy
-/// queues behind it (docs/unimem.md, "Evictions charged only where a copy
+/// queues behind it (docs/notebook/unimem.md, "Evictions charged only where a copy
 /// waits behind them"). When the helper has no CPU of its own
 /// ([`super::model::CopyOverlap::Exposed`]), nothing runs beside the
 /// computation: every copy costs its whole Eq. 3.3 time, in its direction.
@@ -688,7 +688,7 @@ pub fn initial_placement(sizes: &[u64], refs: &[f64], capacity: u64) -> BTreeSet
 /// references in total (`mg` in the simulator: `v`, 1 reference per byte,
 /// instead of `r`'s chunks, 3 per byte), a start that the thesis says
 /// should agree with the cross-phase search's plan and that then costs the
-/// decision's one-time moves (docs/unimem.md, "What is attainable"). The
+/// decision's one-time moves (docs/notebook/unimem.md, "What is attainable"). The
 /// first-fit set is kept unless a set with more references fits, so ties
 /// keep its order.
 pub fn initial_placement_max_refs(sizes: &[u64], refs: &[f64], capacity: u64) -> BTreeSet<ObjId> {

@@ -7,7 +7,7 @@
 //!
 //! Why: Unimem's planner trusts the thesis's Eq. 3.2 (§3.4.1), which
 //! prices every slow-tier byte as exposed. Where compute hides the misses
-//! it overstates the slow tier's cost 2-8x (docs/unimem.md, "Why the 0.5x
+//! it overstates the slow tier's cost 2-8x (docs/notebook/unimem.md, "Why the 0.5x
 //! `nek-eddy` plan was accepted"), and a plan that moves data every
 //! iteration can then end slower than the placement it started from. The
 //! thesis has no check of an adopted plan beyond its 10% drift test

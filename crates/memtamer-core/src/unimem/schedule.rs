@@ -84,7 +84,7 @@ pub fn schedule_checked(
 /// phase after the object's last use before its need, where [`schedule`]
 /// issues its eviction: an object left out of the sets of phases that do
 /// not use it, with nothing else needing its room (`nek` at 4x latency,
-/// docs/unimem.md: 2 wasted copies per iteration).
+/// docs/notebook/unimem.md: 2 wasted copies per iteration).
 pub fn round_trip_pairs(moves: &[Move]) -> Vec<(usize, usize)> {
     let mut taken = vec![false; moves.len()];
     let mut out = Vec::new();
@@ -342,7 +342,7 @@ pub fn hoist(
 /// of `moves` (a move issued at `n` or later is in none): [`replay`] and
 /// [`need_order`] walk each phase's moves, and filtering every move per
 /// phase made them quadratic in the moves, which the planner's searches
-/// pay once per candidate plan (docs/unimem.md section 4, "A decision's
+/// pay once per candidate plan (docs/notebook/unimem.md, "A decision's
 /// CPU").
 fn by_issue(n: usize, moves: &[Move]) -> Vec<Vec<usize>> {
     let mut at = vec![Vec::new(); n];
@@ -358,7 +358,7 @@ fn by_issue(n: usize, moves: &[Move]) -> Vec<Vec<usize>> {
 /// object id is below 64: the planner takes the difference of consecutive
 /// phases' sets once per phase per candidate plan, and a B-tree
 /// difference of two small sets was a fifth of a decision's CPU on MG
-/// (docs/unimem.md section 4, "A decision's CPU").
+/// (docs/notebook/unimem.md, "A decision's CPU").
 pub(crate) fn set_masks(dram: &[BTreeSet<ObjId>]) -> Option<Vec<u64>> {
     dram.iter()
         .map(|s| {

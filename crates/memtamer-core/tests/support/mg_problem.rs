@@ -1,6 +1,6 @@
 //! The decision problems MG's driver builds at 4 ranks on this 2-CPU host,
 //! from profiles recorded by the real runtime (`MEMTAMER_TIER_PROFILE_OUT`
-//! with `mt_mg 128 16`, docs/unimem.md section 4, "A decision's CPU"),
+//! with `mt_mg 128 16`, docs/notebook/unimem.md, "A decision's CPU"),
 //! shared by the golden-plan test and the decision bench. The problem is
 //! built as `memtamer-tier`'s `Driver::start_decision` builds it: the
 //! profile's page-rounded sizes and phases (a phase's samples = its

@@ -310,7 +310,7 @@ pub struct ModelSpec {
 }
 
 /// How much of the modelled slow-tier cost Unimem's benefits count
-/// (docs/unimem.md section 5, "Measured exposure").
+/// (docs/notebook/unimem.md section 5, "Measured exposure").
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum ExposureSpec {

@@ -384,7 +384,7 @@ impl UnimemPolicy {
         };
         let predicted = predict(&problem, &dram, &start);
         // the model's view of the alternatives the user compares against
-        // (docs/unimem.md, "Why the 0.5x nek-eddy plan was accepted"): the plan's
+        // (docs/notebook/unimem.md, "Why the 0.5x nek-eddy plan was accepted"): the plan's
         // per-iteration split, and leaving everything in place / slow
         let (lost, exposed) = per_iteration(&problem, &dram);
         let (ex_in, ex_out) = exposed_split(&problem, &dram);

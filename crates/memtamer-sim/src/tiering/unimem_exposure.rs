@@ -1,6 +1,6 @@
 //! Measured exposure in the simulated Unimem (`unimem::exposure`, and
 //! which per-object exposures the measured placements identify,
-//! `unimem::exposure_obj`; docs/unimem.md section 5, "Measured exposure"
+//! `unimem::exposure_obj`; docs/notebook/unimem.md section 5, "Measured exposure"
 //! and "Per-object exposure: what the run's measurements identify").
 
 use super::*;
@@ -130,7 +130,7 @@ impl UnimemPolicy {
     /// end of iteration `iter` (`sigma`: its noise), as one more measured
     /// placement: what the per-object reading identifies with it, added to
     /// the decision text. Reported only; the models keep the per-phase
-    /// exposure (docs/unimem.md, "Per-object exposure").
+    /// exposure (docs/notebook/unimem.md, "Per-object exposure").
     pub(super) fn observe_plan(&mut self, iter: u32, sigma: f64) {
         let Some(after) = self.mean_quiet() else {
             return;

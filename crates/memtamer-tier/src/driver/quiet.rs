@@ -46,7 +46,7 @@ impl Driver {
 /// fault sampler's faults and, across ranks, partners' waits for them
 /// (MG at 4 ranks: 135-198 ms against 15 ms quiet), and Eq. 3.1's demand
 /// and Eq. 3.3's overlap windows read them: inflated windows credit
-/// per-iteration copies as hidden that run exposed (docs/unimem.md,
+/// per-iteration copies as hidden that run exposed (docs/notebook/unimem.md,
 /// "Quiet phase times").
 pub fn quiet_profile(profile: &[PhaseProfile], quiet: &[f64]) -> Vec<PhaseProfile> {
     let mut out = profile.to_vec();

@@ -39,7 +39,8 @@ pub(crate) enum Cmd {
     /// or on this host with --host, and write a model file for `pats-calibrated:FILE`
     /// (simulator) or MEMTAMER_GATE_POLICY=pats-calibrated:FILE (gate library).
     Calibrate(CalibrateArgs),
-    /// Benchmarks that print ratios measured in the same run.
+    /// Benchmarks of memtamer's own speed and costs: simulator and sensing rates, and gate,
+    /// daemon, Ribbon, ArchTM and tier costs as ratios against baselines of the same run.
     Bench {
         #[command(subcommand)]
         cmd: BenchCmd,
@@ -560,16 +561,17 @@ pub(crate) enum BenchCmd {
         #[arg(long, default_value_t = 41)]
         rounds: usize,
     },
-    /// ArchTM (memtamer-tx) against PMDK libpmemobj: hash table and red-black tree,
-    /// transactions/s, flushes and fences per transaction, ratios in one run.
+    /// ArchTM (memtamer-tx) against PMDK libpmemobj: hash table, red-black tree, TPC-C
+    /// new-order and TATP; transactions/s, flushes and fences per transaction, ratios in one run.
     Tx {
         /// Directory for both engines' pools (a DAX mount, /dev/shm, any directory).
         #[arg(long, default_value = "/dev/shm")]
         dir: PathBuf,
-        /// Thread counts.
+        /// Thread counts (every workload runs once per count).
         #[arg(long, value_delimiter = ',', default_value = "1,2")]
         threads: Vec<usize>,
-        /// Update percentages.
+        /// Update percentages of the hash table and the red-black tree (TPC-C new-order
+        /// always updates, TATP runs its standard 20%).
         #[arg(long, value_delimiter = ',', default_value = "5,50,80")]
         updates: Vec<u32>,
         /// Seconds per cell.
@@ -612,14 +614,17 @@ pub(crate) enum BenchCmd {
     /// (internal) the managed worker process of `bench daemon`.
     #[command(hide = true)]
     DaemonWorker {
+        /// Threads to run, the main one included (each sleeps; the daemon manages them).
         #[arg(long)]
         threads: usize,
     },
     /// (internal) the child process of `bench gate` that times pmem_memcpy_persist.
     #[command(hide = true)]
     ShimWorker {
+        /// The PM file to copy into.
         #[arg(long)]
         file: String,
+        /// pmem_memcpy_persist calls to time.
         #[arg(long)]
         iters: u64,
         /// Also time blocks straight to libpmem, alternated with the others.

@@ -93,7 +93,7 @@ pub fn run(a: CalibrateArgs, format: Format) -> Result<Outcome, CliError> {
             let path = out.write(&model)?;
             if a.host {
                 eprintln!(
-                    "model: {} (use MEMTAMER_GATE_POLICY=calibrated:{})",
+                    "model: {} (use MEMTAMER_GATE_POLICY=pats-calibrated:{})",
                     path.display(),
                     path.display()
                 );

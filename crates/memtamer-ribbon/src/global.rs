@@ -38,10 +38,28 @@ pub const ENV_HANDOFF: &str = "MEMTAMER_RIBBON_HANDOFF";
 /// `MEMTAMER_RIBBON_FLUSHERS`, `MEMTAMER_RIBBON_P1`,
 /// `MEMTAMER_RIBBON_HANDOFF`, `MEMTAMER_RIBBON_PIN` and
 /// `MEMTAMER_RIBBON_SHARED` (a bad key there is kept in the config as
-/// [`Corun::Refused`], not returned as an error).
+/// [`Corun::Refused`], not returned as an error). A value that is taken
+/// but changed (a P1 above this process's hardware threads) is said on
+/// stderr, one `memtamer ribbon: ...` line each.
 pub fn config_from_env(app_threads: usize, queue_entries: usize) -> Result<Config, RibbonError> {
+    let (cfg, notes) = config_from_lookup(app_threads, queue_entries, |k| std::env::var(k).ok())?;
+    for n in notes {
+        eprintln!("memtamer ribbon: {n}");
+    }
+    Ok(cfg)
+}
+
+/// [`config_from_env`] on any variable source (`get` returns a variable's
+/// value, `None` when unset), printing nothing: the config, and the notes
+/// about values it took but changed, for the caller to show.
+pub fn config_from_lookup(
+    app_threads: usize,
+    queue_entries: usize,
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<(Config, Vec<String>), RibbonError> {
     let mut cfg = Config::new(app_threads, queue_entries);
-    if let Ok(v) = std::env::var(ENV_FLUSHERS) {
+    let mut notes = Vec::new();
+    if let Some(v) = get(ENV_FLUSHERS) {
         let t = v.trim();
         if t.is_empty() || t == "auto" {
             cfg.flushers = Flushers::Adaptive;
@@ -54,7 +72,7 @@ pub fn config_from_env(app_threads: usize, queue_entries: usize) -> Result<Confi
             cfg.flushers = Flushers::Fixed(m);
         }
     }
-    if let Ok(v) = std::env::var(ENV_HANDOFF) {
+    if let Some(v) = get(ENV_HANDOFF) {
         cfg.inline_when_dedicated = match v.trim() {
             "" | "dedicated" => true,
             "always" => false,
@@ -67,7 +85,7 @@ pub fn config_from_env(app_threads: usize, queue_entries: usize) -> Result<Confi
             }
         };
     }
-    if let Ok(v) = std::env::var(crate::pin::ENV_PIN) {
+    if let Some(v) = get(crate::pin::ENV_PIN) {
         let on = crate::pin::parse_env(&v).ok_or(RibbonError::Env {
             var: crate::pin::ENV_PIN,
             value: v.clone(),
@@ -77,7 +95,7 @@ pub fn config_from_env(app_threads: usize, queue_entries: usize) -> Result<Confi
             cfg.pin = None;
         }
     }
-    if let Ok(v) = std::env::var(crate::coshm::ENV_SHARED) {
+    if let Some(v) = get(crate::coshm::ENV_SHARED) {
         // a bad key is not fatal: this process then runs its own search
         // and says why (thesis §6.5.4; docs/notebook/ribbon.md, "Co-running applications")
         cfg.corun = match crate::coshm::path_for_key(&v) {
@@ -86,7 +104,7 @@ pub fn config_from_env(app_threads: usize, queue_entries: usize) -> Result<Confi
             Err(e) => Corun::Refused(e),
         };
     }
-    if let Ok(v) = std::env::var(ENV_P1) {
+    if let Some(v) = get(ENV_P1) {
         cfg.control.p1 = v
             .trim()
             .parse()
@@ -97,8 +115,26 @@ pub fn config_from_env(app_threads: usize, queue_entries: usize) -> Result<Confi
                 value: v.clone(),
                 why: "expected a flusher count >= 1",
             })?;
+        notes.extend(p1_cap_note(&cfg));
     }
-    Ok(cfg)
+    Ok((cfg, notes))
+}
+
+/// What happens to a P1 above the hardware threads: the four-point search
+/// caps every sample point at P4 = cores (`controller::Points::new`). Not
+/// an error, unlike `MEMTAMER_RIBBON_FLUSHERS` above 1024: the same
+/// setting is valid on a larger host, so one job script must not fail on
+/// a smaller one; but the user is told, as the search they asked for is
+/// not the one that runs. Nothing to say with a fixed flusher count (the
+/// search, and P1 with it, is off).
+fn p1_cap_note(cfg: &Config) -> Option<String> {
+    let (p1, cores) = (cfg.control.p1, cfg.cores.max(1));
+    (cfg.flushers == Flushers::Adaptive && p1 > cores).then(|| {
+        format!(
+            "{ENV_P1}={p1} is above the {cores} hardware threads this process may use; \
+             P1 is capped at {cores}"
+        )
+    })
 }
 
 /// Starts the process-wide instance (thesis `ribbon_start`).
@@ -375,5 +411,44 @@ mod tests {
             other => panic!("{other:?}"),
         }
         std::env::remove_var(ENV_SHARED);
+    }
+
+    /// Leftover of the 2026-11-27 sweep (docs/bad-input.md): a P1 above
+    /// the hardware threads was capped by `controller::Points::new` without
+    /// a word. It is still taken (the same setting is right on a larger
+    /// host) and the note names the variable, the value and the cap.
+    #[test]
+    fn a_p1_above_the_hardware_threads_is_capped_with_a_note() {
+        let cores = crate::shared::hardware_threads();
+        let env = |p1: String, flushers: &'static str| {
+            move |k: &str| match k {
+                ENV_P1 => Some(p1.clone()),
+                ENV_FLUSHERS => Some(flushers.to_string()),
+                _ => None,
+            }
+        };
+        let big = cores + 60;
+        let (c, notes) = config_from_lookup(2, 8, env(big.to_string(), "auto")).unwrap();
+        assert_eq!(c.control.p1, big, "the value is kept; the search caps it");
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        let want = [
+            format!("{ENV_P1}={big}"),
+            format!("{cores} hardware threads"),
+            format!("capped at {cores}"),
+        ];
+        assert!(want.iter().all(|w| notes[0].contains(w)), "{notes:?}");
+        let pts = crate::controller::Points::new(c.control.p1, c.cores);
+        assert_eq!(pts.p1, cores, "the note says what the search does");
+        // at the cap, below it, unset, or with the search off: nothing to say
+        for (p1, fl) in [(cores.to_string(), "auto"), ("1".into(), "auto")] {
+            assert!(config_from_lookup(2, 8, env(p1, fl)).unwrap().1.is_empty());
+        }
+        assert!(config_from_lookup(2, 8, env(big.to_string(), "2"))
+            .unwrap()
+            .1
+            .is_empty());
+        assert!(config_from_lookup(2, 8, |_| None).unwrap().1.is_empty());
+        // out-of-range values that are wrong on every host stay errors
+        assert!(config_from_lookup(2, 8, env("0".into(), "auto")).is_err());
     }
 }

@@ -514,7 +514,9 @@ pub fn prepare_scenario(
     let points = sweep_points(&sweeps);
     let mut specs = Vec::with_capacity(points.len());
     for p in &points {
-        let s = scenario.with_overrides(p)?;
+        let s = scenario
+            .with_overrides(p)
+            .map_err(|e| at_sweep_point(e, p))?;
         let platform = load_platform(&s.platform, &s.platform_set)?;
         policy_by_name(&s.policy, &platform, models)?;
         specs.push(s);
@@ -525,6 +527,33 @@ pub fn prepare_scenario(
         points,
         specs,
     })
+}
+
+/// A point's range error names the point (`<sweep point k=v, ..>:0: key
+/// ...`), not `<overrides>`: the point's values come from sweeps, which
+/// may be the file's own.
+fn at_sweep_point(e: SimError, point: &[(String, toml::Value)]) -> SimError {
+    match e {
+        SimError::Invalid {
+            file,
+            line,
+            key,
+            message,
+        } if file == "<overrides>" && !point.is_empty() => SimError::Invalid {
+            file: format!(
+                "<sweep point {}>",
+                point
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            line,
+            key,
+            message,
+        },
+        e => e,
+    }
 }
 
 /// What a point's run gives, before its sweep coordinates are attached:

@@ -490,6 +490,19 @@ pub fn human_bytes(b: u64) -> String {
     }
 }
 
+/// `s` left-aligned in `w` characters, as `format!("{s:<w$}")` but for any
+/// width: `format!` panics on a width above 65535, which an object name of
+/// that length in a status file made (`mt_tier_malloc` takes any name;
+/// hostile-input sweep, docs/bad-input.md, 2026-11-27).
+fn pad_right(s: &str, w: usize) -> String {
+    let mut out = String::from(s);
+    out.extend(std::iter::repeat_n(
+        ' ',
+        w.saturating_sub(s.chars().count()),
+    ));
+    out
+}
+
 /// The table `memtamer tier status` prints: per rank a summary line, then
 /// its objects, largest first. `now_ms` (Unix ms) dates the documents.
 pub fn render_table(ranks: &[(PathBuf, RankStatus)], now_ms: u64) -> String {
@@ -555,13 +568,19 @@ pub fn render_table(ranks: &[(PathBuf, RankStatus)], now_ms: u64) -> String {
         objs.sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.name.cmp(&b.name)));
         let w = objs.iter().map(|o| o.name.len()).max().unwrap_or(0).max(6);
         out.push_str(&format!(
-            "  {:<w$}  {:>10}  {:<5}  {:>6}  {:>5}  {:>10}  {:>10}\n",
-            "object", "size", "tier", "access", "moves", "moved", "exposed_ms"
+            "  {}  {:>10}  {:<5}  {:>6}  {:>5}  {:>10}  {:>10}\n",
+            pad_right("object", w),
+            "size",
+            "tier",
+            "access",
+            "moves",
+            "moved",
+            "exposed_ms"
         ));
         for o in objs {
             out.push_str(&format!(
-                "  {:<w$}  {:>10}  {:<5}  {:>6}  {:>5}  {:>10}  {:>10.3}\n",
-                o.name,
+                "  {}  {:>10}  {:<5}  {:>6}  {:>5}  {:>10}  {:>10.3}\n",
+                pad_right(&o.name, w),
                 human_bytes(o.size),
                 match (o.tier, o.migrating) {
                     (_, true) => "move",

@@ -437,3 +437,24 @@ fn fifos_devices_and_oversized_files_are_named_not_read() {
     assert!(e[0].to_string().contains("larger than"), "{e:?}");
     std::fs::remove_dir_all(&base).unwrap();
 }
+
+/// Hostile-input sweep (docs/bad-input.md, 2026-11-27): an object name
+/// longer than 65535 characters made `format!`'s width argument panic
+/// ("Formatting argument out of range"), so `memtamer tier status`
+/// exited 101 on such a file. The row is printed, the columns aligned.
+#[test]
+fn an_object_name_longer_than_format_widths_allow_is_printed() {
+    let mut d = doc();
+    let long = "o".repeat(70_000);
+    d.objects[0].name = long.clone();
+    let text = serde_json::to_string(&d).unwrap();
+    let d = parse(&text, &p()).unwrap();
+    let t = render_table(&[(p(), d)], 10_000);
+    let lines: Vec<&str> = t.lines().filter(|l| l.len() > 70_000).collect();
+    // the header, the long name's row and the other object's row, all
+    // padded to the long name
+    assert_eq!(lines.len(), 3, "{}", &t[..200]);
+    assert!(lines[0].trim_start().starts_with("object"));
+    assert!(lines.iter().any(|l| l.contains(&long)));
+    assert!(lines.iter().all(|l| l.len() == lines[0].len()));
+}

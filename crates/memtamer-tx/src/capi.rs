@@ -260,7 +260,10 @@ pub unsafe extern "C" fn mtx_tx_alloc(tx: *mut MtxTx, size: usize, id: *mut u32)
     }
 }
 
-/// Frees object `id` when the transaction commits.
+/// Frees object `id` when the transaction commits. The root object
+/// (`mtx_root`) is refused with -1 and frees nothing; like every -1 of
+/// read, write, alloc and free, the transaction stays open (the handle is
+/// still the caller's to commit or abort), which is what the message says.
 ///
 /// # Safety
 /// `tx` is live.
@@ -335,5 +338,49 @@ mod tests {
             assert!(last().contains("mtx_root: pool is NULL"), "{}", last());
         }
         assert_eq!(pool.live_ids(), vec![pool.root_id()], "nothing leaked");
+    }
+
+    /// Leftover of the 2026-11-27 sweep (docs/bad-input.md):
+    /// `mtx_tx_free(tx, root)` said "aborted by the application" while the
+    /// transaction stayed open and committed its other writes; a caller
+    /// that believed it and began another transaction got `Nested`. The
+    /// call is refused (-1, nothing freed), the transaction stays usable
+    /// and the message says so; commit and abort both still end it.
+    #[test]
+    fn freeing_the_root_is_refused_and_leaves_the_transaction_open() {
+        let pool = Pool::create_in_memory(&PoolOptions {
+            size: 1 << 20,
+            root_size: 16,
+            ..PoolOptions::default()
+        })
+        .unwrap();
+        let pp: *const Pool = &pool;
+        let root = pool.root_id();
+        // SAFETY: a live pool; every transaction ends before it is dropped.
+        unsafe {
+            let tx = mtx_tx_begin(pp);
+            assert_eq!(mtx_tx_write(tx, root, 0, b"before".as_ptr().cast(), 6), 0);
+            assert_eq!(mtx_tx_free(tx, root), -1);
+            let e = last();
+            assert!(e.contains("root") && e.contains("nothing was freed"), "{e}");
+            assert!(!e.contains("abort"), "the transaction was not aborted: {e}");
+            // still open and usable: a later write commits with the earlier one
+            assert_eq!(mtx_tx_write(tx, root, 6, b"+after".as_ptr().cast(), 6), 0);
+            assert_eq!(mtx_tx_commit(tx), 0);
+            let tx = mtx_tx_begin(pp);
+            assert!(!tx.is_null(), "a new transaction begins: {}", last());
+            let mut got = [0u8; 12];
+            assert_eq!(mtx_tx_read(tx, root, 0, got.as_mut_ptr().cast(), 12), 0);
+            assert_eq!(&got, b"before+after");
+            // or aborted by the caller, dropping its writes
+            assert_eq!(mtx_tx_write(tx, root, 0, b"XXXXXX".as_ptr().cast(), 6), 0);
+            assert_eq!(mtx_tx_free(tx, root), -1);
+            mtx_tx_abort(tx);
+            let tx = mtx_tx_begin(pp);
+            assert_eq!(mtx_tx_read(tx, root, 0, got.as_mut_ptr().cast(), 12), 0);
+            assert_eq!(&got, b"before+after");
+            assert_eq!(mtx_tx_commit(tx), 0);
+        }
+        assert_eq!(pool.live_ids(), vec![root]);
     }
 }

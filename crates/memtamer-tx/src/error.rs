@@ -127,6 +127,17 @@ pub enum TxError {
         /// Largest payload the format encodes.
         max: usize,
     },
+    /// `free` of the pool's root object, which lives as long as the pool
+    /// (recovery and `mtx_root` find everything from it). Nothing was
+    /// freed and the transaction is unchanged: it stays open, as after
+    /// any other refused operation (the C ABI's -1 with the handle still
+    /// the caller's to commit or abort). It was `Aborted` ("aborted by the
+    /// application"), which told a C caller the transaction had ended.
+    #[error("object {id} is the pool's root, which cannot be freed; nothing was freed")]
+    RootNotFreeable {
+        /// The root's id.
+        id: u32,
+    },
     /// A transaction was started inside another on the same thread.
     #[error(
         "nested transactions are not supported (the outer one would deadlock the post-commit wait)"

@@ -439,10 +439,11 @@ impl<'p> Tx<'p> {
     }
 
     /// Frees object `id` at commit: a one-line deletion record (tombstone)
-    /// becomes its new version, so recovery sees the deletion.
+    /// becomes its new version, so recovery sees the deletion. The root
+    /// is refused (`RootNotFreeable`) and the transaction left as it was.
     pub fn free(&mut self, id: u32) -> Result<(), TxError> {
         if id == self.pool.root_id() {
-            return Err(TxError::Aborted("the root object cannot be freed".into()));
+            return Err(TxError::RootNotFreeable { id });
         }
         let e = self
             .pool

@@ -449,3 +449,32 @@ fn offsets_that_wrap_are_out_of_bounds() {
     assert!(e.to_string().contains("must be in 1..="), "{e}");
     tx.abort();
 }
+
+/// Freeing the root object is its own error, not an application abort,
+/// and leaves the transaction as it was: a later write commits with the
+/// earlier ones; through `Pool::transaction` the closure's error aborts
+/// everything as any error does.
+#[test]
+fn freeing_the_root_is_refused_and_the_transaction_goes_on() {
+    let pool = Pool::create_in_memory(&PoolOptions {
+        size: 1 << 20,
+        root_size: 8,
+        ..PoolOptions::default()
+    })
+    .unwrap();
+    let root = pool.root_id();
+    let mut tx = pool.begin().unwrap();
+    tx.write_at(root, 0, &[1; 4]).unwrap();
+    assert_eq!(tx.free(root), Err(TxError::RootNotFreeable { id: root }));
+    tx.write_at(root, 4, &[2; 4]).unwrap();
+    tx.commit();
+    let r = pool.transaction(|tx| {
+        tx.write_at(root, 0, &[9; 8])?;
+        tx.free(root)
+    });
+    assert_eq!(r, Err(TxError::RootNotFreeable { id: root }));
+    let mut b = [0u8; 8];
+    pool.transaction(|tx| tx.read_at(root, 0, &mut b)).unwrap();
+    assert_eq!(b, [1, 1, 1, 1, 2, 2, 2, 2]);
+    assert_eq!(pool.live_ids(), vec![root]);
+}

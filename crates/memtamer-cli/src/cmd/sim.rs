@@ -49,6 +49,13 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
                 let mut list = Vec::new();
                 for a in &sweeps {
                     let (k, v) = parse_kv("--sweep", a)?;
+                    if list.iter().any(|s: &SweepSpec| s.key == k) {
+                        // each point would take the later value only
+                        return Err(CliError::Usage {
+                            arg: format!("--sweep `{a}`"),
+                            expected: format!("each key swept once; `{k}` is already swept"),
+                        });
+                    }
                     let values = v.split(',').map(|x| parse_value(x.trim())).collect();
                     list.push(SweepSpec { key: k, values });
                 }

@@ -38,6 +38,7 @@ pub use workload_spec::{
 };
 
 use crate::error::{line_col, line_of_key, SimError};
+use workload_spec::MAX_NS;
 
 pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
     file: &str,
@@ -61,4 +62,34 @@ pub(crate) fn invalid(file: &str, text: &str, key: &str, message: impl Into<Stri
         key: key.to_string(),
         message: message.into(),
     }
+}
+
+/// Lowest bandwidth a platform may give, GB/s: its largest single access
+/// (a 1 GiB trace record) must take at most [`MAX_NS`].
+pub const MIN_GBPS: f64 = (1u64 << 30) as f64 / MAX_NS;
+
+/// `Err` naming `key` unless `v`, in units of `ns_per_unit` ns, is at most
+/// [`MAX_NS`]. The simulated clock counts picoseconds in a `u64`: 1e300 ns
+/// of a platform's `cpu.core_to_uncore_ns` wrapped it and made memcpy
+/// faster, as a `pm.media_write_gbps` of 1e-300 made PM writes 3x faster
+/// (hostile-input sweep, docs/bad-input.md, 2026-11-27).
+pub(crate) fn fits_clock(
+    file: &str,
+    text: &str,
+    key: &str,
+    v: f64,
+    ns_per_unit: f64,
+) -> Result<(), SimError> {
+    if v * ns_per_unit <= MAX_NS {
+        return Ok(());
+    }
+    let unit = key.rsplit('_').next().unwrap_or("ns");
+    let max = match MAX_NS / ns_per_unit {
+        m if ns_per_unit == 1.0 => format!("{m:e} ns"),
+        m => format!("{m:e} {unit} = {MAX_NS:e} ns"),
+    };
+    let m = format!(
+        "must be at most {max} (the simulated clock counts picoseconds in 64 bits), got {v:e}"
+    );
+    Err(invalid(file, text, key, m))
 }

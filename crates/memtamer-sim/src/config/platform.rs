@@ -3,7 +3,7 @@
 //! (`docs/scenarios.md`), and its validation.
 
 pub use super::uncore_parts::{MemoryDirectory, RemoteTracker, RemoteTracking, RequestTableScope};
-use super::{invalid, parse_toml, set_dotted};
+use super::{fits_clock, invalid, parse_toml, set_dotted, MIN_GBPS};
 use crate::error::SimError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -241,6 +241,7 @@ impl DramBankParams {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(invalid(file, text, k, format!("must be >= 0, got {v}")));
             }
+            fits_clock(file, text, k, v, 1.0)?;
         }
         let banks = self.ranks.saturating_mul(self.banks_per_rank);
         if self.ranks == 0 || self.banks_per_rank == 0 || !banks.is_power_of_two() {
@@ -592,6 +593,26 @@ impl Platform {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(invalid(file, text, k, format!("must be >= 0, got {v}")));
             }
+            let per_unit = if k.ends_with("_ms") { 1e6 } else { 1.0 };
+            fits_clock(file, text, k, v, per_unit)?;
+        }
+        fits_clock(file, text, "cpu.time_slice_us", self.cpu.time_slice_us, 1e3)?;
+        fits_clock(
+            file,
+            text,
+            "cpu.duty_period_us",
+            self.cpu.duty_period_us,
+            1e3,
+        )?;
+        for (k, v) in [
+            ("dram.bus_gbps", self.dram.bus_gbps),
+            ("pm.media_read_gbps", self.pm.media_read_gbps),
+            ("pm.media_write_gbps", self.pm.media_write_gbps),
+        ] {
+            if v < MIN_GBPS {
+                let m = format!("must be at least {MIN_GBPS:e} GB/s (1 GiB, the largest access, in at most 1e15 ns: the simulated clock counts picoseconds in 64 bits), got {v:e}");
+                return Err(invalid(file, text, k, m));
+            }
         }
         let ait = self.pm.ait_block_bytes;
         if ait != 0 && !(ait >= 256 && ait.is_power_of_two()) {
@@ -611,6 +632,7 @@ impl Platform {
                     format!("must be >= 0, got {v}"),
                 ));
             }
+            fits_clock(file, text, "cpu.clwb_clean_ns", v, 1.0)?;
         }
         if let Some(b) = &self.dram.banks {
             b.validate(file, text)?;
@@ -634,8 +656,11 @@ impl Platform {
                 "must be 1 or 2",
             ));
         }
-        let cpus = self.cpu.sockets * self.cpu.cores_per_socket * self.cpu.threads_per_core;
-        if cpus as usize > memtamer_core::cpuset::MAX_CPUS {
+        // in u64: 2 x 2^31 x 2 wrapped a u32 product to 0, which passed
+        let cpus = u64::from(self.cpu.sockets)
+            * u64::from(self.cpu.cores_per_socket)
+            * u64::from(self.cpu.threads_per_core);
+        if cpus > memtamer_core::cpuset::MAX_CPUS as u64 {
             return Err(invalid(
                 file,
                 text,

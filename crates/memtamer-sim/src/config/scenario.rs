@@ -243,7 +243,62 @@ impl Scenario {
     pub fn parse(file: &str, text: &str) -> Result<Scenario, SimError> {
         let s: Scenario = parse_toml(file, text)?;
         s.validate(file, text)?;
+        s.check_sweeps(file, text)?;
         Ok(s)
+    }
+
+    /// Checks the file's own `[[sweep]]` tables where they are written: a
+    /// key, at least one value, no key swept twice, and each value one its
+    /// key takes on its own (the job exists, the field exists, the type
+    /// fits). Ranges are checked per point when the sweeps are expanded,
+    /// as they may depend on two swept keys together. Before (hostile-input
+    /// sweep, docs/bad-input.md, 2026-11-27): an empty `values` ran no
+    /// point and exited 0, a key swept twice ran the later sweep's values
+    /// only, and a bad key or value was reported as a command-line
+    /// `override` (exit 2) naming neither the file nor the line.
+    fn check_sweeps(&self, file: &str, text: &str) -> Result<(), SimError> {
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, sw) in self.sweep.iter().enumerate() {
+            let bad = |message: String| SimError::Invalid {
+                file: file.to_string(),
+                line: line_of_sweep(text, i),
+                key: format!("sweep[{i}]"),
+                message,
+            };
+            if sw.key.trim().is_empty() {
+                return Err(bad(
+                    "a sweep needs a `key` (a --set key, e.g. job.NAME.threads)".into(),
+                ));
+            }
+            if sw.values.is_empty() {
+                return Err(bad(format!(
+                    "sweep `{}` has no values: the scenario would run no point",
+                    sw.key
+                )));
+            }
+            if !seen.insert(sw.key.as_str()) {
+                return Err(bad(format!(
+                    "`{}` is swept twice: each point would take the later sweep's value",
+                    sw.key
+                )));
+            }
+            for v in &sw.values {
+                self.takes(&sw.key, v)
+                    .map_err(|m| bad(format!("sweep `{}`, value {v}: {m}", sw.key)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `key = v` applies to this scenario on its own: the key
+    /// names something and the value deserializes (no range checks).
+    fn takes(&self, key: &str, v: &toml::Value) -> Result<(), String> {
+        let mut value = toml::Value::try_from(self).map_err(|e| e.to_string())?;
+        apply_override(&mut value, key, v.clone())?;
+        value
+            .try_into::<Scenario>()
+            .map(|_| ())
+            .map_err(|e: toml::de::Error| e.message().trim().to_string())
     }
 
     /// Applies `key=value` overrides (see docs/scenarios.md for key syntax).
@@ -463,6 +518,27 @@ fn override_type_message(key: &str, v: &toml::Value, serde: &str) -> String {
         ),
         _ => format!("`{key}`: {serde}{range}"),
     }
+}
+
+/// The 1-based line of the `key` of the `i`-th `[[sweep]]` table (its
+/// header when the key is missing), else where `sweep` is assigned, else 0.
+fn line_of_sweep(text: &str, i: usize) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    let headers: Vec<usize> = (0..lines.len())
+        .filter(|&l| lines[l].trim() == "[[sweep]]")
+        .collect();
+    let Some(&start) = headers.get(i) else {
+        return line_of_key(text, "sweep");
+    };
+    let key = lines[start + 1..]
+        .iter()
+        .take_while(|l| !l.trim_start().starts_with('['))
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix("key")
+                .is_some_and(|r| r.trim_start().starts_with('='))
+        });
+    key.map_or(start + 1, |k| start + 2 + k)
 }
 
 /// The 1-based line where `key` is assigned inside job `job` (inline

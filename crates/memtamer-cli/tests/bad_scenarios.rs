@@ -1,0 +1,125 @@
+//! Hostile scenario files and sweep flags for `memtamer sim run` (hostile-
+//! input sweep of 2026-11-27, docs/bad-input.md): each case once panicked,
+//! ran no point (or not the points asked for) with exit 0, or was reported
+//! as a command-line override (exit 2) naming neither the file nor its
+//! line. Each scenario is tiny (0.5 ms simulated on one job).
+
+mod common;
+use common::{code, memtamer, stderr, stdout, temp_dir};
+
+const BASE: &str = r#"name = "h"
+title = "t"
+platform = "pats"
+duration_ms = 0.5
+warmup_ms = 0.1
+
+[[job]]
+name = "fio"
+threads = 1
+cpus = "1-2"
+workload = { kind = "pm_stream", rw = "write", request_bytes = 4096 }
+"#;
+
+/// Runs `memtamer sim run FILE` on `text` (plus `extra` flags); no panic.
+fn run(dir: &std::path::Path, name: &str, text: &str, extra: &[&str]) -> (i32, String, String) {
+    let f = dir.join(name);
+    std::fs::write(&f, text).unwrap();
+    let mut args = vec!["sim", "run", f.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = memtamer(&args);
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "{name}: {err}");
+    (code(&out), stdout(&out), err)
+}
+
+/// A job name longer than 65535 characters: the table's column width went
+/// to `format!`, which panics above that ("Formatting argument out of
+/// range", exit 101). CSV and JSON printed it.
+#[test]
+fn a_job_name_longer_than_format_widths_allow_is_printed() {
+    let dir = temp_dir("bad-scenarios", "longname");
+    let long = "j".repeat(70_000);
+    let text = BASE.replace("name = \"fio\"", &format!("name = \"{long}\""));
+    let (rc, out, err) = run(&dir, "long.toml", &text, &[]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains(&format!("{long}.gbps")), "{}", &out[..200]);
+}
+
+/// The file's `[[sweep]]` tables are checked where they are written, with
+/// exit 3 (a bad file) and `FILE:LINE: key `sweep[I]``.
+#[test]
+fn sweeps_in_a_scenario_file_are_checked_where_written() {
+    let dir = temp_dir("bad-scenarios", "sweeps");
+    let sweep = |body: &str| format!("{BASE}\n[[sweep]]\n{body}\n");
+    // line 14 is the first sweep's `key` (BASE is 11 lines, a blank, the header)
+    for (name, text, needle) in [
+        // ran no point, exit 0
+        (
+            "empty.toml",
+            sweep("key = \"job.fio.threads\"\nvalues = []"),
+            "empty.toml:14: key `sweep[0]`: sweep `job.fio.threads` has no values",
+        ),
+        // ran the later sweep's values only, exit 0
+        (
+            "twice.toml",
+            sweep("key = \"job.fio.threads\"\nvalues = [1]\n\n[[sweep]]\nkey = \"job.fio.threads\"\nvalues = [2]"),
+            "twice.toml:18: key `sweep[1]`: `job.fio.threads` is swept twice",
+        ),
+        // exit 2 "override `job.nope.threads=1`: no job named `nope`"
+        (
+            "nojob.toml",
+            sweep("key = \"job.nope.threads\"\nvalues = [1, 2]"),
+            "nojob.toml:14: key `sweep[0]`: sweep `job.nope.threads`, value 1: no job named `nope`",
+        ),
+        (
+            "nokey.toml",
+            sweep("key = \"nope\"\nvalues = [1]"),
+            "nokey.toml:14: key `sweep[0]`: sweep `nope`, value 1: unknown field `nope`",
+        ),
+        (
+            "type.toml",
+            sweep("key = \"job.fio.threads\"\nvalues = [1, \"two\"]"),
+            "type.toml:14: key `sweep[0]`: sweep `job.fio.threads`, value \"two\": invalid type",
+        ),
+        (
+            "emptykey.toml",
+            sweep("key = \"\"\nvalues = [1]"),
+            "emptykey.toml:14: key `sweep[0]`: a sweep needs a `key`",
+        ),
+    ] {
+        let (rc, _, err) = run(&dir, name, &text, &[]);
+        assert_eq!(rc, 3, "{name}: {err}");
+        assert!(err.contains(needle), "{name}: wanted {needle:?} in: {err}");
+    }
+    // `sim validate FILE` reads the file the same way (it passed, exit 0)
+    let f = dir.join("empty.toml");
+    let out = memtamer(&["sim", "validate", f.to_str().unwrap()]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains("has no values"), "{}", stderr(&out));
+}
+
+/// `--sweep` of one key twice ran the later values only (exit 0); a point
+/// outside a key's range was reported as `<overrides>:0`, not the point.
+#[test]
+fn sweep_flags_name_the_repeated_key_and_the_failing_point() {
+    let dir = temp_dir("bad-scenarios", "flags");
+    let (rc, _, err) = run(
+        &dir,
+        "base.toml",
+        BASE,
+        &[
+            "--sweep",
+            "job.fio.threads=1",
+            "--sweep",
+            "job.fio.threads=2",
+        ],
+    );
+    assert_eq!(rc, 2, "{err}");
+    assert!(err.contains("`job.fio.threads` is already swept"), "{err}");
+    let (rc, _, err) = run(&dir, "base.toml", BASE, &["--sweep", "duration_ms=0.5,nan"]);
+    assert_eq!(rc, 3, "{err}");
+    assert!(
+        err.contains("<sweep point duration_ms=nan>:0: key `duration_ms`: must be in (0, 60000]"),
+        "{err}"
+    );
+}

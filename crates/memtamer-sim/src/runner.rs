@@ -506,19 +506,34 @@ pub fn prepare_scenario(
     opts: &RunOptions,
     models: ModelSource,
 ) -> Result<PreparedScenario, SimError> {
-    let mut scenario = base.with_overrides(&opts.sets)?;
+    // errors the command line's `--set`s and `--sweep`s cause name them
+    // (usage errors); the file's keep their FILE:LINE (crate::blame)
+    let mut scenario = base
+        .with_overrides(&opts.sets)
+        .map_err(|e| crate::blame::from_sets(e, &opts.sets))?;
     if let Some(seed) = opts.seed {
         scenario.seed = seed;
     }
+    let cli_sweep = opts.sweep.is_some();
     let sweeps = opts.sweep.clone().unwrap_or_else(|| scenario.sweep.clone());
     let points = sweep_points(&sweeps);
     let mut specs = Vec::with_capacity(points.len());
     for p in &points {
-        let s = scenario
-            .with_overrides(p)
-            .map_err(|e| at_sweep_point(e, p))?;
-        let platform = load_platform(&s.platform, &s.platform_set)?;
-        policy_by_name(&s.policy, &platform, models)?;
+        let s = scenario.with_overrides(p).map_err(|e| {
+            if cli_sweep {
+                crate::blame::at_point(e, p, true, &[], "")
+            } else {
+                at_sweep_point(e, p)
+            }
+        })?;
+        let platform = load_platform(&s.platform, &s.platform_set)
+            .map_err(|e| crate::blame::at_point(e, p, cli_sweep, &opts.sets, "platform"))?;
+        policy_by_name(&s.policy, &platform, models).map_err(|e| match e {
+            SimError::Policy(_) | SimError::Unknown { .. } => {
+                crate::blame::at_point(e, p, cli_sweep, &opts.sets, "policy")
+            }
+            e => e,
+        })?;
         specs.push(s);
     }
     Ok(PreparedScenario {

@@ -51,6 +51,16 @@ pub fn load_scenario(name: &str) -> Result<Scenario, SimError> {
     let (file, text) = read_named("scenario", SCENARIOS, name)?;
     let mut s = Scenario::parse(&file, &text)?;
     if !SCENARIOS.iter().any(|(n, _)| *n == name) {
+        // a name neither built in nor a file: the file's error (exit 3,
+        // FILE:LINE), not an unknown name typed on the command line (exit 2)
+        crate::config::scenario::known_platform(&s.platform).map_err(|message| {
+            SimError::Invalid {
+                file: file.clone(),
+                line: crate::error::line_of_key(&text, "platform"),
+                key: "platform".into(),
+                message,
+            }
+        })?;
         let dir = std::path::Path::new(name)
             .parent()
             .unwrap_or(std::path::Path::new(""));

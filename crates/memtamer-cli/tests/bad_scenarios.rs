@@ -152,7 +152,7 @@ fn set_and_sweep_errors_are_usage_errors_naming_the_argument() {
         ),
         (
             ["--set", "platform=nope"],
-            "--set platform=\"nope\": key `platform`: unknown platform `nope`",
+            "--set platform=\"nope\": unknown platform `nope`",
         ),
         (
             ["--sweep", "platform.memory.wpq_entries=0"],

@@ -541,11 +541,13 @@ pub(crate) enum BenchCmd {
         /// Seconds to run each loop (at most an hour).
         #[arg(long, default_value_t = 5.0, value_parser = parse_loop_seconds)]
         seconds: f64,
-        /// Managed threads (one worker process).
-        #[arg(long, default_value_t = 100)]
-        threads: usize,
-        /// Loop period, microseconds.
-        #[arg(long, default_value_t = 1000)]
+        /// Managed threads (one worker process), 1..=4096.
+        #[arg(long, default_value_t = 100,
+              value_parser = clap::value_parser!(u64).range(1..=4096))]
+        threads: u64,
+        /// Loop period, microseconds, 10..=1000000.
+        #[arg(long, default_value_t = 1000,
+              value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
         period_us: u64,
     },
     /// Ribbon: 4 KiB pmem_persist loop, eager flushing vs Ribbon at M = N and M = 0, and

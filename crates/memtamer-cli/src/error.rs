@@ -176,7 +176,9 @@ impl CliError {
             CliError::Usage { .. } | CliError::FormatUnsupported { .. } => EXIT_USAGE,
             // a name or override typed on the command line
             CliError::Sim(
-                memtamer_sim::SimError::Unknown { .. } | memtamer_sim::SimError::Override { .. },
+                memtamer_sim::SimError::Unknown { .. }
+                | memtamer_sim::SimError::Override { .. }
+                | memtamer_sim::SimError::Argument { .. },
             ) => EXIT_USAGE,
             _ => EXIT_RUNTIME,
         }

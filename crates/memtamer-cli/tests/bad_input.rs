@@ -120,6 +120,19 @@ fn durations_too_large_for_a_duration_are_usage_errors() {
     // looped forever
     refused(&["bench", "daemon", "--seconds", "nan"], 2, "--seconds");
     refused(&["bench", "daemon", "--seconds", "inf"], 2, "--seconds");
+    // --threads 0 ran 1 thread and --period-us 9 ran at 10 µs, silently;
+    // the `--seconds nan` after them stops the old binary at once
+    for (flag, v, range) in [
+        ("--threads", "0", "1..=4096"),
+        ("--period-us", "9", "10..=1000000"),
+    ] {
+        refused(
+            &["bench", "daemon", flag, v, "--seconds", "nan"],
+            2,
+            &format!("'{v}' for '{flag}"),
+        );
+        refused(&["bench", "daemon", flag, v], 2, range);
+    }
 }
 
 #[test]

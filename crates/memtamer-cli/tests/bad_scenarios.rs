@@ -116,10 +116,83 @@ fn sweep_flags_name_the_repeated_key_and_the_failing_point() {
     );
     assert_eq!(rc, 2, "{err}");
     assert!(err.contains("`job.fio.threads` is already swept"), "{err}");
+    // then exit 3 `<sweep point duration_ms=nan>:0`: a command-line error
     let (rc, _, err) = run(&dir, "base.toml", BASE, &["--sweep", "duration_ms=0.5,nan"]);
+    assert_eq!(rc, 2, "{err}");
+    assert!(
+        err.contains("--sweep point duration_ms=nan: key `duration_ms`: must be in (0, 60000]"),
+        "{err}"
+    );
+}
+
+/// Every error a `--set` or `--sweep` causes is a usage error (exit 2) that
+/// names the argument. Before (2026-11-27 evening): a range error exited 3
+/// as `<overrides>:0`, a platform key's error exited 3 as `<builtin platform
+/// pats>:32` or `:0:0: after overrides`, naming no `--set`; an unknown key
+/// exited 2 as `override `k=v``.
+#[test]
+fn set_and_sweep_errors_are_usage_errors_naming_the_argument() {
+    let dir = temp_dir("bad-scenarios", "sets");
+    for (args, needle) in [
+        (
+            ["--set", "duration_ms=-1"],
+            "--set duration_ms=-1: key `duration_ms`: must be in (0, 60000]",
+        ),
+        (
+            ["--set", "platform.memory.wpq_entries=0"],
+            "--set platform.memory.wpq_entries=0: key `memory.wpq_entries`: must be > 0",
+        ),
+        (
+            ["--set", "platform.nope.x=1"],
+            "--set platform.nope.x=1: unknown field `nope`",
+        ),
+        (
+            ["--set", "job.nope.threads=1"],
+            "--set job.nope.threads=1: no job named `nope`",
+        ),
+        (
+            ["--set", "platform=nope"],
+            "--set platform=\"nope\": unknown platform `nope`",
+        ),
+        (
+            ["--sweep", "platform.memory.wpq_entries=0"],
+            "--sweep point platform.memory.wpq_entries=0: key `memory.",
+        ),
+    ] {
+        let (rc, _, err) = run(&dir, "base.toml", BASE, &args);
+        assert_eq!(rc, 2, "{args:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: wanted {needle:?} in: {err}"
+        );
+        assert!(
+            !err.contains("<overrides>") && !err.contains("<builtin"),
+            "{err}"
+        );
+    }
+}
+
+/// Errors in a scenario file keep exit 3 and their FILE:LINE. Before: an
+/// unknown `platform` name exited 2 (as if typed on the command line) with
+/// no file or line, and a `[[check]]` error said line 0.
+#[test]
+fn platform_and_check_errors_in_a_file_name_their_line() {
+    let dir = temp_dir("bad-scenarios", "fileline");
+    let text = BASE.replace("platform = \"pats\"", "platform = \"nope\"");
+    let (rc, _, err) = run(&dir, "plat.toml", &text, &[]);
     assert_eq!(rc, 3, "{err}");
     assert!(
-        err.contains("<sweep point duration_ms=nan>:0: key `duration_ms`: must be in (0, 60000]"),
+        err.contains("plat.toml:3: key `platform`: unknown platform `nope`"),
+        "{err}"
+    );
+    // line 13 is the `[[check]]` header (BASE is 11 lines, then a blank)
+    let text = format!(
+        "{BASE}\n[[check]]\nname = \"c\"\nmetric = \"fio.gbps\"\nkind = \"argmax\"\nat = 1.0\n"
+    );
+    let (rc, _, err) = run(&dir, "check.toml", &text, &[]);
+    assert_eq!(rc, 3, "{err}");
+    assert!(
+        err.contains("check.toml:13: key `check[0]`: check `c`: kind = \"argmax\""),
         "{err}"
     );
 }

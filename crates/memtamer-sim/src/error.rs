@@ -48,6 +48,18 @@ pub enum SimError {
         /// Why it cannot be applied.
         message: String,
     },
+    /// A command-line `--set KEY=VALUE` or `--sweep` point that is refused
+    /// (out of range, an unknown platform key): `arg` names it as typed
+    /// (`--set duration_ms=-1`, `--sweep point duration_ms=nan`), so the
+    /// message points at the command line, not at `<overrides>:0` or at the
+    /// platform file's line (hostile-input round, docs/bad-input.md).
+    #[error("{arg}: {message}")]
+    Argument {
+        /// The flag and its value(s).
+        arg: String,
+        /// Why it is refused.
+        message: String,
+    },
     /// A policy name the registry refuses (memtamer_core::registry).
     #[error(transparent)]
     Policy(#[from] memtamer_core::registry::RegistryError),

@@ -6,6 +6,7 @@
 //! read/write pending queues shared by DRAM and PM, the DDR-T write credits,
 //! the Optane XPBuffer and the media's service time. See `docs/simulator.md`.
 
+pub mod blame;
 pub mod builtins;
 pub mod calibrate;
 pub mod compare;

@@ -51,6 +51,16 @@ pub fn load_scenario(name: &str) -> Result<Scenario, SimError> {
     let (file, text) = read_named("scenario", SCENARIOS, name)?;
     let mut s = Scenario::parse(&file, &text)?;
     if !SCENARIOS.iter().any(|(n, _)| *n == name) {
+        // a name neither built in nor a file: the file's error (exit 3,
+        // FILE:LINE), not an unknown name typed on the command line (exit 2)
+        crate::config::scenario::known_platform(&s.platform).map_err(|message| {
+            SimError::Invalid {
+                file: file.clone(),
+                line: crate::error::line_of_key(&text, "platform"),
+                key: "platform".into(),
+                message,
+            }
+        })?;
         let dir = std::path::Path::new(name)
             .parent()
             .unwrap_or(std::path::Path::new(""));
@@ -506,19 +516,34 @@ pub fn prepare_scenario(
     opts: &RunOptions,
     models: ModelSource,
 ) -> Result<PreparedScenario, SimError> {
-    let mut scenario = base.with_overrides(&opts.sets)?;
+    // errors the command line's `--set`s and `--sweep`s cause name them
+    // (usage errors); the file's keep their FILE:LINE (crate::blame)
+    let mut scenario = base
+        .with_overrides(&opts.sets)
+        .map_err(|e| crate::blame::from_sets(e, &opts.sets))?;
     if let Some(seed) = opts.seed {
         scenario.seed = seed;
     }
+    let cli_sweep = opts.sweep.is_some();
     let sweeps = opts.sweep.clone().unwrap_or_else(|| scenario.sweep.clone());
     let points = sweep_points(&sweeps);
     let mut specs = Vec::with_capacity(points.len());
     for p in &points {
-        let s = scenario
-            .with_overrides(p)
-            .map_err(|e| at_sweep_point(e, p))?;
-        let platform = load_platform(&s.platform, &s.platform_set)?;
-        policy_by_name(&s.policy, &platform, models)?;
+        let s = scenario.with_overrides(p).map_err(|e| {
+            if cli_sweep {
+                crate::blame::at_point(e, p, true, &[], "")
+            } else {
+                at_sweep_point(e, p)
+            }
+        })?;
+        let platform = load_platform(&s.platform, &s.platform_set)
+            .map_err(|e| crate::blame::at_point(e, p, cli_sweep, &opts.sets, "platform"))?;
+        policy_by_name(&s.policy, &platform, models).map_err(|e| match e {
+            SimError::Policy(_) | SimError::Unknown { .. } => {
+                crate::blame::at_point(e, p, cli_sweep, &opts.sets, "policy")
+            }
+            e => e,
+        })?;
         specs.push(s);
     }
     Ok(PreparedScenario {

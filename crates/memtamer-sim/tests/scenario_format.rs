@@ -92,7 +92,7 @@ fn shape_checks_reject_point_keys_and_point_checks_need_at() {
         );
         match Scenario::parse("bad.toml", &text) {
             Err(SimError::Invalid { key, message, .. }) => {
-                assert_eq!(key, "check");
+                assert_eq!(key, "check[0]");
                 assert!(message.contains(want), "{keys}: {message}");
             }
             other => panic!("{keys}: {other:?}"),

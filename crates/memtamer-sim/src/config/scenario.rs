@@ -416,8 +416,13 @@ impl Scenario {
                 }
             }
         }
-        for c in &self.check {
-            let bad = |m: &str| invalid(file, text, "check", format!("check `{}`: {m}", c.name));
+        for (i, c) in self.check.iter().enumerate() {
+            let bad = |m: &str| SimError::Invalid {
+                file: file.to_string(),
+                line: line_of_check(text, i),
+                key: format!("check[{i}]"),
+                message: format!("check `{}`: {m}", c.name),
+            };
             match c.kind {
                 CheckKind::Point => {
                     if !c.at.is_some_and(f64::is_finite) {
@@ -522,6 +527,33 @@ fn override_type_message(key: &str, v: &toml::Value, serde: &str) -> String {
 
 /// The 1-based line of the `key` of the `i`-th `[[sweep]]` table (its
 /// header when the key is missing), else where `sweep` is assigned, else 0.
+/// `Err` unless `name` is a built-in platform or a file path (ends in
+/// `.toml` or has a `/`, as the runner reads it; a missing file is reported
+/// when it is read).
+pub(crate) fn known_platform(name: &str) -> Result<(), String> {
+    let builtins = crate::builtins::PLATFORMS;
+    if name.ends_with(".toml") || name.contains('/') || builtins.iter().any(|(n, _)| *n == name) {
+        return Ok(());
+    }
+    Err(format!(
+        "unknown platform `{name}`; known: {}",
+        builtins
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+/// The 1-based line of the `i`-th `[[check]]` header (0 when not found).
+fn line_of_check(text: &str, i: usize) -> usize {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim() == "[[check]]")
+        .nth(i)
+        .map_or(0, |(l, _)| l + 1)
+}
+
 fn line_of_sweep(text: &str, i: usize) -> usize {
     let lines: Vec<&str> = text.lines().collect();
     let headers: Vec<usize> = (0..lines.len())

@@ -20,10 +20,7 @@ pub fn run(cmd: BenchCmd) -> Result<Outcome, CliError> {
             seconds,
             threads,
             period_us,
-        } => print!(
-            "{}",
-            daemon::run(seconds, threads.max(1), period_us.max(10))?
-        ),
+        } => print!("{}", daemon::run(seconds, threads as usize, period_us)?),
         BenchCmd::Ribbon {
             threads,
             iters,

@@ -393,16 +393,14 @@ impl Shared {
     fn drain_into(&self, tr: &mut Tracker) {
         let taken: Vec<EventBuf> = {
             let mut reg = relock(&self.bufs);
-            // fresh storage made before the buffers are locked, so a
-            // thread's next events do not grow it from empty
-            let mut fresh: Vec<EventBuf> = (0..reg.len())
-                .map(|_| EventBuf::with_capacity(self.cap))
-                .collect();
             let mut guards: Vec<MutexGuard<'_, EventBuf>> = reg.iter().map(|h| relock(h)).collect();
+            // fresh storage only for the buffers that held events (a drain
+            // at every begin finds most of them empty), sized so a thread's
+            // next events do not grow it from empty
             let taken = guards
                 .iter_mut()
                 .filter(|g| !g.is_empty())
-                .filter_map(|g| Some(std::mem::replace(&mut **g, fresh.pop()?)))
+                .map(|g| std::mem::replace(&mut **g, EventBuf::with_capacity(self.cap)))
                 .collect();
             drop(guards);
             // a thread that exited (only the registry holds its buffer),

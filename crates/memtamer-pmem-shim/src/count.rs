@@ -2,7 +2,7 @@
 //! the persistence calls an unmodified libpmemobj makes, so that
 //! `memtamer bench tx` can print libpmemobj's flushes, fences and big-write
 //! share per transaction beside ArchTM's, measured in the same run
-//! (issue 18 item 4; docs/tx.md "Bench").
+//! (issue 18 item 4; docs/notebook/tx.md "Bench").
 //!
 //! The program (the bench, running under `LD_PRELOAD` of this shim) finds
 //! [`memtamer_pmem_shim_count_start`] and [`memtamer_pmem_shim_counts`] with

@@ -2,7 +2,7 @@
 //! persistence calls of an unmodified libpmem / libpmemobj program as a
 //! `memtamer-trace v1` flush/fence trace (format: docs/simulator.md
 //! "Flush/fence traces"), which `memtamer sim`'s `trace` workload replays
-//! on simulated Optane (issue 18 item 5, docs/tx.md "Optane estimate").
+//! on simulated Optane (issue 18 item 5, docs/notebook/tx.md "Optane estimate").
 //!
 //! * `pmem_flush` → `flush`; `pmem_drain` → `fence`; `pmem_persist` → both;
 //! * the copies (`pmem_memcpy*`, `pmem_memmove*`, `pmem_memset*`) that

@@ -1,5 +1,5 @@
 //! `memory.bus_scheduler = "drain-blocks-reads"`: the watermark write drain
-//! read strictly, reads waiting out every drain (docs/simulator.md, "Write
+//! read strictly, reads waiting out every drain (docs/notebook/simulator.md, "Write
 //! drain that blocks reads"; issues 19, 24).
 
 use memtamer_sim::config::{JobSpec, Pattern, Rw, StoreKind, WorkloadSpec};

@@ -1,5 +1,5 @@
 //! Where one fenced NT writer's time goes and what sets the writer count at
-//! which six interleaved Optane DIMMs saturate (issues 19, 24; docs/simulator.md,
+//! which six interleaved Optane DIMMs saturate (issues 19, 24; docs/notebook/simulator.md,
 //! "NT-store writers on six DIMMs: where the time goes").
 
 use memtamer_sim::config::{JobSpec, Pattern, Rw, StoreKind, WorkloadSpec};

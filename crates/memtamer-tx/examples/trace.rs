@@ -1,7 +1,7 @@
 //! Records a flush/fence trace (`memtamer-trace v1`, docs/simulator.md) of
 //! hash-table update transactions (thesis §5.5: 8 B keys, 16 B values,
 //! half inserts, half removes) or TPC-C new-order transactions for replay in `memtamer sim` (issue 18 item
-//! 5; the whole flow is `scripts/record-tx-traces`, docs/tx.md "Optane
+//! 5; the whole flow is `scripts/record-tx-traces`, docs/notebook/tx.md "Optane
 //! estimate").
 //!
 //! ```text

@@ -157,7 +157,7 @@ pub enum BusSchedulerKind {
     /// when no write may go (a PM write waiting for a DDR-T credit), until
     /// the WPQ is down to `write_drain_low` (the write-drain mode of
     /// Stuecheli et al., ISCA'10, and Chatterjee et al., HPCA'12: reads
-    /// wait out the drain). An ablation (docs/simulator.md, "Write drain
+    /// wait out the drain). An ablation (docs/notebook/simulator.md, "Write drain
     /// that blocks reads").
     DrainBlocksReads,
 }
@@ -304,7 +304,7 @@ pub struct PmParams {
     /// `config/vans.cfg`) gives the DIMM's controller 64-entry queues, which
     /// removes the dependence of one DIMM's write throughput on its writers'
     /// phases but also most of PATS Fig. 1's multi-writer decline
-    /// (docs/simulator.md, "Why PM write throughput on one DIMM depends on the
+    /// (docs/notebook/simulator.md, "Why PM write throughput on one DIMM depends on the
     /// writers' phases").
     pub media_write_queue: u32,
     /// Independent media partitions of one DIMM: an XPLine operation occupies
@@ -322,7 +322,7 @@ pub struct PmParams {
     /// and the run seed (the real mapping is unpublished). 0 (default, every
     /// built-in platform) = no indirection: XPLine address modulo
     /// `media_partitions`. Not yet the default: with 4096 PATS Fig. 1's
-    /// multi-writer checks fail (docs/simulator.md, "The AIT as
+    /// multi-writer checks fail (docs/notebook/simulator.md, "The AIT as
     /// the partition map").
     #[serde(default)]
     pub ait_block_bytes: u32,

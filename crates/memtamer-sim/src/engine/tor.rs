@@ -12,7 +12,7 @@
 //! CHA chapter: TOR_INSERTS / TOR_OCCUPANCY), one CHA per core, and the
 //! addresses of the whole socket are hashed over them. Requests to either
 //! memory controller therefore share it: this is the socket-wide structure
-//! that local PM reads can fill (PATS D-iMC, docs/simulator.md "The CHAs'
+//! that local PM reads can fill (PATS D-iMC, docs/notebook/simulator.md "The CHAs'
 //! table of requests"). Skylake-SP's entry count is not published, hence the
 //! key defaults to off.
 //!

@@ -196,3 +196,99 @@ fn platform_and_check_errors_in_a_file_name_their_line() {
         "{err}"
     );
 }
+
+/// Every string key that names something is checked before a point runs
+/// (docs/bad-input.md, 2026-11-28): in a file, exit 3 at the value's line;
+/// from `--set` / `--sweep`, exit 2 naming the argument. Before: a file's
+/// `policy = "nope"` (also swept, or in a variant) exited 3 naming no file
+/// or line; a `[[sweep]]` over an unknown platform exited 2 naming no file;
+/// an unknown region, a missing trace or a `start_cpus` outside `cpus`
+/// exited 3 as `h:0: key `job`` from the file and from `--set` alike; and
+/// `sim run demo --set policy=nope` exited 0 (every demo point sets its
+/// own policy, so the `--set` never reached one).
+#[test]
+fn names_are_refused_at_their_line_or_argument() {
+    let dir = temp_dir("bad-scenarios", "names");
+    let sweep = |key: &str, values: &str| {
+        format!("{BASE}\n[[sweep]]\nkey = \"{key}\"\nvalues = {values}\n")
+    };
+    // BASE: line 6 follows warmup_ms, line 10 is `cpus`, 11 the workload;
+    // a sweep's `key` is line 14, a table after a blank line starts at 13
+    for (name, text, needle) in [
+        (
+            "policy.toml",
+            BASE.replace("warmup_ms = 0.1\n", "warmup_ms = 0.1\npolicy = \"nope\"\n"),
+            "policy.toml:6: key `policy`: unknown policy `nope`",
+        ),
+        (
+            "swpolicy.toml",
+            sweep("policy", "[\"baseline\", \"nope\"]"),
+            "swpolicy.toml:14: key `sweep[0]`: sweep `policy`, value \"nope\": unknown policy `nope`",
+        ),
+        (
+            "swplatform.toml",
+            sweep("platform", "[\"pats\", \"nope\"]"),
+            "swplatform.toml:14: key `sweep[0]`: sweep `platform`, value \"nope\": unknown platform `nope`",
+        ),
+        (
+            "variant.toml",
+            format!("{BASE}\n[variant.place.a]\npolicy = \"pats:nan\"\n"),
+            "variant.toml:13: key `variant.place.a`: policy `pats:nan`",
+        ),
+        (
+            "region.toml",
+            BASE.replace("4096 }", "4096, region = \"nope\" }"),
+            "region.toml:11: key `job.fio.workload.region`: job fio: platform pats has no region `nope`",
+        ),
+        (
+            "swregion.toml",
+            sweep("job.fio.workload.region", "[\"pm\", \"nope\"]"),
+            "swregion.toml:14: key `sweep[0]`: sweep `job.fio.workload.region`, value \"nope\": job fio: platform pats has no region `nope`",
+        ),
+        (
+            "start.toml",
+            BASE.replace("cpus = \"1-2\"\n", "cpus = \"1-2\"\nstart_cpus = \"5\"\n"),
+            "start.toml:11: key `job.fio.start_cpus`: job fio: start_cpus 5: must be a non-empty subset of its cpus",
+        ),
+        (
+            "trace.toml",
+            format!("{BASE}\n[[job]]\nname = \"t\"\nthreads = 1\nworkload = {{ kind = \"trace\", trace = \"/nonexistent.trace\" }}\n"),
+            "trace.toml:16: key `job.t.workload.trace`: job t: trace `/nonexistent.trace`",
+        ),
+    ] {
+        let (rc, _, err) = run(&dir, name, &text, &[]);
+        assert_eq!(rc, 3, "{name}: {err}");
+        assert!(err.contains(needle), "{name}: wanted {needle:?} in: {err}");
+    }
+    for (args, needle) in [
+        (
+            ["--set", "job.fio.workload.region=nope"],
+            "--set job.fio.workload.region=\"nope\": key `job.fio.workload.region`: job fio: platform pats has no region `nope`",
+        ),
+        (
+            ["--sweep", "job.fio.workload.region=pm,nope"],
+            "--sweep point job.fio.workload.region=\"nope\": key `job.fio.workload.region`",
+        ),
+        (
+            ["--set", "job.fio.start_cpus=\"5\""],
+            "--set job.fio.start_cpus=\"5\": key `job.fio.start_cpus`: job fio: start_cpus 5",
+        ),
+        (
+            ["--set", "policy=nope"],
+            "--set policy=\"nope\": key `policy`: unknown policy `nope`",
+        ),
+    ] {
+        let (rc, _, err) = run(&dir, "base.toml", BASE, &args);
+        assert_eq!(rc, 2, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: wanted {needle:?} in: {err}");
+        assert!(!err.contains(":0:"), "{err}");
+    }
+    // a built-in whose sweep sets the policy of every point
+    let out = memtamer(&["sim", "run", "demo", "--set", "policy=nope"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--set policy=\"nope\": key `policy`: unknown policy `nope`"),
+        "{}",
+        stderr(&out)
+    );
+}

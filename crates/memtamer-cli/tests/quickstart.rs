@@ -47,6 +47,27 @@ fn the_readme_daemon_quick_start_is_a_dry_run_without_pids() {
         .contains("dist/memtamer.toml $(DESTDIR)$(DATADIR)/memtamer/examples/memtamer.toml"));
 }
 
+/// The shipped example starts without a warning: `--check-config` printed
+/// `warning: job[1] ("pm-writers") is selected by comm/exe, which any user
+/// chooses` for its own fio job (selected by `comm` with no `[job.require]`),
+/// so a user's first start of the daemon began with a security warning
+/// (docs/bad-input.md, 2026-11-28).
+#[test]
+fn the_shipped_config_checks_clean() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let path = root.join("dist/memtamer.toml");
+    let c = memtamer_control::config::DaemonConfig::load(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_memtamer"))
+        .args(["run", "--check-config", "--config", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+}
+
 /// `systemctl reload` = `--check-config`, then SIGHUP: the daemon undoes,
 /// reloads the file and runs again; a broken file keeps the old config.
 #[test]

@@ -18,6 +18,7 @@ pub mod placement;
 pub mod pm_load;
 pub mod policy;
 pub mod registry;
+pub mod text;
 pub mod topology;
 pub mod unimem;
 

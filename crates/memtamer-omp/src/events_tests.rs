@@ -8,6 +8,9 @@ use memtamer_tahoe::model::HybridModel;
 use memtamer_tahoe::plan::{Batch, PlanConfig, Planner};
 use std::collections::HashMap;
 
+#[path = "../tests/support/digest.rs"]
+mod digest_part;
+
 fn tracker(place: bool) -> Tracker {
     Tracker::new(Planner::new(
         PlanConfig {
@@ -27,17 +30,7 @@ fn tracker(place: bool) -> Tracker {
 fn digest(t: &Tracker) -> String {
     let s = t.stats();
     let p = t.planner().stats();
-    let mut errs: Vec<String> = t
-        .errors()
-        .iter()
-        .map(|(c, e)| format!("{c:#x}:{}:{:.9}", e.n, e.sum))
-        .collect();
-    errs.sort();
-    let rows: Vec<String> = t
-        .recorded(|c| format!("{c:#x}"))
-        .iter()
-        .map(memtamer_tahoe::record::format_row)
-        .collect();
+    let (errs, rows) = digest_part::errs_and_rows(t);
     format!(
         "{s:?} types={} decisions={} profiled={} promoted={} evicted={} batches={} exact={} errs={errs:?} rows={rows:?} ready={:?}",
         t.planner().db().len(),

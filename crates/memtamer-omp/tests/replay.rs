@@ -12,6 +12,9 @@ use memtamer_tahoe::plan::{PlanConfig, Planner};
 use memtamer_tahoe::task::Access;
 use std::collections::HashMap;
 
+#[path = "support/digest.rs"]
+mod digest_part;
+
 fn tracker(dram_pages: usize) -> Tracker {
     Tracker::new(Planner::new(
         PlanConfig {
@@ -96,17 +99,7 @@ fn replay(nb: u64, sweeps: u64, place: bool) -> String {
     }
     let s = t.stats();
     let p = t.planner().stats();
-    let mut errs: Vec<String> = t
-        .errors()
-        .iter()
-        .map(|(c, e)| format!("{c:#x}:{}:{:.9}", e.n, e.sum))
-        .collect();
-    errs.sort();
-    let rows: Vec<String> = t
-        .recorded(|c| format!("{c:#x}"))
-        .iter()
-        .map(memtamer_tahoe::record::format_row)
-        .collect();
+    let (errs, rows) = digest_part::errs_and_rows(&t);
     format!(
         "created={} completed={} edges={} ready_max={} types={} decisions={} profiled={} promoted={} evicted={} batches={} returned={} errs={:?} rows={:?}",
         s.created,

@@ -105,6 +105,37 @@ pub fn at_point(
     }
 }
 
+/// An error of a point's key `path` (`job.fio.workload.region`) that its
+/// platform may cause as well (a region the platform lacks): named by the
+/// `--sweep` point or the `--set`s that set `path` or a table above it
+/// (`job.fio.workload`), else by those that set the platform; an error
+/// neither caused stays as it is (the file's).
+pub fn at_key(
+    e: SimError,
+    point: &[(String, toml::Value)],
+    cli_sweep: bool,
+    sets: &[(String, toml::Value)],
+    path: &str,
+) -> SimError {
+    let named = |hit: &dyn Fn(&str) -> bool| {
+        if cli_sweep && point.iter().any(|(k, _)| hit(k)) {
+            return Some(sweep_point_arg(point));
+        }
+        let mine: Vec<_> = sets.iter().filter(|(k, _)| hit(k)).collect();
+        (!mine.is_empty()).then(|| set_args(mine))
+    };
+    let covers = |key: &str, path: &str| path == key || path.starts_with(&format!("{key}."));
+    let sets_path = |k: &str| covers(k, path);
+    let sets_platform = |k: &str| covers("platform", k);
+    match named(&sets_path).or_else(|| named(&sets_platform)) {
+        Some(arg) => SimError::Argument {
+            arg,
+            message: bare_message(e),
+        },
+        None => e,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,6 +17,7 @@ mod event_queue;
 pub mod experiment;
 pub mod histogram;
 pub mod placement_eval;
+mod point_check;
 pub use engine::pmdimm;
 pub mod policies;
 pub mod pool;

@@ -3,6 +3,7 @@
 //! the platform's facts (its PM interleave set, its CPUs, its calibrated
 //! model).
 
+pub use crate::config::scenario::{check_policy_name, SIM_POLICIES};
 use crate::config::Platform;
 use crate::error::SimError;
 use memtamer_core::compose::Composite;
@@ -15,21 +16,6 @@ use memtamer_core::registry::{self, PolicyName, RegistryError};
 use memtamer_core::topology::Topology;
 use memtamer_core::CpuSet;
 use memtamer_core::{Baseline, FixedGate, Policy};
-
-/// The registry names the simulator runs (all but the daemon's and the
-/// gate's "nobody here" names `off` and `external`).
-pub const SIM_POLICIES: [&str; 10] = [
-    "baseline",
-    "gate",
-    "pats",
-    "pats-calibrated",
-    "pats-adaptive",
-    "dicio",
-    "caladan-pm",
-    "pm-counter-only",
-    "core-spec",
-    "placement",
-];
 
 /// PM cores of `core-spec` without an argument (the thesis's evaluation).
 const DEFAULT_CORE_SPEC_PM_CPUS: usize = 3;
@@ -49,8 +35,8 @@ pub fn policy_by_name(
     platform: &Platform,
     models: ModelSource,
 ) -> Result<Box<dyn Policy>, SimError> {
+    check_policy_name(name)?;
     let parsed = registry::parse(name)?;
-    registry::check_allowed(&parsed.parts, &SIM_POLICIES, "in the simulator")?;
     match parsed.parts.as_slice() {
         [one] if !name.contains('+') => build_one(one, platform, models),
         parts => {

@@ -72,6 +72,8 @@ pub fn load_scenario(name: &str) -> Result<Scenario, SimError> {
                 }
             }
         }
+        let points = sweep_points(&s.sweep);
+        crate::point_check::file_points(&file, &text, &s, points, load_platform)?;
     }
     Ok(s)
 }
@@ -246,7 +248,9 @@ impl ScenarioResult {
     }
 }
 
-fn sweep_points(sweeps: &[SweepSpec]) -> Vec<Vec<(String, toml::Value)>> {
+/// The points of `sweeps`: every combination of their values, the first
+/// sweep outermost.
+pub(crate) fn sweep_points(sweeps: &[SweepSpec]) -> Vec<Vec<(String, toml::Value)>> {
     let mut points: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
     for s in sweeps {
         let mut next = Vec::new();
@@ -543,6 +547,16 @@ pub fn prepare_scenario(
                 crate::blame::at_point(e, p, cli_sweep, &opts.sets, "policy")
             }
             e => e,
+        })?;
+        crate::point_check::point_inputs(&platform, &s).map_err(|b| {
+            let path = b.path();
+            let e = SimError::Invalid {
+                file: s.name.clone(),
+                line: 0,
+                key: path.clone(),
+                message: b.message,
+            };
+            crate::blame::at_key(e, p, cli_sweep, &opts.sets, &path)
         })?;
         specs.push(s);
     }

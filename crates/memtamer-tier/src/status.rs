@@ -16,6 +16,7 @@
 //! to a process that is gone without finishing (stale) yields a
 //! [`StatusError`] that names it; the other files are still shown.
 
+use memtamer_core::text::pad_right;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -488,19 +489,6 @@ pub fn human_bytes(b: u64) -> String {
     } else {
         format!("{v:.1} {}", U[i])
     }
-}
-
-/// `s` left-aligned in `w` characters, as `format!("{s:<w$}")` but for any
-/// width: `format!` panics on a width above 65535, which an object name of
-/// that length in a status file made (`mt_tier_malloc` takes any name;
-/// hostile-input sweep, docs/bad-input.md, 2026-11-27).
-fn pad_right(s: &str, w: usize) -> String {
-    let mut out = String::from(s);
-    out.extend(std::iter::repeat_n(
-        ' ',
-        w.saturating_sub(s.chars().count()),
-    ));
-    out
 }
 
 /// The table `memtamer tier status` prints: per rank a summary line, then

@@ -4,6 +4,7 @@
 
 use super::{apply_override, invalid, parse_toml, WorkloadSpec};
 use crate::error::{line_of_key, SimError};
+use memtamer_core::registry;
 use memtamer_core::CpuSet;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -244,7 +245,68 @@ impl Scenario {
         let s: Scenario = parse_toml(file, text)?;
         s.validate(file, text)?;
         s.check_sweeps(file, text)?;
+        s.check_variants(file, text)?;
         Ok(s)
+    }
+
+    /// Checks that each `[variant.KEY.VALUE]` group applies on its own (its
+    /// keys exist, its values fit them and name known things), at the
+    /// group's header. Before (docs/bad-input.md, 2026-11-28): a group's
+    /// `policy = "nope"` was found when a point was built, naming no file.
+    fn check_variants(&self, file: &str, text: &str) -> Result<(), SimError> {
+        for (key, groups) in &self.variant {
+            for name in groups.keys() {
+                self.takes(key, &toml::Value::String(name.clone()))
+                    .map_err(|message| {
+                        let header = format!("[variant.{key}.{name}]");
+                        let line = text
+                            .lines()
+                            .position(|l| l.trim() == header)
+                            .map_or_else(|| line_of_key(text, "variant"), |l| l + 1);
+                        SimError::Invalid {
+                            file: file.to_string(),
+                            line,
+                            key: format!("variant.{key}.{name}"),
+                            message,
+                        }
+                    })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The string-valued keys that take one of a known set of values and
+    /// can be checked without a platform: `policy` (the registry's names,
+    /// [`check_policy_name`]) and a job's `start_cpus`
+    /// (a non-empty subset of its `cpus`). Serde checks the enum keys
+    /// (`class`, `kind`, `mode`, `rw`, `pattern`, ...), `validate` a cpu
+    /// job's `profile`, `load_scenario` a file's `platform`, and
+    /// `runner::prepare_scenario` the keys that depend on the platform or
+    /// the file system (regions, traces): docs/bad-input.md, 2026-11-28.
+    /// `Err((job, key, message))`, `job` None for a top-level key.
+    fn check_names(&self) -> Result<(), (Option<&str>, &'static str, String)> {
+        check_policy_name(&self.policy).map_err(|e| (None, "policy", e.to_string()))?;
+        for j in &self.jobs {
+            let Some(c) = &j.start_cpus else { continue };
+            let bad = |m: String| {
+                (
+                    Some(j.name.as_str()),
+                    "start_cpus",
+                    format!("job {}: start_cpus {c}: {m}", j.name),
+                )
+            };
+            let start = CpuSet::parse_list(c).map_err(|e| bad(e.to_string()))?;
+            let within = match j.cpus.as_deref().map(CpuSet::parse_list) {
+                Some(Ok(cpus)) => start.intersect(&cpus) == start,
+                // no `cpus` (the platform's CPUs: the engine checks), or a
+                // bad list `validate` names
+                _ => true,
+            };
+            if start.is_empty() || !within {
+                return Err(bad("must be a non-empty subset of its cpus".into()));
+            }
+        }
+        Ok(())
     }
 
     /// Checks the file's own `[[sweep]]` tables where they are written: a
@@ -291,14 +353,16 @@ impl Scenario {
     }
 
     /// Whether `key = v` applies to this scenario on its own: the key
-    /// names something and the value deserializes (no range checks).
+    /// names something, the value deserializes and names a known thing
+    /// ([`Scenario::check_names`]; no range checks).
     fn takes(&self, key: &str, v: &toml::Value) -> Result<(), String> {
         let mut value = toml::Value::try_from(self).map_err(|e| e.to_string())?;
         apply_override(&mut value, key, v.clone())?;
         value
             .try_into::<Scenario>()
-            .map(|_| ())
-            .map_err(|e: toml::de::Error| e.message().trim().to_string())
+            .map_err(|e: toml::de::Error| e.message().trim().to_string())?
+            .check_names()
+            .map_err(|(_, _, m)| m)
     }
 
     /// Applies `key=value` overrides (see docs/scenarios.md for key syntax).
@@ -498,7 +562,15 @@ impl Scenario {
                 }
             })?;
         }
-        Ok(())
+        self.check_names().map_err(|(job, key, message)| match job {
+            None => invalid(file, text, key, message),
+            Some(j) => SimError::Invalid {
+                file: file.to_string(),
+                line: line_of_job_key(text, j, key),
+                key: format!("job.{j}.{key}"),
+                message,
+            },
+        })
     }
 }
 
@@ -525,8 +597,33 @@ fn override_type_message(key: &str, v: &toml::Value, serde: &str) -> String {
     }
 }
 
-/// The 1-based line of the `key` of the `i`-th `[[sweep]]` table (its
-/// header when the key is missing), else where `sweep` is assigned, else 0.
+/// The registry names the simulator runs (all but the daemon's and the
+/// gate's "nobody here" names `off` and `external`).
+pub const SIM_POLICIES: [&str; 10] = [
+    "baseline",
+    "gate",
+    "pats",
+    "pats-calibrated",
+    "pats-adaptive",
+    "dicio",
+    "caladan-pm",
+    "pm-counter-only",
+    "core-spec",
+    "placement",
+];
+
+/// `Err` unless `name` is a policy name the simulator runs, by its syntax
+/// alone (the registry's parse and [`SIM_POLICIES`]): what a scenario file
+/// or `--set policy=` can be refused for before any platform is loaded.
+/// Before (docs/bad-input.md, 2026-11-28): a name was checked only when a
+/// point was built, so `sim run demo --set policy=nope` exited 0 (each of
+/// the demo's points sets its own policy) and a file's `policy = "nope"`
+/// named no line.
+pub fn check_policy_name(name: &str) -> Result<(), registry::RegistryError> {
+    let parsed = registry::parse(name)?;
+    registry::check_allowed(&parsed.parts, &SIM_POLICIES, "in the simulator")
+}
+
 /// `Err` unless `name` is a built-in platform or a file path (ends in
 /// `.toml` or has a `/`, as the runner reads it; a missing file is reported
 /// when it is read).
@@ -554,7 +651,9 @@ fn line_of_check(text: &str, i: usize) -> usize {
         .map_or(0, |(l, _)| l + 1)
 }
 
-fn line_of_sweep(text: &str, i: usize) -> usize {
+/// The 1-based line of the `key` of the `i`-th `[[sweep]]` table (its
+/// header when the key is missing), else where `sweep` is assigned, else 0.
+pub(crate) fn line_of_sweep(text: &str, i: usize) -> usize {
     let lines: Vec<&str> = text.lines().collect();
     let headers: Vec<usize> = (0..lines.len())
         .filter(|&l| lines[l].trim() == "[[sweep]]")
@@ -576,7 +675,7 @@ fn line_of_sweep(text: &str, i: usize) -> usize {
 /// The 1-based line where `key` is assigned inside job `job` (inline
 /// `workload = { .. }` tables included), else where the job's `workload` is,
 /// else 0.
-fn line_of_job_key(text: &str, job: &str, key: &str) -> usize {
+pub(crate) fn line_of_job_key(text: &str, job: &str, key: &str) -> usize {
     let lines: Vec<&str> = text.lines().collect();
     let assigns = |line: &str, k: &str| {
         line.match_indices(k).any(|(i, _)| {

@@ -440,6 +440,57 @@ impl WorkloadSpec {
         })
     }
 
+    /// The regions this workload's threads touch, each with the key that
+    /// names it (`region`, `dram_region`, ...): every one must be a region
+    /// of the platform (the engine refuses the job otherwise, and
+    /// `runner::prepare_scenario` names the key before a point runs).
+    pub fn regions(&self) -> Vec<(&'static str, String)> {
+        match self {
+            WorkloadSpec::Antagonist {
+                region,
+                dram_region,
+                dram_fraction,
+                dram_fraction_schedule,
+                ..
+            } => {
+                let mut v = vec![("region", region.clone())];
+                if dram_fraction.is_some() || dram_fraction_schedule.is_some() {
+                    let d = dram_region.clone().unwrap_or_else(default_dram);
+                    v.push(("dram_region", d));
+                }
+                v
+            }
+            WorkloadSpec::Mbw { region, .. }
+            | WorkloadSpec::Memcached { region, .. }
+            | WorkloadSpec::PmStream { region, .. }
+            | WorkloadSpec::LatencyProbe { region, .. }
+            | WorkloadSpec::Cpu { region, .. }
+            | WorkloadSpec::Trace { region, .. }
+            | WorkloadSpec::Flush { region, .. } => vec![("region", region.clone())],
+            WorkloadSpec::Phased {
+                fast_region,
+                slow_region,
+                ..
+            } => vec![
+                ("fast_region", fast_region.clone()),
+                ("slow_region", slow_region.clone()),
+            ],
+            WorkloadSpec::LcServer {
+                dram_region,
+                pm_region,
+                pm_read_lines,
+                pm_write_lines,
+                ..
+            } => {
+                let mut v = vec![("dram_region", dram_region.clone())];
+                if pm_read_lines + pm_write_lines > 0 {
+                    v.push(("pm_region", pm_region.clone()));
+                }
+                v
+            }
+        }
+    }
+
     /// Checks value ranges; on error, the offending field and why.
     pub(super) fn validate(&self) -> Result<(), (&'static str, String)> {
         let check = |name: &'static str, v: f64, min: f64| {

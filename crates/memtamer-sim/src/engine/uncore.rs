@@ -101,47 +101,9 @@ impl DivBy {
     }
 }
 
+/// The regions `w` names ([`WorkloadSpec::regions`] without their keys).
 pub(super) fn workload_regions(w: &WorkloadSpec) -> Vec<String> {
-    match w {
-        WorkloadSpec::Antagonist {
-            region,
-            dram_region,
-            dram_fraction,
-            dram_fraction_schedule,
-            ..
-        } => {
-            let mut v = vec![region.clone()];
-            if dram_fraction.is_some() || dram_fraction_schedule.is_some() {
-                v.push(dram_region.clone().unwrap_or_else(|| "dram".into()));
-            }
-            v
-        }
-        WorkloadSpec::Mbw { region, .. }
-        | WorkloadSpec::Memcached { region, .. }
-        | WorkloadSpec::PmStream { region, .. }
-        | WorkloadSpec::LatencyProbe { region, .. }
-        | WorkloadSpec::Cpu { region, .. }
-        | WorkloadSpec::Trace { region, .. }
-        | WorkloadSpec::Flush { region, .. } => vec![region.clone()],
-        WorkloadSpec::Phased {
-            fast_region,
-            slow_region,
-            ..
-        } => vec![fast_region.clone(), slow_region.clone()],
-        WorkloadSpec::LcServer {
-            dram_region,
-            pm_region,
-            pm_read_lines,
-            pm_write_lines,
-            ..
-        } => {
-            let mut v = vec![dram_region.clone()];
-            if pm_read_lines + pm_write_lines > 0 {
-                v.push(pm_region.clone());
-            }
-            v
-        }
-    }
+    w.regions().into_iter().map(|(_, n)| n).collect()
 }
 
 impl Engine {

@@ -9,6 +9,7 @@ mod html;
 mod svg;
 
 pub use html::{deviation, html, within, DEFAULT_PAPER_TOLERANCE};
+use memtamer_core::text::pad_left;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 pub use svg::{ratio_plot, scenario_svgs, svg_plot, x_axis_label, x_ticks, RatioRow, XAxis};
@@ -61,18 +62,6 @@ fn table_metrics(r: &ScenarioResult) -> Vec<String> {
     }
     m.dedup();
     m
-}
-
-/// `s` right-aligned in `w` characters, as `format!("{s:>w$}")` but for
-/// any width: `format!` panics ("Formatting argument out of range") on a
-/// width above 65535, which a scenario's job name of that length made
-/// (hostile-input sweep, docs/bad-input.md, 2026-11-27).
-pub fn pad_left(s: &str, w: usize) -> String {
-    let pad = w.saturating_sub(s.chars().count());
-    let mut out = String::with_capacity(pad + s.len());
-    out.extend(std::iter::repeat_n(' ', pad));
-    out.push_str(s);
-    out
 }
 
 /// A plain-text table of all points, then paper comparisons and checks.
@@ -209,18 +198,4 @@ pub fn csv(r: &ScenarioResult) -> String {
         let _ = writeln!(out, "{}", cells.join(","));
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::pad_left;
-
-    #[test]
-    fn pad_left_is_format_right_alignment_at_any_width() {
-        for (s, w) in [("ab", 5), ("abc", 2), ("", 3), ("é", 4), ("x", 0)] {
-            assert_eq!(pad_left(s, w), format!("{s:>w$}"), "{s:?} {w}");
-        }
-        let long = "n".repeat(70_000);
-        assert_eq!(pad_left(&long, 70_002), format!("  {long}"));
-    }
 }

@@ -12,10 +12,14 @@
 //! measurement noise; a pair whose difference lies within the noise is
 //! probed again (this project's addition, [`crate::probe`]), and a pair
 //! still tied afterwards is decided by the measured ends (the lead's
-//! decision, [`Case::TieComparedEnds`]). In the
+//! decision, [`Case::TieComparedEnds`]). When that leaves the interior of
+//! [P2, P3] unmeasured, up to `interior_probes` counts inside it are
+//! probed and the best kept only if it beats P1..P4 beyond the noise
+//! ([`crate::interior`]; beyond the thesis, 0 turns it off). In the
 //! steady state the bandwidth is sampled every T (1 s) and a change of
 //! more than 20% (a phase change) starts a new search.
 
+use crate::interior::{accept, next_point, refines, MAX_INTERIOR_PROBES};
 use crate::probe::{compare, within_band, Estimate, Verdict};
 pub use crate::search_record::Case;
 use crate::search_record::{PointReading, ProbeReading, SearchCause, SearchOutcome, SearchRecord};
@@ -62,6 +66,11 @@ pub struct ControlConfig {
     /// a pair still unsure after them counts as "not higher" (the thesis's
     /// rule on a difference the probes cannot tell from noise).
     pub reprobes: u32,
+    /// Most extra probes inside (P2, P3) after the table answered an end
+    /// from ties or a dip ([`crate::interior`]; this project's addition,
+    /// beyond the thesis). 0 is the thesis's four-point search exactly;
+    /// the default is [`crate::interior::DEFAULT_INTERIOR_PROBES`].
+    pub interior_probes: u32,
 }
 
 impl ControlConfig {
@@ -77,6 +86,16 @@ impl ControlConfig {
             slices: 5,
             noise_z: 2.0,
             reprobes: 2,
+            interior_probes: crate::interior::DEFAULT_INTERIOR_PROBES,
+        }
+    }
+
+    /// The same settings with the thesis's four-point search exactly: no
+    /// probe inside (P2, P3) after the table ([`crate::interior`]).
+    pub fn four_point_only(self) -> ControlConfig {
+        ControlConfig {
+            interior_probes: 0,
+            ..self
         }
     }
 
@@ -235,9 +254,10 @@ pub struct Decision {
 pub enum Event {
     /// Nothing changed.
     Hold,
-    /// Measuring point `index` (0..4) of a search.
+    /// Measuring point `index` of a search.
     Probing {
-        /// Which point (0 = P1 .. 3 = P4).
+        /// Which point (0 = P1 .. 3 = P4; [`INTERIOR`] for a count inside
+        /// (P2, P3), [`crate::interior`]).
         index: usize,
     },
     /// A search ended.
@@ -251,15 +271,35 @@ pub enum Event {
     NoIdleCores,
 }
 
+/// The probe index ([`Event::Probing`], `ProbeReading::index`) of a count
+/// inside (P2, P3) probed after the table ([`crate::interior`]).
+pub const INTERIOR: usize = 4;
+
 /// A search in progress: the points still to probe in this round
 /// (`plan[pos..]`, indices 0..4 of P1..P4), what each point measured so
-/// far, and how many re-probe rounds ran.
+/// far, how many re-probe rounds ran, and, once the table has answered an
+/// end, the interior probes ([`Interior`]).
 #[derive(Clone, Debug, PartialEq)]
 struct Search {
     plan: Vec<usize>,
     pos: usize,
     est: [Estimate; 4],
     rounds: u32,
+    interior: Option<Box<Interior>>,
+}
+
+/// The probes inside (P2, P3) after the table answered `table`: each count
+/// with what it measured, the last one in progress.
+#[derive(Clone, Debug, PartialEq)]
+struct Interior {
+    table: (usize, Case),
+    probed: Vec<(usize, Estimate)>,
+}
+
+impl Interior {
+    fn means(&self) -> Vec<(usize, f64)> {
+        self.probed.iter().map(|(m, e)| (*m, e.mean())).collect()
+    }
 }
 
 /// The order of a search's first round, as indices of P1..P4: P1, P4, P2,
@@ -278,6 +318,7 @@ impl Search {
             pos: 0,
             est: Default::default(),
             rounds: 0,
+            interior: None,
         }
     }
 
@@ -438,6 +479,56 @@ impl Controller {
         plan
     }
 
+    /// Ends `search` at `m` flushers (row `case`): switches proactive
+    /// flushing by the change of M (thesis §6.3.2 step 4), enters the
+    /// steady state, and records the outcome.
+    fn finish(&mut self, now: Duration, search: &Search, m: usize, case: Case) -> Decision {
+        let before = self.prev_steady;
+        if m < before {
+            self.proactive = false;
+        } else if m > before {
+            self.proactive = true;
+        }
+        self.prev_steady = m;
+        self.flushers = m;
+        // the last probe measured at m (P4's window wins over P3's when both
+        // are m on a tiny machine; an interior count kept is its own probe)
+        let interior = search.interior.as_ref();
+        let expected = interior
+            .and_then(|inn| inn.probed.iter().find(|(c, _)| *c == m))
+            .map(|(_, e)| e.mean())
+            .or_else(|| {
+                (0..4)
+                    .rev()
+                    .find(|&i| self.pts.all()[i] == m)
+                    .map(|i| search.est[i].mean())
+            });
+        self.state = State::Steady {
+            reference: None,
+            expected,
+        };
+        let proactive = self.proactive_now();
+        if let Some(r) = self.record.as_mut() {
+            let (tol, z) = (self.cfg.tolerance, self.cfg.noise_z);
+            let cmp = |a: usize, b: usize| compare(&search.est[a], &search.est[b], tol, z);
+            let (table_flushers, table_case) = interior.map_or((m, case), |inn| inn.table);
+            r.outcome = Some(SearchOutcome {
+                at: now,
+                case,
+                comparisons: [cmp(1, 0), cmp(3, 2), cmp(3, 0)],
+                flushers: m,
+                proactive,
+                table_case,
+                table_flushers,
+            });
+        }
+        Decision {
+            flushers: self.flushers,
+            proactive,
+            event: Event::Decided { case },
+        }
+    }
+
     /// Advances to `now`, given the cumulative bytes written back so far,
     /// the number of application threads currently flushing, and the
     /// hardware threads this process may use (cores minus what other
@@ -493,14 +584,26 @@ impl Controller {
         self.restart_window(now, bytes);
         match self.state.clone() {
             State::Probing(mut search) => {
-                let index = search.index();
-                search.est[index].add(delta, elapsed.as_secs_f64());
+                let secs = elapsed.as_secs_f64();
+                let (index, flushers) = match search.interior.as_mut() {
+                    Some(inn) => match inn.probed.last_mut() {
+                        Some((m, e)) => {
+                            e.add(delta, secs);
+                            (INTERIOR, *m)
+                        }
+                        None => (INTERIOR, self.flushers),
+                    },
+                    None => {
+                        let index = search.index();
+                        search.est[index].add(delta, secs);
+                        (index, self.pts.all()[index])
+                    }
+                };
                 self.probe_bytes = self.probe_bytes.saturating_add(counted);
                 if !probe_done {
                     self.state = State::Probing(search);
                     return decision(self, Event::Hold);
                 }
-                let flushers = self.pts.all()[index];
                 if let Some(r) = self.record.as_mut() {
                     r.probes.push(ProbeReading {
                         index,
@@ -509,58 +612,69 @@ impl Controller {
                         end: now,
                         bytes: self.probe_bytes,
                     });
-                    r.points[index] = PointReading::of(flushers, &search.est[index]);
+                    match (&search.interior, r.points.get_mut(index)) {
+                        (None, Some(p)) => *p = PointReading::of(flushers, &search.est[index]),
+                        (Some(inn), _) => {
+                            if let Some((m, e)) = inn.probed.last() {
+                                r.interior.push(PointReading::of(*m, e));
+                            }
+                        }
+                        (None, None) => {}
+                    }
                 }
                 self.probe_bytes = 0;
                 self.probe_start = now;
-                search.pos += 1;
-                if search.pos >= search.plan.len() && search.rounds < self.cfg.reprobes {
-                    let again = self.unsure_points(&search.est);
-                    if !again.is_empty() {
-                        search.plan = again;
-                        search.pos = 0;
-                        search.rounds += 1;
+                if search.interior.is_none() {
+                    search.pos += 1;
+                    if search.pos >= search.plan.len() && search.rounds < self.cfg.reprobes {
+                        let again = self.unsure_points(&search.est);
+                        if !again.is_empty() {
+                            search.plan = again;
+                            search.pos = 0;
+                            search.rounds += 1;
+                        }
+                    }
+                    if search.pos < search.plan.len() {
+                        let next = search.index();
+                        self.flushers = self.pts.all()[next];
+                        self.state = State::Probing(search);
+                        return decision(self, Event::Probing { index: next });
+                    }
+                    let (m, case) = decide_measured(
+                        self.pts,
+                        &search.est,
+                        self.cfg.tolerance,
+                        self.cfg.noise_z,
+                    );
+                    search.interior = Some(Box::new(Interior {
+                        table: (m, case),
+                        probed: Vec::new(),
+                    }));
+                    if self.cfg.interior_probes == 0 || !refines(case) {
+                        return self.finish(now, &search, m, case);
                     }
                 }
-                if search.pos < search.plan.len() {
-                    let next = search.index();
-                    self.flushers = self.pts.all()[next];
-                    self.state = State::Probing(search);
-                    return decision(self, Event::Probing { index: next });
-                }
-                let (m, case) =
-                    decide_measured(self.pts, &search.est, self.cfg.tolerance, self.cfg.noise_z);
-                let before = self.prev_steady;
-                if m < before {
-                    self.proactive = false;
-                } else if m > before {
-                    self.proactive = true;
-                }
-                self.prev_steady = m;
-                self.flushers = m;
-                // the last probe point measured at m (P4's window wins over
-                // P3's when both are m on a tiny machine)
-                let expected = (0..4)
-                    .rev()
-                    .find(|&i| self.pts.all()[i] == m)
-                    .map(|i| search.est[i].mean());
-                self.state = State::Steady {
-                    reference: None,
-                    expected,
+                // probing inside (P2, P3) after the table (crate::interior)
+                let Some(inn) = search.interior.as_mut() else {
+                    return decision(self, Event::Hold);
                 };
-                let proactive = self.proactive_now();
-                if let Some(r) = self.record.as_mut() {
-                    let (tol, z) = (self.cfg.tolerance, self.cfg.noise_z);
-                    let cmp = |a: usize, b: usize| compare(&search.est[a], &search.est[b], tol, z);
-                    r.outcome = Some(SearchOutcome {
-                        at: now,
-                        case,
-                        comparisons: [cmp(1, 0), cmp(3, 2), cmp(3, 0)],
-                        flushers: m,
-                        proactive,
-                    });
+                let budget = self.cfg.interior_probes.min(MAX_INTERIOR_PROBES) as usize;
+                let next = (inn.probed.len() < budget)
+                    .then(|| next_point(self.pts.p2, self.pts.p3, &inn.means()))
+                    .flatten();
+                if let Some(m) = next {
+                    inn.probed.push((m, Estimate::default()));
+                    self.flushers = m;
+                    self.state = State::Probing(search);
+                    return decision(self, Event::Probing { index: INTERIOR });
                 }
-                decision(self, Event::Decided { case })
+                let (table_m, table_case) = inn.table;
+                let (tol, z) = (self.cfg.tolerance, self.cfg.noise_z);
+                let (m, case) = match accept(&search.est, &inn.probed, tol, z) {
+                    Some(m) => (m, Case::InteriorPeak),
+                    None => (table_m, table_case),
+                };
+                self.finish(now, &search, m, case)
             }
             State::Steady {
                 reference: None,

@@ -243,6 +243,7 @@ fn decision_is_always_a_valid_count() {
                                 Case::PeakBetween => {
                                     assert!(m >= p.p1.min(p.p2) && m <= p.p3.max(p.p2))
                                 }
+                                Case::InteriorPeak => panic!("only the interior probes answer it"),
                             }
                         }
                     }

@@ -29,6 +29,12 @@ pub const ENV_FLUSHERS: &str = "MEMTAMER_RIBBON_FLUSHERS";
 /// Env var: P1, the flusher count that saturates write bandwidth (default 4).
 pub const ENV_P1: &str = "MEMTAMER_RIBBON_P1";
 
+/// Env var: the most counts probed inside (P2, P3) after the four-point
+/// table answered an end from ties or a dip (`crate::interior`, beyond the
+/// thesis; default 3, at most 8); `0` is the thesis's four-point search
+/// exactly.
+pub const ENV_INTERIOR: &str = "MEMTAMER_RIBBON_INTERIOR_PROBES";
+
 /// Env var: `dedicated` (default: at M = N flushes run on their caller,
 /// `Config::inline_when_dedicated`) or `always` (every flush goes through
 /// the queue while there are flushers).
@@ -36,6 +42,7 @@ pub const ENV_HANDOFF: &str = "MEMTAMER_RIBBON_HANDOFF";
 
 /// `Config::new(app_threads, queue_entries)` adjusted by
 /// `MEMTAMER_RIBBON_FLUSHERS`, `MEMTAMER_RIBBON_P1`,
+/// `MEMTAMER_RIBBON_INTERIOR_PROBES`,
 /// `MEMTAMER_RIBBON_HANDOFF`, `MEMTAMER_RIBBON_PIN` and
 /// `MEMTAMER_RIBBON_SHARED` (a bad key there is kept in the config as
 /// [`Corun::Refused`], not returned as an error). A value that is taken
@@ -116,6 +123,19 @@ pub fn config_from_lookup(
                 why: "expected a flusher count >= 1",
             })?;
         notes.extend(p1_cap_note(&cfg));
+    }
+    if let Some(v) = get(ENV_INTERIOR) {
+        cfg.control.interior_probes = v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&n| n <= crate::interior::MAX_INTERIOR_PROBES)
+            .ok_or(RibbonError::Env {
+                var: ENV_INTERIOR,
+                value: v.clone(),
+                why:
+                    "expected a count of interior probes 0..=8 (0: the thesis's four-point search)",
+            })?;
     }
     Ok((cfg, notes))
 }
@@ -411,6 +431,31 @@ mod tests {
             other => panic!("{other:?}"),
         }
         std::env::remove_var(ENV_SHARED);
+    }
+
+    /// `MEMTAMER_RIBBON_INTERIOR_PROBES`: unset is the default refinement
+    /// (`interior::DEFAULT_INTERIOR_PROBES`), 0 the thesis's four-point
+    /// search, a count above 8 or garbage refused naming the variable.
+    #[test]
+    fn the_interior_probes_variable_sets_the_search_and_refuses_bad_values() {
+        let env = |v: &'static str| move |k: &str| (k == ENV_INTERIOR).then(|| v.to_string());
+        let none = |_: &str| None;
+        let (c, _) = config_from_lookup(2, 8, none).unwrap();
+        assert_eq!(
+            c.control.interior_probes,
+            crate::interior::DEFAULT_INTERIOR_PROBES
+        );
+        let (c, _) = config_from_lookup(2, 8, env("0")).unwrap();
+        assert_eq!(c.control.interior_probes, 0, "the thesis's search");
+        let (c, _) = config_from_lookup(2, 8, env(" 2 ")).unwrap();
+        assert_eq!(c.control.interior_probes, 2);
+        for bad in ["9", "-1", "many"] {
+            let e = config_from_lookup(2, 8, env(bad))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(e.contains(ENV_INTERIOR) && e.contains(bad), "{bad}: {e}");
+        }
     }
 
     /// Leftover of the 2026-11-27 sweep (docs/bad-input.md): a P1 above

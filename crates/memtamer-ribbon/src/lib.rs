@@ -20,6 +20,7 @@ mod error;
 mod flusher;
 pub mod global;
 pub mod idle;
+pub mod interior;
 pub mod pin;
 pub mod placement;
 pub mod proactive;

@@ -41,6 +41,14 @@ pub enum Case {
     /// compare the measured ends, P4 only if BW4 beats BW1 by more than the
     /// noise band (a flusher must earn its core), P1 otherwise.
     TieComparedEnds,
+    /// The table answered an end ([`Case::TieComparedEnds`] or
+    /// [`Case::DipThenRise`]), and a count probed inside (P2, P3) afterwards
+    /// measured higher than every one of P1..P4 by more than the noise band:
+    /// a hump the four points cannot see (this project's addition beyond
+    /// the thesis, `crate::interior`; docs/notebook/ribbon.md "Probes
+    /// inside (P2, P3) after the table (branch ribbonhump)"). Off with
+    /// `ControlConfig::interior_probes` = 0.
+    InteriorPeak,
 }
 
 /// Why a search started (thesis §6.3.1: a search at start, and again when
@@ -76,7 +84,9 @@ pub enum SearchCause {
 /// bandwidth the signal read over it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProbeReading {
-    /// Which point: 0 = P1, 1 = P2, 2 = P3, 3 = P4.
+    /// Which point: 0 = P1, 1 = P2, 2 = P3, 3 = P4; 4
+    /// (`controller::INTERIOR`) a count inside (P2, P3) probed after the
+    /// table (`crate::interior`).
     pub index: usize,
     /// Flushers active during the window.
     pub flushers: usize,
@@ -138,6 +148,12 @@ pub struct SearchOutcome {
     pub flushers: usize,
     /// Whether proactive flushing is on after it (thesis §6.3.2 step 4).
     pub proactive: bool,
+    /// The four-point table's row, before any interior probe (`case`
+    /// unless an interior count was kept: then `case` is
+    /// [`Case::InteriorPeak`]).
+    pub table_case: Case,
+    /// The four-point table's M, before any interior probe.
+    pub table_flushers: usize,
 }
 
 /// The record of one search.
@@ -155,6 +171,10 @@ pub struct SearchRecord {
     pub probes: Vec<ProbeReading>,
     /// P1..P4's estimates so far (over all their windows).
     pub points: [PointReading; 4],
+    /// The counts probed inside (P2, P3) after the table, in probe order,
+    /// each with its estimate (`crate::interior`; empty when the row did
+    /// not call for them or `interior_probes` is 0).
+    pub interior: Vec<PointReading>,
     /// None while the search runs.
     pub outcome: Option<SearchOutcome>,
     /// The first steady window's bandwidth after the decision (the
@@ -181,6 +201,7 @@ impl SearchRecord {
             from_flushers,
             probes: Vec::new(),
             points,
+            interior: Vec::new(),
             outcome: None,
             reference: None,
         }

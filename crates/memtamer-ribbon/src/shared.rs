@@ -328,13 +328,14 @@ impl CorunRole {
     }
 }
 
-const CASES: [Option<Case>; 6] = [
+const CASES: [Option<Case>; 7] = [
     None,
     Some(Case::NoContention),
     Some(Case::PeakBetween),
     Some(Case::ContentionPastP1),
     Some(Case::DipThenRise),
     Some(Case::TieComparedEnds),
+    Some(Case::InteriorPeak),
 ];
 
 pub(crate) fn case_code(c: Case) -> usize {

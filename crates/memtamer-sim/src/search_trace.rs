@@ -115,7 +115,7 @@ impl SearchTrace {
                 .probes
                 .iter()
                 .map(|p| ProbeTrace {
-                    point: POINT[p.index.min(3)].to_string(),
+                    point: POINT.get(p.index).copied().unwrap_or("in").to_string(),
                     flushers: p.flushers,
                     start_us: us(p.start),
                     end_us: us(p.end),

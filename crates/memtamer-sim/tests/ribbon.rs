@@ -268,3 +268,19 @@ fn inline_when_dedicated_false_is_refused_for_eager() {
     .unwrap_err();
     assert!(e.to_string().contains("inline_when_dedicated"), "{e}");
 }
+
+#[test]
+fn interior_probes_selects_the_search_and_a_count_above_eight_is_refused() {
+    let w = |n: u32| {
+        format!("pattern = \"pmemkv\", value_bytes = 256, mode = \"ribbon\", probe_us = 20, interval_us = 100, interior_probes = {n}")
+    };
+    let e = run_on("thesis", 2, "0-7", &w(9), 0.1).unwrap_err();
+    assert!(e.to_string().contains("interior_probes"), "{e}");
+    // 0 (the thesis's four-point search) and the default both run and
+    // end within the points' range
+    for n in [0, 3] {
+        let m = run(2, "0-7", &w(n), 0.6);
+        let f = get(&m, "app.flushers_end");
+        assert!((1.0..=8.0).contains(&f), "interior_probes = {n}: M = {f}");
+    }
+}

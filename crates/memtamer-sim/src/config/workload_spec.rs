@@ -310,6 +310,16 @@ pub enum WorkloadSpec {
         /// of every scenario that does not turn it off names no new key.
         #[serde(default = "default_true", skip_serializing_if = "is_true")]
         inline_when_dedicated: bool,
+        /// `ribbon` only: the most flusher counts probed inside (P2, P3)
+        /// after the four-point table answered an end from ties or a dip
+        /// (`memtamer_ribbon::interior`, beyond the thesis; the runtime's
+        /// `MEMTAMER_RIBBON_INTERIOR_PROBES`). 0 is the thesis's four-point
+        /// search exactly. Not serialized at the default.
+        #[serde(
+            default = "default_interior_probes",
+            skip_serializing_if = "is_default_interior_probes"
+        )]
+        interior_probes: u32,
     },
     /// An iterative MPI-like program over tiered data objects (issue 20
     /// item 5; `config::phased`, `workload::phased`). Threads come in pairs:
@@ -378,6 +388,12 @@ fn default_req_ns() -> f64 {
 }
 fn is_true(b: &bool) -> bool {
     *b
+}
+fn default_interior_probes() -> u32 {
+    memtamer_ribbon::interior::DEFAULT_INTERIOR_PROBES
+}
+fn is_default_interior_probes(n: &u32) -> bool {
+    *n == default_interior_probes()
 }
 fn default_true() -> bool {
     true
@@ -599,6 +615,16 @@ impl WorkloadSpec {
                 "inline_when_dedicated",
                 "inline_when_dedicated = false is for mode = \"ribbon\" or \"fixed\" (eager has no flusher to hand a flush to)"
                     .into(),
+            )),
+            WorkloadSpec::Flush {
+                interior_probes,
+                ..
+            } if *interior_probes > memtamer_ribbon::interior::MAX_INTERIOR_PROBES => Err((
+                "interior_probes",
+                format!(
+                    "interior_probes must be in [0, {}] (0: the thesis's four-point search), got {interior_probes}",
+                    memtamer_ribbon::interior::MAX_INTERIOR_PROBES
+                ),
             )),
             WorkloadSpec::Flush {
                 pattern,

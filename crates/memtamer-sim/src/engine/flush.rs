@@ -236,6 +236,8 @@ pub(super) struct FlushJobSpec {
     pub(super) available: usize,
     /// The workload's `inline_when_dedicated` (the runtime's Config field).
     pub(super) inline_when_dedicated: bool,
+    /// The workload's `interior_probes` (`ControlConfig::interior_probes`).
+    pub(super) interior_probes: u32,
     /// Whether the controller records its searches
     /// ([`super::EngineConfig::trace_search`]).
     pub(super) trace_search: bool,
@@ -250,6 +252,7 @@ impl FlushJob {
             let mut cfg = ControlConfig::thesis(s.cores);
             cfg.probe = Duration::from_nanos(s.probe / NS);
             cfg.interval = Duration::from_nanos(s.interval / NS);
+            cfg.interior_probes = s.interior_probes;
             Controller::new(cfg, Duration::ZERO, 0, s.proactive).recording(s.trace_search)
         });
         let active = match (&controller, s.mode) {

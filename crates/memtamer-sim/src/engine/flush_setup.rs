@@ -52,6 +52,7 @@ impl Engine {
             interval_us,
             coordinated,
             inline_when_dedicated,
+            interior_probes,
             ..
         } = &job.workload
         else {
@@ -89,6 +90,7 @@ impl Engine {
             interval: ps(interval_us * 1e3),
             available: ncpus_job,
             inline_when_dedicated: *inline_when_dedicated,
+            interior_probes: *interior_probes,
             trace_search: self.trace_search,
         };
         let fi = self.flush.as_ref().map_or(0, |u| u.jobs.len()) as u32;

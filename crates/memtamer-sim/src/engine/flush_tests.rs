@@ -14,6 +14,7 @@ fn spec(mode: FlushMode, fixed: u32) -> FlushJobSpec {
         interval: 1_000_000 * NS,
         available: 8,
         inline_when_dedicated: true,
+        interior_probes: memtamer_ribbon::interior::DEFAULT_INTERIOR_PROBES,
         trace_search: true,
     }
 }

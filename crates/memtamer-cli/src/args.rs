@@ -496,6 +496,12 @@ pub(crate) enum SimCmd {
         /// written: the ablation). docs/notebook/unimem.md "Measured exposure".
         #[arg(long, default_value = "measured", value_parser = ["measured", "full"])]
         exposure: String,
+        /// The DRAM Unimem's plan leaves free in every phase: `remainder` (filled
+        /// with the leading pages of the regular object the models predict best
+        /// there; the default) or `off` (left free: the ablation).
+        /// docs/notebook/unimem.md "Partial units".
+        #[arg(long, default_value = "remainder", value_parser = ["remainder", "off"])]
+        fill: String,
     },
     /// Ribbon in the simulator (issue 19): eager flushing, the PATS gate, the four-point
     /// search and proactive flushing against the M = 1..P4 oracle sweep; prints the

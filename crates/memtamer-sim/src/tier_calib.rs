@@ -141,6 +141,7 @@ pub fn calibrate(platform: &Platform, ranks: u32, slow: &str) -> Result<Calibrat
         cf_bw: 1.0,
         cf_lat: 1.0,
         exposure: Default::default(),
+        fill: Default::default(),
     };
     // the pointer chaser: one thread, no concurrent memory accesses
     let (chase_dram, chase_slow, chase_lines) =

@@ -11,7 +11,9 @@
 //! Then every scenario runs under every policy; a run's time is the
 //! slowest rank's end of its last iteration.
 
-use crate::config::phased::{ExposureSpec, ModelSpec, PhasedProgram, PlacementSpec, SearchSpec};
+use crate::config::phased::{
+    ExposureSpec, FillSpec, ModelSpec, PhasedProgram, PlacementSpec, SearchSpec,
+};
 use crate::config::{parse_toml, Platform};
 use crate::error::SimError;
 use crate::runner::{parallel_map, Builtin, PLATFORMS};
@@ -353,18 +355,28 @@ pub fn evaluate_with(
     jobs: usize,
     oracle: bool,
 ) -> Result<Vec<PlatformResult>, SimError> {
-    evaluate_opts(scenarios, platforms, jobs, oracle, ExposureSpec::default())
+    evaluate_opts(
+        scenarios,
+        platforms,
+        jobs,
+        oracle,
+        ExposureSpec::default(),
+        FillSpec::default(),
+    )
 }
 
 /// [`evaluate_with`] with Unimem's benefit models chosen: `exposure`
 /// measured per phase (the default) or full (the thesis's, the ablation;
-/// docs/notebook/unimem.md "Measured exposure").
+/// docs/notebook/unimem.md "Measured exposure"), and `fill`: the DRAM a
+/// plan leaves free filled with part of a unit (the default) or left free
+/// (the ablation; "Partial units").
 pub fn evaluate_opts(
     scenarios: &[TierScenario],
     platforms: &[String],
     jobs: usize,
     oracle: bool,
     exposure: ExposureSpec,
+    fill: FillSpec,
 ) -> Result<Vec<PlatformResult>, SimError> {
     let mut out = Vec::new();
     for pname in platforms {
@@ -377,6 +389,7 @@ pub fn evaluate_opts(
         let mut cals = parallel_map(&rank_counts, jobs, None, |_, &r| calibrate(&p, r, slow))?;
         for c in &mut cals {
             c.model.exposure = exposure;
+            c.model.fill = fill;
         }
         let model_of = |r: u32| -> &ModelSpec {
             let i = rank_counts.iter().position(|&x| x == r).unwrap_or(0);

@@ -198,12 +198,13 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             per_object,
             oracle,
             exposure,
+            fill,
         } => {
             pick("memtamer sim unimem", format, &[Format::Markdown])?;
             if per_object {
                 super::sim_unimem::per_object(&platforms, &scenarios, jobs)
             } else {
-                super::sim_unimem::run(&platforms, &scenarios, jobs, oracle, &exposure)
+                super::sim_unimem::run(&platforms, &scenarios, jobs, oracle, &exposure, &fill)
             }
         }
         SimCmd::Tahoe {

@@ -2,7 +2,7 @@
 //! (issue 20 item 5; docs/notebook/unimem.md "In the simulator").
 
 use crate::error::{CliError, Outcome};
-use memtamer_sim::config::phased::ExposureSpec;
+use memtamer_sim::config::phased::{ExposureSpec, FillSpec};
 use memtamer_sim::tier_eval;
 
 /// Runs every scenario under every policy on every platform and prints the
@@ -14,6 +14,7 @@ pub(super) fn run(
     jobs: usize,
     oracle: bool,
     exposure: &str,
+    fill: &str,
 ) -> Result<Outcome, CliError> {
     let sc = scenarios
         .iter()
@@ -25,7 +26,12 @@ pub(super) fn run(
     } else {
         ExposureSpec::Measured
     };
-    let res = tier_eval::evaluate_opts(&sc, platforms, jobs, oracle, exposure)?;
+    let fill = if fill == "off" {
+        FillSpec::Off
+    } else {
+        FillSpec::Remainder
+    };
+    let res = tier_eval::evaluate_opts(&sc, platforms, jobs, oracle, exposure, fill)?;
     print!("{}", tier_eval::markdown(&res));
     Ok(Outcome::Success)
 }

@@ -12,6 +12,8 @@
 //! * [`exposure_obj`]: which per-object exposures the placements a run
 //!   measured identify (least squares, one unknown per object that moved).
 //! * [`knapsack`]: 0/1 knapsack by dynamic programming.
+//! * [`fill`]: the DRAM a plan of whole units leaves free, filled with the
+//!   leading part of one more regular unit (§3.4.2's partition, one cut).
 //! * [`plan`]: phase-local and cross-phase global search, keeping the
 //!   better; initial placement; the 10% drift check (§3.4.2).
 //! * [`schedule`]: the proactive migration schedule that issues each move
@@ -29,6 +31,7 @@ pub mod calibrate;
 pub mod exposure;
 pub mod exposure_obj;
 pub mod fifo;
+pub mod fill;
 pub mod knapsack;
 pub mod model;
 pub mod noise;

@@ -307,6 +307,32 @@ pub struct ModelSpec {
     /// thesis's full exposure (the ablation).
     #[serde(default, skip_serializing_if = "ExposureSpec::is_measured")]
     pub exposure: ExposureSpec,
+    /// Whether Unimem fills the DRAM its plan leaves free in every phase
+    /// with the leading pages of one more regular unit
+    /// (`memtamer_core::unimem::fill`), or leaves it free (the ablation).
+    #[serde(default, skip_serializing_if = "FillSpec::is_remainder")]
+    pub fill: FillSpec,
+}
+
+/// What Unimem does with the DRAM its plan of whole units leaves free
+/// (docs/notebook/unimem.md section 5, "Partial units").
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum FillSpec {
+    /// Cut the leading pages of the regular unit the models predict best
+    /// there, and keep them in DRAM (when predicted faster than leaving the
+    /// room free).
+    #[default]
+    Remainder,
+    /// Leave it free: units whole, or in the §3.4.2 chunks of objects larger
+    /// than the DRAM only (the planner before the fill).
+    Off,
+}
+
+impl FillSpec {
+    fn is_remainder(&self) -> bool {
+        *self == FillSpec::Remainder
+    }
 }
 
 /// How much of the modelled slow-tier cost Unimem's benefits count

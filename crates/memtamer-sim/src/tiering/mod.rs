@@ -185,9 +185,8 @@ pub fn build(spec: &PlacementSpec, prog: &PhasedProgram, capacity: u64) -> Box<d
                 *initial_placement,
                 *profile_iterations,
             )
-            .with_measured_exposure(
-                model.exposure == crate::config::phased::ExposureSpec::Measured,
-            ),
+            .with_measured_exposure(model.exposure == crate::config::phased::ExposureSpec::Measured)
+            .with_fill(model.fill == crate::config::phased::FillSpec::Remainder),
         ),
         PlacementSpec::Pinned { dram } => Box::new(baseline::Fixed::pinned(prog, dram)),
         PlacementSpec::Oracle { pages, free_moves } => {
@@ -258,6 +257,7 @@ pub(crate) mod test_support {
             cf_bw: 1.0,
             cf_lat: 1.0,
             exposure: Default::default(),
+            fill: Default::default(),
         }
     }
 

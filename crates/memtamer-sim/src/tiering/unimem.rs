@@ -80,13 +80,16 @@ pub struct Unit {
     pub pages: u64,
     /// Chunk number within its object (`None`: the whole object).
     pub chunk: Option<usize>,
+    /// Whether this is one side of a cut made to fill the DRAM a decision
+    /// left free (`unimem::fill`): the leading pages of a unit, or the rest.
+    pub part: bool,
 }
 
 impl Unit {
     fn req(&self, to: Tier) -> MoveReq {
         match self.chunk {
-            None => MoveReq::whole(self.obj, to),
-            Some(_) => MoveReq {
+            None if !self.part => MoveReq::whole(self.obj, to),
+            _ => MoveReq {
                 obj: self.obj,
                 first_page: self.first,
                 pages: self.pages,
@@ -96,11 +99,27 @@ impl Unit {
     }
 
     fn label(&self) -> String {
-        match self.chunk {
+        let name = match self.chunk {
             Some(k) => format!("{}.{k}", self.obj),
             None => self.obj.to_string(),
+        };
+        if self.part {
+            format!("{name}[{}..{})", self.first, self.first + self.pages)
+        } else {
+            name
         }
     }
+}
+
+/// Whether every access to object `o` of `prog` is sequential: the
+/// thesis partitions only "one-dimensional arrays with regular memory
+/// references" (§3.4.2), so only these are chunked or cut.
+fn regular(prog: &PhasedProgram, o: usize) -> bool {
+    prog.phases
+        .iter()
+        .flat_map(|p| p.access.iter())
+        .filter(|a| prog.object_index(&a.object) == Some(o))
+        .all(|a| a.pattern == crate::config::Pattern::Seq)
 }
 
 /// Units of `prog` for a DRAM of `capacity` bytes (§3.4.2 opt. 3): objects
@@ -114,12 +133,7 @@ pub fn units(prog: &PhasedProgram, capacity: u64) -> Vec<Unit> {
     let chunk_pages = (capacity / super::PAGE / 4).max(1);
     let mut out = Vec::new();
     for (o, &size) in sizes.iter().enumerate() {
-        let regular = prog
-            .phases
-            .iter()
-            .flat_map(|p| p.access.iter())
-            .filter(|a| prog.object_index(&a.object) == Some(o))
-            .all(|a| a.pattern == crate::config::Pattern::Seq);
+        let regular = regular(prog, o);
         let pages = size / super::PAGE;
         if size > capacity && regular && pages > chunk_pages {
             let mut first = 0;
@@ -131,6 +145,7 @@ pub fn units(prog: &PhasedProgram, capacity: u64) -> Vec<Unit> {
                     first,
                     pages: n,
                     chunk: Some(k),
+                    part: false,
                 });
                 first += n;
                 k += 1;
@@ -141,6 +156,7 @@ pub fn units(prog: &PhasedProgram, capacity: u64) -> Vec<Unit> {
                 first: 0,
                 pages,
                 chunk: None,
+                part: false,
             });
         }
     }
@@ -211,6 +227,12 @@ pub struct UnimemPolicy {
     observed: Vec<(Vec<BTreeSet<ObjId>>, Vec<f64>)>,
     learned: Vec<f64>,
     observe_next: bool,
+    /// The remainder fill (`unimem::fill`, docs/notebook/unimem.md
+    /// "Partial units"): whether the decision fills the DRAM its plan
+    /// leaves free with the leading pages of a regular object's unit, and
+    /// per object whether it is regular (only sequential accesses).
+    fill: bool,
+    regular: Vec<bool>,
 }
 
 impl UnimemPolicy {
@@ -281,7 +303,19 @@ impl UnimemPolicy {
             observed: Vec::new(),
             learned: Vec::new(),
             observe_next: false,
+            fill: false,
+            regular: (0..obj_sizes.len()).map(|o| regular(prog, o)).collect(),
         }
+    }
+
+    /// This policy with the remainder fill on or off (off: the planner
+    /// before `unimem::fill`, units whole or in the §3.4.2 chunks only).
+    /// On: when the decided plan leaves DRAM free in every phase, the
+    /// leading pages of the regular unit the models predict best there are
+    /// cut off as a unit of their own and kept in DRAM (`fill_plan`).
+    pub fn with_fill(mut self, on: bool) -> Self {
+        self.fill = on;
+        self
     }
 
     /// This policy with the measured exposure on or off (off: the thesis's
@@ -382,6 +416,7 @@ impl UnimemPolicy {
             ),
             SearchSpec::Global => (Search::Global, vec![global_search(&problem, &start); n]),
         };
+        let (problem, dram, start, filled) = self.fill_plan(problem, dram, start);
         let predicted = predict(&problem, &dram, &start);
         // the model's view of the alternatives the user compares against
         // (docs/notebook/unimem.md, "Why the 0.5x nek-eddy plan was accepted"): the plan's
@@ -426,7 +461,7 @@ impl UnimemPolicy {
         self.decided = format!(
             "{chunks}{} search, predicted {:.3} ms (per iteration {:.3} lost + {:.3} exposed \
              = {:.3} promotions + {:.3} evictions; in place {:.3}, all slow {:.3}), \
-             {} moves per iteration{}, DRAM sets [{}]",
+             {} moves per iteration{}, DRAM sets [{}]{filled}",
             if search == Search::Local {
                 "local"
             } else {
@@ -695,6 +730,9 @@ impl PhasePolicy for UnimemPolicy {
 
 #[path = "unimem_exposure.rs"]
 mod exposure;
+
+#[path = "unimem_fill.rs"]
+mod fill;
 
 #[cfg(test)]
 #[path = "unimem_tests.rs"]

@@ -239,7 +239,8 @@ fn large_regular_objects_are_split_into_chunks() {
                 obj: 0,
                 first: 8 * k as u64,
                 pages: 8,
-                chunk: Some(k)
+                chunk: Some(k),
+                part: false
             }
         );
     }
@@ -355,4 +356,92 @@ fn a_plan_whose_saving_measures_small_is_replaced_with_measured_exposure() {
         pol.summary()
     );
     assert!(pol.dram.windows(2).all(|w| w[0] == w[1]), "{:?}", pol.dram);
+}
+
+/// Objects of 16 pages, DRAM for 40: 0 (streamed) and 1 (random) are worth
+/// the most and fit whole, 8 pages stay free; object 2 is streamed (a
+/// regular 1-D array), and object 3 is worth more but read at random.
+fn room_left() -> (PhasedProgram, View) {
+    let prog = program(
+        &[16, 16, 16, 16],
+        &[
+            &[(0, 100_000, false), (1, 100_000, true), (2, 20_000, false)],
+            &[(0, 100_000, false), (3, 40_000, true)],
+        ],
+    );
+    let v = View {
+        pages: vec![vec![Tier::Slow; 16]; 4],
+        capacity: 40 * PAGE,
+        busy: false,
+    };
+    (prog, v)
+}
+
+#[test]
+fn the_dram_a_whole_object_plan_leaves_free_gets_the_leading_pages_of_a_regular_object() {
+    let (prog, v) = room_left();
+    let promoted = |pol: &mut UnimemPolicy| -> Vec<MoveReq> {
+        let mut m: Vec<MoveReq> = (0..2)
+            .flat_map(|i| pol.phase_start(1, i, &v).moves)
+            .filter(|m| m.to == Tier::Dram)
+            .collect();
+        m.sort_by_key(|m| (m.obj, m.first_page));
+        m
+    };
+    // the planner before the fill: 0 and 1 whole, 8 pages free
+    let mut old = policy(&prog, 40 * PAGE, SearchSpec::Global, false).with_fill(false);
+    profile(&mut old, &prog, &v, 0.01);
+    assert_eq!(
+        promoted(&mut old),
+        vec![MoveReq::whole(0, Tier::Dram), MoveReq::whole(1, Tier::Dram)],
+        "{}",
+        old.summary()
+    );
+    // with the fill: the leading 8 pages of object 2 too (not object 3,
+    // which is read at random), and the rest of it stays in the slow tier
+    let mut new = policy(&prog, 40 * PAGE, SearchSpec::Global, false).with_fill(true);
+    profile(&mut new, &prog, &v, 0.01);
+    let part = MoveReq {
+        obj: 2,
+        first_page: 0,
+        pages: 8,
+        to: Tier::Dram,
+    };
+    assert_eq!(
+        promoted(&mut new),
+        vec![
+            MoveReq::whole(0, Tier::Dram),
+            MoveReq::whole(1, Tier::Dram),
+            part
+        ],
+        "{}",
+        new.summary()
+    );
+    assert!(
+        new.summary()
+            .contains("filled the DRAM left free with 2[0..8)"),
+        "{}",
+        new.summary()
+    );
+    // the later iterations move nothing (a global plan)
+    for i in 0..2 {
+        assert!(new.phase_start(2, i, &v).moves.is_empty());
+    }
+}
+
+#[test]
+fn with_the_fill_off_the_decision_is_the_old_planners() {
+    // a plan that fills DRAM (DRAM for 2 objects exactly) is the same with
+    // the fill on or off, decision text included
+    let (prog, v) = four_streams();
+    let mut on = policy(&prog, 32 * PAGE, SearchSpec::Both, false).with_fill(true);
+    let mut off = policy(&prog, 32 * PAGE, SearchSpec::Both, false).with_fill(false);
+    profile(&mut on, &prog, &v, 0.01);
+    profile(&mut off, &prog, &v, 0.01);
+    assert_eq!(on.summary(), off.summary());
+    for it in 1..3 {
+        for i in 0..4 {
+            assert_eq!(on.phase_start(it, i, &v), off.phase_start(it, i, &v));
+        }
+    }
 }

@@ -222,6 +222,7 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             first_touch,
             tahoe_touch,
             frees,
+            check_slopes,
             dram_ratio,
         } => {
             pick("memtamer sim tahoe", format, &[Format::Markdown])?;
@@ -240,6 +241,7 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
                 first_touch,
                 os_touch: tahoe_touch == "os",
                 frees_never: frees == "never",
+                rw_check: check_slopes == "rw",
                 dram_ratio,
             })
         }

@@ -458,6 +458,15 @@ pub(crate) enum SimCmd {
         #[arg(long = "frees", default_value = "source",
               value_parser = ["source", "never"])]
         frees: String,
+        /// How the cost-benefit check prices a page's saving and a copy's
+        /// slow-tier traffic: `one` (one slope per task type, the check as it
+        /// was) or `rw` (a slope per load and one per store, fitted
+        /// leave-one-out like beta: a store moves two lines over the slow tier;
+        /// wins RandomAccess at 1/4 bandwidth, loses heat at 4x latency).
+        /// docs/notebook/tahoe.md "The check and later tasks' reuse".
+        #[arg(long = "check-slopes", default_value = "one",
+              value_parser = ["rw", "one"])]
+        check_slopes: String,
         /// A benchmark's data bytes per DRAM byte in place of its Table 4.4 ratio,
         /// `NAME=N` (repeatable or comma-separated), e.g. `heat=2`: a probe of the
         /// DRAM that the thesis's stated inputs give at 128 MB (docs/notebook/tahoe.md "The

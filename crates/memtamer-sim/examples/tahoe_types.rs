@@ -44,6 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None,
         learn,
         false,
+        false,
     )?;
     println!("| platform | benchmark | type | tasks | predicted | predicted mean (ns) | measured mean (ns) | error | DRAM share | all-slow mean | all-DRAM mean | true slope ns/line | fallback beta | representative (task, ns, lines, DRAM lines) |");
     println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");

@@ -86,6 +86,99 @@ pub fn traffic_ns(model: &HybridModel, p: &TypeProfile, lines: f64) -> f64 {
     lines * saving_per_access(model, p)
 }
 
+/// Separate slopes for a task's loads and stores in the PMU-free fallback,
+/// `T_slow - T_dram = read_ns * reads + write_ns * writes`, for the check's
+/// saving and traffic (docs/notebook/tahoe.md, "The check and later tasks'
+/// reuse"). One β prices every access alike, but a store to a slow-tier
+/// line (an `out`/`inout` dependence) moves two lines over the slow tier,
+/// the read for ownership and the dirty write-back, and a load one: where
+/// the slow tier's bandwidth bounds the time a store saves about twice a
+/// load, where its latency does the posted write-back stalls no one and a
+/// store saves less. The thesis's model does not distinguish reads and
+/// writes (§4.3.7); these slopes are fitted on measured all-slow and
+/// all-DRAM times as its models are (§4.3.4), and a page's kind comes from
+/// the dependence mode the runtime reports.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RwSlopes {
+    /// ns saved per load moved to DRAM.
+    pub read_ns: f64,
+    /// ns saved per store moved to DRAM.
+    pub write_ns: f64,
+}
+
+impl RwSlopes {
+    /// Non-negative least squares through the origin on `(reads, writes,
+    /// gap_ns)` samples (per task type: mean loads and stores of an
+    /// instance, all-slow less all-DRAM time): the unconstrained solution
+    /// if both slopes are >= 0, else the better one-slope fit. None without
+    /// a sample with accesses.
+    pub fn fit(samples: &[(f64, f64, f64)]) -> Option<RwSlopes> {
+        let sum = |f: &dyn Fn(&(f64, f64, f64)) -> f64| samples.iter().map(f).sum::<f64>();
+        let (a, b, d) = (
+            sum(&|s| s.0 * s.0),
+            sum(&|s| s.0 * s.1),
+            sum(&|s| s.1 * s.1),
+        );
+        let (e, f) = (sum(&|s| s.0 * s.2), sum(&|s| s.1 * s.2));
+        let sse = |r: &RwSlopes| sum(&|s| (s.0 * r.read_ns + s.1 * r.write_ns - s.2).powi(2));
+        let mut cand = Vec::new();
+        if a > 0.0 {
+            cand.push(RwSlopes {
+                read_ns: (e / a).max(0.0),
+                write_ns: 0.0,
+            });
+        }
+        if d > 0.0 {
+            cand.push(RwSlopes {
+                read_ns: 0.0,
+                write_ns: (f / d).max(0.0),
+            });
+        }
+        let det = a * d - b * b;
+        if det.abs() > f64::EPSILON * (a * d).max(1.0) {
+            let r = RwSlopes {
+                read_ns: (d * e - b * f) / det,
+                write_ns: (a * f - b * e) / det,
+            };
+            if r.read_ns >= 0.0 && r.write_ns >= 0.0 {
+                cand.push(r);
+            }
+        }
+        cand.into_iter().min_by(|x, y| sse(x).total_cmp(&sse(y)))
+    }
+
+    /// ns saved per access to a page that a task stores to (`write`) or
+    /// only loads from.
+    pub fn per_access(&self, write: bool) -> f64 {
+        if write {
+            self.write_ns
+        } else {
+            self.read_ns
+        }
+    }
+
+    /// Task time one page copy's `lines` slow-tier transfers cost: a
+    /// promotion reads them (`lines` loads' worth), an eviction writes them
+    /// back, which costs what a store saves beyond a load (its write-back
+    /// half; nothing where stores save less than loads). Returns (read,
+    /// write-back).
+    pub fn traffic_ns(&self, lines: f64) -> (f64, f64) {
+        (
+            lines * self.read_ns,
+            lines * (self.write_ns - self.read_ns).max(0.0),
+        )
+    }
+}
+
+/// The pages of `t` that it stores to (objects named `out` or `inout`).
+pub fn write_pages(t: &Task, page: u64) -> crate::fasthash::PageSet {
+    t.objects
+        .iter()
+        .filter(|o| o.access != crate::task::Access::In)
+        .flat_map(|o| o.pages(page))
+        .collect()
+}
+
 /// Predicted saving (ns) of each page if it sits in DRAM while the tasks of
 /// `future` (creation order) run. Tasks of unknown type save nothing but
 /// their footprints still count toward the reuse distance, which stops the
@@ -97,11 +190,12 @@ pub fn future_savings(
     page: u64,
     capacity: usize,
 ) -> PageMap<f64> {
-    future_savings_of(db, model, future, page, capacity, None)
+    future_savings_of(db, model, future, page, capacity, None, None)
 }
 
 /// [`future_savings`] of the pages in `wanted` (sorted; None: every
-/// page), the same sums for those pages: the planner asks only about its
+/// page), each later access priced by `rw` where given ([`RwSlopes`]; None:
+/// the type's one slope), the same sums for those pages: the planner asks only about its
 /// co-runners' pages, so a future task none of whose objects touches one
 /// is not re-based, and the others only for those pages, unsorted (the
 /// re-basing's sort was most of the OMPT tool's planning time with the
@@ -115,6 +209,7 @@ pub fn future_savings_of(
     page: u64,
     capacity: usize,
     wanted: Option<&[u64]>,
+    rw: Option<RwSlopes>,
 ) -> PageMap<f64> {
     let mut out: PageMap<f64> = PageMap::default();
     let mut seen = PageSpans::default();
@@ -141,7 +236,12 @@ pub fn future_savings_of(
         if s <= 0.0 || !touches(t) {
             continue;
         }
+        let writes = rw.map(|_| write_pages(t, page));
         for (pg, acc) in p.rebase_within(t, page, wanted).unwrap_or_default() {
+            let s = match (rw, &writes) {
+                (Some(r), Some(w)) => r.per_access(w.contains(&pg)),
+                _ => s,
+            };
             *out.entry(pg).or_insert(0.0) += acc * s;
         }
     }
@@ -589,7 +689,7 @@ mod tests {
         for cap in [6, 9, 100] {
             let full = future_savings(&db, &model(), &fut, P, cap);
             let wanted = [101, 105, 200, 203];
-            let some = future_savings_of(&db, &model(), &fut, P, cap, Some(&wanted));
+            let some = future_savings_of(&db, &model(), &fut, P, cap, Some(&wanted), None);
             for pg in wanted {
                 assert_eq!(full.get(&pg), some.get(&pg), "cap {cap} page {pg}");
             }
@@ -616,6 +716,31 @@ mod tests {
     fn the_runs_own_copy_cost_needs_enough_pages() {
         assert_eq!(measured_copy_ns(3100.0, COPY_SAMPLE_PAGES - 1), None);
         assert_eq!(measured_copy_ns(6400.0, 32), Some(200.0));
+    }
+
+    #[test]
+    fn read_and_write_slopes_are_fitted_non_negative() {
+        // gap = 5 ns per load + 20 ns per store, exactly
+        let s: Vec<(f64, f64, f64)> = [(100.0, 0.0), (50.0, 50.0), (0.0, 80.0)]
+            .iter()
+            .map(|&(r, w)| (r, w, 5.0 * r + 20.0 * w))
+            .collect();
+        let f = RwSlopes::fit(&s).unwrap();
+        assert!((f.read_ns - 5.0).abs() < 1e-9 && (f.write_ns - 20.0).abs() < 1e-9);
+        assert_eq!(f.per_access(true), f.write_ns);
+        // a write-back costs what a store saves beyond a load
+        assert_eq!(f.traffic_ns(64.0), (320.0, 960.0));
+        // stores saving less than loads: no write-back charge
+        let lat = RwSlopes {
+            read_ns: 12.0,
+            write_ns: 3.0,
+        };
+        assert_eq!(lat.traffic_ns(64.0), (768.0, 0.0));
+        // the unconstrained fit would give loads a negative slope: clamped
+        let neg = [(100.0, 10.0, 100.0), (10.0, 100.0, 3000.0)];
+        let f = RwSlopes::fit(&neg).unwrap();
+        assert!(f.read_ns >= 0.0 && f.write_ns >= 0.0, "{f:?}");
+        assert_eq!(RwSlopes::fit(&[]), None);
     }
 
     #[test]

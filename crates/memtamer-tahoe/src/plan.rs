@@ -9,9 +9,8 @@
 
 use crate::benefit::{
     fresh_ns, future_savings_of, saving_per_access, task_gap_ns, traffic_ns, worth_moving,
-    HelperClock,
+    write_pages, HelperClock, RwSlopes,
 };
-use crate::copycost::CopyCost;
 use crate::fasthash::{PageMap, PageSet, TypeMap};
 use crate::model::{invert_t_slow, HybridModel};
 use crate::profile::{Counters, ProfileDb, TypeProfile};
@@ -95,6 +94,10 @@ pub struct PlanConfig {
     /// representative's placement"). False (the default, the OMPT
     /// tool's): the representative's time stays.
     pub refine: bool,
+    /// The check's saving and traffic priced per load and per store
+    /// ([`RwSlopes`], `Planner::set_rw_slopes`); None (the default, the
+    /// OMPT tool's): every access at the type's one slope.
+    pub rw_slopes: Option<RwSlopes>,
 }
 
 impl Default for PlanConfig {
@@ -109,6 +112,7 @@ impl Default for PlanConfig {
             copy_fixed_ns: 0.0,
             rep_skip: 0,
             refine: false,
+            rw_slopes: None,
         }
     }
 }
@@ -207,41 +211,6 @@ impl Planner {
         }
     }
 
-    /// The copy cost the check uses from now on: the run's own measured
-    /// time per copied page (Eq. 3.3's `data_size / mem_copy_bw` with the
-    /// copy bandwidth this program leaves the helper, which a saturated
-    /// slow tier makes lower than any other program's). Ignored when the
-    /// check is off or `ns` is not a positive number.
-    pub fn set_copy_ns(&mut self, ns: f64) {
-        if self.cfg.copy_ns_per_page.is_some() && ns.is_finite() && ns > 0.0 {
-            self.cfg.copy_ns_per_page = Some(ns);
-        }
-    }
-
-    /// The batch copy cost the check uses from now on: `c.fixed_ns` once
-    /// per batch plus `c.per_page_ns` per page ([`crate::copycost`], fitted
-    /// from the run's timed batches). Ignored when the check is off, a term
-    /// is negative or not finite, or a one-page batch would cost nothing.
-    pub fn set_copy_cost(&mut self, c: CopyCost) {
-        let ok = |x: f64| x.is_finite() && x >= 0.0;
-        if self.cfg.copy_ns_per_page.is_some()
-            && ok(c.fixed_ns)
-            && ok(c.per_page_ns)
-            && c.batch_ns(1) > 0.0
-        {
-            self.cfg.copy_ns_per_page = Some(c.per_page_ns);
-            self.cfg.copy_fixed_ns = c.fixed_ns;
-        }
-    }
-
-    /// The batch copy cost the check uses (None: no check).
-    pub fn copy_cost(&self) -> Option<CopyCost> {
-        self.cfg.copy_ns_per_page.map(|c| CopyCost {
-            fixed_ns: self.cfg.copy_fixed_ns,
-            per_page_ns: c,
-        })
-    }
-
     /// Turns the no-copy placement of pages a task overwrites whole on
     /// (`Some`: page-fault time per page, ns) or off, before planning
     /// starts ([`PlanConfig::out_fault_ns`]).
@@ -254,11 +223,6 @@ impl Planner {
     pub fn set_learning(&mut self, rep_skip: usize, refine: bool) {
         self.cfg.rep_skip = rep_skip;
         self.cfg.refine = refine;
-    }
-
-    /// The copy cost per page the check uses (None: no check).
-    pub fn copy_ns(&self) -> Option<f64> {
-        self.cfg.copy_ns_per_page
     }
 
     /// Counters so far.
@@ -502,7 +466,8 @@ impl Planner {
                 wanted.sort_unstable();
                 wanted.dedup();
                 let cap = self.dram.capacity();
-                future_savings_of(&self.db, &self.model, future, page, cap, Some(&wanted))
+                let rw = self.cfg.rw_slopes;
+                future_savings_of(&self.db, &self.model, future, page, cap, Some(&wanted), rw)
             }
             None => PageMap::default(),
         };
@@ -527,6 +492,7 @@ impl Planner {
                 return Vec::new();
             };
             let per = saving_per_access(&self.model, p);
+            let rw = self.cfg.rw_slopes.map(|r| (r, write_pages(t, page)));
             let v: Vec<(u64, f64)> = p
                 .rebase(t, page)
                 .unwrap_or_default()
@@ -561,13 +527,20 @@ impl Planner {
                         return true; // a co-runner's copy already pays
                     }
                     let l = later.get(&pg).copied().unwrap_or(0.0);
-                    let own = (a * per).min(gap);
+                    // per load / store: no knee (the gap is the savings' sum)
+                    let (own, rd, wb) = match &rw {
+                        Some((r, w)) => {
+                            let (rd, wb) = r.traffic_ns(lines_per_page);
+                            (a * r.per_access(w.contains(&pg)), rd, wb)
+                        }
+                        None => ((a * per).min(gap), traffic, traffic),
+                    };
                     // a page overwritten whole: no copy, no slow-tier read
                     let (mv, mv_traffic) = match self.cfg.out_fault_ns {
                         Some(f) if fresh[k].contains(&pg) => (fresh_ns(f, copy), 0.0),
-                        _ => (copy, traffic),
+                        _ => (copy, rd),
                     };
-                    let (cost, evicts) = clock.cost_fresh(mv, copy, sl, mv_traffic, traffic);
+                    let (cost, evicts) = clock.cost_fresh(mv, copy, sl, mv_traffic, wb);
                     let ok = worth_moving(own, 1.0, l, cost);
                     if ok {
                         clock.take_fresh(mv, copy, evicts);
@@ -790,6 +763,9 @@ impl Planner {
         self.db.set_t_slow(task, mean);
     }
 }
+
+#[path = "plan_check.rs"]
+mod check;
 
 #[cfg(test)]
 #[path = "plan_tests.rs"]

@@ -31,6 +31,7 @@ fn planner(dram: usize, corun: usize) -> Planner {
             copy_fixed_ns: 0.0,
             rep_skip: 0,
             refine: false,
+            rw_slopes: None,
         },
         HybridModel::fallback_only(10.0),
         dram,
@@ -207,6 +208,7 @@ fn costed(dram: usize, copy: f64) -> Planner {
             copy_fixed_ns: 0.0,
             rep_skip: 0,
             refine: false,
+            rw_slopes: None,
         },
         HybridModel::fallback_only(10.0),
         dram,
@@ -304,6 +306,7 @@ fn a_task_at_the_parallel_forms_knee_gains_nothing_from_more_pages() {
                 copy_fixed_ns: 0.0,
                 rep_skip: 0,
                 refine: false,
+                rw_slopes: None,
             },
             HybridModel::fallback_only(1.0).with_form(form),
             8,
@@ -494,6 +497,7 @@ fn promoted(out: Access, out_len: u64, fault: Option<f64>) -> (Vec<u64>, Vec<u64
             copy_fixed_ns: 0.0,
             rep_skip: 0,
             refine: false,
+            rw_slopes: None,
         },
         HybridModel::fallback_only(10.0),
         64,
@@ -562,6 +566,7 @@ fn a_page_a_co_runner_also_names_is_copied() {
             copy_fixed_ns: 0.0,
             rep_skip: 0,
             refine: false,
+            rw_slopes: None,
         },
         HybridModel::fallback_only(10.0),
         64,
@@ -724,4 +729,45 @@ fn freed_pages_leave_dram_and_are_never_evicted() {
     // the eviction order holds only the live page
     let mut r = pl.dram().clone();
     assert_eq!(r.evict_for(4, &Default::default()), vec![1]);
+}
+
+#[test]
+fn stores_priced_per_store_pay_where_one_slope_refuses_them() {
+    // A RandomAccess-like type: 256 stores to each of 4 `inout` pages,
+    // 10 ns per access under one slope, and a load-only sibling. The copy
+    // (2 us) is exposed, DRAM has room. One slope: a page saves 2560 ns
+    // against 2000 + 640 ns of copy and read traffic, refused. Per load /
+    // store (5 / 20 ns, a store moving two slow-tier lines): a store page
+    // saves 5120 ns against 2000 + 64 x 5 ns, moved; a load page 1280 ns,
+    // refused. (docs/notebook/tahoe.md, "The check and later tasks' reuse")
+    let obj = |page: u64, access| DataObject {
+        addr: page * P,
+        len: 4 * P,
+        access,
+    };
+    let t = |id, page, access| Task {
+        id,
+        code: 7,
+        objects: vec![obj(page, access)],
+    };
+    let samples: Vec<(u64, f64)> = (0..4).map(|p| (p, 256.0)).collect();
+    let rw = crate::benefit::RwSlopes {
+        read_ns: 5.0,
+        write_ns: 20.0,
+    };
+    for (slopes, access, expect) in [
+        (None, Access::InOut, 0),
+        (Some(rw), Access::InOut, 4),
+        (Some(rw), Access::In, 0),
+    ] {
+        let mut pl = costed(8, 2000.0);
+        pl.set_rw_slopes(slopes);
+        let r = t(1, 0, Access::InOut);
+        pl.decide(&r, &[], &[]);
+        pl.completed(&r, 100_000.0, Some(&samples));
+        let b = t(2, 10, access);
+        let (batches, _) = pl.plan_ready(std::slice::from_ref(&b), &[], &[]);
+        let moved: usize = batches.iter().map(|x| x.pages.len()).sum();
+        assert_eq!(moved, expect, "{slopes:?} {access:?}");
+    }
 }

@@ -223,6 +223,7 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
             first_touch,
             tahoe_touch,
             frees,
+            check_slopes,
             dram_ratio,
         } => {
             pick("memtamer sim tahoe", format, &[Format::Markdown])?;
@@ -241,6 +242,7 @@ pub fn run(cmd: SimCmd, format: Option<Format>) -> Result<Outcome, CliError> {
                 first_touch,
                 os_touch: tahoe_touch == "os",
                 frees_never: frees == "never",
+                rw_check: check_slopes == "rw",
                 dram_ratio,
             })
         }

@@ -33,6 +33,10 @@ pub(super) struct Opts {
     /// `--frees never`: no array is freed before the program ends (the
     /// tables before branch `tahoeft`); false: the sources' frees.
     pub frees_never: bool,
+    /// `--check-slopes rw`: the check prices loads and stores with their own
+    /// slopes; false (`one`, the default): one slope per type, the check as
+    /// before branch `tahoera`.
+    pub rw_check: bool,
     /// `--dram-ratio NAME=N`: a benchmark's data bytes per DRAM byte in
     /// place of its Table 4.4 ratio (a probe; docs/notebook/tahoe.md "The setup
     /// against the thesis").
@@ -135,6 +139,7 @@ pub(super) fn run(o: Opts) -> Result<Outcome, CliError> {
         o.out_fault_ns,
         learn,
         o.os_touch,
+        o.rw_check,
     )?;
     let rows: Vec<Row> = measured
         .iter()

@@ -33,6 +33,7 @@ use crate::workload::{Generator, Ps, NS};
 use baselines::{FirstTouch, Fixed, FixedKind, PhaseTimes, StaticHot, UnimemTasks};
 use memtamer_core::unimem::model::Platform as UPlatform;
 use memtamer_core::unimem::Tier;
+use memtamer_tahoe::benefit::RwSlopes;
 use memtamer_tahoe::model::LinearAccess;
 pub use memtamer_tahoe::model::PartialForm;
 pub use outnocopy::{OutNoCopy, OUT_RUN};
@@ -277,6 +278,23 @@ pub fn type_means(g: &TaskGraph, recs: &[TaskRecord]) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// Mean stores (line accesses to `out`/`inout` blocks) of an instance of
+/// each task type of `g`, in [`type_means`]'s order.
+pub fn type_stores(g: &TaskGraph) -> Vec<f64> {
+    let mut acc = vec![(0.0, 0u64); g.types.len()];
+    for t in &g.tasks {
+        let a = &mut acc[t.ty];
+        a.0 += t
+            .args
+            .iter()
+            .filter(|x| x.mode != crate::workload::taskgraph::Mode::In)
+            .map(|x| g.arg_lines(x) as f64)
+            .sum::<f64>();
+        a.1 += 1;
+    }
+    acc.into_iter().map(|(w, n)| w / n.max(1) as f64).collect()
+}
+
 /// One program to evaluate: a name, its graph, its DRAM : data ratio.
 #[derive(Clone, Debug)]
 pub struct Case {
@@ -417,7 +435,10 @@ fn round1(k: usize) -> Box<dyn TaskPolicy> {
 /// `os_touch`: the OS also places Tahoe's run-time first touches in free
 /// DRAM, and Tahoe adopts them ([`TahoePolicy::with_os_touch`], an
 /// ablation); false: they start in the slow tier, as the thesis starts
-/// every page (§4.3.5).
+/// every page (§4.3.5). `rw_check`: the check prices loads and stores
+/// with their own slopes, fitted leave-one-out like beta
+/// ([`memtamer_tahoe::benefit::RwSlopes`]); false: one slope per type (the
+/// tables before branch `tahoera`).
 #[allow(clippy::too_many_arguments)]
 pub fn evaluate(
     platforms: &[String],
@@ -428,6 +449,7 @@ pub fn evaluate(
     out_fault_ns: Option<f64>,
     learn: ModelLearning,
     os_touch: bool,
+    rw_check: bool,
 ) -> Result<Vec<Measured>, SimError> {
     let plats: Vec<Platform> = platforms
         .iter()
@@ -516,6 +538,25 @@ pub fn evaluate(
             LinearAccess::fit(&v).map(|m| m.beta_ns).unwrap_or(0.0)
         })
         .collect();
+    // The check's per-load and per-store slopes, leave-one-out like beta,
+    // on (loads, stores, all-slow less all-DRAM time) per type.
+    let rw: Vec<Option<RwSlopes>> = (0..pairs.len())
+        .map(|i| {
+            let v: Vec<(f64, f64, f64)> = (0..pairs.len())
+                .filter(|&j| rw_check && j != i && pairs[j].0 == pairs[i].0)
+                .flat_map(|j| {
+                    let g = &cases[pairs[j].1].graph;
+                    let stores = type_stores(g);
+                    samples(j)
+                        .into_iter()
+                        .zip(stores)
+                        .map(|((acc, s, d), w)| ((acc - w).max(0.0), w.min(acc), s - d))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            RwSlopes::fit(&v)
+        })
+        .collect();
     // Copy cost per page for the cost-benefit check, measured leave-one-out
     // like beta: the oracle's copies (time per moved page, both directions,
     // under the contention of its runs) on the other benchmarks.
@@ -556,7 +597,8 @@ pub fn evaluate(
                 FIRST_TOUCH,
                 form,
             )
-            .with_learning(learn);
+            .with_learning(learn)
+            .with_rw_slopes(rw[i]);
             let pol = if os_touch { pol.with_os_touch() } else { pol };
             let pol = if sib { pol } else { pol.without_siblings() };
             let pol = match out_fault_ns {

@@ -229,6 +229,16 @@ impl TahoePolicy {
         self.planner.adopt(&pages);
     }
 
+    /// The same Tahoe with the check's saving and traffic priced per load
+    /// and per store (`memtamer_tahoe::benefit::RwSlopes`, fitted
+    /// leave-one-out like beta); None: one slope per type, the check before
+    /// branch `tahoera` (docs/notebook/tahoe.md, "The check and later tasks'
+    /// reuse").
+    pub fn with_rw_slopes(mut self, rw: Option<memtamer_tahoe::benefit::RwSlopes>) -> Self {
+        self.planner.set_rw_slopes(rw);
+        self
+    }
+
     /// The same Tahoe with its all-slow times from `learn` (the default is
     /// [`ModelLearning::Refined`]).
     pub fn with_learning(mut self, learn: ModelLearning) -> Self {

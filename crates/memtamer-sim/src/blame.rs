@@ -9,6 +9,7 @@
 //! unknown key exited 2.
 
 use crate::error::SimError;
+use crate::point_check::covers;
 
 /// `--set k=v` for each of `sets`, space-separated.
 pub fn set_args<'a>(sets: impl IntoIterator<Item = &'a (String, toml::Value)>) -> String {
@@ -124,7 +125,6 @@ pub fn at_key(
         let mine: Vec<_> = sets.iter().filter(|(k, _)| hit(k)).collect();
         (!mine.is_empty()).then(|| set_args(mine))
     };
-    let covers = |key: &str, path: &str| path == key || path.starts_with(&format!("{key}."));
     let sets_path = |k: &str| covers(k, path);
     let sets_platform = |k: &str| covers("platform", k);
     match named(&sets_path).or_else(|| named(&sets_platform)) {

@@ -521,38 +521,51 @@ pub fn evaluate(
             ))
         },
     )?;
-    // Leave-one-out fit of the fallback per platform and case.
-    let samples = |i: usize| -> Vec<(f64, f64, f64)> {
-        let (_, c) = pairs[i];
-        let g = &cases[c].graph;
-        let s = type_means(g, &slow[i].records);
-        let d = type_means(g, &r1[i * R1].records);
-        s.iter().zip(&d).map(|(s, d)| (s.0, s.1, d.1)).collect()
+    // Leave-one-out fit of the fallback per platform and case, on each
+    // pair's (accesses, all-slow, all-DRAM) per type, computed once.
+    let samples: Vec<Vec<(f64, f64, f64)>> = pairs
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, c))| {
+            let g = &cases[c].graph;
+            let s = type_means(g, &slow[i].records);
+            let d = type_means(g, &r1[i * R1].records);
+            s.iter().zip(&d).map(|(s, d)| (s.0, s.1, d.1)).collect()
+        })
+        .collect();
+    let same_platform = &pairs;
+    let others = |i: usize| {
+        (0..same_platform.len())
+            .filter(move |&j| j != i && same_platform[j].0 == same_platform[i].0)
     };
     let betas: Vec<f64> = (0..pairs.len())
         .map(|i| {
-            let v: Vec<(f64, f64, f64)> = (0..pairs.len())
-                .filter(|&j| j != i && pairs[j].0 == pairs[i].0)
-                .flat_map(samples)
-                .collect();
+            let v: Vec<(f64, f64, f64)> =
+                others(i).flat_map(|j| samples[j].iter().copied()).collect();
             LinearAccess::fit(&v).map(|m| m.beta_ns).unwrap_or(0.0)
         })
         .collect();
     // The check's per-load and per-store slopes, leave-one-out like beta,
     // on (loads, stores, all-slow less all-DRAM time) per type.
+    let rw_samples: Vec<Vec<(f64, f64, f64)>> = pairs
+        .iter()
+        .enumerate()
+        .map(|(j, &(_, c))| {
+            if !rw_check {
+                return Vec::new();
+            }
+            let stores = type_stores(&cases[c].graph);
+            samples[j]
+                .iter()
+                .zip(stores)
+                .map(|(&(acc, s, d), w)| ((acc - w).max(0.0), w.min(acc), s - d))
+                .collect()
+        })
+        .collect();
     let rw: Vec<Option<RwSlopes>> = (0..pairs.len())
         .map(|i| {
-            let v: Vec<(f64, f64, f64)> = (0..pairs.len())
-                .filter(|&j| rw_check && j != i && pairs[j].0 == pairs[i].0)
-                .flat_map(|j| {
-                    let g = &cases[pairs[j].1].graph;
-                    let stores = type_stores(g);
-                    samples(j)
-                        .into_iter()
-                        .zip(stores)
-                        .map(|((acc, s, d), w)| ((acc - w).max(0.0), w.min(acc), s - d))
-                        .collect::<Vec<_>>()
-                })
+            let v: Vec<(f64, f64, f64)> = others(i)
+                .flat_map(|j| rw_samples[j].iter().copied())
                 .collect();
             RwSlopes::fit(&v)
         })
